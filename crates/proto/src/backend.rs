@@ -1,0 +1,241 @@
+//! The seam between the wire protocol and the session that executes commands.
+//!
+//! The protocol layer decodes a command, calls one method of [`Backend`], and encodes what it
+//! returns (OK, result set or error packet) according to the negotiated capabilities. Everything
+//! SQL-, storage- or server-specific lives behind this trait, implemented by the server's session.
+//! Errors cross this seam as [`ErrorInfo`]: a MySQL error code, SQLSTATE and message, already
+//! mapped from the typed errors of the layer that raised them.
+
+use mysql_common::constants::{ColumnFlags, ColumnType};
+use mysql_common::value::Value;
+
+/// A MySQL error as sent in an ERR packet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorInfo {
+    /// MySQL error number, e.g. 1064.
+    pub code: u16,
+    /// Five-character SQLSTATE, e.g. `*b"42000"`.
+    pub state: [u8; 5],
+    /// Human-readable message, as MySQL words it where MySQL has the same error.
+    pub message: String,
+}
+
+impl ErrorInfo {
+    /// Builds an error from its parts.
+    pub fn new(code: u16, state: &str, message: impl Into<String>) -> Self {
+        let mut s = [b'H', b'Y', b'0', b'0', b'0'];
+        if state.len() == 5 {
+            s.copy_from_slice(state.as_bytes());
+        }
+        ErrorInfo {
+            code,
+            state: s,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "ERROR {} ({}): {}",
+            self.code,
+            String::from_utf8_lossy(&self.state),
+            self.message
+        )
+    }
+}
+
+impl std::error::Error for ErrorInfo {}
+
+/// One column definition of a result set (or of COM_FIELD_LIST).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Column {
+    /// Database of the column's table ("" for expressions).
+    pub schema: String,
+    /// Table alias as written in the query ("" for expressions).
+    pub table: String,
+    /// Table name in the catalog.
+    pub org_table: String,
+    /// Column alias as written in the query (what clients show as the header).
+    pub name: String,
+    /// Column name in the catalog.
+    pub org_name: String,
+    /// Wire type; decides the binary-protocol encoding of values.
+    pub column_type: ColumnType,
+    /// NOT_NULL, PRI_KEY, UNSIGNED, BINARY, ... flags.
+    pub flags: ColumnFlags,
+    /// Maximum display length in characters times the charset's max bytes per char.
+    pub column_length: u32,
+    /// Decimal digits for DECIMAL/FLOAT/DOUBLE (31 = not fixed), 0 otherwise.
+    pub decimals: u8,
+    /// Character set id (33 = utf8mb3_general_ci, 45 = utf8mb4_general_ci, 63 = binary).
+    pub charset: u16,
+}
+
+impl Column {
+    /// A column of an expression (no table), with the default charset for its type.
+    pub fn expr(name: impl Into<String>, column_type: ColumnType) -> Self {
+        let name = name.into();
+        let numeric = matches!(
+            column_type,
+            ColumnType::MYSQL_TYPE_TINY
+                | ColumnType::MYSQL_TYPE_SHORT
+                | ColumnType::MYSQL_TYPE_INT24
+                | ColumnType::MYSQL_TYPE_LONG
+                | ColumnType::MYSQL_TYPE_LONGLONG
+                | ColumnType::MYSQL_TYPE_FLOAT
+                | ColumnType::MYSQL_TYPE_DOUBLE
+                | ColumnType::MYSQL_TYPE_NEWDECIMAL
+        );
+        Column {
+            schema: String::new(),
+            table: String::new(),
+            org_table: String::new(),
+            org_name: String::new(),
+            name,
+            column_type,
+            flags: if numeric {
+                ColumnFlags::BINARY_FLAG
+            } else {
+                ColumnFlags::empty()
+            },
+            column_length: if numeric { 21 } else { 1024 },
+            decimals: match column_type {
+                ColumnType::MYSQL_TYPE_FLOAT | ColumnType::MYSQL_TYPE_DOUBLE => 31,
+                _ => 0,
+            },
+            charset: if numeric { 63 } else { 45 },
+        }
+    }
+}
+
+/// What an OK packet carries.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OkInfo {
+    /// Rows changed (or matched, with CLIENT_FOUND_ROWS) as MySQL reports them.
+    pub affected_rows: u64,
+    /// LAST_INSERT_ID() produced by this statement, 0 if none.
+    pub last_insert_id: u64,
+    /// Number of warnings the statement produced.
+    pub warnings: u16,
+    /// Human-readable info, e.g. "Rows matched: 1  Changed: 1  Warnings: 0".
+    pub info: String,
+}
+
+/// A fully materialised result set.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ResultSet {
+    /// Column definitions, in order.
+    pub columns: Vec<Column>,
+    /// Rows; each has exactly `columns.len()` values. `Value::NULL` is SQL NULL. Text values
+    /// are `Value::Bytes`; the protocol renders every value as text for the text protocol and
+    /// by its column type for the binary protocol.
+    pub rows: Vec<Vec<Value>>,
+    /// Warnings produced while computing it.
+    pub warnings: u16,
+}
+
+/// The result of one statement.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Response {
+    /// The statement returns no rows.
+    Ok(OkInfo),
+    /// The statement returns rows.
+    Rows(ResultSet),
+}
+
+/// What COM_STMT_PREPARE returns.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PrepareOk {
+    /// Number of `?` placeholders.
+    pub params: u16,
+    /// Result columns, if the statement returns rows (may be empty).
+    pub columns: Vec<Column>,
+}
+
+/// Session state the protocol puts in OK/EOF status flags and uses for scheduling.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionStatus {
+    /// A transaction is open (SERVER_STATUS_IN_TRANS).
+    pub in_transaction: bool,
+    /// autocommit is on (SERVER_STATUS_AUTOCOMMIT).
+    pub autocommit: bool,
+}
+
+/// What a client sent in its handshake response, for the backend to authenticate.
+#[derive(Debug, Clone)]
+pub struct LoginRequest<'a> {
+    /// User name.
+    pub user: &'a str,
+    /// Client host as the server sees it (`127.0.0.1`, `localhost` for the Unix socket).
+    pub host: &'a str,
+    /// The 20-byte scramble sent in the greeting.
+    pub scramble: &'a [u8; 20],
+    /// The `mysql_native_password` response: SHA1(pw) XOR SHA1(scramble + SHA1(SHA1(pw))),
+    /// empty for an empty password.
+    pub auth_response: &'a [u8],
+    /// Database requested with CONNECT_WITH_DB.
+    pub database: Option<&'a str>,
+    /// Whether the client set CLIENT_INTERACTIVE (interactive_timeout applies instead of
+    /// wait_timeout).
+    pub interactive: bool,
+    /// Connection attributes (`_client_name`, `program_name`, ...).
+    pub attributes: &'a [(String, String)],
+}
+
+/// The session side of a connection: everything the protocol cannot decide by itself.
+///
+/// One value per connection, owned by the protocol's connection state, so it must be `Send`.
+/// Every method runs on whatever thread currently serves the connection.
+pub trait Backend: Send {
+    /// Verifies credentials (`mysql_native_password`) and, if given, the initial database.
+    /// Errors: 1045 (access denied), 1049 (unknown database), 1040 (too many connections).
+    fn authenticate(&mut self, login: &LoginRequest<'_>) -> Result<(), ErrorInfo>;
+
+    /// Runs COM_QUERY text. With `multi_statements` the text may hold several statements
+    /// separated by `;`; results are returned in order and execution stops after the first
+    /// error, which is the last element.
+    fn query(&mut self, sql: &str, multi_statements: bool) -> Vec<Result<Response, ErrorInfo>>;
+
+    /// COM_INIT_DB.
+    fn init_db(&mut self, database: &str) -> Result<(), ErrorInfo>;
+
+    /// COM_FIELD_LIST: column definitions of `table` whose names match the LIKE `wildcard`.
+    fn field_list(&mut self, table: &str, wildcard: &str) -> Result<Vec<Column>, ErrorInfo>;
+
+    /// COM_STATISTICS: the one-line status string (`Uptime: ...  Threads: ...`).
+    fn statistics(&mut self) -> String;
+
+    /// COM_PROCESS_KILL: kill connection `id`.
+    fn kill(&mut self, id: u32) -> Result<(), ErrorInfo>;
+
+    /// COM_RESET_CONNECTION: roll back, drop temporary state, user variables and prepared
+    /// statements, reset session variables to their global values.
+    fn reset_connection(&mut self);
+
+    /// COM_STMT_PREPARE under the protocol-assigned `stmt_id`.
+    fn prepare(&mut self, stmt_id: u32, sql: &str) -> Result<PrepareOk, ErrorInfo>;
+
+    /// COM_STMT_EXECUTE with decoded parameters (long data already merged in).
+    fn execute(&mut self, stmt_id: u32, params: &[Value]) -> Result<Response, ErrorInfo>;
+
+    /// COM_STMT_CLOSE (no reply is sent).
+    fn close_statement(&mut self, stmt_id: u32);
+
+    /// Called before each command with its command byte (for `Questions`, `Com_*`, the
+    /// process list and KILL QUERY bookkeeping), and after it.
+    fn command_begin(&mut self, command: u8);
+    /// See [`Backend::command_begin`].
+    fn command_end(&mut self);
+
+    /// Current transaction/autocommit state for status flags.
+    fn status(&self) -> SessionStatus;
+
+    /// The session's `max_allowed_packet`; larger commands get error 1153.
+    fn max_allowed_packet(&self) -> usize;
+
+    /// The connection is going away (quit, error or network loss): roll back and release.
+    fn disconnect(&mut self);
+}

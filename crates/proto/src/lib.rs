@@ -1,0 +1,18 @@
+//! MySQL wire protocol for the shoal server, sans-IO.
+//!
+//! The protocol consumes bytes that a connection handler has already read and produces the reply
+//! bytes; it never touches a socket. All per-connection protocol state lives in one `Send` struct,
+//! and one call processes exactly one command, so a thread pool may move a connection to another
+//! thread between commands.
+//!
+//! The protocol knows nothing about SQL or storage: it talks to the session through the
+//! [`Backend`] trait (see [`backend`]).
+
+pub mod backend;
+
+pub use backend::{
+    Backend, Column, ErrorInfo, LoginRequest, OkInfo, PrepareOk, Response, ResultSet,
+    SessionStatus,
+};
+pub use mysql_common::constants::{ColumnFlags, ColumnType};
+pub use mysql_common::value::Value;

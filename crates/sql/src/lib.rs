@@ -1,0 +1,1 @@
+//! SQL front end: parse with sqlparser, translate into our own AST, plan, execute.

@@ -1,0 +1,1 @@
+//! Durable storage on embedded RocksDB.

@@ -1,1 +1,283 @@
-//! Thread pool for connection servers (see the crate README and docs/ARCHITECTURE.md).
+//! # shoal-pool: a thread pool for connection servers
+//!
+//! This crate schedules *connections* — a file descriptor plus an opaque object owned by a
+//! [`Handler`] — onto a small number of worker threads, the way MariaDB's and Percona's
+//! `pool-of-threads` does. It knows nothing about MySQL: the server implements [`Handler`]
+//! (log in, run one command, say whether the session is inside a transaction, time out, close)
+//! and calls [`Pool::add`] for every accepted socket.
+//!
+//! ## How it works
+//!
+//! * **Groups.** The pool has `size` thread groups (`thread_pool_size`); connection `id` belongs
+//!   to group `id % size`. Each group (cache-line padded) has one mutex protecting a
+//!   [`core::GroupCore`]: a high and a low FIFO queue whose entries carry their enqueue time, a
+//!   LIFO list of idle workers (each sleeping on its own condvar, so exactly one is woken), the
+//!   listener flag, thread/active/waiting/connection counts and event counters. Each group owns
+//!   an epoll instance (`polling::Poller`) where every idle connection is registered
+//!   **one-shot**: an event is delivered to exactly one thread, and the connection is re-armed
+//!   after each command. `max_size` groups are allocated up front (like MariaDB's 128), so
+//!   resizing never reallocates.
+//! * **Connection life.** [`Pool::add`] queues the connection HIGH with a *login* action. A worker
+//!   runs [`Handler::login`], then the connection is re-armed. When its socket is readable the
+//!   listener queues it; a worker runs [`Handler::handle`] (one command), asks
+//!   [`Handler::priority`] and [`Handler::idle_deadline`] and re-arms it (readable, or writable on
+//!   [`Outcome::WantWrite`]). Every connection has a small state machine (`Idle` = armed in
+//!   epoll, `Queued`, `Running`, `Closed`); only the party that moves it out of `Idle` (the
+//!   listener on an event, `kill`, or the timer on an idle timeout) may queue it, so an event, a
+//!   KILL and a timeout never run a connection twice. The socket is always removed from epoll
+//!   before [`Handler::close`] gets the connection back (no KILL/close race on a reused fd).
+//! * **Listener.** A worker that finds no work and no listener becomes the listener and blocks
+//!   in the group's epoll. After a poll it claims the connections and queues them. If the queue
+//!   was empty, `dedicated_listener` is off and the group is under its concurrency cap, it
+//!   executes the first event itself (saving a wake-up; it stops being the listener). Otherwise
+//!   it stays the listener and, if the group has fewer active workers than the cap, wakes one
+//!   idle worker (or creates one). *Deviation from MariaDB:* MariaDB's listener executes its event
+//!   even when the group is at the cap; ours respects the cap, so `oversubscribe` really bounds
+//!   the number of running, non-waiting workers. And when the listener takes an event that puts
+//!   the group at its cap, it wakes an idle worker (if any) to become the next listener, so that
+//!   new events are queued — visible, prioritised and subject to stall detection — instead of
+//!   sitting unseen in epoll until the timer notices the missing listener.
+//! * **Priority.** [`HighPrioMode::Transactions`] (default): a connection whose
+//!   [`PrioHint`] says it is in a transaction or holds locks goes to the high queue while it has
+//!   tickets (`high_prio_tickets`, Percona semantics: refilled when it goes low, one spent per
+//!   high placement). `Statements`: always high. `None`: always low. Login, KILL and idle
+//!   timeouts are always high. Every timer tick, low entries older than `prio_kickup_timer` move
+//!   to the high queue (MariaDB's kick-up).
+//! * **Concurrency limit.** A worker may not dequeue while `1 + oversubscribe` *other* workers of
+//!   its group are active, unless the group is stalled. Workers inside a reported wait
+//!   (`shoal_wait::wait_begin`, observed through a per-worker [`shoal_wait::WaitObserver`]) are
+//!   not active. When the last active worker begins a wait and work is queued (or there is no
+//!   listener), another worker is woken or created at once. Waits are counted by kind.
+//! * **Timer.** Every `stall_limit` a timer thread visits each group: kick-up; *stall* (queue
+//!   non-empty and nothing dequeued since the previous tick → mark stalled, which lifts the cap
+//!   until the next dequeue, and wake or create a worker); *missing listener* (connections but
+//!   no listener and no events since the last tick → wake or create); when the group has no
+//!   listener it also does a non-blocking poll itself so readable connections are queued (this
+//!   is what rescues lock holders when every thread is blocked, below); idle connections past
+//!   [`Handler::idle_deadline`] are queued HIGH with a timeout action ([`Handler::timed_out`] then
+//!   [`Handler::close`]).
+//! * **Threads.** Creation is throttled by group size (see [`core::throttle_interval`]: none below
+//!   `2 + oversubscribe` threads, then 50/100/200 ms for <8/<16/≥16 threads, capped at one stall
+//!   limit; never throttled when the group has no active thread). `max_threads` caps the pool,
+//!   but every group can always reach 2 threads. A group never has more threads than
+//!   connections (plus one). A worker idle for `idle_timeout` exits; the listener does not, so a
+//!   used group keeps one thread. When the pool cannot create a thread it needs it logs a
+//!   `tracing` warning, at most once per 10 s.
+//! * **Live changes.** Every setter on [`Pool`] takes effect immediately. A resize marks nothing:
+//!   each connection compares `id % size` with its group at its next re-arm and, if different,
+//!   is deleted from the old epoll *before* being added to the new one; the connection counts
+//!   move with it, and a thread is created in the new group if it has none. Idle connections move
+//!   after their next command. Listeners of groups beyond the new size exit once their group
+//!   has no connections left.
+//!
+//! ## The lock-holder guarantee (no pool-wide deadlock)
+//!
+//! The classic failure: a session holds a row lock (or an open transaction) and is idle; every
+//! other session blocks on that lock; the pool reaches `max_threads`; nobody is left to read the
+//! holder's COMMIT. Here, a connection whose last [`PrioHint`] has `in_transaction` or
+//! `holds_locks` is queued `must_run` (in normal operation that only means the high queue, per
+//! `high_prio_mode`; it does not lift the concurrency cap, or transactional load would ignore
+//! `oversubscribe`), and:
+//!
+//! 1. whenever the pool wants a worker for a group and creation is *refused* because
+//!    `max_threads` is reached while a `must_run` entry is queued there, it creates a thread
+//!    anyway (`creations_for_lock_holders`; at most one per queued holder);
+//! 2. that forced thread takes the first `must_run` entry, ignoring order and the cap
+//!    (`cap_bypasses`);
+//! 3. if the group has no listener (all its threads are blocked), the timer polls the group's
+//!    epoll itself every tick (`polls_by_worker`), so the holder's COMMIT is seen within one stall
+//!    limit and rule 1 applies;
+//! 4. holders blocked behind *unreported* waits are covered by stall detection (a stalled group
+//!    ignores the cap; high entries, where holders are, go first).
+//!
+//! Threads above `max_threads` exit as soon as they find no work instead of idling. The excess is
+//! bounded by the number of queued lock holders.
+//!
+//! ## Shutdown protocol ([`Pool::shutdown`], also run on drop)
+//!
+//! 1. Set the pool-wide shutdown flag and each group's `shutdown` (under its lock).
+//! 2. Wake the timer thread and join it.
+//! 3. Wake every idle worker (its condvar) and every listener (`Poller::notify`).
+//! 4. Workers finish the command they are running; instead of re-arming, they close their
+//!    connection ([`CloseReason::Shutdown`]); then they exit.
+//! 5. Join every worker thread (repeat until none is left, as a finishing worker may not create
+//!    new ones once the flag is set).
+//! 6. Drain the queues and the connection registry: every remaining connection is deleted from
+//!    epoll and handed to [`Handler::close`] with [`CloseReason::Shutdown`].
+//!
+//! A handler call that never returns blocks step 5: handlers must honour their own timeouts.
+//!
+//! ## Observability
+//!
+//! [`Pool::stats`] returns a [`PoolStats`] snapshot: per group the MariaDB
+//! `THREAD_POOL_GROUPS`/`_STATS` columns, queue entries (`THREAD_POOL_QUEUES`), waits by kind
+//! (`THREAD_POOL_WAITS`), and queueing-/execution-time percentiles (HDR histograms recorded under
+//! the group lock the worker takes anyway). [`Pool::connection_state`] and
+//! [`Pool::connection_states`] give per-connection state for `SHOW PROCESSLIST`.
+//!
+//! ## Model checking
+//!
+//! The group state machine ([`core`]) is plain data. `model` holds loom models of it (run with
+//! `RUSTFLAGS="--cfg loom" cargo test --release -p shoal-pool --lib loom`); the pool's side
+//! effects (threads, epoll) are covered by the integration tests in `tests/`.
+
+#![warn(missing_docs)]
+
+pub mod core;
+mod loom;
+#[cfg(test)]
+mod model;
+mod pool;
+mod stats;
+
+pub use crate::core::{Counters, Prio};
+pub use pool::Pool;
+pub use stats::{ConnState, GroupStats, Percentiles, PoolStats, QueueEntryInfo};
+
+use std::os::fd::RawFd;
+use std::time::{Duration, Instant};
+
+/// What the pool does with a connection after a handler call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Re-arm for readability: the next command arrives on the socket.
+    Continue,
+    /// The send buffer is full: re-arm for writability and call [`Handler::handle`] when the
+    /// socket can take more (the handler keeps its pending output).
+    WantWrite,
+    /// Input is already buffered (pipelined commands): queue the connection again (low) without
+    /// waiting for the socket.
+    Yield,
+    /// Close the connection ([`Handler::close`] with [`CloseReason::Handler`]).
+    Close,
+}
+
+/// What the session holds after a command; decides priority and the lock-holder guarantee.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PrioHint {
+    /// An explicit transaction is open.
+    pub in_transaction: bool,
+    /// The session holds row, table, metadata or user locks.
+    pub holds_locks: bool,
+}
+
+impl PrioHint {
+    /// Whether the session must always get a thread (see the crate doc).
+    pub fn must_run(self) -> bool {
+        self.in_transaction || self.holds_locks
+    }
+}
+
+/// Why [`Handler::close`] is called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseReason {
+    /// The handler returned [`Outcome::Close`] (client quit, EOF, protocol error).
+    Handler,
+    /// [`Pool::kill`].
+    Killed,
+    /// The idle deadline passed ([`Handler::timed_out`] was called first).
+    TimedOut,
+    /// The pool shut down.
+    Shutdown,
+    /// Registering the socket with epoll failed.
+    PollError,
+}
+
+/// The server side of the pool: runs connections. All methods are called on pool threads.
+pub trait Handler: Send + Sync + 'static {
+    /// Per-connection state (session, socket, buffers).
+    type Conn: Send + 'static;
+    /// The connection's socket. It must stay open until [`Handler::close`].
+    fn fd(&self, conn: &Self::Conn) -> RawFd;
+    /// The first event of a connection (queued HIGH): handshake and authentication.
+    fn login(&self, conn: &mut Self::Conn) -> Outcome;
+    /// The socket is readable (or writable after [`Outcome::WantWrite`], or the connection
+    /// yielded): run at most one command and reply. Must not block on the socket reading.
+    fn handle(&self, conn: &mut Self::Conn) -> Outcome;
+    /// Called after each command: does the session hold a transaction or locks?
+    fn priority(&self, conn: &Self::Conn) -> PrioHint;
+    /// When the idle connection should time out (`wait_timeout`), if ever.
+    fn idle_deadline(&self, conn: &Self::Conn) -> Option<Instant>;
+    /// The idle deadline passed: send the timeout error. [`Handler::close`] follows.
+    fn timed_out(&self, conn: &mut Self::Conn);
+    /// The connection leaves the pool (already removed from epoll): close the socket.
+    fn close(&self, conn: Self::Conn, reason: CloseReason);
+}
+
+/// `thread_pool_high_prio_mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HighPrioMode {
+    /// High while in a transaction or holding locks, and tickets remain.
+    #[default]
+    Transactions,
+    /// Every statement is high.
+    Statements,
+    /// Nothing is high (except login, KILL and timeouts).
+    None,
+}
+
+/// Pool configuration. Everything but `max_size` can be changed live with the setters.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `thread_pool_size`: number of active groups.
+    pub size: usize,
+    /// Groups allocated up front; the upper bound for live resizes (default max(size, 128)).
+    pub max_size: usize,
+    /// `thread_pool_oversubscribe`: cap on active workers per group is 1 + this.
+    pub oversubscribe: usize,
+    /// `thread_pool_stall_limit`: timer period.
+    pub stall_limit: Duration,
+    /// `thread_pool_max_threads`.
+    pub max_threads: usize,
+    /// `thread_pool_idle_timeout`: an idle worker exits after this.
+    pub idle_timeout: Duration,
+    /// `thread_pool_prio_kickup_timer`.
+    pub prio_kickup_timer: Duration,
+    /// `thread_pool_high_prio_mode`.
+    pub high_prio_mode: HighPrioMode,
+    /// `thread_pool_high_prio_tickets`.
+    pub high_prio_tickets: u64,
+    /// `thread_pool_dedicated_listener`.
+    pub dedicated_listener: bool,
+    /// Record queueing/execution time histograms.
+    pub histograms: bool,
+    /// Name prefix of pool threads.
+    pub thread_name: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Config {
+            size: cpus,
+            max_size: cpus.max(128),
+            oversubscribe: 3,
+            stall_limit: Duration::from_millis(500),
+            max_threads: 65536,
+            idle_timeout: Duration::from_secs(60),
+            prio_kickup_timer: Duration::from_millis(1000),
+            high_prio_mode: HighPrioMode::Transactions,
+            high_prio_tickets: u64::from(u32::MAX),
+            dedicated_listener: false,
+            histograms: true,
+            thread_name: "shoal-pool".into(),
+        }
+    }
+}
+
+/// Errors of the pool API.
+#[derive(Debug, thiserror::Error)]
+pub enum PoolError {
+    /// A configuration value is out of range.
+    #[error("invalid pool configuration: {0}")]
+    InvalidConfig(String),
+    /// Creating an epoll instance or a thread failed.
+    #[error("pool I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    /// `add` with an id already in the pool.
+    #[error("connection id {0} is already in the pool")]
+    DuplicateConnection(u64),
+    /// The pool is shutting down.
+    #[error("the pool is shut down")]
+    ShutDown,
+}

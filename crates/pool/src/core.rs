@@ -1,0 +1,698 @@
+//! The per-group state machine, as plain data: no locks, no threads, no sockets.
+//!
+//! Everything a thread group decides — who may dequeue, who becomes the listener, whether to wake
+//! an idle worker or create a thread, when a group is stalled — is a method on [`GroupCore`].
+//! The pool wraps one `GroupCore` in the group's mutex and performs the side effects (spawning,
+//! condvar signals, epoll) that a method's return value asks for. Keeping the decisions pure makes
+//! them testable deterministically (the unit tests below) and model-checkable with loom
+//! (`tests` in `crate::model`), while the pool code stays a thin shell.
+//!
+//! ## Thread accounting (the invariant)
+//!
+//! Every thread of a group is in exactly one of four roles, and under the group lock
+//! `threads == active + waiting + idle.len() + listener as usize` holds at all times:
+//!
+//! * **active** — running a connection or looking for work, and not inside a reported wait;
+//! * **waiting** — running a connection that reported a wait (`shoal_wait::wait_begin`);
+//! * **idle** — asleep on its own condvar in the LIFO idle list;
+//! * **listener** — blocked in the group's epoll.
+//!
+//! A waker moves a worker from `idle` to `active` itself (before the woken thread runs), and a
+//! new thread is counted `active` from the moment it is decided, so the counts never lag behind.
+//!
+//! ## Concurrency limit
+//!
+//! `cap = 1 + oversubscribe`. A worker (itself counted active) may dequeue when the *other*
+//! active workers are fewer than `cap`, or the group is stalled. The one exception: a thread
+//! created past `max_threads` for a lock holder (`force_create`) takes the first `must_run` entry
+//! regardless of the cap (see the crate essay on the lock-holder guarantee).
+//!
+//! ## Thread creation throttling
+//!
+//! [`throttle_interval`]: no delay while the group has fewer than `2 + oversubscribe` threads (the
+//! active cap plus a listener); then 50 ms below 8 threads, 100 ms below 16, 200 ms from 16 on, but
+//! never more than one stall limit (so a stall tick can always add a thread). When the group has
+//! no active thread at all, creation is never throttled (everyone is blocked).
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use shoal_wait::WaitKind;
+
+/// Queue index: high priority entries are always dequeued before low ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Prio {
+    /// Login, KILL, timeouts, statements of sessions in a transaction (with tickets).
+    High = 0,
+    /// Everything else.
+    Low = 1,
+}
+
+/// One queued unit of work.
+#[derive(Debug)]
+pub struct Queued<E> {
+    /// The work item (in the pool: connection + action).
+    pub item: E,
+    /// When it was queued (for queueing-time statistics and kick-up).
+    pub since: Instant,
+    /// The connection holds locks or an open transaction: it may bypass the concurrency cap.
+    pub must_run: bool,
+}
+
+/// Event counters of one group (MariaDB's `THREAD_POOL_STATS` columns plus ours).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Threads created.
+    pub thread_creations: u64,
+    /// Threads created because the timer found the group stalled.
+    pub thread_creations_due_to_stall: u64,
+    /// Idle workers woken.
+    pub wakes: u64,
+    /// Idle workers woken because the timer found the group stalled.
+    pub wakes_due_to_stall: u64,
+    /// Creations refused or delayed by the throttling interval.
+    pub throttles: u64,
+    /// Timer ticks that found the group stalled.
+    pub stalls: u64,
+    /// Polls done by the listener.
+    pub polls_by_listener: u64,
+    /// Non-blocking polls done by the timer on a group without a listener.
+    pub polls_by_worker: u64,
+    /// Entries the listener executed itself.
+    pub dequeues_by_listener: u64,
+    /// Entries dequeued by workers.
+    pub dequeues_by_worker: u64,
+    /// Low entries moved to the high queue by the kick-up timer.
+    pub prio_kickups: u64,
+    /// Threads created beyond `max_threads`/throttling so a lock holder could run.
+    pub creations_for_lock_holders: u64,
+    /// Lock-holder entries taken first by a thread forced into existence for them.
+    pub cap_bypasses: u64,
+    /// Creations refused because `max_threads` was reached.
+    pub creations_refused: u64,
+    /// Connections that moved into this group after a resize.
+    pub migrations_in: u64,
+    /// Reported waits by kind (index = `WaitKind::index`).
+    pub waits: [u64; 12],
+}
+
+/// Why a wake-or-create was requested.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// Ordinary: work queued, nobody active; a wait began; a listener is missing.
+    Normal,
+    /// The timer found the group stalled.
+    Stall,
+}
+
+/// Inputs from pool-wide state for a creation decision.
+#[derive(Debug, Clone, Copy)]
+pub struct CreateCtx {
+    /// Now.
+    pub now: Instant,
+    /// Threads in the whole pool.
+    pub total_threads: usize,
+    /// `thread_pool_max_threads`.
+    pub max_threads: usize,
+    /// `thread_pool_oversubscribe`.
+    pub oversubscribe: usize,
+    /// `thread_pool_stall_limit`.
+    pub stall_limit: Duration,
+}
+
+/// What the caller must do after [`GroupCore::wake_or_create`].
+#[derive(Debug, PartialEq, Eq)]
+pub enum Decision<W> {
+    /// Signal this worker (already moved from idle to active).
+    Wake(W),
+    /// Spawn a thread for the group (already counted as active).
+    Create,
+    /// Too soon after the previous creation.
+    Throttled,
+    /// `max_threads` reached, or more threads than connections.
+    Refused,
+}
+
+/// What the listener must do with the events it just queued.
+#[derive(Debug, PartialEq, Eq)]
+pub enum AfterPoll<E> {
+    /// Execute this entry itself (it is no longer the listener, and is active again).
+    Execute(E),
+    /// Stay listener; the queue holds the events.
+    Listen,
+}
+
+/// The throttling interval for a group with `threads` threads (see the module doc).
+pub fn throttle_interval(threads: usize, oversubscribe: usize, stall_limit: Duration) -> Duration {
+    let tier = if threads < 2 + oversubscribe {
+        return Duration::ZERO;
+    } else if threads < 8 {
+        Duration::from_millis(50)
+    } else if threads < 16 {
+        Duration::from_millis(100)
+    } else {
+        Duration::from_millis(200)
+    };
+    tier.min(stall_limit)
+}
+
+/// The state of one thread group (see the module doc).
+#[derive(Debug)]
+pub struct GroupCore<E, W> {
+    /// `queues[Prio::High as usize]` and `queues[Prio::Low as usize]`, FIFO.
+    pub queues: [VecDeque<Queued<E>>; 2],
+    /// Idle workers, most recently idle last (LIFO).
+    pub idle: Vec<W>,
+    /// A thread is blocked in the group's epoll.
+    pub listener: bool,
+    /// All threads of the group.
+    pub threads: usize,
+    /// Threads running or looking for work, outside reported waits.
+    pub active: usize,
+    /// Threads inside a reported wait.
+    pub waiting: usize,
+    /// Connections assigned to this group.
+    pub connections: usize,
+    /// The timer found the queue stuck: workers may dequeue past the cap until the next dequeue.
+    pub stalled: bool,
+    /// Something was dequeued since the previous timer tick.
+    pub dequeued_since_tick: bool,
+    /// The listener saw events since the previous timer tick.
+    pub io_since_tick: bool,
+    /// Queued entries with `must_run`.
+    pub must_run_queued: usize,
+    /// Threads forced into existence for lock holders whose holder entry is not taken yet.
+    pub forced_pending: usize,
+    /// When this group last created a thread.
+    pub last_creation: Option<Instant>,
+    /// The pool is shutting down.
+    pub shutdown: bool,
+    /// Event counters.
+    pub counters: Counters,
+}
+
+impl<E, W> Default for GroupCore<E, W> {
+    fn default() -> Self {
+        GroupCore {
+            queues: [VecDeque::new(), VecDeque::new()],
+            idle: Vec::new(),
+            listener: false,
+            threads: 0,
+            active: 0,
+            waiting: 0,
+            connections: 0,
+            stalled: false,
+            dequeued_since_tick: false,
+            io_since_tick: false,
+            must_run_queued: 0,
+            forced_pending: 0,
+            last_creation: None,
+            shutdown: false,
+            counters: Counters::default(),
+        }
+    }
+}
+
+impl<E, W> GroupCore<E, W> {
+    /// Entries in both queues.
+    pub fn queued(&self) -> usize {
+        self.queues[0].len() + self.queues[1].len()
+    }
+
+    /// Whether the thread accounting invariant holds.
+    pub fn invariant_holds(&self) -> bool {
+        self.threads == self.active + self.waiting + self.idle.len() + usize::from(self.listener)
+    }
+
+    /// Appends an entry to a queue.
+    pub fn push(&mut self, item: E, prio: Prio, must_run: bool, now: Instant) {
+        if must_run {
+            self.must_run_queued += 1;
+        }
+        self.queues[prio as usize].push_back(Queued {
+            item,
+            since: now,
+            must_run,
+        });
+    }
+
+    fn pop_at(&mut self, q: usize, i: usize) -> Option<Queued<E>> {
+        let e = self.queues[q].remove(i)?;
+        if e.must_run {
+            self.must_run_queued -= 1;
+        }
+        Some(e)
+    }
+
+    /// A worker (counted active) looks for work. Returns the entry and its queueing time.
+    pub fn take_work(&mut self, oversubscribe: usize, now: Instant) -> Option<(E, Duration)> {
+        let cap = 1 + oversubscribe;
+        let others = self.active.saturating_sub(1);
+        let entry = if self.forced_pending > 0 && self.must_run_queued > 0 {
+            // A thread was forced into existence for a lock holder: run the holder first.
+            self.forced_pending -= 1;
+            let found = (0..2).find_map(|q| {
+                self.queues[q]
+                    .iter()
+                    .position(|e| e.must_run)
+                    .map(|i| (q, i))
+            });
+            let (q, i) = found?;
+            self.counters.cap_bypasses += 1;
+            self.pop_at(q, i)
+        } else if others < cap || self.stalled {
+            if !self.queues[0].is_empty() {
+                self.pop_at(0, 0)
+            } else {
+                self.pop_at(1, 0)
+            }
+        } else {
+            None
+        }?;
+        self.stalled = false;
+        self.dequeued_since_tick = true;
+        self.counters.dequeues_by_worker += 1;
+        Some((entry.item, now.saturating_duration_since(entry.since)))
+    }
+
+    /// An active worker found no work and no listener: it becomes the listener.
+    pub fn become_listener(&mut self) {
+        debug_assert!(!self.listener);
+        self.listener = true;
+        self.active -= 1;
+    }
+
+    /// An active worker found no work: it goes to sleep in the idle list.
+    pub fn become_idle(&mut self, w: W) {
+        self.active -= 1;
+        self.idle.push(w);
+    }
+
+    /// A thread of the group exits (it was active).
+    pub fn exit_active(&mut self) {
+        self.active -= 1;
+        self.threads -= 1;
+    }
+
+    /// The listener returns from its poll with `events` (already claimed connections), each
+    /// with its priority and `must_run` flag. Queues them and decides who runs what.
+    pub fn after_poll(
+        &mut self,
+        events: Vec<(E, Prio, bool)>,
+        dedicated: bool,
+        oversubscribe: usize,
+        now: Instant,
+    ) -> AfterPoll<E> {
+        self.counters.polls_by_listener += 1;
+        if events.is_empty() {
+            return AfterPoll::Listen;
+        }
+        self.io_since_tick = true;
+        let was_empty = self.queued() == 0;
+        for (e, p, m) in events {
+            self.push(e, p, m, now);
+        }
+        if was_empty && !dedicated && self.active < 1 + oversubscribe {
+            let q = if self.queues[0].is_empty() { 1 } else { 0 };
+            if let Some(e) = self.pop_at(q, 0) {
+                self.listener = false;
+                self.active += 1;
+                self.stalled = false;
+                self.dequeued_since_tick = true;
+                self.counters.dequeues_by_listener += 1;
+                return AfterPoll::Execute(e.item);
+            }
+        }
+        AfterPoll::Listen
+    }
+
+    /// Whether the listener that just took an event for itself should wake an idle worker to
+    /// take over the listener role: only when the group is now at its cap, because then the
+    /// running workers may stay busy long and events would otherwise go unseen until the timer
+    /// notices the missing listener (one wake per event at the cap, none below it).
+    pub fn needs_new_listener(&self, oversubscribe: usize) -> bool {
+        !self.listener && self.active > oversubscribe && !self.idle.is_empty()
+    }
+
+    /// Hands the listener role to the most recently idle worker, if the group has no listener.
+    /// The worker goes straight from idle to listener (never counted active in between).
+    pub fn hand_listener(&mut self) -> Option<W> {
+        if self.listener {
+            return None;
+        }
+        let w = self.idle.pop()?;
+        self.listener = true;
+        self.counters.wakes += 1;
+        Some(w)
+    }
+
+    /// Whether the listener, after queueing, should wake or create a worker.
+    pub fn listener_wants_worker(&self, oversubscribe: usize) -> bool {
+        self.queued() > 0 && self.active < 1 + oversubscribe
+    }
+
+    /// A running worker reports a wait. Returns whether a worker should be woken or created.
+    pub fn wait_begin(&mut self, kind: WaitKind) -> bool {
+        self.active -= 1;
+        self.waiting += 1;
+        self.counters.waits[kind.index()] += 1;
+        self.active == 0 && (self.queued() > 0 || !self.listener)
+    }
+
+    /// The wait ended (the worker runs again; this may exceed the cap, as in MariaDB).
+    pub fn wait_end(&mut self) {
+        self.waiting -= 1;
+        self.active += 1;
+    }
+
+    /// An idle worker's sleep timed out: if it is still in the idle list it leaves the group and
+    /// the caller's thread exits (`true`); otherwise it was woken meanwhile (`false`).
+    pub fn idle_timed_out(&mut self, is_me: impl Fn(&W) -> bool) -> bool {
+        if let Some(i) = self.idle.iter().position(is_me) {
+            self.idle.remove(i);
+            self.threads -= 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Wakes the most recently idle worker, or decides to create a thread.
+    pub fn wake_or_create(&mut self, ctx: &CreateCtx, reason: Reason) -> Decision<W> {
+        if let Some(w) = self.idle.pop() {
+            self.active += 1;
+            self.counters.wakes += 1;
+            if reason == Reason::Stall {
+                self.counters.wakes_due_to_stall += 1;
+            }
+            return Decision::Wake(w);
+        }
+        if self.threads > self.connections.max(1) {
+            return Decision::Refused;
+        }
+        if ctx.total_threads >= ctx.max_threads && self.threads >= 2 {
+            self.counters.creations_refused += 1;
+            return Decision::Refused;
+        }
+        if self.active > 0 {
+            let interval = throttle_interval(self.threads, ctx.oversubscribe, ctx.stall_limit);
+            if let Some(last) = self.last_creation {
+                if ctx.now.saturating_duration_since(last) < interval {
+                    self.counters.throttles += 1;
+                    return Decision::Throttled;
+                }
+            }
+        }
+        self.count_creation(ctx.now);
+        if reason == Reason::Stall {
+            self.counters.thread_creations_due_to_stall += 1;
+        }
+        Decision::Create
+    }
+
+    /// Creates a thread regardless of throttling and `max_threads`, because a `must_run` entry
+    /// is queued and nothing else can run it.
+    pub fn force_create(&mut self, now: Instant) -> bool {
+        if self.must_run_queued <= self.forced_pending || !self.idle.is_empty() {
+            return false;
+        }
+        self.count_creation(now);
+        self.forced_pending += 1;
+        self.counters.creations_for_lock_holders += 1;
+        true
+    }
+
+    fn count_creation(&mut self, now: Instant) {
+        self.threads += 1;
+        self.active += 1;
+        self.last_creation = Some(now);
+        self.counters.thread_creations += 1;
+    }
+
+    /// Spawning the thread decided by [`Decision::Create`] failed: undo the accounting.
+    pub fn creation_failed(&mut self) {
+        self.threads -= 1;
+        self.active -= 1;
+    }
+
+    /// Moves low entries older than `kickup` to the end of the high queue.
+    pub fn kick_up(&mut self, kickup: Duration, now: Instant) {
+        while let Some(front) = self.queues[1].front() {
+            if now.saturating_duration_since(front.since) < kickup {
+                break;
+            }
+            let e = self.queues[1].pop_front().expect("front exists");
+            self.queues[0].push_back(e);
+            self.counters.prio_kickups += 1;
+        }
+    }
+
+    /// The timer's stall check: returns `(stalled_now, listener_missing)`; resets tick flags.
+    pub fn tick(&mut self) -> (bool, bool) {
+        let stalled = self.queued() > 0 && !self.dequeued_since_tick;
+        if stalled {
+            self.stalled = true;
+            self.counters.stalls += 1;
+        }
+        let missing = !self.listener && !self.io_since_tick && self.connections > 0;
+        self.dequeued_since_tick = false;
+        self.io_since_tick = false;
+        (stalled, missing)
+    }
+
+    /// Removes and returns every queued entry (shutdown).
+    pub fn drain(&mut self) -> Vec<E> {
+        self.must_run_queued = 0;
+        self.forced_pending = 0;
+        let mut out: Vec<E> = self.queues[0].drain(..).map(|q| q.item).collect();
+        out.extend(self.queues[1].drain(..).map(|q| q.item));
+        out
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::field_reassign_with_default)]
+mod tests {
+    use super::*;
+
+    type G = GroupCore<u32, u32>;
+
+    fn ctx(now: Instant) -> CreateCtx {
+        CreateCtx {
+            now,
+            total_threads: 0,
+            max_threads: 1000,
+            oversubscribe: 0,
+            stall_limit: Duration::from_millis(500),
+        }
+    }
+
+    #[test]
+    fn high_queue_first_and_cap() {
+        let now = Instant::now();
+        let mut g = G::default();
+        g.threads = 2;
+        g.active = 2;
+        g.connections = 3;
+        g.push(1, Prio::Low, false, now);
+        g.push(2, Prio::High, false, now);
+        // two active, cap 1: the caller may not dequeue
+        assert!(g.take_work(0, now).is_none());
+        g.active = 1;
+        g.threads = 1;
+        assert_eq!(g.take_work(0, now).map(|x| x.0), Some(2));
+        assert_eq!(g.take_work(0, now).map(|x| x.0), Some(1));
+        assert!(g.take_work(0, now).is_none());
+        assert!(g.invariant_holds());
+    }
+
+    #[test]
+    fn stalled_group_lifts_cap_until_next_dequeue() {
+        let now = Instant::now();
+        let mut g = G::default();
+        g.threads = 2;
+        g.active = 2;
+        g.connections = 2;
+        g.push(7, Prio::Low, false, now);
+        g.push(8, Prio::Low, false, now);
+        let (stalled, _) = g.tick();
+        assert!(stalled && g.stalled);
+        assert_eq!(g.take_work(0, now).map(|x| x.0), Some(7));
+        assert!(!g.stalled);
+        assert!(g.take_work(0, now).is_none());
+    }
+
+    #[test]
+    fn forced_thread_runs_lock_holder_first() {
+        let now = Instant::now();
+        let mut g = G::default();
+        g.threads = 2;
+        g.active = 0;
+        g.waiting = 2; // everyone blocked on the holder's lock
+        g.connections = 4;
+        g.push(1, Prio::Low, false, now);
+        g.push(2, Prio::Low, true, now);
+        let mut c = ctx(now);
+        c.total_threads = 2;
+        c.max_threads = 2;
+        // in a transaction but no pressure: no bypass of the normal order
+        assert_eq!(g.wake_or_create(&c, Reason::Normal), Decision::Refused);
+        assert!(g.force_create(now));
+        assert!(!g.force_create(now), "one forced thread per queued holder");
+        assert_eq!(g.counters.creations_for_lock_holders, 1);
+        assert_eq!(g.take_work(0, now).map(|x| x.0), Some(2));
+        assert_eq!(g.counters.cap_bypasses, 1);
+        assert_eq!((g.must_run_queued, g.forced_pending), (0, 0));
+        assert!(g.invariant_holds());
+        // a must_run entry does not bypass the cap by itself
+        let mut h = G::default();
+        h.threads = 3;
+        h.active = 3;
+        h.push(5, Prio::High, true, now);
+        assert!(h.take_work(0, now).is_none());
+    }
+
+    #[test]
+    fn listener_executes_only_when_queue_was_empty_and_under_cap() {
+        let now = Instant::now();
+        let mut g = G::default();
+        g.threads = 1;
+        g.connections = 2;
+        g.listener = true;
+        assert!(g.invariant_holds());
+        let r = g.after_poll(
+            vec![(1, Prio::Low, false), (2, Prio::Low, false)],
+            false,
+            0,
+            now,
+        );
+        assert_eq!(r, AfterPoll::Execute(1));
+        assert!(!g.listener && g.active == 1 && g.invariant_holds());
+        // queue not empty now: a second listener poll only queues
+        g.become_listener();
+        let r = g.after_poll(vec![(3, Prio::High, false)], false, 0, now);
+        assert_eq!(r, AfterPoll::Listen);
+        assert_eq!(g.queued(), 2);
+        assert!(g.listener_wants_worker(0));
+        // dedicated listener never executes
+        let mut d = G::default();
+        d.threads = 1;
+        d.listener = true;
+        assert_eq!(
+            d.after_poll(vec![(1, Prio::Low, false)], true, 0, now),
+            AfterPoll::Listen
+        );
+    }
+
+    #[test]
+    fn wait_accounting_requests_worker_when_last_active_waits() {
+        let now = Instant::now();
+        let mut g = G::default();
+        g.threads = 2;
+        g.active = 1;
+        g.listener = true;
+        g.connections = 2;
+        assert!(
+            !g.wait_begin(WaitKind::Sleep),
+            "listener present, queue empty"
+        );
+        g.wait_end();
+        g.push(5, Prio::Low, false, now);
+        assert!(g.wait_begin(WaitKind::RowLock));
+        assert_eq!(g.counters.waits[WaitKind::RowLock.index()], 1);
+        assert!(g.invariant_holds());
+        match g.wake_or_create(&ctx(now), Reason::Normal) {
+            Decision::Create => {}
+            d => panic!("expected Create, got {d:?}"),
+        }
+        assert!(g.invariant_holds());
+    }
+
+    #[test]
+    fn creation_limits_and_throttling() {
+        let now = Instant::now();
+        let mut g = G::default();
+        g.connections = 100;
+        g.threads = 2;
+        g.active = 2;
+        let mut c = ctx(now);
+        c.total_threads = 10;
+        c.max_threads = 10;
+        assert_eq!(g.wake_or_create(&c, Reason::Normal), Decision::Refused);
+        // a group with fewer than 2 threads may always grow
+        let mut h = G::default();
+        h.connections = 5;
+        h.threads = 1;
+        h.active = 1;
+        assert_eq!(h.wake_or_create(&c, Reason::Normal), Decision::Create);
+        // throttling: third thread in a group with oversubscribe 0 waits 50 ms
+        c.max_threads = 1000;
+        assert_eq!(h.wake_or_create(&c, Reason::Normal), Decision::Throttled);
+        c.now = now + Duration::from_millis(60);
+        assert_eq!(h.wake_or_create(&c, Reason::Stall), Decision::Create);
+        assert_eq!(h.counters.thread_creations_due_to_stall, 1);
+        // idle workers are woken LIFO before anything is created
+        h.become_idle(41);
+        h.become_idle(42);
+        assert_eq!(h.wake_or_create(&c, Reason::Normal), Decision::Wake(42));
+        assert!(h.invariant_holds());
+    }
+
+    #[test]
+    fn throttle_tiers() {
+        let s = Duration::from_millis(500);
+        assert_eq!(throttle_interval(3, 3, s), Duration::ZERO);
+        assert_eq!(throttle_interval(5, 3, s), Duration::from_millis(50));
+        assert_eq!(throttle_interval(8, 3, s), Duration::from_millis(100));
+        assert_eq!(throttle_interval(16, 3, s), Duration::from_millis(200));
+        assert_eq!(
+            throttle_interval(16, 3, Duration::from_millis(30)),
+            Duration::from_millis(30)
+        );
+    }
+
+    #[test]
+    fn listener_handoff_skips_active() {
+        let mut g = G::default();
+        g.threads = 2;
+        g.active = 2;
+        g.become_idle(3);
+        assert_eq!(g.hand_listener(), Some(3));
+        assert!(g.listener && g.active == 1 && g.invariant_holds());
+        g.become_idle(4);
+        assert_eq!(g.hand_listener(), None, "there is a listener already");
+    }
+
+    #[test]
+    fn kick_up_moves_old_low_entries() {
+        let t0 = Instant::now();
+        let mut g = G::default();
+        g.push(1, Prio::Low, false, t0);
+        g.push(2, Prio::Low, false, t0 + Duration::from_millis(900));
+        g.kick_up(Duration::from_millis(500), t0 + Duration::from_millis(1000));
+        assert_eq!(g.queues[0].len(), 1);
+        assert_eq!(g.queues[0][0].item, 1);
+        assert_eq!(g.counters.prio_kickups, 1);
+    }
+
+    #[test]
+    fn idle_timeout_vs_wake_race() {
+        let mut g = G::default();
+        g.threads = 1;
+        g.active = 1;
+        g.connections = 1;
+        g.become_idle(9);
+        let now = Instant::now();
+        assert_eq!(
+            g.wake_or_create(&ctx(now), Reason::Normal),
+            Decision::Wake(9)
+        );
+        // the sleeper's timeout fires after it was woken: it must not exit
+        assert!(!g.idle_timed_out(|w| *w == 9));
+        assert_eq!(g.threads, 1);
+        g.become_idle(9);
+        assert!(g.idle_timed_out(|w| *w == 9));
+        assert_eq!(g.threads, 0);
+        assert!(g.invariant_holds());
+    }
+}

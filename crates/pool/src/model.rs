@@ -1,0 +1,169 @@
+//! Model checks of the group state machine ([`crate::core::GroupCore`]) under concurrency.
+//!
+//! The decisions live in `GroupCore`; these models run them from several threads through the
+//! `crate::loom` shim exactly as the pool does (one mutex per group, one condvar per idle worker)
+//! and assert the accounting invariant and "every entry runs exactly once" in every interleaving.
+//! Under `--cfg loom` loom explores the interleavings:
+//!
+//! ```text
+//! RUSTFLAGS="--cfg loom" cargo test --release -p shoal-pool --lib loom
+//! ```
+//!
+//! Without `--cfg loom` the same models run once on std threads as ordinary tests.
+
+use std::time::{Duration, Instant};
+
+use crate::core::{AfterPoll, GroupCore, Prio};
+use crate::loom::{thread, Arc, Condvar, Mutex};
+use shoal_wait::WaitKind;
+
+type G = GroupCore<u32, usize>;
+
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    #[cfg(loom)]
+    {
+        let mut b = ::loom::model::Builder::new();
+        b.preemption_bound = Some(3);
+        b.check(f);
+    }
+    #[cfg(not(loom))]
+    f();
+}
+
+/// A listener hands an event over while a worker looks for work: the event runs exactly once,
+/// by the listener or by the worker, and the counts stay consistent.
+#[test]
+fn loom_listener_handoff_vs_worker_dequeue() {
+    model(|| {
+        let g = Arc::new(Mutex::new(G::default()));
+        {
+            let mut c = g.lock().unwrap();
+            c.threads = 2;
+            c.active = 1; // the worker
+            c.listener = true;
+            c.connections = 2;
+        }
+        let g2 = g.clone();
+        let listener = thread::spawn(move || {
+            let mut c = g2.lock().unwrap();
+            let r = c.after_poll(vec![(1, Prio::Low, false)], false, 0, Instant::now());
+            assert!(c.invariant_holds());
+            match r {
+                AfterPoll::Execute(x) => Some(x),
+                AfterPoll::Listen => None,
+            }
+        });
+        let g3 = g.clone();
+        let worker = thread::spawn(move || {
+            let mut c = g3.lock().unwrap();
+            let r = c.take_work(0, Instant::now()).map(|x| x.0);
+            assert!(c.invariant_holds());
+            r
+        });
+        let a = listener.join().unwrap();
+        let b = worker.join().unwrap();
+        let c = g.lock().unwrap();
+        let ran = usize::from(a.is_some()) + usize::from(b.is_some()) + c.queued();
+        assert_eq!(
+            ran, 1,
+            "the event is executed or still queued, exactly once"
+        );
+        assert!(c.invariant_holds());
+    });
+}
+
+/// Two workers begin and end waits while a third pushes work: `active`/`waiting` never go
+/// wrong, and a wake-up is requested whenever the last active worker waits with work queued.
+#[test]
+fn loom_wait_begin_end_accounting() {
+    model(|| {
+        let g = Arc::new(Mutex::new(G::default()));
+        {
+            let mut c = g.lock().unwrap();
+            c.threads = 3;
+            c.active = 2;
+            c.listener = true;
+            c.connections = 3;
+        }
+        let mut hs = Vec::new();
+        for kind in [WaitKind::RowLock, WaitKind::Sleep] {
+            let g = g.clone();
+            hs.push(thread::spawn(move || {
+                let wake = {
+                    let mut c = g.lock().unwrap();
+                    let w = c.wait_begin(kind);
+                    assert!(c.invariant_holds());
+                    if w {
+                        assert_eq!(c.active, 0);
+                        assert!(c.queued() > 0);
+                    }
+                    w
+                };
+                let mut c = g.lock().unwrap();
+                c.wait_end();
+                assert!(c.invariant_holds());
+                wake
+            }));
+        }
+        let gp = g.clone();
+        let pusher = thread::spawn(move || {
+            gp.lock().unwrap().push(9, Prio::Low, false, Instant::now());
+        });
+        for h in hs {
+            h.join().unwrap();
+        }
+        pusher.join().unwrap();
+        let c = g.lock().unwrap();
+        assert_eq!((c.active, c.waiting), (2, 0));
+        assert_eq!(c.counters.waits.iter().sum::<u64>(), 2);
+    });
+}
+
+/// Shutdown while a worker is going idle: the worker either sees the flag before sleeping or is
+/// woken from its condvar; it always leaves, and the group ends with no threads.
+#[test]
+fn loom_shutdown_wakes_idle_worker() {
+    model(|| {
+        let g = Arc::new((Mutex::new(G::default()), Condvar::new()));
+        {
+            let mut c = g.0.lock().unwrap();
+            c.threads = 2;
+            c.active = 1;
+            c.listener = true; // someone else listens; this worker goes idle
+        }
+        let gw = g.clone();
+        let worker = thread::spawn(move || {
+            let (m, cv) = &*gw;
+            let mut c = m.lock().unwrap();
+            if c.shutdown {
+                c.exit_active();
+                return;
+            }
+            c.become_idle(7);
+            loop {
+                c = cv.wait(c).unwrap();
+                if c.shutdown {
+                    assert!(c.idle_timed_out(|w| *w == 7));
+                    return;
+                }
+            }
+        });
+        let gs = g.clone();
+        let stopper = thread::spawn(move || {
+            let (m, cv) = &*gs;
+            let mut c = m.lock().unwrap();
+            c.shutdown = true;
+            cv.notify_all();
+            drop(c);
+        });
+        stopper.join().unwrap();
+        worker.join().unwrap();
+        let c = g.0.lock().unwrap();
+        // Only the listener remains (it is stopped through epoll in the real pool).
+        c.listener.then_some(()).expect("listener untouched");
+        assert_eq!(c.threads, 1);
+        assert!(c.idle.is_empty());
+        assert!(c.invariant_holds());
+        let _ = Duration::ZERO;
+    });
+}

@@ -1,0 +1,1146 @@
+//! The pool proper: groups, workers, listener, timer, connections (see the crate doc for the
+//! design; this module performs the side effects the decisions in [`crate::core`] ask for).
+//!
+//! ## Lock order
+//!
+//! `connection meta` → `registry shard` → `group` → `handles`. A group lock is never held while
+//! taking a connection's meta lock: the listener claims connections *before* locking its group.
+//! A connection's `conn` mutex (the handler object) is held only by the worker running it, and by
+//! shutdown after every worker has been joined.
+
+use std::collections::HashMap;
+use std::os::fd::{BorrowedFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_utils::CachePadded;
+use hdrhistogram::Histogram;
+use polling::{Event, Events, Poller};
+use shoal_wait::{WaitKind, WaitObserver};
+
+use crate::core::{AfterPoll, CreateCtx, Decision, GroupCore, Prio, Reason};
+use crate::stats::{ConnState, GroupStats, Percentiles, PoolStats, QueueEntryInfo};
+use crate::{CloseReason, Config, Handler, HighPrioMode, Outcome, PoolError, PrioHint};
+
+const SHARDS: usize = 16;
+const MAX_EVENTS: usize = 1024;
+const BLOCKED_LOG_INTERVAL: Duration = Duration::from_secs(10);
+
+/// What a queued entry asks the worker to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Action {
+    Login,
+    Event,
+    Kill,
+    Timeout,
+}
+
+/// Where a connection is in its life (see the crate doc: only the party that moves it out of
+/// `Idle` may queue it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Idle,
+    Queued,
+    Running,
+    Closed,
+}
+
+struct ConnMeta {
+    phase: Phase,
+    /// Queue the connection goes to on its next event.
+    prio: Prio,
+    /// The next event may bypass the concurrency cap (transaction open / locks held).
+    must_run: bool,
+    /// The wait the running worker reported, if any.
+    wait: Option<WaitKind>,
+    /// Armed for writability rather than readability.
+    writable: bool,
+    /// The group that counts this connection (and whose epoll has it, when `registered`).
+    group: usize,
+    /// The fd is in `group`'s epoll.
+    registered: bool,
+    /// Idle deadline (`wait_timeout`).
+    deadline: Option<Instant>,
+    /// `kill` was called.
+    killed: bool,
+    /// High-priority tickets left (Percona semantics).
+    tickets: u64,
+}
+
+struct ConnEntry<C> {
+    id: u64,
+    fd: RawFd,
+    meta: Mutex<ConnMeta>,
+    /// The handler's object; `None` once closed.
+    conn: Mutex<Option<C>>,
+}
+
+type Entry<C> = (Arc<ConnEntry<C>>, Action);
+
+/// One shard of the connection registry (id → connection).
+type Shard<C> = Mutex<HashMap<u64, Arc<ConnEntry<C>>>>;
+
+/// An idle worker's wake-up channel.
+struct WorkerSlot {
+    cv: Condvar,
+    /// Set under the group lock by the waker, which already moved the worker out of the idle
+    /// list: [`WAKE_ACTIVE`] (counted active) or [`WAKE_LISTEN`] (made the listener).
+    wake: AtomicU8,
+}
+
+const WAKE_NONE: u8 = 0;
+const WAKE_ACTIVE: u8 = 1;
+const WAKE_LISTEN: u8 = 2;
+
+struct GroupInner<C> {
+    core: GroupCore<Entry<C>, Arc<WorkerSlot>>,
+    queue_hist: Histogram<u64>,
+    exec_hist: Histogram<u64>,
+}
+
+struct Group<C> {
+    inner: Mutex<GroupInner<C>>,
+    /// The group's epoll, created on first use.
+    poller: OnceLock<Poller>,
+}
+
+impl<C> Group<C> {
+    fn new() -> Self {
+        let hist = || Histogram::new_with_bounds(1, 3_600_000_000, 2).expect("valid bounds");
+        Group {
+            inner: Mutex::new(GroupInner {
+                core: GroupCore::default(),
+                queue_hist: hist(),
+                exec_hist: hist(),
+            }),
+            poller: OnceLock::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, GroupInner<C>> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn poller(&self) -> std::io::Result<&Poller> {
+        if let Some(p) = self.poller.get() {
+            return Ok(p);
+        }
+        let p = Poller::new()?;
+        let _ = self.poller.set(p);
+        Ok(self.poller.get().expect("just set"))
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn us(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX).max(1)
+}
+
+struct Shared<H: Handler> {
+    handler: H,
+    groups: Vec<CachePadded<Group<H::Conn>>>,
+    registry: Vec<Shard<H::Conn>>,
+    size: AtomicUsize,
+    oversubscribe: AtomicUsize,
+    stall_limit_us: AtomicU64,
+    max_threads: AtomicUsize,
+    idle_timeout_us: AtomicU64,
+    kickup_us: AtomicU64,
+    prio_mode: AtomicU8,
+    tickets: AtomicU64,
+    dedicated: AtomicBool,
+    histograms: AtomicBool,
+    total_threads: AtomicUsize,
+    shutdown: AtomicBool,
+    handles: Mutex<Vec<JoinHandle<()>>>,
+    /// The timer sleeps on this (woken early by a stall-limit change or shutdown).
+    timer_cv: Condvar,
+    timer_lock: Mutex<()>,
+    last_blocked_log: Mutex<Option<Instant>>,
+    thread_name: String,
+}
+
+/// A running thread pool. See the crate documentation.
+pub struct Pool<H: Handler> {
+    shared: Arc<Shared<H>>,
+    timer: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl<H: Handler> Pool<H> {
+    /// Starts the pool (and its timer thread). Worker threads are created on demand.
+    pub fn start(config: Config, handler: H) -> Result<Pool<H>, PoolError> {
+        if config.size == 0 || config.size > config.max_size {
+            return Err(PoolError::InvalidConfig(format!(
+                "size {} must be in 1..={}",
+                config.size, config.max_size
+            )));
+        }
+        if config.stall_limit.is_zero() {
+            return Err(PoolError::InvalidConfig(
+                "stall_limit must be positive".into(),
+            ));
+        }
+        if config.max_threads == 0 {
+            return Err(PoolError::InvalidConfig(
+                "max_threads must be positive".into(),
+            ));
+        }
+        let shared = Arc::new(Shared {
+            handler,
+            groups: (0..config.max_size)
+                .map(|_| CachePadded::new(Group::new()))
+                .collect(),
+            registry: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            size: AtomicUsize::new(config.size),
+            oversubscribe: AtomicUsize::new(config.oversubscribe),
+            stall_limit_us: AtomicU64::new(us(config.stall_limit)),
+            max_threads: AtomicUsize::new(config.max_threads),
+            idle_timeout_us: AtomicU64::new(us(config.idle_timeout)),
+            kickup_us: AtomicU64::new(us(config.prio_kickup_timer)),
+            prio_mode: AtomicU8::new(mode_to_u8(config.high_prio_mode)),
+            tickets: AtomicU64::new(config.high_prio_tickets),
+            dedicated: AtomicBool::new(config.dedicated_listener),
+            histograms: AtomicBool::new(config.histograms),
+            total_threads: AtomicUsize::new(0),
+            shutdown: AtomicBool::new(false),
+            handles: Mutex::new(Vec::new()),
+            timer_cv: Condvar::new(),
+            timer_lock: Mutex::new(()),
+            last_blocked_log: Mutex::new(None),
+            thread_name: config.thread_name.clone(),
+        });
+        // Create the pollers of the active groups now, so that an fd shortage shows at start.
+        for g in &shared.groups[..config.size] {
+            g.poller()?;
+        }
+        let s = shared.clone();
+        let timer = std::thread::Builder::new()
+            .name(format!("{}-timer", config.thread_name))
+            .spawn(move || s.timer_main())?;
+        Ok(Pool {
+            shared,
+            timer: Mutex::new(Some(timer)),
+        })
+    }
+
+    /// Adds an accepted connection; its login is queued HIGH in group `conn_id % size`.
+    /// On error the connection has already been handed to [`Handler::close`].
+    pub fn add(&self, conn_id: u64, conn: H::Conn) -> Result<(), PoolError> {
+        self.shared.add(conn_id, conn)
+    }
+
+    /// Kills a connection: an idle one is queued HIGH and closed ([`CloseReason::Killed`]); a
+    /// queued one moves to the high queue and is closed instead of run; a running one is closed
+    /// when its current handler call returns. Returns whether the id was found.
+    pub fn kill(&self, conn_id: u64) -> bool {
+        self.shared.kill(conn_id)
+    }
+
+    /// `SET GLOBAL thread_pool_size`: connections migrate at their next re-arm.
+    pub fn set_size(&self, size: usize) -> Result<(), PoolError> {
+        let max = self.shared.groups.len();
+        if size == 0 || size > max {
+            return Err(PoolError::InvalidConfig(format!(
+                "size {size} must be in 1..={max}"
+            )));
+        }
+        for g in &self.shared.groups[..size] {
+            g.poller()?;
+        }
+        let old = self.shared.size.swap(size, Ordering::SeqCst);
+        // Listeners of groups beyond the new size re-check whether they may exit.
+        for g in &self.shared.groups[size.min(old)..old.max(size)] {
+            if let Some(p) = g.poller.get() {
+                let _ = p.notify();
+            }
+        }
+        Ok(())
+    }
+    /// `SET GLOBAL thread_pool_oversubscribe`.
+    pub fn set_oversubscribe(&self, n: usize) {
+        self.shared.oversubscribe.store(n, Ordering::SeqCst);
+    }
+    /// `SET GLOBAL thread_pool_stall_limit` (takes effect at once: the timer is woken).
+    pub fn set_stall_limit(&self, d: Duration) -> Result<(), PoolError> {
+        if d.is_zero() {
+            return Err(PoolError::InvalidConfig(
+                "stall_limit must be positive".into(),
+            ));
+        }
+        self.shared.stall_limit_us.store(us(d), Ordering::SeqCst);
+        let _g = lock(&self.shared.timer_lock);
+        self.shared.timer_cv.notify_all();
+        Ok(())
+    }
+    /// `SET GLOBAL thread_pool_max_threads`.
+    pub fn set_max_threads(&self, n: usize) -> Result<(), PoolError> {
+        if n == 0 {
+            return Err(PoolError::InvalidConfig(
+                "max_threads must be positive".into(),
+            ));
+        }
+        self.shared.max_threads.store(n, Ordering::SeqCst);
+        Ok(())
+    }
+    /// `SET GLOBAL thread_pool_idle_timeout` (applies to workers that go idle from now on).
+    pub fn set_idle_timeout(&self, d: Duration) {
+        self.shared.idle_timeout_us.store(us(d), Ordering::SeqCst);
+    }
+    /// `SET GLOBAL thread_pool_prio_kickup_timer`.
+    pub fn set_prio_kickup_timer(&self, d: Duration) {
+        self.shared.kickup_us.store(us(d), Ordering::SeqCst);
+    }
+    /// `SET GLOBAL thread_pool_high_prio_mode`.
+    pub fn set_high_prio_mode(&self, m: HighPrioMode) {
+        self.shared.prio_mode.store(mode_to_u8(m), Ordering::SeqCst);
+    }
+    /// `SET GLOBAL thread_pool_high_prio_tickets`.
+    pub fn set_high_prio_tickets(&self, n: u64) {
+        self.shared.tickets.store(n, Ordering::SeqCst);
+    }
+    /// `SET GLOBAL thread_pool_dedicated_listener`.
+    pub fn set_dedicated_listener(&self, on: bool) {
+        self.shared.dedicated.store(on, Ordering::SeqCst);
+    }
+    /// Turns histogram recording on or off.
+    pub fn set_histograms(&self, on: bool) {
+        self.shared.histograms.store(on, Ordering::SeqCst);
+    }
+    /// The current size.
+    pub fn size(&self) -> usize {
+        self.shared.size.load(Ordering::SeqCst)
+    }
+
+    /// A snapshot of every group (briefly takes each group's lock).
+    pub fn stats(&self) -> PoolStats {
+        self.shared.stats()
+    }
+
+    /// Clears the event counters and histograms (`THREAD_POOL_STATS`/`_WAITS` reset).
+    pub fn reset_stats(&self) {
+        for g in &self.shared.groups {
+            let mut inner = g.lock();
+            inner.core.counters = Default::default();
+            inner.queue_hist.reset();
+            inner.exec_hist.reset();
+        }
+    }
+
+    /// The state of one connection, if it is in the pool.
+    pub fn connection_state(&self, conn_id: u64) -> Option<ConnState> {
+        let e = self.shared.lookup(conn_id)?;
+        let m = lock(&e.meta);
+        Some(state_of(&m))
+    }
+
+    /// The state of every connection in the pool, sorted by id.
+    pub fn connection_states(&self) -> Vec<(u64, ConnState)> {
+        let mut out = Vec::new();
+        for e in self.shared.all_entries() {
+            let m = lock(&e.meta);
+            if m.phase != Phase::Closed {
+                out.push((e.id, state_of(&m)));
+            }
+        }
+        out.sort_by_key(|x| x.0);
+        out
+    }
+
+    /// Stops the pool following the numbered protocol in the crate doc. Idempotent.
+    pub fn shutdown(&self) {
+        let s = &self.shared;
+        s.shutdown.store(true, Ordering::SeqCst);
+        for g in &s.groups {
+            g.lock().core.shutdown = true;
+        }
+        {
+            let _g = lock(&s.timer_lock);
+            s.timer_cv.notify_all();
+        }
+        if let Some(t) = lock(&self.timer).take() {
+            let _ = t.join();
+        }
+        for g in &s.groups {
+            let inner = g.lock();
+            for w in &inner.core.idle {
+                w.cv.notify_one();
+            }
+            drop(inner);
+            if let Some(p) = g.poller.get() {
+                let _ = p.notify();
+            }
+        }
+        loop {
+            let hs: Vec<_> = std::mem::take(&mut *lock(&s.handles));
+            if hs.is_empty() {
+                break;
+            }
+            for h in hs {
+                let _ = h.join();
+            }
+        }
+        for g in &s.groups {
+            let mut inner = g.lock();
+            inner.core.drain();
+        }
+        for e in s.all_entries() {
+            let c = lock(&e.conn).take();
+            if let Some(c) = c {
+                s.close_entry(&e, c, CloseReason::Shutdown);
+            }
+        }
+    }
+}
+
+impl<H: Handler> Drop for Pool<H> {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn mode_to_u8(m: HighPrioMode) -> u8 {
+    match m {
+        HighPrioMode::Transactions => 0,
+        HighPrioMode::Statements => 1,
+        HighPrioMode::None => 2,
+    }
+}
+
+fn state_of(m: &ConnMeta) -> ConnState {
+    match m.phase {
+        Phase::Idle if m.writable => ConnState::WaitWrite,
+        Phase::Idle => ConnState::Idle,
+        Phase::Queued => ConnState::Queued(m.prio),
+        Phase::Running => m.wait.map_or(ConnState::Running, ConnState::Waiting),
+        Phase::Closed => ConnState::Closing,
+    }
+}
+
+fn percentiles(h: &Histogram<u64>) -> Percentiles {
+    if h.is_empty() {
+        return Percentiles::default();
+    }
+    Percentiles {
+        count: h.len(),
+        p50_us: h.value_at_quantile(0.50),
+        p95_us: h.value_at_quantile(0.95),
+        p99_us: h.value_at_quantile(0.99),
+        max_us: h.max(),
+    }
+}
+
+/// Installed on every worker thread: turns wait reports into group accounting.
+struct Observer<H: Handler> {
+    shared: Arc<Shared<H>>,
+    gid: usize,
+    current: Mutex<Option<Arc<ConnEntry<H::Conn>>>>,
+}
+
+impl<H: Handler> WaitObserver for Observer<H> {
+    fn wait_begin(&self, kind: WaitKind) {
+        if let Some(e) = lock(&self.current).as_ref() {
+            lock(&e.meta).wait = Some(kind);
+        }
+        let mut inner = self.shared.groups[self.gid].lock();
+        if inner.core.wait_begin(kind) {
+            if inner.core.queued() == 0 {
+                self.shared.provide_listener(self.gid, &mut inner.core);
+            } else {
+                self.shared
+                    .wake_or_create(self.gid, &mut inner.core, Reason::Normal);
+            }
+        }
+    }
+
+    fn wait_end(&self, _kind: WaitKind) {
+        self.shared.groups[self.gid].lock().core.wait_end();
+        if let Some(e) = lock(&self.current).as_ref() {
+            lock(&e.meta).wait = None;
+        }
+    }
+}
+
+impl<H: Handler> Shared<H> {
+    fn oversub(&self) -> usize {
+        self.oversubscribe.load(Ordering::Relaxed)
+    }
+    fn stall_limit(&self) -> Duration {
+        Duration::from_micros(self.stall_limit_us.load(Ordering::Relaxed))
+    }
+    fn is_shutdown(&self) -> bool {
+        self.shutdown.load(Ordering::SeqCst)
+    }
+
+    fn ctx(&self, now: Instant) -> CreateCtx {
+        CreateCtx {
+            now,
+            total_threads: self.total_threads.load(Ordering::SeqCst),
+            max_threads: self.max_threads.load(Ordering::Relaxed),
+            oversubscribe: self.oversub(),
+            stall_limit: self.stall_limit(),
+        }
+    }
+
+    fn shard(&self, id: u64) -> &Shard<H::Conn> {
+        &self.registry[(id % SHARDS as u64) as usize]
+    }
+
+    fn lookup(&self, id: u64) -> Option<Arc<ConnEntry<H::Conn>>> {
+        lock(self.shard(id)).get(&id).cloned()
+    }
+
+    fn all_entries(&self) -> Vec<Arc<ConnEntry<H::Conn>>> {
+        let mut v = Vec::new();
+        for s in &self.registry {
+            v.extend(lock(s).values().cloned());
+        }
+        v
+    }
+
+    /// Wakes or creates a worker for group `gid` (whose core the caller holds locked), applying
+    /// the lock-holder rule when the normal path is throttled or refused.
+    fn wake_or_create(
+        self: &Arc<Self>,
+        gid: usize,
+        core: &mut GroupCore<Entry<H::Conn>, Arc<WorkerSlot>>,
+        reason: Reason,
+    ) {
+        if core.shutdown {
+            return;
+        }
+        let now = Instant::now();
+        match core.wake_or_create(&self.ctx(now), reason) {
+            Decision::Wake(w) => {
+                w.wake.store(WAKE_ACTIVE, Ordering::SeqCst);
+                w.cv.notify_one();
+            }
+            Decision::Create => self.spawn(gid, core),
+            Decision::Throttled => {}
+            Decision::Refused => {
+                if core.force_create(now) {
+                    self.spawn(gid, core);
+                } else if core.queued() > 0 {
+                    self.log_blocked(gid);
+                }
+            }
+        }
+    }
+
+    /// Gives the group a listener: an idle worker takes the role directly, else a worker is
+    /// woken or created (it becomes the listener when it finds no work).
+    fn provide_listener(
+        self: &Arc<Self>,
+        gid: usize,
+        core: &mut GroupCore<Entry<H::Conn>, Arc<WorkerSlot>>,
+    ) {
+        if let Some(w) = core.hand_listener() {
+            w.wake.store(WAKE_LISTEN, Ordering::SeqCst);
+            w.cv.notify_one();
+        } else if !core.listener {
+            self.wake_or_create(gid, core, Reason::Normal);
+        }
+    }
+
+    /// After queueing: make sure somebody will run the queue.
+    fn after_queue(
+        self: &Arc<Self>,
+        gid: usize,
+        core: &mut GroupCore<Entry<H::Conn>, Arc<WorkerSlot>>,
+    ) {
+        if core.listener_wants_worker(self.oversub()) {
+            self.wake_or_create(gid, core, Reason::Normal);
+        }
+    }
+
+    fn log_blocked(&self, gid: usize) {
+        let mut last = lock(&self.last_blocked_log);
+        let now = Instant::now();
+        if last.is_none_or(|t| now.duration_since(t) >= BLOCKED_LOG_INTERVAL) {
+            *last = Some(now);
+            tracing::warn!(
+                group = gid,
+                threads = self.total_threads.load(Ordering::Relaxed),
+                max_threads = self.max_threads.load(Ordering::Relaxed),
+                "thread pool could not create a thread it needs: thread_pool_max_threads reached; \
+                 queued work waits (use the admin port to investigate)"
+            );
+        }
+    }
+
+    /// Spawns a worker for `gid`; the core already counts it as active.
+    fn spawn(self: &Arc<Self>, gid: usize, core: &mut GroupCore<Entry<H::Conn>, Arc<WorkerSlot>>) {
+        self.total_threads.fetch_add(1, Ordering::SeqCst);
+        let s = self.clone();
+        let r = std::thread::Builder::new()
+            .name(format!("{}-g{gid}", self.thread_name))
+            .spawn(move || s.worker_main(gid));
+        match r {
+            Ok(h) => {
+                let mut hs = lock(&self.handles);
+                hs.retain(|h| !h.is_finished());
+                hs.push(h);
+            }
+            Err(e) => {
+                core.creation_failed();
+                self.total_threads.fetch_sub(1, Ordering::SeqCst);
+                tracing::warn!(group = gid, error = %e, "thread pool could not spawn a worker");
+            }
+        }
+    }
+
+    fn add(self: &Arc<Self>, id: u64, conn: H::Conn) -> Result<(), PoolError> {
+        if self.is_shutdown() {
+            self.handler.close(conn, CloseReason::Shutdown);
+            return Err(PoolError::ShutDown);
+        }
+        let fd = self.handler.fd(&conn);
+        let gid = (id % self.size.load(Ordering::SeqCst) as u64) as usize;
+        let entry = Arc::new(ConnEntry {
+            id,
+            fd,
+            meta: Mutex::new(ConnMeta {
+                phase: Phase::Queued,
+                prio: Prio::High,
+                must_run: false,
+                wait: None,
+                writable: false,
+                group: gid,
+                registered: false,
+                deadline: None,
+                killed: false,
+                tickets: self.tickets.load(Ordering::Relaxed),
+            }),
+            conn: Mutex::new(Some(conn)),
+        });
+        {
+            let mut shard = lock(self.shard(id));
+            if shard.contains_key(&id) {
+                drop(shard);
+                let c = lock(&entry.conn).take().expect("fresh");
+                self.handler.close(c, CloseReason::Handler);
+                return Err(PoolError::DuplicateConnection(id));
+            }
+            shard.insert(id, entry.clone());
+        }
+        let meta = lock(&entry.meta);
+        let mut inner = self.groups[gid].lock();
+        inner.core.connections += 1;
+        inner.core.push(
+            (entry.clone(), Action::Login),
+            Prio::High,
+            false,
+            Instant::now(),
+        );
+        self.after_queue(gid, &mut inner.core);
+        drop(inner);
+        drop(meta);
+        Ok(())
+    }
+
+    fn kill(self: &Arc<Self>, id: u64) -> bool {
+        let Some(e) = self.lookup(id) else {
+            return false;
+        };
+        let mut m = lock(&e.meta);
+        match m.phase {
+            Phase::Closed => return false,
+            Phase::Idle => {
+                m.killed = true;
+                m.phase = Phase::Queued;
+                m.prio = Prio::High;
+                let gid = m.group;
+                let mut inner = self.groups[gid].lock();
+                inner
+                    .core
+                    .push((e.clone(), Action::Kill), Prio::High, false, Instant::now());
+                self.after_queue(gid, &mut inner.core);
+            }
+            Phase::Queued => {
+                m.killed = true;
+                m.prio = Prio::High;
+                let mut inner = self.groups[m.group].lock();
+                let low = &mut inner.core.queues[Prio::Low as usize];
+                if let Some(i) = low.iter().position(|q| Arc::ptr_eq(&q.item.0, &e)) {
+                    let q = low.remove(i).expect("found");
+                    inner.core.queues[Prio::High as usize].push_back(q);
+                }
+            }
+            Phase::Running => m.killed = true,
+        }
+        true
+    }
+
+    /// Removes the connection from epoll, the registry and its group's count, then hands it to
+    /// the handler. The caller has taken `conn` out of the entry.
+    fn close_entry(&self, e: &Arc<ConnEntry<H::Conn>>, conn: H::Conn, reason: CloseReason) {
+        let mut m = lock(&e.meta);
+        if m.registered {
+            if let Some(p) = self.groups[m.group].poller.get() {
+                // SAFETY: the fd is still open (the handler closes it only in `close` below).
+                let _ = p.delete(unsafe { BorrowedFd::borrow_raw(e.fd) });
+            }
+            m.registered = false;
+        }
+        m.phase = Phase::Closed;
+        let gid = m.group;
+        {
+            let mut inner = self.groups[gid].lock();
+            inner.core.connections = inner.core.connections.saturating_sub(1);
+        }
+        drop(m);
+        lock(self.shard(e.id)).remove(&e.id);
+        self.handler.close(conn, reason);
+    }
+
+    fn worker_main(self: Arc<Self>, gid: usize) {
+        let slot = Arc::new(WorkerSlot {
+            cv: Condvar::new(),
+            wake: AtomicU8::new(WAKE_NONE),
+        });
+        let obs = Arc::new(Observer {
+            shared: self.clone(),
+            gid,
+            current: Mutex::new(None),
+        });
+        let prev = shoal_wait::set_thread_observer(Some(obs.clone()));
+        let mut events = Events::with_capacity(MAX_EVENTS.try_into().expect("non-zero"));
+        let mut exec = None;
+        while let Some((entry, action)) = self.get_event(gid, &slot, &mut events, exec.take()) {
+            let t = Instant::now();
+            self.run(entry, action, &obs);
+            exec = Some(t.elapsed());
+        }
+        shoal_wait::set_thread_observer(prev);
+    }
+
+    /// Finds the next entry to run, being the listener or sleeping idle meanwhile. `None`: the
+    /// thread must exit (its accounting is already undone).
+    fn get_event(
+        self: &Arc<Self>,
+        gid: usize,
+        slot: &Arc<WorkerSlot>,
+        events: &mut Events,
+        exec: Option<Duration>,
+    ) -> Option<Entry<H::Conn>> {
+        let group = &self.groups[gid];
+        let mut inner = group.lock();
+        if let Some(d) = exec {
+            if self.histograms.load(Ordering::Relaxed) {
+                let _ = inner.exec_hist.record(us(d));
+            }
+        }
+        loop {
+            if inner.core.shutdown {
+                inner.core.exit_active();
+                self.total_threads.fetch_sub(1, Ordering::SeqCst);
+                return None;
+            }
+            let now = Instant::now();
+            if let Some((e, qt)) = inner.core.take_work(self.oversub(), now) {
+                if self.histograms.load(Ordering::Relaxed) {
+                    let _ = inner.queue_hist.record(us(qt));
+                }
+                return Some(e);
+            }
+            let retired = gid >= self.size.load(Ordering::SeqCst) && inner.core.connections == 0;
+            if retired {
+                inner.core.exit_active();
+                self.total_threads.fetch_sub(1, Ordering::SeqCst);
+                return None;
+            }
+            if !inner.core.listener {
+                inner.core.become_listener();
+                drop(inner);
+                match self.listen(gid, events) {
+                    Some(e) => return Some(e),
+                    None => return None,
+                }
+            }
+            let surplus = self.total_threads.load(Ordering::SeqCst)
+                > self.max_threads.load(Ordering::Relaxed)
+                && inner.core.threads > 2;
+            if surplus {
+                inner.core.exit_active();
+                self.total_threads.fetch_sub(1, Ordering::SeqCst);
+                return None;
+            }
+            slot.wake.store(WAKE_NONE, Ordering::SeqCst);
+            inner.core.become_idle(slot.clone());
+            let deadline =
+                now + Duration::from_micros(self.idle_timeout_us.load(Ordering::Relaxed));
+            loop {
+                let wait = deadline.saturating_duration_since(Instant::now());
+                inner = slot
+                    .cv
+                    .wait_timeout(inner, wait)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+                match slot.wake.swap(WAKE_NONE, Ordering::SeqCst) {
+                    WAKE_ACTIVE => break, // the waker moved us to active
+                    WAKE_LISTEN => {
+                        drop(inner);
+                        return self.listen(gid, events);
+                    }
+                    _ => {}
+                }
+                if inner.core.shutdown || Instant::now() >= deadline {
+                    if inner.core.idle_timed_out(|w| Arc::ptr_eq(w, slot)) {
+                        self.total_threads.fetch_sub(1, Ordering::SeqCst);
+                        return None;
+                    }
+                    // Not in the idle list: a waker took us out (its flag is already set,
+                    // under this lock).
+                    match slot.wake.swap(WAKE_NONE, Ordering::SeqCst) {
+                        WAKE_LISTEN => {
+                            drop(inner);
+                            return self.listen(gid, events);
+                        }
+                        _ => break,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Claims the connections behind `events` (Idle → Queued) for group `gid`.
+    fn claim(&self, gid: usize, events: &Events) -> Vec<(Entry<H::Conn>, Prio, bool)> {
+        let mut out = Vec::with_capacity(events.len());
+        for ev in events.iter() {
+            let Some(e) = self.lookup(ev.key as u64) else {
+                continue;
+            };
+            let mut m = lock(&e.meta);
+            if m.phase == Phase::Idle && m.registered && m.group == gid {
+                m.phase = Phase::Queued;
+                m.writable = false;
+                let (p, must) = (m.prio, m.must_run);
+                drop(m);
+                out.push(((e, Action::Event), p, must));
+            }
+        }
+        out
+    }
+
+    /// The listener role: poll, claim, queue; returns an entry to execute or `None` to exit.
+    fn listen(self: &Arc<Self>, gid: usize, events: &mut Events) -> Option<Entry<H::Conn>> {
+        let group = &self.groups[gid];
+        loop {
+            events.clear();
+            let polled = match group.poller() {
+                Ok(p) => p.wait(events, None),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = polled {
+                tracing::warn!(group = gid, error = %e, "thread pool poll failed");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let claimed = self.claim(gid, events);
+            let mut inner = group.lock();
+            let retired = gid >= self.size.load(Ordering::SeqCst) && inner.core.connections == 0;
+            if inner.core.shutdown || retired {
+                inner.core.listener = false;
+                inner.core.threads -= 1;
+                self.total_threads.fetch_sub(1, Ordering::SeqCst);
+                return None;
+            }
+            let dedicated = self.dedicated.load(Ordering::Relaxed);
+            match inner
+                .core
+                .after_poll(claimed, dedicated, self.oversub(), Instant::now())
+            {
+                AfterPoll::Execute(e) => {
+                    if self.histograms.load(Ordering::Relaxed) {
+                        let _ = inner.queue_hist.record(1);
+                    }
+                    if inner.core.needs_new_listener(self.oversub()) {
+                        self.provide_listener(gid, &mut inner.core);
+                    }
+                    return Some(e);
+                }
+                AfterPoll::Listen => self.after_queue(gid, &mut inner.core),
+            }
+        }
+    }
+
+    /// Runs one entry on the current worker.
+    fn run(self: &Arc<Self>, e: Arc<ConnEntry<H::Conn>>, action: Action, obs: &Observer<H>) {
+        let mut guard = lock(&e.conn);
+        let Some(conn) = guard.as_mut() else {
+            return;
+        };
+        let killed = {
+            let mut m = lock(&e.meta);
+            m.phase = Phase::Running;
+            m.wait = None;
+            m.killed
+        };
+        *lock(&obs.current) = Some(e.clone());
+        let h = &self.handler;
+        let result = match action {
+            Action::Kill => Err(CloseReason::Killed),
+            Action::Timeout => {
+                h.timed_out(conn);
+                Err(CloseReason::TimedOut)
+            }
+            _ if killed => Err(CloseReason::Killed),
+            Action::Login => Ok(h.login(conn)),
+            Action::Event => Ok(h.handle(conn)),
+        };
+        *lock(&obs.current) = None;
+        let result = match result {
+            Ok(Outcome::Close) => Err(CloseReason::Handler),
+            Ok(o) => {
+                let hint = h.priority(conn);
+                let deadline = h.idle_deadline(conn);
+                self.rearm(&e, o, hint, deadline)
+            }
+            Err(r) => Err(r),
+        };
+        if let Err(reason) = result {
+            let c = guard.take().expect("present");
+            self.close_entry(&e, c, reason);
+        }
+    }
+
+    /// Puts a connection back to wait for its next event (migrating it to its new group after a
+    /// resize), or queues it again on [`Outcome::Yield`].
+    fn rearm(
+        self: &Arc<Self>,
+        e: &Arc<ConnEntry<H::Conn>>,
+        outcome: Outcome,
+        hint: PrioHint,
+        deadline: Option<Instant>,
+    ) -> Result<(), CloseReason> {
+        let mut m = lock(&e.meta);
+        if m.killed {
+            return Err(CloseReason::Killed);
+        }
+        if self.is_shutdown() {
+            return Err(CloseReason::Shutdown);
+        }
+        m.wait = None;
+        m.deadline = deadline;
+        m.must_run = hint.must_run();
+        let full = self.tickets.load(Ordering::Relaxed);
+        m.prio = match self.prio_mode.load(Ordering::Relaxed) {
+            1 => Prio::High,
+            2 => Prio::Low,
+            _ => {
+                if hint.must_run() && m.tickets > 0 {
+                    m.tickets -= 1;
+                    Prio::High
+                } else {
+                    m.tickets = full;
+                    Prio::Low
+                }
+            }
+        };
+        if outcome == Outcome::Yield {
+            m.phase = Phase::Queued;
+            let (gid, p, must) = (m.group, m.prio, m.must_run);
+            let mut inner = self.groups[gid].lock();
+            inner
+                .core
+                .push((e.clone(), Action::Event), p, must, Instant::now());
+            self.after_queue(gid, &mut inner.core);
+            return Ok(());
+        }
+        let size = self.size.load(Ordering::SeqCst);
+        let target = (e.id % size as u64) as usize;
+        let old = m.group;
+        // SAFETY: the fd stays open until `Handler::close`, which only runs after `close_entry`
+        // deleted it from epoll.
+        let fd = unsafe { BorrowedFd::borrow_raw(e.fd) };
+        if old != target && m.registered {
+            if let Some(p) = self.groups[old].poller.get() {
+                let _ = p.delete(fd);
+            }
+            m.registered = false;
+        }
+        let key = e.id as usize;
+        let ev = if outcome == Outcome::WantWrite {
+            Event::writable(key)
+        } else {
+            Event::readable(key)
+        };
+        m.group = target;
+        m.writable = outcome == Outcome::WantWrite;
+        m.phase = Phase::Idle;
+        let poller = self.groups[target]
+            .poller()
+            .map_err(|_| CloseReason::PollError)?;
+        let r = if m.registered {
+            poller.modify(fd, ev)
+        } else {
+            // SAFETY: as above; the fd is deleted from this poller before it is closed.
+            unsafe { poller.add(e.fd, ev) }
+        };
+        if let Err(err) = r {
+            tracing::warn!(conn = e.id, error = %err, "thread pool could not arm a socket");
+            m.phase = Phase::Running;
+            m.group = old;
+            return Err(CloseReason::PollError);
+        }
+        m.registered = true;
+        if old != target {
+            {
+                let mut o = self.groups[old].lock();
+                o.core.connections = o.core.connections.saturating_sub(1);
+            }
+            if let Some(p) = self.groups[old].poller.get() {
+                let _ = p.notify();
+            }
+            let mut t = self.groups[target].lock();
+            t.core.connections += 1;
+            t.core.counters.migrations_in += 1;
+            if t.core.threads == 0 {
+                self.wake_or_create(target, &mut t.core, Reason::Normal);
+            }
+        }
+        Ok(())
+    }
+
+    fn timer_main(self: Arc<Self>) {
+        let mut events = Events::with_capacity(MAX_EVENTS.try_into().expect("non-zero"));
+        loop {
+            {
+                let g = lock(&self.timer_lock);
+                if self.is_shutdown() {
+                    return;
+                }
+                let _ = self
+                    .timer_cv
+                    .wait_timeout(g, self.stall_limit())
+                    .unwrap_or_else(|e| e.into_inner());
+            }
+            if self.is_shutdown() {
+                return;
+            }
+            self.tick(&mut events);
+        }
+    }
+
+    /// One timer tick: kick-up, stalls, missing listeners, rescue polls, idle deadlines.
+    fn tick(self: &Arc<Self>, events: &mut Events) {
+        let kickup = Duration::from_micros(self.kickup_us.load(Ordering::Relaxed));
+        for gid in 0..self.groups.len() {
+            let group = &self.groups[gid];
+            let mut inner = group.lock();
+            let core = &mut inner.core;
+            if core.threads == 0 && core.connections == 0 && core.queued() == 0 {
+                continue;
+            }
+            core.kick_up(kickup, Instant::now());
+            let (stalled, missing) = core.tick();
+            if stalled {
+                self.wake_or_create(gid, core, Reason::Stall);
+            } else if missing {
+                self.provide_listener(gid, core);
+            }
+            let rescue = !core.listener && core.connections > 0;
+            drop(inner);
+            if rescue {
+                self.rescue_poll(gid, events);
+            }
+        }
+        let now = Instant::now();
+        for e in self.all_entries() {
+            let mut m = lock(&e.meta);
+            if m.phase == Phase::Idle && m.deadline.is_some_and(|d| d <= now) {
+                m.phase = Phase::Queued;
+                m.prio = Prio::High;
+                let gid = m.group;
+                let mut inner = self.groups[gid].lock();
+                inner
+                    .core
+                    .push((e.clone(), Action::Timeout), Prio::High, false, now);
+                self.after_queue(gid, &mut inner.core);
+            }
+        }
+    }
+
+    /// A non-blocking poll of a group without a listener (see the lock-holder guarantee).
+    fn rescue_poll(self: &Arc<Self>, gid: usize, events: &mut Events) {
+        let Some(p) = self.groups[gid].poller.get() else {
+            return;
+        };
+        events.clear();
+        if p.wait(events, Some(Duration::ZERO)).is_err() {
+            return;
+        }
+        let claimed = self.claim(gid, events);
+        let mut inner = self.groups[gid].lock();
+        inner.core.counters.polls_by_worker += 1;
+        if claimed.is_empty() {
+            return;
+        }
+        inner.core.io_since_tick = true;
+        let now = Instant::now();
+        for (e, p, m) in claimed {
+            inner.core.push(e, p, m, now);
+        }
+        self.after_queue(gid, &mut inner.core);
+    }
+
+    fn stats(&self) -> PoolStats {
+        let size = self.size.load(Ordering::SeqCst);
+        let mut groups = Vec::new();
+        let mut queue_entries = Vec::new();
+        let mut waits = [0u64; 12];
+        let now = Instant::now();
+        for (gid, g) in self.groups.iter().enumerate() {
+            let inner = g.lock();
+            let c = &inner.core;
+            if gid >= size && c.threads == 0 && c.connections == 0 && c.queued() == 0 {
+                continue;
+            }
+            let mut pos = 0;
+            for (qi, q) in c.queues.iter().enumerate() {
+                for e in q {
+                    queue_entries.push(QueueEntryInfo {
+                        group_id: gid,
+                        position: pos,
+                        priority: if qi == 0 { Prio::High } else { Prio::Low },
+                        conn_id: e.item.0.id,
+                        queueing_time: now.saturating_duration_since(e.since),
+                    });
+                    pos += 1;
+                }
+            }
+            for (w, n) in waits.iter_mut().zip(c.counters.waits.iter()) {
+                *w += n;
+            }
+            groups.push(GroupStats {
+                id: gid,
+                connections: c.connections,
+                threads: c.threads,
+                active: c.active,
+                standby: c.idle.len(),
+                waiting: c.waiting,
+                queue_high: c.queues[0].len(),
+                queue_low: c.queues[1].len(),
+                has_listener: c.listener,
+                is_stalled: c.stalled,
+                counters: c.counters.clone(),
+                queue_time: percentiles(&inner.queue_hist),
+                exec_time: percentiles(&inner.exec_hist),
+            });
+        }
+        let threads: usize = groups.iter().map(|g| g.threads).sum();
+        let active: usize = groups.iter().map(|g| g.active).sum();
+        PoolStats {
+            size,
+            threads,
+            idle_threads: threads - active.min(threads),
+            connections: groups.iter().map(|g| g.connections).sum(),
+            groups,
+            queue_entries,
+            waits,
+        }
+    }
+}

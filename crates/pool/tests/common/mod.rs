@@ -1,0 +1,396 @@
+//! A tiny line protocol served by the pool over real TCP sockets, for the scenario tests.
+//!
+//! Commands (one per line, one reply line each):
+//! `echo X` → `X`; `sleep N` → reported SLEEP wait of N ms → `slept`; `spin N` → N ms of CPU
+//! without any report → `spun`; `lock` → take the test lock (reported ROW_LOCK wait while someone
+//! else holds it) → `locked`; `unlock` → `unlocked`; `lockwait` → wait (reported ROW_LOCK) until
+//! the lock is free → `free`; `begin`/`commit` → open/close a "transaction" (priority hint);
+//! `big N` → N bytes of `x` then a newline (non-blocking writes: `WantWrite` when the socket is
+//! full); `quit` → the server closes. Login replies `hello <id>`; an idle timeout sends `timeout`.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use shoal_pool::{CloseReason, Config, Handler, Outcome, Pool, PoolStats, PrioHint};
+use shoal_wait::WaitKind;
+
+pub struct Conn {
+    pub id: u64,
+    stream: TcpStream,
+    inbuf: Vec<u8>,
+    outbuf: Vec<u8>,
+    hint: PrioHint,
+    holds_lock: bool,
+}
+
+#[derive(Default)]
+pub struct State {
+    /// Close reasons by connection id.
+    pub closed: Mutex<HashMap<u64, CloseReason>>,
+    /// Holder of the test lock.
+    lock: Mutex<Option<u64>>,
+    lock_cv: Condvar,
+    /// Idle timeout applied to every connection.
+    pub wait_timeout: Mutex<Option<Duration>>,
+    /// Commands executed.
+    pub commands: AtomicU64,
+}
+
+pub struct LineHandler {
+    pub state: Arc<State>,
+}
+
+fn spin(ms: u64) {
+    let end = Instant::now() + Duration::from_millis(ms);
+    let mut x = 0u64;
+    while Instant::now() < end {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        std::hint::black_box(x);
+    }
+}
+
+impl LineHandler {
+    fn command(&self, c: &mut Conn, line: &str) -> Option<String> {
+        self.state.commands.fetch_add(1, Ordering::Relaxed);
+        let (cmd, arg) = line.split_once(' ').unwrap_or((line, ""));
+        let n: u64 = arg.trim().parse().unwrap_or(0);
+        Some(match cmd {
+            "echo" => arg.to_string(),
+            "sleep" => {
+                let _w = shoal_wait::wait(WaitKind::Sleep);
+                std::thread::sleep(Duration::from_millis(n));
+                "slept".into()
+            }
+            "spin" => {
+                spin(n);
+                "spun".into()
+            }
+            "lock" => {
+                let mut l = self.state.lock.lock().unwrap();
+                if l.is_some_and(|h| h != c.id) {
+                    let _w = shoal_wait::wait(WaitKind::RowLock);
+                    while l.is_some_and(|h| h != c.id) {
+                        l = self.state.lock_cv.wait(l).unwrap();
+                    }
+                }
+                *l = Some(c.id);
+                c.holds_lock = true;
+                "locked".into()
+            }
+            "unlock" => {
+                let mut l = self.state.lock.lock().unwrap();
+                if *l == Some(c.id) {
+                    *l = None;
+                }
+                c.holds_lock = false;
+                self.state.lock_cv.notify_all();
+                "unlocked".into()
+            }
+            "lockwait" => {
+                let mut l = self.state.lock.lock().unwrap();
+                if l.is_some() {
+                    let _w = shoal_wait::wait(WaitKind::RowLock);
+                    while l.is_some() {
+                        l = self.state.lock_cv.wait(l).unwrap();
+                    }
+                }
+                "free".into()
+            }
+            "begin" => {
+                c.hint.in_transaction = true;
+                "ok".into()
+            }
+            "commit" => {
+                c.hint.in_transaction = false;
+                "ok".into()
+            }
+            "big" => "x".repeat(n as usize),
+            "quit" => return None,
+            _ => format!("error: unknown command {cmd}"),
+        })
+    }
+
+    /// Writes pending output without blocking; `false` if the socket is full.
+    fn flush(&self, c: &mut Conn) -> std::io::Result<bool> {
+        while !c.outbuf.is_empty() {
+            match c.stream.write(&c.outbuf) {
+                Ok(0) => return Err(ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    c.outbuf.drain(..n);
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
+    }
+}
+
+impl Handler for LineHandler {
+    type Conn = Conn;
+
+    fn fd(&self, conn: &Conn) -> RawFd {
+        conn.stream.as_raw_fd()
+    }
+
+    fn login(&self, conn: &mut Conn) -> Outcome {
+        conn.outbuf
+            .extend_from_slice(format!("hello {}\n", conn.id).as_bytes());
+        match self.flush(conn) {
+            Ok(true) => Outcome::Continue,
+            Ok(false) => Outcome::WantWrite,
+            Err(_) => Outcome::Close,
+        }
+    }
+
+    fn handle(&self, c: &mut Conn) -> Outcome {
+        if !c.outbuf.is_empty() {
+            return match self.flush(c) {
+                Ok(true) => Outcome::Continue,
+                Ok(false) => Outcome::WantWrite,
+                Err(_) => Outcome::Close,
+            };
+        }
+        let mut buf = [0u8; 4096];
+        match c.stream.read(&mut buf) {
+            Ok(0) => return Outcome::Close,
+            Ok(n) => c.inbuf.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Outcome::Continue,
+            Err(_) => return Outcome::Close,
+        }
+        // Run every complete line (the client waits for each reply, so usually one).
+        while let Some(pos) = c.inbuf.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = c.inbuf.drain(..=pos).collect();
+            let line = String::from_utf8_lossy(&line[..line.len() - 1]).to_string();
+            match self.command(c, &line) {
+                Some(reply) => {
+                    c.outbuf.extend_from_slice(reply.as_bytes());
+                    c.outbuf.push(b'\n');
+                }
+                None => return Outcome::Close,
+            }
+            match self.flush(c) {
+                Ok(true) => {}
+                Ok(false) => return Outcome::WantWrite,
+                Err(_) => return Outcome::Close,
+            }
+        }
+        Outcome::Continue
+    }
+
+    fn priority(&self, c: &Conn) -> PrioHint {
+        PrioHint {
+            in_transaction: c.hint.in_transaction,
+            holds_locks: c.holds_lock,
+        }
+    }
+
+    fn idle_deadline(&self, _c: &Conn) -> Option<Instant> {
+        self.state
+            .wait_timeout
+            .lock()
+            .unwrap()
+            .map(|d| Instant::now() + d)
+    }
+
+    fn timed_out(&self, c: &mut Conn) {
+        c.outbuf.extend_from_slice(b"timeout\n");
+        let _ = self.flush(c);
+    }
+
+    fn close(&self, c: Conn, reason: CloseReason) {
+        if c.holds_lock {
+            let mut l = self.state.lock.lock().unwrap();
+            if *l == Some(c.id) {
+                *l = None;
+            }
+            self.state.lock_cv.notify_all();
+        }
+        self.state.closed.lock().unwrap().insert(c.id, reason);
+    }
+}
+
+/// The pool behind a TCP acceptor.
+pub struct Server {
+    pub pool: Arc<Pool<LineHandler>>,
+    pub state: Arc<State>,
+    pub addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    acceptor: Option<JoinHandle<()>>,
+    next_id: Arc<AtomicU64>,
+}
+
+impl Server {
+    pub fn start(config: Config) -> Server {
+        let state = Arc::new(State::default());
+        let pool = Arc::new(
+            Pool::start(
+                config,
+                LineHandler {
+                    state: state.clone(),
+                },
+            )
+            .expect("pool starts"),
+        );
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let next_id = Arc::new(AtomicU64::new(1));
+        let (p, s, n) = (pool.clone(), stop.clone(), next_id.clone());
+        let acceptor = std::thread::spawn(move || {
+            while !s.load(Ordering::SeqCst) {
+                match listener.accept() {
+                    Ok((stream, _)) => {
+                        stream.set_nonblocking(true).unwrap();
+                        stream.set_nodelay(true).unwrap();
+                        let id = n.fetch_add(1, Ordering::SeqCst);
+                        let conn = Conn {
+                            id,
+                            stream,
+                            inbuf: Vec::new(),
+                            outbuf: Vec::new(),
+                            hint: PrioHint::default(),
+                            holds_lock: false,
+                        };
+                        let _ = p.add(id, conn);
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        Server {
+            pool,
+            state,
+            addr,
+            stop,
+            acceptor: Some(acceptor),
+            next_id,
+        }
+    }
+
+    /// Connects and reads the greeting; returns the client and its connection id.
+    pub fn connect(&self) -> Client {
+        let stream = TcpStream::connect(self.addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        stream.set_nodelay(true).unwrap();
+        let mut c = Client {
+            reader: BufReader::new(stream.try_clone().unwrap()),
+            stream,
+            id: 0,
+        };
+        let hello = c.read_line().expect("greeting");
+        c.id = hello
+            .strip_prefix("hello ")
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("bad greeting {hello:?}"));
+        c
+    }
+
+    pub fn stats(&self) -> PoolStats {
+        self.pool.stats()
+    }
+
+    /// Polls `f` on the stats until it holds or `timeout` passes.
+    pub fn wait_for(&self, timeout: Duration, f: impl Fn(&PoolStats) -> bool) -> PoolStats {
+        let end = Instant::now() + timeout;
+        loop {
+            let s = self.stats();
+            if f(&s) || Instant::now() > end {
+                return s;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    pub fn close_reason(&self, id: u64) -> Option<CloseReason> {
+        self.state.closed.lock().unwrap().get(&id).copied()
+    }
+
+    /// Waits until `id` has been closed by the pool.
+    pub fn wait_closed(&self, id: u64, timeout: Duration) -> Option<CloseReason> {
+        let end = Instant::now() + timeout;
+        loop {
+            if let Some(r) = self.close_reason(id) {
+                return Some(r);
+            }
+            if Instant::now() > end {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(a) = self.acceptor.take() {
+            let _ = a.join();
+        }
+        self.pool.shutdown();
+        let _ = &self.next_id;
+    }
+}
+
+pub struct Client {
+    pub stream: TcpStream,
+    reader: BufReader<TcpStream>,
+    pub id: u64,
+}
+
+impl Client {
+    pub fn send(&mut self, line: &str) {
+        self.stream
+            .write_all(format!("{line}\n").as_bytes())
+            .unwrap();
+    }
+
+    /// `None` on EOF (or error).
+    pub fn read_line(&mut self) -> Option<String> {
+        let mut s = String::new();
+        match self.reader.read_line(&mut s) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(s.trim_end_matches('\n').to_string()),
+        }
+    }
+
+    pub fn cmd(&mut self, line: &str) -> String {
+        self.send(line);
+        self.read_line()
+            .unwrap_or_else(|| panic!("connection {} closed during {line:?}", self.id))
+    }
+
+    /// Sends a command and returns its reply and latency.
+    pub fn timed(&mut self, line: &str) -> (String, Duration) {
+        let t = Instant::now();
+        let r = self.cmd(line);
+        (r, t.elapsed())
+    }
+}
+
+/// A configuration suited to tests: small group array, fast timers.
+pub fn config(size: usize) -> Config {
+    Config {
+        size,
+        max_size: 8,
+        oversubscribe: 0,
+        stall_limit: Duration::from_millis(100),
+        idle_timeout: Duration::from_secs(30),
+        ..Config::default()
+    }
+}

@@ -1,0 +1,428 @@
+//! Deterministic scenarios (a)-(i) of issue 4 at the crate level, over real TCP sockets.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{config, Server};
+use shoal_pool::{CloseReason, ConnState, Prio};
+use shoal_wait::WaitKind;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// (a) Long sleeps that report their wait do not hold up a fast command in the same group.
+#[test]
+fn a_reported_sleeps_do_not_block_fast_command() {
+    let mut cfg = config(1);
+    cfg.stall_limit = Duration::from_secs(10); // the stall timer cannot be what helps
+    let srv = Server::start(cfg);
+    let mut sleepers: Vec<_> = (0..3).map(|_| srv.connect()).collect();
+    let mut fast = srv.connect();
+    for s in &mut sleepers {
+        s.send("sleep 1500");
+    }
+    srv.wait_for(ms(2000), |s| s.groups[0].waiting == 3);
+    let (r, lat) = fast.timed("echo hi");
+    assert_eq!(r, "hi");
+    assert!(
+        lat < ms(500),
+        "fast command took {lat:?} behind reported sleeps"
+    );
+    for s in &mut sleepers {
+        assert_eq!(s.read_line().as_deref(), Some("slept"));
+    }
+    let st = srv.stats();
+    assert!(st.waits_of(WaitKind::Sleep) >= 3, "{:?}", st.waits);
+    assert_eq!(st.groups[0].counters.stalls, 0);
+}
+
+/// Returns the fast command's latency. It is queued ~20 ms after the spinner was dequeued, so
+/// the first tick after that dequeue does not see a stall ("nothing dequeued since the previous
+/// tick" is false); the next one does. Hence: stall - 20 ms <= latency <= 2 stall limits.
+fn stall_case(stall: u64) -> Duration {
+    let mut cfg = config(1);
+    cfg.stall_limit = ms(stall);
+    let srv = Server::start(cfg);
+    let mut spinner = srv.connect();
+    let mut fast = srv.connect();
+    spinner.send("spin 3000");
+    // The spinner is running (active, unreported).
+    srv.wait_for(ms(1000), |s| {
+        s.groups[0].active == 1 && s.groups[0].has_listener
+    });
+    std::thread::sleep(ms(20));
+    let before = srv.stats().groups[0].counters.clone();
+    let t = Instant::now();
+    fast.send("echo fast");
+    let queued = srv.wait_for(ms(50), |s| s.groups[0].queue_low == 1);
+    let (r, lat) = (fast.read_line().unwrap(), t.elapsed());
+    assert_eq!(r, "fast");
+    let after = srv.stats().groups[0].counters.clone();
+    assert!(after.stalls > before.stalls, "a stall was detected");
+    assert!(
+        after.thread_creations_due_to_stall + after.wakes_due_to_stall
+            > before.thread_creations_due_to_stall + before.wakes_due_to_stall
+    );
+    assert!(
+        queued.groups[0].queue_low == 1 || lat >= ms(stall / 2),
+        "the fast command was queued behind the spinner"
+    );
+    assert_eq!(spinner.read_line().as_deref(), Some("spun"));
+    lat
+}
+
+/// (b) An unreported CPU-bound command delays a fast one in its group until the stall timer
+/// fires, and no longer; checked with two stall limits.
+#[test]
+fn b_unreported_spin_delays_until_stall_timer() {
+    for stall in [100, 600] {
+        let lat = stall_case(stall);
+        assert!(
+            lat >= ms(stall - 60) && lat <= ms(2 * stall + 250),
+            "stall limit {stall} ms: fast command took {lat:?}"
+        );
+    }
+}
+
+/// (c) oversubscribe caps the number of active workers.
+#[test]
+fn c_oversubscribe_caps_active() {
+    for oversub in [0usize, 1] {
+        let mut cfg = config(1);
+        cfg.oversubscribe = oversub;
+        cfg.stall_limit = Duration::from_secs(10);
+        let srv = Server::start(cfg);
+        let mut clients: Vec<_> = (0..5).map(|_| srv.connect()).collect();
+        let t = Instant::now();
+        for c in &mut clients {
+            c.send("spin 150");
+        }
+        let mut max_active = 0;
+        let mut done = 0;
+        while t.elapsed() < ms(5000) {
+            let s = srv.stats();
+            max_active = max_active.max(s.groups[0].active);
+            done = srv.state.commands.load(std::sync::atomic::Ordering::SeqCst);
+            if done >= 5 && s.groups[0].active == 0 {
+                break;
+            }
+            std::thread::sleep(ms(2));
+        }
+        for c in &mut clients {
+            assert_eq!(c.read_line().as_deref(), Some("spun"));
+        }
+        assert!(done >= 5);
+        let cap = 1 + oversub;
+        assert!(
+            max_active <= cap,
+            "oversubscribe {oversub}: {max_active} active"
+        );
+        assert!(max_active >= 1);
+        // 5 spins of 150 ms with `cap` at a time take at least ceil(5/cap) rounds.
+        let rounds = 5usize.div_ceil(cap) as u32;
+        assert!(t.elapsed() >= ms(150) * rounds - ms(20));
+    }
+}
+
+/// (d) Row-lock waiters free their slot, and the lock holder can still commit when the pool is
+/// at max_threads (no pool-wide deadlock).
+#[test]
+fn d_lock_holder_runs_at_max_threads() {
+    let mut cfg = config(1);
+    cfg.max_threads = 2;
+    cfg.stall_limit = ms(100);
+    let srv = Server::start(cfg);
+    let mut holder = srv.connect();
+    assert_eq!(holder.cmd("lock"), "locked");
+    let mut waiters: Vec<_> = (0..4).map(|_| srv.connect()).collect();
+    for w in &mut waiters {
+        w.send("lockwait");
+    }
+    // Wait until the pool is saturated: threads blocked in ROW_LOCK waits.
+    let s = srv.wait_for(ms(3000), |s| s.groups[0].waiting >= 1 && s.threads >= 2);
+    assert!(s.groups[0].waiting >= 1, "{s:?}");
+    std::thread::sleep(ms(300));
+    let (r, lat) = holder.timed("unlock");
+    assert_eq!(r, "unlocked");
+    assert!(lat < ms(3000), "lock holder waited {lat:?}");
+    for w in &mut waiters {
+        assert_eq!(w.read_line().as_deref(), Some("free"));
+    }
+    let st = srv.stats();
+    assert!(st.waits_of(WaitKind::RowLock) >= 1);
+    let c = &st.groups[0].counters;
+    assert!(c.creations_refused >= 1, "max_threads was reached: {c:?}");
+    assert!(
+        c.creations_for_lock_holders >= 1 && c.cap_bypasses >= 1,
+        "the lock holder was served by the lock-holder rule: {c:?}"
+    );
+}
+
+/// (e) Idle workers retire after the idle timeout.
+#[test]
+fn e_idle_workers_retire() {
+    let mut cfg = config(1);
+    cfg.oversubscribe = 3;
+    cfg.idle_timeout = ms(300);
+    let srv = Server::start(cfg);
+    let mut clients: Vec<_> = (0..4).map(|_| srv.connect()).collect();
+    for c in &mut clients {
+        c.send("sleep 200");
+    }
+    let peak = srv.wait_for(ms(2000), |s| s.threads >= 4);
+    assert!(peak.threads >= 4, "sleeps created threads: {peak:?}");
+    for c in &mut clients {
+        assert_eq!(c.read_line().as_deref(), Some("slept"));
+    }
+    let s = srv.wait_for(ms(3000), |s| s.threads <= 1);
+    assert!(s.threads <= 1, "idle workers retired: {} left", s.threads);
+    assert!(s.groups[0].has_listener, "the listener stays");
+    // and the pool still serves
+    assert_eq!(clients[0].cmd("echo still"), "still");
+}
+
+/// (f) A live resize moves connections to their new group at their next command.
+#[test]
+fn f_live_resize_moves_connections() {
+    let srv = Server::start(config(1));
+    let mut clients: Vec<_> = (0..6).map(|_| srv.connect()).collect();
+    assert_eq!(srv.stats().groups[0].connections, 6);
+    srv.pool.set_size(3).unwrap();
+    // idle connections have not moved yet
+    assert_eq!(srv.stats().groups[0].connections, 6);
+    for c in &mut clients {
+        assert_eq!(c.cmd("echo a"), "a");
+    }
+    let s = srv.wait_for(ms(1000), |s| {
+        s.groups.len() >= 3 && s.groups[1].connections == 2
+    });
+    for g in 0..3 {
+        let expect = clients.iter().filter(|c| c.id % 3 == g as u64).count();
+        assert_eq!(s.groups[g].connections, expect, "group {g}: {s:?}");
+    }
+    assert!(s.groups[1].counters.migrations_in >= 1);
+    // served by the new groups
+    for c in &mut clients {
+        assert_eq!(c.cmd("echo b"), "b");
+    }
+    let s = srv.stats();
+    assert!(s.groups[1].threads >= 1 && s.groups[2].threads >= 1);
+    // shrink back: everything returns to group 0
+    srv.pool.set_size(1).unwrap();
+    for c in &mut clients {
+        assert_eq!(c.cmd("echo c"), "c");
+    }
+    let s = srv.wait_for(ms(2000), |s| {
+        s.groups[0].connections == 6 && s.groups.len() == 1
+    });
+    assert_eq!(s.groups[0].connections, 6, "{s:?}");
+}
+
+/// (h) KILL of an idle, a queued and a running connection.
+#[test]
+fn h_kill_idle_queued_running() {
+    let mut cfg = config(1);
+    cfg.stall_limit = Duration::from_secs(10);
+    let srv = Server::start(cfg);
+    // idle
+    let mut idle = srv.connect();
+    assert!(srv.pool.kill(idle.id));
+    assert_eq!(idle.read_line(), None, "killed connection sees EOF");
+    assert_eq!(
+        srv.wait_closed(idle.id, ms(2000)),
+        Some(CloseReason::Killed)
+    );
+    assert!(!srv.pool.kill(idle.id), "already gone");
+    // queued behind a running spinner (cap 1, no stall rescue for 10 s)
+    let mut spinner = srv.connect();
+    let mut queued = srv.connect();
+    spinner.send("spin 600");
+    srv.wait_for(ms(1000), |s| s.groups[0].active == 1);
+    std::thread::sleep(ms(20));
+    queued.send("echo never");
+    let s = srv.wait_for(ms(1000), |s| s.groups[0].queue_low == 1);
+    assert_eq!(s.queue_entries.len(), 1);
+    assert_eq!(s.queue_entries[0].conn_id, queued.id);
+    assert_eq!(
+        srv.pool.connection_state(queued.id),
+        Some(ConnState::Queued(Prio::Low))
+    );
+    assert_eq!(
+        srv.pool.connection_state(spinner.id),
+        Some(ConnState::Running)
+    );
+    assert!(srv.pool.kill(queued.id));
+    let s = srv.stats();
+    assert_eq!(
+        (s.groups[0].queue_high, s.groups[0].queue_low),
+        (1, 0),
+        "KILL is high"
+    );
+    assert_eq!(queued.read_line(), None, "queued command is not run");
+    assert_eq!(srv.close_reason(queued.id), Some(CloseReason::Killed));
+    // running: its command completes, then the connection is closed
+    let spun = spinner.read_line();
+    assert_eq!(
+        spun.as_deref(),
+        Some("spun"),
+        "closed: {:?}",
+        srv.state.closed.lock().unwrap()
+    );
+    spinner.send("spin 300");
+    srv.wait_for(ms(1000), |_| {
+        srv.pool.connection_state(spinner.id) == Some(ConnState::Running)
+    });
+    assert!(srv.pool.kill(spinner.id));
+    assert_eq!(spinner.read_line().as_deref(), Some("spun"));
+    assert_eq!(spinner.read_line(), None);
+    assert_eq!(
+        srv.wait_closed(spinner.id, ms(2000)),
+        Some(CloseReason::Killed)
+    );
+    let s = srv.wait_for(ms(1000), |s| s.connections == 0);
+    assert_eq!(s.connections, 0);
+}
+
+/// Idle connections past their deadline get the timeout message and are closed (HIGH).
+#[test]
+fn idle_connection_timeout() {
+    let srv = Server::start(config(1));
+    *srv.state.wait_timeout.lock().unwrap() = Some(ms(200));
+    let mut c = srv.connect();
+    assert_eq!(c.cmd("echo x"), "x");
+    let t = Instant::now();
+    assert_eq!(c.read_line().as_deref(), Some("timeout"));
+    assert_eq!(c.read_line(), None);
+    assert!(
+        t.elapsed() < ms(200 + 2 * 100 + 300),
+        "timed out after {:?}",
+        t.elapsed()
+    );
+    assert_eq!(srv.wait_closed(c.id, ms(1000)), Some(CloseReason::TimedOut));
+}
+
+/// (i) 4096 idle connections are held by a few threads.
+#[test]
+fn i_many_idle_connections_few_threads() {
+    raise_nofile(20000);
+    let srv = Server::start(config(2));
+    let mut clients = Vec::with_capacity(4096);
+    for _ in 0..4096 {
+        clients.push(srv.connect());
+    }
+    let s = srv.wait_for(ms(5000), |s| s.connections == 4096 && s.queued() == 0);
+    assert_eq!(s.connections, 4096);
+    assert!(
+        s.threads <= 8,
+        "{} threads for 4096 idle connections",
+        s.threads
+    );
+    for c in clients.iter_mut().step_by(97) {
+        assert_eq!(c.cmd("echo ok"), "ok");
+    }
+    let s = srv.stats();
+    assert!(s.threads <= 8, "{} threads", s.threads);
+    assert_eq!(s.groups[0].connections + s.groups[1].connections, 4096);
+    drop(clients);
+    let s = srv.wait_for(ms(10000), |s| s.connections == 0);
+    assert_eq!(s.connections, 0);
+}
+
+fn raise_nofile(n: u64) {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: plain libc calls on a valid struct.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl);
+        if rl.rlim_cur < n {
+            rl.rlim_cur = n.min(rl.rlim_max);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &rl);
+        }
+    }
+}
+
+/// A dedicated listener never executes: every event is queued first and counted as a dequeue
+/// by a worker.
+#[test]
+fn dedicated_listener_only_queues() {
+    let mut cfg = config(1);
+    cfg.dedicated_listener = true;
+    let srv = Server::start(cfg);
+    let mut c = srv.connect();
+    for i in 0..20 {
+        assert_eq!(c.cmd(&format!("echo {i}")), i.to_string());
+    }
+    let s = srv.stats();
+    assert_eq!(s.groups[0].counters.dequeues_by_listener, 0);
+    assert!(s.groups[0].counters.dequeues_by_worker >= 21);
+    assert!(s.groups[0].queue_time.count >= 21);
+    assert!(s.groups[0].exec_time.count >= 20);
+}
+
+/// Priority: a session in a transaction is queued high and overtakes queued low work.
+#[test]
+fn transaction_goes_to_high_queue() {
+    let mut cfg = config(1);
+    cfg.stall_limit = Duration::from_secs(10);
+    let srv = Server::start(cfg);
+    let mut spinner = srv.connect();
+    let mut tx = srv.connect();
+    let mut plain = srv.connect();
+    assert_eq!(tx.cmd("begin"), "ok");
+    spinner.send("spin 400");
+    srv.wait_for(ms(1000), |s| s.groups[0].active == 1);
+    std::thread::sleep(ms(20));
+    plain.send("echo plain");
+    srv.wait_for(ms(1000), |s| s.groups[0].queue_low == 1);
+    tx.send("echo tx");
+    let s = srv.wait_for(ms(1000), |s| s.groups[0].queue_high == 1);
+    assert_eq!(s.groups[0].queue_high, 1, "{s:?}");
+    assert_eq!(s.queue_entries[0].conn_id, tx.id);
+    assert_eq!(s.queue_entries[0].priority, Prio::High);
+    assert_eq!(spinner.read_line().as_deref(), Some("spun"));
+    assert_eq!(tx.read_line().as_deref(), Some("tx"));
+    assert_eq!(plain.read_line().as_deref(), Some("plain"));
+}
+
+/// A slow reader does not pin a worker: a full send buffer re-arms for writability.
+#[test]
+fn want_write_does_not_pin_a_worker() {
+    let mut cfg = config(1);
+    cfg.stall_limit = Duration::from_secs(10);
+    let srv = Server::start(cfg);
+    let mut slow = srv.connect();
+    let mut fast = srv.connect();
+    slow.send("big 8000000"); // far larger than the socket buffers; the client does not read
+    let s = srv.wait_for(ms(3000), |_| {
+        srv.pool.connection_state(slow.id) == Some(ConnState::WaitWrite)
+    });
+    assert_eq!(s.groups[0].active, 0, "nobody is pinned");
+    let (r, lat) = fast.timed("echo ok");
+    assert_eq!(r, "ok");
+    assert!(lat < ms(500));
+    let line = slow.read_line().unwrap();
+    assert_eq!(line.len(), 8_000_000);
+}
+
+/// Shutdown closes every connection via the handler and leaves no thread behind.
+#[test]
+fn shutdown_closes_everything() {
+    let srv = Server::start(config(2));
+    let mut clients: Vec<_> = (0..5).map(|_| srv.connect()).collect();
+    clients[0].send("sleep 300");
+    std::thread::sleep(ms(50));
+    srv.pool.shutdown();
+    for c in &mut clients[1..] {
+        assert_eq!(c.read_line(), None);
+    }
+    let s = srv.stats();
+    assert_eq!(s.threads, 0, "{s:?}");
+    assert_eq!(s.connections, 0);
+    let closed = srv.state.closed.lock().unwrap();
+    assert_eq!(closed.len(), 5);
+    assert!(closed.values().all(|r| *r == CloseReason::Shutdown));
+}

@@ -454,7 +454,7 @@ impl<B: Backend> Connection<B> {
         p.extend_from_slice(&c.charset.to_le_bytes());
         p.extend_from_slice(&c.column_length.to_le_bytes());
         p.push(c.column_type as u8);
-        p.extend_from_slice(&(c.flags.bits() as u16).to_le_bytes());
+        p.extend_from_slice(&c.flags.bits().to_le_bytes());
         p.push(c.decimals);
         p.extend_from_slice(&[0, 0]);
         if with_default {
@@ -825,7 +825,10 @@ impl<B: Backend> Connection<B> {
                 };
                 if let Some(st) = self.statements.get_mut(&id) {
                     if param < st.params {
-                        st.long_data.entry(param).or_default().extend_from_slice(r.rest());
+                        st.long_data
+                            .entry(param)
+                            .or_default()
+                            .extend_from_slice(r.rest());
                     }
                 }
             }
@@ -875,7 +878,8 @@ impl<B: Backend> Connection<B> {
                     self.backend.close_statement(id);
                 }
                 self.backend.reset_connection();
-                self.multi_statements = self.caps.contains(CapabilityFlags::CLIENT_MULTI_STATEMENTS);
+                self.multi_statements =
+                    self.caps.contains(CapabilityFlags::CLIENT_MULTI_STATEMENTS);
                 self.send_ok(&OkInfo::default(), false, 0x00);
             }
             _ => self.send_err(&ErrorInfo::new(1047, "08S01", "Unknown command")),
@@ -896,7 +900,11 @@ impl<B: Backend> Connection<B> {
 
     fn com_query(&mut self, body: &[u8]) {
         let sql = String::from_utf8_lossy(body).into_owned();
-        let results = self.backend.query(&sql, self.multi_statements);
+        let results = if sql.trim().is_empty() {
+            Vec::new()
+        } else {
+            self.backend.query(&sql, self.multi_statements)
+        };
         if results.is_empty() {
             self.send_err(&ErrorInfo::new(1065, "42000", "Query was empty"));
             return;

@@ -17,8 +17,7 @@ pub mod packet;
 pub mod values;
 
 pub use backend::{
-    Backend, Column, ErrorInfo, LoginRequest, OkInfo, PrepareOk, Response, ResultSet,
-    SessionStatus,
+    Backend, Column, ErrorInfo, LoginRequest, OkInfo, PrepareOk, Response, ResultSet, SessionStatus,
 };
 pub use connection::{
     native_password_hash, verify_native_password, Admission, CloseReason, Connection, Progress,

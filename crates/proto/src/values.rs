@@ -323,7 +323,10 @@ mod tests {
             t(Value::UInt(u64::MAX), ColumnType::MYSQL_TYPE_LONGLONG, 0),
             "18446744073709551615"
         );
-        assert_eq!(t(Value::Double(1.5), ColumnType::MYSQL_TYPE_DOUBLE, 31), "1.5");
+        assert_eq!(
+            t(Value::Double(1.5), ColumnType::MYSQL_TYPE_DOUBLE, 31),
+            "1.5"
+        );
         assert_eq!(
             t(
                 Value::Date(2024, 2, 29, 13, 4, 5, 0),
@@ -354,12 +357,31 @@ mod tests {
     #[test]
     fn binary_ints_are_range_checked() {
         let mut out = Vec::new();
-        encode_binary(&mut out, &Value::Int(-1), ColumnType::MYSQL_TYPE_TINY, false, 0).unwrap();
+        encode_binary(
+            &mut out,
+            &Value::Int(-1),
+            ColumnType::MYSQL_TYPE_TINY,
+            false,
+            0,
+        )
+        .unwrap();
         assert_eq!(out, [0xFF]);
-        assert!(encode_binary(&mut out, &Value::Int(300), ColumnType::MYSQL_TYPE_TINY, false, 0)
-            .is_err());
-        assert!(encode_binary(&mut out, &Value::Int(-1), ColumnType::MYSQL_TYPE_LONG, true, 0)
-            .is_err());
+        assert!(encode_binary(
+            &mut out,
+            &Value::Int(300),
+            ColumnType::MYSQL_TYPE_TINY,
+            false,
+            0
+        )
+        .is_err());
+        assert!(encode_binary(
+            &mut out,
+            &Value::Int(-1),
+            ColumnType::MYSQL_TYPE_LONG,
+            true,
+            0
+        )
+        .is_err());
         assert!(encode_binary(
             &mut out,
             &Value::Bytes(b"abc".to_vec()),
@@ -384,9 +406,19 @@ mod tests {
     fn params_roundtrip_through_decoder() {
         // Encode with our binary encoder and decode with the parameter decoder.
         let cases = [
-            (Value::Int(-7), ColumnType::MYSQL_TYPE_LONGLONG, 0x08u8, false),
+            (
+                Value::Int(-7),
+                ColumnType::MYSQL_TYPE_LONGLONG,
+                0x08u8,
+                false,
+            ),
             (Value::UInt(200), ColumnType::MYSQL_TYPE_TINY, 0x01, true),
-            (Value::Double(2.25), ColumnType::MYSQL_TYPE_DOUBLE, 0x05, false),
+            (
+                Value::Double(2.25),
+                ColumnType::MYSQL_TYPE_DOUBLE,
+                0x05,
+                false,
+            ),
             (
                 Value::Date(2020, 1, 2, 3, 4, 5, 6),
                 ColumnType::MYSQL_TYPE_DATETIME,

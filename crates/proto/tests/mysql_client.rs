@@ -91,7 +91,10 @@ fn text_protocol_every_type() {
     assert_eq!(got[11], Value::Bytes(vec![0, 1, 2, 255, 0]));
     assert_eq!(got[12], Value::NULL);
     assert_eq!(got[13], Value::Bytes(b"2024-02-29".to_vec()));
-    assert_eq!(got[14], Value::Bytes(b"1999-12-31 23:59:58.123456".to_vec()));
+    assert_eq!(
+        got[14],
+        Value::Bytes(b"1999-12-31 23:59:58.123456".to_vec())
+    );
     assert_eq!(got[15], Value::Bytes(b"-26:03:04".to_vec()));
     // Column definitions arrive intact.
     let cols = row.columns_ref();
@@ -100,7 +103,10 @@ fn text_protocol_every_type() {
     assert!(cols[1]
         .flags()
         .contains(mysql::consts::ColumnFlags::UNSIGNED_FLAG));
-    assert_eq!(cols[14].column_type(), mysql::consts::ColumnType::MYSQL_TYPE_DATETIME);
+    assert_eq!(
+        cols[14].column_type(),
+        mysql::consts::ColumnType::MYSQL_TYPE_DATETIME
+    );
 }
 
 #[test]
@@ -154,7 +160,9 @@ fn prepared_params_roundtrip_every_type() {
 fn multi_statements_and_results() {
     let srv = TestServer::start(64 << 20);
     let mut c = connect(srv.port);
-    let mut result = c.query_iter("SELECT 1; SELECT 2; INSERT x; SELECT 3").unwrap();
+    let mut result = c
+        .query_iter("SELECT 1; SELECT 2; INSERT x; SELECT 3")
+        .unwrap();
     let mut sets = Vec::new();
     while let Some(set) = result.iter() {
         let affected = set.affected_rows();
@@ -217,10 +225,7 @@ fn values_larger_than_16mb_both_directions() {
     let mut c = connect(srv.port);
     let n = 17 * 1024 * 1024 + 3;
     // Server -> client: one row larger than a packet.
-    let v: Vec<u8> = c
-        .query_first(format!("REPEAT {n}"))
-        .unwrap()
-        .unwrap();
+    let v: Vec<u8> = c.query_first(format!("REPEAT {n}")).unwrap().unwrap();
     assert_eq!(v.len(), n);
     assert!(v.iter().all(|&b| b == b'a'));
     // Exactly one full chunk (boundary case: an empty trailing packet).
@@ -248,7 +253,10 @@ fn many_rows_and_concurrent_clients() {
                 for i in 0..20 {
                     let rows: Vec<i64> = c.query(format!("ROWS {}", 100 + i + t)).unwrap();
                     assert_eq!(rows.len(), 100 + i + t);
-                    assert_eq!(rows.iter().sum::<i64>(), ((100 + i + t) * (99 + i + t) / 2) as i64);
+                    assert_eq!(
+                        rows.iter().sum::<i64>(),
+                        ((100 + i + t) * (99 + i + t) / 2) as i64
+                    );
                 }
             })
         })

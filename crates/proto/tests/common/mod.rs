@@ -103,7 +103,11 @@ fn value_column(i: usize, v: &Value) -> Column {
     match v {
         Value::NULL => Column::expr(format!("p{i}"), MYSQL_TYPE_NULL),
         Value::Int(_) => Column::expr(format!("p{i}"), MYSQL_TYPE_LONGLONG),
-        Value::UInt(_) => col(&format!("p{i}"), MYSQL_TYPE_LONGLONG, ColumnFlags::UNSIGNED_FLAG),
+        Value::UInt(_) => col(
+            &format!("p{i}"),
+            MYSQL_TYPE_LONGLONG,
+            ColumnFlags::UNSIGNED_FLAG,
+        ),
         Value::Float(_) => Column::expr(format!("p{i}"), MYSQL_TYPE_FLOAT),
         Value::Double(_) => Column::expr(format!("p{i}"), MYSQL_TYPE_DOUBLE),
         Value::Bytes(_) => col(&format!("p{i}"), MYSQL_TYPE_BLOB, ColumnFlags::BINARY_FLAG),
@@ -117,7 +121,10 @@ impl TestBackend {
         let s = sql.trim();
         let lower = s.to_ascii_lowercase();
         if lower == "select @@max_allowed_packet" {
-            return Ok(one("@@max_allowed_packet", Value::UInt(self.max_allowed_packet as u64)));
+            return Ok(one(
+                "@@max_allowed_packet",
+                Value::UInt(self.max_allowed_packet as u64),
+            ));
         }
         if lower == "select @@socket" {
             return Ok(one("@@socket", Value::NULL));
@@ -136,7 +143,10 @@ impl TestBackend {
         if lower == "select database()" {
             return Ok(one(
                 "DATABASE()",
-                self.db.clone().map(|d| Value::Bytes(d.into_bytes())).unwrap_or(Value::NULL),
+                self.db
+                    .clone()
+                    .map(|d| Value::Bytes(d.into_bytes()))
+                    .unwrap_or(Value::NULL),
             ));
         }
         if let Some(rest) = lower.strip_prefix("select ") {
@@ -145,11 +155,15 @@ impl TestBackend {
             }
         }
         if let Some(rest) = lower.strip_prefix("repeat ") {
-            let n: usize = rest.parse().map_err(|_| ErrorInfo::new(1064, "42000", "bad"))?;
+            let n: usize = rest
+                .parse()
+                .map_err(|_| ErrorInfo::new(1064, "42000", "bad"))?;
             return Ok(one("r", Value::Bytes(vec![b'a'; n])));
         }
         if let Some(rest) = lower.strip_prefix("rows ") {
-            let n: usize = rest.parse().map_err(|_| ErrorInfo::new(1064, "42000", "bad"))?;
+            let n: usize = rest
+                .parse()
+                .map_err(|_| ErrorInfo::new(1064, "42000", "bad"))?;
             return Ok(Response::Rows(ResultSet {
                 columns: vec![Column::expr("i", ColumnType::MYSQL_TYPE_LONGLONG)],
                 rows: (0..n).map(|i| vec![Value::Int(i as i64)]).collect(),
@@ -206,7 +220,11 @@ impl Backend for TestBackend {
                     "Access denied for user '{}'@'{}' (using password: {})",
                     login.user,
                     login.host,
-                    if login.auth_response.is_empty() { "NO" } else { "YES" }
+                    if login.auth_response.is_empty() {
+                        "NO"
+                    } else {
+                        "YES"
+                    }
                 ),
             ));
         }
@@ -236,7 +254,11 @@ impl Backend for TestBackend {
 
     fn init_db(&mut self, database: &str) -> Result<(), ErrorInfo> {
         if database == "nosuchdb" {
-            return Err(ErrorInfo::new(1049, "42000", format!("Unknown database '{database}'")));
+            return Err(ErrorInfo::new(
+                1049,
+                "42000",
+                format!("Unknown database '{database}'"),
+            ));
         }
         self.db = Some(database.to_string());
         Ok(())
@@ -244,7 +266,11 @@ impl Backend for TestBackend {
 
     fn field_list(&mut self, table: &str, _wildcard: &str) -> Result<Vec<Column>, ErrorInfo> {
         if table != "t1" {
-            return Err(ErrorInfo::new(1146, "42S02", format!("Table 'db.{table}' doesn't exist")));
+            return Err(ErrorInfo::new(
+                1146,
+                "42S02",
+                format!("Table 'db.{table}' doesn't exist"),
+            ));
         }
         let mut a = Column::expr("id", ColumnType::MYSQL_TYPE_LONG);
         a.table = "t1".into();
@@ -258,7 +284,11 @@ impl Backend for TestBackend {
     }
 
     fn kill(&mut self, id: u32) -> Result<(), ErrorInfo> {
-        Err(ErrorInfo::new(1094, "HY000", format!("Unknown thread id: {id}")))
+        Err(ErrorInfo::new(
+            1094,
+            "HY000",
+            format!("Unknown thread id: {id}"),
+        ))
     }
 
     fn reset_connection(&mut self) {
@@ -290,7 +320,11 @@ impl Backend for TestBackend {
                 columns: vec![],
             });
         }
-        Err(ErrorInfo::new(1064, "42000", format!("cannot prepare '{sql}'")))
+        Err(ErrorInfo::new(
+            1064,
+            "42000",
+            format!("cannot prepare '{sql}'"),
+        ))
     }
 
     fn execute(&mut self, stmt_id: u32, params: &[Value]) -> Result<Response, ErrorInfo> {
@@ -301,7 +335,11 @@ impl Backend for TestBackend {
             .ok_or_else(|| ErrorInfo::new(1243, "HY000", "unknown statement"))?;
         if sql.trim().to_ascii_uppercase().starts_with("ECHO") {
             return Ok(Response::Rows(ResultSet {
-                columns: params.iter().enumerate().map(|(i, v)| value_column(i, v)).collect(),
+                columns: params
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| value_column(i, v))
+                    .collect(),
                 rows: vec![params.to_vec()],
                 warnings: 0,
             }));

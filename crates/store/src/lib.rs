@@ -1,1 +1,46 @@
-//! Durable storage on embedded RocksDB.
+//! Durable storage on embedded RocksDB for shoal.
+//!
+//! # Using it (the SQL layer's view)
+//!
+//! ```text
+//! let engine = Engine::open(EngineConfig::new("/var/lib/shoal"))?;      // one per server
+//! engine.create_database("sbtest")?;
+//! let t = engine.create_table("sbtest", TableSpec { .. })?;            // Arc<TableDef>
+//! let mut txn = engine.begin(Isolation::RepeatableRead);
+//! let sp = txn.begin_statement();                                       // per statement
+//! match txn.insert(&t, vec![Datum::Null, Datum::Int(5), Datum::text("x")]) {
+//!     Err(e) if !txn.is_active() => { /* deadlock: whole txn rolled back */ }
+//!     Err(e) => txn.rollback_to(sp),                                    // statement-level
+//!     Ok((key, auto_id)) => {}
+//! }
+//! let row = txn.get(&t, &[Datum::Int(5)], LockMode::Exclusive)?;       // current read + X lock
+//! txn.update(&t, &row.unwrap().key, new_values)?;
+//! for r in txn.scan_index(&t, "k_1", &KeyRange::between(lo, hi), LockMode::None, Some(100))? {}
+//! txn.commit()?;                                                        // group-committed
+//! ```
+//!
+//! Rows are `Vec<Datum>` in column order, always *full* rows: the SQL layer fills DEFAULTs and
+//! evaluates expressions; storage coerces each value to its column type, enforces NOT NULL,
+//! fills AUTO_INCREMENT (NULL or 0), keeps PRIMARY/UNIQUE uniqueness and the indexes.
+//! Errors carry MySQL codes ([`StoreError::mysql_code`], [`StoreError::sqlstate`]).
+//!
+//! Modules: [`datum`] (values and types), [`codec`] (key and row encodings), [`catalog`]
+//! (definitions and key layout), [`lock`] (row-lock manager), [`engine`] (open, DDL, group
+//! commit, counters), [`txn`] (transactions).
+
+pub mod catalog;
+pub mod codec;
+pub mod datum;
+pub mod engine;
+pub mod error;
+pub mod lock;
+pub mod stats;
+pub mod txn;
+
+pub use catalog::{ColumnDef, ColumnDefault, IndexDef, IndexSpec, TableDef, TableSpec};
+pub use datum::{ColumnType, Date, DateTime, Datum, Decimal};
+pub use engine::{Engine, EngineConfig};
+pub use error::{Result, StoreError};
+pub use txn::{
+    InsertOutcome, Isolation, KeyRange, KillHandle, LockMode, Row, RowKey, Savepoint, Transaction,
+};

@@ -1,0 +1,236 @@
+//! Table, column and index definitions, and where their data lives in the key space.
+//!
+//! Everything is in RocksDB's default column family, separated by a one-byte space prefix:
+//!
+//! | prefix | key                                    | value                                   |
+//! |--------|----------------------------------------|-----------------------------------------|
+//! | `0x01` | `'D' db`                               | database definition (JSON)              |
+//! | `0x01` | `'T' db 0x00 table`                    | [`TableDef`] (JSON)                     |
+//! | `0x01` | `'M'`                                  | next table/index id (u32 BE)            |
+//! | `0x01` | `'A' table_id` / `'H' table_id`        | auto-increment / hidden row-id high-water mark (u64 BE) |
+//! | `0x02` | `table_id(u32 BE) pk`                  | encoded row (see `codec`)               |
+//! | `0x03` | `index_id(u32 BE) index-key [pk]`      | encoded pk                              |
+//!
+//! Table and index ids come from one persistent counter and are never reused, so a dropped
+//! table's key range can be deleted lazily (`DeleteRange`) without ever aliasing a new table.
+//! A table without a PRIMARY KEY gets a hidden `BIGINT UNSIGNED` row id as its key.
+//! A UNIQUE index entry's key is the index columns alone when none of them is NULL (so two rows
+//! with the same value collide on one key, which is what the uniqueness check and its lock use);
+//! otherwise, and for non-unique indexes, the primary key is appended so entries stay distinct
+//! (MySQL allows any number of NULLs in a UNIQUE index).
+//!
+//! The catalog is DDL-rate data: it is kept in memory behind a `RwLock` and written through to
+//! RocksDB with a synced write for every DDL statement.
+
+use crate::codec::{encode_key, encode_key_datum};
+use crate::datum::{ColumnType, Datum};
+use serde::{Deserialize, Serialize};
+
+pub(crate) const SPACE_META: u8 = 0x01;
+pub(crate) const SPACE_ROWS: u8 = 0x02;
+pub(crate) const SPACE_INDEX: u8 = 0x03;
+
+/// A column's DEFAULT clause.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ColumnDefault {
+    /// A constant (may be `Datum::Null` for `DEFAULT NULL`).
+    Value(Datum),
+    /// `DEFAULT CURRENT_TIMESTAMP` (the SQL layer evaluates it at insert time).
+    CurrentTimestamp,
+}
+
+/// One column of a table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ColumnDef {
+    /// Column name as declared.
+    pub name: String,
+    /// Declared type.
+    pub ty: ColumnType,
+    /// Whether NULL is allowed.
+    pub nullable: bool,
+    /// DEFAULT clause, if any. Storage does not fill defaults: the SQL layer builds full rows.
+    pub default: Option<ColumnDefault>,
+    /// AUTO_INCREMENT column: a NULL or 0 value on insert is replaced by the next counter value.
+    pub auto_increment: bool,
+}
+
+/// A secondary (UNIQUE or non-unique) index.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IndexDef {
+    /// Key-space id (never reused).
+    pub id: u32,
+    /// Index name (`k_1`, ...).
+    pub name: String,
+    /// Positions of the indexed columns in [`TableDef::columns`], in key order.
+    pub columns: Vec<usize>,
+    /// UNIQUE index.
+    pub unique: bool,
+}
+
+/// A table definition. Shared as `Arc<TableDef>`; DDL replaces the Arc, it never mutates one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TableDef {
+    /// Key-space id of the rows (never reused).
+    pub id: u32,
+    /// Database name.
+    pub db: String,
+    /// Table name.
+    pub name: String,
+    /// Columns in declaration order; rows are `Vec<Datum>` in this order.
+    pub columns: Vec<ColumnDef>,
+    /// Positions of the PRIMARY KEY columns; `None` = no primary key (hidden row id).
+    pub primary_key: Option<Vec<usize>>,
+    /// Secondary indexes.
+    pub indexes: Vec<IndexDef>,
+    /// First AUTO_INCREMENT value (table option `AUTO_INCREMENT=n`, default 1).
+    pub auto_increment_start: u64,
+}
+
+/// The type of the hidden row id key.
+pub const HIDDEN_PK_TYPE: ColumnType = ColumnType::Int {
+    bytes: 8,
+    unsigned: true,
+};
+
+impl TableDef {
+    /// Position of the AUTO_INCREMENT column, if any.
+    pub fn auto_increment_column(&self) -> Option<usize> {
+        self.columns.iter().position(|c| c.auto_increment)
+    }
+
+    /// Position of a column by name (case-insensitive, as MySQL column names are).
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.columns
+            .iter()
+            .position(|c| c.name.eq_ignore_ascii_case(name))
+    }
+
+    /// Whether the table has a hidden row id instead of a primary key.
+    pub fn has_hidden_pk(&self) -> bool {
+        self.primary_key.is_none()
+    }
+
+    /// The types of the primary key columns (the hidden row id type for tables without one).
+    pub fn pk_types(&self) -> Vec<ColumnType> {
+        match &self.primary_key {
+            Some(cols) => cols.iter().map(|&i| self.columns[i].ty).collect(),
+            None => vec![HIDDEN_PK_TYPE],
+        }
+    }
+
+    /// Index by name (case-insensitive).
+    pub fn index(&self, name: &str) -> Option<&IndexDef> {
+        self.indexes
+            .iter()
+            .find(|i| i.name.eq_ignore_ascii_case(name))
+    }
+
+    /// The types of an index's columns.
+    pub fn index_types(&self, index: &IndexDef) -> Vec<ColumnType> {
+        index.columns.iter().map(|&i| self.columns[i].ty).collect()
+    }
+
+    pub(crate) fn rows_prefix(&self) -> Vec<u8> {
+        rows_prefix(self.id)
+    }
+}
+
+/// `0x02 table_id`.
+pub(crate) fn rows_prefix(table_id: u32) -> Vec<u8> {
+    let mut k = Vec::with_capacity(24);
+    k.push(SPACE_ROWS);
+    k.extend_from_slice(&table_id.to_be_bytes());
+    k
+}
+
+/// `0x03 index_id`.
+pub(crate) fn index_prefix(index_id: u32) -> Vec<u8> {
+    let mut k = Vec::with_capacity(32);
+    k.push(SPACE_INDEX);
+    k.extend_from_slice(&index_id.to_be_bytes());
+    k
+}
+
+/// The RocksDB key of a row given its encoded primary key.
+pub(crate) fn row_key(table_id: u32, pk: &[u8]) -> Vec<u8> {
+    let mut k = rows_prefix(table_id);
+    k.extend_from_slice(pk);
+    k
+}
+
+/// The RocksDB key of an index entry for `row` whose encoded primary key is `pk`, and whether
+/// it is a "unique slot" (a UNIQUE index entry without NULLs, which must be checked and locked).
+pub(crate) fn index_entry_key(index: &IndexDef, row: &[Datum], pk: &[u8]) -> (Vec<u8>, bool) {
+    let mut k = index_prefix(index.id);
+    let mut has_null = false;
+    for &c in &index.columns {
+        has_null |= row[c].is_null();
+        encode_key_datum(&mut k, &row[c]);
+    }
+    let unique_slot = index.unique && !has_null;
+    if !unique_slot {
+        k.extend_from_slice(pk);
+    }
+    (k, unique_slot)
+}
+
+/// The encoded primary key of a (coerced) row. Tables with a hidden row id have no pk columns
+/// in the row: their key is allocated at insert.
+pub(crate) fn pk_of_row(table: &TableDef, row: &[Datum]) -> Option<Vec<u8>> {
+    table.primary_key.as_ref().map(|cols| {
+        let vals: Vec<Datum> = cols.iter().map(|&i| row[i].clone()).collect();
+        encode_key(&vals)
+    })
+}
+
+/// The column list and index list given to `Engine::create_table`, by name.
+#[derive(Debug, Clone, Default)]
+pub struct TableSpec {
+    /// Table name.
+    pub name: String,
+    /// Columns in order.
+    pub columns: Vec<ColumnDef>,
+    /// PRIMARY KEY column names (empty = none: a hidden row id is used).
+    pub primary_key: Vec<String>,
+    /// UNIQUE and secondary indexes.
+    pub indexes: Vec<IndexSpec>,
+    /// Table option `AUTO_INCREMENT=n` (None = 1).
+    pub auto_increment_start: Option<u64>,
+}
+
+/// An index to create, by column names.
+#[derive(Debug, Clone)]
+pub struct IndexSpec {
+    /// Index name.
+    pub name: String,
+    /// Indexed column names in key order.
+    pub columns: Vec<String>,
+    /// UNIQUE.
+    pub unique: bool,
+}
+
+/// Meta keys.
+pub(crate) fn db_key(db: &str) -> Vec<u8> {
+    let mut k = vec![SPACE_META, b'D'];
+    k.extend_from_slice(db.as_bytes());
+    k
+}
+
+pub(crate) fn table_key(db: &str, table: &str) -> Vec<u8> {
+    let mut k = vec![SPACE_META, b'T'];
+    k.extend_from_slice(db.as_bytes());
+    k.push(0);
+    k.extend_from_slice(table.as_bytes());
+    k
+}
+
+pub(crate) fn next_id_key() -> Vec<u8> {
+    vec![SPACE_META, b'M']
+}
+
+/// `kind` is `b'A'` (auto-increment) or `b'H'` (hidden row id).
+pub(crate) fn counter_key(kind: u8, table_id: u32) -> Vec<u8> {
+    let mut k = vec![SPACE_META, kind];
+    k.extend_from_slice(&table_id.to_be_bytes());
+    k
+}

@@ -1,0 +1,422 @@
+//! The storage value type ([`Datum`]) and column types ([`ColumnType`]).
+//!
+//! The SQL layer maps its values to `Datum` before calling storage. Storage coerces every value
+//! to its column's canonical variant ([`ColumnType::coerce`]) before encoding, so that every
+//! value of one column has the same variant and scale: that is what makes the key encoding
+//! order-preserving per column (see `codec`).
+//!
+//! Canonical variants: signed integer types -> `Int`, unsigned -> `UInt`, FLOAT/DOUBLE ->
+//! `Double`, DECIMAL(p,s) -> `Decimal` with scale exactly `s`, CHAR/VARCHAR/TEXT/BLOB -> `Bytes`
+//! (compared as bytes: a binary collation), DATE -> `Date`, DATETIME/TIMESTAMP -> `DateTime`.
+
+use serde::{Deserialize, Serialize};
+use std::cmp::Ordering;
+use std::fmt;
+
+/// A fixed-point decimal: `unscaled * 10^-scale`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Decimal {
+    /// The value times `10^scale`.
+    pub unscaled: i128,
+    /// Digits after the decimal point.
+    pub scale: u8,
+}
+
+impl Decimal {
+    /// Rescales to `scale` digits, rounding half away from zero as MySQL does.
+    pub fn rescale(self, scale: u8) -> Option<Decimal> {
+        match scale.cmp(&self.scale) {
+            Ordering::Equal => Some(self),
+            Ordering::Greater => {
+                let f = 10i128.checked_pow(u32::from(scale - self.scale))?;
+                Some(Decimal {
+                    unscaled: self.unscaled.checked_mul(f)?,
+                    scale,
+                })
+            }
+            Ordering::Less => {
+                let f = 10i128.checked_pow(u32::from(self.scale - scale))?;
+                let q = self.unscaled / f;
+                let r = self.unscaled % f;
+                let adj = if r.abs() * 2 >= f {
+                    self.unscaled.signum()
+                } else {
+                    0
+                };
+                Some(Decimal {
+                    unscaled: q + adj,
+                    scale,
+                })
+            }
+        }
+    }
+
+    /// Parses `-12.345` style text.
+    pub fn parse(s: &str) -> Option<Decimal> {
+        let s = s.trim();
+        let (neg, body) = match s.strip_prefix('-') {
+            Some(b) => (true, b),
+            None => (false, s.strip_prefix('+').unwrap_or(s)),
+        };
+        let (int, frac) = body.split_once('.').unwrap_or((body, ""));
+        if int.is_empty() && frac.is_empty() {
+            return None;
+        }
+        if !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let digits = format!("{int}{frac}");
+        let v: i128 = if digits.is_empty() {
+            0
+        } else {
+            digits.parse().ok()?
+        };
+        Some(Decimal {
+            unscaled: if neg { -v } else { v },
+            scale: u8::try_from(frac.len()).ok()?,
+        })
+    }
+
+    /// The value as a float (approximate).
+    pub fn to_f64(self) -> f64 {
+        self.unscaled as f64 / 10f64.powi(i32::from(self.scale))
+    }
+}
+
+impl fmt::Display for Decimal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.scale == 0 {
+            return write!(f, "{}", self.unscaled);
+        }
+        let p = 10u128.pow(u32::from(self.scale));
+        let a = self.unscaled.unsigned_abs();
+        let sign = if self.unscaled < 0 { "-" } else { "" };
+        write!(
+            f,
+            "{sign}{}.{:0width$}",
+            a / p,
+            a % p,
+            width = self.scale as usize
+        )
+    }
+}
+
+/// A calendar date (no validation beyond ranges: MySQL allows zero dates).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Date {
+    /// 0..=9999.
+    pub year: u16,
+    /// 0..=12.
+    pub month: u8,
+    /// 0..=31.
+    pub day: u8,
+}
+
+impl Date {
+    /// Order-preserving packed form (`(year*13+month)*32+day`, as MySQL packs dates).
+    pub fn pack(self) -> u32 {
+        (u32::from(self.year) * 13 + u32::from(self.month)) * 32 + u32::from(self.day)
+    }
+    /// Inverse of [`Date::pack`].
+    pub fn unpack(v: u32) -> Date {
+        let day = (v % 32) as u8;
+        let ym = v / 32;
+        Date {
+            year: (ym / 13) as u16,
+            month: (ym % 13) as u8,
+            day,
+        }
+    }
+}
+
+impl fmt::Display for Date {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:04}-{:02}-{:02}", self.year, self.month, self.day)
+    }
+}
+
+/// A date and time with microseconds (DATETIME and TIMESTAMP; TIMESTAMP is stored as the
+/// session's wall-clock value, no time-zone conversion).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct DateTime {
+    /// The date part.
+    pub date: Date,
+    /// 0..=23.
+    pub hour: u8,
+    /// 0..=59.
+    pub minute: u8,
+    /// 0..=59.
+    pub second: u8,
+    /// 0..=999_999.
+    pub micro: u32,
+}
+
+impl DateTime {
+    /// Order-preserving packed form.
+    pub fn pack(self) -> u64 {
+        let secs = ((u64::from(self.date.pack()) * 24 + u64::from(self.hour)) * 60
+            + u64::from(self.minute))
+            * 60
+            + u64::from(self.second);
+        secs * 1_000_000 + u64::from(self.micro)
+    }
+    /// Inverse of [`DateTime::pack`].
+    pub fn unpack(v: u64) -> DateTime {
+        let micro = (v % 1_000_000) as u32;
+        let mut s = v / 1_000_000;
+        let second = (s % 60) as u8;
+        s /= 60;
+        let minute = (s % 60) as u8;
+        s /= 60;
+        let hour = (s % 24) as u8;
+        let date = Date::unpack((s / 24) as u32);
+        DateTime {
+            date,
+            hour,
+            minute,
+            second,
+            micro,
+        }
+    }
+}
+
+impl fmt::Display for DateTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {:02}:{:02}:{:02}",
+            self.date, self.hour, self.minute, self.second
+        )?;
+        if self.micro != 0 {
+            write!(f, ".{:06}", self.micro)?;
+        }
+        Ok(())
+    }
+}
+
+/// One value of a row or key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Datum {
+    /// SQL NULL.
+    Null,
+    /// Signed integer (canonical for signed INT family columns).
+    Int(i64),
+    /// Unsigned integer (canonical for UNSIGNED columns and hidden row ids).
+    UInt(u64),
+    /// FLOAT/DOUBLE (NaN is rejected by [`ColumnType::coerce`]).
+    Double(f64),
+    /// DECIMAL.
+    Decimal(Decimal),
+    /// CHAR/VARCHAR/TEXT/BLOB bytes.
+    Bytes(Vec<u8>),
+    /// DATE.
+    Date(Date),
+    /// DATETIME/TIMESTAMP.
+    DateTime(DateTime),
+}
+
+impl Datum {
+    /// Whether this is NULL.
+    pub fn is_null(&self) -> bool {
+        matches!(self, Datum::Null)
+    }
+    /// Convenience constructor for text.
+    pub fn text(s: &str) -> Datum {
+        Datum::Bytes(s.as_bytes().to_vec())
+    }
+}
+
+impl fmt::Display for Datum {
+    /// Formats as MySQL prints the value in messages (`Duplicate entry '...'`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Datum::Null => write!(f, "NULL"),
+            Datum::Int(v) => write!(f, "{v}"),
+            Datum::UInt(v) => write!(f, "{v}"),
+            Datum::Double(v) => write!(f, "{v}"),
+            Datum::Decimal(d) => write!(f, "{d}"),
+            Datum::Bytes(b) => write!(f, "{}", String::from_utf8_lossy(b)),
+            Datum::Date(d) => write!(f, "{d}"),
+            Datum::DateTime(d) => write!(f, "{d}"),
+        }
+    }
+}
+
+/// A column type as declared in CREATE TABLE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ColumnType {
+    /// TINYINT/SMALLINT/MEDIUMINT/INT/BIGINT; `bytes` is 1, 2, 3, 4 or 8.
+    Int {
+        /// Storage width in bytes (range check).
+        bytes: u8,
+        /// UNSIGNED.
+        unsigned: bool,
+    },
+    /// FLOAT (single precision in MySQL; stored as f64 here).
+    Float,
+    /// DOUBLE / REAL.
+    Double,
+    /// DECIMAL(precision, scale).
+    Decimal {
+        /// Total digits (1..=38 here).
+        precision: u8,
+        /// Digits after the point.
+        scale: u8,
+    },
+    /// CHAR(n).
+    Char(u32),
+    /// VARCHAR(n).
+    Varchar(u32),
+    /// TEXT family (length limit not enforced).
+    Text,
+    /// BLOB family / BINARY / VARBINARY.
+    Blob,
+    /// DATE.
+    Date,
+    /// DATETIME.
+    DateTime,
+    /// TIMESTAMP (stored like DATETIME).
+    Timestamp,
+}
+
+impl ColumnType {
+    /// Whether values of this type are integers (AUTO_INCREMENT is allowed).
+    pub fn is_integer(self) -> bool {
+        matches!(self, ColumnType::Int { .. })
+    }
+
+    /// The MySQL spelling of the type, for SHOW CREATE TABLE / DESCRIBE.
+    pub fn sql_name(self) -> String {
+        match self {
+            ColumnType::Int { bytes, unsigned } => {
+                let n = match bytes {
+                    1 => "tinyint",
+                    2 => "smallint",
+                    3 => "mediumint",
+                    4 => "int",
+                    _ => "bigint",
+                };
+                if unsigned {
+                    format!("{n} unsigned")
+                } else {
+                    n.to_string()
+                }
+            }
+            ColumnType::Float => "float".into(),
+            ColumnType::Double => "double".into(),
+            ColumnType::Decimal { precision, scale } => format!("decimal({precision},{scale})"),
+            ColumnType::Char(n) => format!("char({n})"),
+            ColumnType::Varchar(n) => format!("varchar({n})"),
+            ColumnType::Text => "text".into(),
+            ColumnType::Blob => "blob".into(),
+            ColumnType::Date => "date".into(),
+            ColumnType::DateTime => "datetime".into(),
+            ColumnType::Timestamp => "timestamp".into(),
+        }
+    }
+
+    /// Converts `d` to this type's canonical variant, or explains why it cannot.
+    /// NULL passes through (NOT NULL is checked by the caller). Integers are range-checked,
+    /// decimals rescaled (rounded) to the column scale and checked against the precision,
+    /// strings checked against CHAR/VARCHAR length (in characters).
+    pub fn coerce(self, d: Datum) -> std::result::Result<Datum, String> {
+        use ColumnType as T;
+        Ok(match (self, d) {
+            (_, Datum::Null) => Datum::Null,
+            (T::Int { bytes, unsigned }, d) => {
+                let v: i128 = match d {
+                    Datum::Int(v) => i128::from(v),
+                    Datum::UInt(v) => i128::from(v),
+                    Datum::Decimal(x) if x.rescale(0).is_some() => x.rescale(0).unwrap().unscaled,
+                    Datum::Double(f) if f.is_finite() => f.round() as i128,
+                    other => return Err(format!("expected an integer, got {other:?}")),
+                };
+                let bits = u32::from(bytes) * 8;
+                let (lo, hi) = if unsigned {
+                    (0i128, (1i128 << bits) - 1)
+                } else {
+                    (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+                };
+                if v < lo || v > hi {
+                    return Err(format!("value {v} out of range"));
+                }
+                if unsigned {
+                    Datum::UInt(v as u64)
+                } else {
+                    Datum::Int(v as i64)
+                }
+            }
+            (T::Float | T::Double, d) => {
+                let f = match d {
+                    Datum::Double(f) => f,
+                    Datum::Int(v) => v as f64,
+                    Datum::UInt(v) => v as f64,
+                    Datum::Decimal(x) => x.to_f64(),
+                    other => return Err(format!("expected a number, got {other:?}")),
+                };
+                if f.is_nan() {
+                    return Err("NaN is not a valid value".into());
+                }
+                // -0.0 and 0.0 must encode identically in keys.
+                Datum::Double(if f == 0.0 { 0.0 } else { f })
+            }
+            (T::Decimal { precision, scale }, d) => {
+                let x = match d {
+                    Datum::Decimal(x) => x,
+                    Datum::Int(v) => Decimal {
+                        unscaled: i128::from(v),
+                        scale: 0,
+                    },
+                    Datum::UInt(v) => Decimal {
+                        unscaled: i128::from(v),
+                        scale: 0,
+                    },
+                    Datum::Double(f) if f.is_finite() => {
+                        Decimal::parse(&format!("{f:.*}", scale as usize))
+                            .ok_or_else(|| format!("cannot convert {f} to decimal"))?
+                    }
+                    other => return Err(format!("expected a decimal, got {other:?}")),
+                };
+                let x = x.rescale(scale).ok_or("decimal out of range")?;
+                let limit = 10i128
+                    .checked_pow(u32::from(precision))
+                    .unwrap_or(i128::MAX);
+                if x.unscaled.abs() >= limit {
+                    return Err(format!(
+                        "value {x} out of range for decimal({precision},{scale})"
+                    ));
+                }
+                Datum::Decimal(x)
+            }
+            (T::Char(n) | T::Varchar(n), Datum::Bytes(b)) => {
+                let chars = std::str::from_utf8(&b)
+                    .map(|s| s.chars().count())
+                    .unwrap_or(b.len());
+                if chars > n as usize {
+                    return Err(format!("data too long ({chars} > {n} characters)"));
+                }
+                Datum::Bytes(b)
+            }
+            (T::Text | T::Blob, Datum::Bytes(b)) => Datum::Bytes(b),
+            (T::Char(_) | T::Varchar(_) | T::Text | T::Blob, other) => {
+                Datum::Bytes(other.to_string().into_bytes())
+            }
+            (T::Date, Datum::Date(d)) => Datum::Date(d),
+            (T::Date, Datum::DateTime(dt)) => Datum::Date(dt.date),
+            (T::DateTime | T::Timestamp, Datum::DateTime(dt)) => Datum::DateTime(dt),
+            (T::DateTime | T::Timestamp, Datum::Date(d)) => Datum::DateTime(DateTime {
+                date: d,
+                hour: 0,
+                minute: 0,
+                second: 0,
+                micro: 0,
+            }),
+            (t, other) => {
+                return Err(format!(
+                    "cannot store {other:?} in a {} column",
+                    t.sql_name()
+                ))
+            }
+        })
+    }
+}

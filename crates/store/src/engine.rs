@@ -1,0 +1,1110 @@
+//! The engine: opening a data directory, the catalog and DDL, counters, group commit, status.
+//!
+//! # Data directory
+//!
+//! `datadir/LOCK` is held with `flock(LOCK_EX|LOCK_NB)` for the engine's lifetime, so a second
+//! server (or a second `Engine::open` in the same process) on the same directory fails with
+//! [`StoreError::Locked`] instead of corrupting it. RocksDB lives in `datadir/rocksdb`.
+//!
+//! # Memory budget
+//!
+//! One LRU block cache of `block_cache_bytes` (`innodb_buffer_pool_size`) holds data, index and
+//! filter blocks (`cache_index_and_filter_blocks`), so table-reader memory is inside the budget
+//! too. Outside it, bounded and fixed: memtables (`write_buffer_size` 16 MiB × at most 3 =
+//! 48 MiB), the lock table and per-transaction write buffers (proportional to uncommitted
+//! writes), and the in-memory catalog. With `direct_reads` (`innodb_flush_method=O_DIRECT`)
+//! RocksDB reads SST files with `O_DIRECT`, so the OS page cache does not act as a second,
+//! unbounded buffer pool and a data set larger than the cache really waits on the disk.
+//!
+//! # Durability and group commit
+//!
+//! `flush_log_at_trx_commit = 1`: every commit is durable when `commit()` returns. Committers
+//! queue their `WriteBatch`es; the first one to find no active leader becomes the leader, takes
+//! the whole queue, writes every batch (each one atomic) and syncs the WAL once with the last
+//! write. Followers sleep (reported as `GROUP_COMMIT` waits) until the leader posts their
+//! result; the leader's write+fsync is reported as a `SYNC` wait. Commits arriving while a
+//! group is being synced form the next group, so under concurrency fsyncs < commits.
+//! `0` and `2`: batches are written without sync, and a background thread syncs the WAL once
+//! per second (a crash of the machine may lose up to about a second of commits; a crash of the
+//! process alone loses nothing, since the WAL is written to the OS at every commit).
+//!
+//! # Auto-increment
+//!
+//! Counters live in memory and are made durable ahead of use: before a value beyond the
+//! persisted high-water mark is handed out, the mark is raised by a chunk (1024) and written
+//! synchronously. After a crash, counting resumes at the mark, so no value that may have been
+//! used by a committed row is ever issued again (gaps are allowed, as in InnoDB).
+
+use crate::catalog::{self, ColumnDef, IndexDef, IndexSpec, TableDef, TableSpec, SPACE_META};
+use crate::codec::{decode_row, prefix_successor};
+use crate::datum::Datum;
+use crate::error::{Result, StoreError};
+use crate::lock::LockManager;
+use crate::stats::Stats;
+use crate::txn::{Isolation, Transaction};
+use rocksdb::{
+    BlockBasedOptions, Cache, ErrorKind, Options, ReadOptions, ReadTier, WriteBatch, WriteOptions,
+    DB,
+};
+use shoal_wait::WaitKind;
+use std::collections::{HashMap, HashSet};
+use std::fs::{File, OpenOptions};
+use std::os::unix::io::AsRawFd;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard, RwLock, Weak};
+use std::time::Duration;
+
+/// A RocksDB snapshot that lives as long as the transaction holding it (see `Transaction`).
+pub(crate) type Snap = rocksdb::SnapshotWithThreadMode<'static, DB>;
+
+/// How many auto-increment values are reserved (durably) at a time.
+const AUTOINC_CHUNK: u64 = 1024;
+
+/// Engine options (the `innodb_*` variables that concern storage).
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Data directory (created if missing).
+    pub datadir: PathBuf,
+    /// Block cache size in bytes (`innodb_buffer_pool_size`).
+    pub block_cache_bytes: usize,
+    /// Read SST files with O_DIRECT (`innodb_flush_method=O_DIRECT`, the default). Falls back
+    /// to buffered reads, with a warning, on file systems without O_DIRECT (tmpfs).
+    pub direct_reads: bool,
+    /// `innodb_flush_log_at_trx_commit`: 1 = fsync per commit (group commit), 0/2 = once a second.
+    pub flush_log_at_trx_commit: u8,
+    /// Default `innodb_lock_wait_timeout` for new transactions.
+    pub lock_wait_timeout: Duration,
+    /// Memtable size (bytes); at most 3 exist at a time.
+    pub write_buffer_bytes: usize,
+}
+
+impl EngineConfig {
+    /// Defaults for `datadir`: 128 MiB cache, direct reads, flush at every commit, 50 s lock
+    /// wait timeout (InnoDB's defaults).
+    pub fn new(datadir: impl Into<PathBuf>) -> EngineConfig {
+        EngineConfig {
+            datadir: datadir.into(),
+            block_cache_bytes: 128 << 20,
+            direct_reads: true,
+            flush_log_at_trx_commit: 1,
+            lock_wait_timeout: Duration::from_secs(50),
+            write_buffer_bytes: 16 << 20,
+        }
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct Catalog {
+    pub(crate) databases: HashSet<String>,
+    pub(crate) tables: HashMap<(String, String), Arc<TableDef>>,
+    pub(crate) by_id: HashMap<u32, Arc<TableDef>>,
+    pub(crate) next_id: u32,
+}
+
+#[derive(Clone, Copy)]
+struct Counter {
+    next: u64,
+    reserved: u64,
+}
+
+#[derive(Default)]
+struct GcState {
+    queue: Vec<(u64, WriteBatch)>,
+    leader: bool,
+    next_ticket: u64,
+    results: HashMap<u64, std::result::Result<(), String>>,
+}
+
+#[derive(Default)]
+struct GroupCommit {
+    state: Mutex<GcState>,
+    cv: Condvar,
+}
+
+/// Shared engine state. Field order matters: `db` closes before the LOCK file is released.
+pub(crate) struct Inner {
+    pub(crate) db: DB,
+    cache: Cache,
+    /// Current block cache capacity (RocksDB's C API has no getter).
+    cache_capacity: std::sync::atomic::AtomicUsize,
+    pub(crate) catalog: RwLock<Catalog>,
+    ddl: Mutex<()>,
+    pub(crate) locks: LockManager,
+    gc: GroupCommit,
+    pub(crate) stats: Stats,
+    counters: Mutex<HashMap<(u8, u32), Counter>>,
+    next_txn: AtomicU64,
+    flush_mode: AtomicU8,
+    lock_wait_timeout_ms: AtomicU64,
+    direct_reads: bool,
+    datadir: PathBuf,
+    /// Dropping the sender stops the background WAL syncer.
+    _stop_flusher: Mutex<Option<mpsc::Sender<()>>>,
+    _lock_file: File,
+}
+
+/// The storage engine. Cheap to clone (an `Arc`); share one per server.
+#[derive(Clone)]
+pub struct Engine {
+    pub(crate) inner: Arc<Inner>,
+}
+
+fn lock_mutex<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Engine {
+    /// Opens (creating if needed) the data directory.
+    pub fn open(cfg: EngineConfig) -> Result<Engine> {
+        std::fs::create_dir_all(&cfg.datadir)?;
+        let lock_path = cfg.datadir.join("LOCK");
+        let lock_file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)?;
+        // SAFETY: flock on a valid, owned file descriptor.
+        let rc = unsafe { libc::flock(lock_file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc != 0 {
+            let err = std::io::Error::last_os_error();
+            if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+                return Err(StoreError::Locked(cfg.datadir.clone()));
+            }
+            return Err(err.into());
+        }
+        let cache = Cache::new_lru_cache(cfg.block_cache_bytes.max(1 << 20));
+        let mut bbo = BlockBasedOptions::default();
+        bbo.set_block_cache(&cache);
+        bbo.set_cache_index_and_filter_blocks(true);
+        bbo.set_pin_l0_filter_and_index_blocks_in_cache(true);
+        bbo.set_bloom_filter(10.0, false);
+        bbo.set_block_size(16 << 10);
+        let mut opts = Options::default();
+        opts.create_if_missing(true);
+        opts.set_block_based_table_factory(&bbo);
+        opts.set_write_buffer_size(cfg.write_buffer_bytes);
+        opts.set_max_write_buffer_number(3);
+        opts.set_max_background_jobs(2);
+        opts.set_compression_type(rocksdb::DBCompressionType::None);
+        opts.set_keep_log_file_num(3);
+        let rdir = cfg.datadir.join("rocksdb");
+        let mut direct = cfg.direct_reads;
+        opts.set_use_direct_reads(direct);
+        let db = match DB::open(&opts, &rdir) {
+            Ok(db) => db,
+            Err(e) if direct && e.to_string().to_lowercase().contains("direct") => {
+                tracing::warn!(
+                    "O_DIRECT reads not supported under {}: {e}; using buffered reads",
+                    rdir.display()
+                );
+                direct = false;
+                opts.set_use_direct_reads(false);
+                DB::open(&opts, &rdir)?
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let catalog = load_catalog(&db)?;
+        let (tx, rx) = mpsc::channel::<()>();
+        let inner = Arc::new(Inner {
+            db,
+            cache,
+            cache_capacity: std::sync::atomic::AtomicUsize::new(cfg.block_cache_bytes.max(1 << 20)),
+            catalog: RwLock::new(catalog),
+            ddl: Mutex::new(()),
+            locks: LockManager::default(),
+            gc: GroupCommit::default(),
+            stats: Stats::default(),
+            counters: Mutex::new(HashMap::new()),
+            next_txn: AtomicU64::new(1),
+            flush_mode: AtomicU8::new(cfg.flush_log_at_trx_commit.min(2)),
+            lock_wait_timeout_ms: AtomicU64::new(cfg.lock_wait_timeout.as_millis() as u64),
+            direct_reads: direct,
+            datadir: cfg.datadir.clone(),
+            _stop_flusher: Mutex::new(Some(tx)),
+            _lock_file: lock_file,
+        });
+        let weak: Weak<Inner> = Arc::downgrade(&inner);
+        std::thread::Builder::new()
+            .name("shoal-wal-sync".into())
+            .spawn(move || wal_syncer(weak, rx))?;
+        Ok(Engine { inner })
+    }
+
+    /// Starts a transaction. Plain reads see a snapshot taken at the first read (REPEATABLE
+    /// READ) or at each [`Transaction::begin_statement`] (READ COMMITTED).
+    pub fn begin(&self, isolation: Isolation) -> Transaction {
+        let id = self.inner.next_txn.fetch_add(1, Ordering::Relaxed);
+        Transaction::new(self.inner.clone(), id, isolation)
+    }
+
+    /// The data directory.
+    pub fn datadir(&self) -> &std::path::Path {
+        &self.inner.datadir
+    }
+
+    /// Whether O_DIRECT reads are really in use.
+    pub fn direct_reads_active(&self) -> bool {
+        self.inner.direct_reads
+    }
+
+    /// Changes `innodb_flush_log_at_trx_commit` at run time (0, 1 or 2).
+    pub fn set_flush_log_at_trx_commit(&self, v: u8) {
+        self.inner.flush_mode.store(v.min(2), Ordering::Relaxed);
+    }
+
+    /// Current `innodb_flush_log_at_trx_commit`.
+    pub fn flush_log_at_trx_commit(&self) -> u8 {
+        self.inner.flush_mode.load(Ordering::Relaxed)
+    }
+
+    /// Changes the default `innodb_lock_wait_timeout` for transactions begun later.
+    pub fn set_lock_wait_timeout(&self, d: Duration) {
+        self.inner
+            .lock_wait_timeout_ms
+            .store(d.as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// Status counters (MySQL names where they exist) plus block cache usage/capacity.
+    pub fn status(&self) -> Vec<(&'static str, u64)> {
+        let mut v = self.inner.stats.snapshot();
+        v.push((
+            "Shoal_block_cache_usage",
+            self.inner.cache.get_usage() as u64,
+        ));
+        v.push((
+            "Shoal_block_cache_capacity",
+            self.inner.cache_capacity.load(Ordering::Relaxed) as u64,
+        ));
+        v.push(("Shoal_row_lock_keys", self.inner.locks.locked_keys() as u64));
+        v.push((
+            "Shoal_block_cache_pinned",
+            self.inner.cache.get_pinned_usage() as u64,
+        ));
+        v
+    }
+
+    /// One status counter by name.
+    pub fn status_value(&self, name: &str) -> Option<u64> {
+        self.status()
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v)
+    }
+
+    /// Changes the block cache capacity at run time (`SET GLOBAL innodb_buffer_pool_size`).
+    pub fn set_block_cache_bytes(&self, bytes: usize) {
+        let mut c = self.inner.cache.clone();
+        c.set_capacity(bytes.max(1 << 20));
+        self.inner
+            .cache_capacity
+            .store(bytes.max(1 << 20), Ordering::Relaxed);
+    }
+
+    // ----- catalog reads -----
+
+    /// Database names, sorted.
+    pub fn databases(&self) -> Vec<String> {
+        let cat = self.inner.catalog.read().unwrap_or_else(|e| e.into_inner());
+        let mut v: Vec<String> = cat.databases.iter().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// Whether a database exists.
+    pub fn database_exists(&self, db: &str) -> bool {
+        self.inner
+            .catalog
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .databases
+            .contains(db)
+    }
+
+    /// Table names of `db`, sorted.
+    pub fn tables(&self, db: &str) -> Result<Vec<String>> {
+        let cat = self.inner.catalog.read().unwrap_or_else(|e| e.into_inner());
+        if !cat.databases.contains(db) {
+            return Err(StoreError::NoSuchDatabase(db.to_string()));
+        }
+        let mut v: Vec<String> = cat
+            .tables
+            .keys()
+            .filter(|(d, _)| d == db)
+            .map(|(_, t)| t.clone())
+            .collect();
+        v.sort();
+        Ok(v)
+    }
+
+    /// The current definition of `db.name`.
+    pub fn table(&self, db: &str, name: &str) -> Result<Arc<TableDef>> {
+        self.inner.table(db, name)
+    }
+
+    // ----- DDL (each statement is one synced catalog write; DDL statements are serialized) -----
+
+    /// CREATE DATABASE. Errors with `DatabaseExists` if it exists.
+    pub fn create_database(&self, name: &str) -> Result<()> {
+        let _ddl = lock_mutex(&self.inner.ddl);
+        if self.database_exists(name) {
+            return Err(StoreError::DatabaseExists(name.to_string()));
+        }
+        let mut b = WriteBatch::default();
+        b.put(catalog::db_key(name), b"{}");
+        self.inner.write_sync(b)?;
+        self.inner.catalog_mut().databases.insert(name.to_string());
+        Ok(())
+    }
+
+    /// DROP DATABASE with all its tables. Returns the number of tables dropped.
+    pub fn drop_database(&self, name: &str) -> Result<usize> {
+        let _ddl = lock_mutex(&self.inner.ddl);
+        let tables = self.tables(name)?;
+        let mut b = WriteBatch::default();
+        let mut defs = Vec::new();
+        for t in &tables {
+            let def = self.inner.table(name, t)?;
+            drop_table_writes(&mut b, &def);
+            defs.push(def);
+        }
+        b.delete(catalog::db_key(name));
+        self.inner.write_sync(b)?;
+        let mut cat = self.inner.catalog_mut();
+        for d in &defs {
+            cat.tables.remove(&(d.db.clone(), d.name.clone()));
+            cat.by_id.remove(&d.id);
+        }
+        cat.databases.remove(name);
+        drop(cat);
+        for d in &defs {
+            self.inner.forget_counters(d.id);
+        }
+        Ok(tables.len())
+    }
+
+    /// CREATE TABLE. Validates the spec (names, key columns, AUTO_INCREMENT on an integer
+    /// key column) and assigns key-space ids.
+    pub fn create_table(&self, db: &str, spec: TableSpec) -> Result<Arc<TableDef>> {
+        let _ddl = lock_mutex(&self.inner.ddl);
+        if !self.database_exists(db) {
+            return Err(StoreError::NoSuchDatabase(db.to_string()));
+        }
+        if self.inner.table(db, &spec.name).is_ok() {
+            return Err(StoreError::TableExists(spec.name.clone()));
+        }
+        validate_columns(&spec.columns)?;
+        let find = |n: &str| {
+            spec.columns
+                .iter()
+                .position(|c| c.name.eq_ignore_ascii_case(n))
+                .ok_or_else(|| StoreError::NoSuchColumn(n.to_string()))
+        };
+        let mut columns = spec.columns.clone();
+        let primary_key = if spec.primary_key.is_empty() {
+            None
+        } else {
+            let pk = spec
+                .primary_key
+                .iter()
+                .map(|n| find(n))
+                .collect::<Result<Vec<_>>>()?;
+            for &i in &pk {
+                columns[i].nullable = false; // PRIMARY KEY implies NOT NULL
+            }
+            Some(pk)
+        };
+        let mut next_id = self.inner.catalog_read().next_id;
+        let table_id = next_id;
+        next_id += 1;
+        let mut indexes: Vec<IndexDef> = Vec::new();
+        for ix in &spec.indexes {
+            if ix.name.eq_ignore_ascii_case("PRIMARY")
+                || indexes
+                    .iter()
+                    .any(|i| i.name.eq_ignore_ascii_case(&ix.name))
+            {
+                return Err(StoreError::IndexExists(ix.name.clone()));
+            }
+            if ix.columns.is_empty() {
+                return Err(StoreError::BadDefinition(format!(
+                    "index '{}' has no columns",
+                    ix.name
+                )));
+            }
+            let cols = ix
+                .columns
+                .iter()
+                .map(|n| find(n))
+                .collect::<Result<Vec<_>>>()?;
+            indexes.push(IndexDef {
+                id: next_id,
+                name: ix.name.clone(),
+                columns: cols,
+                unique: ix.unique,
+            });
+            next_id += 1;
+        }
+        let def = TableDef {
+            id: table_id,
+            db: db.to_string(),
+            name: spec.name.clone(),
+            columns,
+            primary_key,
+            indexes,
+            auto_increment_start: spec.auto_increment_start.unwrap_or(1).max(1),
+        };
+        validate_auto_increment(&def)?;
+        let mut b = WriteBatch::default();
+        b.put(
+            catalog::table_key(db, &def.name),
+            serde_json::to_vec(&def).expect("serializable"),
+        );
+        b.put(catalog::next_id_key(), next_id.to_be_bytes());
+        self.inner.write_sync(b)?;
+        let def = Arc::new(def);
+        let mut cat = self.inner.catalog_mut();
+        cat.next_id = next_id;
+        cat.tables
+            .insert((db.to_string(), def.name.clone()), def.clone());
+        cat.by_id.insert(def.id, def.clone());
+        Ok(def)
+    }
+
+    /// DROP TABLE: removes the definition and (with a range delete) all rows and index entries.
+    pub fn drop_table(&self, db: &str, name: &str) -> Result<()> {
+        let _ddl = lock_mutex(&self.inner.ddl);
+        let def = self.inner.table(db, name)?;
+        let mut b = WriteBatch::default();
+        drop_table_writes(&mut b, &def);
+        self.inner.write_sync(b)?;
+        let mut cat = self.inner.catalog_mut();
+        cat.tables.remove(&(db.to_string(), name.to_string()));
+        cat.by_id.remove(&def.id);
+        drop(cat);
+        self.inner.forget_counters(def.id);
+        Ok(())
+    }
+
+    /// TRUNCATE TABLE: deletes all rows and index entries and resets AUTO_INCREMENT.
+    pub fn truncate_table(&self, db: &str, name: &str) -> Result<()> {
+        let _ddl = lock_mutex(&self.inner.ddl);
+        let def = self.inner.table(db, name)?;
+        let mut b = WriteBatch::default();
+        delete_prefix(&mut b, &catalog::rows_prefix(def.id));
+        for ix in &def.indexes {
+            delete_prefix(&mut b, &catalog::index_prefix(ix.id));
+        }
+        b.delete(catalog::counter_key(b'A', def.id));
+        b.delete(catalog::counter_key(b'H', def.id));
+        self.inner.write_sync(b)?;
+        self.inner.forget_counters(def.id);
+        Ok(())
+    }
+
+    /// CREATE INDEX / ALTER TABLE ADD INDEX: builds the index over the existing rows. A UNIQUE
+    /// index over duplicate values fails with `DuplicateKey` and leaves nothing behind.
+    /// Concurrent writes to the table during the build are not supported (no metadata locks
+    /// yet): the SQL layer should not run DDL and DML on one table at the same time.
+    pub fn create_index(&self, db: &str, table: &str, spec: IndexSpec) -> Result<Arc<TableDef>> {
+        let _ddl = lock_mutex(&self.inner.ddl);
+        let def = self.inner.table(db, table)?;
+        if spec.name.eq_ignore_ascii_case("PRIMARY") || def.index(&spec.name).is_some() {
+            return Err(StoreError::IndexExists(spec.name.clone()));
+        }
+        if spec.columns.is_empty() {
+            return Err(StoreError::BadDefinition(format!(
+                "index '{}' has no columns",
+                spec.name
+            )));
+        }
+        let cols = spec
+            .columns
+            .iter()
+            .map(|n| {
+                def.column_index(n)
+                    .ok_or_else(|| StoreError::NoSuchColumn(n.clone()))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let next_id = self.inner.catalog_read().next_id;
+        let index = IndexDef {
+            id: next_id,
+            name: spec.name.clone(),
+            columns: cols,
+            unique: spec.unique,
+        };
+        // Reserve the id first, so a crash mid-build never reuses it.
+        let mut b = WriteBatch::default();
+        b.put(catalog::next_id_key(), (next_id + 1).to_be_bytes());
+        self.inner.write_sync(b)?;
+        self.inner.catalog_mut().next_id = next_id + 1;
+
+        let types: Vec<_> = def.columns.iter().map(|c| c.ty).collect();
+        let prefix = def.rows_prefix();
+        let end = prefix_successor(&prefix).expect("prefix has a successor");
+        let mut seen: HashSet<Vec<u8>> = HashSet::new();
+        let mut batch = WriteBatch::default();
+        let mut cursor = prefix.clone();
+        let mut failure = None;
+        'outer: loop {
+            let chunk = self
+                .inner
+                .scan_chunk(&cursor, Some(&end), None, 512, false)?;
+            let Some(last) = chunk.last() else { break };
+            cursor = prefix_successor_key(&last.0);
+            for (k, v) in &chunk {
+                let row = decode_row(&types, v).map_err(StoreError::Corrupt)?;
+                let pk = &k[prefix.len()..];
+                let (ik, unique_slot) = catalog::index_entry_key(&index, &row, pk);
+                if unique_slot && !seen.insert(ik.clone()) {
+                    failure = Some(dup_error(&def, Some(&index), &row));
+                    break 'outer;
+                }
+                batch.put(ik, pk);
+                if batch.len() >= 10_000 {
+                    self.inner.db.write(std::mem::take(&mut batch))?;
+                }
+            }
+        }
+        if let Some(err) = failure {
+            let mut b = WriteBatch::default();
+            delete_prefix(&mut b, &catalog::index_prefix(index.id));
+            self.inner.db.write(b)?;
+            return Err(err);
+        }
+        self.inner.db.write(batch)?;
+        let mut new_def = (*def).clone();
+        new_def.indexes.push(index);
+        self.inner.replace_table(new_def)
+    }
+
+    /// DROP INDEX / ALTER TABLE DROP INDEX.
+    pub fn drop_index(&self, db: &str, table: &str, name: &str) -> Result<Arc<TableDef>> {
+        let _ddl = lock_mutex(&self.inner.ddl);
+        let def = self.inner.table(db, table)?;
+        let Some(ix) = def.index(name).cloned() else {
+            return Err(StoreError::NoSuchIndex(name.to_string()));
+        };
+        let mut new_def = (*def).clone();
+        new_def.indexes.retain(|i| i.id != ix.id);
+        let new = self.inner.replace_table(new_def)?;
+        let mut b = WriteBatch::default();
+        delete_prefix(&mut b, &catalog::index_prefix(ix.id));
+        self.inner.db.write(b)?;
+        Ok(new)
+    }
+
+    // ----- auto-increment -----
+
+    /// Reserves `n` consecutive AUTO_INCREMENT values for `table` and returns the first. Values
+    /// are never handed out twice, even across crashes (rolled-back inserts leave gaps).
+    pub fn next_auto_increment(&self, table: &TableDef, n: u64) -> Result<u64> {
+        self.inner.alloc_counter(b'A', table, n)
+    }
+
+    /// The value the next AUTO_INCREMENT insert would get (for SHOW TABLE STATUS).
+    pub fn peek_auto_increment(&self, table: &TableDef) -> Result<u64> {
+        self.inner.peek_counter(b'A', table)
+    }
+
+    /// Flushes memtables to SST files (used by tests that want on-disk data).
+    pub fn flush(&self) -> Result<()> {
+        self.inner.db.flush()?;
+        Ok(())
+    }
+
+    /// Compacts the whole key space (tests; `OPTIMIZE TABLE`).
+    pub fn compact(&self) {
+        self.inner.db.compact_range::<&[u8], &[u8]>(None, None);
+    }
+}
+
+fn prefix_successor_key(k: &[u8]) -> Vec<u8> {
+    // The smallest key strictly greater than `k`.
+    let mut v = k.to_vec();
+    v.push(0);
+    v
+}
+
+fn delete_prefix(b: &mut WriteBatch, prefix: &[u8]) {
+    let end = prefix_successor(prefix).expect("prefix has a successor");
+    b.delete_range(prefix, &end[..]);
+}
+
+fn drop_table_writes(b: &mut WriteBatch, def: &TableDef) {
+    b.delete(catalog::table_key(&def.db, &def.name));
+    delete_prefix(b, &catalog::rows_prefix(def.id));
+    for ix in &def.indexes {
+        delete_prefix(b, &catalog::index_prefix(ix.id));
+    }
+    b.delete(catalog::counter_key(b'A', def.id));
+    b.delete(catalog::counter_key(b'H', def.id));
+}
+
+fn validate_columns(cols: &[ColumnDef]) -> Result<()> {
+    if cols.is_empty() {
+        return Err(StoreError::BadDefinition(
+            "a table must have at least one column".into(),
+        ));
+    }
+    for (i, c) in cols.iter().enumerate() {
+        if cols[..i]
+            .iter()
+            .any(|d| d.name.eq_ignore_ascii_case(&c.name))
+        {
+            return Err(StoreError::BadDefinition(format!(
+                "Duplicate column name '{}'",
+                c.name
+            )));
+        }
+        if c.auto_increment && !c.ty.is_integer() {
+            return Err(StoreError::BadDefinition(format!(
+                "Incorrect column specifier for column '{}'",
+                c.name
+            )));
+        }
+    }
+    if cols.iter().filter(|c| c.auto_increment).count() > 1 {
+        return Err(StoreError::BadDefinition(
+            "Incorrect table definition; there can be only one auto column and it must be defined as a key".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn validate_auto_increment(def: &TableDef) -> Result<()> {
+    let Some(ai) = def.auto_increment_column() else {
+        return Ok(());
+    };
+    let in_pk = def
+        .primary_key
+        .as_ref()
+        .is_some_and(|pk| pk.first() == Some(&ai));
+    let in_ix = def.indexes.iter().any(|i| i.columns.first() == Some(&ai));
+    if !in_pk && !in_ix {
+        return Err(StoreError::BadDefinition(
+            "Incorrect table definition; there can be only one auto column and it must be defined as a key".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Builds the 1062 error for `row` colliding on `index` (None = PRIMARY).
+pub(crate) fn dup_error(def: &TableDef, index: Option<&IndexDef>, row: &[Datum]) -> StoreError {
+    let (name, cols): (String, Vec<usize>) = match index {
+        Some(ix) => (ix.name.clone(), ix.columns.clone()),
+        None => (
+            "PRIMARY".into(),
+            def.primary_key.clone().unwrap_or_default(),
+        ),
+    };
+    let value = cols
+        .iter()
+        .map(|&i| row[i].to_string())
+        .collect::<Vec<_>>()
+        .join("-");
+    StoreError::DuplicateKey {
+        key_name: name,
+        value,
+    }
+}
+
+fn load_catalog(db: &DB) -> Result<Catalog> {
+    let mut cat = Catalog {
+        next_id: 1,
+        ..Default::default()
+    };
+    let meta_end = [SPACE_META + 1];
+    for item in db.iterator(rocksdb::IteratorMode::From(
+        &[SPACE_META],
+        rocksdb::Direction::Forward,
+    )) {
+        let (k, v) = item?;
+        if k.as_ref() >= &meta_end[..] {
+            break;
+        }
+        match k.get(1) {
+            Some(b'D') => {
+                let name = String::from_utf8(k[2..].to_vec())
+                    .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                cat.databases.insert(name);
+            }
+            Some(b'T') => {
+                let def: TableDef = serde_json::from_slice(&v)
+                    .map_err(|e| StoreError::Corrupt(format!("table definition: {e}")))?;
+                let def = Arc::new(def);
+                cat.tables
+                    .insert((def.db.clone(), def.name.clone()), def.clone());
+                cat.by_id.insert(def.id, def);
+            }
+            Some(b'M') => {
+                let arr: [u8; 4] = v
+                    .as_ref()
+                    .try_into()
+                    .map_err(|_| StoreError::Corrupt("next id".into()))?;
+                cat.next_id = u32::from_be_bytes(arr);
+            }
+            _ => {}
+        }
+    }
+    Ok(cat)
+}
+
+fn wal_syncer(weak: Weak<Inner>, stop: mpsc::Receiver<()>) {
+    loop {
+        match stop.recv_timeout(Duration::from_secs(1)) {
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            _ => return,
+        }
+        let Some(inner) = weak.upgrade() else { return };
+        if inner.flush_mode.load(Ordering::Relaxed) != 1 {
+            if let Err(e) = inner.db.flush_wal(true) {
+                tracing::warn!("background WAL sync failed: {e}");
+            } else {
+                Stats::add(&inner.stats.fsyncs, 1);
+            }
+        }
+    }
+}
+
+impl Inner {
+    pub(crate) fn catalog_read(&self) -> std::sync::RwLockReadGuard<'_, Catalog> {
+        self.catalog.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn catalog_mut(&self) -> std::sync::RwLockWriteGuard<'_, Catalog> {
+        self.catalog.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn table(&self, db: &str, name: &str) -> Result<Arc<TableDef>> {
+        let cat = self.catalog_read();
+        if let Some(t) = cat.tables.get(&(db.to_string(), name.to_string())) {
+            return Ok(t.clone());
+        }
+        if !cat.databases.contains(db) {
+            return Err(StoreError::NoSuchDatabase(db.to_string()));
+        }
+        Err(StoreError::NoSuchTable {
+            db: db.to_string(),
+            table: name.to_string(),
+        })
+    }
+
+    /// The current definition of a table by id (DML always uses the latest definition, so
+    /// index maintenance follows CREATE/DROP INDEX).
+    pub(crate) fn table_by_id(&self, t: &TableDef) -> Result<Arc<TableDef>> {
+        self.catalog_read()
+            .by_id
+            .get(&t.id)
+            .cloned()
+            .ok_or_else(|| StoreError::NoSuchTable {
+                db: t.db.clone(),
+                table: t.name.clone(),
+            })
+    }
+
+    fn replace_table(&self, def: TableDef) -> Result<Arc<TableDef>> {
+        let mut b = WriteBatch::default();
+        b.put(
+            catalog::table_key(&def.db, &def.name),
+            serde_json::to_vec(&def).expect("serializable"),
+        );
+        self.write_sync(b)?;
+        let def = Arc::new(def);
+        let mut cat = self.catalog_mut();
+        cat.tables
+            .insert((def.db.clone(), def.name.clone()), def.clone());
+        cat.by_id.insert(def.id, def.clone());
+        Ok(def)
+    }
+
+    /// A synced write outside transactions (DDL, counters).
+    fn write_sync(&self, b: WriteBatch) -> Result<()> {
+        let mut wo = WriteOptions::default();
+        wo.set_sync(true);
+        self.db.write_opt(b, &wo)?;
+        Stats::add(&self.stats.fsyncs, 1);
+        Ok(())
+    }
+
+    fn forget_counters(&self, table_id: u32) {
+        let mut c = lock_mutex(&self.counters);
+        c.remove(&(b'A', table_id));
+        c.remove(&(b'H', table_id));
+    }
+
+    fn load_counter(&self, kind: u8, table: &TableDef) -> Result<Counter> {
+        let start = if kind == b'A' {
+            table.auto_increment_start
+        } else {
+            1
+        };
+        let v = self.db.get(catalog::counter_key(kind, table.id))?;
+        let reserved = match v {
+            Some(b) => u64::from_be_bytes(
+                b.as_slice()
+                    .try_into()
+                    .map_err(|_| StoreError::Corrupt("counter".into()))?,
+            ),
+            None => start,
+        };
+        Ok(Counter {
+            next: reserved.max(start),
+            reserved: reserved.max(start),
+        })
+    }
+
+    fn persist_counter(&self, kind: u8, table_id: u32, reserved: u64) -> Result<()> {
+        let mut b = WriteBatch::default();
+        b.put(catalog::counter_key(kind, table_id), reserved.to_be_bytes());
+        if self.flush_mode.load(Ordering::Relaxed) == 1 {
+            self.write_sync(b)
+        } else {
+            self.db.write(b)?;
+            Ok(())
+        }
+    }
+
+    /// Allocates `n` values of counter `kind` (`A` auto-increment, `H` hidden row id).
+    pub(crate) fn alloc_counter(&self, kind: u8, table: &TableDef, n: u64) -> Result<u64> {
+        let mut map = lock_mutex(&self.counters);
+        let c = match map.get(&(kind, table.id)) {
+            Some(c) => *c,
+            None => self.load_counter(kind, table)?,
+        };
+        let first = c.next;
+        let next = first.checked_add(n).ok_or_else(|| StoreError::BadValue {
+            column: table.name.clone(),
+            detail: "auto-increment counter exhausted".into(),
+        })?;
+        let mut reserved = c.reserved;
+        if next > reserved {
+            reserved = next.saturating_add(AUTOINC_CHUNK);
+            self.persist_counter(kind, table.id, reserved)?;
+        }
+        map.insert((kind, table.id), Counter { next, reserved });
+        Ok(first)
+    }
+
+    /// Makes sure counter `kind` never issues `used` or anything below it again.
+    pub(crate) fn observe_counter(&self, kind: u8, table: &TableDef, used: u64) -> Result<()> {
+        let mut map = lock_mutex(&self.counters);
+        let c = match map.get(&(kind, table.id)) {
+            Some(c) => *c,
+            None => self.load_counter(kind, table)?,
+        };
+        if used < c.next {
+            map.insert((kind, table.id), c);
+            return Ok(());
+        }
+        let next = used.saturating_add(1);
+        let mut reserved = c.reserved;
+        if next > reserved {
+            reserved = next.saturating_add(AUTOINC_CHUNK);
+            self.persist_counter(kind, table.id, reserved)?;
+        }
+        map.insert((kind, table.id), Counter { next, reserved });
+        Ok(())
+    }
+
+    fn peek_counter(&self, kind: u8, table: &TableDef) -> Result<u64> {
+        let mut map = lock_mutex(&self.counters);
+        let c = match map.get(&(kind, table.id)) {
+            Some(c) => *c,
+            None => self.load_counter(kind, table)?,
+        };
+        map.insert((kind, table.id), c);
+        Ok(c.next)
+    }
+
+    pub(crate) fn default_lock_wait_timeout(&self) -> Duration {
+        Duration::from_millis(self.lock_wait_timeout_ms.load(Ordering::Relaxed))
+    }
+
+    pub(crate) fn snapshot(&self) -> Snap {
+        // SAFETY: the snapshot borrows `self.db`. Every `Snap` is stored in a `Transaction`
+        // (or a local) that also holds an `Arc<Inner>` and drops the snapshot first, so the
+        // database outlives it; `Inner` is heap-allocated in an `Arc` and never moves.
+        unsafe {
+            std::mem::transmute::<rocksdb::SnapshotWithThreadMode<'_, DB>, Snap>(self.db.snapshot())
+        }
+    }
+
+    /// A point read: probes the block cache first; only on a miss reports a DISKIO wait and
+    /// reads from disk.
+    pub(crate) fn get(&self, key: &[u8], snap: Option<&Snap>) -> Result<Option<Vec<u8>>> {
+        Stats::add(&self.stats.read_requests, 1);
+        let mut ro = ReadOptions::default();
+        ro.set_read_tier(ReadTier::BlockCache);
+        if let Some(s) = snap {
+            ro.set_snapshot(s);
+        }
+        match self.db.get_pinned_opt(key, &ro) {
+            Ok(v) => Ok(v.map(|p| p.to_vec())),
+            Err(e) if e.kind() == ErrorKind::Incomplete => {
+                Stats::add(&self.stats.disk_reads, 1);
+                let mut ro = ReadOptions::default();
+                if let Some(s) = snap {
+                    ro.set_snapshot(s);
+                }
+                let _w = shoal_wait::wait(WaitKind::DiskIo);
+                Ok(self.db.get_pinned_opt(key, &ro)?.map(|p| p.to_vec()))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Reads up to `max` committed entries with keys in `[from, to)` (from the snapshot, or the
+    /// latest committed state when `snap` is None). Like [`Inner::get`], iteration runs on the
+    /// block cache only; when it hits a block that is not cached, the next entry is read with a
+    /// normal iterator inside a DISKIO wait and the cache-only iterator resumes after it.
+    pub(crate) fn scan_chunk(
+        &self,
+        from: &[u8],
+        to: Option<&[u8]>,
+        snap: Option<&Snap>,
+        max: usize,
+        count_requests: bool,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let local;
+        let snap = match snap {
+            Some(s) => s,
+            None => {
+                local = self.snapshot();
+                &local
+            }
+        };
+        let mk = |cache_only: bool| {
+            let mut ro = ReadOptions::default();
+            if cache_only {
+                ro.set_read_tier(ReadTier::BlockCache);
+            }
+            ro.set_snapshot(snap);
+            if let Some(t) = to {
+                ro.set_iterate_upper_bound(t.to_vec());
+            }
+            self.db.raw_iterator_opt(ro)
+        };
+        let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        let mut it = mk(true);
+        it.seek(from);
+        while out.len() < max {
+            if it.valid() {
+                out.push((
+                    it.key().unwrap_or_default().to_vec(),
+                    it.value().unwrap_or_default().to_vec(),
+                ));
+                it.next();
+                continue;
+            }
+            match it.status() {
+                Ok(()) => break,
+                Err(e) if e.kind() == ErrorKind::Incomplete => {
+                    Stats::add(&self.stats.disk_reads, 1);
+                    let (pos, skip) = match out.last() {
+                        Some((k, _)) => (k.clone(), true),
+                        None => (from.to_vec(), false),
+                    };
+                    {
+                        let _w = shoal_wait::wait(WaitKind::DiskIo);
+                        let mut full = mk(false);
+                        full.seek(&pos);
+                        if skip && full.valid() && full.key() == Some(&pos[..]) {
+                            full.next();
+                        }
+                        if !full.valid() {
+                            full.status()?;
+                            break;
+                        }
+                        out.push((
+                            full.key().unwrap_or_default().to_vec(),
+                            full.value().unwrap_or_default().to_vec(),
+                        ));
+                    }
+                    let last = out.last().map(|(k, _)| k.clone()).unwrap_or_default();
+                    it.seek(&last);
+                    if it.valid() && it.key() == Some(&last[..]) {
+                        it.next();
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if count_requests {
+            Stats::add(&self.stats.read_requests, out.len() as u64);
+        }
+        Ok(out)
+    }
+
+    /// Writes a transaction's batch according to `innodb_flush_log_at_trx_commit`.
+    pub(crate) fn commit_batch(&self, batch: WriteBatch) -> Result<()> {
+        Stats::add(&self.stats.write_commits, 1);
+        if self.flush_mode.load(Ordering::Relaxed) != 1 {
+            self.db.write_opt(batch, &WriteOptions::default())?;
+            return Ok(());
+        }
+        let gc = &self.gc;
+        let mut st = lock_mutex(&gc.state);
+        let ticket = st.next_ticket;
+        st.next_ticket += 1;
+        st.queue.push((ticket, batch));
+        let mut follower_wait = None;
+        loop {
+            if let Some(r) = st.results.remove(&ticket) {
+                drop(st);
+                drop(follower_wait);
+                return r.map_err(|m| StoreError::Corrupt(format!("commit failed: {m}")));
+            }
+            if !st.leader {
+                // Lead: take every queued batch, write them all, sync once.
+                drop(follower_wait.take());
+                st.leader = true;
+                let group = std::mem::take(&mut st.queue);
+                drop(st);
+                let results = self.write_group(group);
+                st = lock_mutex(&gc.state);
+                st.leader = false;
+                st.results.extend(results);
+                gc.cv.notify_all();
+                continue;
+            }
+            if follower_wait.is_none() {
+                follower_wait = Some(shoal_wait::wait(WaitKind::GroupCommit));
+            }
+            st = gc.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn write_group(
+        &self,
+        group: Vec<(u64, WriteBatch)>,
+    ) -> Vec<(u64, std::result::Result<(), String>)> {
+        Stats::add(&self.stats.commit_groups, 1);
+        let n = group.len();
+        let mut results = Vec::with_capacity(n);
+        let _w = shoal_wait::wait(WaitKind::Sync);
+        let mut pending_sync: Vec<u64> = Vec::new();
+        for (i, (ticket, batch)) in group.into_iter().enumerate() {
+            let mut wo = WriteOptions::default();
+            // The last write of the group syncs the WAL, which makes every earlier write of the
+            // group durable too (RocksDB syncs the whole log up to this write).
+            wo.set_sync(i + 1 == n);
+            match self.db.write_opt(batch, &wo) {
+                Ok(()) => pending_sync.push(ticket),
+                Err(e) => results.push((ticket, Err(e.to_string()))),
+            }
+        }
+        // If the last (syncing) write failed, sync explicitly for the earlier ones.
+        let synced =
+            if results.iter().any(|(t, _)| !pending_sync.contains(t)) && !pending_sync.is_empty() {
+                self.db.flush_wal(true).map_err(|e| e.to_string())
+            } else {
+                Ok(())
+            };
+        Stats::add(&self.stats.fsyncs, 1);
+        for t in pending_sync {
+            results.push((t, synced.clone()));
+        }
+        results
+    }
+}

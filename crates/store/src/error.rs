@@ -1,0 +1,135 @@
+//! Typed storage errors, each mapped to the MySQL error code and SQLSTATE a client expects.
+
+use std::path::PathBuf;
+
+/// Every error the storage layer returns. The SQL layer forwards these to the client with
+/// [`StoreError::mysql_code`] and [`StoreError::sqlstate`], using `to_string()` as the message
+/// (the messages follow MySQL's wording where MySQL has one).
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A primary or unique key value already exists (1062).
+    #[error("Duplicate entry '{value}' for key '{key_name}'")]
+    DuplicateKey {
+        /// Index name, `PRIMARY` for the primary key.
+        key_name: String,
+        /// The key value as MySQL prints it (`-` separated for composite keys).
+        value: String,
+    },
+    /// A row lock was not granted within `innodb_lock_wait_timeout` (1205). Only the statement
+    /// fails: the transaction stays active and keeps its locks.
+    #[error("Lock wait timeout exceeded; try restarting transaction")]
+    LockWaitTimeout,
+    /// This transaction closed a cycle in the waits-for graph (1213). It has been rolled back
+    /// and its locks released.
+    #[error("Deadlock found when trying to get lock; try restarting transaction")]
+    Deadlock,
+    /// The transaction was killed (client gone, `KILL`) while waiting or running (1317).
+    #[error("Query execution was interrupted")]
+    Interrupted,
+    /// The transaction is no longer active (committed, rolled back or aborted by a deadlock).
+    #[error("Transaction is not active (it was committed or rolled back)")]
+    TxnNotActive,
+    /// 1146.
+    #[error("Table '{db}.{table}' doesn't exist")]
+    NoSuchTable {
+        /// Database name.
+        db: String,
+        /// Table name.
+        table: String,
+    },
+    /// 1050.
+    #[error("Table '{0}' already exists")]
+    TableExists(String),
+    /// 1049.
+    #[error("Unknown database '{0}'")]
+    NoSuchDatabase(String),
+    /// 1007.
+    #[error("Can't create database '{0}'; database exists")]
+    DatabaseExists(String),
+    /// 1061.
+    #[error("Duplicate key name '{0}'")]
+    IndexExists(String),
+    /// 1091.
+    #[error("Can't DROP '{0}'; check that column/key exists")]
+    NoSuchIndex(String),
+    /// 1054.
+    #[error("Unknown column '{0}'")]
+    NoSuchColumn(String),
+    /// 1048.
+    #[error("Column '{0}' cannot be null")]
+    NullNotAllowed(String),
+    /// A value of the wrong kind for a column, or a row with the wrong number of values (1366).
+    #[error("Incorrect value for column '{column}': {detail}")]
+    BadValue {
+        /// Column name.
+        column: String,
+        /// What was wrong.
+        detail: String,
+    },
+    /// A table definition the storage cannot hold (1075/1068/...: reported as 1064-free 1235).
+    #[error("Invalid table definition: {0}")]
+    BadDefinition(String),
+    /// The on-disk data could not be decoded (1034-like; reported as 1030).
+    #[error("Corrupt data: {0}")]
+    Corrupt(String),
+    /// Another process holds the data directory's LOCK file.
+    #[error("Data directory {0} is locked by another process (LOCK file held)")]
+    Locked(PathBuf),
+    /// Filesystem error outside RocksDB (LOCK file, data directory).
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    /// An error from RocksDB (1030 "Got error from storage engine").
+    #[error("Got error from storage engine: {0}")]
+    RocksDb(#[from] rocksdb::Error),
+}
+
+impl StoreError {
+    /// The MySQL error number for this error.
+    pub fn mysql_code(&self) -> u16 {
+        match self {
+            StoreError::DuplicateKey { .. } => 1062,
+            StoreError::LockWaitTimeout => 1205,
+            StoreError::Deadlock => 1213,
+            StoreError::Interrupted => 1317,
+            StoreError::TxnNotActive => 1105,
+            StoreError::NoSuchTable { .. } => 1146,
+            StoreError::TableExists(_) => 1050,
+            StoreError::NoSuchDatabase(_) => 1049,
+            StoreError::DatabaseExists(_) => 1007,
+            StoreError::IndexExists(_) => 1061,
+            StoreError::NoSuchIndex(_) => 1091,
+            StoreError::NoSuchColumn(_) => 1054,
+            StoreError::NullNotAllowed(_) => 1048,
+            StoreError::BadValue { .. } => 1366,
+            StoreError::BadDefinition(_) => 1235,
+            StoreError::Corrupt(_) => 1030,
+            StoreError::Locked(_) => 1105,
+            StoreError::Io(_) => 1030,
+            StoreError::RocksDb(_) => 1030,
+        }
+    }
+
+    /// The SQLSTATE for this error.
+    pub fn sqlstate(&self) -> &'static str {
+        match self {
+            StoreError::DuplicateKey { .. } => "23000",
+            StoreError::NullNotAllowed(_) => "23000",
+            StoreError::LockWaitTimeout => "HY000",
+            StoreError::Deadlock => "40001",
+            StoreError::Interrupted => "70100",
+            StoreError::NoSuchTable { .. } => "42S02",
+            StoreError::TableExists(_) => "42S01",
+            StoreError::NoSuchDatabase(_) => "42000",
+            StoreError::DatabaseExists(_) => "HY000",
+            StoreError::IndexExists(_) => "42000",
+            StoreError::NoSuchIndex(_) => "42000",
+            StoreError::NoSuchColumn(_) => "42S22",
+            StoreError::BadValue { .. } => "HY000",
+            StoreError::BadDefinition(_) => "42000",
+            _ => "HY000",
+        }
+    }
+}
+
+/// Result alias of this crate.
+pub type Result<T> = std::result::Result<T, StoreError>;

@@ -1,0 +1,967 @@
+//! Transactions: snapshot reads, a private write buffer, row locks, savepoints, one-batch commit.
+//!
+//! # Reads
+//!
+//! * Plain reads (`LockMode::None`) see a RocksDB snapshot, merged with the transaction's own
+//!   buffered writes (read-your-writes). Under REPEATABLE READ the snapshot is taken at the first
+//!   read and kept to the end (InnoDB's consistent read); under READ COMMITTED / READ
+//!   UNCOMMITTED it is refreshed at every [`Transaction::begin_statement`]; under SERIALIZABLE
+//!   plain reads are shared-locking reads (as InnoDB does with autocommit off).
+//! * Locking reads (`Shared` = LOCK IN SHARE MODE, `Exclusive` = FOR UPDATE, and every
+//!   UPDATE/DELETE) lock the row first and then read the *latest committed* version (a "current
+//!   read"), again merged with the own buffer. Scans lock each row as they reach it and re-read
+//!   it; a row that vanished or (for index scans) no longer matches the index entry is skipped.
+//!   There are no gap locks: a locking range scan does not block inserts into the range.
+//!
+//! # Writes
+//!
+//! Inserts, updates and deletes lock the row (exclusive) and every UNIQUE index value they
+//! create or remove, check uniqueness against the latest committed state plus the own buffer,
+//! and then only buffer the new row and index entries. Because the locks are held to the end
+//! of the transaction, two transactions inserting the same key serialize: the second waits, then
+//! sees the first one's committed row (1062) or, after a rollback, inserts. `commit` turns the
+//! buffer into one `WriteBatch` (atomic), writes it through group commit, then releases the locks.
+//!
+//! # Statements, savepoints, errors
+//!
+//! Every buffer change is recorded in an undo list, so [`Transaction::savepoint`] is a position
+//! in it and [`Transaction::rollback_to`] undoes the writes after it (locks are kept, as in
+//! InnoDB). The SQL layer takes a savepoint per statement: a failed statement (duplicate key,
+//! lock wait timeout) is undone alone. A deadlock instead rolls the whole transaction back and
+//! releases its locks; the transaction is then inactive (`is_active() == false`). Dropping an
+//! active transaction (client gone) rolls it back. [`KillHandle::kill`] interrupts the current
+//! (or next) lock wait or operation with [`StoreError::Interrupted`].
+
+use crate::catalog::{self, index_entry_key, pk_of_row, row_key, TableDef};
+use crate::codec::{decode_row, encode_key, encode_row, prefix_successor};
+use crate::datum::{ColumnType, Datum};
+use crate::engine::{dup_error, Inner, Snap};
+use crate::error::{Result, StoreError};
+use crate::lock::{LockError, Strength, TxnId};
+use crate::stats::Stats;
+use rocksdb::WriteBatch;
+use std::collections::{BTreeMap, HashSet};
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Rows fetched per RocksDB iterator seek during scans.
+const SCAN_CHUNK: usize = 128;
+
+/// Transaction isolation level (`SET TRANSACTION ISOLATION LEVEL`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Isolation {
+    /// Treated as READ COMMITTED (no dirty reads are ever shown).
+    ReadUncommitted,
+    /// Plain reads see a snapshot refreshed at each statement.
+    ReadCommitted,
+    /// Plain reads see one snapshot for the whole transaction (InnoDB's default).
+    #[default]
+    RepeatableRead,
+    /// Plain reads take shared locks.
+    Serializable,
+}
+
+/// Row lock requested by a read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockMode {
+    /// Consistent (snapshot) read, no lock.
+    None,
+    /// `LOCK IN SHARE MODE` / `FOR SHARE`: shared lock, current read.
+    Shared,
+    /// `FOR UPDATE`: exclusive lock, current read.
+    Exclusive,
+}
+
+/// The encoded primary key of a row (opaque; from [`Row::key`] or [`RowKey::from_values`]).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RowKey(pub Vec<u8>);
+
+impl RowKey {
+    /// Encodes primary key values (coerced to the key column types). Tables without a primary
+    /// key take `[Datum::UInt(hidden_row_id)]`.
+    pub fn from_values(table: &TableDef, pk: &[Datum]) -> Result<RowKey> {
+        let types = table.pk_types();
+        if pk.len() != types.len() {
+            return Err(StoreError::BadValue {
+                column: "PRIMARY".into(),
+                detail: format!("expected {} key values, got {}", types.len(), pk.len()),
+            });
+        }
+        let vals = coerce_values(&types, pk, "PRIMARY")?;
+        Ok(RowKey(encode_key(&vals)))
+    }
+
+    /// Decodes the key back into primary key values.
+    pub fn values(&self, table: &TableDef) -> Result<Vec<Datum>> {
+        crate::codec::decode_key(&table.pk_types(), &self.0)
+            .map(|(v, _)| v)
+            .map_err(StoreError::Corrupt)
+    }
+}
+
+/// A row as read: its key and its column values (in [`TableDef::columns`] order).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// Primary key (pass to `update`/`delete`).
+    pub key: RowKey,
+    /// Column values.
+    pub values: Vec<Datum>,
+}
+
+/// A range over the leading columns of the primary key or an index. Bounds are *prefixes*:
+/// `Included([5])` on a `(a, b)` key starts at the first key with `a = 5`; `Excluded([5])` ends
+/// (or starts) after every key with `a = 5`. Bound values are coerced to the column types; a
+/// value that does not fit the column is an error (the SQL layer should clamp or decide).
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyRange {
+    /// Lower bound.
+    pub start: Bound<Vec<Datum>>,
+    /// Upper bound.
+    pub end: Bound<Vec<Datum>>,
+}
+
+impl KeyRange {
+    /// Every key.
+    pub fn all() -> KeyRange {
+        KeyRange {
+            start: Bound::Unbounded,
+            end: Bound::Unbounded,
+        }
+    }
+    /// Keys whose leading columns equal `prefix`.
+    pub fn prefix(prefix: Vec<Datum>) -> KeyRange {
+        KeyRange {
+            start: Bound::Included(prefix.clone()),
+            end: Bound::Included(prefix),
+        }
+    }
+    /// `lo <= key <= hi` on the leading columns (SQL BETWEEN).
+    pub fn between(lo: Vec<Datum>, hi: Vec<Datum>) -> KeyRange {
+        KeyRange {
+            start: Bound::Included(lo),
+            end: Bound::Included(hi),
+        }
+    }
+}
+
+/// A position in the transaction's undo list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Savepoint(usize);
+
+/// Result of [`Transaction::try_insert`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum InsertOutcome {
+    /// The row was inserted.
+    Inserted {
+        /// Its primary key.
+        key: RowKey,
+        /// The AUTO_INCREMENT value generated for it (for LAST_INSERT_ID), if one was.
+        auto_id: Option<u64>,
+    },
+    /// A row with the same PRIMARY or UNIQUE key exists (nothing was written). For INSERT
+    /// IGNORE skip it, for ON DUPLICATE KEY UPDATE `update(existing.key, ..)`, for REPLACE
+    /// `delete(existing.key)` and insert again.
+    Duplicate {
+        /// The index that collided (`PRIMARY` or the UNIQUE index name).
+        key_name: String,
+        /// The conflicting row (current committed version, or the own buffered one).
+        existing: Row,
+        /// The ready-made 1062 error for this collision.
+        error_value: String,
+    },
+}
+
+/// A key and its previous buffer entry (`None` = no entry; `Some(None)` = buffered delete).
+type UndoEntry = (Vec<u8>, Option<Option<Vec<u8>>>);
+
+/// Interrupts a transaction from another thread (KILL, client gone).
+#[derive(Clone)]
+pub struct KillHandle {
+    inner: Arc<Inner>,
+    txn: TxnId,
+    flag: Arc<AtomicBool>,
+}
+
+impl KillHandle {
+    /// Makes the transaction's current lock wait, or its next operation, fail with
+    /// [`StoreError::Interrupted`]. The transaction stays active: roll it back for KILL
+    /// CONNECTION, or just fail the statement for KILL QUERY.
+    pub fn kill(&self) {
+        self.flag.store(true, Ordering::SeqCst);
+        self.inner.locks.interrupt(self.txn);
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TxnState {
+    Active,
+    Finished,
+}
+
+/// A transaction. Not `Sync`: one session uses it at a time. Dropping it rolls back.
+pub struct Transaction {
+    /// Consistent-read snapshot (declared first: must drop before `inner`, which owns the DB).
+    snap: Option<Snap>,
+    inner: Arc<Inner>,
+    id: TxnId,
+    isolation: Isolation,
+    state: TxnState,
+    /// Buffered writes: key -> new value, `None` = delete.
+    writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// Undo list: (key, previous buffer entry) for every buffer change, in order.
+    undo: Vec<UndoEntry>,
+    /// Keys this transaction holds locks on.
+    held: HashSet<Vec<u8>>,
+    lock_timeout: Duration,
+    killed: Arc<AtomicBool>,
+}
+
+fn coerce_values(types: &[ColumnType], vals: &[Datum], what: &str) -> Result<Vec<Datum>> {
+    types
+        .iter()
+        .zip(vals)
+        .map(|(t, v)| {
+            t.coerce(v.clone()).map_err(|detail| StoreError::BadValue {
+                column: what.to_string(),
+                detail,
+            })
+        })
+        .collect()
+}
+
+fn column_types(t: &TableDef) -> Vec<ColumnType> {
+    t.columns.iter().map(|c| c.ty).collect()
+}
+
+impl Transaction {
+    pub(crate) fn new(inner: Arc<Inner>, id: TxnId, isolation: Isolation) -> Transaction {
+        let lock_timeout = inner.default_lock_wait_timeout();
+        Transaction {
+            snap: None,
+            inner,
+            id,
+            isolation,
+            state: TxnState::Active,
+            writes: BTreeMap::new(),
+            undo: Vec::new(),
+            held: HashSet::new(),
+            lock_timeout,
+            killed: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Transaction id (unique per engine run).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Whether the transaction can still be used (not committed, rolled back or a deadlock
+    /// victim).
+    pub fn is_active(&self) -> bool {
+        self.state == TxnState::Active
+    }
+
+    /// Whether the transaction has buffered writes.
+    pub fn has_writes(&self) -> bool {
+        !self.writes.is_empty()
+    }
+
+    /// Number of row locks held.
+    pub fn locks_held(&self) -> usize {
+        self.held.len()
+    }
+
+    /// The isolation level.
+    pub fn isolation(&self) -> Isolation {
+        self.isolation
+    }
+
+    /// Sets this transaction's `innodb_lock_wait_timeout`.
+    pub fn set_lock_wait_timeout(&mut self, d: Duration) {
+        self.lock_timeout = d;
+    }
+
+    /// A handle to interrupt this transaction from another thread.
+    pub fn kill_handle(&self) -> KillHandle {
+        KillHandle {
+            inner: self.inner.clone(),
+            txn: self.id,
+            flag: self.killed.clone(),
+        }
+    }
+
+    /// Marks a statement boundary: refreshes the read snapshot under READ COMMITTED and returns
+    /// a savepoint for statement-level rollback.
+    pub fn begin_statement(&mut self) -> Savepoint {
+        if matches!(
+            self.isolation,
+            Isolation::ReadCommitted | Isolation::ReadUncommitted
+        ) {
+            self.snap = None;
+        }
+        self.savepoint()
+    }
+
+    /// The current position in the undo list.
+    pub fn savepoint(&self) -> Savepoint {
+        Savepoint(self.undo.len())
+    }
+
+    /// Undoes every write made after `sp` (locks stay held).
+    pub fn rollback_to(&mut self, sp: Savepoint) {
+        while self.undo.len() > sp.0 {
+            let (k, prev) = self.undo.pop().expect("len checked");
+            match prev {
+                None => {
+                    self.writes.remove(&k);
+                }
+                Some(p) => {
+                    self.writes.insert(k, p);
+                }
+            }
+        }
+    }
+
+    /// Commits: writes the buffer as one atomic batch (durably per
+    /// `innodb_flush_log_at_trx_commit`), then releases all locks.
+    pub fn commit(&mut self) -> Result<()> {
+        self.check_active()?;
+        let result = if self.writes.is_empty() {
+            Ok(())
+        } else {
+            let mut b = WriteBatch::default();
+            for (k, v) in &self.writes {
+                match v {
+                    Some(v) => b.put(k, v),
+                    None => b.delete(k),
+                }
+            }
+            self.inner.commit_batch(b)
+        };
+        self.finish();
+        match &result {
+            Ok(()) => Stats::add(&self.inner.stats.commits, 1),
+            Err(_) => Stats::add(&self.inner.stats.rollbacks, 1),
+        }
+        result
+    }
+
+    /// Rolls back: discards the buffer and releases all locks. Idempotent.
+    pub fn rollback(&mut self) {
+        if self.state == TxnState::Active {
+            self.finish();
+            Stats::add(&self.inner.stats.rollbacks, 1);
+        }
+    }
+
+    fn finish(&mut self) {
+        self.writes.clear();
+        self.undo.clear();
+        let held = std::mem::take(&mut self.held);
+        self.inner.locks.release_all(self.id, held.iter());
+        self.snap = None;
+        self.state = TxnState::Finished;
+    }
+
+    fn check_active(&mut self) -> Result<()> {
+        if self.state != TxnState::Active {
+            return Err(StoreError::TxnNotActive);
+        }
+        if self.killed.swap(false, Ordering::SeqCst) {
+            self.inner.locks.clear_interrupt(self.id);
+            return Err(StoreError::Interrupted);
+        }
+        Ok(())
+    }
+
+    fn lock(&mut self, key: &[u8], strength: Strength) -> Result<()> {
+        match self
+            .inner
+            .locks
+            .acquire(self.id, key, strength, self.lock_timeout, &self.inner.stats)
+        {
+            Ok(_) => {
+                if !self.held.contains(key) {
+                    self.held.insert(key.to_vec());
+                }
+                Ok(())
+            }
+            Err(LockError::Deadlock) => {
+                self.rollback();
+                Err(StoreError::Deadlock)
+            }
+            Err(LockError::Timeout) => {
+                Stats::add(&self.inner.stats.lock_timeouts, 1);
+                Err(StoreError::LockWaitTimeout)
+            }
+            Err(LockError::Interrupted) => {
+                self.killed.store(false, Ordering::SeqCst);
+                Err(StoreError::Interrupted)
+            }
+        }
+    }
+
+    fn ensure_snapshot(&mut self) {
+        if self.snap.is_none() {
+            self.snap = Some(self.inner.snapshot());
+        }
+    }
+
+    fn buf_put(&mut self, key: Vec<u8>, val: Option<Vec<u8>>) {
+        let prev = self.writes.insert(key.clone(), val);
+        self.undo.push((key, prev));
+    }
+
+    /// Latest committed value merged with the own buffer (current read).
+    fn read_latest(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if let Some(v) = self.writes.get(key) {
+            return Ok(v.clone());
+        }
+        self.inner.get(key, None)
+    }
+
+    /// Snapshot value merged with the own buffer (consistent read). Call `ensure_snapshot` first.
+    fn read_snap(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if let Some(v) = self.writes.get(key) {
+            return Ok(v.clone());
+        }
+        self.inner.get(key, self.snap.as_ref())
+    }
+
+    fn effective_lock(&self, lock: LockMode) -> LockMode {
+        if lock == LockMode::None && self.isolation == Isolation::Serializable {
+            LockMode::Shared
+        } else {
+            lock
+        }
+    }
+
+    fn decode(t: &TableDef, types: &[ColumnType], pk: &[u8], v: &[u8]) -> Result<Row> {
+        let _ = t;
+        let values = decode_row(types, v).map_err(StoreError::Corrupt)?;
+        Ok(Row {
+            key: RowKey(pk.to_vec()),
+            values,
+        })
+    }
+
+    /// Point read by primary key values (`[Datum::UInt(id)]` for tables without a primary
+    /// key). A key value that cannot be stored in the key column matches nothing.
+    pub fn get(&mut self, table: &TableDef, pk: &[Datum], lock: LockMode) -> Result<Option<Row>> {
+        let key = match RowKey::from_values(table, pk) {
+            Ok(k) => k,
+            Err(StoreError::BadValue { .. }) => {
+                self.check_active()?;
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        self.get_by_key(table, &key, lock)
+    }
+
+    /// Point read by encoded primary key.
+    pub fn get_by_key(
+        &mut self,
+        table: &TableDef,
+        key: &RowKey,
+        lock: LockMode,
+    ) -> Result<Option<Row>> {
+        self.check_active()?;
+        let t = self.inner.table_by_id(table)?;
+        let dk = row_key(t.id, &key.0);
+        let v = match self.effective_lock(lock) {
+            LockMode::None => {
+                self.ensure_snapshot();
+                self.read_snap(&dk)?
+            }
+            LockMode::Shared => {
+                self.lock(&dk, Strength::Shared)?;
+                self.read_latest(&dk)?
+            }
+            LockMode::Exclusive => {
+                self.lock(&dk, Strength::Exclusive)?;
+                self.read_latest(&dk)?
+            }
+        };
+        match v {
+            None => Ok(None),
+            Some(v) => {
+                Stats::add(&self.inner.stats.rows_read, 1);
+                Ok(Some(Self::decode(&t, &column_types(&t), &key.0, &v)?))
+            }
+        }
+    }
+
+    /// Validates and coerces a full row; fills the AUTO_INCREMENT column when it is NULL or 0.
+    fn prepare_row(
+        &self,
+        t: &TableDef,
+        mut values: Vec<Datum>,
+    ) -> Result<(Vec<Datum>, Option<u64>)> {
+        if values.len() != t.columns.len() {
+            return Err(StoreError::BadValue {
+                column: t.name.clone(),
+                detail: format!("expected {} values, got {}", t.columns.len(), values.len()),
+            });
+        }
+        let mut auto_id = None;
+        if let Some(ai) = t.auto_increment_column() {
+            let zero = matches!(values[ai], Datum::Null | Datum::Int(0) | Datum::UInt(0));
+            if zero {
+                let id = self.inner.alloc_counter(b'A', t, 1)?;
+                values[ai] = Datum::UInt(id);
+                auto_id = Some(id);
+            }
+        }
+        let mut out = Vec::with_capacity(values.len());
+        for (c, v) in t.columns.iter().zip(values) {
+            let v = c.ty.coerce(v).map_err(|detail| StoreError::BadValue {
+                column: c.name.clone(),
+                detail,
+            })?;
+            if v.is_null() && !c.nullable {
+                return Err(StoreError::NullNotAllowed(c.name.clone()));
+            }
+            out.push(v);
+        }
+        if auto_id.is_none() {
+            if let Some(ai) = t.auto_increment_column() {
+                let used = match out[ai] {
+                    Datum::Int(v) if v > 0 => Some(v as u64),
+                    Datum::UInt(v) => Some(v),
+                    _ => None,
+                };
+                if let Some(u) = used {
+                    self.inner.observe_counter(b'A', t, u)?;
+                }
+            }
+        }
+        Ok((out, auto_id))
+    }
+
+    /// If the unique slot `ik` is taken by a row other than `own_pk`, returns that row.
+    fn unique_owner(&self, t: &TableDef, ik: &[u8], own_pk: Option<&[u8]>) -> Result<Option<Row>> {
+        let Some(pk) = self.read_latest(ik)? else {
+            return Ok(None);
+        };
+        if Some(&pk[..]) == own_pk {
+            return Ok(None);
+        }
+        match self.read_latest(&row_key(t.id, &pk))? {
+            Some(v) => Ok(Some(Self::decode(t, &column_types(t), &pk, &v)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Inserts a full row (values for every column, in order). Fails with
+    /// [`StoreError::DuplicateKey`] (1062) on a PRIMARY/UNIQUE collision.
+    pub fn insert(
+        &mut self,
+        table: &TableDef,
+        values: Vec<Datum>,
+    ) -> Result<(RowKey, Option<u64>)> {
+        match self.try_insert(table, values)? {
+            InsertOutcome::Inserted { key, auto_id } => Ok((key, auto_id)),
+            InsertOutcome::Duplicate {
+                key_name,
+                error_value,
+                ..
+            } => Err(StoreError::DuplicateKey {
+                key_name,
+                value: error_value,
+            }),
+        }
+    }
+
+    /// Inserts a full row, or reports the conflicting row (see [`InsertOutcome`]).
+    pub fn try_insert(&mut self, table: &TableDef, values: Vec<Datum>) -> Result<InsertOutcome> {
+        self.check_active()?;
+        let t = self.inner.table_by_id(table)?;
+        let (row, auto_id) = self.prepare_row(&t, values)?;
+        let pk = match pk_of_row(&t, &row) {
+            Some(pk) => {
+                let dk = row_key(t.id, &pk);
+                self.lock(&dk, Strength::Exclusive)?;
+                if let Some(v) = self.read_latest(&dk)? {
+                    let existing = Self::decode(&t, &column_types(&t), &pk, &v)?;
+                    let StoreError::DuplicateKey { key_name, value } = dup_error(&t, None, &row)
+                    else {
+                        unreachable!()
+                    };
+                    return Ok(InsertOutcome::Duplicate {
+                        key_name,
+                        existing,
+                        error_value: value,
+                    });
+                }
+                pk
+            }
+            None => {
+                let id = self.inner.alloc_counter(b'H', &t, 1)?;
+                encode_key(&[Datum::UInt(id)])
+            }
+        };
+        let mut entries = Vec::with_capacity(t.indexes.len());
+        for ix in &t.indexes {
+            let (ik, slot) = index_entry_key(ix, &row, &pk);
+            if slot {
+                self.lock(&ik, Strength::Exclusive)?;
+                if let Some(existing) = self.unique_owner(&t, &ik, None)? {
+                    let StoreError::DuplicateKey { key_name, value } =
+                        dup_error(&t, Some(ix), &row)
+                    else {
+                        unreachable!()
+                    };
+                    return Ok(InsertOutcome::Duplicate {
+                        key_name,
+                        existing,
+                        error_value: value,
+                    });
+                }
+            }
+            entries.push(ik);
+        }
+        self.buf_put(row_key(t.id, &pk), Some(encode_row(&row)));
+        for ik in entries {
+            self.buf_put(ik, Some(pk.clone()));
+        }
+        Stats::add(&self.inner.stats.rows_inserted, 1);
+        Ok(InsertOutcome::Inserted {
+            key: RowKey(pk),
+            auto_id,
+        })
+    }
+
+    /// Replaces the row with key `key` by `new_values` (a full row; the primary key may change).
+    /// Locks the row and reads its latest version; returns `false` if it no longer exists.
+    /// Index entries are maintained; a new PRIMARY/UNIQUE value that collides fails with 1062.
+    pub fn update(
+        &mut self,
+        table: &TableDef,
+        key: &RowKey,
+        new_values: Vec<Datum>,
+    ) -> Result<bool> {
+        self.check_active()?;
+        let t = self.inner.table_by_id(table)?;
+        let types = column_types(&t);
+        let old_dk = row_key(t.id, &key.0);
+        self.lock(&old_dk, Strength::Exclusive)?;
+        let Some(old_v) = self.read_latest(&old_dk)? else {
+            return Ok(false);
+        };
+        let old = decode_row(&types, &old_v).map_err(StoreError::Corrupt)?;
+        let (row, _) = self.prepare_row(&t, new_values)?;
+        let new_pk = pk_of_row(&t, &row).unwrap_or_else(|| key.0.clone());
+        let new_dk = row_key(t.id, &new_pk);
+        if new_pk != key.0 {
+            self.lock(&new_dk, Strength::Exclusive)?;
+            if self.read_latest(&new_dk)?.is_some() {
+                return Err(dup_error(&t, None, &row));
+            }
+        }
+        let mut changes: Vec<(Option<Vec<u8>>, Vec<u8>)> = Vec::new();
+        for ix in &t.indexes {
+            let (old_ik, old_slot) = index_entry_key(ix, &old, &key.0);
+            let (new_ik, new_slot) = index_entry_key(ix, &row, &new_pk);
+            if old_ik == new_ik && new_pk == key.0 {
+                continue;
+            }
+            if new_slot && new_ik != old_ik {
+                self.lock(&new_ik, Strength::Exclusive)?;
+                if self.unique_owner(&t, &new_ik, Some(&key.0))?.is_some() {
+                    return Err(dup_error(&t, Some(ix), &row));
+                }
+            }
+            if old_slot {
+                self.lock(&old_ik, Strength::Exclusive)?;
+            }
+            changes.push(((old_ik != new_ik).then_some(old_ik), new_ik));
+        }
+        if new_pk != key.0 {
+            self.buf_put(old_dk, None);
+        }
+        for (old_ik, new_ik) in changes {
+            if let Some(o) = old_ik {
+                self.buf_put(o, None);
+            }
+            self.buf_put(new_ik, Some(new_pk.clone()));
+        }
+        self.buf_put(new_dk, Some(encode_row(&row)));
+        Stats::add(&self.inner.stats.rows_updated, 1);
+        Ok(true)
+    }
+
+    /// Deletes the row with key `key` (locking it); returns `false` if it does not exist.
+    pub fn delete(&mut self, table: &TableDef, key: &RowKey) -> Result<bool> {
+        self.check_active()?;
+        let t = self.inner.table_by_id(table)?;
+        let dk = row_key(t.id, &key.0);
+        self.lock(&dk, Strength::Exclusive)?;
+        let Some(v) = self.read_latest(&dk)? else {
+            return Ok(false);
+        };
+        let old = decode_row(&column_types(&t), &v).map_err(StoreError::Corrupt)?;
+        let mut entries = Vec::new();
+        for ix in &t.indexes {
+            let (ik, slot) = index_entry_key(ix, &old, &key.0);
+            if slot {
+                self.lock(&ik, Strength::Exclusive)?;
+            }
+            entries.push(ik);
+        }
+        for ik in entries {
+            self.buf_put(ik, None);
+        }
+        self.buf_put(dk, None);
+        Stats::add(&self.inner.stats.rows_deleted, 1);
+        Ok(true)
+    }
+
+    /// Primary-key range scan in key order, up to `limit` rows.
+    pub fn scan_pk(
+        &mut self,
+        table: &TableDef,
+        range: &KeyRange,
+        lock: LockMode,
+        limit: Option<usize>,
+    ) -> Result<Vec<Row>> {
+        let mut out = Vec::new();
+        let limit = limit.unwrap_or(usize::MAX);
+        if limit == 0 {
+            return Ok(out);
+        }
+        self.scan_pk_with(table, range, lock, |r| {
+            out.push(r);
+            Ok(out.len() < limit)
+        })?;
+        Ok(out)
+    }
+
+    /// Primary-key range scan calling `f` per row in key order until it returns `false`.
+    pub fn scan_pk_with(
+        &mut self,
+        table: &TableDef,
+        range: &KeyRange,
+        lock: LockMode,
+        mut f: impl FnMut(Row) -> Result<bool>,
+    ) -> Result<()> {
+        self.check_active()?;
+        let t = self.inner.table_by_id(table)?;
+        let types = column_types(&t);
+        let prefix = t.rows_prefix();
+        let (from, to) = encode_range(&prefix, &t.pk_types(), range)?;
+        let lock = self.effective_lock(lock);
+        let strength = match lock {
+            LockMode::None => None,
+            LockMode::Shared => Some(Strength::Shared),
+            LockMode::Exclusive => Some(Strength::Exclusive),
+        };
+        if strength.is_none() {
+            self.ensure_snapshot();
+        }
+        let mut cursor = from;
+        loop {
+            let (entries, next) = self.merged_chunk(&cursor, &to, strength.is_none())?;
+            for (k, v) in entries {
+                let v = match strength {
+                    None => v,
+                    Some(s) => {
+                        self.lock(&k, s)?;
+                        match self.read_latest(&k)? {
+                            Some(v) => v,
+                            None => continue,
+                        }
+                    }
+                };
+                Stats::add(&self.inner.stats.rows_read, 1);
+                let row = Self::decode(&t, &types, &k[prefix.len()..], &v)?;
+                if !f(row)? {
+                    return Ok(());
+                }
+            }
+            match next {
+                Some(c) => cursor = c,
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// Secondary-index range scan (by index name) in index order, up to `limit` rows.
+    pub fn scan_index(
+        &mut self,
+        table: &TableDef,
+        index: &str,
+        range: &KeyRange,
+        lock: LockMode,
+        limit: Option<usize>,
+    ) -> Result<Vec<Row>> {
+        let mut out = Vec::new();
+        let limit = limit.unwrap_or(usize::MAX);
+        if limit == 0 {
+            return Ok(out);
+        }
+        self.scan_index_with(table, index, range, lock, |r| {
+            out.push(r);
+            Ok(out.len() < limit)
+        })?;
+        Ok(out)
+    }
+
+    /// Secondary-index range scan calling `f` per row (index order, then primary key order for
+    /// equal index values) until it returns `false`.
+    pub fn scan_index_with(
+        &mut self,
+        table: &TableDef,
+        index: &str,
+        range: &KeyRange,
+        lock: LockMode,
+        mut f: impl FnMut(Row) -> Result<bool>,
+    ) -> Result<()> {
+        self.check_active()?;
+        let t = self.inner.table_by_id(table)?;
+        let ix = t
+            .index(index)
+            .cloned()
+            .ok_or_else(|| StoreError::NoSuchIndex(index.to_string()))?;
+        let types = column_types(&t);
+        let prefix = catalog::index_prefix(ix.id);
+        let (from, to) = encode_range(&prefix, &t.index_types(&ix), range)?;
+        let lock = self.effective_lock(lock);
+        let strength = match lock {
+            LockMode::None => None,
+            LockMode::Shared => Some(Strength::Shared),
+            LockMode::Exclusive => Some(Strength::Exclusive),
+        };
+        if strength.is_none() {
+            self.ensure_snapshot();
+        }
+        let mut cursor = from;
+        loop {
+            let (entries, next) = self.merged_chunk(&cursor, &to, strength.is_none())?;
+            for (ik, pk) in entries {
+                let dk = row_key(t.id, &pk);
+                let v = match strength {
+                    None => match self.read_snap(&dk)? {
+                        Some(v) => v,
+                        None => continue,
+                    },
+                    Some(s) => {
+                        self.lock(&dk, s)?;
+                        match self.read_latest(&dk)? {
+                            Some(v) => v,
+                            None => continue,
+                        }
+                    }
+                };
+                let row = Self::decode(&t, &types, &pk, &v)?;
+                if strength.is_some() && index_entry_key(&ix, &row.values, &pk).0 != ik {
+                    continue; // changed since the index entry was read
+                }
+                Stats::add(&self.inner.stats.rows_read, 1);
+                if !f(row)? {
+                    return Ok(());
+                }
+            }
+            match next {
+                Some(c) => cursor = c,
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// Up to one chunk of entries in `[from, to)`: committed entries (snapshot or latest)
+    /// merged with the buffer (buffer wins; deletions hide). Returns the cursor to continue
+    /// from, or `None` when the range is exhausted.
+    #[allow(clippy::type_complexity)]
+    fn merged_chunk(
+        &self,
+        from: &[u8],
+        to: &[u8],
+        use_snapshot: bool,
+    ) -> Result<(Vec<(Vec<u8>, Vec<u8>)>, Option<Vec<u8>>)> {
+        let snap = if use_snapshot {
+            self.snap.as_ref()
+        } else {
+            None
+        };
+        let db = self
+            .inner
+            .scan_chunk(from, Some(to), snap, SCAN_CHUNK, true)?;
+        let full = db.len() == SCAN_CHUNK;
+        let (buf_end, next) = match (full, db.last()) {
+            (true, Some((last, _))) => {
+                let mut n = last.clone();
+                n.push(0);
+                (Bound::Included(last.clone()), Some(n))
+            }
+            _ => (Bound::Excluded(to.to_vec()), None),
+        };
+        let mut buf = self
+            .writes
+            .range::<Vec<u8>, _>((Bound::Included(from.to_vec()), buf_end))
+            .peekable();
+        let mut out = Vec::with_capacity(db.len());
+        let mut dbi = db.into_iter().peekable();
+        loop {
+            let ord = match (dbi.peek(), buf.peek()) {
+                (None, None) => break,
+                (Some(_), None) => std::cmp::Ordering::Greater,
+                (None, Some(_)) => std::cmp::Ordering::Less,
+                (Some((dk, _)), Some((bk, _))) => (*bk).cmp(dk),
+            };
+            if ord == std::cmp::Ordering::Equal {
+                dbi.next(); // overridden by the buffer
+            }
+            let take_buf = ord != std::cmp::Ordering::Greater;
+            if take_buf {
+                let (k, v) = buf.next().expect("peeked");
+                if let Some(v) = v {
+                    out.push((k.clone(), v.clone()));
+                }
+            } else {
+                out.push(dbi.next().expect("peeked"));
+            }
+        }
+        Ok((out, next))
+    }
+}
+
+impl Drop for Transaction {
+    fn drop(&mut self) {
+        self.rollback();
+    }
+}
+
+/// Encodes a [`KeyRange`] under `prefix` into a byte range `[from, to)`.
+fn encode_range(prefix: &[u8], types: &[ColumnType], r: &KeyRange) -> Result<(Vec<u8>, Vec<u8>)> {
+    let enc = |vals: &Vec<Datum>| -> Result<Vec<u8>> {
+        if vals.len() > types.len() {
+            return Err(StoreError::BadValue {
+                column: "key".into(),
+                detail: format!(
+                    "range has {} values for a {}-column key",
+                    vals.len(),
+                    types.len()
+                ),
+            });
+        }
+        let vals = coerce_values(&types[..vals.len()], vals, "key")?;
+        let mut k = prefix.to_vec();
+        k.extend_from_slice(&encode_key(&vals));
+        Ok(k)
+    };
+    let end_all = prefix_successor(prefix).expect("prefix has a successor");
+    let from = match &r.start {
+        Bound::Unbounded => prefix.to_vec(),
+        Bound::Included(v) => enc(v)?,
+        Bound::Excluded(v) => prefix_successor(&enc(v)?).unwrap_or_else(|| end_all.clone()),
+    };
+    let to = match &r.end {
+        Bound::Unbounded => end_all.clone(),
+        Bound::Included(v) => prefix_successor(&enc(v)?).unwrap_or_else(|| end_all.clone()),
+        Bound::Excluded(v) => enc(v)?,
+    };
+    Ok((from, to))
+}

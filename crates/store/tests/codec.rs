@@ -1,0 +1,251 @@
+//! Key and row encoding: round trips, and encoded byte order == value order, with random values.
+
+use rand::{Rng, SeedableRng};
+use shoal_store::codec::{decode_key, decode_row, encode_key, encode_row, prefix_successor};
+use shoal_store::*;
+use std::cmp::Ordering;
+
+fn rng() -> rand::rngs::StdRng {
+    rand::rngs::StdRng::seed_from_u64(0x5_40A1)
+}
+
+/// Value order of two datums of the same column type (NULL first).
+fn cmp(a: &Datum, b: &Datum) -> Ordering {
+    match (a, b) {
+        (Datum::Null, Datum::Null) => Ordering::Equal,
+        (Datum::Null, _) => Ordering::Less,
+        (_, Datum::Null) => Ordering::Greater,
+        (Datum::Int(x), Datum::Int(y)) => x.cmp(y),
+        (Datum::UInt(x), Datum::UInt(y)) => x.cmp(y),
+        (Datum::Double(x), Datum::Double(y)) => x.partial_cmp(y).unwrap(),
+        (Datum::Decimal(x), Datum::Decimal(y)) => x.unscaled.cmp(&y.unscaled),
+        (Datum::Bytes(x), Datum::Bytes(y)) => x.cmp(y),
+        (Datum::Date(x), Datum::Date(y)) => x.cmp(y),
+        (Datum::DateTime(x), Datum::DateTime(y)) => x.cmp(y),
+        _ => panic!("mixed types"),
+    }
+}
+
+fn random_datum(r: &mut impl Rng, ty: ColumnType) -> Datum {
+    if r.gen_ratio(1, 10) {
+        return Datum::Null;
+    }
+    match ty {
+        ColumnType::Int {
+            unsigned: false, ..
+        } => Datum::Int(match r.gen_range(0..4) {
+            0 => r.gen(),
+            1 => r.gen_range(-3..3),
+            2 => [i64::MIN, i64::MAX, -1, 0][r.gen_range(0..4)],
+            _ => r.gen_range(-1000..1000),
+        }),
+        ColumnType::Int { unsigned: true, .. } => {
+            Datum::UInt(if r.gen() { r.gen() } else { r.gen_range(0..5) })
+        }
+        ColumnType::Double | ColumnType::Float => Datum::Double(match r.gen_range(0..4) {
+            0 => r.gen::<f64>() * 1e6 - 5e5,
+            1 => -r.gen::<f64>() * 1e-300,
+            2 => [
+                0.0,
+                f64::INFINITY,
+                f64::NEG_INFINITY,
+                f64::MIN,
+                f64::MAX,
+                -1.5,
+                1.5,
+            ][r.gen_range(0..7)],
+            _ => f64::from_bits(r.gen::<u64>() & !(0x7FF << 52)), // finite subnormals, both signs
+        }),
+        ColumnType::Decimal { scale, .. } => Datum::Decimal(Decimal {
+            unscaled: r.gen_range(-10i128.pow(20)..10i128.pow(20)),
+            scale,
+        }),
+        ColumnType::Date => Datum::Date(Date {
+            year: r.gen_range(0..10000),
+            month: r.gen_range(0..13),
+            day: r.gen_range(0..32),
+        }),
+        ColumnType::DateTime | ColumnType::Timestamp => Datum::DateTime(DateTime {
+            date: Date {
+                year: r.gen_range(1900..2100),
+                month: r.gen_range(1..13),
+                day: r.gen_range(1..29),
+            },
+            hour: r.gen_range(0..24),
+            minute: r.gen_range(0..60),
+            second: r.gen_range(0..60),
+            micro: r.gen_range(0..1_000_000),
+        }),
+        _ => {
+            let len = r.gen_range(0..6);
+            // Small alphabet including 0x00, 0x01 and 0xFF to stress the escaping.
+            Datum::Bytes(
+                (0..len)
+                    .map(|_| [0u8, 1, 2, b'a', 0xFE, 0xFF][r.gen_range(0..6)])
+                    .collect(),
+            )
+        }
+    }
+}
+
+const TYPES: [ColumnType; 8] = [
+    ColumnType::Int {
+        bytes: 8,
+        unsigned: false,
+    },
+    ColumnType::Int {
+        bytes: 8,
+        unsigned: true,
+    },
+    ColumnType::Double,
+    ColumnType::Decimal {
+        precision: 30,
+        scale: 4,
+    },
+    ColumnType::Varchar(100),
+    ColumnType::Blob,
+    ColumnType::Date,
+    ColumnType::DateTime,
+];
+
+#[test]
+fn single_column_key_order_matches_value_order() {
+    let mut r = rng();
+    for ty in TYPES {
+        for _ in 0..3000 {
+            let a = random_datum(&mut r, ty);
+            let b = random_datum(&mut r, ty);
+            let ea = encode_key(std::slice::from_ref(&a));
+            let eb = encode_key(std::slice::from_ref(&b));
+            assert_eq!(ea.cmp(&eb), cmp(&a, &b), "{ty:?}: {a:?} vs {b:?}");
+            let (back, used) = decode_key(&[ty], &ea).unwrap();
+            assert_eq!(used, ea.len());
+            assert_eq!(back[0], a, "{ty:?} round trip");
+        }
+    }
+}
+
+#[test]
+fn composite_key_order_is_lexicographic_by_column() {
+    let mut r = rng();
+    for _ in 0..5000 {
+        let t1 = TYPES[r.gen_range(0..TYPES.len())];
+        let t2 = TYPES[r.gen_range(0..TYPES.len())];
+        let a = vec![random_datum(&mut r, t1), random_datum(&mut r, t2)];
+        // Often share the first column, so the second decides.
+        let b = if r.gen() {
+            vec![a[0].clone(), random_datum(&mut r, t2)]
+        } else {
+            vec![random_datum(&mut r, t1), random_datum(&mut r, t2)]
+        };
+        let want = cmp(&a[0], &b[0]).then_with(|| cmp(&a[1], &b[1]));
+        assert_eq!(encode_key(&a).cmp(&encode_key(&b)), want, "{a:?} vs {b:?}");
+        let (back, _) = decode_key(&[t1, t2], &encode_key(&a)).unwrap();
+        assert_eq!(back, a);
+    }
+}
+
+#[test]
+fn key_prefix_ranges_cover_exactly_the_prefix() {
+    let mut r = rng();
+    for _ in 0..2000 {
+        let p = random_datum(&mut r, ColumnType::Varchar(10));
+        let q = random_datum(&mut r, ColumnType::Varchar(10));
+        let rest = random_datum(
+            &mut r,
+            ColumnType::Int {
+                bytes: 8,
+                unsigned: false,
+            },
+        );
+        let prefix = encode_key(std::slice::from_ref(&p));
+        let end = prefix_successor(&prefix).unwrap();
+        let full = encode_key(&[q.clone(), rest]);
+        let inside = full >= prefix && full < end;
+        assert_eq!(inside, q == p, "{p:?} / {q:?}");
+    }
+}
+
+#[test]
+fn row_round_trip_all_types() {
+    let mut r = rng();
+    for _ in 0..2000 {
+        let n = r.gen_range(1..12);
+        let types: Vec<ColumnType> = (0..n).map(|_| TYPES[r.gen_range(0..TYPES.len())]).collect();
+        let vals: Vec<Datum> = types.iter().map(|&t| random_datum(&mut r, t)).collect();
+        let enc = encode_row(&vals);
+        assert_eq!(decode_row(&types, &enc).unwrap(), vals);
+    }
+    // Compactness: small ints take one byte each plus a one-byte header, count and bitmap.
+    let small = encode_row(&[Datum::Int(1), Datum::Int(-2), Datum::Null]);
+    assert_eq!(small.len(), 1 + 1 + 1 + 2);
+    // Extra trailing columns (added later) decode as NULL.
+    let types = [
+        ColumnType::Int {
+            bytes: 4,
+            unsigned: false,
+        },
+        ColumnType::Text,
+    ];
+    assert_eq!(
+        decode_row(&types, &encode_row(&[Datum::Int(7)])).unwrap(),
+        vec![Datum::Int(7), Datum::Null]
+    );
+    // Truncated data is an error, not a wrong row.
+    assert!(decode_row(
+        &types,
+        &encode_row(&[Datum::Int(7), Datum::text("hello")])[..5]
+    )
+    .is_err());
+}
+
+#[test]
+fn coercion_canonicalises_and_checks_ranges() {
+    let tiny = ColumnType::Int {
+        bytes: 1,
+        unsigned: false,
+    };
+    assert_eq!(tiny.coerce(Datum::UInt(5)), Ok(Datum::Int(5)));
+    assert!(tiny.coerce(Datum::Int(128)).is_err());
+    assert!(ColumnType::Int {
+        bytes: 4,
+        unsigned: true
+    }
+    .coerce(Datum::Int(-1))
+    .is_err());
+    let dec = ColumnType::Decimal {
+        precision: 5,
+        scale: 2,
+    };
+    assert_eq!(
+        dec.coerce(Datum::Int(3)),
+        Ok(Datum::Decimal(Decimal {
+            unscaled: 300,
+            scale: 2
+        }))
+    );
+    assert_eq!(
+        dec.coerce(Datum::Decimal(Decimal::parse("1.235").unwrap())),
+        Ok(Datum::Decimal(Decimal {
+            unscaled: 124,
+            scale: 2
+        }))
+    );
+    assert!(dec.coerce(Datum::Int(1000)).is_err());
+    assert_eq!(Decimal::parse("-0.05").unwrap().to_string(), "-0.05");
+    assert!(ColumnType::Char(3).coerce(Datum::text("abcd")).is_err());
+    assert!(ColumnType::Double.coerce(Datum::Double(f64::NAN)).is_err());
+    let dt = DateTime {
+        date: Date {
+            year: 2024,
+            month: 2,
+            day: 29,
+        },
+        hour: 23,
+        minute: 59,
+        second: 58,
+        micro: 1,
+    };
+    assert_eq!(DateTime::unpack(dt.pack()), dt);
+    assert_eq!(dt.to_string(), "2024-02-29 23:59:58.000001");
+}

@@ -1,0 +1,347 @@
+//! Locking under real threads: lost updates, deadlocks, lock wait timeouts, FIFO order, locks
+//! freed on drop, unique-key races, KILL, and group commit.
+
+mod common;
+use common::*;
+use shoal_store::*;
+use shoal_wait::WaitKind;
+use std::sync::{Arc, Barrier, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+fn setup(tag: &str) -> (TempDir, Engine, Arc<TableDef>) {
+    let dir = TempDir::new(tag);
+    let e = open(dir.path());
+    e.create_database("db").unwrap();
+    let t = e.create_table("db", sbtest_spec("t", true)).unwrap();
+    (dir, e, t)
+}
+
+fn key(t: &TableDef, id: i64) -> RowKey {
+    RowKey::from_values(t, &[Datum::Int(id)]).unwrap()
+}
+
+#[test]
+fn no_lost_updates_under_exclusive_locks() {
+    let (_d, e, t) = setup("lost");
+    let mut txn = e.begin(Isolation::RepeatableRead);
+    txn.insert(&t, row(1, 0, "counter")).unwrap();
+    txn.commit().unwrap();
+    let threads = 8;
+    let per = 50;
+    let waits_before = shoal_wait::count(WaitKind::RowLock);
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let (e, t) = (e.clone(), t.clone());
+            thread::spawn(move || {
+                for _ in 0..per {
+                    let mut txn = e.begin(Isolation::RepeatableRead);
+                    let r = txn
+                        .get(&t, &[Datum::Int(1)], LockMode::Exclusive)
+                        .unwrap()
+                        .unwrap();
+                    let Datum::Int(k) = r.values[1] else { panic!() };
+                    let mut v = r.values.clone();
+                    v[1] = Datum::Int(k + 1);
+                    txn.update(&t, &r.key, v).unwrap();
+                    txn.commit().unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let mut r = e.begin(Isolation::RepeatableRead);
+    assert_eq!(
+        r.get(&t, &[Datum::Int(1)], LockMode::None)
+            .unwrap()
+            .unwrap()
+            .values[1],
+        Datum::Int(threads * per)
+    );
+    // Contention really happened and was reported.
+    assert!(e.status_value("Innodb_row_lock_waits").unwrap() > 0);
+    assert!(shoal_wait::count(WaitKind::RowLock) > waits_before);
+    assert_eq!(e.status_value("Innodb_row_lock_current_waits").unwrap(), 0);
+}
+
+#[test]
+fn crossing_transactions_one_deadlock_victim_other_commits() {
+    let (_d, e, t) = setup("deadlock");
+    let mut txn = e.begin(Isolation::RepeatableRead);
+    txn.insert(&t, row(1, 0, "a")).unwrap();
+    txn.insert(&t, row(2, 0, "b")).unwrap();
+    txn.commit().unwrap();
+    let barrier = Arc::new(Barrier::new(2));
+    let run = |first: i64, second: i64| {
+        let (e, t, barrier) = (e.clone(), t.clone(), barrier.clone());
+        thread::spawn(move || {
+            let mut txn = e.begin(Isolation::RepeatableRead);
+            txn.set_lock_wait_timeout(Duration::from_secs(20));
+            txn.update(
+                &t,
+                &key(&t, first),
+                row(first, 1, if first == 1 { "a" } else { "b" }),
+            )
+            .unwrap();
+            barrier.wait();
+            match txn.update(
+                &t,
+                &key(&t, second),
+                row(second, 2, if second == 1 { "a" } else { "b" }),
+            ) {
+                Ok(_) => {
+                    txn.commit().unwrap();
+                    Ok(())
+                }
+                Err(err) => {
+                    assert!(!txn.is_active(), "victim rolled back");
+                    Err(err)
+                }
+            }
+        })
+    };
+    let a = run(1, 2);
+    let b = run(2, 1);
+    let results = [a.join().unwrap(), b.join().unwrap()];
+    let deadlocks = results
+        .iter()
+        .filter(|r| matches!(r, Err(StoreError::Deadlock)))
+        .count();
+    let ok = results.iter().filter(|r| r.is_ok()).count();
+    assert_eq!((deadlocks, ok), (1, 1), "{results:?}");
+    let err = results.iter().find_map(|r| r.as_ref().err()).unwrap();
+    assert_eq!((err.mysql_code(), err.sqlstate()), (1213, "40001"));
+    assert_eq!(e.status_value("Innodb_deadlocks").unwrap(), 1);
+    // The winner's writes are both there.
+    let mut r = e.begin(Isolation::RepeatableRead);
+    let ks: Vec<Datum> = r
+        .scan_pk(&t, &KeyRange::all(), LockMode::None, None)
+        .unwrap()
+        .into_iter()
+        .map(|x| x.values[1].clone())
+        .collect();
+    assert!(
+        ks == vec![Datum::Int(1), Datum::Int(2)] || ks == vec![Datum::Int(2), Datum::Int(1)],
+        "{ks:?}"
+    );
+}
+
+#[test]
+fn lock_wait_timeout_fails_only_the_statement() {
+    let (_d, e, t) = setup("timeout");
+    let mut txn = e.begin(Isolation::RepeatableRead);
+    txn.insert(&t, row(1, 0, "a")).unwrap();
+    txn.insert(&t, row(2, 0, "b")).unwrap();
+    txn.commit().unwrap();
+    let mut holder = e.begin(Isolation::RepeatableRead);
+    holder
+        .get(&t, &[Datum::Int(1)], LockMode::Exclusive)
+        .unwrap();
+    let mut waiter = e.begin(Isolation::RepeatableRead);
+    waiter.set_lock_wait_timeout(Duration::from_millis(300));
+    waiter.update(&t, &key(&t, 2), row(2, 5, "b")).unwrap();
+    let start = Instant::now();
+    let err = waiter
+        .get(&t, &[Datum::Int(1)], LockMode::Shared)
+        .unwrap_err();
+    let waited = start.elapsed();
+    assert!(matches!(err, StoreError::LockWaitTimeout));
+    assert_eq!((err.mysql_code(), err.sqlstate()), (1205, "HY000"));
+    assert!(
+        waited >= Duration::from_millis(290) && waited < Duration::from_secs(5),
+        "{waited:?}"
+    );
+    // The transaction is still active and keeps its earlier write.
+    assert!(waiter.is_active());
+    waiter.commit().unwrap();
+    holder.commit().unwrap();
+    let mut r = e.begin(Isolation::RepeatableRead);
+    assert_eq!(
+        r.get(&t, &[Datum::Int(2)], LockMode::None)
+            .unwrap()
+            .unwrap()
+            .values[1],
+        Datum::Int(5)
+    );
+    assert!(e.status_value("Innodb_row_lock_time").unwrap() >= 290);
+    assert!(e.status_value("Innodb_row_lock_time_max").unwrap() >= 290);
+}
+
+#[test]
+fn waiters_are_granted_in_fifo_order() {
+    let (_d, e, t) = setup("fifo");
+    let mut txn = e.begin(Isolation::RepeatableRead);
+    txn.insert(&t, row(1, 0, "a")).unwrap();
+    txn.commit().unwrap();
+    let mut holder = e.begin(Isolation::RepeatableRead);
+    holder
+        .get(&t, &[Datum::Int(1)], LockMode::Exclusive)
+        .unwrap();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut handles = Vec::new();
+    for i in 0..5 {
+        let (e2, t, order) = (e.clone(), t.clone(), order.clone());
+        handles.push(thread::spawn(move || {
+            let mut txn = e2.begin(Isolation::RepeatableRead);
+            // Alternate shared and exclusive requests: strict FIFO must still hold.
+            let mode = if i % 2 == 0 {
+                LockMode::Exclusive
+            } else {
+                LockMode::Shared
+            };
+            txn.get(&t, &[Datum::Int(1)], mode).unwrap();
+            order.lock().unwrap().push(i);
+            thread::sleep(Duration::from_millis(30));
+            txn.commit().unwrap();
+        }));
+        // Make sure waiter i is queued before waiter i+1.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while e.status_value("Innodb_row_lock_current_waits").unwrap() < i as u64 + 1 {
+            assert!(Instant::now() < deadline, "waiter {i} never queued");
+            thread::sleep(Duration::from_millis(2));
+        }
+    }
+    holder.commit().unwrap();
+    for h in handles {
+        h.join().unwrap();
+    }
+    assert_eq!(*order.lock().unwrap(), vec![0, 1, 2, 3, 4]);
+}
+
+#[test]
+fn dropping_or_killing_a_transaction_frees_its_locks() {
+    let (_d, e, t) = setup("drop");
+    let mut txn = e.begin(Isolation::RepeatableRead);
+    txn.insert(&t, row(1, 0, "a")).unwrap();
+    txn.commit().unwrap();
+    let mut holder = e.begin(Isolation::RepeatableRead);
+    holder.update(&t, &key(&t, 1), row(1, 99, "a")).unwrap();
+    let e2 = e.clone();
+    let t2 = t.clone();
+    let waiter = thread::spawn(move || {
+        let mut w = e2.begin(Isolation::RepeatableRead);
+        let r = w
+            .get(&t2, &[Datum::Int(1)], LockMode::Exclusive)
+            .unwrap()
+            .unwrap();
+        r.values[1].clone()
+    });
+    thread::sleep(Duration::from_millis(100));
+    drop(holder); // client gone: rolled back, locks released
+    assert_eq!(
+        waiter.join().unwrap(),
+        Datum::Int(0),
+        "waiter sees the rolled-back state"
+    );
+    assert_eq!(
+        e.status()
+            .iter()
+            .find(|(n, _)| *n == "Shoal_row_lock_keys")
+            .unwrap()
+            .1,
+        0
+    );
+
+    // KILL interrupts a lock wait.
+    let mut holder = e.begin(Isolation::RepeatableRead);
+    holder
+        .get(&t, &[Datum::Int(1)], LockMode::Exclusive)
+        .unwrap();
+    let mut victim = e.begin(Isolation::RepeatableRead);
+    let kill = victim.kill_handle();
+    let killer = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(100));
+        kill.kill();
+    });
+    let start = Instant::now();
+    let err = victim
+        .get(&t, &[Datum::Int(1)], LockMode::Shared)
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Interrupted), "{err}");
+    assert!(start.elapsed() < Duration::from_secs(5));
+    killer.join().unwrap();
+    // The next statement works again (KILL QUERY semantics).
+    holder.commit().unwrap();
+    assert!(victim
+        .get(&t, &[Datum::Int(1)], LockMode::Shared)
+        .unwrap()
+        .is_some());
+}
+
+#[test]
+fn concurrent_inserts_of_one_unique_value_admit_exactly_one() {
+    let (_d, e, t) = setup("uniq");
+    let n = 6;
+    let barrier = Arc::new(Barrier::new(n));
+    let handles: Vec<_> = (0..n)
+        .map(|i| {
+            let (e, t, barrier) = (e.clone(), t.clone(), barrier.clone());
+            thread::spawn(move || {
+                let mut txn = e.begin(Isolation::RepeatableRead);
+                barrier.wait();
+                // Distinct primary keys, same UNIQUE value.
+                let r = txn.insert(&t, row(100 + i as i64, 1, "same"));
+                thread::sleep(Duration::from_millis(20));
+                match r {
+                    Ok(_) => txn.commit().map(|_| true),
+                    Err(err) => Err(err),
+                }
+            })
+        })
+        .collect();
+    let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(
+        results.iter().filter(|r| r.is_ok()).count(),
+        1,
+        "{results:?}"
+    );
+    for r in results.iter().filter_map(|r| r.as_ref().err()) {
+        assert_eq!(r.to_string(), "Duplicate entry 'same' for key 'u_c'");
+    }
+    check_indexes(&e, &t);
+}
+
+#[test]
+fn group_commit_shares_fsyncs() {
+    let (_d, e, t) = setup("group");
+    assert_eq!(e.flush_log_at_trx_commit(), 1);
+    let threads = 16;
+    let per = 40;
+    let fsyncs_before = e.status_value("Innodb_data_fsyncs").unwrap();
+    let commits_before = e.status_value("Shoal_store_write_commits").unwrap();
+    let gc_waits_before = shoal_wait::count(WaitKind::GroupCommit);
+    let sync_waits_before = shoal_wait::count(WaitKind::Sync);
+    let handles: Vec<_> = (0..threads)
+        .map(|th| {
+            let (e, t) = (e.clone(), t.clone());
+            thread::spawn(move || {
+                for i in 0..per {
+                    let mut txn = e.begin(Isolation::RepeatableRead);
+                    let id = (th * 1000 + i + 1) as i64;
+                    txn.insert(&t, row(id, id, &format!("c{id}"))).unwrap();
+                    txn.commit().unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let commits = e.status_value("Shoal_store_write_commits").unwrap() - commits_before;
+    let fsyncs = e.status_value("Innodb_data_fsyncs").unwrap() - fsyncs_before;
+    assert_eq!(commits, (threads * per) as u64);
+    // AUTO_INCREMENT reservations also sync; they are rare (one per 1024 values).
+    assert!(fsyncs < commits, "fsyncs {fsyncs} commits {commits}");
+    assert!(shoal_wait::count(WaitKind::GroupCommit) > gc_waits_before);
+    assert!(shoal_wait::count(WaitKind::Sync) > sync_waits_before);
+    let mut r = e.begin(Isolation::RepeatableRead);
+    assert_eq!(
+        r.scan_pk(&t, &KeyRange::all(), LockMode::None, None)
+            .unwrap()
+            .len(),
+        threads * per
+    );
+    eprintln!("group commit: {commits} commits, {fsyncs} fsyncs");
+}

@@ -1,0 +1,572 @@
+//! Engine and transaction behaviour on a real RocksDB in a temp directory: catalog and DDL,
+//! restart, LOCK file, read-your-writes, snapshots, rollback, savepoints, uniqueness, indexes.
+
+mod common;
+use common::*;
+use shoal_store::*;
+use std::ops::Bound;
+
+#[test]
+fn catalog_ddl_and_restart_keep_data() {
+    let dir = TempDir::new("restart");
+    let t_id;
+    {
+        let e = open(dir.path());
+        e.create_database("sbtest").unwrap();
+        assert!(matches!(
+            e.create_database("sbtest"),
+            Err(StoreError::DatabaseExists(_))
+        ));
+        let t = e
+            .create_table("sbtest", sbtest_spec("sbtest1", true))
+            .unwrap();
+        t_id = t.id;
+        let err = e
+            .create_table("sbtest", sbtest_spec("sbtest1", false))
+            .unwrap_err();
+        assert_eq!((err.mysql_code(), err.sqlstate()), (1050, "42S01"));
+        let err = e.create_table("nope", sbtest_spec("x", false)).unwrap_err();
+        assert_eq!(err.mysql_code(), 1049);
+        let mut txn = e.begin(Isolation::RepeatableRead);
+        for i in 1..=100 {
+            let (_, auto) = txn
+                .insert(
+                    &t,
+                    vec![
+                        Datum::Null,
+                        Datum::Int(i % 7),
+                        Datum::text(&format!("c{i}")),
+                        Datum::Null,
+                    ],
+                )
+                .unwrap();
+            assert_eq!(auto, Some(i as u64));
+        }
+        txn.commit().unwrap();
+        // A typed table with every column kind and a composite primary key.
+        let spec = TableSpec {
+            name: "typed".into(),
+            columns: vec![
+                col("a", ColumnType::Varchar(20), false),
+                col(
+                    "b",
+                    ColumnType::Int {
+                        bytes: 8,
+                        unsigned: true,
+                    },
+                    false,
+                ),
+                col(
+                    "d",
+                    ColumnType::Decimal {
+                        precision: 10,
+                        scale: 2,
+                    },
+                    true,
+                ),
+                col("f", ColumnType::Double, true),
+                col("dt", ColumnType::DateTime, true),
+                col("day", ColumnType::Date, true),
+                col("bl", ColumnType::Blob, true),
+            ],
+            primary_key: vec!["a".into(), "b".into()],
+            indexes: vec![],
+            auto_increment_start: None,
+        };
+        let typed = e.create_table("sbtest", spec).unwrap();
+        let mut txn = e.begin(Isolation::RepeatableRead);
+        txn.insert(
+            &typed,
+            vec![
+                Datum::text("x"),
+                Datum::UInt(u64::MAX),
+                Datum::Decimal(Decimal::parse("12.5").unwrap()),
+                Datum::Double(-0.25),
+                Datum::DateTime(DateTime {
+                    date: Date {
+                        year: 2020,
+                        month: 1,
+                        day: 2,
+                    },
+                    hour: 3,
+                    minute: 4,
+                    second: 5,
+                    micro: 6,
+                }),
+                Datum::Date(Date {
+                    year: 1999,
+                    month: 12,
+                    day: 31,
+                }),
+                Datum::Bytes(vec![0, 1, 255]),
+            ],
+        )
+        .unwrap();
+        txn.commit().unwrap();
+    }
+    let e = open(dir.path());
+    assert_eq!(e.databases(), vec!["sbtest".to_string()]);
+    assert_eq!(
+        e.tables("sbtest").unwrap(),
+        vec!["sbtest1".to_string(), "typed".to_string()]
+    );
+    let t = e.table("sbtest", "sbtest1").unwrap();
+    assert_eq!(t.id, t_id);
+    assert_eq!(t.indexes.len(), 2);
+    let mut txn = e.begin(Isolation::RepeatableRead);
+    let rows = txn
+        .scan_pk(&t, &KeyRange::all(), LockMode::None, None)
+        .unwrap();
+    assert_eq!(rows.len(), 100);
+    assert_eq!(rows[41].values[2], Datum::text("c42"));
+    check_indexes(&e, &t);
+    // AUTO_INCREMENT continues after restart without reissuing.
+    let (_, auto) = txn.insert(&t, row(0, 1, "after")).unwrap();
+    assert!(auto.unwrap() > 100);
+    txn.commit().unwrap();
+    let typed = e.table("sbtest", "typed").unwrap();
+    let mut txn = e.begin(Isolation::RepeatableRead);
+    let r = txn
+        .get(
+            &typed,
+            &[Datum::text("x"), Datum::UInt(u64::MAX)],
+            LockMode::None,
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        r.values[2],
+        Datum::Decimal(Decimal {
+            unscaled: 1250,
+            scale: 2
+        })
+    );
+    assert_eq!(r.values[6], Datum::Bytes(vec![0, 1, 255]));
+    assert_eq!(
+        r.key.values(&typed).unwrap(),
+        vec![Datum::text("x"), Datum::UInt(u64::MAX)]
+    );
+    // Drop, truncate, drop database.
+    drop(txn);
+    e.truncate_table("sbtest", "sbtest1").unwrap();
+    let mut txn = e.begin(Isolation::RepeatableRead);
+    assert!(txn
+        .scan_pk(&t, &KeyRange::all(), LockMode::None, None)
+        .unwrap()
+        .is_empty());
+    let (_, auto) = txn.insert(&t, row(0, 1, "fresh")).unwrap();
+    assert_eq!(auto, Some(1), "TRUNCATE resets AUTO_INCREMENT");
+    txn.commit().unwrap();
+    e.drop_table("sbtest", "typed").unwrap();
+    assert_eq!(e.table("sbtest", "typed").unwrap_err().mysql_code(), 1146);
+    assert_eq!(e.drop_database("sbtest").unwrap(), 1);
+    assert!(e.databases().is_empty());
+}
+
+#[test]
+fn second_open_of_a_datadir_is_refused() {
+    let dir = TempDir::new("locked");
+    let e = open(dir.path());
+    match Engine::open(config(dir.path())) {
+        Err(StoreError::Locked(p)) => assert_eq!(p, dir.path()),
+        Err(other) => panic!("expected Locked, got {other}"),
+        Ok(_) => panic!("second open succeeded"),
+    }
+    drop(e);
+    // Released when the engine closes.
+    let _again = open(dir.path());
+}
+
+fn setup(tag: &str, unique_c: bool) -> (TempDir, Engine, std::sync::Arc<TableDef>) {
+    let dir = TempDir::new(tag);
+    let e = open(dir.path());
+    e.create_database("db").unwrap();
+    let t = e.create_table("db", sbtest_spec("t", unique_c)).unwrap();
+    (dir, e, t)
+}
+
+#[test]
+fn read_your_writes_snapshot_isolation_and_rollback() {
+    let (_d, e, t) = setup("rc", false);
+    let mut w = e.begin(Isolation::RepeatableRead);
+    for i in 1..=10 {
+        w.insert(&t, row(i, i * 10, "x")).unwrap();
+    }
+    w.commit().unwrap();
+
+    let mut reader = e.begin(Isolation::RepeatableRead);
+    assert_eq!(
+        reader
+            .get(&t, &[Datum::Int(3)], LockMode::None)
+            .unwrap()
+            .unwrap()
+            .values[1],
+        Datum::Int(30)
+    );
+
+    let mut w = e.begin(Isolation::RepeatableRead);
+    let key = RowKey::from_values(&t, &[Datum::Int(3)]).unwrap();
+    assert!(w.update(&t, &key, row(3, 31, "y")).unwrap());
+    w.insert(&t, row(11, 5, "new")).unwrap();
+    w.delete(&t, &RowKey::from_values(&t, &[Datum::Int(1)]).unwrap())
+        .unwrap();
+    // Read-your-writes in point reads, pk scans and index scans.
+    assert_eq!(
+        w.get(&t, &[Datum::Int(3)], LockMode::None)
+            .unwrap()
+            .unwrap()
+            .values[1],
+        Datum::Int(31)
+    );
+    assert!(w
+        .get(&t, &[Datum::Int(1)], LockMode::None)
+        .unwrap()
+        .is_none());
+    let ids: Vec<Datum> = w
+        .scan_pk(&t, &KeyRange::all(), LockMode::None, None)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.values[0].clone())
+        .collect();
+    assert_eq!(ids, (2..=11).map(Datum::Int).collect::<Vec<_>>());
+    let by_k = w
+        .scan_index(
+            &t,
+            "k_1",
+            &KeyRange::between(vec![Datum::Int(0)], vec![Datum::Int(31)]),
+            LockMode::None,
+            None,
+        )
+        .unwrap();
+    let ks: Vec<Datum> = by_k.iter().map(|r| r.values[1].clone()).collect();
+    assert_eq!(ks, vec![Datum::Int(5), Datum::Int(20), Datum::Int(31)]);
+    w.commit().unwrap();
+
+    // The older snapshot still sees the old state (REPEATABLE READ), a locking read the new one.
+    assert_eq!(
+        reader
+            .get(&t, &[Datum::Int(3)], LockMode::None)
+            .unwrap()
+            .unwrap()
+            .values[1],
+        Datum::Int(30)
+    );
+    assert!(reader
+        .get(&t, &[Datum::Int(1)], LockMode::None)
+        .unwrap()
+        .is_some());
+    assert_eq!(
+        reader
+            .scan_pk(&t, &KeyRange::all(), LockMode::None, None)
+            .unwrap()
+            .len(),
+        10
+    );
+    assert_eq!(
+        reader
+            .get(&t, &[Datum::Int(3)], LockMode::Shared)
+            .unwrap()
+            .unwrap()
+            .values[1],
+        Datum::Int(31)
+    );
+    reader.commit().unwrap();
+
+    // READ COMMITTED sees new commits at the next statement.
+    let mut rc = e.begin(Isolation::ReadCommitted);
+    rc.begin_statement();
+    assert_eq!(
+        rc.scan_pk(&t, &KeyRange::all(), LockMode::None, None)
+            .unwrap()
+            .len(),
+        10
+    );
+    let mut w = e.begin(Isolation::RepeatableRead);
+    w.insert(&t, row(50, 1, "z")).unwrap();
+    w.commit().unwrap();
+    rc.begin_statement();
+    assert_eq!(
+        rc.scan_pk(&t, &KeyRange::all(), LockMode::None, None)
+            .unwrap()
+            .len(),
+        11
+    );
+
+    // Rollback discards everything.
+    let mut w = e.begin(Isolation::RepeatableRead);
+    w.insert(&t, row(60, 1, "gone")).unwrap();
+    w.rollback();
+    assert!(!w.is_active());
+    assert!(matches!(
+        w.insert(&t, row(61, 1, "x")),
+        Err(StoreError::TxnNotActive)
+    ));
+    let mut r = e.begin(Isolation::RepeatableRead);
+    assert!(r
+        .get(&t, &[Datum::Int(60)], LockMode::None)
+        .unwrap()
+        .is_none());
+    check_indexes(&e, &t);
+}
+
+#[test]
+fn savepoints_undo_only_the_statement() {
+    let (_d, e, t) = setup("sp", true);
+    let mut txn = e.begin(Isolation::RepeatableRead);
+    txn.insert(&t, row(1, 1, "a")).unwrap();
+    let sp = txn.begin_statement();
+    txn.insert(&t, row(2, 2, "b")).unwrap();
+    txn.update(
+        &t,
+        &RowKey::from_values(&t, &[Datum::Int(1)]).unwrap(),
+        row(1, 100, "a2"),
+    )
+    .unwrap();
+    // A failing statement: duplicate on the unique key.
+    let err = txn.insert(&t, row(3, 3, "b")).unwrap_err();
+    assert_eq!(err.to_string(), "Duplicate entry 'b' for key 'u_c'");
+    assert_eq!((err.mysql_code(), err.sqlstate()), (1062, "23000"));
+    txn.rollback_to(sp);
+    assert!(txn.is_active());
+    let rows = txn
+        .scan_pk(&t, &KeyRange::all(), LockMode::None, None)
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].values, row(1, 1, "a"));
+    txn.commit().unwrap();
+    check_indexes(&e, &t);
+}
+
+#[test]
+fn duplicate_keys_unique_indexes_and_index_maintenance() {
+    let (_d, e, t) = setup("dup", true);
+    let mut txn = e.begin(Isolation::RepeatableRead);
+    txn.insert(&t, row(1, 1, "one")).unwrap();
+    txn.insert(&t, row(2, 2, "two")).unwrap();
+    // NULLs in a UNIQUE index never collide.
+    txn.insert(
+        &t,
+        vec![Datum::Int(3), Datum::Int(3), Datum::Null, Datum::Null],
+    )
+    .unwrap();
+    txn.insert(
+        &t,
+        vec![Datum::Int(4), Datum::Int(3), Datum::Null, Datum::Null],
+    )
+    .unwrap();
+    let err = txn.insert(&t, row(1, 9, "nine")).unwrap_err();
+    assert_eq!(err.to_string(), "Duplicate entry '1' for key 'PRIMARY'");
+    match txn.try_insert(&t, row(9, 9, "two")).unwrap() {
+        InsertOutcome::Duplicate {
+            key_name, existing, ..
+        } => {
+            assert_eq!(key_name, "u_c");
+            assert_eq!(existing.values[0], Datum::Int(2));
+        }
+        other => panic!("expected duplicate, got {other:?}"),
+    }
+    // Update moving the unique value onto another row's value fails; onto a free one works.
+    let k2 = RowKey::from_values(&t, &[Datum::Int(2)]).unwrap();
+    assert_eq!(
+        txn.update(&t, &k2, row(2, 2, "one"))
+            .unwrap_err()
+            .mysql_code(),
+        1062
+    );
+    assert!(txn.update(&t, &k2, row(2, 2, "deux")).unwrap());
+    // The old value is free again.
+    txn.insert(&t, row(5, 5, "two")).unwrap();
+    // Changing the primary key.
+    assert!(txn.update(&t, &k2, row(20, 7, "deux")).unwrap());
+    assert!(txn
+        .get(&t, &[Datum::Int(2)], LockMode::None)
+        .unwrap()
+        .is_none());
+    assert_eq!(
+        txn.update(
+            &t,
+            &RowKey::from_values(&t, &[Datum::Int(20)]).unwrap(),
+            row(1, 7, "x")
+        )
+        .unwrap_err()
+        .mysql_code(),
+        1062
+    );
+    // NOT NULL and type checks.
+    assert_eq!(
+        txn.insert(
+            &t,
+            vec![Datum::Int(30), Datum::Null, Datum::Null, Datum::Null]
+        )
+        .unwrap_err()
+        .mysql_code(),
+        1048
+    );
+    assert!(matches!(
+        txn.insert(
+            &t,
+            vec![Datum::Int(31), Datum::text("zz"), Datum::Null, Datum::Null]
+        ),
+        Err(StoreError::BadValue { .. })
+    ));
+    // Explicit AUTO_INCREMENT values move the counter.
+    txn.insert(&t, row(1000, 1, "big")).unwrap();
+    let (_, auto) = txn
+        .insert(
+            &t,
+            vec![Datum::Null, Datum::Int(1), Datum::Null, Datum::Null],
+        )
+        .unwrap();
+    assert_eq!(auto, Some(1001));
+    txn.commit().unwrap();
+    check_indexes(&e, &t);
+
+    // Ranges: exclusive bounds and prefix semantics on the index.
+    let mut r = e.begin(Isolation::RepeatableRead);
+    let range = KeyRange {
+        start: Bound::Excluded(vec![Datum::Int(3)]),
+        end: Bound::Excluded(vec![Datum::Int(7)]),
+    };
+    let ks: Vec<Datum> = r
+        .scan_index(&t, "k_1", &range, LockMode::None, None)
+        .unwrap()
+        .iter()
+        .map(|x| x.values[1].clone())
+        .collect();
+    assert_eq!(ks, vec![Datum::Int(5)]);
+    let limited = r
+        .scan_pk(
+            &t,
+            &KeyRange {
+                start: Bound::Included(vec![Datum::Int(2)]),
+                end: Bound::Unbounded,
+            },
+            LockMode::None,
+            Some(2),
+        )
+        .unwrap();
+    assert_eq!(
+        limited
+            .iter()
+            .map(|x| x.values[0].clone())
+            .collect::<Vec<_>>(),
+        vec![Datum::Int(3), Datum::Int(4)]
+    );
+    assert_eq!(
+        r.scan_index(&t, "nope", &KeyRange::all(), LockMode::None, None)
+            .unwrap_err()
+            .mysql_code(),
+        1091
+    );
+}
+
+#[test]
+fn create_and_drop_index_over_existing_rows_and_hidden_pk() {
+    let dir = TempDir::new("idx");
+    let e = open(dir.path());
+    e.create_database("db").unwrap();
+    let spec = TableSpec {
+        name: "nopk".into(),
+        columns: vec![col("a", INT, true), col("b", ColumnType::Varchar(10), true)],
+        primary_key: vec![],
+        indexes: vec![],
+        auto_increment_start: None,
+    };
+    let t = e.create_table("db", spec).unwrap();
+    assert!(t.has_hidden_pk());
+    let mut txn = e.begin(Isolation::RepeatableRead);
+    for i in 0..300 {
+        txn.insert(&t, vec![Datum::Int(i % 50), Datum::text(&format!("v{i}"))])
+            .unwrap();
+    }
+    // Identical rows are fine without a primary key.
+    txn.insert(&t, vec![Datum::Int(1), Datum::text("v1")])
+        .unwrap();
+    txn.commit().unwrap();
+    let t = e
+        .create_index(
+            "db",
+            "nopk",
+            IndexSpec {
+                name: "ia".into(),
+                columns: vec!["a".into()],
+                unique: false,
+            },
+        )
+        .unwrap();
+    check_indexes(&e, &t);
+    let mut r = e.begin(Isolation::RepeatableRead);
+    assert_eq!(
+        r.scan_index(
+            &t,
+            "ia",
+            &KeyRange::prefix(vec![Datum::Int(1)]),
+            LockMode::None,
+            None
+        )
+        .unwrap()
+        .len(),
+        7
+    );
+    drop(r);
+    // A UNIQUE index over duplicates fails and leaves nothing behind.
+    let err = e
+        .create_index(
+            "db",
+            "nopk",
+            IndexSpec {
+                name: "ub".into(),
+                columns: vec!["b".into()],
+                unique: true,
+            },
+        )
+        .unwrap_err();
+    assert_eq!(err.to_string(), "Duplicate entry 'v1' for key 'ub'");
+    assert!(e.table("db", "nopk").unwrap().index("ub").is_none());
+    assert_eq!(
+        e.create_index(
+            "db",
+            "nopk",
+            IndexSpec {
+                name: "ia".into(),
+                columns: vec!["b".into()],
+                unique: false
+            }
+        )
+        .unwrap_err()
+        .mysql_code(),
+        1061
+    );
+    // New writes maintain the index created after the table.
+    let mut w = e.begin(Isolation::RepeatableRead);
+    w.insert(&t, vec![Datum::Int(1), Datum::text("late")])
+        .unwrap();
+    w.commit().unwrap();
+    check_indexes(&e, &e.table("db", "nopk").unwrap());
+    let t = e.drop_index("db", "nopk", "ia").unwrap();
+    assert!(t.indexes.is_empty());
+    assert_eq!(
+        e.drop_index("db", "nopk", "ia").unwrap_err().mysql_code(),
+        1091
+    );
+}
+
+#[test]
+fn status_counters_move() {
+    let (_d, e, t) = setup("status", false);
+    let before = e.status_value("Innodb_rows_inserted").unwrap();
+    let mut txn = e.begin(Isolation::RepeatableRead);
+    txn.insert(&t, row(1, 1, "a")).unwrap();
+    txn.commit().unwrap();
+    assert_eq!(e.status_value("Innodb_rows_inserted").unwrap(), before + 1);
+    assert!(e.status_value("Handler_commit").unwrap() >= 1);
+    assert!(e.status_value("Innodb_data_fsyncs").unwrap() >= 1);
+    assert_eq!(
+        e.status_value("Shoal_block_cache_capacity").unwrap(),
+        8 << 20
+    );
+    let mut r = e.begin(Isolation::RepeatableRead);
+    r.get(&t, &[Datum::Int(1)], LockMode::None).unwrap();
+    assert!(e.status_value("Innodb_rows_read").unwrap() >= 1);
+    assert!(e.status_value("Innodb_buffer_pool_read_requests").unwrap() >= 1);
+}

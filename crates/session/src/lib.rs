@@ -7,9 +7,32 @@
 //! - typed getters used by the network layer (port, socket, max_connections, ...).
 //! - [`Server::status`] exposes the counters the network layer maintains.
 //! - [`Server::open_session`] creates the per-connection [`Session`] (a `Backend`).
+//!
+//! How it fits together: [`Server`] owns everything shared by connections — the system variable
+//! registry ([`vars::Vars`]), accounts ([`users`]), the process list (one [`ProcessEntry`] per
+//! open session, shared with the session through an `Arc` so KILL from another session can set
+//! flags and shut the victim's socket down), status counters ([`status`]) and the catalog
+//! (`shoal_sql::catalog::Catalog`, in memory until the storage crate plugs its own in through
+//! [`Server::set_catalog`]). A [`Session`] is per connection, owned by the protocol state and
+//! moved between threads between commands; it keeps its variable copy, user variables, prepared
+//! statements, current database and transaction flag, and executes statements (see `session.rs`).
 
-use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
+pub mod session;
+pub mod status;
+pub mod users;
+pub mod vars;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+pub use session::Session;
+use shoal_sql::catalog::{Catalog, MemCatalog};
+use status::StatusCounters;
+use users::Account;
+use vars::{VarValue, Vars};
 
 /// A handle the network layer gives each session so that KILL (from another session) can
 /// interrupt it: `shutdown` must make the connection's next or current socket read fail.
@@ -39,9 +62,70 @@ pub struct NetStatus {
     pub connection_errors_max_connections: AtomicU64,
 }
 
+/// Kill state of a connection.
+pub const KILL_NONE: u8 = 0;
+/// KILL QUERY: interrupt the running statement only.
+pub const KILL_QUERY: u8 = 1;
+/// KILL CONNECTION: interrupt and close.
+pub const KILL_CONNECTION: u8 = 2;
+
+/// One row of the process list, shared between the session and the server.
+pub struct ProcessEntry {
+    /// Connection id.
+    pub id: u32,
+    /// Client host (`127.0.0.1:port` style as SHOW PROCESSLIST shows it, or `localhost`).
+    pub host: String,
+    /// Mutable parts (user, db, command, info), behind a mutex (short critical sections).
+    pub info: Mutex<ProcessInfo>,
+    /// [`KILL_NONE`], [`KILL_QUERY`] or [`KILL_CONNECTION`].
+    pub kill: AtomicU8,
+    /// Whether a statement is executing right now (KILL QUERY affects only a running one).
+    pub running: AtomicBool,
+    /// Lets KILL shut the victim's socket down.
+    pub control: Arc<dyn ConnectionControl>,
+}
+
+/// The mutable columns of a process-list row.
+#[derive(Debug, Clone)]
+pub struct ProcessInfo {
+    /// Authenticated user ("unauthenticated user" before login).
+    pub user: String,
+    /// Current database.
+    pub db: Option<String>,
+    /// `Sleep`, `Query`, `Execute`, `Connect`, `Killed`, ...
+    pub command: &'static str,
+    /// When the current command (or idle period) started.
+    pub since: Instant,
+    /// State column (`executing`, `User sleep`, ``).
+    pub state: &'static str,
+    /// Statement text being executed.
+    pub text: Option<String>,
+}
+
+impl ProcessEntry {
+    /// Whether the connection was killed (KILL CONNECTION).
+    pub fn connection_killed(&self) -> bool {
+        self.kill.load(Ordering::Acquire) == KILL_CONNECTION
+    }
+
+    /// Whether the running statement should stop (KILL QUERY or KILL CONNECTION).
+    pub fn query_killed(&self) -> bool {
+        self.kill.load(Ordering::Acquire) != KILL_NONE
+    }
+}
+
 /// Server-wide state: variables, users, process list, status.
 pub struct Server {
     net: NetStatus,
+    /// System variables (definitions and global values).
+    pub vars: Vars,
+    /// Session-layer counters (Questions, Com_*, ...).
+    pub counters: StatusCounters,
+    accounts: RwLock<Vec<Account>>,
+    processes: Mutex<HashMap<u32, Arc<ProcessEntry>>>,
+    next_id: AtomicU32,
+    started: Instant,
+    catalog: RwLock<Arc<dyn Catalog>>,
 }
 
 impl Server {
@@ -49,16 +133,344 @@ impl Server {
     pub fn new() -> Arc<Server> {
         Arc::new(Server {
             net: NetStatus::default(),
+            vars: Vars::new(),
+            counters: StatusCounters::new(),
+            accounts: RwLock::new(vec![Account {
+                user: "root".into(),
+                host: "localhost".into(),
+                stage2: None,
+                super_user: true,
+            }]),
+            processes: Mutex::new(HashMap::new()),
+            next_id: AtomicU32::new(1),
+            started: Instant::now(),
+            catalog: RwLock::new(Arc::new(MemCatalog::new())),
         })
     }
 
     /// Applies a startup option (a system variable or a server option such as `root-password`).
     pub fn set_startup_option(&self, name: &str, value: &str) -> Result<(), String> {
-        Err(format!("unknown variable '{name}={value}'"))
+        let n = name.trim().to_ascii_lowercase().replace('-', "_");
+        match n.as_str() {
+            "root_password" => {
+                let mut accts = self.accounts.write().unwrap();
+                for a in accts.iter_mut().filter(|a| a.user == "root") {
+                    a.stage2 = users::stage2(value);
+                }
+                Ok(())
+            }
+            _ => self
+                .vars
+                .set_startup(&n, value)
+                .map_err(|e| format!("{e} (option '--{}={value}')", n.replace('_', "-"))),
+        }
+    }
+
+    /// Checks option combinations after all startup options were applied.
+    pub fn finish_startup(&self) -> Result<(), String> {
+        let port = self.port();
+        let admin = self.admin_port();
+        if admin != 0 && admin == port {
+            return Err(format!("admin_port ({admin}) must differ from port ({port})"));
+        }
+        let extra = self.vars.get("extra_port").as_u64() as u16;
+        if extra != 0 && (extra == port || extra == admin) {
+            return Err(format!("extra_port ({extra}) must differ from port and admin_port"));
+        }
+        Ok(())
+    }
+
+    fn uint(&self, name: &str) -> u64 {
+        self.vars.get(name).as_u64()
+    }
+
+    fn string(&self, name: &str) -> String {
+        self.vars.get(name).as_string()
+    }
+
+    /// `port`.
+    pub fn port(&self) -> u16 {
+        self.uint("port") as u16
+    }
+    /// `bind_address`.
+    pub fn bind_address(&self) -> String {
+        self.string("bind_address")
+    }
+    /// `socket` (Unix socket path; empty = none).
+    pub fn socket(&self) -> String {
+        self.string("socket")
+    }
+    /// `admin_port` (0 = disabled).
+    pub fn admin_port(&self) -> u16 {
+        self.uint("admin_port") as u16
+    }
+    /// `extra_port` (MariaDB's name for an extra one-thread-per-connection port; 0 = disabled).
+    pub fn extra_port(&self) -> u16 {
+        self.uint("extra_port") as u16
+    }
+    /// `max_connections`.
+    pub fn max_connections(&self) -> u32 {
+        self.uint("max_connections") as u32
+    }
+    /// `thread_handling` (`one-thread-per-connection` or `pool-of-threads`).
+    pub fn thread_handling(&self) -> String {
+        self.string("thread_handling")
+    }
+    /// `thread_cache_size`.
+    pub fn thread_cache_size(&self) -> u32 {
+        self.uint("thread_cache_size") as u32
+    }
+    /// Global `connect_timeout`.
+    pub fn connect_timeout(&self) -> Duration {
+        Duration::from_secs(self.uint("connect_timeout"))
+    }
+    /// Global `wait_timeout`.
+    pub fn wait_timeout(&self) -> Duration {
+        Duration::from_secs(self.uint("wait_timeout"))
+    }
+    /// Global `interactive_timeout`.
+    pub fn interactive_timeout(&self) -> Duration {
+        Duration::from_secs(self.uint("interactive_timeout"))
+    }
+    /// Global `net_read_timeout`.
+    pub fn net_read_timeout(&self) -> Duration {
+        Duration::from_secs(self.uint("net_read_timeout"))
+    }
+    /// Global `net_write_timeout`.
+    pub fn net_write_timeout(&self) -> Duration {
+        Duration::from_secs(self.uint("net_write_timeout"))
+    }
+    /// Global `max_allowed_packet`.
+    pub fn max_allowed_packet(&self) -> usize {
+        self.uint("max_allowed_packet") as usize
+    }
+    /// `datadir`.
+    pub fn datadir(&self) -> PathBuf {
+        PathBuf::from(self.string("datadir"))
+    }
+    /// The version string for the greeting (`version`).
+    pub fn version(&self) -> String {
+        self.string("version")
+    }
+    /// Time since the server state was created.
+    pub fn uptime(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// A fresh connection id (never 0).
+    pub fn next_connection_id(&self) -> u32 {
+        loop {
+            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            if id != 0 {
+                return id;
+            }
+        }
     }
 
     /// Network-layer counters.
     pub fn status(&self) -> &NetStatus {
         &self.net
+    }
+
+    /// Number of open sessions (`Threads_connected`).
+    pub fn connection_count(&self) -> u32 {
+        self.processes.lock().unwrap().len() as u32
+    }
+
+    /// Registers a connection in the process list and returns its session.
+    pub fn open_session(
+        self: &Arc<Self>,
+        id: u32,
+        host: String,
+        control: Arc<dyn ConnectionControl>,
+    ) -> Session {
+        let entry = Arc::new(ProcessEntry {
+            id,
+            host,
+            info: Mutex::new(ProcessInfo {
+                user: "unauthenticated user".into(),
+                db: None,
+                command: "Connect",
+                since: Instant::now(),
+                state: "login",
+                text: None,
+            }),
+            kill: AtomicU8::new(KILL_NONE),
+            running: AtomicBool::new(false),
+            control,
+        });
+        let n = {
+            let mut p = self.processes.lock().unwrap();
+            p.insert(id, entry.clone());
+            p.len() as u64
+        };
+        self.counters
+            .max_used_connections
+            .fetch_max(n, Ordering::Relaxed);
+        Session::new(self.clone(), entry)
+    }
+
+    pub(crate) fn unregister(&self, id: u32) {
+        self.processes.lock().unwrap().remove(&id);
+    }
+
+    /// The process-list entry of connection `id`.
+    pub fn process(&self, id: u32) -> Option<Arc<ProcessEntry>> {
+        self.processes.lock().unwrap().get(&id).cloned()
+    }
+
+    /// Snapshot of the process list, ordered by id.
+    pub fn processes(&self) -> Vec<Arc<ProcessEntry>> {
+        let mut v: Vec<Arc<ProcessEntry>> =
+            self.processes.lock().unwrap().values().cloned().collect();
+        v.sort_by_key(|p| p.id);
+        v
+    }
+
+    /// KILL [QUERY] `id`, issued by `by_user` (`is_super` may kill anyone's).
+    pub fn kill(
+        &self,
+        id: u32,
+        query_only: bool,
+        by_user: &str,
+        is_super: bool,
+    ) -> Result<(), shoal_proto::ErrorInfo> {
+        let entry = self.process(id).ok_or_else(|| {
+            shoal_proto::ErrorInfo::new(1094, "HY000", format!("Unknown thread id: {id}"))
+        })?;
+        if !is_super && entry.info.lock().unwrap().user != by_user {
+            return Err(shoal_proto::ErrorInfo::new(
+                1095,
+                "HY000",
+                format!("You are not owner of thread {id}"),
+            ));
+        }
+        if query_only {
+            if entry.running.load(Ordering::Acquire) {
+                let _ = entry.kill.compare_exchange(
+                    KILL_NONE,
+                    KILL_QUERY,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                );
+            }
+        } else {
+            entry.kill.store(KILL_CONNECTION, Ordering::Release);
+            entry.control.shutdown();
+        }
+        Ok(())
+    }
+
+    /// The catalog (databases and tables).
+    pub fn catalog(&self) -> Arc<dyn Catalog> {
+        self.catalog.read().unwrap().clone()
+    }
+
+    /// Replaces the catalog (the storage engine plugs in here at startup).
+    pub fn set_catalog(&self, catalog: Arc<dyn Catalog>) {
+        *self.catalog.write().unwrap() = catalog;
+    }
+
+    /// Registers a callback for changes of GLOBAL variables (thread pool, storage).
+    pub fn subscribe_variables(&self, f: vars::Subscriber) {
+        self.vars.subscribe(f);
+    }
+
+    /// Registers a provider of extra `SHOW STATUS` rows.
+    pub fn add_status_provider(&self, p: status::StatusProvider) {
+        self.counters.add_provider(p);
+    }
+
+    /// Finds the account for `user` connecting from `host` (most specific host pattern first:
+    /// patterns without wildcards before those with).
+    pub fn find_account(&self, user: &str, host: &str) -> Option<Account> {
+        let accts = self.accounts.read().unwrap();
+        let mut matching: Vec<&Account> = accts
+            .iter()
+            .filter(|a| a.user == user && users::host_matches(&a.host, host))
+            .collect();
+        matching.sort_by_key(|a| a.host.contains(['%', '_']));
+        matching.first().map(|a| (*a).clone())
+    }
+
+    /// CREATE USER; false if it exists already.
+    pub fn create_account(&self, user: &str, host: &str, password: &str) -> bool {
+        let mut accts = self.accounts.write().unwrap();
+        if accts
+            .iter()
+            .any(|a| a.user == user && a.host.eq_ignore_ascii_case(host))
+        {
+            return false;
+        }
+        accts.push(Account {
+            user: user.to_string(),
+            host: host.to_string(),
+            stage2: users::stage2(password),
+            super_user: false,
+        });
+        true
+    }
+
+    /// DROP USER; false if it did not exist.
+    pub fn drop_account(&self, user: &str, host: &str) -> bool {
+        let mut accts = self.accounts.write().unwrap();
+        let before = accts.len();
+        accts.retain(|a| !(a.user == user && a.host.eq_ignore_ascii_case(host)));
+        accts.len() != before
+    }
+
+    /// All `SHOW GLOBAL STATUS` rows, sorted by name (session rows are layered on top by the
+    /// session).
+    pub fn global_status(&self) -> Vec<(String, String)> {
+        let r = Ordering::Relaxed;
+        let c = &self.counters;
+        let n = &self.net;
+        let mut rows: Vec<(String, String)> = vec![
+            ("Aborted_clients", n.aborted_clients.load(r)),
+            ("Aborted_connects", n.aborted_connects.load(r)),
+            ("Bytes_received", n.bytes_received.load(r)),
+            ("Bytes_sent", n.bytes_sent.load(r)),
+            ("Connections", n.connections.load(r)),
+            (
+                "Connection_errors_max_connections",
+                n.connection_errors_max_connections.load(r),
+            ),
+            ("Max_used_connections", c.max_used_connections.load(r)),
+            ("Prepared_stmt_count", c.prepared_stmt_count.load(r)),
+            ("Queries", c.queries.load(r)),
+            ("Questions", c.questions.load(r)),
+            ("Slow_queries", c.slow_queries.load(r)),
+            ("Threads_cached", n.threads_cached.load(r)),
+            ("Threads_connected", self.connection_count() as u64),
+            ("Threads_created", n.threads_created.load(r)),
+            ("Threads_running", c.threads_running.load(r)),
+            ("Uptime", self.uptime().as_secs()),
+            ("Uptime_since_flush_status", self.uptime().as_secs()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        for (i, name) in status::COM_NAMES.iter().enumerate() {
+            rows.push((format!("Com_{name}"), c.com[i].load(r).to_string()));
+        }
+        for k in shoal_wait::WaitKind::ALL {
+            rows.push((
+                format!("Shoal_waits_{}", k.name().to_ascii_lowercase()),
+                shoal_wait::count(k).to_string(),
+            ));
+        }
+        c.provided(&mut rows);
+        rows.sort_by(|a, b| a.0.to_ascii_lowercase().cmp(&b.0.to_ascii_lowercase()));
+        rows
+    }
+
+    /// Current global value of a variable as text (for other crates).
+    pub fn variable(&self, name: &str) -> Option<String> {
+        self.vars.global(name).ok().map(|v| v.display())
+    }
+
+    /// Current global value of a variable (for other crates).
+    pub fn variable_value(&self, name: &str) -> Option<VarValue> {
+        self.vars.global(name).ok()
     }
 }

@@ -1,0 +1,125 @@
+//! Accounts and `mysql_native_password` verification.
+//!
+//! An account is `'user'@'host'` where host is a pattern (`%` and `_` wildcards, as in MySQL).
+//! We store only `SHA1(SHA1(password))` (what MySQL keeps in `mysql.user.authentication_string`),
+//! which is enough to verify the challenge-response: the client sends
+//! `token = SHA1(pw) XOR SHA1(scramble || SHA1(SHA1(pw)))`; XOR-ing the token with
+//! `SHA1(scramble || stored)` yields `SHA1(pw)`, whose SHA1 must equal `stored`.
+//!
+//! By default there is one account, `root` with an empty password, reachable from loopback only
+//! (`localhost`, `127.0.0.1`, `::1`), like a fresh mysqld install.
+
+use sha1::{Digest, Sha1};
+
+/// One account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Account {
+    /// User name (case-sensitive, as in MySQL).
+    pub user: String,
+    /// Host pattern (`%`, `localhost`, `127.0.0.1`, `10.0.%`).
+    pub host: String,
+    /// `SHA1(SHA1(password))`, or `None` for an empty password.
+    pub stage2: Option<[u8; 20]>,
+    /// Whether the account has SUPER-like rights (KILL any thread, the reserved connection slot).
+    pub super_user: bool,
+}
+
+/// `SHA1(SHA1(password))`, `None` for the empty password.
+pub fn stage2(password: &str) -> Option<[u8; 20]> {
+    if password.is_empty() {
+        return None;
+    }
+    let s1 = Sha1::digest(password.as_bytes());
+    Some(Sha1::digest(s1).into())
+}
+
+/// The token a client computes for `password` and `scramble` (used by tests and tools).
+pub fn scramble_password(scramble: &[u8], password: &str) -> Vec<u8> {
+    if password.is_empty() {
+        return Vec::new();
+    }
+    let s1 = Sha1::digest(password.as_bytes());
+    let s2 = Sha1::digest(s1);
+    let mut h = Sha1::new();
+    h.update(scramble);
+    h.update(s2);
+    let x = h.finalize();
+    s1.iter().zip(x.iter()).map(|(a, b)| a ^ b).collect()
+}
+
+/// Verifies a `mysql_native_password` response against the stored hash.
+pub fn verify_native(stored: Option<&[u8; 20]>, scramble: &[u8], response: &[u8]) -> bool {
+    match stored {
+        None => response.is_empty(),
+        Some(stage2) => {
+            if response.len() != 20 {
+                return false;
+            }
+            let mut h = Sha1::new();
+            h.update(scramble);
+            h.update(stage2);
+            let x = h.finalize();
+            let stage1: Vec<u8> = response.iter().zip(x.iter()).map(|(a, b)| a ^ b).collect();
+            let check: [u8; 20] = Sha1::digest(&stage1).into();
+            // Constant-time-ish comparison.
+            check.iter().zip(stage2.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+        }
+    }
+}
+
+/// Whether `host` matches the MySQL host pattern `pattern` (`%` any run, `_` one char,
+/// case-insensitive). `localhost` also matches loopback addresses.
+pub fn host_matches(pattern: &str, host: &str) -> bool {
+    if pattern.eq_ignore_ascii_case("localhost") {
+        return matches!(host, "localhost" | "127.0.0.1" | "::1");
+    }
+    like_match(pattern.as_bytes(), host.as_bytes())
+}
+
+fn like_match(p: &[u8], s: &[u8]) -> bool {
+    match p.first() {
+        None => s.is_empty(),
+        Some(b'%') => (0..=s.len()).any(|i| like_match(&p[1..], &s[i..])),
+        Some(b'_') => !s.is_empty() && like_match(&p[1..], &s[1..]),
+        Some(c) => {
+            !s.is_empty() && c.eq_ignore_ascii_case(&s[0]) && like_match(&p[1..], &s[1..])
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn native_password_roundtrip() {
+        let scramble = b"abcdefghij0123456789";
+        let stored = stage2("secret");
+        let token = scramble_password(scramble, "secret");
+        assert_eq!(token.len(), 20);
+        assert!(verify_native(stored.as_ref(), scramble, &token));
+        let wrong = scramble_password(scramble, "Secret");
+        assert!(!verify_native(stored.as_ref(), scramble, &wrong));
+        assert!(!verify_native(stored.as_ref(), scramble, &[]));
+        assert!(verify_native(None, scramble, &[]));
+        assert!(!verify_native(None, scramble, &token));
+    }
+
+    #[test]
+    fn known_hash() {
+        // MySQL: PASSWORD('secret') = '*14E65567ABDB5135D0CFD9A70B3032C179A49EE7'
+        let s = stage2("secret").unwrap();
+        let hex: String = s.iter().map(|b| format!("{b:02X}")).collect();
+        assert_eq!(hex, "14E65567ABDB5135D0CFD9A70B3032C179A49EE7");
+    }
+
+    #[test]
+    fn host_patterns() {
+        assert!(host_matches("%", "10.1.2.3"));
+        assert!(host_matches("localhost", "127.0.0.1"));
+        assert!(!host_matches("localhost", "10.0.0.1"));
+        assert!(host_matches("10.0.%", "10.0.3.4"));
+        assert!(!host_matches("10.0.%", "10.1.3.4"));
+        assert!(host_matches("127.0.0._", "127.0.0.1"));
+    }
+}

@@ -1,0 +1,722 @@
+//! System variables: definitions, the global store, per-session copies and change subscribers.
+//!
+//! Every variable has one [`VarDef`]: its mysqld name, type (with range or allowed values), scope
+//! (GLOBAL only, SESSION only, or both), whether it can be changed at runtime, and its compiled-in
+//! default. The registry ([`Vars`]) keeps the current GLOBAL values behind an `RwLock`; a session
+//! copies the values of every session-capable variable when it opens (MySQL semantics: a later
+//! `SET GLOBAL` does not change existing sessions) and keeps its own map ([`SessionVars`]).
+//!
+//! Values are stored normalised ([`VarValue`]): booleans as `Bool`, enums as their canonical
+//! spelling, numbers clamped into their range is *not* done silently: an out-of-range value is
+//! error 1231 (`Variable 'x' can't be set to the value of 'y'`), a wrong type 1232.
+//!
+//! Other layers (the thread pool, storage) observe `SET GLOBAL` through [`Vars::subscribe`]: the
+//! callback runs after the new value is stored, on the thread that executed the statement.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+
+/// Type and domain of a variable.
+#[derive(Debug, Clone)]
+pub enum VarType {
+    /// ON/OFF (also 1/0, TRUE/FALSE).
+    Bool,
+    /// Signed integer within `[min, max]`.
+    Int { min: i64, max: i64 },
+    /// Unsigned integer within `[min, max]`.
+    UInt { min: u64, max: u64 },
+    /// One of a fixed set of values (case-insensitive; stored in canonical spelling).
+    Enum(&'static [&'static str]),
+    /// Free text.
+    Str,
+    /// Floating point within `[min, max]`.
+    Double { min: f64, max: f64 },
+}
+
+/// Which scopes a variable exists in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Only `@@global.x`; `SET SESSION x` is error 1229.
+    Global,
+    /// Only per session; `SET GLOBAL x` is error 1228.
+    Session,
+    /// Both: sessions start from the global value.
+    Both,
+}
+
+/// A stored variable value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum VarValue {
+    /// A boolean (shown as ON/OFF by SHOW VARIABLES, 1/0 by SELECT @@x).
+    Bool(bool),
+    /// A signed integer.
+    Int(i64),
+    /// An unsigned integer.
+    UInt(u64),
+    /// Text, and enum values in canonical spelling.
+    Str(String),
+    /// A floating-point value.
+    Double(f64),
+}
+
+impl VarValue {
+    /// The text SHOW VARIABLES displays.
+    pub fn display(&self) -> String {
+        match self {
+            VarValue::Bool(b) => if *b { "ON" } else { "OFF" }.to_string(),
+            VarValue::Int(i) => i.to_string(),
+            VarValue::UInt(u) => u.to_string(),
+            VarValue::Str(s) => s.clone(),
+            VarValue::Double(d) => format!("{d:.6}"),
+        }
+    }
+
+    /// As an unsigned number (booleans 0/1, text parsed, negatives 0).
+    pub fn as_u64(&self) -> u64 {
+        match self {
+            VarValue::Bool(b) => *b as u64,
+            VarValue::Int(i) => (*i).max(0) as u64,
+            VarValue::UInt(u) => *u,
+            VarValue::Str(s) => s.parse().unwrap_or(0),
+            VarValue::Double(d) => d.max(0.0) as u64,
+        }
+    }
+
+    /// As a boolean (non-zero numbers, "ON").
+    pub fn as_bool(&self) -> bool {
+        match self {
+            VarValue::Bool(b) => *b,
+            VarValue::Str(s) => s.eq_ignore_ascii_case("on"),
+            other => other.as_u64() != 0,
+        }
+    }
+
+    /// As text (same as [`VarValue::display`]).
+    pub fn as_string(&self) -> String {
+        self.display()
+    }
+}
+
+/// The value a client assigns, before validation against the variable's type.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SetValue {
+    /// A number without a fraction.
+    Int(i128),
+    /// A number with a fraction.
+    Double(f64),
+    /// A string or bare word (`ON`, `pool-of-threads`).
+    Str(String),
+    /// `DEFAULT`: the global value (SESSION) or the compiled-in default (GLOBAL).
+    Default,
+    /// SQL NULL.
+    Null,
+}
+
+/// Errors of variable lookups and assignments, with their MySQL codes.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum VarError {
+    /// 1193.
+    #[error("Unknown system variable '{0}'")]
+    Unknown(String),
+    /// 1238.
+    #[error("Variable '{0}' is a read only variable")]
+    ReadOnly(String),
+    /// 1229.
+    #[error("Variable '{0}' is a GLOBAL variable and should be set with SET GLOBAL")]
+    GlobalOnly(String),
+    /// 1228.
+    #[error("Variable '{0}' is a SESSION variable and can't be used with SET GLOBAL")]
+    SessionOnly(String),
+    /// 1238 on read of a session-only variable as global (MySQL: 1238 with this text).
+    #[error("Variable '{0}' is a SESSION variable")]
+    NoGlobalValue(String),
+    /// 1231.
+    #[error("Variable '{0}' can't be set to the value of '{1}'")]
+    BadValue(String, String),
+    /// 1232.
+    #[error("Incorrect argument type to variable '{0}'")]
+    WrongType(String),
+}
+
+impl VarError {
+    /// MySQL error code.
+    pub fn code(&self) -> u16 {
+        match self {
+            VarError::Unknown(_) => 1193,
+            VarError::ReadOnly(_) | VarError::NoGlobalValue(_) => 1238,
+            VarError::GlobalOnly(_) => 1229,
+            VarError::SessionOnly(_) => 1228,
+            VarError::BadValue(..) => 1231,
+            VarError::WrongType(_) => 1232,
+        }
+    }
+
+    /// SQLSTATE.
+    pub fn sqlstate(&self) -> &'static str {
+        match self {
+            VarError::Unknown(_) => "HY000",
+            VarError::ReadOnly(_) | VarError::NoGlobalValue(_) => "HY000",
+            VarError::GlobalOnly(_) | VarError::SessionOnly(_) => "HY000",
+            VarError::BadValue(..) | VarError::WrongType(_) => "42000",
+        }
+    }
+}
+
+/// One variable's definition.
+#[derive(Debug, Clone)]
+pub struct VarDef {
+    /// mysqld name, lower case with underscores.
+    pub name: &'static str,
+    /// Type and domain.
+    pub ty: VarType,
+    /// Scopes it exists in.
+    pub scope: Scope,
+    /// Whether `SET` may change it at runtime (otherwise only a startup option).
+    pub dynamic: bool,
+    /// Compiled-in default.
+    pub default: VarValue,
+}
+
+/// Callback for GLOBAL changes: `(name, new value)`.
+pub type Subscriber = Box<dyn Fn(&str, &VarValue) + Send + Sync>;
+
+/// The registry: definitions and global values.
+pub struct Vars {
+    defs: HashMap<&'static str, VarDef>,
+    /// Alternative names (`tx_isolation` -> `transaction_isolation`).
+    aliases: HashMap<&'static str, &'static str>,
+    global: RwLock<HashMap<&'static str, VarValue>>,
+    subscribers: Mutex<Vec<Arc<Subscriber>>>,
+}
+
+const ISOLATION: &[&str] = &[
+    "READ-UNCOMMITTED",
+    "READ-COMMITTED",
+    "REPEATABLE-READ",
+    "SERIALIZABLE",
+];
+
+/// Default `sql_mode` (MySQL 8.0).
+pub const DEFAULT_SQL_MODE: &str = "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION";
+
+fn cpus() -> u64 {
+    std::thread::available_parallelism()
+        .map(|n| n.get() as u64)
+        .unwrap_or(1)
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".to_string())
+}
+
+/// The server version string sent in the greeting and shown by `VERSION()`.
+pub const VERSION: &str = "8.0.36-shoal";
+/// `version_comment`.
+pub const VERSION_COMMENT: &str = concat!("shoal ", env!("CARGO_PKG_VERSION"), " (MySQL-compatible, Rust)");
+
+fn defs() -> Vec<VarDef> {
+    use Scope::*;
+    use VarType::*;
+    use VarValue as V;
+    let u = |min: u64, max: u64| UInt { min, max };
+    let s = |x: &str| V::Str(x.to_string());
+    let d = |name, ty, scope, dynamic, default| VarDef {
+        name,
+        ty,
+        scope,
+        dynamic,
+        default,
+    };
+    const U32MAX: u64 = u32::MAX as u64;
+    vec![
+        d("version", Str, Global, false, s(VERSION)),
+        d("version_comment", Str, Global, false, s(VERSION_COMMENT)),
+        d("version_compile_os", Str, Global, false, s("Linux")),
+        d("version_compile_machine", Str, Global, false, s(std::env::consts::ARCH)),
+        d("protocol_version", u(0, 255), Global, false, V::UInt(10)),
+        d("license", Str, Global, false, s("MIT OR Apache-2.0")),
+        d("port", u(0, 65535), Global, false, V::UInt(3306)),
+        d("socket", Str, Global, false, s("/tmp/shoal.sock")),
+        d("bind_address", Str, Global, false, s("127.0.0.1")),
+        d("datadir", Str, Global, false, s("./shoal-data")),
+        d("hostname", Str, Global, false, s(&hostname())),
+        d("server_id", u(0, U32MAX), Global, true, V::UInt(1)),
+        d("pid_file", Str, Global, false, s("")),
+        d("log_error", Str, Global, false, s("stderr")),
+        d("tmpdir", Str, Global, false, s("/tmp")),
+        d("basedir", Str, Global, false, s("/usr/")),
+        d("max_connections", u(1, 100000), Global, true, V::UInt(151)),
+        d("max_user_connections", u(0, U32MAX), Both, true, V::UInt(0)),
+        d("max_connect_errors", u(1, u64::MAX), Global, true, V::UInt(100)),
+        d("back_log", u(1, 65535), Global, false, V::UInt(151)),
+        d(
+            "thread_handling",
+            Enum(&["one-thread-per-connection", "pool-of-threads", "no-threads"]),
+            Global,
+            false,
+            s("one-thread-per-connection"),
+        ),
+        d("thread_cache_size", u(0, 16384), Global, true, V::UInt(9)),
+        d("thread_stack", u(131072, u64::MAX), Global, false, V::UInt(1048576)),
+        d("wait_timeout", u(1, 31536000), Both, true, V::UInt(28800)),
+        d("interactive_timeout", u(1, 31536000), Both, true, V::UInt(28800)),
+        d("connect_timeout", u(2, 31536000), Global, true, V::UInt(10)),
+        d("net_read_timeout", u(1, 31536000), Both, true, V::UInt(30)),
+        d("net_write_timeout", u(1, 31536000), Both, true, V::UInt(60)),
+        d("net_buffer_length", u(1024, 1048576), Both, true, V::UInt(16384)),
+        d("net_retry_count", u(1, u64::MAX), Both, true, V::UInt(10)),
+        d("max_allowed_packet", u(1024, 1073741824), Both, true, V::UInt(67108864)),
+        d("admin_port", u(0, 65535), Global, false, V::UInt(0)),
+        d("admin_address", Str, Global, false, s("127.0.0.1")),
+        d("extra_port", u(0, 65535), Global, false, V::UInt(0)),
+        d("extra_max_connections", u(1, 100000), Global, true, V::UInt(1)),
+        d("skip_networking", Bool, Global, false, V::Bool(false)),
+        d("skip_name_resolve", Bool, Global, false, V::Bool(true)),
+        d("autocommit", Bool, Both, true, V::Bool(true)),
+        d("transaction_isolation", Enum(ISOLATION), Both, true, s("REPEATABLE-READ")),
+        d("transaction_read_only", Bool, Both, true, V::Bool(false)),
+        d("sql_mode", Str, Both, true, s(DEFAULT_SQL_MODE)),
+        d("character_set_client", Str, Both, true, s("utf8mb4")),
+        d("character_set_connection", Str, Both, true, s("utf8mb4")),
+        d("character_set_results", Str, Both, true, s("utf8mb4")),
+        d("character_set_database", Str, Both, true, s("utf8mb4")),
+        d("character_set_server", Str, Both, true, s("utf8mb4")),
+        d("character_set_system", Str, Global, false, s("utf8mb3")),
+        d("character_set_filesystem", Str, Both, true, s("binary")),
+        d("collation_connection", Str, Both, true, s("utf8mb4_general_ci")),
+        d("collation_database", Str, Both, true, s("utf8mb4_general_ci")),
+        d("collation_server", Str, Both, true, s("utf8mb4_general_ci")),
+        d("default_collation_for_utf8mb4", Str, Both, true, s("utf8mb4_general_ci")),
+        d("time_zone", Str, Both, true, s("SYSTEM")),
+        d("system_time_zone", Str, Global, false, s("UTC")),
+        d("lower_case_table_names", u(0, 2), Global, false, V::UInt(0)),
+        d("lower_case_file_system", Bool, Global, false, V::Bool(false)),
+        d("max_prepared_stmt_count", u(0, 4194304), Global, true, V::UInt(1048576)),
+        d("sql_select_limit", u(0, u64::MAX), Both, true, V::UInt(u64::MAX)),
+        d("max_execution_time", u(0, U32MAX), Both, true, V::UInt(0)),
+        d("foreign_key_checks", Bool, Both, true, V::Bool(true)),
+        d("unique_checks", Bool, Both, true, V::Bool(true)),
+        d("sql_auto_is_null", Bool, Both, true, V::Bool(false)),
+        d("sql_safe_updates", Bool, Both, true, V::Bool(false)),
+        d("sql_notes", Bool, Both, true, V::Bool(true)),
+        d("sql_warnings", Bool, Both, true, V::Bool(false)),
+        d("sql_log_bin", Bool, Session, true, V::Bool(true)),
+        d("sql_quote_show_create", Bool, Both, true, V::Bool(true)),
+        d("big_tables", Bool, Both, true, V::Bool(false)),
+        d("auto_increment_increment", u(1, 65535), Both, true, V::UInt(1)),
+        d("auto_increment_offset", u(1, 65535), Both, true, V::UInt(1)),
+        d("div_precision_increment", u(0, 30), Both, true, V::UInt(4)),
+        d("explicit_defaults_for_timestamp", Bool, Both, true, V::Bool(true)),
+        d("default_storage_engine", Str, Both, true, s("InnoDB")),
+        d("default_tmp_storage_engine", Str, Both, true, s("InnoDB")),
+        d("default_authentication_plugin", Str, Global, false, s("mysql_native_password")),
+        d("init_connect", Str, Global, true, s("")),
+        d("have_ssl", Str, Global, false, s("DISABLED")),
+        d("have_openssl", Str, Global, false, s("DISABLED")),
+        d("have_query_cache", Str, Global, false, s("NO")),
+        d("query_cache_size", u(0, u64::MAX), Global, true, V::UInt(0)),
+        d("query_cache_type", Enum(&["OFF", "ON", "DEMAND"]), Both, true, s("OFF")),
+        d("read_only", Bool, Global, true, V::Bool(false)),
+        d("super_read_only", Bool, Global, true, V::Bool(false)),
+        d("long_query_time", Double { min: 0.0, max: 31536000.0 }, Both, true, V::Double(10.0)),
+        d("slow_query_log", Bool, Global, true, V::Bool(false)),
+        d("general_log", Bool, Global, true, V::Bool(false)),
+        d("log_bin", Bool, Global, false, V::Bool(false)),
+        d("binlog_format", Enum(&["ROW", "STATEMENT", "MIXED"]), Both, true, s("ROW")),
+        d("gtid_mode", Str, Global, false, s("OFF")),
+        d("open_files_limit", u(0, u64::MAX), Global, false, V::UInt(65535)),
+        d("table_open_cache", u(1, 524288), Global, true, V::UInt(4000)),
+        d("table_definition_cache", u(400, 524288), Global, true, V::UInt(2000)),
+        d("sort_buffer_size", u(32768, u64::MAX), Both, true, V::UInt(262144)),
+        d("join_buffer_size", u(128, u64::MAX), Both, true, V::UInt(262144)),
+        d("read_buffer_size", u(8192, 2147479552), Both, true, V::UInt(131072)),
+        d("tmp_table_size", u(1024, u64::MAX), Both, true, V::UInt(16777216)),
+        d("max_heap_table_size", u(16384, u64::MAX), Both, true, V::UInt(16777216)),
+        d("key_buffer_size", u(0, u64::MAX), Global, true, V::UInt(8388608)),
+        d("performance_schema", Bool, Global, false, V::Bool(false)),
+        d("innodb_buffer_pool_size", u(5242880, u64::MAX), Global, true, V::UInt(134217728)),
+        d("innodb_flush_log_at_trx_commit", u(0, 2), Global, true, V::UInt(1)),
+        d(
+            "innodb_flush_method",
+            Enum(&["O_DIRECT", "fsync", "O_DSYNC", "O_DIRECT_NO_FSYNC"]),
+            Global,
+            false,
+            s("O_DIRECT"),
+        ),
+        d("innodb_lock_wait_timeout", u(1, 1073741824), Both, true, V::UInt(50)),
+        d("innodb_deadlock_detect", Bool, Global, true, V::Bool(true)),
+        d("innodb_file_per_table", Bool, Global, true, V::Bool(true)),
+        d("innodb_version", Str, Global, false, s("8.0.36")),
+        d("innodb_log_file_size", u(1048576, u64::MAX), Global, false, V::UInt(50331648)),
+        d("innodb_strict_mode", Bool, Both, true, V::Bool(true)),
+        d("thread_pool_size", u(1, 100000), Global, true, V::UInt(cpus())),
+        d("thread_pool_oversubscribe", u(1, 1000), Global, true, V::UInt(3)),
+        d("thread_pool_stall_limit", u(1, U32MAX), Global, true, V::UInt(500)),
+        d("thread_pool_max_threads", u(1, 65536), Global, true, V::UInt(65536)),
+        d("thread_pool_idle_timeout", u(1, U32MAX), Global, true, V::UInt(60)),
+        d("thread_pool_prio_kickup_timer", u(0, U32MAX), Global, true, V::UInt(1000)),
+        d(
+            "thread_pool_high_prio_mode",
+            Enum(&["transactions", "statements", "none"]),
+            Both,
+            true,
+            s("transactions"),
+        ),
+        d("thread_pool_high_prio_tickets", u(0, U32MAX), Both, true, V::UInt(U32MAX)),
+        d("thread_pool_dedicated_listener", Bool, Global, true, V::Bool(false)),
+        d("thread_pool_exact_stats", Bool, Global, true, V::Bool(false)),
+        d("thread_pool_priority", Enum(&["high", "low", "auto"]), Both, true, s("auto")),
+        d("timestamp", Double { min: 0.0, max: 2147483647.0 }, Session, true, V::Double(0.0)),
+        d("last_insert_id", u(0, u64::MAX), Session, true, V::UInt(0)),
+        d("insert_id", u(0, u64::MAX), Session, true, V::UInt(0)),
+        d("identity", u(0, u64::MAX), Session, true, V::UInt(0)),
+        d("pseudo_thread_id", u(0, u64::MAX), Session, true, V::UInt(0)),
+        d("warning_count", u(0, u64::MAX), Session, false, V::UInt(0)),
+        d("error_count", u(0, u64::MAX), Session, false, V::UInt(0)),
+        d("profiling", Bool, Session, true, V::Bool(false)),
+        d("session_track_schema", Bool, Both, true, V::Bool(true)),
+        d("session_track_state_change", Bool, Both, true, V::Bool(false)),
+        d("session_track_system_variables", Str, Both, true, s("time_zone,autocommit,character_set_client,character_set_results,character_set_connection")),
+        d("session_track_transaction_info", Enum(&["OFF", "STATE", "CHARACTERISTICS"]), Both, true, s("OFF")),
+        d("max_sort_length", u(4, 8388608), Both, true, V::UInt(1024)),
+        d("max_join_size", u(1, u64::MAX), Both, true, V::UInt(u64::MAX)),
+        d("group_concat_max_len", u(4, u64::MAX), Both, true, V::UInt(1024)),
+        d("old_passwords", u(0, 2), Both, true, V::UInt(0)),
+    ]
+}
+
+fn canonical_name(name: &str) -> String {
+    name.trim().to_ascii_lowercase().replace('-', "_")
+}
+
+impl Vars {
+    /// The registry with compiled-in defaults.
+    pub fn new() -> Vars {
+        let mut map = HashMap::new();
+        let mut global = HashMap::new();
+        for d in defs() {
+            if d.scope != Scope::Session {
+                global.insert(d.name, d.default.clone());
+            }
+            map.insert(d.name, d);
+        }
+        let aliases = HashMap::from([
+            ("tx_isolation", "transaction_isolation"),
+            ("tx_read_only", "transaction_read_only"),
+            ("storage_engine", "default_storage_engine"),
+        ]);
+        Vars {
+            defs: map,
+            aliases,
+            global: RwLock::new(global),
+            subscribers: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Looks up a definition by any spelling (case, dashes, aliases).
+    pub fn def(&self, name: &str) -> Option<&VarDef> {
+        let n = canonical_name(name);
+        let n = self.aliases.get(n.as_str()).copied().unwrap_or(&n);
+        self.defs.get(n)
+    }
+
+    fn def_or_err(&self, name: &str) -> Result<&VarDef, VarError> {
+        self.def(name)
+            .ok_or_else(|| VarError::Unknown(canonical_name(name)))
+    }
+
+    /// All definitions, sorted by name.
+    pub fn all(&self) -> Vec<&VarDef> {
+        let mut v: Vec<&VarDef> = self.defs.values().collect();
+        v.sort_by_key(|d| d.name);
+        v
+    }
+
+    /// Current global value.
+    pub fn global(&self, name: &str) -> Result<VarValue, VarError> {
+        let d = self.def_or_err(name)?;
+        if d.scope == Scope::Session {
+            return Err(VarError::NoGlobalValue(d.name.to_string()));
+        }
+        Ok(self.global.read().unwrap()[d.name].clone())
+    }
+
+    /// Global value of a variable known to exist (panics on a typo: for compiled-in names).
+    pub fn get(&self, name: &str) -> VarValue {
+        self.global(name).expect("known global variable")
+    }
+
+    /// Validates `value` for the variable `d` and converts it to its stored form.
+    pub fn validate(&self, d: &VarDef, value: &SetValue, global: bool) -> Result<VarValue, VarError> {
+        let name = d.name.to_string();
+        let bad = |shown: String| VarError::BadValue(name.clone(), shown);
+        match value {
+            SetValue::Default => {
+                if global || d.scope == Scope::Session {
+                    Ok(d.default.clone())
+                } else {
+                    Ok(self.global.read().unwrap()[d.name].clone())
+                }
+            }
+            SetValue::Null => match d.ty {
+                VarType::Str if d.name == "init_connect" => Ok(VarValue::Str(String::new())),
+                _ => Err(bad("NULL".into())),
+            },
+            v => match &d.ty {
+                VarType::Bool => match v {
+                    SetValue::Int(0) => Ok(VarValue::Bool(false)),
+                    SetValue::Int(1) => Ok(VarValue::Bool(true)),
+                    SetValue::Int(i) => Err(bad(i.to_string())),
+                    SetValue::Str(s) => match s.to_ascii_uppercase().as_str() {
+                        "ON" | "TRUE" | "1" => Ok(VarValue::Bool(true)),
+                        "OFF" | "FALSE" | "0" => Ok(VarValue::Bool(false)),
+                        _ => Err(bad(s.clone())),
+                    },
+                    _ => Err(VarError::WrongType(name)),
+                },
+                VarType::Int { min, max } => match v {
+                    SetValue::Int(i) if *i >= *min as i128 && *i <= *max as i128 => {
+                        Ok(VarValue::Int(*i as i64))
+                    }
+                    SetValue::Int(i) => Err(bad(i.to_string())),
+                    _ => Err(VarError::WrongType(name)),
+                },
+                VarType::UInt { min, max } => match v {
+                    SetValue::Int(i) if *i >= *min as i128 && *i <= *max as i128 => {
+                        Ok(VarValue::UInt(*i as u64))
+                    }
+                    SetValue::Int(i) => Err(bad(i.to_string())),
+                    _ => Err(VarError::WrongType(name)),
+                },
+                VarType::Double { min, max } => {
+                    let f = match v {
+                        SetValue::Int(i) => *i as f64,
+                        SetValue::Double(f) => *f,
+                        _ => return Err(VarError::WrongType(name)),
+                    };
+                    if f < *min || f > *max {
+                        return Err(bad(f.to_string()));
+                    }
+                    Ok(VarValue::Double(f))
+                }
+                VarType::Enum(choices) => match v {
+                    SetValue::Str(s) => choices
+                        .iter()
+                        .find(|c| c.eq_ignore_ascii_case(s) || c.replace('-', "_").eq_ignore_ascii_case(s))
+                        .map(|c| VarValue::Str(c.to_string()))
+                        .ok_or_else(|| bad(s.clone())),
+                    SetValue::Int(i) if *i >= 0 && (*i as usize) < choices.len() => {
+                        Ok(VarValue::Str(choices[*i as usize].to_string()))
+                    }
+                    SetValue::Int(i) => Err(bad(i.to_string())),
+                    _ => Err(VarError::WrongType(name)),
+                },
+                VarType::Str => match v {
+                    SetValue::Str(s) => Ok(VarValue::Str(s.clone())),
+                    SetValue::Int(i) => Ok(VarValue::Str(i.to_string())),
+                    _ => Err(VarError::WrongType(name)),
+                },
+            },
+        }
+    }
+
+    /// `SET GLOBAL name = value` (runtime: read-only variables are refused).
+    pub fn set_global(&self, name: &str, value: &SetValue) -> Result<(), VarError> {
+        let d = self.def_or_err(name)?;
+        if !d.dynamic {
+            return Err(VarError::ReadOnly(d.name.to_string()));
+        }
+        if d.scope == Scope::Session {
+            return Err(VarError::SessionOnly(d.name.to_string()));
+        }
+        let v = self.validate(d, value, true)?;
+        self.store_global(d.name, v);
+        Ok(())
+    }
+
+    /// Startup option: like `SET GLOBAL` but read-only variables may be set.
+    pub fn set_startup(&self, name: &str, value: &str) -> Result<(), VarError> {
+        let d = self.def_or_err(name)?;
+        if d.scope == Scope::Session {
+            return Err(VarError::SessionOnly(d.name.to_string()));
+        }
+        let sv = parse_option_value(&d.ty, value);
+        let v = self.validate(d, &sv, true)?;
+        self.store_global(d.name, v);
+        Ok(())
+    }
+
+    fn store_global(&self, name: &'static str, v: VarValue) {
+        self.global.write().unwrap().insert(name, v.clone());
+        let subs: Vec<Arc<Subscriber>> = self.subscribers.lock().unwrap().clone();
+        for s in subs {
+            s(name, &v);
+        }
+    }
+
+    /// Registers a callback run after every change of a GLOBAL value (`SET GLOBAL`, startup).
+    pub fn subscribe(&self, f: Subscriber) {
+        self.subscribers.lock().unwrap().push(Arc::new(f));
+    }
+
+    /// A session's initial copy of every session-capable variable.
+    pub fn session_copy(&self) -> SessionVars {
+        let g = self.global.read().unwrap();
+        let mut values = HashMap::new();
+        for d in self.defs.values() {
+            match d.scope {
+                Scope::Both => {
+                    values.insert(d.name, g[d.name].clone());
+                }
+                Scope::Session => {
+                    values.insert(d.name, d.default.clone());
+                }
+                Scope::Global => {}
+            }
+        }
+        SessionVars { values }
+    }
+}
+
+impl Default for Vars {
+    fn default() -> Self {
+        Vars::new()
+    }
+}
+
+/// Interprets a command-line/option-file value for a variable of type `ty`.
+fn parse_option_value(ty: &VarType, value: &str) -> SetValue {
+    let v = value.trim();
+    match ty {
+        VarType::Int { .. } | VarType::UInt { .. } => {
+            // mysqld accepts K/M/G suffixes for sizes.
+            let (num, mult) = match v.chars().last().map(|c| c.to_ascii_uppercase()) {
+                Some('K') => (&v[..v.len() - 1], 1024i128),
+                Some('M') => (&v[..v.len() - 1], 1024 * 1024),
+                Some('G') => (&v[..v.len() - 1], 1024 * 1024 * 1024),
+                _ => (v, 1),
+            };
+            match num.parse::<i128>() {
+                Ok(n) => SetValue::Int(n * mult),
+                Err(_) => SetValue::Str(v.to_string()),
+            }
+        }
+        VarType::Double { .. } => match v.parse::<f64>() {
+            Ok(f) => SetValue::Double(f),
+            Err(_) => SetValue::Str(v.to_string()),
+        },
+        VarType::Bool if v.is_empty() => SetValue::Int(1),
+        VarType::Bool => match v.parse::<i128>() {
+            Ok(n) => SetValue::Int(n),
+            Err(_) => SetValue::Str(v.to_string()),
+        },
+        _ => SetValue::Str(v.to_string()),
+    }
+}
+
+/// One session's variable values.
+#[derive(Debug, Clone)]
+pub struct SessionVars {
+    values: HashMap<&'static str, VarValue>,
+}
+
+impl SessionVars {
+    /// Session value (for GLOBAL-only variables: the global value).
+    pub fn get(&self, vars: &Vars, name: &str) -> Result<VarValue, VarError> {
+        let d = vars.def_or_err(name)?;
+        match self.values.get(d.name) {
+            Some(v) => Ok(v.clone()),
+            None => vars.global(d.name),
+        }
+    }
+
+    /// `SET [SESSION] name = value`.
+    pub fn set(&mut self, vars: &Vars, name: &str, value: &SetValue) -> Result<(), VarError> {
+        let d = vars.def_or_err(name)?;
+        if d.scope == Scope::Global {
+            if !d.dynamic {
+                return Err(VarError::ReadOnly(d.name.to_string()));
+            }
+            return Err(VarError::GlobalOnly(d.name.to_string()));
+        }
+        if !d.dynamic {
+            return Err(VarError::ReadOnly(d.name.to_string()));
+        }
+        let v = vars.validate(d, value, false)?;
+        self.values.insert(d.name, v);
+        Ok(())
+    }
+
+    /// Stores a value without validation (server-maintained session variables such as
+    /// `last_insert_id` or `warning_count`).
+    pub fn force(&mut self, name: &'static str, v: VarValue) {
+        self.values.insert(name, v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_scopes() {
+        let v = Vars::new();
+        assert_eq!(v.get("max_connections"), VarValue::UInt(151));
+        assert_eq!(v.get("MAX-CONNECTIONS"), VarValue::UInt(151));
+        assert_eq!(v.get("tx_isolation"), VarValue::Str("REPEATABLE-READ".into()));
+        assert_eq!(v.get("max_prepared_stmt_count"), VarValue::UInt(1048576));
+        let mut s = v.session_copy();
+        assert_eq!(
+            s.set(&v, "max_connections", &SetValue::Int(10)),
+            Err(VarError::GlobalOnly("max_connections".into()))
+        );
+        assert_eq!(
+            v.set_global("thread_handling", &SetValue::Str("pool-of-threads".into())),
+            Err(VarError::ReadOnly("thread_handling".into()))
+        );
+        assert_eq!(
+            v.set_global("nope", &SetValue::Int(1)).unwrap_err().code(),
+            1193
+        );
+        assert_eq!(
+            v.set_global("max_connections", &SetValue::Int(0)).unwrap_err().code(),
+            1231
+        );
+        assert_eq!(
+            v.set_global("max_connections", &SetValue::Str("x".into())).unwrap_err().code(),
+            1232
+        );
+        s.set(&v, "autocommit", &SetValue::Str("off".into())).unwrap();
+        assert_eq!(s.get(&v, "autocommit").unwrap(), VarValue::Bool(false));
+        assert_eq!(v.get("autocommit"), VarValue::Bool(true));
+    }
+
+    #[test]
+    fn session_copy_is_isolated_from_later_global_changes() {
+        let v = Vars::new();
+        let s = v.session_copy();
+        v.set_global("wait_timeout", &SetValue::Int(5)).unwrap();
+        assert_eq!(s.get(&v, "wait_timeout").unwrap(), VarValue::UInt(28800));
+        assert_eq!(v.session_copy().get(&v, "wait_timeout").unwrap(), VarValue::UInt(5));
+    }
+
+    #[test]
+    fn startup_options_and_subscribers() {
+        let v = Vars::new();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s2 = seen.clone();
+        v.subscribe(Box::new(move |n, val| {
+            s2.lock().unwrap().push((n.to_string(), val.clone()))
+        }));
+        v.set_startup("thread-handling", "pool-of-threads").unwrap();
+        v.set_startup("innodb_buffer_pool_size", "1G").unwrap();
+        assert_eq!(v.get("innodb_buffer_pool_size"), VarValue::UInt(1 << 30));
+        assert!(v.set_startup("thread_handling", "bogus").is_err());
+        v.set_global("thread_pool_size", &SetValue::Int(7)).unwrap();
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 3);
+        assert_eq!(seen[2], ("thread_pool_size".to_string(), VarValue::UInt(7)));
+    }
+}

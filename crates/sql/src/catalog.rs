@@ -1,0 +1,117 @@
+//! The storage boundary: what the SQL layer needs from a catalog and, later, from tables.
+//!
+//! Until the storage crate exists, [`MemCatalog`] keeps databases in memory (`information_schema`,
+//! `mysql`, `performance_schema` and `sys` always exist, like on a fresh mysqld). The storage crate
+//! implements [`Catalog`] over RocksDB and the server installs it at startup; the session never
+//! touches storage any other way. Table access (scan, point/range lookups, insert/update/delete,
+//! transactions) will be added to this trait family as the planner grows (next issue); the SQL
+//! layer reports `1146 Table 'db.t' doesn't exist` for any table the catalog does not know.
+
+use std::collections::BTreeSet;
+use std::sync::RwLock;
+
+/// Catalog errors, with MySQL codes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CatalogError {
+    /// 1007.
+    #[error("Can't create database '{0}'; database exists")]
+    DatabaseExists(String),
+    /// 1008.
+    #[error("Can't drop database '{0}'; database doesn't exist")]
+    NoSuchDatabase(String),
+    /// 1044-like refusal to touch a system schema.
+    #[error("Access denied for user to database '{0}'")]
+    SystemDatabase(String),
+    /// Storage failure (1030-like).
+    #[error("Got error from storage engine: {0}")]
+    Storage(String),
+}
+
+impl CatalogError {
+    /// MySQL error code.
+    pub fn code(&self) -> u16 {
+        match self {
+            CatalogError::DatabaseExists(_) => 1007,
+            CatalogError::NoSuchDatabase(_) => 1008,
+            CatalogError::SystemDatabase(_) => 1044,
+            CatalogError::Storage(_) => 1030,
+        }
+    }
+
+    /// SQLSTATE.
+    pub fn sqlstate(&self) -> &'static str {
+        match self {
+            CatalogError::SystemDatabase(_) => "42000",
+            _ => "HY000",
+        }
+    }
+}
+
+/// Databases and tables, as the SQL layer sees them.
+pub trait Catalog: Send + Sync {
+    /// Whether database `name` exists (case-sensitive, `lower_case_table_names=0`).
+    fn database_exists(&self, name: &str) -> bool;
+    /// All databases, sorted.
+    fn databases(&self) -> Vec<String>;
+    /// CREATE DATABASE.
+    fn create_database(&self, name: &str) -> Result<(), CatalogError>;
+    /// DROP DATABASE (with its tables).
+    fn drop_database(&self, name: &str) -> Result<(), CatalogError>;
+    /// Tables of `db`, sorted.
+    fn tables(&self, db: &str) -> Vec<String>;
+    /// Whether `db.table` exists.
+    fn table_exists(&self, db: &str, table: &str) -> bool;
+}
+
+/// Names of the always-present system schemas.
+pub const SYSTEM_DATABASES: &[&str] = &["information_schema", "mysql", "performance_schema", "sys"];
+
+/// In-memory catalog (no tables): used until the storage crate provides one.
+pub struct MemCatalog {
+    dbs: RwLock<BTreeSet<String>>,
+}
+
+impl MemCatalog {
+    /// Only the system schemas.
+    pub fn new() -> Self {
+        MemCatalog {
+            dbs: RwLock::new(SYSTEM_DATABASES.iter().map(|s| s.to_string()).collect()),
+        }
+    }
+}
+
+impl Default for MemCatalog {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Catalog for MemCatalog {
+    fn database_exists(&self, name: &str) -> bool {
+        self.dbs.read().unwrap().contains(name)
+    }
+    fn databases(&self) -> Vec<String> {
+        self.dbs.read().unwrap().iter().cloned().collect()
+    }
+    fn create_database(&self, name: &str) -> Result<(), CatalogError> {
+        if !self.dbs.write().unwrap().insert(name.to_string()) {
+            return Err(CatalogError::DatabaseExists(name.to_string()));
+        }
+        Ok(())
+    }
+    fn drop_database(&self, name: &str) -> Result<(), CatalogError> {
+        if SYSTEM_DATABASES.contains(&name) {
+            return Err(CatalogError::SystemDatabase(name.to_string()));
+        }
+        if !self.dbs.write().unwrap().remove(name) {
+            return Err(CatalogError::NoSuchDatabase(name.to_string()));
+        }
+        Ok(())
+    }
+    fn tables(&self, _db: &str) -> Vec<String> {
+        Vec::new()
+    }
+    fn table_exists(&self, _db: &str, _table: &str) -> bool {
+        false
+    }
+}

@@ -140,14 +140,38 @@ pub(crate) struct Inner {
     direct_reads: bool,
     datadir: PathBuf,
     /// Dropping the sender stops the background WAL syncer.
-    _stop_flusher: Mutex<Option<mpsc::Sender<()>>>,
+    stop_flusher: Mutex<Option<mpsc::Sender<()>>>,
+    /// The background WAL syncer, joined when the last `Engine` handle goes away.
+    flusher: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Live `Engine` handles (transactions hold `Inner` too, but do not count here).
+    engine_handles: std::sync::atomic::AtomicUsize,
     _lock_file: File,
 }
 
-/// The storage engine. Cheap to clone (an `Arc`); share one per server.
-#[derive(Clone)]
+/// The storage engine. Cheap to clone (an `Arc`); share one per server. When the last handle
+/// (and the last transaction) is dropped, RocksDB is closed and the LOCK file released.
 pub struct Engine {
     pub(crate) inner: Arc<Inner>,
+}
+
+impl Clone for Engine {
+    fn clone(&self) -> Engine {
+        self.inner.engine_handles.fetch_add(1, Ordering::SeqCst);
+        Engine { inner: self.inner.clone() }
+    }
+}
+
+impl Drop for Engine {
+    /// The last handle stops and joins the WAL syncer first, so that (with no transactions
+    /// left) the database is closed by the time `drop` returns and can be reopened at once.
+    fn drop(&mut self) {
+        if self.inner.engine_handles.fetch_sub(1, Ordering::SeqCst) == 1 {
+            drop(lock_mutex(&self.inner.stop_flusher).take());
+            if let Some(h) = lock_mutex(&self.inner.flusher).take() {
+                let _ = h.join();
+            }
+        }
+    }
 }
 
 fn lock_mutex<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -221,13 +245,16 @@ impl Engine {
             lock_wait_timeout_ms: AtomicU64::new(cfg.lock_wait_timeout.as_millis() as u64),
             direct_reads: direct,
             datadir: cfg.datadir.clone(),
-            _stop_flusher: Mutex::new(Some(tx)),
+            stop_flusher: Mutex::new(Some(tx)),
+            flusher: Mutex::new(None),
+            engine_handles: std::sync::atomic::AtomicUsize::new(1),
             _lock_file: lock_file,
         });
         let weak: Weak<Inner> = Arc::downgrade(&inner);
-        std::thread::Builder::new()
+        let handle = std::thread::Builder::new()
             .name("shoal-wal-sync".into())
             .spawn(move || wal_syncer(weak, rx))?;
+        *lock_mutex(&inner.flusher) = Some(handle);
         Ok(Engine { inner })
     }
 

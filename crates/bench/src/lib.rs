@@ -1,0 +1,20 @@
+//! shoal-bench: sysbench-compatible OLTP load from thousands of connections on a small
+//! tokio runtime, and the capacity-test method (stepped load to the knee, confirmation,
+//! soak with drift verdict, sweeps over server configurations, HTML/SVG/markdown reports).
+//!
+//! Layout: [`rand`] and [`workload`] re-implement sysbench's distributions and OLTP scripts;
+//! [`client`] is one connection with its prepared statements; [`engine`] runs N clients in a
+//! closed or open loop; [`sysmon`] reads /proc; [`server`] snapshots SHOW GLOBAL STATUS and the
+//! thread-pool tables; [`method`] implements run/step/soak/sweep; [`result`] is the JSON
+//! format; [`report`] renders it; [`prepare`] creates and drops the tables.
+
+pub mod client;
+pub mod engine;
+pub mod method;
+pub mod prepare;
+pub mod rand;
+pub mod report;
+pub mod result;
+pub mod server;
+pub mod sysmon;
+pub mod workload;

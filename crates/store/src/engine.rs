@@ -157,7 +157,9 @@ pub struct Engine {
 impl Clone for Engine {
     fn clone(&self) -> Engine {
         self.inner.engine_handles.fetch_add(1, Ordering::SeqCst);
-        Engine { inner: self.inner.clone() }
+        Engine {
+            inner: self.inner.clone(),
+        }
     }
 }
 

@@ -360,7 +360,9 @@ impl Transaction {
         self.writes.clear();
         self.undo.clear();
         let held = std::mem::take(&mut self.held);
-        self.inner.locks.release_all(self.id, held.iter());
+        if !held.is_empty() || self.killed.swap(false, Ordering::SeqCst) {
+            self.inner.locks.release_all(self.id, held.iter());
+        }
         self.snap = None;
         self.state = TxnState::Finished;
     }
@@ -732,7 +734,7 @@ impl Transaction {
         if limit == 0 {
             return Ok(out);
         }
-        self.scan_pk_with(table, range, lock, |r| {
+        self.scan_pk_inner(table, range, lock, limit.min(SCAN_CHUNK), |r| {
             out.push(r);
             Ok(out.len() < limit)
         })?;
@@ -745,6 +747,17 @@ impl Transaction {
         table: &TableDef,
         range: &KeyRange,
         lock: LockMode,
+        f: impl FnMut(Row) -> Result<bool>,
+    ) -> Result<()> {
+        self.scan_pk_inner(table, range, lock, SCAN_CHUNK, f)
+    }
+
+    fn scan_pk_inner(
+        &mut self,
+        table: &TableDef,
+        range: &KeyRange,
+        lock: LockMode,
+        chunk: usize,
         mut f: impl FnMut(Row) -> Result<bool>,
     ) -> Result<()> {
         self.check_active()?;
@@ -763,7 +776,7 @@ impl Transaction {
         }
         let mut cursor = from;
         loop {
-            let (entries, next) = self.merged_chunk(&cursor, &to, strength.is_none())?;
+            let (entries, next) = self.merged_chunk(&cursor, &to, strength.is_none(), chunk)?;
             for (k, v) in entries {
                 let v = match strength {
                     None => v,
@@ -802,7 +815,7 @@ impl Transaction {
         if limit == 0 {
             return Ok(out);
         }
-        self.scan_index_with(table, index, range, lock, |r| {
+        self.scan_index_inner(table, index, range, lock, limit.min(SCAN_CHUNK), |r| {
             out.push(r);
             Ok(out.len() < limit)
         })?;
@@ -817,6 +830,19 @@ impl Transaction {
         index: &str,
         range: &KeyRange,
         lock: LockMode,
+        f: impl FnMut(Row) -> Result<bool>,
+    ) -> Result<()> {
+        self.scan_index_inner(table, index, range, lock, SCAN_CHUNK, f)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn scan_index_inner(
+        &mut self,
+        table: &TableDef,
+        index: &str,
+        range: &KeyRange,
+        lock: LockMode,
+        chunk: usize,
         mut f: impl FnMut(Row) -> Result<bool>,
     ) -> Result<()> {
         self.check_active()?;
@@ -839,7 +865,7 @@ impl Transaction {
         }
         let mut cursor = from;
         loop {
-            let (entries, next) = self.merged_chunk(&cursor, &to, strength.is_none())?;
+            let (entries, next) = self.merged_chunk(&cursor, &to, strength.is_none(), chunk)?;
             for (ik, pk) in entries {
                 let dk = row_key(t.id, &pk);
                 let v = match strength {
@@ -880,16 +906,16 @@ impl Transaction {
         from: &[u8],
         to: &[u8],
         use_snapshot: bool,
+        chunk: usize,
     ) -> Result<(Vec<(Vec<u8>, Vec<u8>)>, Option<Vec<u8>>)> {
+        let chunk = chunk.max(1);
         let snap = if use_snapshot {
             self.snap.as_ref()
         } else {
             None
         };
-        let db = self
-            .inner
-            .scan_chunk(from, Some(to), snap, SCAN_CHUNK, true)?;
-        let full = db.len() == SCAN_CHUNK;
+        let db = self.inner.scan_chunk(from, Some(to), snap, chunk, true)?;
+        let full = db.len() == chunk;
         let (buf_end, next) = match (full, db.last()) {
             (true, Some((last, _))) => {
                 let mut n = last.clone();

@@ -41,6 +41,8 @@ fn no_lost_updates_under_exclusive_locks() {
                         .unwrap()
                         .unwrap();
                     let Datum::Int(k) = r.values[1] else { panic!() };
+                    // Widen the read-modify-write window so that the threads really collide.
+                    thread::sleep(Duration::from_micros(200));
                     let mut v = r.values.clone();
                     v[1] = Datum::Int(k + 1);
                     txn.update(&t, &r.key, v).unwrap();

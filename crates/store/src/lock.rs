@@ -308,3 +308,118 @@ impl State {
         false
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::thread;
+
+    const T: Duration = Duration::from_secs(10);
+
+    fn wait_for_waiters(lm: &LockManager, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while lm.lock_state().waiting.len() < n {
+            assert!(Instant::now() < deadline, "waiters never queued");
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn shared_locks_are_compatible_exclusive_are_not() {
+        let lm = LockManager::default();
+        let st = Stats::default();
+        assert_eq!(lm.acquire(1, b"k", Strength::Shared, T, &st), Ok(false));
+        assert_eq!(lm.acquire(2, b"k", Strength::Shared, T, &st), Ok(false));
+        assert_eq!(
+            lm.acquire(3, b"k", Strength::Exclusive, Duration::from_millis(20), &st),
+            Err(LockError::Timeout)
+        );
+        // The timed-out request left the queue: a new shared request is granted at once.
+        assert_eq!(lm.acquire(4, b"k", Strength::Shared, T, &st), Ok(false));
+        // Re-acquiring a held lock (same or weaker) is immediate.
+        assert_eq!(lm.acquire(1, b"k", Strength::Shared, T, &st), Ok(false));
+        for t in 1..=4 {
+            lm.release_all(t, [&b"k".to_vec()]);
+        }
+        assert_eq!(lm.locked_keys(), 0);
+    }
+
+    #[test]
+    fn three_way_cycle_is_detected_by_the_closing_requester() {
+        let lm = Arc::new(LockManager::default());
+        let st = Arc::new(Stats::default());
+        for (t, k) in [(1u64, "a"), (2, "b"), (3, "c")] {
+            lm.acquire(t, k.as_bytes(), Strength::Exclusive, T, &st)
+                .unwrap();
+        }
+        // 1 waits for b (held by 2), 2 waits for c (held by 3).
+        let h1 = {
+            let (lm, st) = (lm.clone(), st.clone());
+            thread::spawn(move || lm.acquire(1, b"b", Strength::Exclusive, T, &st))
+        };
+        wait_for_waiters(&lm, 1);
+        let h2 = {
+            let (lm, st) = (lm.clone(), st.clone());
+            thread::spawn(move || lm.acquire(2, b"c", Strength::Exclusive, T, &st))
+        };
+        wait_for_waiters(&lm, 2);
+        // 3 asking for a closes the cycle 3 -> 1 -> 2 -> 3.
+        assert_eq!(
+            lm.acquire(3, b"a", Strength::Exclusive, T, &st),
+            Err(LockError::Deadlock)
+        );
+        assert_eq!(st.deadlocks.load(Ordering::Relaxed), 1);
+        // The victim releases; 2 gets c, then releases everything; 1 gets b.
+        lm.release_all(3, [&b"c".to_vec()]);
+        assert_eq!(h2.join().unwrap(), Ok(true));
+        lm.release_all(2, [&b"b".to_vec(), &b"c".to_vec()]);
+        assert_eq!(h1.join().unwrap(), Ok(true));
+        lm.release_all(1, [&b"a".to_vec(), &b"b".to_vec()]);
+        assert_eq!(lm.locked_keys(), 0);
+    }
+
+    #[test]
+    fn two_shared_holders_upgrading_deadlock() {
+        let lm = Arc::new(LockManager::default());
+        let st = Arc::new(Stats::default());
+        lm.acquire(1, b"k", Strength::Shared, T, &st).unwrap();
+        lm.acquire(2, b"k", Strength::Shared, T, &st).unwrap();
+        let h = {
+            let (lm, st) = (lm.clone(), st.clone());
+            thread::spawn(move || lm.acquire(1, b"k", Strength::Exclusive, T, &st))
+        };
+        wait_for_waiters(&lm, 1);
+        assert_eq!(
+            lm.acquire(2, b"k", Strength::Exclusive, T, &st),
+            Err(LockError::Deadlock)
+        );
+        lm.release_all(2, [&b"k".to_vec()]);
+        assert_eq!(
+            h.join().unwrap(),
+            Ok(true),
+            "the upgrade is granted once 2 is gone"
+        );
+        // A sole holder upgrades without waiting.
+        lm.release_all(1, [&b"k".to_vec()]);
+        lm.acquire(5, b"k", Strength::Shared, T, &st).unwrap();
+        assert_eq!(lm.acquire(5, b"k", Strength::Exclusive, T, &st), Ok(false));
+    }
+
+    #[test]
+    fn interrupt_ends_a_wait_once() {
+        let lm = Arc::new(LockManager::default());
+        let st = Arc::new(Stats::default());
+        lm.acquire(1, b"k", Strength::Exclusive, T, &st).unwrap();
+        let h = {
+            let (lm, st) = (lm.clone(), st.clone());
+            thread::spawn(move || lm.acquire(2, b"k", Strength::Exclusive, T, &st))
+        };
+        wait_for_waiters(&lm, 1);
+        lm.interrupt(2);
+        assert_eq!(h.join().unwrap(), Err(LockError::Interrupted));
+        lm.release_all(1, [&b"k".to_vec()]);
+        // Consumed: the next request of 2 is granted normally.
+        assert_eq!(lm.acquire(2, b"k", Strength::Exclusive, T, &st), Ok(false));
+    }
+}

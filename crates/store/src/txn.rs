@@ -497,10 +497,12 @@ impl Transaction {
     }
 
     /// Validates and coerces a full row; fills the AUTO_INCREMENT column when it is NULL or 0.
+    /// `assign_auto`: fill a NULL/0 AUTO_INCREMENT value (INSERT); UPDATE stores values as given.
     fn prepare_row(
         &self,
         t: &TableDef,
         mut values: Vec<Datum>,
+        assign_auto: bool,
     ) -> Result<(Vec<Datum>, Option<u64>)> {
         if values.len() != t.columns.len() {
             return Err(StoreError::BadValue {
@@ -509,7 +511,7 @@ impl Transaction {
             });
         }
         let mut auto_id = None;
-        if let Some(ai) = t.auto_increment_column() {
+        if let Some(ai) = t.auto_increment_column().filter(|_| assign_auto) {
             let zero = matches!(values[ai], Datum::Null | Datum::Int(0) | Datum::UInt(0));
             if zero {
                 let id = self.inner.alloc_counter(b'A', t, 1)?;
@@ -581,7 +583,7 @@ impl Transaction {
     pub fn try_insert(&mut self, table: &TableDef, values: Vec<Datum>) -> Result<InsertOutcome> {
         self.check_active()?;
         let t = self.inner.table_by_id(table)?;
-        let (row, auto_id) = self.prepare_row(&t, values)?;
+        let (row, auto_id) = self.prepare_row(&t, values, true)?;
         let pk = match pk_of_row(&t, &row) {
             Some(pk) => {
                 let dk = row_key(t.id, &pk);
@@ -654,7 +656,7 @@ impl Transaction {
             return Ok(false);
         };
         let old = decode_row(&types, &old_v).map_err(StoreError::Corrupt)?;
-        let (row, _) = self.prepare_row(&t, new_values)?;
+        let (row, _) = self.prepare_row(&t, new_values, false)?;
         let new_pk = pk_of_row(&t, &row).unwrap_or_else(|| key.0.clone());
         let new_dk = row_key(t.id, &new_pk);
         if new_pk != key.0 {

@@ -1051,6 +1051,9 @@ impl Inner {
                         ));
                     }
                     let last = out.last().map(|(k, _)| k.clone()).unwrap_or_default();
+                    // A fresh cache-only iterator: an old one may keep per-file error state
+                    // from the miss.
+                    it = mk(true);
                     it.seek(&last);
                     if it.valid() && it.key() == Some(&last[..]) {
                         it.next();

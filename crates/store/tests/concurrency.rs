@@ -347,3 +347,58 @@ fn group_commit_shares_fsyncs() {
     );
     eprintln!("group commit: {commits} commits, {fsyncs} fsyncs");
 }
+
+#[test]
+fn locking_index_scan_rereads_and_skips_rows_that_moved() {
+    let (_d, e, t) = setup("moved");
+    let mut txn = e.begin(Isolation::RepeatableRead);
+    txn.insert(&t, row(1, 5, "a")).unwrap();
+    txn.insert(&t, row(2, 5, "b")).unwrap();
+    txn.commit().unwrap();
+    // Writer moves row 1 from k=5 to k=6 and holds its lock for a while.
+    let mut w = e.begin(Isolation::RepeatableRead);
+    assert!(w.update(&t, &key(&t, 1), row(1, 6, "a")).unwrap());
+    let (e2, t2) = (e.clone(), t.clone());
+    let scanner = thread::spawn(move || {
+        let mut s = e2.begin(Isolation::RepeatableRead);
+        let rows = s
+            .scan_index(
+                &t2,
+                "k_1",
+                &KeyRange::prefix(vec![Datum::Int(5)]),
+                LockMode::Exclusive,
+                None,
+            )
+            .unwrap();
+        rows.into_iter()
+            .map(|r| r.values[0].clone())
+            .collect::<Vec<_>>()
+    });
+    thread::sleep(Duration::from_millis(100));
+    w.commit().unwrap();
+    // Row 1 no longer has k=5 after the lock wait: only row 2 is returned.
+    assert_eq!(scanner.join().unwrap(), vec![Datum::Int(2)]);
+}
+
+#[test]
+fn serializable_plain_reads_take_shared_locks() {
+    let (_d, e, t) = setup("serial");
+    let mut txn = e.begin(Isolation::RepeatableRead);
+    txn.insert(&t, row(1, 0, "a")).unwrap();
+    txn.commit().unwrap();
+    let mut reader = e.begin(Isolation::Serializable);
+    reader
+        .get(&t, &[Datum::Int(1)], LockMode::None)
+        .unwrap()
+        .unwrap();
+    assert_eq!(reader.locks_held(), 1);
+    let mut writer = e.begin(Isolation::RepeatableRead);
+    writer.set_lock_wait_timeout(Duration::from_millis(100));
+    assert!(matches!(
+        writer.update(&t, &key(&t, 1), row(1, 1, "a")),
+        Err(StoreError::LockWaitTimeout)
+    ));
+    reader.commit().unwrap();
+    assert!(writer.update(&t, &key(&t, 1), row(1, 1, "a")).unwrap());
+    writer.commit().unwrap();
+}

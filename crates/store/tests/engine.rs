@@ -570,3 +570,29 @@ fn status_counters_move() {
     assert!(e.status_value("Innodb_rows_read").unwrap() >= 1);
     assert!(e.status_value("Innodb_buffer_pool_read_requests").unwrap() >= 1);
 }
+
+#[test]
+fn relaxed_flush_modes_do_not_fsync_per_commit() {
+    let (_d, e, t) = setup("flush2", false);
+    e.set_flush_log_at_trx_commit(2);
+    let before = e.status_value("Innodb_data_fsyncs").unwrap();
+    for i in 1..=50 {
+        let mut txn = e.begin(Isolation::RepeatableRead);
+        txn.insert(&t, row(i, i, "x")).unwrap();
+        txn.commit().unwrap();
+    }
+    let during = e.status_value("Innodb_data_fsyncs").unwrap() - before;
+    // Only the AUTO_INCREMENT reservation and at most a few background syncs.
+    assert!(during < 10, "{during} fsyncs for 50 commits");
+    e.set_flush_log_at_trx_commit(1);
+    let before = e.status_value("Innodb_data_fsyncs").unwrap();
+    for i in 51..=60 {
+        let mut txn = e.begin(Isolation::RepeatableRead);
+        txn.insert(&t, row(i, i, "x")).unwrap();
+        txn.commit().unwrap();
+    }
+    assert!(
+        e.status_value("Innodb_data_fsyncs").unwrap() - before >= 10,
+        "one sync per serial commit"
+    );
+}

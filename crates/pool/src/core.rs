@@ -240,6 +240,7 @@ impl<E, W> GroupCore<E, W> {
         let e = self.queues[q].remove(i)?;
         if e.must_run {
             self.must_run_queued -= 1;
+            self.forced_pending = self.forced_pending.min(self.must_run_queued);
         }
         Some(e)
     }
@@ -304,15 +305,16 @@ impl<E, W> GroupCore<E, W> {
         now: Instant,
     ) -> AfterPoll<E> {
         self.counters.polls_by_listener += 1;
-        if events.is_empty() {
-            return AfterPoll::Listen;
+        if !events.is_empty() {
+            self.io_since_tick = true;
         }
-        self.io_since_tick = true;
-        let was_empty = self.queued() == 0;
+        // Execute itself when the queue was empty (saves a wake-up), or when nobody is active:
+        // then the queued work is waiting for a thread the pool could not provide.
+        let may_execute = self.queued() == 0 || self.active == 0;
         for (e, p, m) in events {
             self.push(e, p, m, now);
         }
-        if was_empty && !dedicated && self.active < 1 + oversubscribe {
+        if may_execute && self.queued() > 0 && !dedicated && self.active < 1 + oversubscribe {
             let q = if self.queues[0].is_empty() { 1 } else { 0 };
             if let Some(e) = self.pop_at(q, 0) {
                 self.listener = false;
@@ -568,12 +570,15 @@ mod tests {
         );
         assert_eq!(r, AfterPoll::Execute(1));
         assert!(!g.listener && g.active == 1 && g.invariant_holds());
-        // queue not empty now: a second listener poll only queues
+        // queue not empty now and a worker is active: a second listener poll only queues
         g.become_listener();
+        g.threads += 1;
+        g.active += 1;
         let r = g.after_poll(vec![(3, Prio::High, false)], false, 0, now);
         assert_eq!(r, AfterPoll::Listen);
         assert_eq!(g.queued(), 2);
-        assert!(g.listener_wants_worker(0));
+        assert!(!g.listener_wants_worker(0), "at the cap");
+        assert!(g.listener_wants_worker(1), "below the cap");
         // dedicated listener never executes
         let mut d = G::default();
         d.threads = 1;

@@ -28,10 +28,13 @@
 //!   before [`Handler::close`] gets the connection back (no KILL/close race on a reused fd).
 //! * **Listener.** A worker that finds no work and no listener becomes the listener and blocks
 //!   in the group's epoll. After a poll it claims the connections and queues them. If the queue
-//!   was empty, `dedicated_listener` is off and the group is under its concurrency cap, it
+//!   was empty (or no worker is active, i.e. the queued work waits for a thread the pool could
+//!   not provide), `dedicated_listener` is off and the group is under its concurrency cap, it
 //!   executes the first event itself (saving a wake-up; it stops being the listener). Otherwise
 //!   it stays the listener and, if the group has fewer active workers than the cap, wakes one
-//!   idle worker (or creates one). *Deviation from MariaDB:* MariaDB's listener executes its event
+//!   idle worker (or creates one). When no worker can be had (`max_threads`) and none is active,
+//!   the listener is woken (`Poller::notify`) to run the queued work itself rather than keep
+//!   listening while the queue starves; the timer then covers for the missing listener. *Deviation from MariaDB:* MariaDB's listener executes its event
 //!   even when the group is at the cap; ours respects the cap, so `oversubscribe` really bounds
 //!   the number of running, non-waiting workers. And when the listener takes an event that puts
 //!   the group at its cap, it wakes an idle worker (if any) to become the next listener, so that

@@ -526,6 +526,13 @@ impl<H: Handler> Shared<H> {
                     self.spawn(gid, core);
                 } else if core.queued() > 0 {
                     self.log_blocked(gid);
+                    if core.listener && core.active == 0 {
+                        // No thread can be added: the listener stops listening and runs the
+                        // queued work (the timer polls for it meanwhile).
+                        if let Some(p) = self.groups[gid].poller.get() {
+                            let _ = p.notify();
+                        }
+                    }
                 }
             }
         }
@@ -655,9 +662,11 @@ impl<H: Handler> Shared<H> {
                 m.prio = Prio::High;
                 let gid = m.group;
                 let mut inner = self.groups[gid].lock();
+                // A killed lock holder must run too: closing it releases its locks.
+                let must = m.must_run;
                 inner
                     .core
-                    .push((e.clone(), Action::Kill), Prio::High, false, Instant::now());
+                    .push((e.clone(), Action::Kill), Prio::High, must, Instant::now());
                 self.after_queue(gid, &mut inner.core);
             }
             Phase::Queued => {
@@ -1054,11 +1063,11 @@ impl<H: Handler> Shared<H> {
             if m.phase == Phase::Idle && m.deadline.is_some_and(|d| d <= now) {
                 m.phase = Phase::Queued;
                 m.prio = Prio::High;
-                let gid = m.group;
+                let (gid, must) = (m.group, m.must_run);
                 let mut inner = self.groups[gid].lock();
                 inner
                     .core
-                    .push((e.clone(), Action::Timeout), Prio::High, false, now);
+                    .push((e.clone(), Action::Timeout), Prio::High, must, now);
                 self.after_queue(gid, &mut inner.core);
             }
         }

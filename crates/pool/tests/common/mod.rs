@@ -42,6 +42,8 @@ pub struct State {
     pub wait_timeout: Mutex<Option<Duration>>,
     /// Commands executed.
     pub commands: AtomicU64,
+    /// `close` calls (must equal the number of distinct closed ids: no double close).
+    pub close_calls: AtomicU64,
 }
 
 pub struct LineHandler {
@@ -215,6 +217,7 @@ impl Handler for LineHandler {
             }
             self.state.lock_cv.notify_all();
         }
+        self.state.close_calls.fetch_add(1, Ordering::SeqCst);
         self.state.closed.lock().unwrap().insert(c.id, reason);
     }
 }
@@ -242,7 +245,6 @@ impl Server {
             .expect("pool starts"),
         );
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let next_id = Arc::new(AtomicU64::new(1));
@@ -250,6 +252,7 @@ impl Server {
         let acceptor = std::thread::spawn(move || {
             while !s.load(Ordering::SeqCst) {
                 match listener.accept() {
+                    Ok(_) if s.load(Ordering::SeqCst) => break, // the wake-up connection
                     Ok((stream, _)) => {
                         stream.set_nonblocking(true).unwrap();
                         stream.set_nodelay(true).unwrap();
@@ -263,9 +266,6 @@ impl Server {
                             holds_lock: false,
                         };
                         let _ = p.add(id, conn);
-                    }
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                        std::thread::sleep(Duration::from_millis(1));
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(5)),
                 }
@@ -283,22 +283,34 @@ impl Server {
 
     /// Connects and reads the greeting; returns the client and its connection id.
     pub fn connect(&self) -> Client {
+        let mut c = self.connect_raw();
+        self.greet(&mut c);
+        c
+    }
+
+    /// Reads the greeting of a client from [`Server::connect_raw`].
+    pub fn greet(&self, c: &mut Client) {
+        let hello = c
+            .read_line()
+            .unwrap_or_else(|| panic!("no greeting; pool: {:#?}", self.stats()));
+        c.id = hello
+            .strip_prefix("hello ")
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("bad greeting {hello:?}"));
+    }
+
+    /// Connects without waiting for the greeting.
+    pub fn connect_raw(&self) -> Client {
         let stream = TcpStream::connect(self.addr).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(20)))
             .unwrap();
         stream.set_nodelay(true).unwrap();
-        let mut c = Client {
+        Client {
             reader: BufReader::new(stream.try_clone().unwrap()),
             stream,
             id: 0,
-        };
-        let hello = c.read_line().expect("greeting");
-        c.id = hello
-            .strip_prefix("hello ")
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("bad greeting {hello:?}"));
-        c
+        }
     }
 
     pub fn stats(&self) -> PoolStats {
@@ -315,6 +327,11 @@ impl Server {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    /// Connections accepted so far.
+    pub fn accepted(&self) -> u64 {
+        self.next_id.load(Ordering::SeqCst) - 1
     }
 
     pub fn close_reason(&self, id: u64) -> Option<CloseReason> {
@@ -339,16 +356,17 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(self.addr); // unblocks accept()
         if let Some(a) = self.acceptor.take() {
             let _ = a.join();
         }
         self.pool.shutdown();
-        let _ = &self.next_id;
     }
 }
 
 pub struct Client {
     pub stream: TcpStream,
+    /// Reads replies (a clone of `stream`).
     reader: BufReader<TcpStream>,
     pub id: u64,
 }

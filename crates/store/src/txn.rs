@@ -200,7 +200,8 @@ enum TxnState {
     Finished,
 }
 
-/// A transaction. Not `Sync`: one session uses it at a time. Dropping it rolls back.
+/// A transaction. `Send` (a session may move between pool threads); its methods take
+/// `&mut self`, so one thread uses it at a time. Dropping it rolls back.
 pub struct Transaction {
     /// Consistent-read snapshot (declared first: must drop before `inner`, which owns the DB).
     snap: Option<Snap>,

@@ -163,8 +163,15 @@ fn catalog_ddl_and_restart_keep_data() {
     assert!(e.databases().is_empty());
 }
 
+fn assert_send_sync<T: Send + Sync>() {}
+fn assert_send<T: Send>() {}
+
 #[test]
 fn second_open_of_a_datadir_is_refused() {
+    // Sessions move between pool threads: the handles must cross threads.
+    assert_send_sync::<Engine>();
+    assert_send::<Transaction>();
+    assert_send_sync::<KillHandle>();
     let dir = TempDir::new("locked");
     let e = open(dir.path());
     match Engine::open(config(dir.path())) {

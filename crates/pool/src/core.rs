@@ -39,6 +39,8 @@ use std::time::{Duration, Instant};
 
 use shoal_wait::WaitKind;
 
+use crate::{HighPrioMode, PrioHint};
+
 /// Queue index: high priority entries are always dequeued before low ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Prio {
@@ -140,6 +142,26 @@ pub enum AfterPoll<E> {
     Execute(E),
     /// Stay listener; the queue holds the events.
     Listen,
+}
+
+/// The queue for a connection's next event (Percona's `high_prio_mode` and tickets):
+/// `Statements` → high; `None` → low; `Transactions` → high while the session is in a
+/// transaction or holds locks and has tickets left (each high placement spends one); going low
+/// refills the tickets to `full`.
+pub fn next_priority(mode: HighPrioMode, hint: PrioHint, tickets: &mut u64, full: u64) -> Prio {
+    match mode {
+        HighPrioMode::Statements => Prio::High,
+        HighPrioMode::None => Prio::Low,
+        HighPrioMode::Transactions => {
+            if hint.must_run() && *tickets > 0 {
+                *tickets -= 1;
+                Prio::High
+            } else {
+                *tickets = full;
+                Prio::Low
+            }
+        }
+    }
 }
 
 /// The throttling interval for a group with `threads` threads (see the module doc).
@@ -641,6 +663,34 @@ mod tests {
         h.become_idle(42);
         assert_eq!(h.wake_or_create(&c, Reason::Normal), Decision::Wake(42));
         assert!(h.invariant_holds());
+    }
+
+    #[test]
+    fn priority_modes_and_tickets() {
+        let tx = PrioHint {
+            in_transaction: true,
+            holds_locks: false,
+        };
+        let plain = PrioHint::default();
+        let mut t = 2;
+        let m = HighPrioMode::Transactions;
+        assert_eq!(next_priority(m, tx, &mut t, 2), Prio::High);
+        assert_eq!(next_priority(m, tx, &mut t, 2), Prio::High);
+        assert_eq!(t, 0);
+        assert_eq!(next_priority(m, tx, &mut t, 2), Prio::Low, "tickets spent");
+        assert_eq!(t, 2, "refilled when going low");
+        assert_eq!(next_priority(m, plain, &mut t, 2), Prio::Low);
+        let mut z = 0;
+        assert_eq!(
+            next_priority(m, tx, &mut z, 0),
+            Prio::Low,
+            "0 tickets: no high queue"
+        );
+        assert_eq!(
+            next_priority(HighPrioMode::Statements, plain, &mut t, 2),
+            Prio::High
+        );
+        assert_eq!(next_priority(HighPrioMode::None, tx, &mut t, 2), Prio::Low);
     }
 
     #[test]

@@ -184,6 +184,8 @@ pub enum CloseReason {
     Shutdown,
     /// Registering the socket with epoll failed.
     PollError,
+    /// A handler call panicked (the worker survives; the connection does not).
+    Panicked,
 }
 
 /// The server side of the pool: runs connections. All methods are called on pool threads.

@@ -20,7 +20,7 @@ use hdrhistogram::Histogram;
 use polling::{Event, Events, Poller};
 use shoal_wait::{WaitKind, WaitObserver};
 
-use crate::core::{AfterPoll, CreateCtx, Decision, GroupCore, Prio, Reason};
+use crate::core::{next_priority, AfterPoll, CreateCtx, Decision, GroupCore, Prio, Reason};
 use crate::stats::{ConnState, GroupStats, Percentiles, PoolStats, QueueEntryInfo};
 use crate::{CloseReason, Config, Handler, HighPrioMode, Outcome, PoolError, PrioHint};
 
@@ -890,25 +890,36 @@ impl<H: Handler> Shared<H> {
         };
         *lock(&obs.current) = Some(e.clone());
         let h = &self.handler;
-        let result = match action {
-            Action::Kill => Err(CloseReason::Killed),
-            Action::Timeout => {
-                h.timed_out(conn);
-                Err(CloseReason::TimedOut)
+        // A panicking handler costs its connection, not the worker (whose accounting must stay
+        // right): the connection is closed with `CloseReason::Panicked`.
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let r = match action {
+                Action::Kill => Err(CloseReason::Killed),
+                Action::Timeout => {
+                    h.timed_out(conn);
+                    Err(CloseReason::TimedOut)
+                }
+                _ if killed => Err(CloseReason::Killed),
+                Action::Login => Ok(h.login(conn)),
+                Action::Event => Ok(h.handle(conn)),
+            };
+            match r {
+                Ok(Outcome::Close) => Err(CloseReason::Handler),
+                Ok(o) => Ok((o, h.priority(conn), h.idle_deadline(conn))),
+                Err(r) => Err(r),
             }
-            _ if killed => Err(CloseReason::Killed),
-            Action::Login => Ok(h.login(conn)),
-            Action::Event => Ok(h.handle(conn)),
-        };
+        }));
+        if ran.is_err() {
+            // Unwound out of a raw `wait_begin` without its `wait_end`: balance the accounting.
+            while shoal_wait::in_wait() {
+                shoal_wait::wait_end();
+            }
+        }
         *lock(&obs.current) = None;
-        let result = match result {
-            Ok(Outcome::Close) => Err(CloseReason::Handler),
-            Ok(o) => {
-                let hint = h.priority(conn);
-                let deadline = h.idle_deadline(conn);
-                self.rearm(&e, o, hint, deadline)
-            }
-            Err(r) => Err(r),
+        let result = match ran {
+            Ok(Ok((o, hint, deadline))) => self.rearm(&e, o, hint, deadline),
+            Ok(Err(r)) => Err(r),
+            Err(_) => Err(CloseReason::Panicked),
         };
         if let Err(reason) = result {
             let c = guard.take().expect("present");
@@ -936,19 +947,12 @@ impl<H: Handler> Shared<H> {
         m.deadline = deadline;
         m.must_run = hint.must_run();
         let full = self.tickets.load(Ordering::Relaxed);
-        m.prio = match self.prio_mode.load(Ordering::Relaxed) {
-            1 => Prio::High,
-            2 => Prio::Low,
-            _ => {
-                if hint.must_run() && m.tickets > 0 {
-                    m.tickets -= 1;
-                    Prio::High
-                } else {
-                    m.tickets = full;
-                    Prio::Low
-                }
-            }
+        let mode = match self.prio_mode.load(Ordering::Relaxed) {
+            1 => HighPrioMode::Statements,
+            2 => HighPrioMode::None,
+            _ => HighPrioMode::Transactions,
         };
+        m.prio = next_priority(mode, hint, &mut m.tickets, full);
         if outcome == Outcome::Yield {
             m.phase = Phase::Queued;
             let (gid, p, must) = (m.group, m.prio, m.must_run);

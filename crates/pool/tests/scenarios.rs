@@ -431,3 +431,93 @@ fn shutdown_closes_everything() {
     assert_eq!(closed.len(), 5);
     assert!(closed.values().all(|r| *r == CloseReason::Shutdown));
 }
+
+/// A live `set_stall_limit` takes effect at once: a spinner that holds the group is overtaken
+/// soon after the limit drops from 10 s to 100 ms.
+#[test]
+fn live_stall_limit_change() {
+    let mut cfg = config(1);
+    cfg.stall_limit = Duration::from_secs(10);
+    let srv = Server::start(cfg);
+    let mut spinner = srv.connect();
+    let mut fast = srv.connect();
+    spinner.send("spin 3000");
+    srv.wait_for(ms(1000), |_| {
+        srv.pool.connection_state(spinner.id) == Some(ConnState::Running)
+    });
+    fast.send("echo fast");
+    srv.wait_for(ms(1000), |s| s.groups[0].queue_low == 1);
+    std::thread::sleep(ms(200));
+    assert_eq!(
+        srv.stats().groups[0].queue_low,
+        1,
+        "still queued under a 10 s stall limit"
+    );
+    let t = Instant::now();
+    srv.pool.set_stall_limit(ms(100)).unwrap();
+    assert_eq!(fast.read_line().as_deref(), Some("fast"));
+    assert!(
+        t.elapsed() < ms(800),
+        "served {:?} after the change",
+        t.elapsed()
+    );
+    assert_eq!(spinner.read_line().as_deref(), Some("spun"));
+}
+
+/// A panicking handler loses its connection, not its worker; accounting stays right, also when
+/// it unwinds out of a reported wait.
+#[test]
+fn handler_panic_closes_only_the_connection() {
+    let srv = Server::start(config(1));
+    for cmd in ["panic", "panicinwait"] {
+        let mut c = srv.connect();
+        c.send(cmd);
+        assert_eq!(c.read_line(), None);
+        assert_eq!(srv.wait_closed(c.id, ms(2000)), Some(CloseReason::Panicked));
+    }
+    let s = srv.wait_for(ms(1000), |s| s.active() == 0);
+    assert_eq!((s.active(), s.groups[0].waiting), (0, 0), "{s:?}");
+    let mut c = srv.connect();
+    assert_eq!(c.cmd("echo alive"), "alive");
+}
+
+/// Stats: queue entries, waits by kind, percentiles, Threadpool_threads/idle_threads meaning,
+/// per-connection states.
+#[test]
+fn stats_and_connection_states() {
+    let srv = Server::start(config(1));
+    let mut a = srv.connect();
+    let mut b = srv.connect();
+    a.send("sleep 300");
+    let s = srv.wait_for(ms(1000), |_| {
+        srv.pool.connection_state(a.id) == Some(ConnState::Waiting(WaitKind::Sleep))
+    });
+    assert_eq!(s.groups[0].waiting, 1);
+    // MariaDB: idle threads = threads - active (waiting threads count as idle)
+    assert_eq!(s.idle_threads, s.threads - s.active());
+    let states = srv.pool.connection_states();
+    assert!(states.contains(&(b.id, ConnState::Idle)), "{states:?}");
+    assert_eq!(
+        srv.pool.connection_state(a.id).map(|s| s.label()),
+        Some("waiting: SLEEP".to_string())
+    );
+    assert_eq!(a.read_line().as_deref(), Some("slept"));
+    for _ in 0..10 {
+        assert_eq!(b.cmd("echo x"), "x");
+    }
+    let s = srv.stats();
+    assert_eq!(s.waits_of(WaitKind::Sleep), 1);
+    let g = &s.groups[0];
+    assert!(g.exec_time.count >= 10);
+    assert!(
+        g.exec_time.max_us >= 300_000,
+        "the sleep was an execution: {:?}",
+        g.exec_time
+    );
+    assert!(g.exec_time.p50_us < 300_000);
+    assert!(g.counters.dequeues_by_listener + g.counters.dequeues_by_worker >= 13);
+    srv.pool.reset_stats();
+    let s = srv.stats();
+    assert_eq!(s.waits_of(WaitKind::Sleep), 0);
+    assert_eq!(s.groups[0].exec_time.count, 0);
+}

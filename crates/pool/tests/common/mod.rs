@@ -115,6 +115,11 @@ impl LineHandler {
                 "ok".into()
             }
             "big" => "x".repeat(n as usize),
+            "panic" => panic!("test handler panics on purpose"),
+            "panicinwait" => {
+                shoal_wait::wait_begin(WaitKind::Sleep);
+                panic!("test handler panics inside a reported wait");
+            }
             "quit" => return None,
             _ => format!("error: unknown command {cmd}"),
         })

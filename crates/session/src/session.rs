@@ -1,41 +1,384 @@
-//! One connection's session: the `Backend` the protocol calls.
+//! One connection's session: the [`Backend`] the protocol calls, and the executor of session
+//! statements (SET, SHOW, USE, KILL, transaction control, CREATE/DROP DATABASE and USER).
+//!
+//! Life cycle: [`crate::Server::open_session`] registers a [`ProcessEntry`] and builds the
+//! session; `authenticate` checks the account (`mysql_native_password`), `max_connections` (one
+//! extra slot for a super user) and the initial database; every command is bracketed by
+//! `command_begin`/`command_end`, which maintain the process list (`Command`, `Time`, `Info`),
+//! `Threads_running`, and clear a KILL QUERY flag when the command ends; `disconnect` (or drop)
+//! unregisters. KILL from another session flips the victim's flags through the shared
+//! `ProcessEntry` and, for KILL CONNECTION, calls the network layer's `ConnectionControl::shutdown`.
+//!
+//! Statement execution: text is split (`shoal_sql::split_statements`), each statement parsed and
+//! translated by `shoal_sql`, then executed here against the server state; expressions are
+//! evaluated by `shoal_sql::eval` through the [`Ctx`] adapter, which exposes variables, user
+//! variables, parameters and session facts. Errors are `SqlError`s (code + SQLSTATE) turned into
+//! `ErrorInfo` at the seam; the last statement's diagnostics feed SHOW WARNINGS / SHOW ERRORS.
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use shoal_proto::{
-    Backend, Column, ErrorInfo, LoginRequest, PrepareOk, Response, SessionStatus,
+    Backend, Column, ColumnFlags, ColumnType, ErrorInfo, LoginRequest, OkInfo, PrepareOk,
+    Response, ResultSet, SessionStatus, Value as PValue,
 };
+use shoal_sql::ast::{SetExpr, SetTarget, ShowFilter, ShowKind, Statement, VarScope};
+use shoal_sql::eval::{eval, like, Context};
+use shoal_sql::exec::{resolve_table, ColumnInfo, QueryResult};
+use shoal_sql::plan::Prepared;
+use shoal_sql::value::{DateTime, SqlType, Value};
+use shoal_sql::{split_statements, SqlError};
 
-use crate::vars::SessionVars;
-use crate::{ProcessEntry, Server};
+use crate::status::com_index;
+use crate::vars::{Scope, SessionVars, SetValue, VarError, VarValue, DEFAULT_SQL_MODE};
+use crate::{ProcessEntry, Server, KILL_NONE, KILL_QUERY};
+
+/// COM_QUERY.
+const COM_QUERY: u8 = 0x03;
+/// COM_STMT_EXECUTE.
+const COM_STMT_EXECUTE: u8 = 0x17;
+
+/// Character sets we accept in SET NAMES / SET CHARACTER SET, with their default collation.
+const CHARSETS: &[(&str, &str, &str, u32)] = &[
+    ("utf8mb4", "utf8mb4_general_ci", "UTF-8 Unicode", 4),
+    ("utf8mb3", "utf8mb3_general_ci", "UTF-8 Unicode", 3),
+    ("utf8", "utf8mb3_general_ci", "UTF-8 Unicode", 3),
+    ("latin1", "latin1_swedish_ci", "cp1252 West European", 1),
+    ("ascii", "ascii_general_ci", "US ASCII", 1),
+    ("binary", "binary", "Binary pseudo charset", 1),
+];
+
+/// Collations: (name, charset, id, default).
+const COLLATIONS: &[(&str, &str, u32, bool)] = &[
+    ("ascii_general_ci", "ascii", 11, true),
+    ("binary", "binary", 63, true),
+    ("latin1_swedish_ci", "latin1", 8, true),
+    ("latin1_bin", "latin1", 47, false),
+    ("utf8mb3_general_ci", "utf8mb3", 33, true),
+    ("utf8mb3_bin", "utf8mb3", 83, false),
+    ("utf8mb4_general_ci", "utf8mb4", 45, false),
+    ("utf8mb4_bin", "utf8mb4", 46, false),
+    ("utf8mb4_unicode_ci", "utf8mb4", 224, false),
+    ("utf8mb4_0900_ai_ci", "utf8mb4", 255, true),
+];
+
+/// sql_mode flags MySQL 8 knows.
+const SQL_MODES: &[&str] = &[
+    "REAL_AS_FLOAT",
+    "PIPES_AS_CONCAT",
+    "ANSI_QUOTES",
+    "IGNORE_SPACE",
+    "ONLY_FULL_GROUP_BY",
+    "NO_UNSIGNED_SUBTRACTION",
+    "NO_DIR_IN_CREATE",
+    "ANSI",
+    "NO_AUTO_VALUE_ON_ZERO",
+    "NO_BACKSLASH_ESCAPES",
+    "STRICT_TRANS_TABLES",
+    "STRICT_ALL_TABLES",
+    "NO_ZERO_IN_DATE",
+    "NO_ZERO_DATE",
+    "ALLOW_INVALID_DATES",
+    "ERROR_FOR_DIVISION_BY_ZERO",
+    "TRADITIONAL",
+    "HIGH_NOT_PRECEDENCE",
+    "NO_ENGINE_SUBSTITUTION",
+    "PAD_CHAR_TO_FULL_LENGTH",
+    "TIME_TRUNCATE_FRACTIONAL",
+];
+
+/// A diagnostic of the last statement: (level, code, message).
+type Diag = (&'static str, u16, String);
 
 /// Per-connection state.
 pub struct Session {
     server: Arc<Server>,
     entry: Arc<ProcessEntry>,
+    /// This session's copy of the system variables.
     vars: SessionVars,
     /// Authenticated user name.
     user: String,
+    /// Client host (no port).
+    host: String,
+    /// Host pattern of the matched account (for CURRENT_USER()).
+    account_host: String,
+    /// Whether the account may kill anyone's threads and use the reserved connection slot.
+    is_super: bool,
     /// Whether the login set CLIENT_INTERACTIVE.
     interactive: bool,
+    /// Connection arrived on the admin/extra port: not subject to max_connections.
+    admin: bool,
+    /// Current database.
+    db: Option<String>,
     /// Whether a transaction is open.
     in_transaction: bool,
+    /// User variables, keyed by lower-case name.
+    user_vars: HashMap<String, Value>,
+    /// Prepared statements by protocol id.
+    prepared: HashMap<u32, Prepared>,
+    /// LAST_INSERT_ID().
+    last_insert_id: u64,
+    /// Diagnostics of the last statement (SHOW WARNINGS / ERRORS).
+    diag: Vec<Diag>,
+    /// Start time of the running statement (NOW()).
+    stmt_time: DateTime,
     /// Whether `disconnect` already ran.
     closed: bool,
+}
+
+fn now_datetime() -> DateTime {
+    let d = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO);
+    DateTime::from_unix(d.as_secs() as i64, d.subsec_micros())
+}
+
+fn var_to_value(v: VarValue) -> Value {
+    match v {
+        VarValue::Bool(b) => Value::Int(b as i64),
+        VarValue::Int(i) => Value::Int(i),
+        VarValue::UInt(u) => Value::UInt(u),
+        VarValue::Str(s) => Value::Str(s),
+        VarValue::Double(d) => Value::Double(d),
+    }
+}
+
+fn var_err(e: VarError) -> SqlError {
+    SqlError::other(e.code(), e.sqlstate(), e.to_string())
+}
+
+/// Converts an SQL error into the protocol's error.
+pub fn to_error_info(e: &SqlError) -> ErrorInfo {
+    ErrorInfo::new(e.code(), e.sqlstate(), e.to_string())
+}
+
+fn column_of(c: &ColumnInfo, values: &[&Value]) -> Column {
+    let (ty, flags_extra, decimals) = match c.ty {
+        SqlType::Null => (ColumnType::MYSQL_TYPE_NULL, ColumnFlags::empty(), 0),
+        SqlType::Int => (ColumnType::MYSQL_TYPE_LONGLONG, ColumnFlags::empty(), 0),
+        SqlType::UInt => (ColumnType::MYSQL_TYPE_LONGLONG, ColumnFlags::UNSIGNED_FLAG, 0),
+        SqlType::Decimal(s) => (ColumnType::MYSQL_TYPE_NEWDECIMAL, ColumnFlags::empty(), s),
+        SqlType::Double => (ColumnType::MYSQL_TYPE_DOUBLE, ColumnFlags::empty(), 31),
+        SqlType::Str => (ColumnType::MYSQL_TYPE_VAR_STRING, ColumnFlags::empty(), 31),
+        SqlType::Date => (ColumnType::MYSQL_TYPE_DATE, ColumnFlags::BINARY_FLAG, 0),
+        SqlType::DateTime => (ColumnType::MYSQL_TYPE_DATETIME, ColumnFlags::BINARY_FLAG, 0),
+    };
+    let mut col = Column::expr(c.name.clone(), ty);
+    col.flags |= flags_extra;
+    col.decimals = decimals;
+    let maxlen = values
+        .iter()
+        .filter_map(|v| v.to_text())
+        .map(|s| s.chars().count())
+        .max()
+        .unwrap_or(0) as u32;
+    col.column_length = match c.ty {
+        SqlType::Str => maxlen.max(1) * 4,
+        SqlType::Date => 10,
+        SqlType::DateTime => 19,
+        SqlType::Null => 0,
+        _ => maxlen.max(1),
+    };
+    if c.ty == SqlType::Str {
+        col.decimals = 31;
+    }
+    if matches!(c.ty, SqlType::Date | SqlType::DateTime) {
+        col.charset = 63;
+    }
+    col
+}
+
+fn to_proto_value(v: Value) -> PValue {
+    match v {
+        Value::Null => PValue::NULL,
+        Value::Int(i) => PValue::Int(i),
+        Value::UInt(u) => PValue::UInt(u),
+        Value::Double(d) => PValue::Double(d),
+        Value::Decimal(d) => PValue::Bytes(d.to_string().into_bytes()),
+        Value::Str(s) => PValue::Bytes(s.into_bytes()),
+        Value::Date(d) | Value::DateTime(d) => PValue::Date(
+            d.year, d.month, d.day, d.hour, d.minute, d.second, d.micro,
+        ),
+    }
+}
+
+fn from_proto_value(v: &PValue) -> Value {
+    match v {
+        PValue::NULL => Value::Null,
+        PValue::Bytes(b) => Value::Str(String::from_utf8_lossy(b).into_owned()),
+        PValue::Int(i) => Value::Int(*i),
+        PValue::UInt(u) => Value::UInt(*u),
+        PValue::Float(f) => Value::Double(*f as f64),
+        PValue::Double(d) => Value::Double(*d),
+        PValue::Date(y, m, d, h, mi, s, us) => Value::DateTime(DateTime {
+            year: *y,
+            month: *m,
+            day: *d,
+            hour: *h,
+            minute: *mi,
+            second: *s,
+            micro: *us,
+        }),
+        PValue::Time(neg, days, h, m, s, us) => {
+            let hours = *days * 24 + *h as u32;
+            let mut t = format!("{}{hours:02}:{m:02}:{s:02}", if *neg { "-" } else { "" });
+            if *us != 0 {
+                t.push_str(&format!(".{us:06}"));
+            }
+            Value::Str(t)
+        }
+    }
+}
+
+/// Converts a materialised result into the protocol's result set.
+pub fn to_result_set(r: QueryResult, warnings: u16) -> ResultSet {
+    let columns: Vec<Column> = r
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let vals: Vec<&Value> = r.rows.iter().map(|row| &row[i]).collect();
+            column_of(c, &vals)
+        })
+        .collect();
+    let rows = r
+        .rows
+        .into_iter()
+        .map(|row| row.into_iter().map(to_proto_value).collect())
+        .collect();
+    ResultSet {
+        columns,
+        rows,
+        warnings,
+    }
+}
+
+/// A text-only result (SHOW statements): every column VAR_STRING unless the value says otherwise.
+fn text_result(names: &[&str], rows: Vec<Vec<Value>>) -> QueryResult {
+    let columns = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| ColumnInfo {
+            name: n.to_string(),
+            ty: rows
+                .iter()
+                .map(|r| r[i].sql_type())
+                .find(|t| *t != SqlType::Null)
+                .unwrap_or(SqlType::Str),
+        })
+        .collect();
+    QueryResult { columns, rows }
+}
+
+fn ok(affected: u64) -> Response {
+    Response::Ok(OkInfo {
+        affected_rows: affected,
+        ..OkInfo::default()
+    })
+}
+
+/// Evaluation context: a session plus the statement's parameters and current row.
+pub struct Ctx<'a> {
+    s: &'a mut Session,
+    params: &'a [Value],
+    row: Option<(&'a [&'a str], &'a [Value])>,
+}
+
+impl Context for Ctx<'_> {
+    fn system_var(&mut self, scope: VarScope, name: &str) -> Result<Value, SqlError> {
+        self.s.read_var(scope, name)
+    }
+    fn user_var(&self, name: &str) -> Value {
+        self.s
+            .user_vars
+            .get(&name.to_ascii_lowercase())
+            .cloned()
+            .unwrap_or(Value::Null)
+    }
+    fn set_user_var(&mut self, name: &str, v: Value) {
+        self.s.user_vars.insert(name.to_ascii_lowercase(), v);
+    }
+    fn param(&self, i: usize) -> Result<Value, SqlError> {
+        self.params
+            .get(i)
+            .cloned()
+            .ok_or_else(|| SqlError::WrongArguments("mysqld_stmt_execute".into()))
+    }
+    fn column(&self, name: &str) -> Result<Value, SqlError> {
+        if let Some((names, vals)) = self.row {
+            if let Some(i) = names.iter().position(|n| n.eq_ignore_ascii_case(name)) {
+                return Ok(vals[i].clone());
+            }
+        }
+        Err(SqlError::UnknownColumn(
+            name.to_string(),
+            if self.row.is_some() { "where clause" } else { "field list" }.into(),
+        ))
+    }
+    fn database(&self) -> Option<String> {
+        self.s.db.clone()
+    }
+    fn user(&self) -> String {
+        format!("{}@{}", self.s.user, self.s.host)
+    }
+    fn current_user(&self) -> String {
+        format!("{}@{}", self.s.user, self.s.account_host)
+    }
+    fn connection_id(&self) -> u64 {
+        self.s.entry.id as u64
+    }
+    fn last_insert_id(&self) -> u64 {
+        self.s.last_insert_id
+    }
+    fn set_last_insert_id(&mut self, v: u64) {
+        self.s.last_insert_id = v;
+    }
+    fn now(&self) -> DateTime {
+        self.s.stmt_time
+    }
+    fn version(&self) -> String {
+        self.s.server.version()
+    }
+    fn killed(&self) -> bool {
+        self.s.entry.query_killed()
+    }
+    fn div_precision(&self) -> u32 {
+        self.s
+            .vars
+            .get(&self.s.server.vars, "div_precision_increment")
+            .map(|v| v.as_u64() as u32)
+            .unwrap_or(4)
+    }
 }
 
 impl Session {
     pub(crate) fn new(server: Arc<Server>, entry: Arc<ProcessEntry>) -> Session {
         let vars = server.vars.session_copy();
+        let host = entry
+            .host
+            .rsplit_once(':')
+            .map(|(h, _)| h.trim_matches(['[', ']']).to_string())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| entry.host.clone());
         Session {
             server,
             entry,
             vars,
             user: String::new(),
+            host,
+            account_host: String::new(),
+            is_super: false,
             interactive: false,
+            admin: false,
+            db: None,
             in_transaction: false,
+            user_vars: HashMap::new(),
+            prepared: HashMap::new(),
+            last_insert_id: 0,
+            diag: Vec::new(),
+            stmt_time: now_datetime(),
             closed: false,
         }
     }
@@ -43,6 +386,12 @@ impl Session {
     /// Connection id.
     pub fn id(&self) -> u32 {
         self.entry.id
+    }
+
+    /// Marks the connection as arriving on the admin/extra port (exempt from
+    /// `max_connections`).
+    pub fn set_admin(&mut self, admin: bool) {
+        self.admin = admin;
     }
 
     /// How long the connection may stay idle: `wait_timeout`, or `interactive_timeout` for an
@@ -61,59 +410,1033 @@ impl Session {
         )
     }
 
+    /// The session's `net_read_timeout`.
+    pub fn net_read_timeout(&self) -> Duration {
+        Duration::from_secs(self.var_u64("net_read_timeout", 30))
+    }
+
+    /// The session's `net_write_timeout`.
+    pub fn net_write_timeout(&self) -> Duration {
+        Duration::from_secs(self.var_u64("net_write_timeout", 60))
+    }
+
+    fn var_u64(&self, name: &str, default: u64) -> u64 {
+        self.vars
+            .get(&self.server.vars, name)
+            .map(|v| v.as_u64())
+            .unwrap_or(default)
+    }
+
     /// Whether the connection was killed (KILL CONNECTION): the network layer closes it.
     pub fn killed(&self) -> bool {
         self.entry.connection_killed()
     }
+
+    /// Whether the running statement was interrupted (KILL QUERY or KILL CONNECTION).
+    pub fn query_killed(&self) -> bool {
+        self.entry.query_killed()
+    }
+
+    /// The session's value of a system variable, as text (for the network layer and pool).
+    pub fn variable(&self, name: &str) -> Option<String> {
+        self.vars
+            .get(&self.server.vars, name)
+            .ok()
+            .map(|v| v.display())
+    }
+
+    /// Current database.
+    pub fn database(&self) -> Option<&str> {
+        self.db.as_deref()
+    }
+
+    /// Authenticated user.
+    pub fn user(&self) -> &str {
+        &self.user
+    }
+
+    fn autocommit(&self) -> bool {
+        self.vars
+            .get(&self.server.vars, "autocommit")
+            .map(|v| v.as_bool())
+            .unwrap_or(true)
+    }
+
+    fn read_var(&mut self, scope: VarScope, name: &str) -> Result<Value, SqlError> {
+        let vars = &self.server.vars;
+        let def = vars
+            .def(name)
+            .ok_or_else(|| var_err(VarError::Unknown(name.to_string())))?;
+        let lname = def.name;
+        match scope {
+            VarScope::Global => return vars.global(lname).map(var_to_value).map_err(var_err),
+            VarScope::Session if def.scope == Scope::Global => {
+                return Err(SqlError::other(
+                    1238,
+                    "HY000",
+                    format!("Variable '{lname}' is a GLOBAL variable"),
+                ))
+            }
+            _ => {}
+        }
+        Ok(match lname {
+            "warning_count" => Value::UInt(
+                self.diag.iter().filter(|d| d.0 != "Error").count() as u64,
+            ),
+            "error_count" => Value::UInt(self.diag.iter().filter(|d| d.0 == "Error").count() as u64),
+            "last_insert_id" | "identity" => Value::UInt(self.last_insert_id),
+            "timestamp" => Value::Double(self.stmt_time.to_unix() as f64),
+            "pseudo_thread_id" => Value::UInt(self.entry.id as u64),
+            _ => var_to_value(self.vars.get(vars, lname).map_err(var_err)?),
+        })
+    }
+
+    fn ctx<'a>(&'a mut self, params: &'a [Value]) -> Ctx<'a> {
+        Ctx {
+            s: self,
+            params,
+            row: None,
+        }
+    }
+
+    fn set_process_text(&self, text: Option<&str>) {
+        let mut info = self.entry.info.lock().unwrap();
+        info.text = text.map(|t| t.to_string());
+        info.state = if text.is_some() { "executing" } else { "" };
+    }
+
+    /// Runs one statement and records its diagnostics.
+    fn run(&mut self, stmt: &Statement, params: &[Value]) -> Result<Response, SqlError> {
+        self.stmt_time = now_datetime();
+        let diagnostic = matches!(stmt, Statement::Show(ShowKind::Warnings | ShowKind::Errors, _));
+        if !diagnostic {
+            self.diag.clear();
+        }
+        let com = match stmt.com_name() {
+            "drop_table_if_exists" => "drop_table",
+            other => other,
+        };
+        self.server.counters.com[com_index(com)].fetch_add(1, Ordering::Relaxed);
+        self.server.counters.queries.fetch_add(1, Ordering::Relaxed);
+        let r = self.execute_statement(stmt, params);
+        let r = match r {
+            Ok(resp) => {
+                // A statement other than a lone SLEEP() interrupted by KILL QUERY reports 1317.
+                let lone_sleep = matches!(stmt, Statement::Select(s) if s.items.len() == 1
+                    && matches!(&s.items[0].expr, shoal_sql::ast::Expr::Function(n, _) if n == "SLEEP"));
+                if self.entry.kill.load(Ordering::Acquire) != KILL_NONE && !lone_sleep {
+                    Err(SqlError::Interrupted)
+                } else {
+                    Ok(resp)
+                }
+            }
+            Err(e) => Err(e),
+        };
+        match r {
+            Ok(mut resp) => {
+                let w = self.diag.iter().filter(|d| d.0 != "Error").count() as u16;
+                match &mut resp {
+                    Response::Ok(o) => o.warnings = w,
+                    Response::Rows(rs) => rs.warnings = w,
+                }
+                Ok(resp)
+            }
+            Err(e) => {
+                self.diag = vec![("Error", e.code(), e.to_string())];
+                Err(e)
+            }
+        }
+    }
+
+    fn warn(&mut self, code: u16, msg: String) {
+        self.diag.push(("Note", code, msg));
+    }
+
+    fn execute_statement(&mut self, stmt: &Statement, params: &[Value]) -> Result<Response, SqlError> {
+        match stmt {
+            Statement::Select(sel) => {
+                let catalog = self.server.catalog();
+                let mut ctx = self.ctx(params);
+                let r = shoal_sql::exec::select(sel, &mut ctx, catalog.as_ref())?;
+                Ok(Response::Rows(to_result_set(r, 0)))
+            }
+            Statement::Do(exprs) => {
+                let mut ctx = self.ctx(params);
+                for e in exprs {
+                    eval(e, &mut ctx)?;
+                }
+                Ok(ok(0))
+            }
+            Statement::Set(assignments) => {
+                for (target, value) in assignments {
+                    self.assign(target, value, params)?;
+                }
+                Ok(ok(0))
+            }
+            Statement::SetNames(cs, coll) => {
+                let (cs, default_coll) = self.charset(cs.as_deref())?;
+                let coll = match coll {
+                    Some(c) => {
+                        let found = COLLATIONS
+                            .iter()
+                            .find(|x| x.0.eq_ignore_ascii_case(c))
+                            .ok_or_else(|| {
+                                SqlError::other(1273, "HY000", format!("Unknown collation: '{c}'"))
+                            })?;
+                        if !found.1.eq_ignore_ascii_case(&cs) && !(cs == "utf8" && found.1 == "utf8mb3") {
+                            return Err(SqlError::other(
+                                1253,
+                                "42000",
+                                format!("COLLATION '{}' is not valid for CHARACTER SET '{cs}'", found.0),
+                            ));
+                        }
+                        found.0.to_string()
+                    }
+                    None => default_coll,
+                };
+                let vars = &self.server.vars;
+                for n in ["character_set_client", "character_set_connection", "character_set_results"] {
+                    self.vars
+                        .set(vars, n, &SetValue::Str(cs.clone()))
+                        .map_err(var_err)?;
+                }
+                self.vars
+                    .set(vars, "collation_connection", &SetValue::Str(coll))
+                    .map_err(var_err)?;
+                Ok(ok(0))
+            }
+            Statement::SetCharset(cs) => {
+                let (cs, _) = self.charset(cs.as_deref())?;
+                let vars = &self.server.vars;
+                for n in ["character_set_client", "character_set_results"] {
+                    self.vars
+                        .set(vars, n, &SetValue::Str(cs.clone()))
+                        .map_err(var_err)?;
+                }
+                let db_cs = self
+                    .vars
+                    .get(vars, "character_set_database")
+                    .map_err(var_err)?
+                    .display();
+                self.vars
+                    .set(vars, "character_set_connection", &SetValue::Str(db_cs))
+                    .map_err(var_err)?;
+                Ok(ok(0))
+            }
+            Statement::SetTransaction(scope, level, ro) => {
+                if self.in_transaction && scope.is_none() {
+                    return Err(SqlError::other(
+                        1568,
+                        "25001",
+                        "Transaction characteristics can't be changed while a transaction is in progress",
+                    ));
+                }
+                let global = *scope == Some(VarScope::Global);
+                if let Some(l) = level {
+                    self.set_system(global, "transaction_isolation", SetValue::Str(l.clone()))?;
+                }
+                if let Some(r) = ro {
+                    self.set_system(global, "transaction_read_only", SetValue::Int(*r as i128))?;
+                }
+                Ok(ok(0))
+            }
+            Statement::Use(db) => {
+                self.use_db(db)?;
+                Ok(ok(0))
+            }
+            Statement::Show(kind, filter) => self.show(kind, filter),
+            Statement::Kill(id, query_only) => {
+                let v = eval(id, &mut self.ctx(params))?;
+                let id = v.to_i128().unwrap_or(-1);
+                if id < 0 || id > u32::MAX as i128 {
+                    return Err(SqlError::other(1094, "HY000", format!("Unknown thread id: {id}")));
+                }
+                self.server
+                    .kill(id as u32, *query_only, &self.user, self.is_super)
+                    .map_err(|e| SqlError::other(e.code, "HY000", e.message))?;
+                Ok(ok(0))
+            }
+            Statement::CreateDatabase(name, if_not_exists) => {
+                check_db_name(name)?;
+                let catalog = self.server.catalog();
+                match catalog.create_database(name) {
+                    Ok(()) => Ok(ok(1)),
+                    Err(e) if *if_not_exists && e.code() == 1007 => {
+                        self.warn(1007, e.to_string());
+                        Ok(ok(0))
+                    }
+                    Err(e) => Err(e.into()),
+                }
+            }
+            Statement::DropDatabase(name, if_exists) => {
+                let catalog = self.server.catalog();
+                let tables = catalog.tables(name).len() as u64;
+                match catalog.drop_database(name) {
+                    Ok(()) => {
+                        if self.db.as_deref() == Some(name.as_str()) {
+                            self.db = None;
+                            self.entry.info.lock().unwrap().db = None;
+                        }
+                        Ok(ok(tables))
+                    }
+                    Err(e) if *if_exists && e.code() == 1008 => {
+                        self.warn(1008, e.to_string());
+                        Ok(ok(0))
+                    }
+                    Err(e) => Err(e.into()),
+                }
+            }
+            Statement::Begin => {
+                // BEGIN inside a transaction commits it first (implicit commit).
+                self.in_transaction = true;
+                Ok(ok(0))
+            }
+            Statement::Commit | Statement::Rollback => {
+                self.in_transaction = false;
+                Ok(ok(0))
+            }
+            Statement::CreateUser(users, if_not_exists) => {
+                self.require_super("CREATE USER")?;
+                for (u, h, pw) in users {
+                    if !self.server.create_account(u, h, pw) {
+                        if *if_not_exists {
+                            self.warn(3163, format!("Authorization ID '{u}'@'{h}' already exists."));
+                        } else {
+                            return Err(SqlError::other(
+                                1396,
+                                "HY000",
+                                format!("Operation CREATE USER failed for '{u}'@'{h}'"),
+                            ));
+                        }
+                    }
+                }
+                Ok(ok(0))
+            }
+            Statement::DropUser(users, if_exists) => {
+                self.require_super("CREATE USER")?;
+                for (u, h) in users {
+                    if !self.server.drop_account(u, h) {
+                        if *if_exists {
+                            self.warn(3162, format!("Authorization ID '{u}'@'{h}' does not exist."));
+                        } else {
+                            return Err(SqlError::other(
+                                1396,
+                                "HY000",
+                                format!("Operation DROP USER failed for '{u}'@'{h}'"),
+                            ));
+                        }
+                    }
+                }
+                Ok(ok(0))
+            }
+            Statement::TableStatement(kind, tables) => self.table_statement(kind, tables),
+        }
+    }
+
+    fn table_statement(
+        &mut self,
+        kind: &str,
+        tables: &[shoal_sql::ast::TableName],
+    ) -> Result<Response, SqlError> {
+        let catalog = self.server.catalog();
+        let ctx_db = self.db.clone();
+        let resolve = |t: &shoal_sql::ast::TableName| -> Result<(String, String), SqlError> {
+            match &t.db {
+                Some(d) => Ok((d.clone(), t.name.clone())),
+                None => Ok((ctx_db.clone().ok_or(SqlError::NoDatabase)?, t.name.clone())),
+            }
+        };
+        match kind {
+            "drop_table" | "drop_table_if_exists" => {
+                let mut missing = Vec::new();
+                for t in tables {
+                    let (db, name) = resolve(t)?;
+                    if !catalog.table_exists(&db, &name) {
+                        missing.push(format!("{db}.{name}"));
+                    }
+                }
+                if missing.len() < tables.len() {
+                    return Err(SqlError::Unsupported("DROP TABLE (storage engine not connected)".into()));
+                }
+                if kind == "drop_table" {
+                    return Err(SqlError::other(
+                        1051,
+                        "42S02",
+                        format!("Unknown table '{}'", missing.join(",")),
+                    ));
+                }
+                for m in missing {
+                    self.warn(1051, format!("Unknown table '{m}'"));
+                }
+                Ok(ok(0))
+            }
+            "create_table" => {
+                let (db, _) = resolve(&tables[0])?;
+                if !catalog.database_exists(&db) {
+                    return Err(SqlError::UnknownDatabase(db));
+                }
+                Err(SqlError::Unsupported("CREATE TABLE (storage engine not connected)".into()))
+            }
+            "truncate" => Err(SqlError::Unsupported("TRUNCATE (storage engine not connected)".into())),
+            _ => {
+                for t in tables {
+                    let (db, name) = resolve(t)?;
+                    if !catalog.table_exists(&db, &name) {
+                        return Err(SqlError::NoSuchTable(db, name));
+                    }
+                }
+                Err(SqlError::Unsupported(format!(
+                    "{} (storage engine not connected)",
+                    kind.to_ascii_uppercase()
+                )))
+            }
+        }
+    }
+
+    fn require_super(&self, what: &str) -> Result<(), SqlError> {
+        if self.is_super {
+            Ok(())
+        } else {
+            Err(SqlError::other(
+                1227,
+                "42000",
+                format!("Access denied; you need (at least one of) the {what} privilege(s) for this operation"),
+            ))
+        }
+    }
+
+    fn charset(&self, cs: Option<&str>) -> Result<(String, String), SqlError> {
+        let cs = match cs {
+            Some(c) => c.to_string(),
+            None => "utf8mb4".to_string(),
+        };
+        let found = CHARSETS
+            .iter()
+            .find(|x| x.0.eq_ignore_ascii_case(&cs))
+            .ok_or_else(|| SqlError::other(1115, "42000", format!("Unknown character set: '{cs}'")))?;
+        let name = if found.0 == "utf8" { "utf8mb3" } else { found.0 };
+        let coll = if found.0 == "utf8mb4" {
+            "utf8mb4_general_ci"
+        } else {
+            found.1
+        };
+        Ok((name.to_string(), coll.to_string()))
+    }
+
+    fn use_db(&mut self, db: &str) -> Result<(), SqlError> {
+        if !self.server.catalog().database_exists(db) {
+            return Err(SqlError::UnknownDatabase(db.to_string()));
+        }
+        self.db = Some(db.to_string());
+        self.entry.info.lock().unwrap().db = Some(db.to_string());
+        Ok(())
+    }
+
+    fn set_value(&mut self, v: &SetExpr, params: &[Value]) -> Result<SetValue, SqlError> {
+        Ok(match v {
+            SetExpr::Default => SetValue::Default,
+            SetExpr::Word(w) => SetValue::Str(w.clone()),
+            SetExpr::Expr(e) => match eval(e, &mut self.ctx(params))? {
+                Value::Null => SetValue::Null,
+                Value::Int(i) => SetValue::Int(i as i128),
+                Value::UInt(u) => SetValue::Int(u as i128),
+                Value::Decimal(d) => {
+                    if d.mant % 10i128.pow(d.scale) == 0 {
+                        SetValue::Int(d.trunc())
+                    } else {
+                        SetValue::Double(d.to_f64())
+                    }
+                }
+                Value::Double(d) => SetValue::Double(d),
+                other => SetValue::Str(other.to_text().unwrap_or_default()),
+            },
+        })
+    }
+
+    fn set_system(&mut self, global: bool, name: &str, value: SetValue) -> Result<(), SqlError> {
+        let vars = &self.server.vars;
+        let def = vars
+            .def(name)
+            .ok_or_else(|| var_err(VarError::Unknown(name.to_string())))?;
+        let canonical = def.name;
+        let value = if canonical == "sql_mode" {
+            normalize_sql_mode(&value)?
+        } else {
+            value
+        };
+        if global {
+            if canonical != "sql_mode" || true {
+                self.require_super_for_global()?;
+            }
+            return vars.set_global(canonical, &value).map_err(var_err);
+        }
+        match canonical {
+            "last_insert_id" | "identity" => {
+                if let SetValue::Int(i) = value {
+                    self.last_insert_id = i.clamp(0, u64::MAX as i128) as u64;
+                    return Ok(());
+                }
+                return Err(var_err(VarError::WrongType(canonical.to_string())));
+            }
+            "autocommit" => {
+                let was = self.autocommit();
+                self.vars.set(vars, canonical, &value).map_err(var_err)?;
+                // Turning autocommit on commits an open transaction.
+                if !was && self.autocommit() {
+                    self.in_transaction = false;
+                }
+                return Ok(());
+            }
+            _ => {}
+        }
+        self.vars.set(vars, canonical, &value).map_err(var_err)
+    }
+
+    fn require_super_for_global(&self) -> Result<(), SqlError> {
+        if self.is_super {
+            Ok(())
+        } else {
+            Err(SqlError::other(
+                1227,
+                "42000",
+                "Access denied; you need (at least one of) the SUPER or SYSTEM_VARIABLES_ADMIN privilege(s) for this operation",
+            ))
+        }
+    }
+
+    fn assign(&mut self, target: &SetTarget, value: &SetExpr, params: &[Value]) -> Result<(), SqlError> {
+        match target {
+            SetTarget::User(n) => {
+                let v = match value {
+                    SetExpr::Expr(e) => eval(e, &mut self.ctx(params))?,
+                    SetExpr::Word(w) => {
+                        return Err(SqlError::UnknownColumn(w.clone(), "field list".into()))
+                    }
+                    SetExpr::Default => return Err(SqlError::Syntax("DEFAULT".into())),
+                };
+                self.user_vars.insert(n.to_ascii_lowercase(), v);
+                Ok(())
+            }
+            SetTarget::System(scope, name) => {
+                let v = self.set_value(value, params)?;
+                let def_scope = self.server.vars.def(name).map(|d| d.scope);
+                let global = match scope {
+                    VarScope::Global => true,
+                    VarScope::Session => false,
+                    // `SET x = v` on a GLOBAL-only variable is error 1229 (like MySQL).
+                    VarScope::Default => false,
+                };
+                if !global && def_scope == Some(Scope::Global) {
+                    let d = self.server.vars.def(name).unwrap();
+                    if !d.dynamic {
+                        return Err(var_err(VarError::ReadOnly(d.name.to_string())));
+                    }
+                    return Err(var_err(VarError::GlobalOnly(d.name.to_string())));
+                }
+                self.set_system(global, name, v)
+            }
+        }
+    }
+
+    fn filter_rows(
+        &mut self,
+        names: &[&str],
+        rows: Vec<Vec<Value>>,
+        filter: &ShowFilter,
+        like_col: usize,
+    ) -> Result<Vec<Vec<Value>>, SqlError> {
+        match filter {
+            ShowFilter::None => Ok(rows),
+            ShowFilter::Like(p) => Ok(rows
+                .into_iter()
+                .filter(|r| like(&r[like_col].to_text().unwrap_or_default(), p, '\\'))
+                .collect()),
+            ShowFilter::Where(e) => {
+                let mut out = Vec::new();
+                for r in rows {
+                    let keep = {
+                        let mut ctx = Ctx {
+                            s: self,
+                            params: &[],
+                            row: Some((names, &r)),
+                        };
+                        eval(e, &mut ctx)?.truth() == Some(true)
+                    };
+                    if keep {
+                        out.push(r);
+                    }
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    fn show(&mut self, kind: &ShowKind, filter: &ShowFilter) -> Result<Response, SqlError> {
+        let s = |x: &str| Value::Str(x.to_string());
+        let (names, rows, like_col): (Vec<&str>, Vec<Vec<Value>>, usize) = match kind {
+            ShowKind::Databases => (
+                vec!["Database"],
+                self.server
+                    .catalog()
+                    .databases()
+                    .into_iter()
+                    .map(|d| vec![Value::Str(d)])
+                    .collect(),
+                0,
+            ),
+            ShowKind::Tables { db, full } => {
+                let db = match db {
+                    Some(d) => d.clone(),
+                    None => self.db.clone().ok_or(SqlError::NoDatabase)?,
+                };
+                let catalog = self.server.catalog();
+                if !catalog.database_exists(&db) {
+                    return Err(SqlError::UnknownDatabase(db));
+                }
+                let header: &'static str = Box::leak(format!("Tables_in_{db}").into_boxed_str());
+                let rows: Vec<Vec<Value>> = catalog
+                    .tables(&db)
+                    .into_iter()
+                    .map(|t| {
+                        let mut r = vec![Value::Str(t)];
+                        if *full {
+                            r.push(s("BASE TABLE"));
+                        }
+                        r
+                    })
+                    .collect();
+                let mut names = vec![header];
+                if *full {
+                    names.push("Table_type");
+                }
+                (names, rows, 0)
+            }
+            ShowKind::Variables(scope) => {
+                let server = self.server.clone();
+                let vars = &server.vars;
+                let mut rows = Vec::new();
+                for d in vars.all() {
+                    let v = match scope {
+                        VarScope::Global => match vars.global(d.name) {
+                            Ok(v) => v.display(),
+                            Err(_) => continue,
+                        },
+                        _ => match d.name {
+                            "warning_count" | "error_count" | "last_insert_id" | "identity"
+                            | "timestamp" | "pseudo_thread_id" => self
+                                .read_var(VarScope::Default, d.name)?
+                                .to_text()
+                                .unwrap_or_default(),
+                            _ => self.vars.get(vars, d.name).map_err(var_err)?.display(),
+                        },
+                    };
+                    rows.push(vec![s(d.name), Value::Str(v)]);
+                }
+                (vec!["Variable_name", "Value"], rows, 0)
+            }
+            ShowKind::Status(_) => {
+                let mut st = self.server.global_status();
+                // Session-level rows MySQL shows as session values.
+                for (k, v) in st.iter_mut() {
+                    if k == "Last_query_cost" {
+                        *v = "0.000000".into();
+                    }
+                }
+                (
+                    vec!["Variable_name", "Value"],
+                    st.into_iter()
+                        .map(|(k, v)| vec![Value::Str(k), Value::Str(v)])
+                        .collect(),
+                    0,
+                )
+            }
+            ShowKind::Processlist { full } => {
+                let rows = self
+                    .server
+                    .processes()
+                    .into_iter()
+                    .map(|p| {
+                        let i = p.info.lock().unwrap().clone();
+                        let text = i.text.map(|t| {
+                            if *full {
+                                t
+                            } else {
+                                t.chars().take(100).collect()
+                            }
+                        });
+                        let command = if p.connection_killed() { "Killed" } else { i.command };
+                        vec![
+                            Value::Int(p.id as i64),
+                            Value::Str(i.user),
+                            Value::Str(p.host.clone()),
+                            i.db.map(Value::Str).unwrap_or(Value::Null),
+                            s(command),
+                            Value::Int(i.since.elapsed().as_secs() as i64),
+                            s(i.state),
+                            text.map(Value::Str).unwrap_or(Value::Null),
+                        ]
+                    })
+                    .collect();
+                (
+                    vec!["Id", "User", "Host", "db", "Command", "Time", "State", "Info"],
+                    rows,
+                    1,
+                )
+            }
+            ShowKind::Warnings | ShowKind::Errors => {
+                let errors_only = matches!(kind, ShowKind::Errors);
+                let rows = self
+                    .diag
+                    .iter()
+                    .filter(|d| !errors_only || d.0 == "Error")
+                    .map(|d| vec![s(d.0), Value::UInt(d.1 as u64), Value::Str(d.2.clone())])
+                    .collect();
+                (vec!["Level", "Code", "Message"], rows, 0)
+            }
+            ShowKind::Collation => (
+                vec!["Collation", "Charset", "Id", "Default", "Compiled", "Sortlen", "Pad_attribute"],
+                COLLATIONS
+                    .iter()
+                    .map(|(n, cs, id, def)| {
+                        vec![
+                            s(n),
+                            s(cs),
+                            Value::UInt(*id as u64),
+                            s(if *def { "Yes" } else { "" }),
+                            s("Yes"),
+                            Value::UInt(1),
+                            s(if n.contains("0900") { "NO PAD" } else { "PAD SPACE" }),
+                        ]
+                    })
+                    .collect(),
+                0,
+            ),
+            ShowKind::Charset => (
+                vec!["Charset", "Description", "Default collation", "Maxlen"],
+                CHARSETS
+                    .iter()
+                    .filter(|c| c.0 != "utf8")
+                    .map(|(n, coll, desc, max)| vec![s(n), s(desc), s(coll), Value::UInt(*max as u64)])
+                    .collect(),
+                0,
+            ),
+            ShowKind::Engines => (
+                vec!["Engine", "Support", "Comment", "Transactions", "XA", "Savepoints"],
+                vec![vec![
+                    s("InnoDB"),
+                    s("DEFAULT"),
+                    s("shoal transactional storage on RocksDB (accepted as ENGINE=InnoDB)"),
+                    s("YES"),
+                    s("NO"),
+                    s("NO"),
+                ]],
+                0,
+            ),
+            ShowKind::TableInfo(t) => {
+                let (db, name) = resolve_table(t, &self.ctx(&[]))?;
+                if !self.server.catalog().table_exists(&db, &name) {
+                    return Err(SqlError::NoSuchTable(db, name));
+                }
+                return Err(SqlError::Unsupported(
+                    "SHOW COLUMNS/INDEX/CREATE TABLE (storage engine not connected)".into(),
+                ));
+            }
+        };
+        let rows = self.filter_rows(&names, rows, filter, like_col)?;
+        Ok(Response::Rows(to_result_set(text_result(&names, rows), 0)))
+    }
+
+    /// Runs COM_QUERY text (see [`Backend::query`]).
+    fn run_query(&mut self, sql: &str, multi: bool) -> Vec<Result<Response, ErrorInfo>> {
+        let parts = if multi { split_statements(sql) } else { vec![sql] };
+        let mut out = Vec::with_capacity(parts.len());
+        for part in parts {
+            self.server.counters.questions.fetch_add(1, Ordering::Relaxed);
+            self.set_process_text(Some(part));
+            let r = shoal_sql::parse(part).and_then(|p| {
+                if p.params > 0 {
+                    return Err(SqlError::Syntax("?".into()));
+                }
+                self.run(&p.statement, &[])
+            });
+            match r {
+                Ok(resp) => out.push(Ok(resp)),
+                Err(e) => {
+                    if matches!(e, SqlError::EmptyQuery | SqlError::Syntax(_)) {
+                        self.diag = vec![("Error", e.code(), e.to_string())];
+                    }
+                    out.push(Err(to_error_info(&e)));
+                    break;
+                }
+            }
+        }
+        out
+    }
+}
+
+fn check_db_name(name: &str) -> Result<(), SqlError> {
+    if name.is_empty() || name.len() > 64 || name.ends_with(' ') || name.contains('/') {
+        return Err(SqlError::other(1102, "42000", format!("Incorrect database name '{name}'")));
+    }
+    Ok(())
+}
+
+fn normalize_sql_mode(v: &SetValue) -> Result<SetValue, SqlError> {
+    let text = match v {
+        SetValue::Str(s) => s.clone(),
+        SetValue::Default => return Ok(SetValue::Str(DEFAULT_SQL_MODE.into())),
+        SetValue::Int(0) => String::new(),
+        other => {
+            return Err(SqlError::other(
+                1231,
+                "42000",
+                format!("Variable 'sql_mode' can't be set to the value of '{other:?}'"),
+            ))
+        }
+    };
+    let mut out: Vec<&str> = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match SQL_MODES.iter().find(|m| m.eq_ignore_ascii_case(part)) {
+            Some(m) => {
+                if !out.contains(m) {
+                    out.push(m)
+                }
+            }
+            None => {
+                return Err(SqlError::other(
+                    1231,
+                    "42000",
+                    format!("Variable 'sql_mode' can't be set to the value of '{part}'"),
+                ))
+            }
+        }
+    }
+    Ok(SetValue::Str(out.join(",")))
 }
 
 impl Backend for Session {
     fn authenticate(&mut self, login: &LoginRequest<'_>) -> Result<(), ErrorInfo> {
-        let _ = login;
-        Err(ErrorInfo::new(1235, "42000", "not yet"))
+        let host = login.host.to_string();
+        self.host = host.clone();
+        let denied = || {
+            ErrorInfo::new(
+                1045,
+                "28000",
+                format!(
+                    "Access denied for user '{}'@'{}' (using password: {})",
+                    login.user,
+                    host,
+                    if login.auth_response.is_empty() { "NO" } else { "YES" }
+                ),
+            )
+        };
+        let account = self.server.find_account(login.user, &host).ok_or_else(denied)?;
+        if !crate::users::verify_native(account.stage2.as_ref(), login.scramble, login.auth_response) {
+            return Err(denied());
+        }
+        if !self.admin {
+            let count = self.server.connection_count() as u64;
+            let max = self.server.max_connections() as u64 + account.super_user as u64;
+            if count > max {
+                self.server
+                    .status()
+                    .connection_errors_max_connections
+                    .fetch_add(1, Ordering::Relaxed);
+                return Err(ErrorInfo::new(1040, "08004", "Too many connections"));
+            }
+        }
+        if let Some(db) = login.database.filter(|d| !d.is_empty()) {
+            if !self.server.catalog().database_exists(db) {
+                return Err(ErrorInfo::new(1049, "42000", format!("Unknown database '{db}'")));
+            }
+            self.db = Some(db.to_string());
+        }
+        self.user = login.user.to_string();
+        self.account_host = account.host.clone();
+        self.is_super = account.super_user;
+        self.interactive = login.interactive;
+        let mut info = self.entry.info.lock().unwrap();
+        info.user = self.user.clone();
+        info.db = self.db.clone();
+        info.command = "Sleep";
+        info.state = "";
+        info.since = std::time::Instant::now();
+        Ok(())
     }
-    fn query(&mut self, _sql: &str, _multi: bool) -> Vec<Result<Response, ErrorInfo>> {
-        vec![Err(ErrorInfo::new(1235, "42000", "not yet"))]
+
+    fn query(&mut self, sql: &str, multi_statements: bool) -> Vec<Result<Response, ErrorInfo>> {
+        self.run_query(sql, multi_statements)
     }
-    fn init_db(&mut self, _database: &str) -> Result<(), ErrorInfo> {
-        Err(ErrorInfo::new(1235, "42000", "not yet"))
+
+    fn init_db(&mut self, database: &str) -> Result<(), ErrorInfo> {
+        self.server.counters.com("change_db");
+        self.use_db(database).map_err(|e| to_error_info(&e))
     }
-    fn field_list(&mut self, _table: &str, _wildcard: &str) -> Result<Vec<Column>, ErrorInfo> {
-        Err(ErrorInfo::new(1235, "42000", "not yet"))
+
+    fn field_list(&mut self, table: &str, _wildcard: &str) -> Result<Vec<Column>, ErrorInfo> {
+        self.server.counters.com("field_list");
+        let db = self
+            .db
+            .clone()
+            .ok_or_else(|| to_error_info(&SqlError::NoDatabase))?;
+        if !self.server.catalog().table_exists(&db, table) {
+            return Err(to_error_info(&SqlError::NoSuchTable(db, table.to_string())));
+        }
+        Err(to_error_info(&SqlError::Unsupported(
+            "COM_FIELD_LIST (storage engine not connected)".into(),
+        )))
     }
+
     fn statistics(&mut self) -> String {
-        String::new()
+        self.server.counters.com("statistics");
+        let up = self.server.uptime().as_secs().max(1);
+        let q = self.server.counters.questions.load(Ordering::Relaxed);
+        format!(
+            "Uptime: {up}  Threads: {}  Questions: {q}  Slow queries: 0  Opens: 0  Flush tables: 1  Open tables: 0  Queries per second avg: {:.3}",
+            self.server.connection_count(),
+            q as f64 / up as f64
+        )
     }
+
     fn kill(&mut self, id: u32) -> Result<(), ErrorInfo> {
-        self.server.kill(id, false, &self.user, true)
+        self.server.counters.com("kill");
+        self.server.kill(id, false, &self.user, self.is_super)
     }
-    fn reset_connection(&mut self) {}
-    fn prepare(&mut self, _stmt_id: u32, _sql: &str) -> Result<PrepareOk, ErrorInfo> {
-        Err(ErrorInfo::new(1235, "42000", "not yet"))
+
+    fn reset_connection(&mut self) {
+        self.server.counters.com("reset_connection");
+        self.in_transaction = false;
+        self.user_vars.clear();
+        let n = self.prepared.len() as u64;
+        self.prepared.clear();
+        self.server
+            .counters
+            .prepared_stmt_count
+            .fetch_sub(n, Ordering::Relaxed);
+        self.vars = self.server.vars.session_copy();
+        self.diag.clear();
+        self.last_insert_id = 0;
     }
-    fn execute(&mut self, _stmt_id: u32, _params: &[shoal_proto::Value]) -> Result<Response, ErrorInfo> {
-        Err(ErrorInfo::new(1235, "42000", "not yet"))
+
+    fn prepare(&mut self, stmt_id: u32, sql: &str) -> Result<PrepareOk, ErrorInfo> {
+        self.server.counters.com("stmt_prepare");
+        let max = self.server.vars.get("max_prepared_stmt_count").as_u64();
+        let cur = self.server.counters.prepared_stmt_count.load(Ordering::Relaxed);
+        if cur >= max {
+            return Err(ErrorInfo::new(
+                1461,
+                "42000",
+                format!("Can't create more than max_prepared_stmt_count statements (current value: {max})"),
+            ));
+        }
+        let parts = split_statements(sql);
+        if parts.len() > 1 {
+            return Err(to_error_info(&SqlError::Syntax(parts[1].to_string())));
+        }
+        let p = Prepared::new(sql).map_err(|e| to_error_info(&e))?;
+        let columns = p.columns.iter().map(|c| column_of(c, &[])).collect();
+        let params = p.params as u16;
+        if self.prepared.insert(stmt_id, p).is_none() {
+            self.server
+                .counters
+                .prepared_stmt_count
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(PrepareOk { params, columns })
     }
-    fn close_statement(&mut self, _stmt_id: u32) {}
-    fn command_begin(&mut self, _command: u8) {
-        let _ = Instant::now();
+
+    fn execute(&mut self, stmt_id: u32, params: &[PValue]) -> Result<Response, ErrorInfo> {
+        self.server.counters.com("stmt_execute");
+        self.server.counters.questions.fetch_add(1, Ordering::Relaxed);
+        let p = self.prepared.get(&stmt_id).cloned().ok_or_else(|| {
+            ErrorInfo::new(
+                1243,
+                "HY000",
+                format!("Unknown prepared statement handler ({stmt_id}) given to mysqld_stmt_execute"),
+            )
+        })?;
+        if params.len() != p.params {
+            return Err(ErrorInfo::new(1210, "HY000", "Incorrect arguments to mysqld_stmt_execute"));
+        }
+        self.set_process_text(Some(&p.sql));
+        let values: Vec<Value> = params.iter().map(from_proto_value).collect();
+        self.run(&p.statement, &values).map_err(|e| to_error_info(&e))
+    }
+
+    fn close_statement(&mut self, stmt_id: u32) {
+        self.server.counters.com("stmt_close");
+        if self.prepared.remove(&stmt_id).is_some() {
+            self.server
+                .counters
+                .prepared_stmt_count
+                .fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    fn command_begin(&mut self, command: u8) {
+        self.server
+            .counters
+            .threads_running
+            .fetch_add(1, Ordering::Relaxed);
         self.entry.running.store(true, Ordering::Release);
+        let mut info = self.entry.info.lock().unwrap();
+        info.command = match command {
+            COM_QUERY => "Query",
+            COM_STMT_EXECUTE => "Execute",
+            0x16 => "Prepare",
+            0x0e => "Ping",
+            0x02 => "Init DB",
+            0x04 => "Field List",
+            0x09 => "Statistics",
+            0x0c => "Kill",
+            0x19 => "Close stmt",
+            0x1a => "Reset stmt",
+            0x1f => "Reset connection",
+            _ => "Query",
+        };
+        info.since = std::time::Instant::now();
     }
+
     fn command_end(&mut self) {
+        self.server
+            .counters
+            .threads_running
+            .fetch_sub(1, Ordering::Relaxed);
         self.entry.running.store(false, Ordering::Release);
+        let _ = self.entry.kill.compare_exchange(
+            KILL_QUERY,
+            KILL_NONE,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+        let mut info = self.entry.info.lock().unwrap();
+        info.command = "Sleep";
+        info.state = "";
+        info.text = None;
+        info.since = std::time::Instant::now();
     }
+
     fn status(&self) -> SessionStatus {
         SessionStatus {
             in_transaction: self.in_transaction,
-            autocommit: true,
+            autocommit: self.autocommit(),
         }
     }
+
     fn max_allowed_packet(&self) -> usize {
-        self.server.max_allowed_packet()
+        self.var_u64("max_allowed_packet", 64 << 20) as usize
     }
+
     fn disconnect(&mut self) {
         if !self.closed {
             self.closed = true;
+            self.in_transaction = false;
+            let n = self.prepared.len() as u64;
+            self.prepared.clear();
+            self.server
+                .counters
+                .prepared_stmt_count
+                .fetch_sub(n, Ordering::Relaxed);
             self.server.unregister(self.entry.id);
         }
     }

@@ -1,0 +1,398 @@
+//! shoal's own SQL AST: what the rest of the server sees. sqlparser's AST is translated into
+//! this immediately (see `translate.rs`), so that sqlparser upgrades touch only the translator,
+//! and so that everything downstream works on a small, closed set of constructs that we know how
+//! to execute. Anything that cannot be expressed here was rejected with 1064/1235 at translation.
+
+use std::fmt;
+
+use crate::value::Value;
+
+/// Scope of a system variable reference or assignment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VarScope {
+    /// `@@x` in an expression (session value, or global for global-only variables), or
+    /// `SET x` (session).
+    Default,
+    /// `@@session.x`, `SET SESSION x`, `SET @@session.x`, `LOCAL`.
+    Session,
+    /// `@@global.x`, `SET GLOBAL x`.
+    Global,
+}
+
+/// Binary operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinOp {
+    /// `+`
+    Add,
+    /// `-`
+    Sub,
+    /// `*`
+    Mul,
+    /// `/` (DECIMAL or DOUBLE result)
+    Div,
+    /// `DIV` (integer division)
+    IntDiv,
+    /// `%`, `MOD`
+    Mod,
+    /// `=`
+    Eq,
+    /// `<>`, `!=`
+    NotEq,
+    /// `<`
+    Lt,
+    /// `<=`
+    LtEq,
+    /// `>`
+    Gt,
+    /// `>=`
+    GtEq,
+    /// `<=>` (NULL-safe equality)
+    NullSafeEq,
+    /// `AND`, `&&`
+    And,
+    /// `OR`, `||`
+    Or,
+    /// `XOR`
+    Xor,
+    /// `&`
+    BitAnd,
+    /// `|`
+    BitOr,
+    /// `^`
+    BitXor,
+    /// `<<`
+    ShiftLeft,
+    /// `>>`
+    ShiftRight,
+}
+
+impl BinOp {
+    /// The operator as MySQL prints it in messages.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::IntDiv => "DIV",
+            BinOp::Mod => "%",
+            BinOp::Eq => "=",
+            BinOp::NotEq => "<>",
+            BinOp::Lt => "<",
+            BinOp::LtEq => "<=",
+            BinOp::Gt => ">",
+            BinOp::GtEq => ">=",
+            BinOp::NullSafeEq => "<=>",
+            BinOp::And => "and",
+            BinOp::Or => "or",
+            BinOp::Xor => "xor",
+            BinOp::BitAnd => "&",
+            BinOp::BitOr => "|",
+            BinOp::BitXor => "^",
+            BinOp::ShiftLeft => "<<",
+            BinOp::ShiftRight => ">>",
+        }
+    }
+}
+
+/// Unary operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnOp {
+    /// `-x`
+    Neg,
+    /// `NOT x`, `!x`
+    Not,
+    /// `~x`
+    BitNot,
+}
+
+/// Target of CAST/CONVERT.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CastType {
+    /// SIGNED [INTEGER]
+    Signed,
+    /// UNSIGNED [INTEGER]
+    Unsigned,
+    /// CHAR / VARCHAR
+    Char,
+    /// DECIMAL(m, d): the scale
+    Decimal(u8),
+    /// DOUBLE / FLOAT / REAL
+    Double,
+    /// DATE
+    Date,
+    /// DATETIME
+    DateTime,
+}
+
+/// An expression.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    /// A constant.
+    Literal(Value),
+    /// A column reference (only valid where a row is in scope, e.g. SHOW ... WHERE).
+    Column(String),
+    /// The n-th `?` placeholder (0-based) of a prepared statement.
+    Param(usize),
+    /// `@@[scope.]name`.
+    SysVar(VarScope, String),
+    /// `@name`.
+    UserVar(String),
+    /// `@name := expr`.
+    AssignUserVar(String, Box<Expr>),
+    /// Unary operator.
+    Unary(UnOp, Box<Expr>),
+    /// Binary operator.
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    /// `x IS [NOT] NULL`.
+    IsNull(Box<Expr>, bool),
+    /// `x IS [NOT] TRUE|FALSE`: (expr, value, negated).
+    IsBool(Box<Expr>, bool, bool),
+    /// `x [NOT] IN (list)`.
+    InList(Box<Expr>, Vec<Expr>, bool),
+    /// `x [NOT] BETWEEN lo AND hi`.
+    Between(Box<Expr>, Box<Expr>, Box<Expr>, bool),
+    /// `x [NOT] LIKE pattern [ESCAPE c]`.
+    Like(Box<Expr>, Box<Expr>, Option<char>, bool),
+    /// `CASE [operand] WHEN .. THEN .. [ELSE ..] END`.
+    Case(Option<Box<Expr>>, Vec<(Expr, Expr)>, Option<Box<Expr>>),
+    /// A function call, name upper-cased.
+    Function(String, Vec<Expr>),
+    /// `CAST(x AS type)`.
+    Cast(Box<Expr>, CastType),
+}
+
+impl fmt::Display for Expr {
+    /// Renders the expression the way MySQL prints it in error messages (`(a + b)`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expr::Literal(Value::Str(s)) => write!(f, "'{s}'"),
+            Expr::Literal(v) => write!(f, "{v}"),
+            Expr::Column(c) => write!(f, "`{c}`"),
+            Expr::Param(_) => write!(f, "?"),
+            Expr::SysVar(VarScope::Default, n) => write!(f, "@@{n}"),
+            Expr::SysVar(VarScope::Session, n) => write!(f, "@@session.{n}"),
+            Expr::SysVar(VarScope::Global, n) => write!(f, "@@global.{n}"),
+            Expr::UserVar(n) => write!(f, "@`{n}`"),
+            Expr::AssignUserVar(n, e) => write!(f, "(@`{n}` := {e})"),
+            Expr::Unary(UnOp::Neg, e) => write!(f, "-({e})"),
+            Expr::Unary(UnOp::Not, e) => write!(f, "(not({e}))"),
+            Expr::Unary(UnOp::BitNot, e) => write!(f, "~({e})"),
+            Expr::Binary(op, a, b) => write!(f, "({a} {} {b})", op.symbol()),
+            Expr::IsNull(e, false) => write!(f, "({e} is null)"),
+            Expr::IsNull(e, true) => write!(f, "({e} is not null)"),
+            Expr::IsBool(e, v, n) => write!(
+                f,
+                "({e} is {}{})",
+                if *n { "not " } else { "" },
+                if *v { "true" } else { "false" }
+            ),
+            Expr::InList(e, l, n) => {
+                write!(f, "({e} {}in (", if *n { "not " } else { "" })?;
+                for (i, x) in l.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ",")?;
+                    }
+                    write!(f, "{x}")?;
+                }
+                write!(f, "))")
+            }
+            Expr::Between(e, a, b, n) => write!(
+                f,
+                "({e} {}between {a} and {b})",
+                if *n { "not " } else { "" }
+            ),
+            Expr::Like(e, p, _, n) => {
+                write!(f, "({e} {}like {p})", if *n { "not " } else { "" })
+            }
+            Expr::Case(..) => write!(f, "case"),
+            Expr::Function(name, args) => {
+                write!(f, "{}(", name.to_ascii_lowercase())?;
+                for (i, x) in args.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ",")?;
+                    }
+                    write!(f, "{x}")?;
+                }
+                write!(f, ")")
+            }
+            Expr::Cast(e, t) => write!(f, "cast({e} as {t:?})"),
+        }
+    }
+}
+
+/// One item of a SELECT list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SelectItem {
+    /// The expression.
+    pub expr: Expr,
+    /// Column header: the alias, or the expression's text as written.
+    pub name: String,
+}
+
+/// A table reference `[db.]table [AS alias]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableName {
+    /// Database, if qualified.
+    pub db: Option<String>,
+    /// Table name.
+    pub name: String,
+}
+
+/// `SELECT items [FROM table] [WHERE ..] [LIMIT ..]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Select {
+    /// Projection.
+    pub items: Vec<SelectItem>,
+    /// The table, if any (FROM DUAL is `None`).
+    pub from: Option<TableName>,
+    /// WHERE.
+    pub filter: Option<Expr>,
+    /// LIMIT row count.
+    pub limit: Option<Expr>,
+    /// OFFSET.
+    pub offset: Option<Expr>,
+}
+
+/// One `SET` assignment target.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SetTarget {
+    /// A system variable.
+    System(VarScope, String),
+    /// A user variable `@x`.
+    User(String),
+}
+
+/// The value side of a `SET`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SetExpr {
+    /// `DEFAULT`.
+    Default,
+    /// A bare word such as `ON` or `pool-of-threads` that is not a column.
+    Word(String),
+    /// Any expression.
+    Expr(Expr),
+}
+
+/// Pattern filter of a SHOW statement.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ShowFilter {
+    /// No filter.
+    None,
+    /// `LIKE 'pattern'`.
+    Like(String),
+    /// `WHERE expr` over the result's columns.
+    Where(Expr),
+}
+
+/// What a SHOW statement lists.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ShowKind {
+    /// SHOW DATABASES / SCHEMAS.
+    Databases,
+    /// SHOW [FULL] TABLES [FROM db].
+    Tables {
+        /// `FROM db`.
+        db: Option<String>,
+        /// FULL adds `Table_type`.
+        full: bool,
+    },
+    /// SHOW [GLOBAL|SESSION] VARIABLES.
+    Variables(VarScope),
+    /// SHOW [GLOBAL|SESSION] STATUS.
+    Status(VarScope),
+    /// SHOW [FULL] PROCESSLIST.
+    Processlist {
+        /// Show full statement text.
+        full: bool,
+    },
+    /// SHOW WARNINGS.
+    Warnings,
+    /// SHOW ERRORS.
+    Errors,
+    /// SHOW COLLATION.
+    Collation,
+    /// SHOW CHARACTER SET / CHARSET.
+    Charset,
+    /// SHOW ENGINES.
+    Engines,
+    /// SHOW COLUMNS/INDEX/CREATE TABLE on a table: needs storage.
+    TableInfo(TableName),
+}
+
+/// A statement.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Statement {
+    /// SELECT.
+    Select(Select),
+    /// `SET a = x, @b = y, GLOBAL c = z`.
+    Set(Vec<(SetTarget, SetExpr)>),
+    /// `SET NAMES charset [COLLATE collation]` (`None` = DEFAULT).
+    SetNames(Option<String>, Option<String>),
+    /// `SET CHARACTER SET charset`.
+    SetCharset(Option<String>),
+    /// `SET [GLOBAL|SESSION] TRANSACTION ISOLATION LEVEL ...`: (scope, level, read_only).
+    SetTransaction(Option<VarScope>, Option<String>, Option<bool>),
+    /// `USE db`.
+    Use(String),
+    /// SHOW ... with a filter.
+    Show(ShowKind, ShowFilter),
+    /// `KILL [QUERY|CONNECTION] id`: (id, query_only).
+    Kill(Expr, bool),
+    /// `CREATE DATABASE [IF NOT EXISTS] name`.
+    CreateDatabase(String, bool),
+    /// `DROP DATABASE [IF EXISTS] name`.
+    DropDatabase(String, bool),
+    /// BEGIN / START TRANSACTION.
+    Begin,
+    /// COMMIT.
+    Commit,
+    /// ROLLBACK.
+    Rollback,
+    /// `CREATE USER [IF NOT EXISTS] 'u'@'h' IDENTIFIED BY 'p', ...`.
+    CreateUser(Vec<(String, String, String)>, bool),
+    /// `DROP USER [IF EXISTS] 'u'@'h', ...`.
+    DropUser(Vec<(String, String)>, bool),
+    /// A statement on a table (INSERT/UPDATE/DELETE/CREATE TABLE/...): needs storage.
+    /// (`kind` for Com_* accounting, the tables it names.)
+    TableStatement(&'static str, Vec<TableName>),
+    /// `DO expr, ...`.
+    Do(Vec<Expr>),
+}
+
+impl Statement {
+    /// The `Com_*` counter this statement bumps.
+    pub fn com_name(&self) -> &'static str {
+        match self {
+            Statement::Select(_) => "select",
+            Statement::Set(_)
+            | Statement::SetNames(..)
+            | Statement::SetCharset(_)
+            | Statement::SetTransaction(..) => "set_option",
+            Statement::Use(_) => "change_db",
+            Statement::Show(k, _) => match k {
+                ShowKind::Databases => "show_databases",
+                ShowKind::Tables { .. } => "show_tables",
+                ShowKind::Variables(_) => "show_variables",
+                ShowKind::Status(_) => "show_status",
+                ShowKind::Processlist { .. } => "show_processlist",
+                ShowKind::Warnings => "show_warnings",
+                ShowKind::Errors => "show_errors",
+                ShowKind::Collation => "show_collations",
+                ShowKind::Charset => "show_charsets",
+                ShowKind::Engines => "show_engines",
+                ShowKind::TableInfo(_) => "show_tables",
+            },
+            Statement::Kill(..) => "kill",
+            Statement::CreateDatabase(..) => "create_db",
+            Statement::DropDatabase(..) => "drop_db",
+            Statement::Begin => "begin",
+            Statement::Commit => "commit",
+            Statement::Rollback => "rollback",
+            Statement::CreateUser(..) => "create_user",
+            Statement::DropUser(..) => "drop_user",
+            Statement::TableStatement(kind, _) => kind,
+            Statement::Do(_) => "select",
+        }
+    }
+}

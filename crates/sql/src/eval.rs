@@ -1,0 +1,1095 @@
+//! Expression evaluation with MySQL semantics.
+//!
+//! [`eval`] walks our AST against a [`Context`] that supplies everything outside the expression:
+//! variables, parameters of a prepared statement, the current row (for `SHOW ... WHERE`), session
+//! facts (database, user, connection id, LAST_INSERT_ID) and the kill flag for `SLEEP()`.
+//!
+//! Numeric rules (see `value.rs` for coercion): integer `+ - *` are checked and overflow is
+//! error 1690 as in MySQL (`BIGINT value is out of range in '(a + b)'`); an UNSIGNED operand makes
+//! the operation unsigned; `/` yields DECIMAL with `div_precision_increment` more digits (or DOUBLE
+//! if an operand is DOUBLE/string); division or modulo by zero yields NULL. NULL propagates
+//! through operators and most functions; AND/OR use three-valued logic.
+
+use std::cmp::Ordering;
+use std::time::{Duration, Instant};
+
+use crate::ast::{BinOp, CastType, Expr, UnOp, VarScope};
+use crate::decimal::Decimal;
+use crate::error::SqlError;
+use crate::value::{compare, format_double, str_to_f64, str_to_i128, DateTime, SqlType, Value};
+
+/// What an expression may ask of its surroundings.
+pub trait Context {
+    /// `@@[scope.]name`.
+    fn system_var(&mut self, scope: VarScope, name: &str) -> Result<Value, SqlError>;
+    /// `@name` (NULL if unset).
+    fn user_var(&self, name: &str) -> Value;
+    /// `@name := v`.
+    fn set_user_var(&mut self, name: &str, v: Value);
+    /// The n-th placeholder value.
+    fn param(&self, i: usize) -> Result<Value, SqlError> {
+        Err(SqlError::WrongArguments(format!("parameter {}", i + 1)))
+    }
+    /// A column of the current row.
+    fn column(&self, name: &str) -> Result<Value, SqlError> {
+        Err(SqlError::UnknownColumn(name.to_string(), "field list".into()))
+    }
+    /// Current database.
+    fn database(&self) -> Option<String>;
+    /// `USER()`: `user@client-host`.
+    fn user(&self) -> String;
+    /// `CURRENT_USER()`: `user@account-host`.
+    fn current_user(&self) -> String;
+    /// `CONNECTION_ID()`.
+    fn connection_id(&self) -> u64;
+    /// `LAST_INSERT_ID()`.
+    fn last_insert_id(&self) -> u64;
+    /// `LAST_INSERT_ID(expr)`.
+    fn set_last_insert_id(&mut self, v: u64);
+    /// Statement start time (NOW() is constant within a statement).
+    fn now(&self) -> DateTime;
+    /// `VERSION()`.
+    fn version(&self) -> String;
+    /// Whether the running statement was killed.
+    fn killed(&self) -> bool;
+    /// `div_precision_increment`.
+    fn div_precision(&self) -> u32 {
+        4
+    }
+}
+
+fn out_of_range(kind: &'static str, op: BinOp, a: &Expr, b: &Expr) -> SqlError {
+    SqlError::OutOfRange(kind, format!("({a} {} {b})", op.symbol()))
+}
+
+enum NumClass {
+    Int,
+    Decimal,
+    Double,
+}
+
+fn class(v: &Value) -> NumClass {
+    match v {
+        Value::Int(_) | Value::UInt(_) => NumClass::Int,
+        Value::Decimal(_) => NumClass::Decimal,
+        _ => NumClass::Double,
+    }
+}
+
+fn int_result(r: i128, unsigned: bool, op: BinOp, a: &Expr, b: &Expr) -> Result<Value, SqlError> {
+    if unsigned {
+        if r < 0 || r > u64::MAX as i128 {
+            return Err(out_of_range("BIGINT UNSIGNED", op, a, b));
+        }
+        Ok(Value::UInt(r as u64))
+    } else {
+        if r < i64::MIN as i128 || r > i64::MAX as i128 {
+            return Err(out_of_range("BIGINT", op, a, b));
+        }
+        Ok(Value::Int(r as i64))
+    }
+}
+
+fn double_result(d: f64, op: BinOp, a: &Expr, b: &Expr) -> Result<Value, SqlError> {
+    if d.is_finite() {
+        Ok(Value::Double(d))
+    } else {
+        Err(out_of_range("DOUBLE", op, a, b))
+    }
+}
+
+/// Arithmetic on two non-NULL values.
+pub fn arith(op: BinOp, x: &Value, y: &Value, a: &Expr, b: &Expr, div_prec: u32) -> Result<Value, SqlError> {
+    let unsigned = matches!(x, Value::UInt(_)) || matches!(y, Value::UInt(_));
+    match (class(x), class(y)) {
+        (NumClass::Double, _) | (_, NumClass::Double) => {
+            let (p, q) = (x.to_f64().unwrap_or(0.0), y.to_f64().unwrap_or(0.0));
+            match op {
+                BinOp::Add => double_result(p + q, op, a, b),
+                BinOp::Sub => double_result(p - q, op, a, b),
+                BinOp::Mul => double_result(p * q, op, a, b),
+                BinOp::Div => {
+                    if q == 0.0 {
+                        Ok(Value::Null)
+                    } else {
+                        double_result(p / q, op, a, b)
+                    }
+                }
+                BinOp::Mod => {
+                    if q == 0.0 {
+                        Ok(Value::Null)
+                    } else {
+                        Ok(Value::Double(p % q))
+                    }
+                }
+                BinOp::IntDiv => {
+                    if q == 0.0 {
+                        Ok(Value::Null)
+                    } else {
+                        let r = (p / q).trunc();
+                        if r.abs() > 9.2e18 {
+                            return Err(out_of_range("BIGINT", op, a, b));
+                        }
+                        Ok(Value::Int(r as i64))
+                    }
+                }
+                _ => unreachable!("not arithmetic"),
+            }
+        }
+        (NumClass::Decimal, _) | (_, NumClass::Decimal) => {
+            let (p, q) = (x.to_decimal().unwrap(), y.to_decimal().unwrap());
+            let ovf = || out_of_range("DECIMAL", op, a, b);
+            match op {
+                BinOp::Add => p.checked_add(q).map(Value::Decimal).ok_or_else(ovf),
+                BinOp::Sub => p.checked_sub(q).map(Value::Decimal).ok_or_else(ovf),
+                BinOp::Mul => p.checked_mul(q).map(Value::Decimal).ok_or_else(ovf),
+                BinOp::Div => {
+                    if q.is_zero() {
+                        return Ok(Value::Null);
+                    }
+                    p.checked_div(q, p.scale + div_prec)
+                        .map(Value::Decimal)
+                        .ok_or_else(ovf)
+                }
+                BinOp::Mod => {
+                    if q.is_zero() {
+                        return Ok(Value::Null);
+                    }
+                    p.checked_rem(q).map(Value::Decimal).ok_or_else(ovf)
+                }
+                BinOp::IntDiv => {
+                    if q.is_zero() {
+                        return Ok(Value::Null);
+                    }
+                    let r = p.checked_div(q, 0).ok_or_else(ovf)?;
+                    // checked_div rounds; DIV truncates.
+                    let t = p.checked_div(q, 6).ok_or_else(ovf)?.trunc();
+                    let _ = r;
+                    int_result(t, unsigned, op, a, b)
+                }
+                _ => unreachable!("not arithmetic"),
+            }
+        }
+        (NumClass::Int, NumClass::Int) => {
+            let (p, q) = (x.to_i128().unwrap(), y.to_i128().unwrap());
+            match op {
+                BinOp::Add => int_result(p + q, unsigned, op, a, b),
+                BinOp::Sub => int_result(p - q, unsigned, op, a, b),
+                BinOp::Mul => match p.checked_mul(q) {
+                    Some(r) => int_result(r, unsigned, op, a, b),
+                    None => Err(out_of_range(if unsigned { "BIGINT UNSIGNED" } else { "BIGINT" }, op, a, b)),
+                },
+                BinOp::Div => {
+                    if q == 0 {
+                        return Ok(Value::Null);
+                    }
+                    Decimal::from_i128(p)
+                        .checked_div(Decimal::from_i128(q), div_prec)
+                        .map(Value::Decimal)
+                        .ok_or_else(|| out_of_range("DECIMAL", op, a, b))
+                }
+                BinOp::IntDiv => {
+                    if q == 0 {
+                        return Ok(Value::Null);
+                    }
+                    int_result(p / q, unsigned, op, a, b)
+                }
+                BinOp::Mod => {
+                    if q == 0 {
+                        return Ok(Value::Null);
+                    }
+                    // MySQL: the result has the sign of the dividend; unsigned if the dividend is.
+                    let r = p % q;
+                    if matches!(x, Value::UInt(_)) {
+                        Ok(Value::UInt(r as u64))
+                    } else {
+                        Ok(Value::Int(r as i64))
+                    }
+                }
+                _ => unreachable!("not arithmetic"),
+            }
+        }
+    }
+}
+
+fn args_exact(name: &str, args: &[Expr], n: usize) -> Result<(), SqlError> {
+    if args.len() != n {
+        return Err(SqlError::ParamCount(name.to_ascii_lowercase()));
+    }
+    Ok(())
+}
+
+fn args_range(name: &str, args: &[Expr], lo: usize, hi: usize) -> Result<(), SqlError> {
+    if args.len() < lo || args.len() > hi {
+        return Err(SqlError::ParamCount(name.to_ascii_lowercase()));
+    }
+    Ok(())
+}
+
+/// `LIKE` matching: `%` any run, `_` one character, `escape` quotes the next character;
+/// case-insensitive like utf8mb4_general_ci.
+pub fn like(s: &str, pattern: &str, escape: char) -> bool {
+    let s: Vec<char> = s.chars().flat_map(char::to_lowercase).collect();
+    let p: Vec<char> = pattern.chars().flat_map(char::to_lowercase).collect();
+    fn m(s: &[char], p: &[char], esc: char) -> bool {
+        if p.is_empty() {
+            return s.is_empty();
+        }
+        match p[0] {
+            '%' => {
+                let rest = &p[1..];
+                if rest.is_empty() {
+                    return true;
+                }
+                (0..=s.len()).any(|i| m(&s[i..], rest, esc))
+            }
+            '_' => !s.is_empty() && m(&s[1..], &p[1..], esc),
+            c if c == esc && p.len() > 1 => !s.is_empty() && s[0] == p[1] && m(&s[1..], &p[2..], esc),
+            c => !s.is_empty() && s[0] == c && m(&s[1..], &p[1..], esc),
+        }
+    }
+    m(&s, &p, escape)
+}
+
+fn text(v: &Value) -> Option<String> {
+    v.to_text()
+}
+
+fn sleep(ctx: &mut dyn Context, secs: f64) -> Value {
+    let _w = shoal_wait::wait(shoal_wait::WaitKind::Sleep);
+    let deadline = Instant::now() + Duration::from_secs_f64(secs.max(0.0));
+    loop {
+        if ctx.killed() {
+            return Value::Int(1);
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Value::Int(0);
+        }
+        std::thread::sleep((deadline - now).min(Duration::from_millis(10)));
+    }
+}
+
+fn hex_of(v: &Value) -> Value {
+    match v {
+        Value::Null => Value::Null,
+        Value::Str(s) => Value::Str(s.bytes().map(|b| format!("{b:02X}")).collect()),
+        Value::Int(i) => Value::Str(format!("{:X}", *i as u64)),
+        Value::UInt(u) => Value::Str(format!("{u:X}")),
+        other => {
+            let i = other.to_i128().unwrap_or(0);
+            Value::Str(format!("{:X}", i as i64 as u64))
+        }
+    }
+}
+
+fn chars_sub(s: &str, pos: i128, len: Option<i128>) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    let n = chars.len() as i128;
+    let start = if pos > 0 {
+        pos - 1
+    } else if pos < 0 {
+        n + pos
+    } else {
+        return String::new();
+    };
+    if start < 0 || start >= n {
+        return String::new();
+    }
+    let end = match len {
+        Some(l) if l <= 0 => return String::new(),
+        Some(l) => (start + l).min(n),
+        None => n,
+    };
+    chars[start as usize..end as usize].iter().collect()
+}
+
+fn pad(s: &str, len: i128, padstr: &str, left: bool) -> Value {
+    if len < 0 {
+        return Value::Null;
+    }
+    let chars: Vec<char> = s.chars().collect();
+    let len = len as usize;
+    if chars.len() >= len {
+        return Value::Str(chars[..len].iter().collect());
+    }
+    if padstr.is_empty() {
+        return Value::Null;
+    }
+    let need = len - chars.len();
+    let fill: String = padstr.chars().cycle().take(need).collect();
+    Value::Str(if left {
+        format!("{fill}{s}")
+    } else {
+        format!("{s}{fill}")
+    })
+}
+
+fn round_value(v: &Value, d: i128, truncate: bool) -> Value {
+    match v {
+        Value::Null => Value::Null,
+        Value::Int(_) | Value::UInt(_) if d >= 0 => v.clone(),
+        Value::Int(_) | Value::UInt(_) | Value::Decimal(_) => {
+            let dec = v.to_decimal().unwrap();
+            let scale = d.clamp(-30, 30);
+            if scale >= 0 {
+                let s = scale as u32;
+                let r = if truncate {
+                    if s >= dec.scale {
+                        dec.rescale(s)
+                    } else {
+                        let div = 10i128.pow(dec.scale - s);
+                        Some(Decimal::new(dec.mant / div, s))
+                    }
+                } else {
+                    dec.rescale(s)
+                };
+                r.map(Value::Decimal).unwrap_or(Value::Null)
+            } else {
+                let p = 10i128.pow((-scale) as u32);
+                let i = dec.rescale(0).map(|x| x.mant).unwrap_or(0);
+                let base = if truncate { dec.trunc() } else { i };
+                let r = if truncate {
+                    base / p * p
+                } else {
+                    let q = dec.checked_div(Decimal::from_i128(p), 0).map(|x| x.mant).unwrap_or(0);
+                    q * p
+                };
+                match v {
+                    Value::Decimal(_) => Value::Decimal(Decimal::from_i128(r)),
+                    Value::UInt(_) => Value::UInt(r.max(0) as u64),
+                    _ => Value::Int(r as i64),
+                }
+            }
+        }
+        other => {
+            let f = other.to_f64().unwrap_or(0.0);
+            let p = 10f64.powi(d.clamp(-308, 308) as i32);
+            let r = if truncate {
+                (f * p).trunc() / p
+            } else {
+                let x = f * p;
+                // MySQL rounds doubles half away from zero when the value is exact.
+                x.round() / p
+            };
+            Value::Double(r)
+        }
+    }
+}
+
+fn parse_datetime(s: &str) -> Option<DateTime> {
+    let s = s.trim();
+    let (date, time) = match s.find([' ', 'T']) {
+        Some(p) => (&s[..p], Some(&s[p + 1..])),
+        None => (s, None),
+    };
+    let mut dp = date.split('-');
+    let year: u16 = dp.next()?.parse().ok()?;
+    let month: u8 = dp.next()?.parse().ok()?;
+    let day: u8 = dp.next()?.parse().ok()?;
+    let (mut hour, mut minute, mut second, mut micro) = (0u8, 0u8, 0u8, 0u32);
+    if let Some(t) = time {
+        let (hms, frac) = match t.find('.') {
+            Some(p) => (&t[..p], Some(&t[p + 1..])),
+            None => (t, None),
+        };
+        let mut tp = hms.split(':');
+        hour = tp.next()?.parse().ok()?;
+        minute = tp.next().unwrap_or("0").parse().ok()?;
+        second = tp.next().unwrap_or("0").parse().ok()?;
+        if let Some(f) = frac {
+            let f = format!("{f:0<6}");
+            micro = f[..6].parse().ok()?;
+        }
+    }
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 59 {
+        return None;
+    }
+    Some(DateTime {
+        year,
+        month,
+        day,
+        hour,
+        minute,
+        second,
+        micro,
+    })
+}
+
+/// Evaluates a function call.
+fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, SqlError> {
+    // Functions with lazy evaluation first.
+    match name {
+        "IF" => {
+            args_exact(name, args, 3)?;
+            let c = eval(&args[0], ctx)?;
+            return if c.truth() == Some(true) {
+                eval(&args[1], ctx)
+            } else {
+                eval(&args[2], ctx)
+            };
+        }
+        "IFNULL" => {
+            args_exact(name, args, 2)?;
+            let a = eval(&args[0], ctx)?;
+            return if a.is_null() { eval(&args[1], ctx) } else { Ok(a) };
+        }
+        "COALESCE" => {
+            if args.is_empty() {
+                return Err(SqlError::ParamCount("coalesce".into()));
+            }
+            for a in args {
+                let v = eval(a, ctx)?;
+                if !v.is_null() {
+                    return Ok(v);
+                }
+            }
+            return Ok(Value::Null);
+        }
+        "COUNT" | "SUM" | "AVG" | "MIN" | "MAX" | "GROUP_CONCAT" | "BIT_AND" | "BIT_OR" | "STD"
+        | "STDDEV" | "VARIANCE" => {
+            return Err(SqlError::Unsupported(format!(
+                "aggregate function {name}() without a table"
+            )))
+        }
+        _ => {}
+    }
+    let vals: Vec<Value> = args.iter().map(|a| eval(a, ctx)).collect::<Result<_, _>>()?;
+    let any_null = vals.iter().any(Value::is_null);
+    let s = |i: usize| text(&vals[i]).unwrap_or_default();
+    let int = |i: usize| vals[i].to_i128().unwrap_or(0);
+    Ok(match name {
+        "CONCAT" => {
+            if args.is_empty() {
+                return Err(SqlError::ParamCount("concat".into()));
+            }
+            if any_null {
+                Value::Null
+            } else {
+                Value::Str(vals.iter().filter_map(text).collect())
+            }
+        }
+        "CONCAT_WS" => {
+            if args.len() < 2 {
+                return Err(SqlError::ParamCount("concat_ws".into()));
+            }
+            if vals[0].is_null() {
+                Value::Null
+            } else {
+                let parts: Vec<String> = vals[1..].iter().filter_map(text).collect();
+                Value::Str(parts.join(&s(0)))
+            }
+        }
+        "LENGTH" | "OCTET_LENGTH" => {
+            args_exact(name, args, 1)?;
+            if any_null { Value::Null } else { Value::Int(s(0).len() as i64) }
+        }
+        "CHAR_LENGTH" | "CHARACTER_LENGTH" => {
+            args_exact(name, args, 1)?;
+            if any_null { Value::Null } else { Value::Int(s(0).chars().count() as i64) }
+        }
+        "UPPER" | "UCASE" => {
+            args_exact(name, args, 1)?;
+            if any_null { Value::Null } else { Value::Str(s(0).to_uppercase()) }
+        }
+        "LOWER" | "LCASE" => {
+            args_exact(name, args, 1)?;
+            if any_null { Value::Null } else { Value::Str(s(0).to_lowercase()) }
+        }
+        "SUBSTRING" | "SUBSTR" | "MID" => {
+            args_range(name, args, 2, 3)?;
+            if any_null {
+                Value::Null
+            } else {
+                Value::Str(chars_sub(&s(0), int(1), if args.len() == 3 { Some(int(2)) } else { None }))
+            }
+        }
+        "LEFT" => {
+            args_exact(name, args, 2)?;
+            if any_null {
+                Value::Null
+            } else {
+                let n = int(1).max(0) as usize;
+                Value::Str(s(0).chars().take(n).collect())
+            }
+        }
+        "RIGHT" => {
+            args_exact(name, args, 2)?;
+            if any_null {
+                Value::Null
+            } else {
+                let c: Vec<char> = s(0).chars().collect();
+                let n = (int(1).max(0) as usize).min(c.len());
+                Value::Str(c[c.len() - n..].iter().collect())
+            }
+        }
+        "TRIM" | "LTRIM" | "RTRIM" => {
+            // TRIM([BOTH|LEADING|TRAILING] [remstr] FROM str) is translated into
+            // TRIM(str, mode, remstr); LTRIM/RTRIM take one argument.
+            args_range(name, args, 1, 3)?;
+            if any_null {
+                Value::Null
+            } else {
+                let mode = match name {
+                    "LTRIM" => 1,
+                    "RTRIM" => 2,
+                    _ if args.len() >= 2 => int(1),
+                    _ => 0,
+                };
+                let rem = if args.len() == 3 { s(2) } else { " ".to_string() };
+                let mut t = s(0);
+                if !rem.is_empty() {
+                    if mode == 0 || mode == 1 {
+                        while t.starts_with(&rem) {
+                            t = t[rem.len()..].to_string();
+                        }
+                    }
+                    if mode == 0 || mode == 2 {
+                        while t.ends_with(&rem) {
+                            t.truncate(t.len() - rem.len());
+                        }
+                    }
+                }
+                Value::Str(t)
+            }
+        }
+        "REPLACE" => {
+            args_exact(name, args, 3)?;
+            if any_null {
+                Value::Null
+            } else if s(1).is_empty() {
+                Value::Str(s(0))
+            } else {
+                Value::Str(s(0).replace(&s(1), &s(2)))
+            }
+        }
+        "REPEAT" => {
+            args_exact(name, args, 2)?;
+            if any_null {
+                Value::Null
+            } else {
+                let n = int(1).max(0) as usize;
+                if s(0).len().saturating_mul(n) > 64 << 20 {
+                    return Err(SqlError::other(
+                        1301,
+                        "HY000",
+                        "Result of repeat() was larger than max_allowed_packet (67108864) - truncated",
+                    ));
+                }
+                Value::Str(s(0).repeat(n))
+            }
+        }
+        "LPAD" | "RPAD" => {
+            args_exact(name, args, 3)?;
+            if any_null {
+                Value::Null
+            } else {
+                if int(1) > 64 << 20 {
+                    return Ok(Value::Null);
+                }
+                pad(&s(0), int(1), &s(2), name == "LPAD")
+            }
+        }
+        "HEX" => {
+            args_exact(name, args, 1)?;
+            hex_of(&vals[0])
+        }
+        "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIME" | "LOCALTIMESTAMP" | "SYSDATE" => {
+            args_range(name, args, 0, 1)?;
+            let mut t = ctx.now();
+            let fsp = if args.is_empty() { 0 } else { int(0) };
+            if !(0..=6).contains(&fsp) {
+                return Err(SqlError::other(1426, "42000", format!("Too-big precision {fsp} specified for 'now'. Maximum is 6.")));
+            }
+            let div = 10u32.pow(6 - fsp as u32);
+            t.micro = t.micro / div * div;
+            Value::DateTime(t)
+        }
+        "CURDATE" | "CURRENT_DATE" => {
+            args_exact(name, args, 0)?;
+            let mut t = ctx.now();
+            t.hour = 0;
+            t.minute = 0;
+            t.second = 0;
+            t.micro = 0;
+            Value::Date(t)
+        }
+        "CURTIME" | "CURRENT_TIME" => {
+            args_range(name, args, 0, 1)?;
+            let t = ctx.now();
+            Value::Str(format!("{:02}:{:02}:{:02}", t.hour, t.minute, t.second))
+        }
+        "UNIX_TIMESTAMP" => {
+            args_range(name, args, 0, 1)?;
+            if args.is_empty() {
+                Value::Int(ctx.now().to_unix())
+            } else {
+                match &vals[0] {
+                    Value::Null => Value::Null,
+                    Value::Date(d) | Value::DateTime(d) => Value::Int(d.to_unix()),
+                    Value::Str(x) => match parse_datetime(x) {
+                        Some(d) => Value::Int(d.to_unix()),
+                        None => Value::Null,
+                    },
+                    _ => Value::Null,
+                }
+            }
+        }
+        "DATABASE" | "SCHEMA" => {
+            args_exact(name, args, 0)?;
+            ctx.database().map(Value::Str).unwrap_or(Value::Null)
+        }
+        "USER" | "SESSION_USER" | "SYSTEM_USER" => {
+            args_exact(name, args, 0)?;
+            Value::Str(ctx.user())
+        }
+        "CURRENT_USER" => {
+            args_exact(name, args, 0)?;
+            Value::Str(ctx.current_user())
+        }
+        "VERSION" => {
+            args_exact(name, args, 0)?;
+            Value::Str(ctx.version())
+        }
+        "CONNECTION_ID" => {
+            args_exact(name, args, 0)?;
+            Value::UInt(ctx.connection_id())
+        }
+        "LAST_INSERT_ID" => {
+            args_range(name, args, 0, 1)?;
+            if args.is_empty() {
+                Value::UInt(ctx.last_insert_id())
+            } else if vals[0].is_null() {
+                ctx.set_last_insert_id(0);
+                Value::Null
+            } else {
+                let v = int(0).clamp(0, u64::MAX as i128) as u64;
+                ctx.set_last_insert_id(v);
+                Value::UInt(v)
+            }
+        }
+        "SLEEP" => {
+            args_exact(name, args, 1)?;
+            if any_null {
+                return Err(SqlError::other(1210, "HY000", "Incorrect arguments to sleep"));
+            }
+            let secs = vals[0].to_f64().unwrap_or(0.0);
+            if secs < 0.0 {
+                return Err(SqlError::other(1210, "HY000", "Incorrect arguments to sleep"));
+            }
+            sleep(ctx, secs)
+        }
+        "NULLIF" => {
+            args_exact(name, args, 2)?;
+            if compare(&vals[0], &vals[1]) == Some(Ordering::Equal) {
+                Value::Null
+            } else {
+                vals[0].clone()
+            }
+        }
+        "ISNULL" => {
+            args_exact(name, args, 1)?;
+            Value::from_bool(vals[0].is_null())
+        }
+        "ABS" => {
+            args_exact(name, args, 1)?;
+            match &vals[0] {
+                Value::Null => Value::Null,
+                Value::Int(i) => match i.checked_abs() {
+                    Some(x) => Value::Int(x),
+                    None => return Err(SqlError::OutOfRange("BIGINT", format!("abs({})", args[0]))),
+                },
+                Value::UInt(u) => Value::UInt(*u),
+                Value::Decimal(d) => Value::Decimal(Decimal::new(d.mant.abs(), d.scale)),
+                other => Value::Double(other.to_f64().unwrap_or(0.0).abs()),
+            }
+        }
+        "CEIL" | "CEILING" | "FLOOR" => {
+            args_exact(name, args, 1)?;
+            let up = name != "FLOOR";
+            match &vals[0] {
+                Value::Null => Value::Null,
+                v @ (Value::Int(_) | Value::UInt(_)) => v.clone(),
+                Value::Decimal(d) => {
+                    let t = d.trunc();
+                    let frac = d.mant != t * 10i128.pow(d.scale);
+                    let r = if frac && up && d.mant > 0 {
+                        t + 1
+                    } else if frac && !up && d.mant < 0 {
+                        t - 1
+                    } else {
+                        t
+                    };
+                    if r >= i64::MIN as i128 && r <= i64::MAX as i128 {
+                        Value::Int(r as i64)
+                    } else {
+                        Value::Decimal(Decimal::from_i128(r))
+                    }
+                }
+                other => {
+                    let f = other.to_f64().unwrap_or(0.0);
+                    Value::Double(if up { f.ceil() } else { f.floor() })
+                }
+            }
+        }
+        "ROUND" | "TRUNCATE" => {
+            if name == "TRUNCATE" {
+                args_exact(name, args, 2)?;
+            } else {
+                args_range(name, args, 1, 2)?;
+            }
+            if any_null {
+                Value::Null
+            } else {
+                let d = if args.len() == 2 { int(1) } else { 0 };
+                round_value(&vals[0], d, name == "TRUNCATE")
+            }
+        }
+        "MOD" => {
+            args_exact(name, args, 2)?;
+            if any_null {
+                Value::Null
+            } else {
+                arith(BinOp::Mod, &vals[0], &vals[1], &args[0], &args[1], ctx.div_precision())?
+            }
+        }
+        "GREATEST" | "LEAST" => {
+            if args.len() < 2 {
+                return Err(SqlError::ParamCount(name.to_ascii_lowercase()));
+            }
+            if any_null {
+                Value::Null
+            } else {
+                let mut best = vals[0].clone();
+                for v in &vals[1..] {
+                    let o = compare(v, &best).unwrap_or(Ordering::Equal);
+                    if (name == "GREATEST" && o == Ordering::Greater)
+                        || (name == "LEAST" && o == Ordering::Less)
+                    {
+                        best = v.clone();
+                    }
+                }
+                best
+            }
+        }
+        "DATABASE_SIZE" => return Err(SqlError::UnknownFunction(name.into())),
+        _ => {
+            return Err(SqlError::UnknownFunction(format!(
+                "{}.{}",
+                ctx.database().unwrap_or_default(),
+                name.to_ascii_lowercase()
+            )))
+        }
+    })
+}
+
+fn cast(v: Value, t: CastType, e: &Expr) -> Result<Value, SqlError> {
+    if v.is_null() {
+        return Ok(Value::Null);
+    }
+    Ok(match t {
+        CastType::Signed => {
+            let i = match &v {
+                Value::Str(s) => str_to_i128(s),
+                Value::Decimal(d) => d.round_int(),
+                other => other.to_i128().unwrap_or(0),
+            };
+            Value::Int(i as i64)
+        }
+        CastType::Unsigned => {
+            let i = match &v {
+                Value::Str(s) => str_to_i128(s),
+                Value::Decimal(d) => d.round_int(),
+                other => other.to_i128().unwrap_or(0),
+            };
+            Value::UInt(i as i64 as u64).clone_if(i >= 0 || i < i64::MIN as i128, Value::UInt(i as u64))
+        }
+        CastType::Char => Value::Str(v.to_text().unwrap_or_default()),
+        CastType::Double => Value::Double(v.to_f64().unwrap_or(0.0)),
+        CastType::Decimal(scale) => {
+            let d = match &v {
+                Value::Str(s) => Decimal::parse(s.trim())
+                    .unwrap_or_else(|| Decimal::parse(&format_double(str_to_f64(s).0)).unwrap_or(Decimal::from_i128(0))),
+                Value::Double(f) => Decimal::parse(&format!("{f:.30}")).unwrap_or(Decimal::from_i128(0)),
+                other => other.to_decimal().unwrap_or(Decimal::from_i128(0)),
+            };
+            Value::Decimal(d.rescale(scale as u32).ok_or_else(|| SqlError::OutOfRange("DECIMAL", e.to_string()))?)
+        }
+        CastType::Date | CastType::DateTime => {
+            let d = match &v {
+                Value::Date(d) | Value::DateTime(d) => Some(*d),
+                other => parse_datetime(&other.to_text().unwrap_or_default()),
+            };
+            match d {
+                None => Value::Null,
+                Some(mut d) if t == CastType::Date => {
+                    d.hour = 0;
+                    d.minute = 0;
+                    d.second = 0;
+                    d.micro = 0;
+                    Value::Date(d)
+                }
+                Some(d) => Value::DateTime(d),
+            }
+        }
+    })
+}
+
+trait CloneIf {
+    fn clone_if(self, cond: bool, other: Value) -> Value;
+}
+impl CloneIf for Value {
+    fn clone_if(self, cond: bool, other: Value) -> Value {
+        if cond {
+            other
+        } else {
+            self
+        }
+    }
+}
+
+/// Evaluates an expression.
+pub fn eval(e: &Expr, ctx: &mut dyn Context) -> Result<Value, SqlError> {
+    match e {
+        Expr::Literal(v) => Ok(v.clone()),
+        Expr::Column(c) => ctx.column(c),
+        Expr::Param(i) => ctx.param(*i),
+        Expr::SysVar(scope, name) => ctx.system_var(*scope, name),
+        Expr::UserVar(n) => Ok(ctx.user_var(n)),
+        Expr::AssignUserVar(n, x) => {
+            let v = eval(x, ctx)?;
+            ctx.set_user_var(n, v.clone());
+            Ok(v)
+        }
+        Expr::Unary(op, x) => {
+            let v = eval(x, ctx)?;
+            if v.is_null() {
+                return Ok(Value::Null);
+            }
+            match op {
+                UnOp::Not => Ok(Value::from_opt_bool(v.truth().map(|b| !b))),
+                UnOp::BitNot => Ok(Value::UInt(!(v.to_i128().unwrap_or(0) as i64 as u64))),
+                UnOp::Neg => match v {
+                    Value::Int(i) => i
+                        .checked_neg()
+                        .map(Value::Int)
+                        .ok_or_else(|| SqlError::OutOfRange("BIGINT", format!("-({x})"))),
+                    Value::UInt(u) => {
+                        if u <= i64::MAX as u64 + 1 {
+                            Ok(Value::Int((-(u as i128)) as i64))
+                        } else {
+                            Ok(Value::Decimal(Decimal::from_i128(-(u as i128))))
+                        }
+                    }
+                    Value::Decimal(d) => Ok(Value::Decimal(d.neg())),
+                    other => Ok(Value::Double(-other.to_f64().unwrap_or(0.0))),
+                },
+            }
+        }
+        Expr::Binary(op, a, b) => {
+            match op {
+                BinOp::And => {
+                    let x = eval(a, ctx)?.truth();
+                    if x == Some(false) {
+                        return Ok(Value::Int(0));
+                    }
+                    let y = eval(b, ctx)?.truth();
+                    return Ok(match (x, y) {
+                        (_, Some(false)) => Value::Int(0),
+                        (Some(true), Some(true)) => Value::Int(1),
+                        _ => Value::Null,
+                    });
+                }
+                BinOp::Or => {
+                    let x = eval(a, ctx)?.truth();
+                    if x == Some(true) {
+                        return Ok(Value::Int(1));
+                    }
+                    let y = eval(b, ctx)?.truth();
+                    return Ok(match (x, y) {
+                        (_, Some(true)) => Value::Int(1),
+                        (Some(false), Some(false)) => Value::Int(0),
+                        _ => Value::Null,
+                    });
+                }
+                _ => {}
+            }
+            let x = eval(a, ctx)?;
+            let y = eval(b, ctx)?;
+            if *op == BinOp::NullSafeEq {
+                return Ok(Value::from_bool(match (x.is_null(), y.is_null()) {
+                    (true, true) => true,
+                    (false, false) => compare(&x, &y) == Some(Ordering::Equal),
+                    _ => false,
+                }));
+            }
+            if x.is_null() || y.is_null() {
+                return Ok(Value::Null);
+            }
+            match op {
+                BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::IntDiv | BinOp::Mod => {
+                    arith(*op, &x, &y, a, b, ctx.div_precision())
+                }
+                BinOp::Eq | BinOp::NotEq | BinOp::Lt | BinOp::LtEq | BinOp::Gt | BinOp::GtEq => {
+                    let o = compare(&x, &y).unwrap();
+                    Ok(Value::from_bool(match op {
+                        BinOp::Eq => o == Ordering::Equal,
+                        BinOp::NotEq => o != Ordering::Equal,
+                        BinOp::Lt => o == Ordering::Less,
+                        BinOp::LtEq => o != Ordering::Greater,
+                        BinOp::Gt => o == Ordering::Greater,
+                        _ => o != Ordering::Less,
+                    }))
+                }
+                BinOp::Xor => Ok(Value::from_bool(x.truth().unwrap() != y.truth().unwrap())),
+                BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::ShiftLeft | BinOp::ShiftRight => {
+                    let p = x.to_i128().unwrap_or(0) as i64 as u64;
+                    let q = y.to_i128().unwrap_or(0) as i64 as u64;
+                    Ok(Value::UInt(match op {
+                        BinOp::BitAnd => p & q,
+                        BinOp::BitOr => p | q,
+                        BinOp::BitXor => p ^ q,
+                        BinOp::ShiftLeft => if q >= 64 { 0 } else { p << q },
+                        _ => if q >= 64 { 0 } else { p >> q },
+                    }))
+                }
+                _ => unreachable!("handled above"),
+            }
+        }
+        Expr::IsNull(x, neg) => {
+            let v = eval(x, ctx)?;
+            Ok(Value::from_bool(v.is_null() != *neg))
+        }
+        Expr::IsBool(x, want, neg) => {
+            let v = eval(x, ctx)?.truth();
+            Ok(Value::from_bool((v == Some(*want)) != *neg))
+        }
+        Expr::InList(x, list, neg) => {
+            let v = eval(x, ctx)?;
+            if v.is_null() {
+                return Ok(Value::Null);
+            }
+            let mut saw_null = false;
+            for item in list {
+                let w = eval(item, ctx)?;
+                match compare(&v, &w) {
+                    Some(Ordering::Equal) => return Ok(Value::from_bool(!*neg)),
+                    None => saw_null = true,
+                    _ => {}
+                }
+            }
+            Ok(if saw_null {
+                Value::Null
+            } else {
+                Value::from_bool(*neg)
+            })
+        }
+        Expr::Between(x, lo, hi, neg) => {
+            let v = eval(x, ctx)?;
+            let l = eval(lo, ctx)?;
+            let h = eval(hi, ctx)?;
+            let ge = compare(&v, &l).map(|o| o != Ordering::Less);
+            let le = compare(&v, &h).map(|o| o != Ordering::Greater);
+            let r = match (ge, le) {
+                (Some(false), _) | (_, Some(false)) => Some(false),
+                (Some(true), Some(true)) => Some(true),
+                _ => None,
+            };
+            Ok(Value::from_opt_bool(r.map(|b| b != *neg)))
+        }
+        Expr::Like(x, p, esc, neg) => {
+            let v = eval(x, ctx)?;
+            let pv = eval(p, ctx)?;
+            match (v.to_text(), pv.to_text()) {
+                (Some(s), Some(pat)) => Ok(Value::from_bool(like(&s, &pat, esc.unwrap_or('\\')) != *neg)),
+                _ => Ok(Value::Null),
+            }
+        }
+        Expr::Case(operand, whens, else_) => {
+            let op = match operand {
+                Some(o) => Some(eval(o, ctx)?),
+                None => None,
+            };
+            for (w, t) in whens {
+                let wv = eval(w, ctx)?;
+                let hit = match &op {
+                    Some(o) => compare(o, &wv) == Some(Ordering::Equal),
+                    None => wv.truth() == Some(true),
+                };
+                if hit {
+                    return eval(t, ctx);
+                }
+            }
+            match else_ {
+                Some(e) => eval(e, ctx),
+                None => Ok(Value::Null),
+            }
+        }
+        Expr::Function(name, args) => function(name, args, ctx),
+        Expr::Cast(x, t) => {
+            let v = eval(x, ctx)?;
+            cast(v, *t, e)
+        }
+    }
+}
+
+/// Best-effort static type of an expression (for column metadata at PREPARE time and for
+/// all-NULL result columns).
+pub fn static_type(e: &Expr) -> SqlType {
+    match e {
+        Expr::Literal(v) => v.sql_type(),
+        Expr::Binary(op, a, b) => match op {
+            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Mod => {
+                match (static_type(a), static_type(b)) {
+                    (SqlType::Double | SqlType::Str, _) | (_, SqlType::Double | SqlType::Str) => SqlType::Double,
+                    (SqlType::Decimal(x), SqlType::Decimal(y)) => SqlType::Decimal(x.max(y)),
+                    (SqlType::Decimal(x), _) | (_, SqlType::Decimal(x)) => SqlType::Decimal(x),
+                    (SqlType::UInt, _) | (_, SqlType::UInt) => SqlType::UInt,
+                    _ => SqlType::Int,
+                }
+            }
+            BinOp::Div => match (static_type(a), static_type(b)) {
+                (SqlType::Double | SqlType::Str, _) | (_, SqlType::Double | SqlType::Str) => SqlType::Double,
+                (SqlType::Decimal(x), _) => SqlType::Decimal(x + 4),
+                _ => SqlType::Decimal(4),
+            },
+            BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::ShiftLeft | BinOp::ShiftRight => SqlType::UInt,
+            _ => SqlType::Int,
+        },
+        Expr::Unary(UnOp::Neg, x) => static_type(x),
+        Expr::Unary(UnOp::BitNot, _) => SqlType::UInt,
+        Expr::Unary(UnOp::Not, _)
+        | Expr::IsNull(..)
+        | Expr::IsBool(..)
+        | Expr::InList(..)
+        | Expr::Between(..)
+        | Expr::Like(..) => SqlType::Int,
+        Expr::Cast(_, t) => match t {
+            CastType::Signed => SqlType::Int,
+            CastType::Unsigned => SqlType::UInt,
+            CastType::Char => SqlType::Str,
+            CastType::Decimal(s) => SqlType::Decimal(*s),
+            CastType::Double => SqlType::Double,
+            CastType::Date => SqlType::Date,
+            CastType::DateTime => SqlType::DateTime,
+        },
+        Expr::Function(name, args) => match name.as_str() {
+            "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIME" | "LOCALTIMESTAMP" | "SYSDATE" => SqlType::DateTime,
+            "CURDATE" | "CURRENT_DATE" => SqlType::Date,
+            "LENGTH" | "OCTET_LENGTH" | "CHAR_LENGTH" | "CHARACTER_LENGTH" | "UNIX_TIMESTAMP" | "SLEEP"
+            | "ISNULL" => SqlType::Int,
+            "CONNECTION_ID" | "LAST_INSERT_ID" => SqlType::UInt,
+            "ABS" | "CEIL" | "CEILING" | "FLOOR" | "ROUND" | "TRUNCATE" | "MOD" => {
+                args.first().map(static_type).unwrap_or(SqlType::Int)
+            }
+            "IF" => args.get(1).map(static_type).unwrap_or(SqlType::Str),
+            "IFNULL" | "COALESCE" | "NULLIF" | "GREATEST" | "LEAST" => {
+                args.first().map(static_type).unwrap_or(SqlType::Str)
+            }
+            _ => SqlType::Str,
+        },
+        Expr::Case(_, whens, _) => whens.first().map(|(_, t)| static_type(t)).unwrap_or(SqlType::Str),
+        Expr::AssignUserVar(_, x) => static_type(x),
+        _ => SqlType::Str,
+    }
+}

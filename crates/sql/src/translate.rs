@@ -1,0 +1,1140 @@
+//! Parse (sqlparser, `MySqlDialect`) and translate into our AST.
+//!
+//! Two paths:
+//! * Session statements whose MySQL forms sqlparser models loosely or not at all (`SET` with
+//!   scopes and bare-word values, `SHOW` variants, `KILL`, `USE`, transaction control,
+//!   `CREATE/DROP DATABASE`, `CREATE/DROP USER`, `DO`) are parsed by a small recursive-descent
+//!   front that drives sqlparser's own `Parser` token by token and calls `parse_expr` for
+//!   expressions, so expression syntax is sqlparser's everywhere.
+//! * Everything else goes through `Parser::parse_sql`; the resulting statement is translated into
+//!   [`Statement`]. Constructs we do not implement become 1235 (`doesn't yet support`), syntax
+//!   errors 1064 — never a guess.
+//!
+//! Column names follow MySQL: the expression's text exactly as written (sliced out of the query
+//! using sqlparser's spans), the alias if given, and a string literal's value for a bare literal.
+
+use sqlparser::ast as sp;
+use sqlparser::ast::Spanned;
+use sqlparser::dialect::MySqlDialect;
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::{Location, Token};
+
+use crate::ast::*;
+use crate::decimal::Decimal;
+use crate::error::SqlError;
+use crate::split::is_blank;
+use crate::value::Value;
+
+/// A parsed statement and the number of `?` placeholders in it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parsed {
+    /// The statement.
+    pub statement: Statement,
+    /// Number of `?` placeholders.
+    pub params: usize,
+}
+
+fn perr(e: ParserError) -> SqlError {
+    let msg = match e {
+        ParserError::TokenizerError(m) | ParserError::ParserError(m) => m,
+        ParserError::RecursionLimitExceeded => "statement too deeply nested".into(),
+    };
+    SqlError::Syntax(msg)
+}
+
+/// Parses one statement (no trailing `;` splitting: see `split.rs`).
+pub fn parse(sql: &str) -> Result<Parsed, SqlError> {
+    if is_blank(sql) {
+        return Err(SqlError::EmptyQuery);
+    }
+    let dialect = MySqlDialect {};
+    let mut p = Parser::new(&dialect).try_with_sql(sql).map_err(perr)?;
+    let mut t = Translator { sql, params: 0, lines: line_starts(sql) };
+    let head = peek_word(&p, 0).unwrap_or_default();
+    let second = peek_word(&p, 1).unwrap_or_default();
+    let own = match head.as_str() {
+        "SET" | "SHOW" | "KILL" | "USE" | "BEGIN" | "START" | "COMMIT" | "ROLLBACK" | "DO" => true,
+        "CREATE" | "DROP" => matches!(second.as_str(), "DATABASE" | "SCHEMA" | "USER"),
+        _ => false,
+    };
+    let statement = if own {
+        p.next_token();
+        t.own_statement(&head, &mut p)?
+    } else {
+        let mut stmts = Parser::parse_sql(&dialect, sql).map_err(perr)?;
+        if stmts.len() != 1 {
+            return Err(SqlError::Syntax("multiple statements in one command".into()));
+        }
+        t.statement(stmts.remove(0))?
+    };
+    Ok(Parsed { statement, params: t.params })
+}
+
+fn line_starts(sql: &str) -> Vec<usize> {
+    let mut v = vec![0];
+    for (i, b) in sql.bytes().enumerate() {
+        if b == b'\n' {
+            v.push(i + 1);
+        }
+    }
+    v
+}
+
+fn peek_word(p: &Parser, n: usize) -> Option<String> {
+    match p.peek_nth_token(n).token {
+        Token::Word(w) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
+        _ => None,
+    }
+}
+
+fn eat(p: &mut Parser, word: &str) -> bool {
+    if peek_word(p, 0).as_deref() == Some(word) {
+        p.next_token();
+        true
+    } else {
+        false
+    }
+}
+
+fn eat_seq(p: &mut Parser, words: &[&str]) -> bool {
+    for (i, w) in words.iter().enumerate() {
+        if peek_word(p, i).as_deref() != Some(*w) {
+            return false;
+        }
+    }
+    for _ in words {
+        p.next_token();
+    }
+    true
+}
+
+fn at_end(p: &Parser) -> bool {
+    matches!(p.peek_token().token, Token::EOF | Token::SemiColon)
+}
+
+fn expect_end(p: &mut Parser) -> Result<(), SqlError> {
+    if at_end(p) {
+        Ok(())
+    } else {
+        Err(SqlError::Syntax(p.peek_token().token.to_string()))
+    }
+}
+
+/// An identifier or a quoted string used as a name.
+fn name(p: &mut Parser) -> Result<String, SqlError> {
+    let t = p.next_token();
+    match t.token {
+        Token::Word(w) => Ok(w.value),
+        Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) => Ok(s),
+        other => Err(SqlError::Syntax(other.to_string())),
+    }
+}
+
+fn unsupported(what: impl Into<String>) -> SqlError {
+    SqlError::Unsupported(what.into())
+}
+
+struct Translator<'a> {
+    sql: &'a str,
+    params: usize,
+    lines: Vec<usize>,
+}
+
+impl Translator<'_> {
+    fn offset(&self, l: Location) -> Option<usize> {
+        if l.line == 0 {
+            return None;
+        }
+        let start = *self.lines.get(l.line as usize - 1)?;
+        let line = &self.sql[start..];
+        let col = l.column as usize - 1;
+        Some(start + line.char_indices().nth(col).map(|(i, _)| i).unwrap_or(line.len()))
+    }
+
+    /// The source text an expression was written as (MySQL's column name), if spans allow.
+    /// sqlparser's spans end before a function's closing parenthesis (and cover only the name
+    /// of `NOW()`), so the end is extended until parentheses balance.
+    fn source_text(&self, e: &sp::Expr) -> Option<String> {
+        let span = e.span();
+        let a = self.offset(span.start)?;
+        let mut b = self.offset(span.end)?;
+        if a >= b || b > self.sql.len() {
+            return None;
+        }
+        let bytes = self.sql.as_bytes();
+        let balance = |from: usize, to: usize| -> i64 {
+            let mut bal = 0i64;
+            let mut quote: Option<u8> = None;
+            for &c in &bytes[from..to] {
+                match quote {
+                    Some(q) if c == q => quote = None,
+                    Some(_) => {}
+                    None => match c {
+                        b'\'' | b'"' | b'`' => quote = Some(c),
+                        b'(' => bal += 1,
+                        b')' => bal -= 1,
+                        _ => {}
+                    },
+                }
+            }
+            bal
+        };
+        if matches!(e, sp::Expr::Function(_)) {
+            // `NOW()`: the span covers `NOW` only; take the argument list too.
+            let mut j = b;
+            while j < bytes.len() && bytes[j].is_ascii_whitespace() {
+                j += 1;
+            }
+            if balance(a, b) == 0 && j < bytes.len() && bytes[j] == b'(' {
+                b = j + 1;
+            }
+        }
+        let mut guard = 0;
+        while balance(a, b) > 0 && guard < 64 {
+            guard += 1;
+            let mut quote: Option<u8> = None;
+            let mut j = b;
+            while j < bytes.len() {
+                let c = bytes[j];
+                match quote {
+                    Some(q) if c == q => quote = None,
+                    Some(_) => {}
+                    None if c == b'\'' || c == b'"' || c == b'`' => quote = Some(c),
+                    None if c == b')' => break,
+                    None => {}
+                }
+                j += 1;
+            }
+            if j >= bytes.len() {
+                return None;
+            }
+            b = j + 1;
+        }
+        Some(self.sql[a..b].trim().to_string())
+    }
+
+    fn column_name(&self, e: &sp::Expr) -> String {
+        match e {
+            sp::Expr::Value(v) => match &v.value {
+                sp::Value::SingleQuotedString(s) | sp::Value::DoubleQuotedString(s) => {
+                    return s.clone()
+                }
+                sp::Value::Null => return "NULL".into(),
+                _ => {}
+            },
+            sp::Expr::Identifier(i) => return i.value.clone(),
+            sp::Expr::CompoundIdentifier(ids) if !ids[0].value.starts_with("@@") => {
+                return ids.last().map(|i| i.value.clone()).unwrap_or_default()
+            }
+            _ => {}
+        }
+        self.source_text(e).unwrap_or_else(|| e.to_string())
+    }
+
+    fn own_statement(&mut self, head: &str, p: &mut Parser) -> Result<Statement, SqlError> {
+        let st = match head {
+            "SET" => self.set(p)?,
+            "SHOW" => self.show(p)?,
+            "KILL" => {
+                let query_only = if eat(p, "QUERY") {
+                    true
+                } else {
+                    eat(p, "CONNECTION");
+                    false
+                };
+                let e = p.parse_expr().map_err(perr)?;
+                Statement::Kill(self.expr(e)?, query_only)
+            }
+            "USE" => Statement::Use(name(p)?),
+            "BEGIN" => {
+                eat(p, "WORK");
+                Statement::Begin
+            }
+            "START" => {
+                if !eat(p, "TRANSACTION") {
+                    return Err(SqlError::Syntax("START".into()));
+                }
+                loop {
+                    if eat_seq(p, &["WITH", "CONSISTENT", "SNAPSHOT"])
+                        || eat_seq(p, &["READ", "WRITE"])
+                        || eat_seq(p, &["READ", "ONLY"])
+                    {
+                        if !matches!(p.peek_token().token, Token::Comma) {
+                            break;
+                        }
+                        p.next_token();
+                    } else {
+                        break;
+                    }
+                }
+                Statement::Begin
+            }
+            "COMMIT" | "ROLLBACK" => {
+                eat(p, "WORK");
+                if peek_word(p, 0).as_deref() == Some("AND") || peek_word(p, 0).as_deref() == Some("TO") {
+                    return Err(unsupported(format!("{head} AND CHAIN / TO SAVEPOINT")));
+                }
+                if head == "COMMIT" {
+                    Statement::Commit
+                } else {
+                    Statement::Rollback
+                }
+            }
+            "DO" => {
+                let exprs = p.parse_comma_separated(Parser::parse_expr).map_err(perr)?;
+                Statement::Do(exprs.into_iter().map(|e| self.expr(e)).collect::<Result<_, _>>()?)
+            }
+            "CREATE" | "DROP" => {
+                let what = peek_word(p, 0).unwrap_or_default();
+                p.next_token();
+                if what == "USER" {
+                    return self.user_statement(head == "CREATE", p);
+                }
+                if head == "CREATE" {
+                    let ine = eat_seq(p, &["IF", "NOT", "EXISTS"]);
+                    let n = name(p)?;
+                    // Options: [DEFAULT] CHARACTER SET [=] x, [DEFAULT] COLLATE [=] y.
+                    while !at_end(p) {
+                        let w = peek_word(p, 0).unwrap_or_default();
+                        match w.as_str() {
+                            "DEFAULT" | "CHARACTER" | "SET" | "CHARSET" | "COLLATE" | "ENCRYPTION" => {
+                                p.next_token();
+                                if matches!(w.as_str(), "CHARSET" | "SET" | "COLLATE" | "ENCRYPTION") {
+                                    let _ = p.consume_token(&Token::Eq);
+                                    name(p)?;
+                                }
+                            }
+                            _ => return Err(SqlError::Syntax(p.peek_token().token.to_string())),
+                        }
+                    }
+                    Statement::CreateDatabase(n, ine)
+                } else {
+                    let ie = eat_seq(p, &["IF", "EXISTS"]);
+                    Statement::DropDatabase(name(p)?, ie)
+                }
+            }
+            _ => return Err(SqlError::Syntax(head.to_string())),
+        };
+        expect_end(p)?;
+        Ok(st)
+    }
+
+    fn user_statement(&mut self, create: bool, _p: &mut Parser) -> Result<Statement, SqlError> {
+        // `'u'@'h'` does not tokenize reliably with the MySQL dialect (identifiers may start
+        // with '@'), so user specifications are scanned from the raw text.
+        let toks = user_lex(self.sql)?;
+        let mut i = 2; // CREATE|DROP USER
+        let word = |i: usize, w: &str| matches!(toks.get(i), Some(UTok::Word(x)) if x.eq_ignore_ascii_case(w));
+        let cond = if create && word(i, "IF") && word(i + 1, "NOT") && word(i + 2, "EXISTS") {
+            i += 3;
+            true
+        } else if !create && word(i, "IF") && word(i + 1, "EXISTS") {
+            i += 2;
+            true
+        } else {
+            false
+        };
+        let text = |t: Option<&UTok>| -> Result<String, SqlError> {
+            match t {
+                Some(UTok::Str(s)) | Some(UTok::Word(s)) => Ok(s.clone()),
+                Some(other) => Err(SqlError::Syntax(format!("{other:?}"))),
+                None => Err(SqlError::Syntax(String::new())),
+            }
+        };
+        let mut created = Vec::new();
+        let mut dropped = Vec::new();
+        loop {
+            let user = text(toks.get(i))?;
+            i += 1;
+            let mut host = "%".to_string();
+            if matches!(toks.get(i), Some(UTok::At)) {
+                host = text(toks.get(i + 1))?;
+                i += 2;
+            }
+            if create {
+                let mut password = String::new();
+                if word(i, "IDENTIFIED") {
+                    i += 1;
+                    if word(i, "WITH") {
+                        let plugin = text(toks.get(i + 1))?;
+                        i += 2;
+                        if plugin != "mysql_native_password" {
+                            return Err(unsupported(format!("authentication plugin {plugin}")));
+                        }
+                    }
+                    if word(i, "BY") {
+                        match toks.get(i + 1) {
+                            Some(UTok::Str(s)) => password = s.clone(),
+                            _ => return Err(SqlError::Syntax("IDENTIFIED BY".into())),
+                        }
+                        i += 2;
+                    }
+                }
+                created.push((user, host, password));
+            } else {
+                dropped.push((user, host));
+            }
+            match toks.get(i) {
+                Some(UTok::Comma) => i += 1,
+                None => break,
+                Some(other) => return Err(SqlError::Syntax(format!("{other:?}"))),
+            }
+        }
+        Ok(if create {
+            Statement::CreateUser(created, cond)
+        } else {
+            Statement::DropUser(dropped, cond)
+        })
+    }
+
+    fn scope_word(p: &mut Parser) -> Option<VarScope> {
+        if eat(p, "GLOBAL") || eat(p, "PERSIST") {
+            Some(VarScope::Global)
+        } else if eat(p, "SESSION") || eat(p, "LOCAL") {
+            Some(VarScope::Session)
+        } else {
+            None
+        }
+    }
+
+    fn set(&mut self, p: &mut Parser) -> Result<Statement, SqlError> {
+        if eat(p, "NAMES") {
+            let cs = if eat(p, "DEFAULT") { None } else { Some(name(p)?) };
+            let coll = if eat(p, "COLLATE") { Some(name(p)?) } else { None };
+            expect_end(p)?;
+            return Ok(Statement::SetNames(cs, coll));
+        }
+        if eat_seq(p, &["CHARACTER", "SET"]) || eat(p, "CHARSET") {
+            let cs = if eat(p, "DEFAULT") { None } else { Some(name(p)?) };
+            expect_end(p)?;
+            return Ok(Statement::SetCharset(cs));
+        }
+        // SET [GLOBAL|SESSION] TRANSACTION ...
+        let scope_tx = match (peek_word(p, 0).as_deref(), peek_word(p, 1).as_deref()) {
+            (Some("TRANSACTION"), _) => Some(None),
+            (Some("GLOBAL" | "SESSION" | "LOCAL"), Some("TRANSACTION")) => {
+                let s = Self::scope_word(p);
+                Some(s)
+            }
+            _ => None,
+        };
+        if let Some(scope) = scope_tx {
+            eat(p, "TRANSACTION");
+            let mut level = None;
+            let mut ro = None;
+            loop {
+                if eat_seq(p, &["ISOLATION", "LEVEL"]) {
+                    level = Some(if eat_seq(p, &["READ", "UNCOMMITTED"]) {
+                        "READ-UNCOMMITTED"
+                    } else if eat_seq(p, &["READ", "COMMITTED"]) {
+                        "READ-COMMITTED"
+                    } else if eat_seq(p, &["REPEATABLE", "READ"]) {
+                        "REPEATABLE-READ"
+                    } else if eat(p, "SERIALIZABLE") {
+                        "SERIALIZABLE"
+                    } else {
+                        return Err(SqlError::Syntax(p.peek_token().token.to_string()));
+                    }
+                    .to_string());
+                } else if eat_seq(p, &["READ", "ONLY"]) {
+                    ro = Some(true);
+                } else if eat_seq(p, &["READ", "WRITE"]) {
+                    ro = Some(false);
+                } else {
+                    return Err(SqlError::Syntax(p.peek_token().token.to_string()));
+                }
+                if !p.consume_token(&Token::Comma) {
+                    break;
+                }
+            }
+            expect_end(p)?;
+            return Ok(Statement::SetTransaction(scope, level, ro));
+        }
+        let mut out = Vec::new();
+        loop {
+            let scope = Self::scope_word(p);
+            let t = p.next_token();
+            let target = match t.token {
+                Token::Word(w) if w.quote_style.is_none() && w.value.starts_with("@@") => {
+                    let first = w.value[2..].to_ascii_lowercase();
+                    if p.consume_token(&Token::Period) {
+                        let var = name(p)?;
+                        let sc = match first.as_str() {
+                            "global" | "persist" => VarScope::Global,
+                            "session" | "local" => VarScope::Session,
+                            _ => return Err(SqlError::Syntax(format!("@@{first}.{var}"))),
+                        };
+                        SetTarget::System(sc, var.to_ascii_lowercase())
+                    } else {
+                        SetTarget::System(scope.unwrap_or(VarScope::Session), first)
+                    }
+                }
+                Token::Word(w) if w.quote_style.is_none() && w.value.starts_with('@') => {
+                    if scope.is_some() {
+                        return Err(SqlError::Syntax(w.value));
+                    }
+                    let mut n = w.value[1..].to_string();
+                    if n.is_empty() {
+                        n = name(p)?;
+                    }
+                    SetTarget::User(n)
+                }
+                Token::Word(w) => {
+                    let mut n = w.value.to_ascii_lowercase();
+                    // `SET GLOBAL innodb.x` style dotted names are not variables we know.
+                    if p.consume_token(&Token::Period) {
+                        n = format!("{n}.{}", name(p)?);
+                    }
+                    SetTarget::System(scope.unwrap_or(VarScope::Default), n)
+                }
+                other => return Err(SqlError::Syntax(other.to_string())),
+            };
+            if !(p.consume_token(&Token::Eq) || p.consume_token(&Token::Assignment)) {
+                return Err(SqlError::Syntax(p.peek_token().token.to_string()));
+            }
+            let value = self.set_value(p)?;
+            out.push((target, value));
+            if !p.consume_token(&Token::Comma) {
+                break;
+            }
+        }
+        expect_end(p)?;
+        Ok(Statement::Set(out))
+    }
+
+    fn set_value(&mut self, p: &mut Parser) -> Result<SetExpr, SqlError> {
+        let next_is_end = |p: &Parser| {
+            matches!(
+                p.peek_nth_token(1).token,
+                Token::EOF | Token::SemiColon | Token::Comma
+            )
+        };
+        if let Token::Word(w) = p.peek_token().token {
+            let up = w.value.to_ascii_uppercase();
+            if w.quote_style.is_none() && next_is_end(p) && !w.value.starts_with('@') {
+                match up.as_str() {
+                    "DEFAULT" => {
+                        p.next_token();
+                        return Ok(SetExpr::Default);
+                    }
+                    "NULL" | "TRUE" | "FALSE" => {}
+                    _ => {
+                        p.next_token();
+                        return Ok(SetExpr::Word(w.value));
+                    }
+                }
+            }
+        }
+        // Bare words with dashes (`pool-of-threads`) are not expressions MySQL accepts either
+        // unless quoted; parse an expression.
+        let e = p.parse_expr().map_err(perr)?;
+        Ok(SetExpr::Expr(self.expr(e)?))
+    }
+
+    fn filter(&mut self, p: &mut Parser) -> Result<ShowFilter, SqlError> {
+        if eat(p, "LIKE") {
+            let s = p.parse_literal_string().map_err(perr)?;
+            Ok(ShowFilter::Like(s))
+        } else if eat(p, "WHERE") {
+            let e = p.parse_expr().map_err(perr)?;
+            Ok(ShowFilter::Where(self.expr(e)?))
+        } else {
+            Ok(ShowFilter::None)
+        }
+    }
+
+    fn table_name(&mut self, p: &mut Parser) -> Result<TableName, SqlError> {
+        let first = name(p)?;
+        if p.consume_token(&Token::Period) {
+            Ok(TableName { db: Some(first), name: name(p)? })
+        } else {
+            Ok(TableName { db: None, name: first })
+        }
+    }
+
+    fn show(&mut self, p: &mut Parser) -> Result<Statement, SqlError> {
+        let full = eat(p, "FULL");
+        let scope = Self::scope_word(p).unwrap_or(VarScope::Default);
+        let what = peek_word(p, 0).unwrap_or_default();
+        p.next_token();
+        let kind = match what.as_str() {
+            "DATABASES" | "SCHEMAS" => ShowKind::Databases,
+            "TABLES" => {
+                let db = if eat(p, "FROM") || eat(p, "IN") { Some(name(p)?) } else { None };
+                ShowKind::Tables { db, full }
+            }
+            "VARIABLES" => ShowKind::Variables(scope),
+            "STATUS" => ShowKind::Status(scope),
+            "PROCESSLIST" => ShowKind::Processlist { full },
+            "WARNINGS" | "ERRORS" => {
+                if eat(p, "LIMIT") {
+                    p.parse_expr().map_err(perr)?;
+                    if p.consume_token(&Token::Comma) {
+                        p.parse_expr().map_err(perr)?;
+                    }
+                }
+                if what == "WARNINGS" {
+                    ShowKind::Warnings
+                } else {
+                    ShowKind::Errors
+                }
+            }
+            "COLLATION" => ShowKind::Collation,
+            "CHARACTER" if eat(p, "SET") => ShowKind::Charset,
+            "CHARSET" => ShowKind::Charset,
+            "ENGINES" => ShowKind::Engines,
+            "STORAGE" if eat(p, "ENGINES") => ShowKind::Engines,
+            "COLUMNS" | "FIELDS" | "INDEX" | "INDEXES" | "KEYS" => {
+                if !(eat(p, "FROM") || eat(p, "IN")) {
+                    return Err(SqlError::Syntax(p.peek_token().token.to_string()));
+                }
+                let mut t = self.table_name(p)?;
+                if eat(p, "FROM") || eat(p, "IN") {
+                    t.db = Some(name(p)?);
+                }
+                ShowKind::TableInfo(t)
+            }
+            "CREATE" if eat(p, "TABLE") => ShowKind::TableInfo(self.table_name(p)?),
+            "" => return Err(SqlError::Syntax(p.peek_token().token.to_string())),
+            other => return Err(unsupported(format!("SHOW {other}"))),
+        };
+        let f = self.filter(p)?;
+        expect_end(p)?;
+        Ok(Statement::Show(kind, f))
+    }
+
+    fn object_name(n: &sp::ObjectName) -> TableName {
+        let parts: Vec<String> = n
+            .0
+            .iter()
+            .map(|p| match p {
+                sp::ObjectNamePart::Identifier(i) => i.value.clone(),
+                other => other.to_string(),
+            })
+            .collect();
+        match parts.len() {
+            0 => TableName { db: None, name: String::new() },
+            1 => TableName { db: None, name: parts[0].clone() },
+            n => TableName { db: Some(parts[n - 2].clone()), name: parts[n - 1].clone() },
+        }
+    }
+
+    fn table_factor(tf: &sp::TableFactor) -> Result<TableName, SqlError> {
+        match tf {
+            sp::TableFactor::Table { name, .. } => Ok(Self::object_name(name)),
+            _ => Err(unsupported("derived tables and table functions")),
+        }
+    }
+
+    fn tables_of(twj: &[sp::TableWithJoins]) -> Result<Vec<TableName>, SqlError> {
+        let mut v = Vec::new();
+        for t in twj {
+            v.push(Self::table_factor(&t.relation)?);
+            for j in &t.joins {
+                v.push(Self::table_factor(&j.relation)?);
+            }
+        }
+        Ok(v)
+    }
+
+    fn statement(&mut self, s: sp::Statement) -> Result<Statement, SqlError> {
+        use sp::Statement as S;
+        Ok(match s {
+            S::Query(q) => Statement::Select(self.query(*q)?),
+            S::Insert(i) => {
+                let kind = if i.replace_into { "replace" } else { "insert" };
+                let t = match &i.table {
+                    sp::TableObject::TableName(n) => Self::object_name(n),
+                    _ => return Err(unsupported("INSERT INTO TABLE FUNCTION")),
+                };
+                Statement::TableStatement(kind, vec![t])
+            }
+            S::Update(u) => Statement::TableStatement("update", Self::tables_of(std::slice::from_ref(&u.table))?),
+            S::Delete(d) => {
+                let from = match &d.from {
+                    sp::FromTable::WithFromKeyword(v) | sp::FromTable::WithoutKeyword(v) => v,
+                };
+                Statement::TableStatement("delete", Self::tables_of(from)?)
+            }
+            S::CreateTable(c) => Statement::TableStatement("create_table", vec![Self::object_name(&c.name)]),
+            S::CreateIndex(c) => Statement::TableStatement("create_index", vec![Self::object_name(&c.table_name)]),
+            S::Drop { object_type: sp::ObjectType::Table, if_exists, names, .. } => Statement::TableStatement(
+                if if_exists { "drop_table_if_exists" } else { "drop_table" },
+                names.iter().map(Self::object_name).collect(),
+            ),
+            S::Truncate(_) => Statement::TableStatement("truncate", vec![]),
+            other => {
+                let text = other.to_string();
+                let head: String = text.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
+                return Err(unsupported(head));
+            }
+        })
+    }
+
+    fn query(&mut self, q: sp::Query) -> Result<Select, SqlError> {
+        if q.with.is_some() {
+            return Err(unsupported("WITH (common table expressions)"));
+        }
+        if q.fetch.is_some() {
+            return Err(unsupported("FETCH"));
+        }
+        let sel = match *q.body {
+            sp::SetExpr::Select(s) => *s,
+            sp::SetExpr::Query(inner) => return self.query(*inner),
+            sp::SetExpr::SetOperation { op, .. } => return Err(unsupported(format!("{op}"))),
+            other => return Err(unsupported(other.to_string())),
+        };
+        if sel.into.is_some() {
+            return Err(unsupported("SELECT ... INTO"));
+        }
+        if sel.having.is_some() {
+            return Err(unsupported("HAVING"));
+        }
+        match &sel.group_by {
+            sp::GroupByExpr::Expressions(v, _) if v.is_empty() => {}
+            _ => return Err(unsupported("GROUP BY")),
+        }
+        let from = match sel.from.len() {
+            0 => None,
+            1 if sel.from[0].joins.is_empty() => {
+                let t = Self::table_factor(&sel.from[0].relation)?;
+                if t.db.is_none() && t.name.eq_ignore_ascii_case("dual") {
+                    None
+                } else {
+                    Some(t)
+                }
+            }
+            _ => {
+                // Report a missing table before the missing feature, as MySQL resolves tables first.
+                let tables = Self::tables_of(&sel.from)?;
+                return Err(SqlError::Unsupported(format!(
+                    "joins (tables {})",
+                    tables.iter().map(|t| t.name.clone()).collect::<Vec<_>>().join(", ")
+                )));
+            }
+        };
+        let mut items = Vec::new();
+        for it in sel.projection {
+            match it {
+                sp::SelectItem::UnnamedExpr(e) => {
+                    let n = self.column_name(&e);
+                    items.push(SelectItem { expr: self.expr(e)?, name: n });
+                }
+                sp::SelectItem::ExprWithAlias { expr, alias } => {
+                    items.push(SelectItem { expr: self.expr(expr)?, name: alias.value });
+                }
+                sp::SelectItem::Wildcard(_) => {
+                    if from.is_none() {
+                        return Err(SqlError::other(1096, "HY000", "No tables used"));
+                    }
+                    items.push(SelectItem { expr: Expr::Column("*".into()), name: "*".into() });
+                }
+                other => return Err(unsupported(other.to_string())),
+            }
+        }
+        let filter = sel.selection.map(|e| self.expr(e)).transpose()?;
+        let (limit, offset) = match q.limit_clause {
+            None => (None, None),
+            Some(sp::LimitClause::LimitOffset { limit, offset, limit_by }) => {
+                if !limit_by.is_empty() {
+                    return Err(unsupported("LIMIT BY"));
+                }
+                (
+                    limit.map(|e| self.expr(e)).transpose()?,
+                    offset.map(|o| self.expr(o.value)).transpose()?,
+                )
+            }
+            Some(sp::LimitClause::OffsetCommaLimit { offset, limit }) => {
+                let o = self.expr(offset)?;
+                (Some(self.expr(limit)?), Some(o))
+            }
+        };
+        if q.order_by.is_some() && from.is_some() {
+            return Err(unsupported("ORDER BY on tables"));
+        }
+        Ok(Select { items, from, filter, limit, offset })
+    }
+
+    fn literal(&mut self, v: sp::Value) -> Result<Expr, SqlError> {
+        Ok(Expr::Literal(match v {
+            sp::Value::Number(n, _) => number_literal(&n)?,
+            sp::Value::SingleQuotedString(s)
+            | sp::Value::DoubleQuotedString(s)
+            | sp::Value::NationalStringLiteral(s)
+            | sp::Value::EscapedStringLiteral(s) => Value::Str(s),
+            sp::Value::HexStringLiteral(h) => {
+                let bytes: Vec<u8> = (0..h.len() / 2)
+                    .filter_map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).ok())
+                    .collect();
+                Value::Str(String::from_utf8_lossy(&bytes).into_owned())
+            }
+            sp::Value::Boolean(b) => Value::Int(b as i64),
+            sp::Value::Null => Value::Null,
+            sp::Value::Placeholder(ph) => {
+                if ph != "?" {
+                    return Err(SqlError::Syntax(ph));
+                }
+                let i = self.params;
+                self.params += 1;
+                return Ok(Expr::Param(i));
+            }
+            other => return Err(unsupported(format!("literal {other}"))),
+        }))
+    }
+
+    fn args(&mut self, f: sp::FunctionArguments) -> Result<Vec<Expr>, SqlError> {
+        match f {
+            sp::FunctionArguments::None => Ok(vec![]),
+            sp::FunctionArguments::Subquery(_) => Err(unsupported("subqueries")),
+            sp::FunctionArguments::List(l) => {
+                if l.duplicate_treatment.is_some() {
+                    return Err(unsupported("DISTINCT in aggregate functions"));
+                }
+                if !l.clauses.is_empty() {
+                    return Err(unsupported("function argument clauses"));
+                }
+                let mut out = Vec::new();
+                for a in l.args {
+                    match a {
+                        sp::FunctionArg::Unnamed(sp::FunctionArgExpr::Expr(e)) => out.push(self.expr(e)?),
+                        sp::FunctionArg::Unnamed(sp::FunctionArgExpr::Wildcard) => {
+                            out.push(Expr::Column("*".into()))
+                        }
+                        other => return Err(unsupported(other.to_string())),
+                    }
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    fn expr(&mut self, e: sp::Expr) -> Result<Expr, SqlError> {
+        use sp::Expr as E;
+        let b = |x: Expr| Box::new(x);
+        Ok(match e {
+            E::Identifier(i) => {
+                if i.quote_style.is_none() && i.value.starts_with("@@") {
+                    Expr::SysVar(VarScope::Default, i.value[2..].to_ascii_lowercase())
+                } else if i.quote_style.is_none() && i.value.starts_with('@') {
+                    Expr::UserVar(i.value[1..].to_string())
+                } else if i.quote_style.is_none() {
+                    match i.value.to_ascii_uppercase().as_str() {
+                        "CURRENT_TIMESTAMP" | "CURRENT_DATE" | "CURRENT_TIME" | "CURRENT_USER"
+                        | "LOCALTIME" | "LOCALTIMESTAMP" => {
+                            Expr::Function(i.value.to_ascii_uppercase(), vec![])
+                        }
+                        _ => Expr::Column(i.value),
+                    }
+                } else {
+                    Expr::Column(i.value)
+                }
+            }
+            E::CompoundIdentifier(ids) => {
+                let first = &ids[0];
+                if first.quote_style.is_none() && first.value.starts_with("@@") && ids.len() == 2 {
+                    let scope = match first.value[2..].to_ascii_lowercase().as_str() {
+                        "global" | "persist" => VarScope::Global,
+                        "session" | "local" => VarScope::Session,
+                        _ => return Err(SqlError::Syntax(format!("{}.{}", first.value, ids[1].value))),
+                    };
+                    Expr::SysVar(scope, ids[1].value.to_ascii_lowercase())
+                } else {
+                    Expr::Column(ids.last().map(|i| i.value.clone()).unwrap_or_default())
+                }
+            }
+            E::Value(v) => self.literal(v.value)?,
+            E::Nested(x) => self.expr(*x)?,
+            E::Collate { expr, .. } => self.expr(*expr)?,
+            E::Prefixed { value, .. } => self.expr(*value)?,
+            E::UnaryOp { op, expr } => {
+                let x = self.expr(*expr)?;
+                match op {
+                    sp::UnaryOperator::Plus => x,
+                    sp::UnaryOperator::Minus => match x {
+                        // Fold `-<literal>` so that -9223372036854775808 is a BIGINT.
+                        Expr::Literal(Value::UInt(u)) if u == 1u64 << 63 => Expr::Literal(Value::Int(i64::MIN)),
+                        Expr::Literal(Value::Int(i)) => Expr::Literal(Value::Int(-i)),
+                        Expr::Literal(Value::Decimal(d)) => Expr::Literal(Value::Decimal(d.neg())),
+                        Expr::Literal(Value::Double(d)) => Expr::Literal(Value::Double(-d)),
+                        other => Expr::Unary(UnOp::Neg, b(other)),
+                    },
+                    sp::UnaryOperator::Not | sp::UnaryOperator::BangNot => Expr::Unary(UnOp::Not, b(x)),
+                    sp::UnaryOperator::BitwiseNot => Expr::Unary(UnOp::BitNot, b(x)),
+                    other => return Err(unsupported(format!("operator {other}"))),
+                }
+            }
+            E::BinaryOp { left, op, right } => {
+                use sp::BinaryOperator as O;
+                if op == O::Assignment {
+                    let l = self.expr(*left)?;
+                    let r = self.expr(*right)?;
+                    return match l {
+                        Expr::UserVar(n) => Ok(Expr::AssignUserVar(n, b(r))),
+                        _ => Err(SqlError::Syntax(":=".into())),
+                    };
+                }
+                let op = match op {
+                    O::Plus => BinOp::Add,
+                    O::Minus => BinOp::Sub,
+                    O::Multiply => BinOp::Mul,
+                    O::Divide => BinOp::Div,
+                    O::Modulo => BinOp::Mod,
+                    O::MyIntegerDivide | O::DuckIntegerDivide => BinOp::IntDiv,
+                    O::Eq => BinOp::Eq,
+                    O::NotEq => BinOp::NotEq,
+                    O::Lt => BinOp::Lt,
+                    O::LtEq => BinOp::LtEq,
+                    O::Gt => BinOp::Gt,
+                    O::GtEq => BinOp::GtEq,
+                    O::Spaceship => BinOp::NullSafeEq,
+                    O::And => BinOp::And,
+                    // Without PIPES_AS_CONCAT in sql_mode, `||` is OR in MySQL.
+                    O::Or | O::StringConcat => BinOp::Or,
+                    O::Xor => BinOp::Xor,
+                    O::BitwiseAnd => BinOp::BitAnd,
+                    O::BitwiseOr => BinOp::BitOr,
+                    O::BitwiseXor | O::PGBitwiseXor => BinOp::BitXor,
+                    O::PGBitwiseShiftLeft => BinOp::ShiftLeft,
+                    O::PGBitwiseShiftRight => BinOp::ShiftRight,
+                    other => return Err(unsupported(format!("operator {other}"))),
+                };
+                let l = self.expr(*left)?;
+                let r = self.expr(*right)?;
+                Expr::Binary(op, b(l), b(r))
+            }
+            E::IsNull(x) => Expr::IsNull(b(self.expr(*x)?), false),
+            E::IsNotNull(x) => Expr::IsNull(b(self.expr(*x)?), true),
+            E::IsUnknown(x) => Expr::IsNull(b(self.expr(*x)?), false),
+            E::IsNotUnknown(x) => Expr::IsNull(b(self.expr(*x)?), true),
+            E::IsTrue(x) => Expr::IsBool(b(self.expr(*x)?), true, false),
+            E::IsNotTrue(x) => Expr::IsBool(b(self.expr(*x)?), true, true),
+            E::IsFalse(x) => Expr::IsBool(b(self.expr(*x)?), false, false),
+            E::IsNotFalse(x) => Expr::IsBool(b(self.expr(*x)?), false, true),
+            E::In { expr, target, negated, .. } => {
+                let x = self.expr(*expr)?;
+                match target {
+                    sp::InTarget::List(list) => {
+                        let l = list.into_iter().map(|e| self.expr(e)).collect::<Result<_, _>>()?;
+                        Expr::InList(b(x), l, negated)
+                    }
+                    _ => return Err(unsupported("subqueries")),
+                }
+            }
+            E::Between { expr, negated, low, high } => {
+                let x = self.expr(*expr)?;
+                let l = self.expr(*low)?;
+                let h = self.expr(*high)?;
+                Expr::Between(b(x), b(l), b(h), negated)
+            }
+            E::Like { negated, any, expr, pattern, escape_char } | E::ILike { negated, any, expr, pattern, escape_char } => {
+                if any {
+                    return Err(unsupported("LIKE ANY"));
+                }
+                let x = self.expr(*expr)?;
+                let pat = self.expr(*pattern)?;
+                let esc = match escape_char {
+                    None => None,
+                    Some(e) => match self.expr(*e)? {
+                        Expr::Literal(Value::Str(s)) if s.chars().count() == 1 => s.chars().next(),
+                        _ => return Err(SqlError::other(1210, "HY000", "Incorrect arguments to ESCAPE")),
+                    },
+                };
+                Expr::Like(b(x), b(pat), esc, negated)
+            }
+            E::Case { operand, conditions, else_result, .. } => {
+                let op = operand.map(|o| self.expr(*o)).transpose()?.map(Box::new);
+                let mut whens = Vec::new();
+                for c in conditions {
+                    let w = self.expr(c.condition)?;
+                    let t = self.expr(c.result)?;
+                    whens.push((w, t));
+                }
+                let el = else_result.map(|e| self.expr(*e)).transpose()?.map(Box::new);
+                Expr::Case(op, whens, el)
+            }
+            E::Function(f) => {
+                if f.over.is_some() || f.filter.is_some() || !f.within_group.is_empty() {
+                    return Err(unsupported("window and filtered functions"));
+                }
+                if !matches!(f.parameters, sp::FunctionArguments::None) {
+                    return Err(unsupported("parametric functions"));
+                }
+                let fname = Self::object_name(&f.name);
+                if fname.db.is_some() {
+                    return Err(SqlError::UnknownFunction(format!("{}.{}", fname.db.unwrap(), fname.name)));
+                }
+                let args = self.args(f.args)?;
+                Expr::Function(fname.name.to_ascii_uppercase(), args)
+            }
+            E::Cast { expr, data_type, format, .. } => {
+                if format.is_some() {
+                    return Err(unsupported("CAST ... FORMAT"));
+                }
+                let x = self.expr(*expr)?;
+                Expr::Cast(b(x), cast_type(&data_type)?)
+            }
+            E::Convert { expr, data_type, charset, .. } => {
+                let x = self.expr(*expr)?;
+                match (data_type, charset) {
+                    (Some(dt), _) => Expr::Cast(b(x), cast_type(&dt)?),
+                    (None, _) => x,
+                }
+            }
+            E::Substring { expr, substring_from, substring_for, .. } => {
+                let mut args = vec![self.expr(*expr)?];
+                args.push(match substring_from {
+                    Some(f) => self.expr(*f)?,
+                    None => Expr::Literal(Value::Int(1)),
+                });
+                if let Some(n) = substring_for {
+                    args.push(self.expr(*n)?);
+                }
+                Expr::Function("SUBSTRING".into(), args)
+            }
+            E::Trim { expr, trim_where, trim_what, trim_characters } => {
+                if trim_characters.is_some() {
+                    return Err(unsupported("TRIM with a character list"));
+                }
+                let x = self.expr(*expr)?;
+                let mode = match trim_where {
+                    None | Some(sp::TrimWhereField::Both) => 0,
+                    Some(sp::TrimWhereField::Leading) => 1,
+                    Some(sp::TrimWhereField::Trailing) => 2,
+                };
+                let mut args = vec![x, Expr::Literal(Value::Int(mode))];
+                if let Some(w) = trim_what {
+                    args.push(self.expr(*w)?);
+                }
+                Expr::Function("TRIM".into(), args)
+            }
+            E::Ceil { expr, .. } => Expr::Function("CEIL".into(), vec![self.expr(*expr)?]),
+            E::Floor { expr, .. } => Expr::Function("FLOOR".into(), vec![self.expr(*expr)?]),
+            E::IsDistinctFrom(a, c) => {
+                let x = self.expr(*a)?;
+                let y = self.expr(*c)?;
+                Expr::Unary(UnOp::Not, b(Expr::Binary(BinOp::NullSafeEq, b(x), b(y))))
+            }
+            E::IsNotDistinctFrom(a, c) => {
+                let x = self.expr(*a)?;
+                let y = self.expr(*c)?;
+                Expr::Binary(BinOp::NullSafeEq, b(x), b(y))
+            }
+            E::Subquery(_) | E::Exists { .. } => return Err(unsupported("subqueries")),
+            E::Tuple(v) => return Err(SqlError::OperandColumns(v.len().min(1))),
+            E::Interval(_) => return Err(unsupported("INTERVAL expressions")),
+            other => return Err(unsupported(other.to_string())),
+        })
+    }
+}
+
+fn cast_type(dt: &sp::DataType) -> Result<CastType, SqlError> {
+    let s = dt.to_string().to_ascii_uppercase();
+    let base = s.split('(').next().unwrap_or("").trim().to_string();
+    Ok(match base.as_str() {
+        "SIGNED" | "SIGNED INTEGER" | "INT" | "INTEGER" | "BIGINT" => CastType::Signed,
+        "UNSIGNED" | "UNSIGNED INTEGER" | "INT UNSIGNED" | "BIGINT UNSIGNED" => CastType::Unsigned,
+        "CHAR" | "VARCHAR" | "NCHAR" | "TEXT" | "BINARY" | "CHARACTER" => CastType::Char,
+        "DOUBLE" | "FLOAT" | "REAL" | "DOUBLE PRECISION" => CastType::Double,
+        "DATE" => CastType::Date,
+        "DATETIME" | "TIMESTAMP" => CastType::DateTime,
+        "DECIMAL" | "NUMERIC" | "DEC" => {
+            let scale = s
+                .split(',')
+                .nth(1)
+                .and_then(|x| x.trim_end_matches(')').trim().parse::<u8>().ok())
+                .unwrap_or(0);
+            if scale > 30 {
+                return Err(SqlError::other(1425, "42000", format!("Too big scale {scale} specified. Maximum is 30.")));
+            }
+            CastType::Decimal(scale)
+        }
+        _ => return Err(unsupported(format!("CAST AS {s}"))),
+    })
+}
+
+/// A numeric literal: BIGINT if it fits, BIGINT UNSIGNED if it fits that, DECIMAL for a fraction
+/// or a longer integer, DOUBLE with an exponent.
+pub fn number_literal(n: &str) -> Result<Value, SqlError> {
+    if n.contains(['e', 'E']) {
+        return n.parse::<f64>().map(Value::Double).map_err(|_| SqlError::Syntax(n.into()));
+    }
+    if !n.contains('.') {
+        if let Ok(i) = n.parse::<i64>() {
+            return Ok(Value::Int(i));
+        }
+        if let Ok(u) = n.parse::<u64>() {
+            return Ok(Value::UInt(u));
+        }
+    }
+    match Decimal::parse(n) {
+        Some(d) => Ok(Value::Decimal(d)),
+        None => n.parse::<f64>().map(Value::Double).map_err(|_| SqlError::Syntax(n.into())),
+    }
+}
+
+/// Tokens of a user specification list.
+#[derive(Debug, Clone, PartialEq)]
+enum UTok {
+    Str(String),
+    Word(String),
+    At,
+    Comma,
+}
+
+fn user_lex(sql: &str) -> Result<Vec<UTok>, SqlError> {
+    let chars: Vec<char> = sql.trim().trim_end_matches(';').chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_whitespace() {
+            i += 1;
+        } else if c == '@' {
+            out.push(UTok::At);
+            i += 1;
+        } else if c == ',' {
+            out.push(UTok::Comma);
+            i += 1;
+        } else if c == '\'' || c == '"' || c == '`' {
+            let mut s = String::new();
+            i += 1;
+            loop {
+                match chars.get(i) {
+                    None => return Err(SqlError::Syntax(s)),
+                    Some('\\') if c != '`' => {
+                        if let Some(n) = chars.get(i + 1) {
+                            s.push(*n);
+                        }
+                        i += 2;
+                    }
+                    Some(x) if *x == c => {
+                        if chars.get(i + 1) == Some(&c) {
+                            s.push(c);
+                            i += 2;
+                        } else {
+                            i += 1;
+                            break;
+                        }
+                    }
+                    Some(x) => {
+                        s.push(*x);
+                        i += 1;
+                    }
+                }
+            }
+            if c == '`' {
+                out.push(UTok::Word(s));
+            } else {
+                out.push(UTok::Str(s));
+            }
+        } else {
+            let mut s = String::new();
+            while i < chars.len() && !chars[i].is_whitespace() && !matches!(chars[i], '@' | ',' | '\'' | '"' | '`') {
+                s.push(chars[i]);
+                i += 1;
+            }
+            out.push(UTok::Word(s));
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,426 @@
+//! SQL values with MySQL semantics: NULL, signed/unsigned integers, exact DECIMAL, DOUBLE,
+//! strings and temporal values, plus the coercions and comparisons MySQL applies to them.
+//!
+//! Coercion rules (a subset of MySQL's, enough to never give a *different* answer than MySQL for
+//! what we accept): arithmetic on two integers stays integer (with overflow checks), any DECIMAL
+//! operand makes it DECIMAL, any DOUBLE or string operand makes it DOUBLE (strings are parsed by
+//! their longest numeric prefix, as MySQL does, `'12abc' + 1 = 13`). Comparisons: two strings
+//! compare case-insensitively with trailing spaces ignored (utf8mb4_general_ci-like: we fold with
+//! Unicode uppercase per char); a string against a number compares as DOUBLE; temporal values
+//! compare as their canonical text against strings and each other.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use crate::decimal::Decimal;
+
+/// Static type of a value or expression; decides the result column type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SqlType {
+    /// Only NULL.
+    Null,
+    /// BIGINT.
+    Int,
+    /// BIGINT UNSIGNED.
+    UInt,
+    /// DECIMAL with this many fractional digits.
+    Decimal(u8),
+    /// DOUBLE.
+    Double,
+    /// VARCHAR.
+    Str,
+    /// DATE.
+    Date,
+    /// DATETIME.
+    DateTime,
+}
+
+/// A calendar date and time of day (no time zone; microseconds kept for NOW(6)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DateTime {
+    /// Year.
+    pub year: u16,
+    /// Month 1-12.
+    pub month: u8,
+    /// Day 1-31.
+    pub day: u8,
+    /// Hour.
+    pub hour: u8,
+    /// Minute.
+    pub minute: u8,
+    /// Second.
+    pub second: u8,
+    /// Microsecond.
+    pub micro: u32,
+}
+
+impl DateTime {
+    /// From seconds (and microseconds) since the Unix epoch, in UTC.
+    pub fn from_unix(secs: i64, micro: u32) -> DateTime {
+        let days = secs.div_euclid(86400);
+        let rem = secs.rem_euclid(86400);
+        // Civil-from-days (Howard Hinnant's algorithm).
+        let z = days + 719468;
+        let era = z.div_euclid(146097);
+        let doe = z - era * 146097;
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+        let y = yoe + era * 400;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let d = doy - (153 * mp + 2) / 5 + 1;
+        let m = if mp < 10 { mp + 3 } else { mp - 9 };
+        let y = if m <= 2 { y + 1 } else { y };
+        DateTime {
+            year: y as u16,
+            month: m as u8,
+            day: d as u8,
+            hour: (rem / 3600) as u8,
+            minute: (rem / 60 % 60) as u8,
+            second: (rem % 60) as u8,
+            micro,
+        }
+    }
+
+    /// Seconds since the Unix epoch (UTC).
+    pub fn to_unix(&self) -> i64 {
+        let (y, m, d) = (self.year as i64, self.month as i64, self.day as i64);
+        let y = if m <= 2 { y - 1 } else { y };
+        let era = y.div_euclid(400);
+        let yoe = y - era * 400;
+        let mp = if m > 2 { m - 3 } else { m + 9 };
+        let doy = (153 * mp + 2) / 5 + d - 1;
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        let days = era * 146097 + doe - 719468;
+        days * 86400 + self.hour as i64 * 3600 + self.minute as i64 * 60 + self.second as i64
+    }
+}
+
+/// A value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// SQL NULL.
+    Null,
+    /// Signed 64-bit integer.
+    Int(i64),
+    /// Unsigned 64-bit integer.
+    UInt(u64),
+    /// Exact decimal.
+    Decimal(Decimal),
+    /// Double precision float.
+    Double(f64),
+    /// Character string (utf8mb4).
+    Str(String),
+    /// A date (time part zero and not shown).
+    Date(DateTime),
+    /// A date and time.
+    DateTime(DateTime),
+}
+
+/// Formats a double the way MySQL prints it: shortest round-trip digits, exponent form for very
+/// large or very small magnitudes.
+pub fn format_double(d: f64) -> String {
+    if d.is_nan() {
+        return "NaN".into();
+    }
+    if d.is_infinite() {
+        return if d > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if d == 0.0 {
+        return "0".into();
+    }
+    let a = d.abs();
+    if !(1e-15..1e15).contains(&a) {
+        // Rust prints `1e20`, `1.5e-20`: same shape as MySQL.
+        let s = format!("{d:e}");
+        return s;
+    }
+    format!("{d}")
+}
+
+/// Parses the longest numeric prefix of a string as a double (MySQL's string-to-number rule).
+/// Returns the number and whether the whole string (ignoring surrounding spaces) was numeric.
+pub fn str_to_f64(s: &str) -> (f64, bool) {
+    let t = s.trim_start();
+    let b = t.as_bytes();
+    let mut i = 0;
+    if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
+        i += 1;
+    }
+    let ds = i;
+    while i < b.len() && b[i].is_ascii_digit() {
+        i += 1;
+    }
+    if i < b.len() && b[i] == b'.' {
+        i += 1;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+    }
+    if i == ds || (i == ds + 1 && b[ds] == b'.') {
+        return (0.0, t.trim().is_empty() && false);
+    }
+    if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+        let mut j = i + 1;
+        if j < b.len() && (b[j] == b'+' || b[j] == b'-') {
+            j += 1;
+        }
+        let es = j;
+        while j < b.len() && b[j].is_ascii_digit() {
+            j += 1;
+        }
+        if j > es {
+            i = j;
+        }
+    }
+    let v = t[..i].parse::<f64>().unwrap_or(0.0);
+    (v, t[i..].trim().is_empty())
+}
+
+/// Parses a string as an integer the way `CAST(s AS SIGNED)` does (prefix, saturating).
+pub fn str_to_i128(s: &str) -> i128 {
+    let t = s.trim_start();
+    let b = t.as_bytes();
+    let mut i = 0;
+    let neg = i < b.len() && b[i] == b'-';
+    if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
+        i += 1;
+    }
+    let mut v: i128 = 0;
+    while i < b.len() && b[i].is_ascii_digit() {
+        v = (v * 10 + (b[i] - b'0') as i128).min(u64::MAX as i128 + 1);
+        i += 1;
+    }
+    if neg {
+        -v
+    } else {
+        v
+    }
+}
+
+/// Case-insensitive, trailing-space-insensitive comparison (utf8mb4_general_ci-like).
+pub fn collate_cmp(a: &str, b: &str) -> Ordering {
+    let a = a.trim_end_matches(' ');
+    let b = b.trim_end_matches(' ');
+    let mut ai = a.chars().flat_map(char::to_uppercase);
+    let mut bi = b.chars().flat_map(char::to_uppercase);
+    loop {
+        match (ai.next(), bi.next()) {
+            (None, None) => return Ordering::Equal,
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some(x), Some(y)) => match x.cmp(&y) {
+                Ordering::Equal => {}
+                o => return o,
+            },
+        }
+    }
+}
+
+impl Value {
+    /// Whether this is NULL.
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    /// The value's own type.
+    pub fn sql_type(&self) -> SqlType {
+        match self {
+            Value::Null => SqlType::Null,
+            Value::Int(_) => SqlType::Int,
+            Value::UInt(_) => SqlType::UInt,
+            Value::Decimal(d) => SqlType::Decimal(d.scale.min(30) as u8),
+            Value::Double(_) => SqlType::Double,
+            Value::Str(_) => SqlType::Str,
+            Value::Date(_) => SqlType::Date,
+            Value::DateTime(_) => SqlType::DateTime,
+        }
+    }
+
+    /// As a double (NULL -> None).
+    pub fn to_f64(&self) -> Option<f64> {
+        Some(match self {
+            Value::Null => return None,
+            Value::Int(i) => *i as f64,
+            Value::UInt(u) => *u as f64,
+            Value::Decimal(d) => d.to_f64(),
+            Value::Double(d) => *d,
+            Value::Str(s) => str_to_f64(s).0,
+            Value::Date(dt) | Value::DateTime(dt) => {
+                let s = self.to_text().unwrap_or_default();
+                let digits: String = s.chars().filter(|c| c.is_ascii_digit()).collect();
+                let _ = dt;
+                digits.parse().unwrap_or(0.0)
+            }
+        })
+    }
+
+    /// As an exact decimal when the value is integral or decimal (None for NULL, double, text).
+    pub fn to_decimal(&self) -> Option<Decimal> {
+        match self {
+            Value::Int(i) => Some(Decimal::from_i128(*i as i128)),
+            Value::UInt(u) => Some(Decimal::from_i128(*u as i128)),
+            Value::Decimal(d) => Some(*d),
+            _ => None,
+        }
+    }
+
+    /// As an integer (rounded like MySQL's implicit conversion), None for NULL.
+    pub fn to_i128(&self) -> Option<i128> {
+        Some(match self {
+            Value::Null => return None,
+            Value::Int(i) => *i as i128,
+            Value::UInt(u) => *u as i128,
+            Value::Decimal(d) => d.round_int(),
+            Value::Double(d) => d.round() as i128,
+            Value::Str(s) => {
+                let (f, _) = str_to_f64(s);
+                if f.abs() < 9.0e18 {
+                    f.round() as i128
+                } else {
+                    str_to_i128(s)
+                }
+            }
+            v @ (Value::Date(_) | Value::DateTime(_)) => v.to_f64()? as i128,
+        })
+    }
+
+    /// SQL truth value: NULL -> None; numbers non-zero; strings by their numeric prefix.
+    pub fn truth(&self) -> Option<bool> {
+        match self {
+            Value::Null => None,
+            Value::Int(i) => Some(*i != 0),
+            Value::UInt(u) => Some(*u != 0),
+            Value::Decimal(d) => Some(!d.is_zero()),
+            other => Some(other.to_f64().unwrap_or(0.0) != 0.0),
+        }
+    }
+
+    /// Text form as MySQL's text protocol shows it (None for NULL).
+    pub fn to_text(&self) -> Option<String> {
+        Some(match self {
+            Value::Null => return None,
+            Value::Int(i) => i.to_string(),
+            Value::UInt(u) => u.to_string(),
+            Value::Decimal(d) => d.to_string(),
+            Value::Double(d) => format_double(*d),
+            Value::Str(s) => s.clone(),
+            Value::Date(d) => format!("{:04}-{:02}-{:02}", d.year, d.month, d.day),
+            Value::DateTime(d) => {
+                let mut s = format!(
+                    "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
+                    d.year, d.month, d.day, d.hour, d.minute, d.second
+                );
+                if d.micro != 0 {
+                    s.push_str(&format!(".{:06}", d.micro));
+                }
+                s
+            }
+        })
+    }
+
+    /// From a bool (1/0 as BIGINT, like MySQL comparison results).
+    pub fn from_bool(b: bool) -> Value {
+        Value::Int(b as i64)
+    }
+
+    /// From an optional bool (None -> NULL).
+    pub fn from_opt_bool(b: Option<bool>) -> Value {
+        b.map(Value::from_bool).unwrap_or(Value::Null)
+    }
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.to_text() {
+            Some(s) => f.write_str(&s),
+            None => f.write_str("NULL"),
+        }
+    }
+}
+
+fn is_numeric(v: &Value) -> bool {
+    matches!(
+        v,
+        Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Double(_)
+    )
+}
+
+/// Compares two non-NULL values with MySQL's rules; `None` if either is NULL.
+pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
+    if a.is_null() || b.is_null() {
+        return None;
+    }
+    use Value::*;
+    Some(match (a, b) {
+        (Int(x), Int(y)) => x.cmp(y),
+        (UInt(x), UInt(y)) => x.cmp(y),
+        (Int(x), UInt(y)) => (*x as i128).cmp(&(*y as i128)),
+        (UInt(x), Int(y)) => (*x as i128).cmp(&(*y as i128)),
+        (Str(x), Str(y)) => collate_cmp(x, y),
+        (Date(_) | DateTime(_), Date(_) | DateTime(_) | Str(_))
+        | (Str(_), Date(_) | DateTime(_)) => {
+            let (x, y) = (a.to_text().unwrap(), b.to_text().unwrap());
+            // Dates compare as datetimes: `2020-01-01` == `2020-01-01 00:00:00`.
+            let norm = |s: String| {
+                if s.len() == 10 {
+                    format!("{s} 00:00:00")
+                } else {
+                    s
+                }
+            };
+            norm(x).cmp(&norm(y))
+        }
+        _ if is_numeric(a) && is_numeric(b) && !matches!(a, Double(_)) && !matches!(b, Double(_)) => {
+            a.to_decimal().unwrap().cmp(&b.to_decimal().unwrap())
+        }
+        _ => {
+            let x = a.to_f64().unwrap();
+            let y = b.to_f64().unwrap();
+            x.partial_cmp(&y).unwrap_or(Ordering::Equal)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn string_number_coercion() {
+        assert_eq!(str_to_f64("12abc"), (12.0, false));
+        assert_eq!(str_to_f64(" 1.5e2 "), (150.0, true));
+        assert_eq!(str_to_f64("abc"), (0.0, false));
+        assert_eq!(Value::Str("3".into()).to_i128(), Some(3));
+    }
+
+    #[test]
+    fn comparisons() {
+        let s = |x: &str| Value::Str(x.into());
+        assert_eq!(compare(&s("abc"), &s("ABC ")), Some(Ordering::Equal));
+        assert_eq!(compare(&s("a"), &s("b")), Some(Ordering::Less));
+        assert_eq!(compare(&Value::Int(-1), &Value::UInt(u64::MAX)), Some(Ordering::Less));
+        assert_eq!(compare(&s("10"), &Value::Int(9)), Some(Ordering::Greater));
+        assert_eq!(compare(&Value::Null, &Value::Int(9)), None);
+        let d = Value::Decimal(Decimal::parse("1.0").unwrap());
+        assert_eq!(compare(&d, &Value::Int(1)), Some(Ordering::Equal));
+    }
+
+    #[test]
+    fn dates_roundtrip() {
+        let d = DateTime::from_unix(1_700_000_000, 0);
+        assert_eq!(
+            Value::DateTime(d).to_text().unwrap(),
+            "2023-11-14 22:13:20"
+        );
+        assert_eq!(d.to_unix(), 1_700_000_000);
+        assert_eq!(DateTime::from_unix(0, 0).year, 1970);
+    }
+
+    #[test]
+    fn doubles_print_like_mysql() {
+        assert_eq!(format_double(2.0), "2");
+        assert_eq!(format_double(0.1), "0.1");
+        assert_eq!(format_double(1e20), "1e20");
+        assert_eq!(format_double(-1.5), "-1.5");
+    }
+}

@@ -1085,7 +1085,7 @@ impl Inner {
             if let Some(r) = st.results.remove(&ticket) {
                 drop(st);
                 drop(follower_wait);
-                return r.map_err(|m| StoreError::Corrupt(format!("commit failed: {m}")));
+                return r.map_err(StoreError::CommitFailed);
             }
             if !st.leader {
                 // Lead: take every queued batch, write them all, sync once.

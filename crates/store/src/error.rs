@@ -75,6 +75,9 @@ pub enum StoreError {
     /// Another process holds the data directory's LOCK file.
     #[error("Data directory {0} is locked by another process (LOCK file held)")]
     Locked(PathBuf),
+    /// The commit's write or WAL sync failed (1180); the transaction is rolled back.
+    #[error("Got error {0} during COMMIT")]
+    CommitFailed(String),
     /// Filesystem error outside RocksDB (LOCK file, data directory).
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
@@ -104,6 +107,7 @@ impl StoreError {
             StoreError::BadDefinition(_) => 1235,
             StoreError::Corrupt(_) => 1030,
             StoreError::Locked(_) => 1105,
+            StoreError::CommitFailed(_) => 1180,
             StoreError::Io(_) => 1030,
             StoreError::RocksDb(_) => 1030,
         }

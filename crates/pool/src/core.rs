@@ -94,6 +94,10 @@ pub struct Counters {
     pub creations_refused: u64,
     /// Connections that moved into this group after a resize.
     pub migrations_in: u64,
+    /// Entries this group's workers stole from other groups (`work_stealing`).
+    pub steals: u64,
+    /// Entries other groups' workers stole from this group.
+    pub stolen: u64,
     /// Reported waits by kind (index = `WaitKind::index`).
     pub waits: [u64; 12],
 }
@@ -296,6 +300,28 @@ impl<E, W> GroupCore<E, W> {
         self.dequeued_since_tick = true;
         self.counters.dequeues_by_worker += 1;
         Some((entry.item, now.saturating_duration_since(entry.since)))
+    }
+
+    /// Whether a worker of another group should help: work is queued that this group cannot
+    /// start now (at its cap and not stalled; its own idle workers may not start it either).
+    pub fn wants_thief(&self, oversubscribe: usize) -> bool {
+        self.queued() > 0
+            && !self.stalled
+            && self.active > oversubscribe
+            && self.must_run_queued <= self.forced_pending
+    }
+
+    /// Work stealing: hands the next entry to a worker of another group, if this group cannot
+    /// start it now (see [`GroupCore::wants_thief`]). Counts as progress for stall detection.
+    pub fn steal(&mut self, oversubscribe: usize, now: Instant) -> Option<(E, Duration)> {
+        if !self.wants_thief(oversubscribe) {
+            return None;
+        }
+        let q = if self.queues[0].is_empty() { 1 } else { 0 };
+        let e = self.pop_at(q, 0)?;
+        self.dequeued_since_tick = true;
+        self.counters.stolen += 1;
+        Some((e.item, now.saturating_duration_since(e.since)))
     }
 
     /// An active worker found no work and no listener: it becomes the listener.
@@ -691,6 +717,39 @@ mod tests {
             Prio::High
         );
         assert_eq!(next_priority(HighPrioMode::None, tx, &mut t, 2), Prio::Low);
+    }
+
+    #[test]
+    fn steal_only_what_the_group_cannot_start() {
+        let now = Instant::now();
+        let mut g = G::default();
+        g.threads = 2;
+        g.active = 1;
+        g.listener = true;
+        g.push(1, Prio::Low, false, now);
+        g.push(2, Prio::High, false, now);
+        assert_eq!(g.steal(0, now).map(|x| x.0), Some(2), "high first");
+        assert_eq!(g.counters.stolen, 1);
+        assert!(
+            g.steal(1, now).is_none(),
+            "below its cap the group runs it itself"
+        );
+        g.stalled = true;
+        assert!(
+            g.steal(0, now).is_none(),
+            "a stalled group runs past its cap itself"
+        );
+        g.stalled = false;
+        g.become_idle(5);
+        g.threads += 1;
+        g.active += 1;
+        assert!(g.invariant_holds());
+        assert_eq!(
+            g.steal(0, now).map(|x| x.0),
+            Some(1),
+            "its idle workers are capped too"
+        );
+        assert!(g.steal(0, now).is_none(), "empty");
     }
 
     #[test]

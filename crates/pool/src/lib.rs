@@ -73,6 +73,17 @@
 //!   after their next command. Listeners of groups beyond the new size exit once their group
 //!   has no connections left.
 //!
+//! ## Work stealing (`work_stealing`, off by default)
+//!
+//! Static `id % size` placement leaves groups uneven: one group's queue can wait behind its
+//! concurrency cap while another group's workers sleep. With work stealing on, when a group queues
+//! work it cannot start (at its cap and not stalled) it wakes one idle
+//! worker of another group (found with `try_lock`, so no lock-order problem), and any worker that
+//! finds no work in its own group (and is not needed as its listener) takes the head of such a
+//! queue before going to sleep. The stolen connection stays in its group (epoll, counts); only
+//! that one command runs on the thief, whose group accounts its activity and waits. Counters:
+//! `steals` (thief) and `stolen` (victim).
+//!
 //! ## The lock-holder guarantee (no pool-wide deadlock)
 //!
 //! The classic failure: a session holds a row lock (or an open transaction) and is idle; every
@@ -246,6 +257,8 @@ pub struct Config {
     pub dedicated_listener: bool,
     /// Record queueing/execution time histograms.
     pub histograms: bool,
+    /// Work stealing between groups (see the crate doc); off by default (classic behaviour).
+    pub work_stealing: bool,
     /// Name prefix of pool threads.
     pub thread_name: String,
 }
@@ -265,6 +278,7 @@ impl Default for Config {
             high_prio_tickets: u64::from(u32::MAX),
             dedicated_listener: false,
             histograms: true,
+            work_stealing: false,
             thread_name: "shoal-pool".into(),
         }
     }

@@ -155,6 +155,7 @@ struct Shared<H: Handler> {
     tickets: AtomicU64,
     dedicated: AtomicBool,
     histograms: AtomicBool,
+    stealing: AtomicBool,
     total_threads: AtomicUsize,
     shutdown: AtomicBool,
     handles: Mutex<Vec<JoinHandle<()>>>,
@@ -206,6 +207,7 @@ impl<H: Handler> Pool<H> {
             tickets: AtomicU64::new(config.high_prio_tickets),
             dedicated: AtomicBool::new(config.dedicated_listener),
             histograms: AtomicBool::new(config.histograms),
+            stealing: AtomicBool::new(config.work_stealing),
             total_threads: AtomicUsize::new(0),
             shutdown: AtomicBool::new(false),
             handles: Mutex::new(Vec::new()),
@@ -306,6 +308,10 @@ impl<H: Handler> Pool<H> {
     /// `SET GLOBAL thread_pool_dedicated_listener`.
     pub fn set_dedicated_listener(&self, on: bool) {
         self.shared.dedicated.store(on, Ordering::SeqCst);
+    }
+    /// Turns work stealing between groups on or off.
+    pub fn set_work_stealing(&self, on: bool) {
+        self.shared.stealing.store(on, Ordering::SeqCst);
     }
     /// Turns histogram recording on or off.
     pub fn set_histograms(&self, on: bool) {
@@ -561,7 +567,43 @@ impl<H: Handler> Shared<H> {
     ) {
         if core.listener_wants_worker(self.oversub()) {
             self.wake_or_create(gid, core, Reason::Normal);
+        } else if self.stealing.load(Ordering::Relaxed) && core.wants_thief(self.oversub()) {
+            self.wake_thief(gid);
         }
+    }
+
+    /// Wakes one idle worker of another group to steal from `gid` (the caller holds `gid`'s
+    /// lock; others are only `try_lock`ed).
+    fn wake_thief(&self, gid: usize) {
+        let size = self.size.load(Ordering::SeqCst);
+        for k in 1..size {
+            let v = (gid + k) % size;
+            let Ok(mut other) = self.groups[v].inner.try_lock() else {
+                continue;
+            };
+            if let Some(w) = other.core.idle.pop() {
+                other.core.active += 1;
+                other.core.counters.wakes += 1;
+                w.wake.store(WAKE_ACTIVE, Ordering::SeqCst);
+                w.cv.notify_one();
+                return;
+            }
+        }
+    }
+
+    /// Takes an entry another group cannot start now (work stealing).
+    fn try_steal(&self, gid: usize, now: Instant) -> Option<(Entry<H::Conn>, Duration)> {
+        let size = self.size.load(Ordering::SeqCst);
+        for k in 1..size {
+            let v = (gid + k) % size;
+            let Ok(mut other) = self.groups[v].inner.try_lock() else {
+                continue;
+            };
+            if let Some(x) = other.core.steal(self.oversub(), now) {
+                return Some(x);
+            }
+        }
+        None
     }
 
     fn log_blocked(&self, gid: usize) {
@@ -768,6 +810,15 @@ impl<H: Handler> Shared<H> {
                 match self.listen(gid, events) {
                     Some(e) => return Some(e),
                     None => return None,
+                }
+            }
+            if self.stealing.load(Ordering::Relaxed) && gid < self.size.load(Ordering::SeqCst) {
+                if let Some((e, qt)) = self.try_steal(gid, now) {
+                    inner.core.counters.steals += 1;
+                    if self.histograms.load(Ordering::Relaxed) {
+                        let _ = inner.queue_hist.record(us(qt));
+                    }
+                    return Some(e);
                 }
             }
             let surplus = self.total_threads.load(Ordering::SeqCst)

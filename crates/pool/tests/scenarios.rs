@@ -402,10 +402,14 @@ fn want_write_does_not_pin_a_worker() {
     let mut slow = srv.connect();
     let mut fast = srv.connect();
     slow.send("big 8000000"); // far larger than the socket buffers; the client does not read
-    let s = srv.wait_for(ms(3000), |_| {
-        srv.pool.connection_state(slow.id) == Some(ConnState::WaitWrite)
+    let s = srv.wait_for(ms(3000), |s| {
+        srv.pool.connection_state(slow.id) == Some(ConnState::WaitWrite) && s.groups[0].active == 0
     });
     assert_eq!(s.groups[0].active, 0, "nobody is pinned");
+    assert_eq!(
+        srv.pool.connection_state(slow.id),
+        Some(ConnState::WaitWrite)
+    );
     let (r, lat) = fast.timed("echo ok");
     assert_eq!(r, "ok");
     assert!(lat < ms(500));
@@ -520,4 +524,57 @@ fn stats_and_connection_states() {
     let s = srv.stats();
     assert_eq!(s.waits_of(WaitKind::Sleep), 0);
     assert_eq!(s.groups[0].exec_time.count, 0);
+}
+
+/// Work stealing: a group whose queue waits behind its cap gets help from another group's idle
+/// worker; without stealing the same command waits (for the stall timer).
+#[test]
+fn work_stealing_between_groups() {
+    for stealing in [false, true] {
+        let mut cfg = config(2);
+        cfg.stall_limit = Duration::from_secs(10);
+        cfg.work_stealing = stealing;
+        let srv = Server::start(cfg);
+        let mut clients: Vec<_> = (0..6).map(|_| srv.connect()).collect();
+        // Give both groups idle workers: concurrent reported sleeps create threads.
+        for c in clients.iter_mut() {
+            c.send("sleep 100");
+        }
+        for c in clients.iter_mut() {
+            assert_eq!(c.read_line().as_deref(), Some("slept"));
+        }
+        let s = srv.wait_for(ms(1000), |s| {
+            s.groups[0].standby >= 1 && s.groups[1].standby >= 1
+        });
+        assert!(
+            s.groups[0].standby >= 1 && s.groups[1].standby >= 1,
+            "{s:?}"
+        );
+        let (_odd, mut even): (Vec<_>, Vec<_>) = clients.iter_mut().partition(|c| c.id % 2 == 1);
+        let (spinner, rest) = even.split_first_mut().unwrap();
+        spinner.send("spin 1500");
+        srv.wait_for(ms(1000), |_| {
+            srv.pool.connection_state(spinner.id) == Some(ConnState::Running)
+        });
+        let fast = &mut rest[0];
+        let (r, lat) = fast.timed("echo fast");
+        assert_eq!(r, "fast");
+        let s = srv.stats();
+        if stealing {
+            assert!(lat < ms(500), "stolen: {lat:?}");
+            assert!(
+                s.groups[1].counters.steals >= 1,
+                "{:?}",
+                s.groups[1].counters
+            );
+            assert!(s.groups[0].counters.stolen >= 1);
+        } else {
+            assert!(
+                lat >= ms(1000),
+                "without stealing it waits for the spinner: {lat:?}"
+            );
+            assert_eq!(s.groups[1].counters.steals, 0);
+        }
+        assert_eq!(spinner.read_line().as_deref(), Some("spun"));
+    }
 }

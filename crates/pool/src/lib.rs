@@ -128,6 +128,48 @@
 //! (`THREAD_POOL_WAITS`), and queueing-/execution-time percentiles (HDR histograms recorded under
 //! the group lock the worker takes anyway). [`Pool::connection_state`] and
 //! [`Pool::connection_states`] give per-connection state for `SHOW PROCESSLIST`.
+//! Enqueue times always come from the precise monotonic clock (`Instant::now()`, a vDSO call),
+//! so `thread_pool_exact_stats` needs no separate mode: queueing times are always exact.
+//! `Threadpool_threads` = [`PoolStats::threads`]; `Threadpool_idle_threads` =
+//! [`PoolStats::idle_threads`] (MariaDB's meaning: threads minus active ones, so listeners and
+//! threads inside reported waits count as idle). [`Counters::polls_by_worker`] counts the
+//! timer's non-blocking polls of listener-less groups (with `polling` only one thread may wait
+//! on an epoll at a time, so workers never poll next to a listener).
+//!
+//! ## Using it (the server's side)
+//!
+//! ```no_run
+//! use std::net::{TcpListener, TcpStream};
+//! use std::os::fd::{AsRawFd, RawFd};
+//! use std::time::Instant;
+//! use shoal_pool::{CloseReason, Config, Handler, Outcome, Pool, PrioHint};
+//!
+//! struct Echo;
+//! impl Handler for Echo {
+//!     type Conn = TcpStream; // a real server keeps its session and buffers here
+//!     fn fd(&self, c: &TcpStream) -> RawFd { c.as_raw_fd() }
+//!     fn login(&self, _c: &mut TcpStream) -> Outcome { Outcome::Continue }
+//!     fn handle(&self, c: &mut TcpStream) -> Outcome {
+//!         use std::io::{Read, Write};
+//!         let mut buf = [0u8; 512];
+//!         match c.read(&mut buf) {
+//!             Ok(0) | Err(_) => Outcome::Close,
+//!             Ok(n) => if c.write_all(&buf[..n]).is_ok() { Outcome::Continue } else { Outcome::Close },
+//!         }
+//!     }
+//!     fn priority(&self, _c: &TcpStream) -> PrioHint { PrioHint::default() }
+//!     fn idle_deadline(&self, _c: &TcpStream) -> Option<Instant> { None }
+//!     fn timed_out(&self, _c: &mut TcpStream) {}
+//!     fn close(&self, _c: TcpStream, _why: CloseReason) {} // dropping closes the socket
+//! }
+//!
+//! let pool = Pool::start(Config { size: 4, ..Config::default() }, Echo)?;
+//! let listener = TcpListener::bind("127.0.0.1:3306")?;
+//! for (id, stream) in (1u64..).zip(listener.incoming()) {
+//!     pool.add(id, stream?)?; // login queued HIGH in group id % size
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 //!
 //! ## Model checking
 //!

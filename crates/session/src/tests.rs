@@ -435,3 +435,123 @@ fn startup_options() {
     server.set_startup_option("admin_port", "3307").unwrap();
     assert!(server.finish_startup().is_err());
 }
+
+/// One block of a fixture file (see tests/sql/README.md).
+#[derive(Debug)]
+enum Block {
+    Ok(String),
+    Error(u16, String),
+    Query { sql: String, columns: bool, rowcount: bool, expected: Vec<String> },
+}
+
+fn parse_fixture(text: &str) -> Vec<(usize, Block)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let l = lines[i].trim_end();
+        if l.is_empty() || l.starts_with('#') {
+            i += 1;
+            continue;
+        }
+        let start = i + 1;
+        let head: Vec<&str> = l.split_whitespace().collect();
+        i += 1;
+        let mut sql = Vec::new();
+        while i < lines.len() && !lines[i].trim().is_empty() && lines[i].trim_end() != "----" {
+            sql.push(lines[i]);
+            i += 1;
+        }
+        let sql = sql.join("\n");
+        let block = match head.as_slice() {
+            ["statement", "ok"] => Block::Ok(sql),
+            ["statement", "error", code] => Block::Error(code.parse().expect("error code"), sql),
+            ["query", rest @ ..] => {
+                let mut expected = Vec::new();
+                if i < lines.len() && lines[i].trim_end() == "----" {
+                    i += 1;
+                    while i < lines.len() && !lines[i].trim().is_empty() {
+                        expected.push(lines[i].trim_end().to_string());
+                        i += 1;
+                    }
+                }
+                Block::Query {
+                    sql,
+                    columns: rest.contains(&"columns"),
+                    rowcount: rest.contains(&"rowcount"),
+                    expected,
+                }
+            }
+            other => panic!("line {start}: unknown directive {other:?}"),
+        };
+        out.push((start, block));
+    }
+    out
+}
+
+fn render(v: &PValue) -> String {
+    match v {
+        PValue::Double(d) => shoal_sql::value::format_double(*d),
+        PValue::Date(y, mo, d, h, mi, s, _) => format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}"),
+        other => text(other),
+    }
+}
+
+/// Runs every fixture of tests/sql in-process (the wire runner is crates/server/tests/sql_suite.rs).
+#[test]
+fn fixtures_pass_in_process() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/sql");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "test"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 4, "fixtures missing in {}", dir.display());
+    let mut failures = Vec::new();
+    for f in files {
+        let server = Server::new();
+        let (mut s, _) = root(&server);
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (line, block) in parse_fixture(&text) {
+            let name = format!("{}:{line}", f.file_name().unwrap().to_string_lossy());
+            let (sql, r) = match &block {
+                Block::Ok(sql) | Block::Error(_, sql) | Block::Query { sql, .. } => {
+                    s.command_begin(0x03);
+                    let mut r = s.query(sql, false);
+                    s.command_end();
+                    (sql.clone(), r.remove(0))
+                }
+            };
+            match (&block, r) {
+                (Block::Ok(_), Ok(_)) => {}
+                (Block::Error(code, _), Err(e)) if e.code == *code => {}
+                (Block::Query { columns, rowcount, expected, .. }, Ok(resp)) => {
+                    let (names, rows): (Vec<String>, Vec<String>) = match resp {
+                        Response::Rows(rs) => (
+                            rs.columns.iter().map(|c| c.name.clone()).collect(),
+                            rs.rows
+                                .iter()
+                                .map(|r| r.iter().map(render).collect::<Vec<_>>().join(" | "))
+                                .collect(),
+                        ),
+                        Response::Ok(_) => (vec![], vec![]),
+                    };
+                    let actual: Vec<String> = if *rowcount {
+                        vec![rows.len().to_string()]
+                    } else if *columns {
+                        std::iter::once(names.join(" | ")).chain(rows).collect()
+                    } else {
+                        rows
+                    };
+                    let actual: Vec<String> = actual.iter().map(|l| l.trim_end().to_string()).collect();
+                    if &actual != expected {
+                        failures.push(format!("{name}: {sql}\n  expected {expected:?}\n  actual   {actual:?}"));
+                    }
+                }
+                (b, r) => failures.push(format!("{name}: {sql}\n  expected {b:?}\n  got {r:?}")),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} fixture failures:\n{}", failures.len(), failures.join("\n"));
+}

@@ -51,6 +51,9 @@ pub struct EngineCfg {
     pub seed: u64,
     /// Connections being opened at the same time.
     pub connect_concurrency: usize,
+    /// At the end, how long clients may finish their current event before they are cut off
+    /// (`--forced-shutdown`).
+    pub grace: Duration,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -370,21 +373,30 @@ impl Engine {
         self.shared.last_error.lock().expect("last_error").clone()
     }
 
-    /// Stops the clients and returns them (still connected, statements still prepared).
-    pub async fn stop(&mut self) -> Vec<Client> {
+    /// Stops the clients and returns them (still connected, statements still prepared), plus
+    /// the number of clients that were still inside an event after `grace` and were aborted
+    /// (their connections are dropped, so the server rolls their transactions back).
+    pub async fn stop(&mut self, grace: Duration) -> (Vec<Client>, usize) {
         self.shared.stop.store(true, Relaxed);
         self.shared.stop_notify.notify_waiters();
         let _ = self.go_tx.send(true);
         if let Some(s) = self.scheduler.take() {
             let _ = s.await;
         }
+        let deadline = tokio::time::Instant::now() + grace;
         let mut clients = Vec::with_capacity(self.tasks.len());
-        for t in self.tasks.drain(..) {
-            if let Ok(Some(c)) = t.await {
-                clients.push(c);
+        let mut aborted = 0;
+        for mut t in self.tasks.drain(..) {
+            match tokio::time::timeout_at(deadline, &mut t).await {
+                Ok(Ok(Some(c))) => clients.push(c),
+                Ok(_) => {}
+                Err(_) => {
+                    t.abort();
+                    aborted += 1;
+                }
             }
         }
-        clients
+        (clients, aborted)
     }
 }
 
@@ -446,11 +458,7 @@ async fn client_task(
     shared.running.fetch_add(1, Relaxed);
     let mut rng = Rng::new(cfg.seed, id as u64);
     let mut ops: Vec<Op> = Vec::with_capacity(32);
-    let has_trx = cfg
-        .def
-        .prepared_kinds()
-        .iter()
-        .any(|k| *k == StmtKind::Begin);
+    let has_trx = cfg.def.prepared_kinds().contains(&StmtKind::Begin);
     let result = 'events: loop {
         if shared.stop.load(Relaxed) {
             break Some(client);

@@ -153,6 +153,9 @@ struct Common {
     /// Connections opened concurrently while connecting clients.
     #[arg(long, default_value_t = 64)]
     connect_concurrency: usize,
+    /// Seconds clients may finish their current event after the end before being cut off.
+    #[arg(long, default_value_t = 5.0)]
+    forced_shutdown: f64,
     /// No progress line, no per-table messages.
     #[arg(long)]
     quiet: bool,
@@ -235,6 +238,7 @@ impl Common {
                 rate: self.rate,
                 seed: self.seed(),
                 connect_concurrency: self.connect_concurrency,
+                grace: std::time::Duration::from_secs_f64(self.forced_shutdown.max(0.0)),
             },
             threads: self.threads.max(1),
             time_s: self.time,

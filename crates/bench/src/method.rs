@@ -342,7 +342,7 @@ pub async fn run_point(spec: &RunSpec) -> Result<RunResult, MethodError> {
     let s1 = sysmon::sample(pid);
     let h = eng.window_hist();
     let max_q = eng.max_queue_depth();
-    let clients = eng.stop().await;
+    let (clients, aborted) = eng.stop(spec.engine.grace).await;
     let c_stop = eng.counts();
     let after = snap(&mut adm, false).await;
     close_all(clients).await;
@@ -357,6 +357,12 @@ pub async fn run_point(spec: &RunSpec) -> Result<RunResult, MethodError> {
         .statements_by_kind;
     let sys = sysmon::delta(&s0, &s1, spec.client_threads);
     let mut warnings = mon.warnings.clone();
+    if aborted > 0 {
+        warnings.push(format!(
+            "{aborted} clients were still inside an event {:.0}s after the end and were disconnected",
+            spec.engine.grace.as_secs_f64()
+        ));
+    }
     if let Some(w) = sys.tool_bottleneck(spec.client_threads) {
         let w = format!("over the whole run, {w}");
         eprintln!("WARNING: {w}");
@@ -578,7 +584,7 @@ pub async fn step(spec: &StepSpec) -> Result<StepResult, MethodError> {
             break;
         }
     }
-    let clients = eng.stop().await;
+    let (clients, _) = eng.stop(base.engine.grace).await;
     close_all(clients).await;
     mon.finish_line();
     mon.finish();

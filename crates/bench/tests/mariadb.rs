@@ -519,7 +519,7 @@ fn open_loop_measures_from_intended_start() {
                 "oltp_read_write",
                 "--table-size=1000",
                 "--threads=1",
-                "--time=2",
+                "--time=3",
                 "--rate=100000",
                 "--label=flood",
                 &format!("--output={}", dir.display()),
@@ -533,7 +533,8 @@ fn open_loop_measures_from_intended_start() {
     let p50c = closed["summary"]["latency_ms"]["p50"].as_f64().unwrap();
     let p50f = flood["summary"]["latency_ms"]["p50"].as_f64().unwrap();
     assert!(
-        p50f > 20.0 * p50c && p50f > 100.0,
+        // The backlog grows for the whole run, so the median waits about half of it.
+        p50f > 3.0 * p50c && p50f > 600.0,
         "open loop p50 {p50f} ms vs closed {p50c} ms"
     );
     assert!(flood["summary"]["max_queue_depth"].as_u64().unwrap() > 1000);

@@ -41,6 +41,74 @@ use shoal_wait::WaitKind;
 
 use crate::{HighPrioMode, PrioHint};
 
+/// Where a connection is in its life. The rule that keeps events, KILL and timeouts from
+/// running a connection twice: only the party that moves it out of `Idle` ([`Phase::claim`]) may
+/// queue it; the worker that runs it is the only one that moves it back ([`Phase::rearm`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Armed in epoll, waiting for the client.
+    Idle,
+    /// In a queue (or about to be pushed by its claimant).
+    Queued,
+    /// A worker runs it.
+    Running,
+    /// Removed from the pool.
+    Closed,
+}
+
+/// What `kill` must do, from [`Phase::kill`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KillStep {
+    /// It was idle and is now claimed: queue a KILL entry (high).
+    QueueKill,
+    /// It is queued: move its entry to the high queue; the worker closes it instead of running.
+    Expedite,
+    /// It is running: the worker closes it when the handler returns.
+    AfterRun,
+    /// Already closed.
+    Gone,
+}
+
+impl Phase {
+    /// Claims an idle connection for queueing; `false` if someone else already did.
+    pub fn claim(&mut self) -> bool {
+        if *self == Phase::Idle {
+            *self = Phase::Queued;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// `kill`: marks the connection killed and says what to do.
+    pub fn kill(&mut self, killed: &mut bool) -> KillStep {
+        if *self == Phase::Closed {
+            return KillStep::Gone;
+        }
+        *killed = true;
+        match self {
+            Phase::Idle => {
+                *self = Phase::Queued;
+                KillStep::QueueKill
+            }
+            Phase::Queued => KillStep::Expedite,
+            _ => KillStep::AfterRun,
+        }
+    }
+
+    /// The worker finished a command: re-arm (`true`), or close it because it was killed
+    /// meanwhile (`false`, the phase becomes `Closed`).
+    pub fn rearm(&mut self, killed: bool) -> bool {
+        if killed {
+            *self = Phase::Closed;
+            false
+        } else {
+            *self = Phase::Idle;
+            true
+        }
+    }
+}
+
 /// Queue index: high priority entries are always dequeued before low ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Prio {

@@ -13,7 +13,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::core::{AfterPoll, GroupCore, Prio};
+use crate::core::{AfterPoll, GroupCore, KillStep, Phase, Prio};
 use crate::loom::{thread, Arc, Condvar, Mutex};
 use shoal_wait::WaitKind;
 
@@ -165,5 +165,79 @@ fn loom_shutdown_wakes_idle_worker() {
         assert!(c.idle.is_empty());
         assert!(c.invariant_holds());
         let _ = Duration::ZERO;
+    });
+}
+
+/// An event, a KILL and an idle timeout race for the same idle connection: exactly one of them
+/// claims it and queues it.
+#[test]
+fn loom_event_kill_timeout_claim_exactly_once() {
+    model(|| {
+        let meta = Arc::new(Mutex::new((Phase::Idle, false)));
+        let queue = Arc::new(Mutex::new(Vec::new()));
+        let mut hs = Vec::new();
+        for who in 0..3u8 {
+            let (meta, queue) = (meta.clone(), queue.clone());
+            hs.push(thread::spawn(move || {
+                let mut m = meta.lock().unwrap();
+                let (phase, killed) = &mut *m;
+                let claimed = if who == 1 {
+                    phase.kill(killed) == KillStep::QueueKill
+                } else {
+                    phase.claim()
+                };
+                if claimed {
+                    queue.lock().unwrap().push(who);
+                }
+            }));
+        }
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(queue.lock().unwrap().len(), 1);
+        let m = meta.lock().unwrap();
+        assert_eq!(m.0, Phase::Queued);
+        assert!(m.1, "the kill is recorded even when it lost the claim");
+    });
+}
+
+/// A KILL that arrives while the command runs is never lost: either the worker sees it at
+/// re-arm and closes, or the connection was already idle and the KILL queues it.
+#[test]
+fn loom_kill_vs_rearm_never_lost() {
+    model(|| {
+        let meta = Arc::new(Mutex::new((Phase::Running, false)));
+        let queue = Arc::new(Mutex::new(Vec::new()));
+        let (mw, qk) = (meta.clone(), queue.clone());
+        let worker = thread::spawn(move || {
+            let mut m = mw.lock().unwrap();
+            let killed = m.1;
+            m.0.rearm(killed)
+        });
+        let mk = meta.clone();
+        let killer = thread::spawn(move || {
+            let mut m = mk.lock().unwrap();
+            let (phase, killed) = &mut *m;
+            let step = phase.kill(killed);
+            if step == KillStep::QueueKill {
+                qk.lock().unwrap().push("kill");
+            }
+            step
+        });
+        let rearmed = worker.join().unwrap();
+        let step = killer.join().unwrap();
+        let queued = queue.lock().unwrap().len();
+        let phase = meta.lock().unwrap().0;
+        if rearmed {
+            assert_eq!(
+                (step, queued, phase),
+                (KillStep::QueueKill, 1, Phase::Queued)
+            );
+        } else {
+            assert_eq!(
+                (step, queued, phase),
+                (KillStep::AfterRun, 0, Phase::Closed)
+            );
+        }
     });
 }

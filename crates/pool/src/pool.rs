@@ -20,7 +20,9 @@ use hdrhistogram::Histogram;
 use polling::{Event, Events, Poller};
 use shoal_wait::{WaitKind, WaitObserver};
 
-use crate::core::{next_priority, AfterPoll, CreateCtx, Decision, GroupCore, Prio, Reason};
+use crate::core::{
+    next_priority, AfterPoll, CreateCtx, Decision, GroupCore, KillStep, Phase, Prio, Reason,
+};
 use crate::stats::{ConnState, GroupStats, Percentiles, PoolStats, QueueEntryInfo};
 use crate::{CloseReason, Config, Handler, HighPrioMode, Outcome, PoolError, PrioHint};
 
@@ -35,16 +37,6 @@ enum Action {
     Event,
     Kill,
     Timeout,
-}
-
-/// Where a connection is in its life (see the crate doc: only the party that moves it out of
-/// `Idle` may queue it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Idle,
-    Queued,
-    Running,
-    Closed,
 }
 
 struct ConnMeta {
@@ -696,11 +688,10 @@ impl<H: Handler> Shared<H> {
             return false;
         };
         let mut m = lock(&e.meta);
-        match m.phase {
-            Phase::Closed => return false,
-            Phase::Idle => {
-                m.killed = true;
-                m.phase = Phase::Queued;
+        let m = &mut *m;
+        match m.phase.kill(&mut m.killed) {
+            KillStep::Gone => return false,
+            KillStep::QueueKill => {
                 m.prio = Prio::High;
                 let gid = m.group;
                 let mut inner = self.groups[gid].lock();
@@ -711,8 +702,7 @@ impl<H: Handler> Shared<H> {
                     .push((e.clone(), Action::Kill), Prio::High, must, Instant::now());
                 self.after_queue(gid, &mut inner.core);
             }
-            Phase::Queued => {
-                m.killed = true;
+            KillStep::Expedite => {
                 m.prio = Prio::High;
                 let mut inner = self.groups[m.group].lock();
                 let low = &mut inner.core.queues[Prio::Low as usize];
@@ -721,7 +711,7 @@ impl<H: Handler> Shared<H> {
                     inner.core.queues[Prio::High as usize].push_back(q);
                 }
             }
-            Phase::Running => m.killed = true,
+            KillStep::AfterRun => {}
         }
         true
     }
@@ -875,8 +865,7 @@ impl<H: Handler> Shared<H> {
                 continue;
             };
             let mut m = lock(&e.meta);
-            if m.phase == Phase::Idle && m.registered && m.group == gid {
-                m.phase = Phase::Queued;
+            if m.registered && m.group == gid && m.phase.claim() {
                 m.writable = false;
                 let (p, must) = (m.prio, m.must_run);
                 drop(m);
@@ -988,7 +977,8 @@ impl<H: Handler> Shared<H> {
         deadline: Option<Instant>,
     ) -> Result<(), CloseReason> {
         let mut m = lock(&e.meta);
-        if m.killed {
+        let killed = m.killed;
+        if !m.phase.rearm(killed) {
             return Err(CloseReason::Killed);
         }
         if self.is_shutdown() {
@@ -1115,8 +1105,7 @@ impl<H: Handler> Shared<H> {
         let now = Instant::now();
         for e in self.all_entries() {
             let mut m = lock(&e.meta);
-            if m.phase == Phase::Idle && m.deadline.is_some_and(|d| d <= now) {
-                m.phase = Phase::Queued;
+            if m.deadline.is_some_and(|d| d <= now) && m.phase.claim() {
                 m.prio = Prio::High;
                 let (gid, must) = (m.group, m.must_run);
                 let mut inner = self.groups[gid].lock();

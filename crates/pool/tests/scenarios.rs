@@ -23,7 +23,7 @@ fn a_reported_sleeps_do_not_block_fast_command() {
     for s in &mut sleepers {
         s.send("sleep 1500");
     }
-    srv.wait_for(ms(2000), |s| s.groups[0].waiting == 3);
+    srv.wait_for(ms(5000), |s| s.groups[0].waiting == 3);
     let (r, lat) = fast.timed("echo hi");
     assert_eq!(r, "hi");
     assert!(
@@ -49,7 +49,7 @@ fn stall_case(stall: u64) -> Duration {
     let mut fast = srv.connect();
     spinner.send("spin 3000");
     // The spinner is running (active, unreported).
-    srv.wait_for(ms(1000), |s| {
+    srv.wait_for(ms(5000), |s| {
         s.groups[0].active == 1 && s.groups[0].has_listener
     });
     std::thread::sleep(ms(20));
@@ -171,7 +171,7 @@ fn e_idle_workers_retire() {
     for c in &mut clients {
         c.send("sleep 200");
     }
-    let peak = srv.wait_for(ms(2000), |s| s.threads >= 4);
+    let peak = srv.wait_for(ms(5000), |s| s.threads >= 4);
     assert!(peak.threads >= 4, "sleeps created threads: {peak:?}");
     for c in &mut clients {
         assert_eq!(c.read_line().as_deref(), Some("slept"));
@@ -195,7 +195,7 @@ fn f_live_resize_moves_connections() {
     for c in &mut clients {
         assert_eq!(c.cmd("echo a"), "a");
     }
-    let s = srv.wait_for(ms(1000), |s| {
+    let s = srv.wait_for(ms(5000), |s| {
         s.groups.len() >= 3 && s.groups[1].connections == 2
     });
     for g in 0..3 {
@@ -214,7 +214,7 @@ fn f_live_resize_moves_connections() {
     for c in &mut clients {
         assert_eq!(c.cmd("echo c"), "c");
     }
-    let s = srv.wait_for(ms(2000), |s| {
+    let s = srv.wait_for(ms(5000), |s| {
         s.groups[0].connections == 6 && s.groups.len() == 1
     });
     assert_eq!(s.groups[0].connections, 6, "{s:?}");
@@ -239,10 +239,10 @@ fn h_kill_idle_queued_running() {
     let mut spinner = srv.connect();
     let mut queued = srv.connect();
     spinner.send("spin 600");
-    srv.wait_for(ms(1000), |s| s.groups[0].active == 1);
+    srv.wait_for(ms(5000), |s| s.groups[0].active == 1);
     std::thread::sleep(ms(20));
     queued.send("echo never");
-    let s = srv.wait_for(ms(1000), |s| s.groups[0].queue_low == 1);
+    let s = srv.wait_for(ms(5000), |s| s.groups[0].queue_low == 1);
     assert_eq!(s.queue_entries.len(), 1);
     assert_eq!(s.queue_entries[0].conn_id, queued.id);
     assert_eq!(
@@ -271,7 +271,7 @@ fn h_kill_idle_queued_running() {
         srv.state.closed.lock().unwrap()
     );
     spinner.send("spin 300");
-    srv.wait_for(ms(1000), |_| {
+    srv.wait_for(ms(5000), |_| {
         srv.pool.connection_state(spinner.id) == Some(ConnState::Running)
     });
     assert!(srv.pool.kill(spinner.id));
@@ -281,7 +281,7 @@ fn h_kill_idle_queued_running() {
         srv.wait_closed(spinner.id, ms(2000)),
         Some(CloseReason::Killed)
     );
-    let s = srv.wait_for(ms(1000), |s| s.connections == 0);
+    let s = srv.wait_for(ms(5000), |s| s.connections == 0);
     assert_eq!(s.connections, 0);
 }
 
@@ -379,12 +379,12 @@ fn transaction_goes_to_high_queue() {
     let mut plain = srv.connect();
     assert_eq!(tx.cmd("begin"), "ok");
     spinner.send("spin 400");
-    srv.wait_for(ms(1000), |s| s.groups[0].active == 1);
+    srv.wait_for(ms(5000), |s| s.groups[0].active == 1);
     std::thread::sleep(ms(20));
     plain.send("echo plain");
-    srv.wait_for(ms(1000), |s| s.groups[0].queue_low == 1);
+    srv.wait_for(ms(5000), |s| s.groups[0].queue_low == 1);
     tx.send("echo tx");
-    let s = srv.wait_for(ms(1000), |s| s.groups[0].queue_high == 1);
+    let s = srv.wait_for(ms(5000), |s| s.groups[0].queue_high == 1);
     assert_eq!(s.groups[0].queue_high, 1, "{s:?}");
     assert_eq!(s.queue_entries[0].conn_id, tx.id);
     assert_eq!(s.queue_entries[0].priority, Prio::High);
@@ -446,12 +446,13 @@ fn live_stall_limit_change() {
     let mut spinner = srv.connect();
     let mut fast = srv.connect();
     spinner.send("spin 3000");
-    srv.wait_for(ms(1000), |_| {
+    srv.wait_for(ms(5000), |_| {
         srv.pool.connection_state(spinner.id) == Some(ConnState::Running)
     });
+    assert_eq!(srv.pool.connection_state(spinner.id), Some(ConnState::Running));
     fast.send("echo fast");
-    srv.wait_for(ms(1000), |s| s.groups[0].queue_low == 1);
-    std::thread::sleep(ms(200));
+    srv.wait_for(ms(2000), |s| s.groups[0].queue_low == 1);
+    std::thread::sleep(ms(100));
     assert_eq!(
         srv.stats().groups[0].queue_low,
         1,
@@ -479,7 +480,7 @@ fn handler_panic_closes_only_the_connection() {
         assert_eq!(c.read_line(), None);
         assert_eq!(srv.wait_closed(c.id, ms(2000)), Some(CloseReason::Panicked));
     }
-    let s = srv.wait_for(ms(1000), |s| s.active() == 0);
+    let s = srv.wait_for(ms(5000), |s| s.active() == 0);
     assert_eq!((s.active(), s.groups[0].waiting), (0, 0), "{s:?}");
     let mut c = srv.connect();
     assert_eq!(c.cmd("echo alive"), "alive");
@@ -493,7 +494,7 @@ fn stats_and_connection_states() {
     let mut a = srv.connect();
     let mut b = srv.connect();
     a.send("sleep 300");
-    let s = srv.wait_for(ms(1000), |_| {
+    let s = srv.wait_for(ms(5000), |_| {
         srv.pool.connection_state(a.id) == Some(ConnState::Waiting(WaitKind::Sleep))
     });
     assert_eq!(s.groups[0].waiting, 1);
@@ -543,7 +544,7 @@ fn work_stealing_between_groups() {
         for c in clients.iter_mut() {
             assert_eq!(c.read_line().as_deref(), Some("slept"));
         }
-        let s = srv.wait_for(ms(1000), |s| {
+        let s = srv.wait_for(ms(5000), |s| {
             s.groups[0].standby >= 1 && s.groups[1].standby >= 1
         });
         assert!(
@@ -553,7 +554,7 @@ fn work_stealing_between_groups() {
         let (_odd, mut even): (Vec<_>, Vec<_>) = clients.iter_mut().partition(|c| c.id % 2 == 1);
         let (spinner, rest) = even.split_first_mut().unwrap();
         spinner.send("spin 1500");
-        srv.wait_for(ms(1000), |_| {
+        srv.wait_for(ms(5000), |_| {
             srv.pool.connection_state(spinner.id) == Some(ConnState::Running)
         });
         let fast = &mut rest[0];

@@ -202,6 +202,8 @@ pub struct Connection<B: Backend> {
     login: PendingLogin,
     close_reason: Option<CloseReason>,
     disconnected: bool,
+    /// Login succeeded at some point (stays true after close).
+    logged_in: bool,
 }
 
 impl<B: Backend> Connection<B> {
@@ -237,6 +239,7 @@ impl<B: Backend> Connection<B> {
             login: PendingLogin::default(),
             close_reason: None,
             disconnected: false,
+            logged_in: false,
         };
         c.queue_greeting();
         c
@@ -284,6 +287,11 @@ impl<B: Backend> Connection<B> {
     /// Login completed successfully.
     pub fn is_authenticated(&self) -> bool {
         self.phase == Phase::Command
+    }
+
+    /// Login succeeded at some point (still true after the connection closed).
+    pub fn logged_in(&self) -> bool {
+        self.logged_in
     }
 
     /// The connection is closed (flush output, then close the socket).
@@ -740,6 +748,7 @@ impl<B: Backend> Connection<B> {
         match result {
             Ok(()) => {
                 self.phase = Phase::Command;
+                self.logged_in = true;
                 self.expect_seq = 0;
                 self.send_ok(&OkInfo::default(), false, 0x00);
                 Progress::Continue

@@ -1,1 +1,153 @@
-fn main() {}
+//! The `shoal` server binary: options, logging, listeners, connection handling, shutdown.
+//!
+//! Startup: parse the command line and option files ([`shoal_server::options`]), apply every option through
+//! `Server::set_startup_option` (unknown option or bad value: message and exit status 1), bind
+//! the TCP listener, the Unix socket and the optional admin port ([`shoal_server::listener`]), then accept until
+//! SIGTERM/SIGINT. Each accepted socket becomes a [`shoal_server::client::Client`] and is handed to the
+//! connection handler (`one-thread-per-connection`, [`shoal_server::handler::per_thread`]); admin-port
+//! connections always get their own thread and are admitted above `max_connections`.
+//!
+//! Shutdown: stop accepting, remove the Unix socket, shut idle connections down (their threads
+//! see EOF), let running commands finish for a grace period (those connections get
+//! ER_SERVER_SHUTDOWN after their reply), then exit 0.
+
+use shoal_server::{handler, listener, options};
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use shoal_session::Server;
+
+static SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_sig: libc::c_int) {
+    SIGNALLED.store(true, Ordering::SeqCst);
+}
+
+fn install_signal_handlers() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+}
+
+fn fail(msg: impl std::fmt::Display) -> ! {
+    tracing::error!("{msg}");
+    eprintln!("shoal: [ERROR] {msg}");
+    tracing::error!("Aborting");
+    std::process::exit(1);
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let parsed = match options::parse_args(&args) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("shoal: [ERROR] {e}");
+            std::process::exit(1);
+        }
+    };
+    if parsed.help {
+        print!("{}", options::help_text());
+        return;
+    }
+    if parsed.version {
+        println!(
+            "shoal  Ver {} (MySQL-compatible 8.0.36) for Linux on {}",
+            env!("CARGO_PKG_VERSION"),
+            std::env::consts::ARCH
+        );
+        return;
+    }
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("SHOAL_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+
+    let server = Server::new();
+    for opt in &parsed.options {
+        if let Err(e) = server.set_startup_option(&opt.name, &opt.value) {
+            if opt.loose {
+                tracing::warn!("ignoring option '--{}' ({}): {e}", opt.name, opt.origin);
+            } else {
+                fail(format!("{e} [from {}]", opt.origin));
+            }
+        }
+    }
+    if let Err(e) = server.finish_startup() {
+        fail(e);
+    }
+    let handling = server.thread_handling();
+    if handling != "one-thread-per-connection" {
+        fail(format!(
+            "thread_handling={handling} is not available in this build yet \
+             (only one-thread-per-connection is wired to the network layer)"
+        ));
+    }
+    let datadir = server.datadir();
+    if let Err(e) = std::fs::create_dir_all(&datadir) {
+        fail(format!(
+            "cannot create datadir '{}': {e}",
+            datadir.display()
+        ));
+    }
+
+    let listeners = match listener::Listeners::bind(&server) {
+        Ok(l) => l,
+        Err(e) => fail(e),
+    };
+    install_signal_handlers();
+    let shutdown = Arc::new(AtomicBool::new(false));
+    let handler = handler::per_thread::PerThread::new(server.clone(), shutdown.clone());
+
+    tracing::info!(
+        "shoal {} starting: version '{}', port {} ({}), socket '{}', admin_port {}, \
+         thread_handling {}, max_connections {}, datadir '{}'",
+        env!("CARGO_PKG_VERSION"),
+        server.version(),
+        server.port(),
+        server.bind_address(),
+        server.socket(),
+        server.admin_port(),
+        handling,
+        server.max_connections(),
+        datadir.display()
+    );
+    let accept_thread =
+        listeners.spawn_accept_loop(server.clone(), handler.clone(), shutdown.clone());
+    tracing::info!("ready for connections");
+
+    while !SIGNALLED.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    tracing::info!("received shutdown signal: closing listeners and connections");
+    shutdown.store(true, Ordering::SeqCst);
+    let _ = accept_thread.join();
+    handler.stop_cache();
+    // Idle connections are shut down at once; running ones finish their command first.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let procs = server.processes();
+        if procs.is_empty() {
+            break;
+        }
+        let force = Instant::now() >= deadline;
+        for p in &procs {
+            if force || !p.running.load(Ordering::Acquire) {
+                p.control.shutdown();
+            }
+        }
+        if force {
+            std::thread::sleep(Duration::from_millis(200));
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    tracing::info!("shutdown complete");
+}

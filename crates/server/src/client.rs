@@ -1,0 +1,443 @@
+//! One client connection: socket + protocol state + session, and the read/process/write cycle.
+//!
+//! # How it works
+//!
+//! [`Client`] bundles a [`Stream`] (TCP or Unix socket) with a `Connection<Session>` (all
+//! protocol and session state). [`Client::serve_one_command`] runs the cycle for at most one
+//! command:
+//!
+//! 1. flush pending reply bytes (a partial write leaves the rest buffered → [`Outcome::WantWrite`]);
+//! 2. if a complete command is buffered, process it (the protocol calls into the session), then
+//!    flush its reply and return [`Outcome::Continue`];
+//! 3. otherwise read once from the socket and feed the bytes; `WouldBlock` on a non-blocking
+//!    socket → [`Outcome::WantRead`]; a read timeout on a blocking socket → [`Outcome::TimedOut`];
+//!    EOF or an error → [`Outcome::Closed`].
+//!
+//! The same cycle serves both scheduling models. `one-thread-per-connection`
+//! (`handler/per_thread.rs`) keeps the socket blocking with read/write timeouts and simply loops.
+//! The thread pool keeps the socket non-blocking, calls `serve_one_command` when epoll reports it
+//! readable (or writable after `WantWrite`), and re-arms on `WantRead`. The connection never
+//! depends on the thread that runs it.
+//!
+//! Accounting (`Bytes_received/sent`, `Aborted_clients`, `Aborted_connects`,
+//! `Connection_errors_max_connections`) happens here, once, when the client finishes.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use shoal_proto::{Admission, CloseReason, Connection, ErrorInfo, Progress, ProtoConfig};
+use shoal_session::{ConnectionControl, Server, Session};
+
+/// A connected socket of either family.
+#[derive(Debug)]
+pub enum Stream {
+    /// TCP.
+    Tcp(TcpStream),
+    /// Unix domain socket.
+    Unix(UnixStream),
+}
+
+impl Stream {
+    /// Another handle on the same socket (for KILL and shutdown).
+    pub fn try_clone(&self) -> io::Result<Stream> {
+        Ok(match self {
+            Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
+            Stream::Unix(s) => Stream::Unix(s.try_clone()?),
+        })
+    }
+
+    /// Shuts both directions down; a blocked or future read returns EOF.
+    pub fn shutdown(&self) {
+        let _ = match self {
+            Stream::Tcp(s) => s.shutdown(Shutdown::Both),
+            Stream::Unix(s) => s.shutdown(Shutdown::Both),
+        };
+    }
+
+    /// Sets the read timeout (`None` = block forever).
+    pub fn set_read_timeout(&self, d: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_read_timeout(d),
+            Stream::Unix(s) => s.set_read_timeout(d),
+        }
+    }
+
+    /// Sets the write timeout.
+    pub fn set_write_timeout(&self, d: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_write_timeout(d),
+            Stream::Unix(s) => s.set_write_timeout(d),
+        }
+    }
+
+    /// Switches non-blocking mode (the pool uses non-blocking sockets).
+    pub fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_nonblocking(on),
+            Stream::Unix(s) => s.set_nonblocking(on),
+        }
+    }
+}
+
+impl AsRawFd for Stream {
+    fn as_raw_fd(&self) -> RawFd {
+        match self {
+            Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Unix(s) => s.as_raw_fd(),
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(buf),
+            Stream::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.write(buf),
+            Stream::Unix(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The [`ConnectionControl`] given to the session: KILL and server shutdown shut the socket down.
+pub struct SocketControl {
+    stream: Option<Stream>,
+    /// Set once shut down (so a graceful shutdown can tell who was interrupted).
+    pub shut: AtomicBool,
+}
+
+impl SocketControl {
+    /// A control for `stream` (a cloned handle is kept).
+    pub fn new(stream: &Stream) -> SocketControl {
+        SocketControl {
+            stream: stream.try_clone().ok(),
+            shut: AtomicBool::new(false),
+        }
+    }
+}
+
+impl ConnectionControl for SocketControl {
+    fn shutdown(&self) {
+        self.shut.store(true, Ordering::Release);
+        if let Some(s) = &self.stream {
+            s.shutdown();
+        }
+    }
+}
+
+/// Result of one [`Client::serve_one_command`] call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// One command (or login step) was processed and its reply fully written.
+    Continue,
+    /// Non-blocking socket: nothing (complete) to process; wait until readable.
+    WantRead,
+    /// Non-blocking socket: the reply is only partly written; wait until writable.
+    WantWrite,
+    /// Blocking socket: the read timed out (idle, connect or net_read timeout, see
+    /// [`Client::read_timeout_now`]).
+    TimedOut,
+    /// The connection is finished; drop the client.
+    Closed,
+}
+
+/// Which timeout applies to the next read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeoutKind {
+    /// Before login completes: `connect_timeout`.
+    Connect,
+    /// Between commands: `wait_timeout` / `interactive_timeout`.
+    Idle,
+    /// Inside a partly received command: `net_read_timeout`.
+    NetRead,
+}
+
+/// ER_CLIENT_INTERACTION_TIMEOUT, sent before closing an idle connection (MySQL 8).
+pub fn interaction_timeout_error() -> ErrorInfo {
+    ErrorInfo::new(
+        4031,
+        "HY000",
+        "The client was disconnected by the server because of inactivity. See wait_timeout and \
+         interactive_timeout for configuring this behavior.",
+    )
+}
+
+/// ER_SERVER_SHUTDOWN.
+pub fn shutdown_error() -> ErrorInfo {
+    ErrorInfo::new(1053, "08S01", "Server shutdown in progress")
+}
+
+/// One client connection. See the module docs.
+pub struct Client {
+    server: Arc<Server>,
+    stream: Stream,
+    conn: Connection<Session>,
+    control: Arc<SocketControl>,
+    /// Admission decided at accept time (for Connection_errors_max_connections).
+    refusing: bool,
+    /// Scratch read buffer.
+    buf: Vec<u8>,
+    /// Accounting done (exactly once).
+    finished: bool,
+    /// Set when the peer is gone (EOF, reset, write failure).
+    peer_gone: bool,
+}
+
+impl Client {
+    /// Registers a new connection with the server, decides admission from the current
+    /// connection count (`max_connections`, +1 reserved for root; `admin` connections are always
+    /// admitted) and queues the greeting.
+    pub fn accept(server: &Arc<Server>, stream: Stream, host: String, admin: bool) -> Client {
+        server.status().connections.fetch_add(1, Ordering::Relaxed);
+        let count = server.connection_count();
+        let max = server.max_connections();
+        let too_many = ErrorInfo::new(1040, "08004", "Too many connections");
+        let admission = if admin {
+            Admission::Open
+        } else if count > max {
+            Admission::Refuse(too_many)
+        } else if count == max {
+            Admission::RootOnly(too_many)
+        } else {
+            Admission::Open
+        };
+        let refusing = admission != Admission::Open;
+        let id = server.next_connection_id();
+        let control = Arc::new(SocketControl::new(&stream));
+        let session = server.open_session(id, host.clone(), control.clone());
+        let conn = Connection::new(
+            session,
+            ProtoConfig {
+                connection_id: id,
+                server_version: server.version(),
+                max_allowed_packet: server.max_allowed_packet(),
+                host: host
+                    .rsplit_once(':')
+                    .map(|(h, _)| h.to_string())
+                    .unwrap_or(host),
+                admission,
+            },
+        );
+        Client {
+            server: server.clone(),
+            stream,
+            conn,
+            control,
+            refusing,
+            buf: vec![0u8; 16 * 1024],
+            finished: false,
+            peer_gone: false,
+        }
+    }
+
+    /// Connection id.
+    pub fn id(&self) -> u32 {
+        self.conn.connection_id()
+    }
+
+    /// The socket (e.g. to register it with epoll).
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    /// The protocol state.
+    pub fn connection(&self) -> &Connection<Session> {
+        &self.conn
+    }
+
+    /// The KILL/shutdown handle.
+    pub fn control(&self) -> &Arc<SocketControl> {
+        &self.control
+    }
+
+    /// Which timeout applies to the next read.
+    pub fn timeout_kind(&self) -> TimeoutKind {
+        if !self.conn.is_authenticated() {
+            TimeoutKind::Connect
+        } else if self.conn.buffered_input() > 0 {
+            TimeoutKind::NetRead
+        } else {
+            TimeoutKind::Idle
+        }
+    }
+
+    /// The duration of the timeout that applies to the next read.
+    pub fn read_timeout_now(&self) -> Duration {
+        let d = match self.timeout_kind() {
+            TimeoutKind::Connect => self.server.connect_timeout(),
+            TimeoutKind::NetRead => self.server.net_read_timeout(),
+            TimeoutKind::Idle => self.conn.backend().idle_timeout(),
+        };
+        d.max(Duration::from_millis(1))
+    }
+
+    /// Writes as much pending output as the socket takes. `Ok(true)` = all written.
+    fn flush(&mut self) -> io::Result<bool> {
+        loop {
+            let pending = self.conn.pending_output();
+            if pending.is_empty() {
+                return Ok(true);
+            }
+            match self.stream.write(pending) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    self.server
+                        .status()
+                        .bytes_sent
+                        .fetch_add(n as u64, Ordering::Relaxed);
+                    self.conn.consume_output(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Runs the cycle for at most one command. See the module docs.
+    pub fn serve_one_command(&mut self) -> Outcome {
+        let mut processed = false;
+        loop {
+            match self.flush() {
+                Ok(true) => {}
+                Ok(false) => return Outcome::WantWrite,
+                Err(_) => {
+                    // Blocking write timeout (net_write_timeout) or the peer vanished.
+                    self.peer_gone = true;
+                    self.conn.shutdown();
+                    self.finish();
+                    return Outcome::Closed;
+                }
+            }
+            if self.conn.is_closed() {
+                self.finish();
+                return Outcome::Closed;
+            }
+            if processed {
+                if self.conn.is_authenticated() && self.conn.backend().killed() {
+                    self.conn.shutdown();
+                    self.finish();
+                    return Outcome::Closed;
+                }
+                return Outcome::Continue;
+            }
+            match self.conn.process() {
+                Progress::Continue => processed = true,
+                Progress::Close => {}
+                Progress::NeedMore => match self.stream.read(&mut self.buf) {
+                    Ok(0) => {
+                        self.peer_gone = true;
+                        self.conn.shutdown();
+                        self.finish();
+                        return Outcome::Closed;
+                    }
+                    Ok(n) => {
+                        self.server
+                            .status()
+                            .bytes_received
+                            .fetch_add(n as u64, Ordering::Relaxed);
+                        let Client { conn, buf, .. } = self;
+                        conn.feed(&buf[..n]);
+                        if n == buf.len() && buf.len() < 1 << 20 {
+                            buf.resize(buf.len() * 2, 0);
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        // Blocking sockets report an elapsed timeout as WouldBlock on Linux.
+                        if self.nonblocking_hint() {
+                            return Outcome::WantRead;
+                        }
+                        return Outcome::TimedOut;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::TimedOut => return Outcome::TimedOut,
+                    Err(_) => {
+                        self.peer_gone = true;
+                        self.conn.shutdown();
+                        self.finish();
+                        return Outcome::Closed;
+                    }
+                },
+            }
+        }
+    }
+
+    fn nonblocking_hint(&self) -> bool {
+        // SAFETY: F_GETFL on a valid, owned descriptor has no side effects.
+        let flags = unsafe { libc::fcntl(self.stream.as_raw_fd(), libc::F_GETFL) };
+        flags >= 0 && flags & libc::O_NONBLOCK != 0
+    }
+
+    /// Closes after a timeout: an idle authenticated connection gets ER_CLIENT_INTERACTION_TIMEOUT
+    /// (4031) first, as MySQL 8 does; a handshake or half-read command is just dropped.
+    pub fn close_timed_out(&mut self) {
+        if self.timeout_kind() == TimeoutKind::Idle {
+            self.conn.close_with_error(&interaction_timeout_error());
+        } else {
+            self.conn.shutdown();
+        }
+        let _ = self.flush();
+        self.finish();
+    }
+
+    /// Closes with an error packet (e.g. 1053 at server shutdown), best effort.
+    pub fn close_with_error(&mut self, e: &ErrorInfo) {
+        self.conn.close_with_error(e);
+        let _ = self.flush();
+        self.finish();
+    }
+
+    /// Final accounting and socket shutdown; idempotent.
+    fn finish(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        self.conn.shutdown();
+        let st = self.server.status();
+        match self.conn.close_reason() {
+            Some(CloseReason::Quit) => {}
+            Some(CloseReason::LoginFailed) => {
+                st.aborted_connects.fetch_add(1, Ordering::Relaxed);
+                if self.refusing {
+                    st.connection_errors_max_connections
+                        .fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            _ => {
+                if self.conn.logged_in() {
+                    st.aborted_clients.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    st.aborted_connects.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        self.stream.shutdown();
+    }
+
+    /// Whether the peer went away (EOF, reset or failed write).
+    pub fn peer_gone(&self) -> bool {
+        self.peer_gone
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}

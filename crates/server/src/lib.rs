@@ -1,0 +1,14 @@
+//! The network layer of the `shoal` server, as a library so that the binary, the thread pool
+//! integration and tests share it.
+//!
+//! - [`options`]: mysqld-style command line and my.cnf parsing.
+//! - [`client`]: one connection (socket + `Connection<Session>`) and its
+//!   read → process one command → write cycle ([`client::Client::serve_one_command`]), usable on
+//!   blocking sockets (one thread per connection) and non-blocking ones (the pool).
+//! - [`handler`]: who runs that cycle; `per_thread` = one-thread-per-connection with a cache.
+//! - [`listener`]: TCP, Unix socket and admin-port listeners and the accept loop.
+
+pub mod client;
+pub mod handler;
+pub mod listener;
+pub mod options;

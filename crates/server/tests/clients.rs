@@ -1,0 +1,248 @@
+//! Real clients against the real binary: the `mariadb` CLI, PyMySQL, mysql-connector-python
+//! (also `cursor(prepared=True)`), the Rust `mysql` crate, sysbench; plus wrong password,
+//! a client vanishing mid-result, the idle timeout (4031) and many concurrent connections.
+//! These need the session layer (login and SQL).
+
+mod support;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use mysql::prelude::*;
+use support::{err_code, venv_python, Raw, Shoal};
+
+fn run(cmd: &mut Command) -> (i32, String, String) {
+    let out = cmd.stdin(Stdio::null()).output().expect("run client");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn mariadb(srv: &Shoal) -> Command {
+    let mut c = Command::new("mariadb");
+    c.args([
+        "--no-defaults",
+        "-h127.0.0.1",
+        &format!("-P{}", srv.port),
+        "-uroot",
+        "--connect-timeout=10",
+    ]);
+    c
+}
+
+#[test]
+fn mariadb_cli_execute_and_batch() {
+    let srv = Shoal::start("cli", &[]);
+    let (code, out, err) = run(mariadb(&srv).args(["-N", "-e", "SELECT 1+1"]));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), "2");
+    // Batch mode from stdin.
+    let mut child = mariadb(&srv)
+        .arg("--batch")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"SELECT 40+2 AS answer;\nSELECT DATABASE();\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(s.contains("answer\n42"), "{s}");
+    // Over the Unix socket.
+    let (code, out, err) = run(Command::new("mariadb").args([
+        "--no-defaults",
+        &format!("--socket={}", srv.socket.display()),
+        "-uroot",
+        "-N",
+        "-e",
+        "SELECT 3",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), "3");
+    // Wrong password: 1045.
+    let (code, _, err) = run(mariadb(&srv).args(["-pwrong", "-e", "SELECT 1"]));
+    assert_ne!(code, 0);
+    assert!(err.contains("1045"), "{err}");
+}
+
+#[test]
+fn mariadb_cli_interactive_chatter() {
+    // `script` gives the client a tty, so it behaves interactively: @@version_comment,
+    // show databases / show tables, COM_FIELD_LIST (auto-rehash), SELECT DATABASE(), COM_INIT_DB.
+    let srv = Shoal::start("interactive", &[]);
+    let cmd = format!(
+        "printf 'CREATE DATABASE IF NOT EXISTS d1;\\nuse d1\\nSELECT 5*5;\\nquit\\n' | \
+         mariadb --no-defaults -h127.0.0.1 -P{} -uroot --auto-rehash",
+        srv.port
+    );
+    let (code, out, err) =
+        run(Command::new("timeout").args(["30", "script", "-qec", &cmd, "/dev/null"]));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("Welcome"), "{out}");
+    assert!(out.contains("Database changed"), "{out}");
+    assert!(out.contains("25"), "{out}");
+    assert!(!out.contains("ERROR"), "{out}");
+}
+
+#[test]
+fn rust_mysql_crate_text_and_binary() {
+    let srv = Shoal::start("rustclient", &[]);
+    let mut c = mysql::Conn::new(srv.mysql_opts()).unwrap();
+    let v: Option<i64> = c.query_first("SELECT 1 + 2").unwrap();
+    assert_eq!(v, Some(3));
+    let v: Option<String> = c.query_first("SELECT CONCAT('a', 'b')").unwrap();
+    assert_eq!(v.as_deref(), Some("ab"));
+    let v: Option<(i64, String)> = c.exec_first("SELECT ? + 1, ?", (41, "x")).unwrap();
+    assert_eq!(v, Some((42, "x".to_string())));
+    let e = c.query_drop("SELEC 1").unwrap_err();
+    assert!(e.to_string().contains("1064"), "{e}");
+    c.ping().unwrap();
+    let id: Option<u64> = c.query_first("SELECT CONNECTION_ID()").unwrap();
+    assert_eq!(id, Some(c.connection_id() as u64));
+    // Wrong password.
+    let e = mysql::Conn::new(srv.mysql_opts().pass(Some("nope"))).unwrap_err();
+    assert!(e.to_string().contains("1045"), "{e}");
+}
+
+#[test]
+fn python_clients() {
+    let Some(py) = venv_python() else {
+        panic!("/var/tmp/shoal-venv missing: run scripts/deps.sh");
+    };
+    let srv = Shoal::start("python", &[]);
+    let script = format!(
+        r#"
+import pymysql, mysql.connector
+c = pymysql.connect(host="127.0.0.1", port={port}, user="root", password="")
+cur = c.cursor()
+cur.execute("SELECT 1 + %s", (41,))
+assert cur.fetchone()[0] == 42
+try:
+    cur.execute("SELEC 1")
+    raise SystemExit("no error")
+except pymysql.err.ProgrammingError as e:
+    assert e.args[0] == 1064, e
+c.commit()
+c.close()
+m = mysql.connector.connect(host="127.0.0.1", port={port}, user="root", password="")
+cur = m.cursor()
+cur.execute("SELECT 2 * 21")
+assert cur.fetchone()[0] == 42
+pc = m.cursor(prepared=True)
+pc.execute("SELECT ? + 1, ?", (41, "x"))
+row = pc.fetchone()
+assert int(row[0]) == 42 and row[1] in ("x", b"x"), row
+pc.execute("SELECT ? + 1, ?", (1, "y"))
+row = pc.fetchone()
+assert int(row[0]) == 2, row
+m.ping(reconnect=False)
+m.close()
+print("python ok")
+"#,
+        port = srv.port
+    );
+    let (code, out, err) = run(Command::new(py).args(["-c", &script]));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("python ok"));
+}
+
+#[test]
+fn sysbench_connects_and_fails_only_on_tables() {
+    let srv = Shoal::start("sysbench", &[]);
+    let (_, out, err) = run(Command::new("timeout").args([
+        "60",
+        "sysbench",
+        "oltp_read_only",
+        "--mysql-host=127.0.0.1",
+        &format!("--mysql-port={}", srv.port),
+        "--mysql-user=root",
+        "--mysql-db=sbtest",
+        "--tables=1",
+        "--time=2",
+        "--threads=1",
+        "run",
+    ]));
+    let all = format!("{out}{err}");
+    // Connected and got as far as the statements needing sbtest1.
+    assert!(
+        all.contains("1146") || all.contains("1235") || all.contains("1049"),
+        "{all}"
+    );
+    assert!(!all.contains("Can't connect"), "{all}");
+}
+
+#[test]
+fn client_vanishing_mid_result_and_idle_timeout() {
+    let srv = Shoal::start("vanish", &["--wait-timeout=2"]);
+    // A client sends a query whose result is large and disappears without reading it.
+    for _ in 0..3 {
+        let mut c = mysql::Conn::new(srv.mysql_opts()).unwrap();
+        let _: Option<String> = c.query_first("SELECT 1").unwrap();
+        let mut r = Raw::connect(srv.port);
+        r.greeting();
+        r.send_login("root");
+        let (_, ok) = r.read_packet().unwrap();
+        assert_eq!(ok[0], 0, "{ok:?}");
+        r.write_packet(0, b"\x03SELECT REPEAT('x', 4000000)")
+            .unwrap();
+        drop(r);
+    }
+    // The server keeps serving.
+    let mut c = mysql::Conn::new(srv.mysql_opts()).unwrap();
+    let v: Option<i64> = c.query_first("SELECT 7").unwrap();
+    assert_eq!(v, Some(7));
+    // An idle connection gets 4031 after wait_timeout, then EOF.
+    let mut r = Raw::connect(srv.port);
+    r.greeting();
+    r.send_login("root");
+    assert_eq!(r.read_packet().unwrap().1[0], 0);
+    let t = std::time::Instant::now();
+    let (_, p) = r.read_packet().expect("4031 packet");
+    assert_eq!(err_code(&p), 4031);
+    assert!(t.elapsed() >= Duration::from_millis(1500));
+    assert!(r.read_packet().is_none());
+}
+
+#[test]
+fn many_concurrent_connections() {
+    let srv = Shoal::start("many", &["--max-connections=400"]);
+    let port = srv.port;
+    let handles: Vec<_> = (0..16)
+        .map(|t| {
+            std::thread::spawn(move || {
+                let mut conns: Vec<mysql::Conn> = (0..20)
+                    .map(|_| {
+                        mysql::Conn::new(
+                            mysql::OptsBuilder::new()
+                                .ip_or_hostname(Some("127.0.0.1"))
+                                .tcp_port(port)
+                                .user(Some("root"))
+                                .prefer_socket(false),
+                        )
+                        .unwrap()
+                    })
+                    .collect();
+                for (i, c) in conns.iter_mut().enumerate() {
+                    let v: Option<i64> = c.query_first(format!("SELECT {t} * 1000 + {i}")).unwrap();
+                    assert_eq!(v, Some(t * 1000 + i as i64));
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+}

@@ -1,0 +1,225 @@
+//! Test support: start the real `shoal` binary on a free port with a temp datadir and socket,
+//! stop it on drop; raw protocol helpers.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+pub struct Shoal {
+    pub port: u16,
+    pub socket: PathBuf,
+    pub dir: PathBuf,
+    pub child: Option<Child>,
+    pub log: PathBuf,
+}
+
+pub fn temp_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "shoal-test-{tag}-{}-{}",
+        std::process::id(),
+        free_port()
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+impl Shoal {
+    /// Starts the server with extra arguments and waits until it accepts connections.
+    pub fn start(tag: &str, extra: &[&str]) -> Shoal {
+        let dir = temp_dir(tag);
+        let port = free_port();
+        let socket = dir.join("shoal.sock");
+        let log = dir.join("stderr.log");
+        let mut args: Vec<String> = vec![
+            format!("--port={port}"),
+            format!("--socket={}", socket.display()),
+            format!("--datadir={}", dir.join("data").display()),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let child = Command::new(env!("CARGO_BIN_EXE_shoal"))
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("spawn shoal");
+        let mut s = Shoal {
+            port,
+            socket,
+            dir,
+            child: Some(child),
+            log,
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            if let Some(st) = s.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("shoal exited early ({st}): {}", s.stderr());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "shoal did not start: {}",
+                s.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        s
+    }
+
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGTERM and wait (bounded); returns the exit status code.
+    pub fn stop(&mut self) -> Option<i32> {
+        let mut child = self.child.take()?;
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                return st.code();
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn mysql_opts(&self) -> mysql::OptsBuilder {
+        mysql::OptsBuilder::new()
+            .ip_or_hostname(Some("127.0.0.1"))
+            .tcp_port(self.port)
+            .user(Some("root"))
+            .prefer_socket(false)
+    }
+}
+
+impl Drop for Shoal {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Runs the shoal binary with arguments to completion (bounded); (status, stdout, stderr).
+pub fn run_shoal(args: &[&str]) -> (Option<i32>, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_shoal"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A raw protocol client.
+pub struct Raw {
+    pub s: TcpStream,
+}
+
+impl Raw {
+    pub fn connect(port: u16) -> Raw {
+        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        Raw { s }
+    }
+
+    pub fn read_packet(&mut self) -> Option<(u8, Vec<u8>)> {
+        let mut h = [0u8; 4];
+        self.s.read_exact(&mut h).ok()?;
+        let len = u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize;
+        let mut p = vec![0u8; len];
+        self.s.read_exact(&mut p).ok()?;
+        Some((h[3], p))
+    }
+
+    pub fn write_packet(&mut self, seq: u8, payload: &[u8]) -> std::io::Result<()> {
+        let mut w = Vec::new();
+        w.extend_from_slice(&(payload.len() as u32).to_le_bytes()[..3]);
+        w.push(seq);
+        w.extend_from_slice(payload);
+        self.s.write_all(&w)
+    }
+
+    /// Reads the greeting, returns the 20-byte scramble.
+    pub fn greeting(&mut self) -> Vec<u8> {
+        let (seq, g) = self.read_packet().expect("greeting");
+        assert_eq!(seq, 0);
+        assert_eq!(g[0], 10, "not a HandshakeV10: {g:?}");
+        let nul = g[1..].iter().position(|&b| b == 0).unwrap();
+        let mut pos = 1 + nul + 1 + 4;
+        let mut s = g[pos..pos + 8].to_vec();
+        pos += 8 + 1 + 2 + 1 + 2 + 2 + 1 + 10;
+        s.extend_from_slice(&g[pos..pos + 12]);
+        s
+    }
+
+    /// Sends a handshake response for `user` with an empty password.
+    pub fn send_login(&mut self, user: &str) {
+        let caps: u32 = 0x0200 | 0x8000 | 0x0008_0000 | 0x1 | 0x2000 | 0x0002_0000;
+        let mut p = Vec::new();
+        p.extend_from_slice(&caps.to_le_bytes());
+        p.extend_from_slice(&(16u32 << 20).to_le_bytes());
+        p.push(45);
+        p.extend_from_slice(&[0u8; 23]);
+        p.extend_from_slice(user.as_bytes());
+        p.push(0);
+        p.push(0);
+        p.extend_from_slice(b"mysql_native_password\0");
+        self.write_packet(1, &p).unwrap();
+    }
+}
+
+pub fn err_code(p: &[u8]) -> u16 {
+    assert_eq!(
+        p[0],
+        0xFF,
+        "not an ERR packet: {:?}",
+        String::from_utf8_lossy(p)
+    );
+    u16::from_le_bytes([p[1], p[2]])
+}
+
+pub fn venv_python() -> Option<PathBuf> {
+    let p = PathBuf::from("/var/tmp/shoal-venv/bin/python");
+    if p.exists() {
+        Some(p)
+    } else {
+        None
+    }
+}

@@ -449,7 +449,10 @@ fn live_stall_limit_change() {
     srv.wait_for(ms(5000), |_| {
         srv.pool.connection_state(spinner.id) == Some(ConnState::Running)
     });
-    assert_eq!(srv.pool.connection_state(spinner.id), Some(ConnState::Running));
+    assert_eq!(
+        srv.pool.connection_state(spinner.id),
+        Some(ConnState::Running)
+    );
     fast.send("echo fast");
     srv.wait_for(ms(2000), |s| s.groups[0].queue_low == 1);
     std::thread::sleep(ms(100));

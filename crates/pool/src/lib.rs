@@ -239,6 +239,8 @@ pub enum CloseReason {
     PollError,
     /// A handler call panicked (the worker survives; the connection does not).
     Panicked,
+    /// [`Pool::add`] refused it (duplicate id, pool shut down).
+    Rejected,
 }
 
 /// The server side of the pool: runs connections. All methods are called on pool threads.
@@ -247,10 +249,17 @@ pub trait Handler: Send + Sync + 'static {
     type Conn: Send + 'static;
     /// The connection's socket. It must stay open until [`Handler::close`].
     fn fd(&self, conn: &Self::Conn) -> RawFd;
-    /// The first event of a connection (queued HIGH): handshake and authentication.
+    /// The first event of a connection (queued HIGH, runs on a pool worker): typically send
+    /// the server greeting and return [`Outcome::Continue`]; the client's answer (and any
+    /// further authentication round trip) then arrives through [`Handler::handle`].
     fn login(&self, conn: &mut Self::Conn) -> Outcome;
     /// The socket is readable (or writable after [`Outcome::WantWrite`], or the connection
-    /// yielded): run at most one command and reply. Must not block on the socket reading.
+    /// yielded): run at most one command and reply. Must not block reading the socket: read
+    /// what is there into the connection's buffer and return [`Outcome::Continue`] on an
+    /// incomplete packet. A reply that does not fit the socket either returns
+    /// [`Outcome::WantWrite`] (keep the rest, the pool calls again when writable) or blocks
+    /// inside a reported `WaitKind::Net` wait. Long waits (locks, disk, sleeps, fsync) must be
+    /// reported with `shoal_wait` so the group can run other work meanwhile.
     fn handle(&self, conn: &mut Self::Conn) -> Outcome;
     /// Called after each command: does the session hold a transaction or locks?
     fn priority(&self, conn: &Self::Conn) -> PrioHint;

@@ -230,7 +230,8 @@ impl<H: Handler> Pool<H> {
 
     /// Kills a connection: an idle one is queued HIGH and closed ([`CloseReason::Killed`]); a
     /// queued one moves to the high queue and is closed instead of run; a running one is closed
-    /// when its current handler call returns. Returns whether the id was found.
+    /// when its current handler call returns (interrupting that call, e.g. a lock wait or
+    /// `SLEEP()`, is the handler's business). Returns whether the id was found.
     pub fn kill(&self, conn_id: u64) -> bool {
         self.shared.kill(conn_id)
     }
@@ -636,7 +637,7 @@ impl<H: Handler> Shared<H> {
 
     fn add(self: &Arc<Self>, id: u64, conn: H::Conn) -> Result<(), PoolError> {
         if self.is_shutdown() {
-            self.handler.close(conn, CloseReason::Shutdown);
+            self.handler.close(conn, CloseReason::Rejected);
             return Err(PoolError::ShutDown);
         }
         let fd = self.handler.fd(&conn);
@@ -663,7 +664,7 @@ impl<H: Handler> Shared<H> {
             if shard.contains_key(&id) {
                 drop(shard);
                 let c = lock(&entry.conn).take().expect("fresh");
-                self.handler.close(c, CloseReason::Handler);
+                self.handler.close(c, CloseReason::Rejected);
                 return Err(PoolError::DuplicateConnection(id));
             }
             shard.insert(id, entry.clone());

@@ -582,3 +582,37 @@ fn work_stealing_between_groups() {
         assert_eq!(spinner.read_line().as_deref(), Some("spun"));
     }
 }
+
+/// The pool can be shared between threads (acceptor, admin port, status rendering); ids are
+/// unique; adding after shutdown is refused.
+#[test]
+fn api_contract() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<shoal_pool::Pool<common::LineHandler>>();
+    let srv = Server::start(config(1));
+    let mut c = srv.connect();
+    let dup = std::net::TcpStream::connect(srv.addr).unwrap();
+    // the acceptor gave `dup` a fresh id; adding another object under `c`'s id must fail
+    let (other, _) = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        (l.accept().unwrap().0, a)
+    };
+    let err = srv.pool.add(c.id, common::Conn::new(c.id, other));
+    assert!(matches!(err, Err(shoal_pool::PoolError::DuplicateConnection(id)) if id == c.id));
+    assert_eq!(
+        c.cmd("echo still"),
+        "still",
+        "the original connection is untouched"
+    );
+    drop(dup);
+    srv.pool.shutdown();
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let _a = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let late = common::Conn::new(999_999, l.accept().unwrap().0);
+    assert!(matches!(
+        srv.pool.add(999_999, late),
+        Err(shoal_pool::PoolError::ShutDown)
+    ));
+    assert_eq!(srv.close_reason(999_999), Some(CloseReason::Rejected));
+}

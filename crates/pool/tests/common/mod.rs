@@ -31,6 +31,20 @@ pub struct Conn {
     holds_lock: bool,
 }
 
+impl Conn {
+    pub fn new(id: u64, stream: TcpStream) -> Conn {
+        stream.set_nonblocking(true).unwrap();
+        Conn {
+            id,
+            stream,
+            inbuf: Vec::new(),
+            outbuf: Vec::new(),
+            hint: PrioHint::default(),
+            holds_lock: false,
+        }
+    }
+}
+
 #[derive(Default)]
 pub struct State {
     /// Close reasons by connection id.
@@ -259,18 +273,9 @@ impl Server {
                 match listener.accept() {
                     Ok(_) if s.load(Ordering::SeqCst) => break, // the wake-up connection
                     Ok((stream, _)) => {
-                        stream.set_nonblocking(true).unwrap();
                         stream.set_nodelay(true).unwrap();
                         let id = n.fetch_add(1, Ordering::SeqCst);
-                        let conn = Conn {
-                            id,
-                            stream,
-                            inbuf: Vec::new(),
-                            outbuf: Vec::new(),
-                            hint: PrioHint::default(),
-                            holds_lock: false,
-                        };
-                        let _ = p.add(id, conn);
+                        let _ = p.add(id, Conn::new(id, stream));
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(5)),
                 }

@@ -84,12 +84,36 @@ fn mariadb_cli_interactive_chatter() {
     // show databases / show tables, COM_FIELD_LIST (auto-rehash), SELECT DATABASE(), COM_INIT_DB.
     let srv = Shoal::start("interactive", &[]);
     let cmd = format!(
-        "printf 'CREATE DATABASE IF NOT EXISTS d1;\\nuse d1\\nSELECT 5*5;\\nquit\\n' | \
-         mariadb --no-defaults -h127.0.0.1 -P{} -uroot --auto-rehash",
+        "mariadb --no-defaults -h127.0.0.1 -P{} -uroot --auto-rehash",
         srv.port
     );
-    let (code, out, err) =
-        run(Command::new("timeout").args(["30", "script", "-qec", &cmd, "/dev/null"]));
+    let mut child = Command::new("timeout")
+        .args(["30", "script", "-qec", &cmd, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        for line in [
+            "CREATE DATABASE IF NOT EXISTS d1;\n",
+            "use d1\n",
+            "SELECT 5*5;\n",
+            "quit\n",
+        ] {
+            std::thread::sleep(Duration::from_millis(300));
+            stdin.write_all(line.as_bytes()).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let o = child.wait_with_output().unwrap();
+    let (code, out, err) = (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    );
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("Welcome"), "{out}");
     assert!(out.contains("Database changed"), "{out}");

@@ -315,6 +315,31 @@ impl<H: Handler> Pool<H> {
         self.shared.size.load(Ordering::SeqCst)
     }
 
+    /// The current settings (for `SHOW VARIABLES`), including live changes.
+    pub fn config(&self) -> Config {
+        let s = &self.shared;
+        let d = |a: &AtomicU64| Duration::from_micros(a.load(Ordering::SeqCst));
+        Config {
+            size: s.size.load(Ordering::SeqCst),
+            max_size: s.groups.len(),
+            oversubscribe: s.oversubscribe.load(Ordering::SeqCst),
+            stall_limit: d(&s.stall_limit_us),
+            max_threads: s.max_threads.load(Ordering::SeqCst),
+            idle_timeout: d(&s.idle_timeout_us),
+            prio_kickup_timer: d(&s.kickup_us),
+            high_prio_mode: match s.prio_mode.load(Ordering::SeqCst) {
+                1 => HighPrioMode::Statements,
+                2 => HighPrioMode::None,
+                _ => HighPrioMode::Transactions,
+            },
+            high_prio_tickets: s.tickets.load(Ordering::SeqCst),
+            dedicated_listener: s.dedicated.load(Ordering::SeqCst),
+            histograms: s.histograms.load(Ordering::SeqCst),
+            work_stealing: s.stealing.load(Ordering::SeqCst),
+            thread_name: s.thread_name.clone(),
+        }
+    }
+
     /// A snapshot of every group (briefly takes each group's lock).
     pub fn stats(&self) -> PoolStats {
         self.shared.stats()

@@ -606,6 +606,16 @@ fn api_contract() {
         "the original connection is untouched"
     );
     drop(dup);
+    srv.pool.set_oversubscribe(5);
+    srv.pool.set_stall_limit(ms(250)).unwrap();
+    srv.pool.set_high_prio_mode(shoal_pool::HighPrioMode::None);
+    assert!(srv.pool.set_size(0).is_err());
+    assert!(srv.pool.set_size(9).is_err(), "beyond max_size 8");
+    let cfg = srv.pool.config();
+    assert_eq!(cfg.oversubscribe, 5);
+    assert_eq!(cfg.stall_limit, ms(250));
+    assert_eq!(cfg.high_prio_mode, shoal_pool::HighPrioMode::None);
+    assert_eq!((cfg.size, cfg.max_size), (1, 8));
     srv.pool.shutdown();
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let _a = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();

@@ -484,24 +484,21 @@ async fn client_task(
         loop {
             cfg.def.event(&mut rng, &mut ops);
             let mut failed = None;
-            let (mut r, mut w, mut o) = (0u64, 0u64, 0u64);
             for op in &ops {
                 shared.kinds[op.kind as usize].fetch_add(1, Relaxed);
                 match client.exec_op(op, &cfg.ignore).await {
+                    // Counted per statement, so long transactions show up in QPS at once.
                     Ok(()) => match op.kind.class() {
-                        Class::Read => r += 1,
-                        Class::Write => w += 1,
-                        Class::Other => o += 1,
+                        Class::Read => shared.reads.fetch_add(1, Relaxed),
+                        Class::Write => shared.writes.fetch_add(1, Relaxed),
+                        Class::Other => shared.other.fetch_add(1, Relaxed),
                     },
                     Err(e) => {
                         failed = Some(e);
                         break;
                     }
-                }
+                };
             }
-            shared.reads.fetch_add(r, Relaxed);
-            shared.writes.fetch_add(w, Relaxed);
-            shared.other.fetch_add(o, Relaxed);
             let Some(err) = failed else {
                 let lat = intended.elapsed().as_micros().max(1) as u64;
                 {

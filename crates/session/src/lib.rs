@@ -17,6 +17,7 @@
 //! moved between threads between commands; it keeps its variable copy, user variables, prepared
 //! statements, current database and transaction flag, and executes statements (see `session.rs`).
 
+pub mod hooks;
 pub mod session;
 pub mod status;
 pub mod users;
@@ -129,6 +130,8 @@ pub struct Server {
     next_id: AtomicU32,
     started: Instant,
     catalog: RwLock<Arc<dyn Catalog>>,
+    /// Virtual tables and process-state hooks (see [`hooks`]).
+    hooks: hooks::Hooks,
 }
 
 impl Server {
@@ -148,6 +151,7 @@ impl Server {
             next_id: AtomicU32::new(1),
             started: Instant::now(),
             catalog: RwLock::new(Arc::new(MemCatalog::new())),
+            hooks: hooks::Hooks::default(),
         })
     }
 
@@ -174,11 +178,15 @@ impl Server {
         let port = self.port();
         let admin = self.admin_port();
         if admin != 0 && admin == port {
-            return Err(format!("admin_port ({admin}) must differ from port ({port})"));
+            return Err(format!(
+                "admin_port ({admin}) must differ from port ({port})"
+            ));
         }
         let extra = self.vars.get("extra_port").as_u64() as u16;
         if extra != 0 && (extra == port || extra == admin) {
-            return Err(format!("extra_port ({extra}) must differ from port and admin_port"));
+            return Err(format!(
+                "extra_port ({extra}) must differ from port and admin_port"
+            ));
         }
         Ok(())
     }

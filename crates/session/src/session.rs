@@ -21,8 +21,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use shoal_proto::{
-    Backend, Column, ColumnFlags, ColumnType, ErrorInfo, LoginRequest, OkInfo, PrepareOk,
-    Response, ResultSet, SessionStatus, Value as PValue,
+    Backend, Column, ColumnFlags, ColumnType, ErrorInfo, LoginRequest, OkInfo, PrepareOk, Response,
+    ResultSet, SessionStatus, Value as PValue,
 };
 use shoal_sql::ast::{SetExpr, SetTarget, ShowFilter, ShowKind, Statement, VarScope};
 use shoal_sql::eval::{eval, like, Context};
@@ -124,6 +124,9 @@ pub struct Session {
     diag: Vec<Diag>,
     /// Start time of the running statement (NOW()).
     stmt_time: DateTime,
+    /// Whether a command is between `command_begin` and `command_end` (keeps
+    /// `Threads_running` balanced if the connection dies mid-command).
+    in_command: bool,
     /// Whether `disconnect` already ran.
     closed: bool,
 }
@@ -158,7 +161,11 @@ fn column_of(c: &ColumnInfo, values: &[&Value]) -> Column {
     let (ty, flags_extra, decimals) = match c.ty {
         SqlType::Null => (ColumnType::MYSQL_TYPE_NULL, ColumnFlags::empty(), 0),
         SqlType::Int => (ColumnType::MYSQL_TYPE_LONGLONG, ColumnFlags::empty(), 0),
-        SqlType::UInt => (ColumnType::MYSQL_TYPE_LONGLONG, ColumnFlags::UNSIGNED_FLAG, 0),
+        SqlType::UInt => (
+            ColumnType::MYSQL_TYPE_LONGLONG,
+            ColumnFlags::UNSIGNED_FLAG,
+            0,
+        ),
         SqlType::Decimal(s) => (ColumnType::MYSQL_TYPE_NEWDECIMAL, ColumnFlags::empty(), s),
         SqlType::Double => (ColumnType::MYSQL_TYPE_DOUBLE, ColumnFlags::empty(), 31),
         SqlType::Str => (ColumnType::MYSQL_TYPE_VAR_STRING, ColumnFlags::empty(), 31),
@@ -198,9 +205,9 @@ fn to_proto_value(v: Value) -> PValue {
         Value::Double(d) => PValue::Double(d),
         Value::Decimal(d) => PValue::Bytes(d.to_string().into_bytes()),
         Value::Str(s) => PValue::Bytes(s.into_bytes()),
-        Value::Date(d) | Value::DateTime(d) => PValue::Date(
-            d.year, d.month, d.day, d.hour, d.minute, d.second, d.micro,
-        ),
+        Value::Date(d) | Value::DateTime(d) => {
+            PValue::Date(d.year, d.month, d.day, d.hour, d.minute, d.second, d.micro)
+        }
     }
 }
 
@@ -314,7 +321,12 @@ impl Context for Ctx<'_> {
         }
         Err(SqlError::UnknownColumn(
             name.to_string(),
-            if self.row.is_some() { "where clause" } else { "field list" }.into(),
+            if self.row.is_some() {
+                "where clause"
+            } else {
+                "field list"
+            }
+            .into(),
         ))
     }
     fn database(&self) -> Option<String> {
@@ -379,6 +391,7 @@ impl Session {
             last_insert_id: 0,
             diag: Vec::new(),
             stmt_time: now_datetime(),
+            in_command: false,
             closed: false,
         }
     }
@@ -480,10 +493,12 @@ impl Session {
             _ => {}
         }
         Ok(match lname {
-            "warning_count" => Value::UInt(
-                self.diag.iter().filter(|d| d.0 != "Error").count() as u64,
-            ),
-            "error_count" => Value::UInt(self.diag.iter().filter(|d| d.0 == "Error").count() as u64),
+            "warning_count" => {
+                Value::UInt(self.diag.iter().filter(|d| d.0 != "Error").count() as u64)
+            }
+            "error_count" => {
+                Value::UInt(self.diag.iter().filter(|d| d.0 == "Error").count() as u64)
+            }
             "last_insert_id" | "identity" => Value::UInt(self.last_insert_id),
             "timestamp" => Value::Double(self.stmt_time.to_unix() as f64),
             "pseudo_thread_id" => Value::UInt(self.entry.id as u64),
@@ -508,7 +523,10 @@ impl Session {
     /// Runs one statement and records its diagnostics.
     fn run(&mut self, stmt: &Statement, params: &[Value]) -> Result<Response, SqlError> {
         self.stmt_time = now_datetime();
-        let diagnostic = matches!(stmt, Statement::Show(ShowKind::Warnings | ShowKind::Errors, _));
+        let diagnostic = matches!(
+            stmt,
+            Statement::Show(ShowKind::Warnings | ShowKind::Errors, _)
+        );
         if !diagnostic {
             self.diag.clear();
         }
@@ -552,9 +570,24 @@ impl Session {
         self.diag.push(("Note", code, msg));
     }
 
-    fn execute_statement(&mut self, stmt: &Statement, params: &[Value]) -> Result<Response, SqlError> {
+    fn execute_statement(
+        &mut self,
+        stmt: &Statement,
+        params: &[Value],
+    ) -> Result<Response, SqlError> {
         match stmt {
             Statement::Select(sel) => {
+                if let Some(vt) = self.virtual_table_of(sel) {
+                    let table = vt();
+                    let r = crate::hooks::select_virtual(
+                        sel,
+                        table,
+                        |e, names, row| {
+                            eval(e, &mut Ctx { s: &mut *self, params, row: Some((names, row)) })
+                        },
+                    )?;
+                    return Ok(Response::Rows(to_result_set(r, 0)));
+                }
                 let catalog = self.server.catalog();
                 let mut ctx = self.ctx(params);
                 let r = shoal_sql::exec::select(sel, &mut ctx, catalog.as_ref())?;
@@ -583,11 +616,16 @@ impl Session {
                             .ok_or_else(|| {
                                 SqlError::other(1273, "HY000", format!("Unknown collation: '{c}'"))
                             })?;
-                        if !found.1.eq_ignore_ascii_case(&cs) && !(cs == "utf8" && found.1 == "utf8mb3") {
+                        if !found.1.eq_ignore_ascii_case(&cs)
+                            && !(cs == "utf8" && found.1 == "utf8mb3")
+                        {
                             return Err(SqlError::other(
                                 1253,
                                 "42000",
-                                format!("COLLATION '{}' is not valid for CHARACTER SET '{cs}'", found.0),
+                                format!(
+                                    "COLLATION '{}' is not valid for CHARACTER SET '{cs}'",
+                                    found.0
+                                ),
                             ));
                         }
                         found.0.to_string()
@@ -595,7 +633,11 @@ impl Session {
                     None => default_coll,
                 };
                 let vars = &self.server.vars;
-                for n in ["character_set_client", "character_set_connection", "character_set_results"] {
+                for n in [
+                    "character_set_client",
+                    "character_set_connection",
+                    "character_set_results",
+                ] {
                     self.vars
                         .set(vars, n, &SetValue::Str(cs.clone()))
                         .map_err(var_err)?;
@@ -649,7 +691,11 @@ impl Session {
                 let v = eval(id, &mut self.ctx(params))?;
                 let id = v.to_i128().unwrap_or(-1);
                 if id < 0 || id > u32::MAX as i128 {
-                    return Err(SqlError::other(1094, "HY000", format!("Unknown thread id: {id}")));
+                    return Err(SqlError::other(
+                        1094,
+                        "HY000",
+                        format!("Unknown thread id: {id}"),
+                    ));
                 }
                 self.server
                     .kill(id as u32, *query_only, &self.user, self.is_super)
@@ -700,7 +746,10 @@ impl Session {
                 for (u, h, pw) in users {
                     if !self.server.create_account(u, h, pw) {
                         if *if_not_exists {
-                            self.warn(3163, format!("Authorization ID '{u}'@'{h}' already exists."));
+                            self.warn(
+                                3163,
+                                format!("Authorization ID '{u}'@'{h}' already exists."),
+                            );
                         } else {
                             return Err(SqlError::other(
                                 1396,
@@ -717,7 +766,10 @@ impl Session {
                 for (u, h) in users {
                     if !self.server.drop_account(u, h) {
                         if *if_exists {
-                            self.warn(3162, format!("Authorization ID '{u}'@'{h}' does not exist."));
+                            self.warn(
+                                3162,
+                                format!("Authorization ID '{u}'@'{h}' does not exist."),
+                            );
                         } else {
                             return Err(SqlError::other(
                                 1396,
@@ -756,7 +808,9 @@ impl Session {
                     }
                 }
                 if missing.len() < tables.len() {
-                    return Err(SqlError::Unsupported("DROP TABLE (storage engine not connected)".into()));
+                    return Err(SqlError::Unsupported(
+                        "DROP TABLE (storage engine not connected)".into(),
+                    ));
                 }
                 if kind == "drop_table" {
                     return Err(SqlError::other(
@@ -775,9 +829,13 @@ impl Session {
                 if !catalog.database_exists(&db) {
                     return Err(SqlError::UnknownDatabase(db));
                 }
-                Err(SqlError::Unsupported("CREATE TABLE (storage engine not connected)".into()))
+                Err(SqlError::Unsupported(
+                    "CREATE TABLE (storage engine not connected)".into(),
+                ))
             }
-            "truncate" => Err(SqlError::Unsupported("TRUNCATE (storage engine not connected)".into())),
+            "truncate" => Err(SqlError::Unsupported(
+                "TRUNCATE (storage engine not connected)".into(),
+            )),
             _ => {
                 for t in tables {
                     let (db, name) = resolve(t)?;
@@ -813,8 +871,14 @@ impl Session {
         let found = CHARSETS
             .iter()
             .find(|x| x.0.eq_ignore_ascii_case(&cs))
-            .ok_or_else(|| SqlError::other(1115, "42000", format!("Unknown character set: '{cs}'")))?;
-        let name = if found.0 == "utf8" { "utf8mb3" } else { found.0 };
+            .ok_or_else(|| {
+                SqlError::other(1115, "42000", format!("Unknown character set: '{cs}'"))
+            })?;
+        let name = if found.0 == "utf8" {
+            "utf8mb3"
+        } else {
+            found.0
+        };
         let coll = if found.0 == "utf8mb4" {
             "utf8mb4_general_ci"
         } else {
@@ -865,9 +929,7 @@ impl Session {
             value
         };
         if global {
-            if canonical != "sql_mode" || true {
-                self.require_super_for_global()?;
-            }
+            self.require_super_for_global()?;
             return vars.set_global(canonical, &value).map_err(var_err);
         }
         match canonical {
@@ -904,7 +966,12 @@ impl Session {
         }
     }
 
-    fn assign(&mut self, target: &SetTarget, value: &SetExpr, params: &[Value]) -> Result<(), SqlError> {
+    fn assign(
+        &mut self,
+        target: &SetTarget,
+        value: &SetExpr,
+        params: &[Value],
+    ) -> Result<(), SqlError> {
         match target {
             SetTarget::User(n) => {
                 let v = match value {
@@ -969,6 +1036,13 @@ impl Session {
                 Ok(out)
             }
         }
+    }
+
+    /// The virtual table (see [`crate::hooks`]) a SELECT reads, if any.
+    fn virtual_table_of(&self, sel: &shoal_sql::ast::Select) -> Option<crate::hooks::VirtualTableFn> {
+        let t = sel.from.as_ref()?;
+        let db = t.db.clone().or_else(|| self.db.clone())?;
+        self.server.hooks().virtual_table(&db, &t.name)
     }
 
     fn show(&mut self, kind: &ShowKind, filter: &ShowFilter) -> Result<Response, SqlError> {
@@ -1051,6 +1125,7 @@ impl Session {
                 )
             }
             ShowKind::Processlist { full } => {
+                let extra_states = self.server.hooks().process_states();
                 let rows = self
                     .server
                     .processes()
@@ -1064,7 +1139,11 @@ impl Session {
                                 t.chars().take(100).collect()
                             }
                         });
-                        let command = if p.connection_killed() { "Killed" } else { i.command };
+                        let command = if p.connection_killed() {
+                            "Killed"
+                        } else {
+                            i.command
+                        };
                         vec![
                             Value::Int(p.id as i64),
                             Value::Str(i.user),
@@ -1072,13 +1151,19 @@ impl Session {
                             i.db.map(Value::Str).unwrap_or(Value::Null),
                             s(command),
                             Value::Int(i.since.elapsed().as_secs() as i64),
-                            s(i.state),
+                            match extra_states.get(&p.id) {
+                                Some(x) if i.state.is_empty() => Value::Str(x.clone()),
+                                Some(x) => Value::Str(format!("{} ({x})", i.state)),
+                                None => s(i.state),
+                            },
                             text.map(Value::Str).unwrap_or(Value::Null),
                         ]
                     })
                     .collect();
                 (
-                    vec!["Id", "User", "Host", "db", "Command", "Time", "State", "Info"],
+                    vec![
+                        "Id", "User", "Host", "db", "Command", "Time", "State", "Info",
+                    ],
                     rows,
                     1,
                 )
@@ -1094,7 +1179,15 @@ impl Session {
                 (vec!["Level", "Code", "Message"], rows, 0)
             }
             ShowKind::Collation => (
-                vec!["Collation", "Charset", "Id", "Default", "Compiled", "Sortlen", "Pad_attribute"],
+                vec![
+                    "Collation",
+                    "Charset",
+                    "Id",
+                    "Default",
+                    "Compiled",
+                    "Sortlen",
+                    "Pad_attribute",
+                ],
                 COLLATIONS
                     .iter()
                     .map(|(n, cs, id, def)| {
@@ -1105,7 +1198,11 @@ impl Session {
                             s(if *def { "Yes" } else { "" }),
                             s("Yes"),
                             Value::UInt(1),
-                            s(if n.contains("0900") { "NO PAD" } else { "PAD SPACE" }),
+                            s(if n.contains("0900") {
+                                "NO PAD"
+                            } else {
+                                "PAD SPACE"
+                            }),
                         ]
                     })
                     .collect(),
@@ -1116,12 +1213,21 @@ impl Session {
                 CHARSETS
                     .iter()
                     .filter(|c| c.0 != "utf8")
-                    .map(|(n, coll, desc, max)| vec![s(n), s(desc), s(coll), Value::UInt(*max as u64)])
+                    .map(|(n, coll, desc, max)| {
+                        vec![s(n), s(desc), s(coll), Value::UInt(*max as u64)]
+                    })
                     .collect(),
                 0,
             ),
             ShowKind::Engines => (
-                vec!["Engine", "Support", "Comment", "Transactions", "XA", "Savepoints"],
+                vec![
+                    "Engine",
+                    "Support",
+                    "Comment",
+                    "Transactions",
+                    "XA",
+                    "Savepoints",
+                ],
                 vec![vec![
                     s("InnoDB"),
                     s("DEFAULT"),
@@ -1148,10 +1254,17 @@ impl Session {
 
     /// Runs COM_QUERY text (see [`Backend::query`]).
     fn run_query(&mut self, sql: &str, multi: bool) -> Vec<Result<Response, ErrorInfo>> {
-        let parts = if multi { split_statements(sql) } else { vec![sql] };
+        let parts = if multi {
+            split_statements(sql)
+        } else {
+            vec![sql]
+        };
         let mut out = Vec::with_capacity(parts.len());
         for part in parts {
-            self.server.counters.questions.fetch_add(1, Ordering::Relaxed);
+            self.server
+                .counters
+                .questions
+                .fetch_add(1, Ordering::Relaxed);
             self.set_process_text(Some(part));
             let r = shoal_sql::parse(part).and_then(|p| {
                 if p.params > 0 {
@@ -1162,9 +1275,7 @@ impl Session {
             match r {
                 Ok(resp) => out.push(Ok(resp)),
                 Err(e) => {
-                    if matches!(e, SqlError::EmptyQuery | SqlError::Syntax(_)) {
-                        self.diag = vec![("Error", e.code(), e.to_string())];
-                    }
+                    self.diag = vec![("Error", e.code(), e.to_string())];
                     out.push(Err(to_error_info(&e)));
                     break;
                 }
@@ -1176,7 +1287,11 @@ impl Session {
 
 fn check_db_name(name: &str) -> Result<(), SqlError> {
     if name.is_empty() || name.len() > 64 || name.ends_with(' ') || name.contains('/') {
-        return Err(SqlError::other(1102, "42000", format!("Incorrect database name '{name}'")));
+        return Err(SqlError::other(
+            1102,
+            "42000",
+            format!("Incorrect database name '{name}'"),
+        ));
     }
     Ok(())
 }
@@ -1226,12 +1341,23 @@ impl Backend for Session {
                     "Access denied for user '{}'@'{}' (using password: {})",
                     login.user,
                     host,
-                    if login.auth_response.is_empty() { "NO" } else { "YES" }
+                    if login.auth_response.is_empty() {
+                        "NO"
+                    } else {
+                        "YES"
+                    }
                 ),
             )
         };
-        let account = self.server.find_account(login.user, &host).ok_or_else(denied)?;
-        if !crate::users::verify_native(account.stage2.as_ref(), login.scramble, login.auth_response) {
+        let account = self
+            .server
+            .find_account(login.user, &host)
+            .ok_or_else(denied)?;
+        if !crate::users::verify_native(
+            account.stage2.as_ref(),
+            login.scramble,
+            login.auth_response,
+        ) {
             return Err(denied());
         }
         if !self.admin {
@@ -1247,7 +1373,11 @@ impl Backend for Session {
         }
         if let Some(db) = login.database.filter(|d| !d.is_empty()) {
             if !self.server.catalog().database_exists(db) {
-                return Err(ErrorInfo::new(1049, "42000", format!("Unknown database '{db}'")));
+                return Err(ErrorInfo::new(
+                    1049,
+                    "42000",
+                    format!("Unknown database '{db}'"),
+                ));
             }
             self.db = Some(db.to_string());
         }
@@ -1321,7 +1451,11 @@ impl Backend for Session {
     fn prepare(&mut self, stmt_id: u32, sql: &str) -> Result<PrepareOk, ErrorInfo> {
         self.server.counters.com("stmt_prepare");
         let max = self.server.vars.get("max_prepared_stmt_count").as_u64();
-        let cur = self.server.counters.prepared_stmt_count.load(Ordering::Relaxed);
+        let cur = self
+            .server
+            .counters
+            .prepared_stmt_count
+            .load(Ordering::Relaxed);
         if cur >= max {
             return Err(ErrorInfo::new(
                 1461,
@@ -1347,20 +1481,30 @@ impl Backend for Session {
 
     fn execute(&mut self, stmt_id: u32, params: &[PValue]) -> Result<Response, ErrorInfo> {
         self.server.counters.com("stmt_execute");
-        self.server.counters.questions.fetch_add(1, Ordering::Relaxed);
+        self.server
+            .counters
+            .questions
+            .fetch_add(1, Ordering::Relaxed);
         let p = self.prepared.get(&stmt_id).cloned().ok_or_else(|| {
             ErrorInfo::new(
                 1243,
                 "HY000",
-                format!("Unknown prepared statement handler ({stmt_id}) given to mysqld_stmt_execute"),
+                format!(
+                    "Unknown prepared statement handler ({stmt_id}) given to mysqld_stmt_execute"
+                ),
             )
         })?;
         if params.len() != p.params {
-            return Err(ErrorInfo::new(1210, "HY000", "Incorrect arguments to mysqld_stmt_execute"));
+            return Err(ErrorInfo::new(
+                1210,
+                "HY000",
+                "Incorrect arguments to mysqld_stmt_execute",
+            ));
         }
         self.set_process_text(Some(&p.sql));
         let values: Vec<Value> = params.iter().map(from_proto_value).collect();
-        self.run(&p.statement, &values).map_err(|e| to_error_info(&e))
+        self.run(&p.statement, &values)
+            .map_err(|e| to_error_info(&e))
     }
 
     fn close_statement(&mut self, stmt_id: u32) {
@@ -1374,10 +1518,13 @@ impl Backend for Session {
     }
 
     fn command_begin(&mut self, command: u8) {
-        self.server
-            .counters
-            .threads_running
-            .fetch_add(1, Ordering::Relaxed);
+        if !self.in_command {
+            self.in_command = true;
+            self.server
+                .counters
+                .threads_running
+                .fetch_add(1, Ordering::Relaxed);
+        }
         self.entry.running.store(true, Ordering::Release);
         let mut info = self.entry.info.lock().unwrap();
         info.command = match command {
@@ -1398,10 +1545,13 @@ impl Backend for Session {
     }
 
     fn command_end(&mut self) {
-        self.server
-            .counters
-            .threads_running
-            .fetch_sub(1, Ordering::Relaxed);
+        if self.in_command {
+            self.in_command = false;
+            self.server
+                .counters
+                .threads_running
+                .fetch_sub(1, Ordering::Relaxed);
+        }
         self.entry.running.store(false, Ordering::Release);
         let _ = self.entry.kill.compare_exchange(
             KILL_QUERY,
@@ -1430,6 +1580,7 @@ impl Backend for Session {
     fn disconnect(&mut self) {
         if !self.closed {
             self.closed = true;
+            self.command_end();
             self.in_transaction = false;
             let n = self.prepared.len() as u64;
             self.prepared.clear();

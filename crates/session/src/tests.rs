@@ -21,10 +21,18 @@ const SCRAMBLE: [u8; 20] = *b"0123456789abcdefghij";
 fn open(server: &Arc<Server>) -> (Session, Arc<Ctl>) {
     let ctl = Arc::new(Ctl::default());
     let id = server.next_connection_id();
-    (server.open_session(id, "127.0.0.1:5555".into(), ctl.clone()), ctl)
+    (
+        server.open_session(id, "127.0.0.1:5555".into(), ctl.clone()),
+        ctl,
+    )
 }
 
-fn login(s: &mut Session, user: &str, pw: &str, db: Option<&str>) -> Result<(), shoal_proto::ErrorInfo> {
+fn login(
+    s: &mut Session,
+    user: &str,
+    pw: &str,
+    db: Option<&str>,
+) -> Result<(), shoal_proto::ErrorInfo> {
     let token = crate::users::scramble_password(&SCRAMBLE, pw);
     s.authenticate(&LoginRequest {
         user,
@@ -61,7 +69,11 @@ fn q(s: &mut Session, sql: &str) -> Result<Vec<Vec<String>>, u16> {
     s.command_end();
     assert_eq!(r.len(), 1);
     match r.remove(0) {
-        Ok(Response::Rows(rs)) => Ok(rs.rows.iter().map(|row| row.iter().map(text).collect()).collect()),
+        Ok(Response::Rows(rs)) => Ok(rs
+            .rows
+            .iter()
+            .map(|row| row.iter().map(text).collect())
+            .collect()),
         Ok(Response::Ok(_)) => Ok(vec![]),
         Err(e) => Err(e.code),
     }
@@ -82,19 +94,33 @@ fn authentication() {
     let (mut s, _) = open(&server);
     let e = login(&mut s, "root", "wrong", None).unwrap_err();
     assert_eq!(e.code, 1045);
-    assert_eq!(e.message, "Access denied for user 'root'@'127.0.0.1' (using password: YES)");
+    assert_eq!(
+        e.message,
+        "Access denied for user 'root'@'127.0.0.1' (using password: YES)"
+    );
     let (mut s, _) = open(&server);
     let e = login(&mut s, "nobody", "", None).unwrap_err();
-    assert_eq!(e.message, "Access denied for user 'nobody'@'127.0.0.1' (using password: NO)");
+    assert_eq!(
+        e.message,
+        "Access denied for user 'nobody'@'127.0.0.1' (using password: NO)"
+    );
     let (mut s, _) = open(&server);
-    assert_eq!(login(&mut s, "root", "", Some("nodb")).unwrap_err().code, 1049);
+    assert_eq!(
+        login(&mut s, "root", "", Some("nodb")).unwrap_err().code,
+        1049
+    );
 
-    server.set_startup_option("root-password", "s3cret").unwrap();
+    server
+        .set_startup_option("root-password", "s3cret")
+        .unwrap();
     let (mut s, _) = open(&server);
     assert_eq!(login(&mut s, "root", "", None).unwrap_err().code, 1045);
     let (mut s, _) = open(&server);
     assert!(login(&mut s, "root", "s3cret", Some("mysql")).is_ok());
-    assert_eq!(one(&mut s, "SELECT DATABASE(), USER(), CURRENT_USER()"), "mysql|root@127.0.0.1|root@localhost");
+    assert_eq!(
+        one(&mut s, "SELECT DATABASE(), USER(), CURRENT_USER()"),
+        "mysql|root@127.0.0.1|root@localhost"
+    );
 
     // Root is loopback-only.
     let (mut s, _) = open(&server);
@@ -116,7 +142,10 @@ fn create_user_then_login() {
     let server = Server::new();
     let (mut r, _) = root(&server);
     assert_eq!(one(&mut r, "CREATE USER 'bob'@'%' IDENTIFIED BY 'pw'"), "");
-    assert_eq!(one(&mut r, "CREATE USER 'bob'@'%' IDENTIFIED BY 'pw'"), "ERR 1396");
+    assert_eq!(
+        one(&mut r, "CREATE USER 'bob'@'%' IDENTIFIED BY 'pw'"),
+        "ERR 1396"
+    );
     let (mut b, _) = open(&server);
     login(&mut b, "bob", "pw", None).unwrap();
     assert_eq!(one(&mut b, "SELECT CURRENT_USER()"), "bob@%");
@@ -148,50 +177,114 @@ fn max_connections_reserves_one_for_super() {
 fn system_variables_set_and_show() {
     let server = Server::new();
     let (mut s, _) = root(&server);
-    assert_eq!(one(&mut s, "SELECT @@max_connections, @@global.max_connections, @@wait_timeout"), "151|151|28800");
+    assert_eq!(
+        one(
+            &mut s,
+            "SELECT @@max_connections, @@global.max_connections, @@wait_timeout"
+        ),
+        "151|151|28800"
+    );
     assert_eq!(one(&mut s, "SET GLOBAL max_connections = 10"), "");
     assert_eq!(one(&mut s, "SELECT @@global.max_connections"), "10");
     assert_eq!(server.max_connections(), 10);
     assert_eq!(one(&mut s, "SET max_connections = 10"), "ERR 1229");
     assert_eq!(one(&mut s, "SET SESSION max_connections = 10"), "ERR 1229");
-    assert_eq!(one(&mut s, "SET GLOBAL thread_handling = 'pool-of-threads'"), "ERR 1238");
+    assert_eq!(
+        one(&mut s, "SET GLOBAL thread_handling = 'pool-of-threads'"),
+        "ERR 1238"
+    );
     assert_eq!(one(&mut s, "SET @@bogus = 1"), "ERR 1193");
     assert_eq!(one(&mut s, "SELECT @@session.max_connections"), "ERR 1238");
     assert_eq!(one(&mut s, "SET GLOBAL max_connections = 0"), "ERR 1231");
-    assert_eq!(one(&mut s, "SET GLOBAL max_connections = 'abc'"), "ERR 1232");
+    assert_eq!(
+        one(&mut s, "SET GLOBAL max_connections = 'abc'"),
+        "ERR 1232"
+    );
     assert_eq!(one(&mut s, "SET autocommit = 'maybe'"), "ERR 1231");
     assert_eq!(one(&mut s, "SET sql_mode = 'NOT_A_MODE'"), "ERR 1231");
-    assert_eq!(one(&mut s, "SET sql_mode = 'strict_trans_tables,ansi_quotes'"), "");
-    assert_eq!(one(&mut s, "SELECT @@session.sql_mode"), "STRICT_TRANS_TABLES,ANSI_QUOTES");
-    assert_eq!(one(&mut s, "SET wait_timeout = 100, @@session.net_read_timeout = 7"), "");
-    assert_eq!(one(&mut s, "SELECT @@wait_timeout, @@global.wait_timeout, @@net_read_timeout"), "100|28800|7");
+    assert_eq!(
+        one(&mut s, "SET sql_mode = 'strict_trans_tables,ansi_quotes'"),
+        ""
+    );
+    assert_eq!(
+        one(&mut s, "SELECT @@session.sql_mode"),
+        "STRICT_TRANS_TABLES,ANSI_QUOTES"
+    );
+    assert_eq!(
+        one(
+            &mut s,
+            "SET wait_timeout = 100, @@session.net_read_timeout = 7"
+        ),
+        ""
+    );
+    assert_eq!(
+        one(
+            &mut s,
+            "SELECT @@wait_timeout, @@global.wait_timeout, @@net_read_timeout"
+        ),
+        "100|28800|7"
+    );
     assert_eq!(s.idle_timeout(), Duration::from_secs(100));
     assert_eq!(one(&mut s, "SET wait_timeout = DEFAULT"), "");
     assert_eq!(one(&mut s, "SELECT @@wait_timeout"), "28800");
     assert_eq!(
         q(&mut s, "SHOW VARIABLES LIKE 'max_conn%'").unwrap(),
-        vec![vec!["max_connections".to_string(), "10".to_string()], vec!["max_connect_errors".into(), "100".into()]]
-            .into_iter()
-            .filter(|r| r[0].starts_with("max_conn"))
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect::<Vec<_>>()
+        vec![
+            vec!["max_connections".to_string(), "10".to_string()],
+            vec!["max_connect_errors".into(), "100".into()]
+        ]
+        .into_iter()
+        .filter(|r| r[0].starts_with("max_conn"))
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect::<Vec<_>>()
     );
     assert_eq!(
-        q(&mut s, "SHOW GLOBAL VARIABLES WHERE Variable_name = 'thread_handling'").unwrap(),
-        vec![vec!["thread_handling".to_string(), "one-thread-per-connection".to_string()]]
+        q(
+            &mut s,
+            "SHOW GLOBAL VARIABLES WHERE Variable_name = 'thread_handling'"
+        )
+        .unwrap(),
+        vec![vec![
+            "thread_handling".to_string(),
+            "one-thread-per-connection".to_string()
+        ]]
     );
     assert_eq!(one(&mut s, "SHOW VARIABLES LIKE 'tx_isolation'"), "");
-    assert_eq!(one(&mut s, "SELECT @@tx_isolation, @@transaction_isolation"), "REPEATABLE-READ|REPEATABLE-READ");
-    assert_eq!(one(&mut s, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"), "");
-    assert_eq!(one(&mut s, "SELECT @@transaction_isolation"), "READ-COMMITTED");
+    assert_eq!(
+        one(&mut s, "SELECT @@tx_isolation, @@transaction_isolation"),
+        "REPEATABLE-READ|REPEATABLE-READ"
+    );
+    assert_eq!(
+        one(
+            &mut s,
+            "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"
+        ),
+        ""
+    );
+    assert_eq!(
+        one(&mut s, "SELECT @@transaction_isolation"),
+        "READ-COMMITTED"
+    );
     assert_eq!(one(&mut s, "SET NAMES utf8mb4 COLLATE utf8mb4_bin"), "");
-    assert_eq!(one(&mut s, "SELECT @@character_set_client, @@collation_connection"), "utf8mb4|utf8mb4_bin");
+    assert_eq!(
+        one(
+            &mut s,
+            "SELECT @@character_set_client, @@collation_connection"
+        ),
+        "utf8mb4|utf8mb4_bin"
+    );
     assert_eq!(one(&mut s, "SET NAMES klingon"), "ERR 1115");
     assert_eq!(one(&mut s, "SET @@session.autocommit = OFF"), "");
     assert!(!s.status().autocommit);
-    assert_eq!(one(&mut s, "SELECT @@autocommit, @@version_comment LIKE 'shoal%'"), "0|1");
+    assert_eq!(
+        one(
+            &mut s,
+            "SELECT @@autocommit, @@version_comment LIKE 'shoal%'"
+        ),
+        "0|1"
+    );
 }
 
 #[test]
@@ -199,27 +292,63 @@ fn global_variable_subscribers_see_changes() {
     let server = Server::new();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let s2 = seen.clone();
-    server.subscribe_variables(Box::new(move |n, v| s2.lock().unwrap().push(format!("{n}={}", v.display()))));
+    server.subscribe_variables(Box::new(move |n, v| {
+        s2.lock().unwrap().push(format!("{n}={}", v.display()))
+    }));
     let (mut s, _) = root(&server);
-    assert_eq!(one(&mut s, "SET GLOBAL thread_pool_size = 3, GLOBAL thread_pool_stall_limit = 60"), "");
-    assert_eq!(*seen.lock().unwrap(), vec!["thread_pool_size=3", "thread_pool_stall_limit=60"]);
-    assert_eq!(one(&mut s, "SET GLOBAL thread_pool_high_prio_mode = 'statements'"), "");
-    assert_eq!(one(&mut s, "SET GLOBAL thread_pool_high_prio_mode = 'bogus'"), "ERR 1231");
+    assert_eq!(
+        one(
+            &mut s,
+            "SET GLOBAL thread_pool_size = 3, GLOBAL thread_pool_stall_limit = 60"
+        ),
+        ""
+    );
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec!["thread_pool_size=3", "thread_pool_stall_limit=60"]
+    );
+    assert_eq!(
+        one(
+            &mut s,
+            "SET GLOBAL thread_pool_high_prio_mode = 'statements'"
+        ),
+        ""
+    );
+    assert_eq!(
+        one(&mut s, "SET GLOBAL thread_pool_high_prio_mode = 'bogus'"),
+        "ERR 1231"
+    );
     assert_eq!(seen.lock().unwrap().len(), 3);
 }
 
 #[test]
 fn status_counters_and_providers() {
     let server = Server::new();
-    server.add_status_provider(Box::new(|rows| rows.push(("Threadpool_threads".into(), "4".into()))));
+    server.add_status_provider(Box::new(|rows| {
+        rows.push(("Threadpool_threads".into(), "4".into()))
+    }));
     let (mut s, _) = root(&server);
     one(&mut s, "SELECT 1");
     one(&mut s, "SELECT 2");
     let rows = q(&mut s, "SHOW GLOBAL STATUS LIKE 'Com_select'").unwrap();
     assert_eq!(rows, vec![vec!["Com_select".to_string(), "2".to_string()]]);
-    assert_eq!(one(&mut s, "SHOW STATUS LIKE 'Threadpool_threads'"), "Threadpool_threads|4");
-    assert_eq!(one(&mut s, "SHOW STATUS WHERE Variable_name = 'Threads_connected'"), "Threads_connected|1");
-    let q1: u64 = one(&mut s, "SHOW STATUS LIKE 'Questions'").split('|').nth(1).unwrap().parse().unwrap();
+    assert_eq!(
+        one(&mut s, "SHOW STATUS LIKE 'Threadpool_threads'"),
+        "Threadpool_threads|4"
+    );
+    assert_eq!(
+        one(
+            &mut s,
+            "SHOW STATUS WHERE Variable_name = 'Threads_connected'"
+        ),
+        "Threads_connected|1"
+    );
+    let q1: u64 = one(&mut s, "SHOW STATUS LIKE 'Questions'")
+        .split('|')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(q1 >= 5, "{q1}");
     assert!(s.statistics().starts_with("Uptime: "));
 }
@@ -231,7 +360,9 @@ fn multi_statements_stop_at_first_error() {
     let r = s.query("SELECT 1; SELECT 'a;b' ; SELEC 3; SELECT 4", true);
     assert_eq!(r.len(), 3);
     assert!(matches!(&r[0], Ok(Response::Rows(_))));
-    assert!(matches!(&r[1], Ok(Response::Rows(rs)) if rs.rows[0][0] == PValue::Bytes(b"a;b".to_vec())));
+    assert!(
+        matches!(&r[1], Ok(Response::Rows(rs)) if rs.rows[0][0] == PValue::Bytes(b"a;b".to_vec()))
+    );
     assert_eq!(r[2].as_ref().unwrap_err().code, 1064);
     // Without CLIENT_MULTI_STATEMENTS the text is one statement: a syntax error.
     let r = s.query("SELECT 1; SELECT 2", false);
@@ -246,7 +377,9 @@ fn result_column_types() {
     let server = Server::new();
     let (mut s, _) = root(&server);
     let r = s.query("SELECT 1, 1.5, 'x', NULL, 2e0, NOW()", false);
-    let Ok(Response::Rows(rs)) = &r[0] else { panic!() };
+    let Ok(Response::Rows(rs)) = &r[0] else {
+        panic!()
+    };
     let types: Vec<ColumnType> = rs.columns.iter().map(|c| c.column_type).collect();
     assert_eq!(
         types,
@@ -270,19 +403,31 @@ fn databases_and_tables() {
     assert_eq!(one(&mut s, "CREATE DATABASE d1"), "");
     assert_eq!(one(&mut s, "CREATE DATABASE d1"), "ERR 1007");
     assert_eq!(one(&mut s, "CREATE DATABASE IF NOT EXISTS d1"), "");
-    assert_eq!(one(&mut s, "SHOW WARNINGS"), "Note|1007|Can't create database 'd1'; database exists");
-    assert!(q(&mut s, "SHOW DATABASES").unwrap().iter().any(|r| r[0] == "d1"));
+    assert_eq!(
+        one(&mut s, "SHOW WARNINGS"),
+        "Note|1007|Can't create database 'd1'; database exists"
+    );
+    assert!(q(&mut s, "SHOW DATABASES")
+        .unwrap()
+        .iter()
+        .any(|r| r[0] == "d1"));
     assert_eq!(one(&mut s, "SHOW TABLES"), "ERR 1046");
     assert_eq!(one(&mut s, "USE nope"), "ERR 1049");
     assert_eq!(one(&mut s, "USE d1"), "");
     assert_eq!(one(&mut s, "SELECT DATABASE()"), "d1");
     assert_eq!(q(&mut s, "SHOW TABLES").unwrap(), Vec::<Vec<String>>::new());
     assert_eq!(one(&mut s, "SELECT * FROM t1"), "ERR 1146");
-    assert_eq!(one(&mut s, "SHOW ERRORS"), "Error|1146|Table 'd1.t1' doesn't exist");
+    assert_eq!(
+        one(&mut s, "SHOW ERRORS"),
+        "Error|1146|Table 'd1.t1' doesn't exist"
+    );
     assert_eq!(one(&mut s, "INSERT INTO t1 VALUES (1)"), "ERR 1146");
     assert_eq!(one(&mut s, "DROP TABLE t1"), "ERR 1051");
     assert_eq!(one(&mut s, "DROP TABLE IF EXISTS t1"), "");
-    assert_eq!(one(&mut s, "CREATE TABLE t1 (id INT PRIMARY KEY)"), "ERR 1235");
+    assert_eq!(
+        one(&mut s, "CREATE TABLE t1 (id INT PRIMARY KEY)"),
+        "ERR 1235"
+    );
     assert_eq!(s.field_list("t1", "").unwrap_err().code, 1146);
     assert_eq!(one(&mut s, "DROP DATABASE d1"), "");
     assert_eq!(one(&mut s, "SELECT DATABASE()"), "NULL");
@@ -302,7 +447,10 @@ fn transactions_set_status_flags() {
     one(&mut s, "COMMIT");
     assert!(!s.status().in_transaction);
     one(&mut s, "START TRANSACTION");
-    assert_eq!(one(&mut s, "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE"), "ERR 1568");
+    assert_eq!(
+        one(&mut s, "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE"),
+        "ERR 1568"
+    );
     one(&mut s, "ROLLBACK");
     assert!(!s.status().in_transaction);
 }
@@ -314,20 +462,33 @@ fn prepared_statements() {
     let p = s.prepare(1, "SELECT ? + 1, CONCAT(?, 'x')").unwrap();
     assert_eq!(p.params, 2);
     assert_eq!(p.columns.len(), 2);
-    let r = s.execute(1, &[PValue::Int(41), PValue::Bytes(b"a".to_vec())]).unwrap();
+    let r = s
+        .execute(1, &[PValue::Int(41), PValue::Bytes(b"a".to_vec())])
+        .unwrap();
     let Response::Rows(rs) = r else { panic!() };
-    assert_eq!(rs.rows[0], vec![PValue::Int(42), PValue::Bytes(b"ax".to_vec())]);
+    assert_eq!(
+        rs.rows[0],
+        vec![PValue::Int(42), PValue::Bytes(b"ax".to_vec())]
+    );
     assert_eq!(s.execute(1, &[PValue::Int(1)]).unwrap_err().code, 1210);
     assert_eq!(s.execute(9, &[]).unwrap_err().code, 1243);
-    assert_eq!(one(&mut s, "SHOW STATUS LIKE 'Prepared_stmt_count'"), "Prepared_stmt_count|1");
+    assert_eq!(
+        one(&mut s, "SHOW STATUS LIKE 'Prepared_stmt_count'"),
+        "Prepared_stmt_count|1"
+    );
     s.prepare(2, "SET @v = ?").unwrap();
     s.execute(2, &[PValue::UInt(5)]).unwrap();
     assert_eq!(one(&mut s, "SELECT @v"), "5");
     s.close_statement(1);
     s.close_statement(2);
-    assert_eq!(one(&mut s, "SHOW STATUS LIKE 'Prepared_stmt_count'"), "Prepared_stmt_count|0");
+    assert_eq!(
+        one(&mut s, "SHOW STATUS LIKE 'Prepared_stmt_count'"),
+        "Prepared_stmt_count|0"
+    );
     assert_eq!(s.prepare(3, "SELEC 1").unwrap_err().code, 1064);
-    let Err(e) = s.prepare(4, "SELECT 1; SELECT 2") else { panic!() };
+    let Err(e) = s.prepare(4, "SELECT 1; SELECT 2") else {
+        panic!()
+    };
     assert_eq!(e.code, 1064);
 }
 
@@ -360,8 +521,13 @@ fn kill_query_interrupts_sleep_and_kill_connection_shuts_down() {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let rows = q(&mut a, "SHOW FULL PROCESSLIST").unwrap();
-        if rows.iter().any(|r| r[0] == bid.to_string() && r[7].contains("SLEEP")) {
-            assert!(rows.iter().any(|r| r[0] == bid.to_string() && r[4] == "Query"));
+        if rows
+            .iter()
+            .any(|r| r[0] == bid.to_string() && r[7].contains("SLEEP"))
+        {
+            assert!(rows
+                .iter()
+                .any(|r| r[0] == bid.to_string() && r[4] == "Query"));
             break;
         }
         assert!(Instant::now() < deadline, "never saw the sleeping query");
@@ -370,7 +536,9 @@ fn kill_query_interrupts_sleep_and_kill_connection_shuts_down() {
     assert_eq!(one(&mut a, &format!("KILL QUERY {bid}")), "");
     let (r, r2, took, mut b) = h.join().unwrap();
     assert!(took < Duration::from_secs(5), "{took:?}");
-    let Ok(Response::Rows(rs)) = &r[0] else { panic!("{r:?}") };
+    let Ok(Response::Rows(rs)) = &r[0] else {
+        panic!("{r:?}")
+    };
     assert_eq!(rs.rows[0][0], PValue::Int(1));
     // The next statement runs normally; the connection is alive.
     assert!(matches!(&r2[0], Ok(Response::Rows(_))));
@@ -398,7 +566,11 @@ fn kill_query_mid_statement_reports_1317() {
         r
     });
     let deadline = Instant::now() + Duration::from_secs(5);
-    while !q(&mut a, "SHOW PROCESSLIST").unwrap().iter().any(|r| r[0] == bid.to_string() && r[7].contains("SLEEP")) {
+    while !q(&mut a, "SHOW PROCESSLIST")
+        .unwrap()
+        .iter()
+        .any(|r| r[0] == bid.to_string() && r[7].contains("SLEEP"))
+    {
         assert!(Instant::now() < deadline);
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -422,11 +594,17 @@ fn reset_connection_restores_defaults() {
 fn startup_options() {
     let server = Server::new();
     server.set_startup_option("port", "3307").unwrap();
-    server.set_startup_option("thread-handling", "pool-of-threads").unwrap();
-    server.set_startup_option("max_allowed_packet", "16M").unwrap();
+    server
+        .set_startup_option("thread-handling", "pool-of-threads")
+        .unwrap();
+    server
+        .set_startup_option("max_allowed_packet", "16M")
+        .unwrap();
     server.set_startup_option("datadir", "/tmp/x").unwrap();
     assert!(server.set_startup_option("no-such-option", "1").is_err());
-    assert!(server.set_startup_option("max-connections", "lots").is_err());
+    assert!(server
+        .set_startup_option("max-connections", "lots")
+        .is_err());
     assert!(server.set_startup_option("port", "70000").is_err());
     assert_eq!(server.port(), 3307);
     assert_eq!(server.thread_handling(), "pool-of-threads");
@@ -441,7 +619,12 @@ fn startup_options() {
 enum Block {
     Ok(String),
     Error(u16, String),
-    Query { sql: String, columns: bool, rowcount: bool, expected: Vec<String> },
+    Query {
+        sql: String,
+        columns: bool,
+        rowcount: bool,
+        expected: Vec<String>,
+    },
 }
 
 fn parse_fixture(text: &str) -> Vec<(usize, Block)> {
@@ -492,7 +675,9 @@ fn parse_fixture(text: &str) -> Vec<(usize, Block)> {
 fn render(v: &PValue) -> String {
     match v {
         PValue::Double(d) => shoal_sql::value::format_double(*d),
-        PValue::Date(y, mo, d, h, mi, s, _) => format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}"),
+        PValue::Date(y, mo, d, h, mi, s, _) => {
+            format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}")
+        }
         other => text(other),
     }
 }
@@ -526,7 +711,15 @@ fn fixtures_pass_in_process() {
             match (&block, r) {
                 (Block::Ok(_), Ok(_)) => {}
                 (Block::Error(code, _), Err(e)) if e.code == *code => {}
-                (Block::Query { columns, rowcount, expected, .. }, Ok(resp)) => {
+                (
+                    Block::Query {
+                        columns,
+                        rowcount,
+                        expected,
+                        ..
+                    },
+                    Ok(resp),
+                ) => {
                     let (names, rows): (Vec<String>, Vec<String>) = match resp {
                         Response::Rows(rs) => (
                             rs.columns.iter().map(|c| c.name.clone()).collect(),
@@ -544,14 +737,22 @@ fn fixtures_pass_in_process() {
                     } else {
                         rows
                     };
-                    let actual: Vec<String> = actual.iter().map(|l| l.trim_end().to_string()).collect();
+                    let actual: Vec<String> =
+                        actual.iter().map(|l| l.trim_end().to_string()).collect();
                     if &actual != expected {
-                        failures.push(format!("{name}: {sql}\n  expected {expected:?}\n  actual   {actual:?}"));
+                        failures.push(format!(
+                            "{name}: {sql}\n  expected {expected:?}\n  actual   {actual:?}"
+                        ));
                     }
                 }
                 (b, r) => failures.push(format!("{name}: {sql}\n  expected {b:?}\n  got {r:?}")),
             }
         }
     }
-    assert!(failures.is_empty(), "{} fixture failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} fixture failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

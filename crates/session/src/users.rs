@@ -62,7 +62,11 @@ pub fn verify_native(stored: Option<&[u8; 20]>, scramble: &[u8], response: &[u8]
             let stage1: Vec<u8> = response.iter().zip(x.iter()).map(|(a, b)| a ^ b).collect();
             let check: [u8; 20] = Sha1::digest(&stage1).into();
             // Constant-time-ish comparison.
-            check.iter().zip(stage2.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+            check
+                .iter()
+                .zip(stage2.iter())
+                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                == 0
         }
     }
 }
@@ -81,9 +85,7 @@ fn like_match(p: &[u8], s: &[u8]) -> bool {
         None => s.is_empty(),
         Some(b'%') => (0..=s.len()).any(|i| like_match(&p[1..], &s[i..])),
         Some(b'_') => !s.is_empty() && like_match(&p[1..], &s[1..]),
-        Some(c) => {
-            !s.is_empty() && c.eq_ignore_ascii_case(&s[0]) && like_match(&p[1..], &s[1..])
-        }
+        Some(c) => !s.is_empty() && c.eq_ignore_ascii_case(&s[0]) && like_match(&p[1..], &s[1..]),
     }
 }
 

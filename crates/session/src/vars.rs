@@ -214,7 +214,11 @@ fn hostname() -> String {
 /// The server version string sent in the greeting and shown by `VERSION()`.
 pub const VERSION: &str = "8.0.36-shoal";
 /// `version_comment`.
-pub const VERSION_COMMENT: &str = concat!("shoal ", env!("CARGO_PKG_VERSION"), " (MySQL-compatible, Rust)");
+pub const VERSION_COMMENT: &str = concat!(
+    "shoal ",
+    env!("CARGO_PKG_VERSION"),
+    " (MySQL-compatible, Rust)"
+);
 
 fn defs() -> Vec<VarDef> {
     use Scope::*;
@@ -449,7 +453,12 @@ impl Vars {
     }
 
     /// Validates `value` for the variable `d` and converts it to its stored form.
-    pub fn validate(&self, d: &VarDef, value: &SetValue, global: bool) -> Result<VarValue, VarError> {
+    pub fn validate(
+        &self,
+        d: &VarDef,
+        value: &SetValue,
+        global: bool,
+    ) -> Result<VarValue, VarError> {
         let name = d.name.to_string();
         let bad = |shown: String| VarError::BadValue(name.clone(), shown);
         match value {
@@ -504,7 +513,9 @@ impl Vars {
                 VarType::Enum(choices) => match v {
                     SetValue::Str(s) => choices
                         .iter()
-                        .find(|c| c.eq_ignore_ascii_case(s) || c.replace('-', "_").eq_ignore_ascii_case(s))
+                        .find(|c| {
+                            c.eq_ignore_ascii_case(s) || c.replace('-', "_").eq_ignore_ascii_case(s)
+                        })
                         .map(|c| VarValue::Str(c.to_string()))
                         .ok_or_else(|| bad(s.clone())),
                     SetValue::Int(i) if *i >= 0 && (*i as usize) < choices.len() => {
@@ -665,7 +676,10 @@ mod tests {
         let v = Vars::new();
         assert_eq!(v.get("max_connections"), VarValue::UInt(151));
         assert_eq!(v.get("MAX-CONNECTIONS"), VarValue::UInt(151));
-        assert_eq!(v.get("tx_isolation"), VarValue::Str("REPEATABLE-READ".into()));
+        assert_eq!(
+            v.get("tx_isolation"),
+            VarValue::Str("REPEATABLE-READ".into())
+        );
         assert_eq!(v.get("max_prepared_stmt_count"), VarValue::UInt(1048576));
         let mut s = v.session_copy();
         assert_eq!(
@@ -681,14 +695,19 @@ mod tests {
             1193
         );
         assert_eq!(
-            v.set_global("max_connections", &SetValue::Int(0)).unwrap_err().code(),
+            v.set_global("max_connections", &SetValue::Int(0))
+                .unwrap_err()
+                .code(),
             1231
         );
         assert_eq!(
-            v.set_global("max_connections", &SetValue::Str("x".into())).unwrap_err().code(),
+            v.set_global("max_connections", &SetValue::Str("x".into()))
+                .unwrap_err()
+                .code(),
             1232
         );
-        s.set(&v, "autocommit", &SetValue::Str("off".into())).unwrap();
+        s.set(&v, "autocommit", &SetValue::Str("off".into()))
+            .unwrap();
         assert_eq!(s.get(&v, "autocommit").unwrap(), VarValue::Bool(false));
         assert_eq!(v.get("autocommit"), VarValue::Bool(true));
     }
@@ -699,7 +718,10 @@ mod tests {
         let s = v.session_copy();
         v.set_global("wait_timeout", &SetValue::Int(5)).unwrap();
         assert_eq!(s.get(&v, "wait_timeout").unwrap(), VarValue::UInt(28800));
-        assert_eq!(v.session_copy().get(&v, "wait_timeout").unwrap(), VarValue::UInt(5));
+        assert_eq!(
+            v.session_copy().get(&v, "wait_timeout").unwrap(),
+            VarValue::UInt(5)
+        );
     }
 
     #[test]

@@ -133,6 +133,15 @@ impl Decimal {
         Some(Decimal::new(q, scale))
     }
 
+    /// Integer quotient truncated toward zero (`DIV`); `None` on overflow or division by zero.
+    pub fn checked_int_div(self, o: Decimal) -> Option<i128> {
+        if o.mant == 0 {
+            return None;
+        }
+        let (a, b, _) = Self::align(self, o)?;
+        Some(a / b)
+    }
+
     /// Remainder with the sign of the dividend; `None` on division by zero.
     pub fn checked_rem(self, o: Decimal) -> Option<Decimal> {
         if o.mant == 0 {
@@ -196,7 +205,11 @@ impl fmt::Display for Decimal {
         let body = if s == 0 {
             digits
         } else if digits.len() > s {
-            format!("{}.{}", &digits[..digits.len() - s], &digits[digits.len() - s..])
+            format!(
+                "{}.{}",
+                &digits[..digits.len() - s],
+                &digits[digits.len() - s..]
+            )
         } else {
             format!("0.{}{}", "0".repeat(s - digits.len()), digits)
         };
@@ -228,13 +241,24 @@ mod tests {
     #[test]
     fn arithmetic_is_exact() {
         assert_eq!(d("0.1").checked_add(d("0.2")).unwrap().to_string(), "0.3");
-        assert_eq!(d("1.5").checked_mul(d("2.25")).unwrap().to_string(), "3.375");
+        assert_eq!(
+            d("1.5").checked_mul(d("2.25")).unwrap().to_string(),
+            "3.375"
+        );
         assert_eq!(d("1").checked_div(d("3"), 4).unwrap().to_string(), "0.3333");
         assert_eq!(d("2").checked_div(d("3"), 4).unwrap().to_string(), "0.6667");
-        assert_eq!(d("-2").checked_div(d("3"), 4).unwrap().to_string(), "-0.6667");
-        assert_eq!(d("10").checked_div(d("4"), 4).unwrap().to_string(), "2.5000");
+        assert_eq!(
+            d("-2").checked_div(d("3"), 4).unwrap().to_string(),
+            "-0.6667"
+        );
+        assert_eq!(
+            d("10").checked_div(d("4"), 4).unwrap().to_string(),
+            "2.5000"
+        );
         assert!(d("1").checked_div(d("0"), 4).is_none());
         assert_eq!(d("7.5").checked_rem(d("2")).unwrap().to_string(), "1.5");
+        assert_eq!(d("0.9999999").checked_int_div(d("1")), Some(0));
+        assert_eq!(d("-7.5").checked_int_div(d("2")), Some(-3));
         assert_eq!(d("1.10"), d("1.1"));
         assert!(d("1.09") < d("1.1"));
         assert_eq!(d("2.5").round_int(), 3);

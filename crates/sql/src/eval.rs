@@ -32,7 +32,10 @@ pub trait Context {
     }
     /// A column of the current row.
     fn column(&self, name: &str) -> Result<Value, SqlError> {
-        Err(SqlError::UnknownColumn(name.to_string(), "field list".into()))
+        Err(SqlError::UnknownColumn(
+            name.to_string(),
+            "field list".into(),
+        ))
     }
     /// Current database.
     fn database(&self) -> Option<String>;
@@ -99,7 +102,14 @@ fn double_result(d: f64, op: BinOp, a: &Expr, b: &Expr) -> Result<Value, SqlErro
 }
 
 /// Arithmetic on two non-NULL values.
-pub fn arith(op: BinOp, x: &Value, y: &Value, a: &Expr, b: &Expr, div_prec: u32) -> Result<Value, SqlError> {
+pub fn arith(
+    op: BinOp,
+    x: &Value,
+    y: &Value,
+    a: &Expr,
+    b: &Expr,
+    div_prec: u32,
+) -> Result<Value, SqlError> {
     let unsigned = matches!(x, Value::UInt(_)) || matches!(y, Value::UInt(_));
     match (class(x), class(y)) {
         (NumClass::Double, _) | (_, NumClass::Double) => {
@@ -161,10 +171,7 @@ pub fn arith(op: BinOp, x: &Value, y: &Value, a: &Expr, b: &Expr, div_prec: u32)
                     if q.is_zero() {
                         return Ok(Value::Null);
                     }
-                    let r = p.checked_div(q, 0).ok_or_else(ovf)?;
-                    // checked_div rounds; DIV truncates.
-                    let t = p.checked_div(q, 6).ok_or_else(ovf)?.trunc();
-                    let _ = r;
+                    let t = p.checked_int_div(q).ok_or_else(ovf)?;
                     int_result(t, unsigned, op, a, b)
                 }
                 _ => unreachable!("not arithmetic"),
@@ -177,7 +184,16 @@ pub fn arith(op: BinOp, x: &Value, y: &Value, a: &Expr, b: &Expr, div_prec: u32)
                 BinOp::Sub => int_result(p - q, unsigned, op, a, b),
                 BinOp::Mul => match p.checked_mul(q) {
                     Some(r) => int_result(r, unsigned, op, a, b),
-                    None => Err(out_of_range(if unsigned { "BIGINT UNSIGNED" } else { "BIGINT" }, op, a, b)),
+                    None => Err(out_of_range(
+                        if unsigned {
+                            "BIGINT UNSIGNED"
+                        } else {
+                            "BIGINT"
+                        },
+                        op,
+                        a,
+                        b,
+                    )),
                 },
                 BinOp::Div => {
                     if q == 0 {
@@ -244,7 +260,9 @@ pub fn like(s: &str, pattern: &str, escape: char) -> bool {
                 (0..=s.len()).any(|i| m(&s[i..], rest, esc))
             }
             '_' => !s.is_empty() && m(&s[1..], &p[1..], esc),
-            c if c == esc && p.len() > 1 => !s.is_empty() && s[0] == p[1] && m(&s[1..], &p[2..], esc),
+            c if c == esc && p.len() > 1 => {
+                !s.is_empty() && s[0] == p[1] && m(&s[1..], &p[2..], esc)
+            }
             c => !s.is_empty() && s[0] == c && m(&s[1..], &p[1..], esc),
         }
     }
@@ -352,7 +370,10 @@ fn round_value(v: &Value, d: i128, truncate: bool) -> Value {
                 let r = if truncate {
                     base / p * p
                 } else {
-                    let q = dec.checked_div(Decimal::from_i128(p), 0).map(|x| x.mant).unwrap_or(0);
+                    let q = dec
+                        .checked_div(Decimal::from_i128(p), 0)
+                        .map(|x| x.mant)
+                        .unwrap_or(0);
                     q * p
                 };
                 match v {
@@ -402,7 +423,12 @@ fn parse_datetime(s: &str) -> Option<DateTime> {
             micro = f[..6].parse().ok()?;
         }
     }
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 59 {
+    if !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 59
+    {
         return None;
     }
     Some(DateTime {
@@ -432,7 +458,11 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
         "IFNULL" => {
             args_exact(name, args, 2)?;
             let a = eval(&args[0], ctx)?;
-            return if a.is_null() { eval(&args[1], ctx) } else { Ok(a) };
+            return if a.is_null() {
+                eval(&args[1], ctx)
+            } else {
+                Ok(a)
+            };
         }
         "COALESCE" => {
             if args.is_empty() {
@@ -454,7 +484,10 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
         }
         _ => {}
     }
-    let vals: Vec<Value> = args.iter().map(|a| eval(a, ctx)).collect::<Result<_, _>>()?;
+    let vals: Vec<Value> = args
+        .iter()
+        .map(|a| eval(a, ctx))
+        .collect::<Result<_, _>>()?;
     let any_null = vals.iter().any(Value::is_null);
     let s = |i: usize| text(&vals[i]).unwrap_or_default();
     let int = |i: usize| vals[i].to_i128().unwrap_or(0);
@@ -482,26 +515,46 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
         }
         "LENGTH" | "OCTET_LENGTH" => {
             args_exact(name, args, 1)?;
-            if any_null { Value::Null } else { Value::Int(s(0).len() as i64) }
+            if any_null {
+                Value::Null
+            } else {
+                Value::Int(s(0).len() as i64)
+            }
         }
         "CHAR_LENGTH" | "CHARACTER_LENGTH" => {
             args_exact(name, args, 1)?;
-            if any_null { Value::Null } else { Value::Int(s(0).chars().count() as i64) }
+            if any_null {
+                Value::Null
+            } else {
+                Value::Int(s(0).chars().count() as i64)
+            }
         }
         "UPPER" | "UCASE" => {
             args_exact(name, args, 1)?;
-            if any_null { Value::Null } else { Value::Str(s(0).to_uppercase()) }
+            if any_null {
+                Value::Null
+            } else {
+                Value::Str(s(0).to_uppercase())
+            }
         }
         "LOWER" | "LCASE" => {
             args_exact(name, args, 1)?;
-            if any_null { Value::Null } else { Value::Str(s(0).to_lowercase()) }
+            if any_null {
+                Value::Null
+            } else {
+                Value::Str(s(0).to_lowercase())
+            }
         }
         "SUBSTRING" | "SUBSTR" | "MID" => {
             args_range(name, args, 2, 3)?;
             if any_null {
                 Value::Null
             } else {
-                Value::Str(chars_sub(&s(0), int(1), if args.len() == 3 { Some(int(2)) } else { None }))
+                Value::Str(chars_sub(
+                    &s(0),
+                    int(1),
+                    if args.len() == 3 { Some(int(2)) } else { None },
+                ))
             }
         }
         "LEFT" => {
@@ -536,7 +589,11 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
                     _ if args.len() >= 2 => int(1),
                     _ => 0,
                 };
-                let rem = if args.len() == 3 { s(2) } else { " ".to_string() };
+                let rem = if args.len() == 3 {
+                    s(2)
+                } else {
+                    " ".to_string()
+                };
                 let mut t = s(0);
                 if !rem.is_empty() {
                     if mode == 0 || mode == 1 {
@@ -599,7 +656,11 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
             let mut t = ctx.now();
             let fsp = if args.is_empty() { 0 } else { int(0) };
             if !(0..=6).contains(&fsp) {
-                return Err(SqlError::other(1426, "42000", format!("Too-big precision {fsp} specified for 'now'. Maximum is 6.")));
+                return Err(SqlError::other(
+                    1426,
+                    "42000",
+                    format!("Too-big precision {fsp} specified for 'now'. Maximum is 6."),
+                ));
             }
             let div = 10u32.pow(6 - fsp as u32);
             t.micro = t.micro / div * div;
@@ -671,11 +732,19 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
         "SLEEP" => {
             args_exact(name, args, 1)?;
             if any_null {
-                return Err(SqlError::other(1210, "HY000", "Incorrect arguments to sleep"));
+                return Err(SqlError::other(
+                    1210,
+                    "HY000",
+                    "Incorrect arguments to sleep",
+                ));
             }
             let secs = vals[0].to_f64().unwrap_or(0.0);
             if secs < 0.0 {
-                return Err(SqlError::other(1210, "HY000", "Incorrect arguments to sleep"));
+                return Err(SqlError::other(
+                    1210,
+                    "HY000",
+                    "Incorrect arguments to sleep",
+                ));
             }
             sleep(ctx, secs)
         }
@@ -697,7 +766,9 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
                 Value::Null => Value::Null,
                 Value::Int(i) => match i.checked_abs() {
                     Some(x) => Value::Int(x),
-                    None => return Err(SqlError::OutOfRange("BIGINT", format!("abs({})", args[0]))),
+                    None => {
+                        return Err(SqlError::OutOfRange("BIGINT", format!("abs({})", args[0])))
+                    }
                 },
                 Value::UInt(u) => Value::UInt(*u),
                 Value::Decimal(d) => Value::Decimal(Decimal::new(d.mant.abs(), d.scale)),
@@ -750,7 +821,14 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
             if any_null {
                 Value::Null
             } else {
-                arith(BinOp::Mod, &vals[0], &vals[1], &args[0], &args[1], ctx.div_precision())?
+                arith(
+                    BinOp::Mod,
+                    &vals[0],
+                    &vals[1],
+                    &args[0],
+                    &args[1],
+                    ctx.div_precision(),
+                )?
             }
         }
         "GREATEST" | "LEAST" => {
@@ -802,18 +880,29 @@ fn cast(v: Value, t: CastType, e: &Expr) -> Result<Value, SqlError> {
                 Value::Decimal(d) => d.round_int(),
                 other => other.to_i128().unwrap_or(0),
             };
-            Value::UInt(i as i64 as u64).clone_if(i >= 0 || i < i64::MIN as i128, Value::UInt(i as u64))
+            if i < 0 {
+                // Negative values wrap to two's complement, as in MySQL.
+                Value::UInt(i as i64 as u64)
+            } else {
+                Value::UInt(i.min(u64::MAX as i128) as u64)
+            }
         }
         CastType::Char => Value::Str(v.to_text().unwrap_or_default()),
         CastType::Double => Value::Double(v.to_f64().unwrap_or(0.0)),
         CastType::Decimal(scale) => {
             let d = match &v {
-                Value::Str(s) => Decimal::parse(s.trim())
-                    .unwrap_or_else(|| Decimal::parse(&format_double(str_to_f64(s).0)).unwrap_or(Decimal::from_i128(0))),
-                Value::Double(f) => Decimal::parse(&format!("{f:.30}")).unwrap_or(Decimal::from_i128(0)),
+                Value::Str(s) => Decimal::parse(s.trim()).unwrap_or_else(|| {
+                    Decimal::parse(&format_double(str_to_f64(s).0)).unwrap_or(Decimal::from_i128(0))
+                }),
+                Value::Double(f) => {
+                    Decimal::parse(&format!("{f:.30}")).unwrap_or(Decimal::from_i128(0))
+                }
                 other => other.to_decimal().unwrap_or(Decimal::from_i128(0)),
             };
-            Value::Decimal(d.rescale(scale as u32).ok_or_else(|| SqlError::OutOfRange("DECIMAL", e.to_string()))?)
+            Value::Decimal(
+                d.rescale(scale as u32)
+                    .ok_or_else(|| SqlError::OutOfRange("DECIMAL", e.to_string()))?,
+            )
         }
         CastType::Date | CastType::DateTime => {
             let d = match &v {
@@ -833,19 +922,6 @@ fn cast(v: Value, t: CastType, e: &Expr) -> Result<Value, SqlError> {
             }
         }
     })
-}
-
-trait CloneIf {
-    fn clone_if(self, cond: bool, other: Value) -> Value;
-}
-impl CloneIf for Value {
-    fn clone_if(self, cond: bool, other: Value) -> Value {
-        if cond {
-            other
-        } else {
-            self
-        }
-    }
 }
 
 /// Evaluates an expression.
@@ -942,15 +1018,31 @@ pub fn eval(e: &Expr, ctx: &mut dyn Context) -> Result<Value, SqlError> {
                     }))
                 }
                 BinOp::Xor => Ok(Value::from_bool(x.truth().unwrap() != y.truth().unwrap())),
-                BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::ShiftLeft | BinOp::ShiftRight => {
+                BinOp::BitAnd
+                | BinOp::BitOr
+                | BinOp::BitXor
+                | BinOp::ShiftLeft
+                | BinOp::ShiftRight => {
                     let p = x.to_i128().unwrap_or(0) as i64 as u64;
                     let q = y.to_i128().unwrap_or(0) as i64 as u64;
                     Ok(Value::UInt(match op {
                         BinOp::BitAnd => p & q,
                         BinOp::BitOr => p | q,
                         BinOp::BitXor => p ^ q,
-                        BinOp::ShiftLeft => if q >= 64 { 0 } else { p << q },
-                        _ => if q >= 64 { 0 } else { p >> q },
+                        BinOp::ShiftLeft => {
+                            if q >= 64 {
+                                0
+                            } else {
+                                p << q
+                            }
+                        }
+                        _ => {
+                            if q >= 64 {
+                                0
+                            } else {
+                                p >> q
+                            }
+                        }
                     }))
                 }
                 _ => unreachable!("handled above"),
@@ -1001,7 +1093,9 @@ pub fn eval(e: &Expr, ctx: &mut dyn Context) -> Result<Value, SqlError> {
             let v = eval(x, ctx)?;
             let pv = eval(p, ctx)?;
             match (v.to_text(), pv.to_text()) {
-                (Some(s), Some(pat)) => Ok(Value::from_bool(like(&s, &pat, esc.unwrap_or('\\')) != *neg)),
+                (Some(s), Some(pat)) => Ok(Value::from_bool(
+                    like(&s, &pat, esc.unwrap_or('\\')) != *neg,
+                )),
                 _ => Ok(Value::Null),
             }
         }
@@ -1041,7 +1135,9 @@ pub fn static_type(e: &Expr) -> SqlType {
         Expr::Binary(op, a, b) => match op {
             BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Mod => {
                 match (static_type(a), static_type(b)) {
-                    (SqlType::Double | SqlType::Str, _) | (_, SqlType::Double | SqlType::Str) => SqlType::Double,
+                    (SqlType::Double | SqlType::Str, _) | (_, SqlType::Double | SqlType::Str) => {
+                        SqlType::Double
+                    }
                     (SqlType::Decimal(x), SqlType::Decimal(y)) => SqlType::Decimal(x.max(y)),
                     (SqlType::Decimal(x), _) | (_, SqlType::Decimal(x)) => SqlType::Decimal(x),
                     (SqlType::UInt, _) | (_, SqlType::UInt) => SqlType::UInt,
@@ -1049,11 +1145,15 @@ pub fn static_type(e: &Expr) -> SqlType {
                 }
             }
             BinOp::Div => match (static_type(a), static_type(b)) {
-                (SqlType::Double | SqlType::Str, _) | (_, SqlType::Double | SqlType::Str) => SqlType::Double,
+                (SqlType::Double | SqlType::Str, _) | (_, SqlType::Double | SqlType::Str) => {
+                    SqlType::Double
+                }
                 (SqlType::Decimal(x), _) => SqlType::Decimal(x + 4),
                 _ => SqlType::Decimal(4),
             },
-            BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::ShiftLeft | BinOp::ShiftRight => SqlType::UInt,
+            BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::ShiftLeft | BinOp::ShiftRight => {
+                SqlType::UInt
+            }
             _ => SqlType::Int,
         },
         Expr::Unary(UnOp::Neg, x) => static_type(x),
@@ -1074,10 +1174,12 @@ pub fn static_type(e: &Expr) -> SqlType {
             CastType::DateTime => SqlType::DateTime,
         },
         Expr::Function(name, args) => match name.as_str() {
-            "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIME" | "LOCALTIMESTAMP" | "SYSDATE" => SqlType::DateTime,
+            "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIME" | "LOCALTIMESTAMP" | "SYSDATE" => {
+                SqlType::DateTime
+            }
             "CURDATE" | "CURRENT_DATE" => SqlType::Date,
-            "LENGTH" | "OCTET_LENGTH" | "CHAR_LENGTH" | "CHARACTER_LENGTH" | "UNIX_TIMESTAMP" | "SLEEP"
-            | "ISNULL" => SqlType::Int,
+            "LENGTH" | "OCTET_LENGTH" | "CHAR_LENGTH" | "CHARACTER_LENGTH" | "UNIX_TIMESTAMP"
+            | "SLEEP" | "ISNULL" => SqlType::Int,
             "CONNECTION_ID" | "LAST_INSERT_ID" => SqlType::UInt,
             "ABS" | "CEIL" | "CEILING" | "FLOOR" | "ROUND" | "TRUNCATE" | "MOD" => {
                 args.first().map(static_type).unwrap_or(SqlType::Int)
@@ -1088,7 +1190,10 @@ pub fn static_type(e: &Expr) -> SqlType {
             }
             _ => SqlType::Str,
         },
-        Expr::Case(_, whens, _) => whens.first().map(|(_, t)| static_type(t)).unwrap_or(SqlType::Str),
+        Expr::Case(_, whens, _) => whens
+            .first()
+            .map(|(_, t)| static_type(t))
+            .unwrap_or(SqlType::Str),
         Expr::AssignUserVar(_, x) => static_type(x),
         _ => SqlType::Str,
     }

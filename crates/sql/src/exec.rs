@@ -57,7 +57,11 @@ fn limit_value(e: &Option<Expr>, ctx: &mut dyn Context) -> Result<Option<u64>, S
 }
 
 /// Runs a SELECT.
-pub fn select(sel: &Select, ctx: &mut dyn Context, catalog: &dyn Catalog) -> Result<QueryResult, SqlError> {
+pub fn select(
+    sel: &Select,
+    ctx: &mut dyn Context,
+    catalog: &dyn Catalog,
+) -> Result<QueryResult, SqlError> {
     if let Some(t) = &sel.from {
         let (db, table) = resolve_table(t, ctx)?;
         if !catalog.database_exists(&db) || !catalog.table_exists(&db, &table) {
@@ -104,16 +108,10 @@ pub fn select(sel: &Select, ctx: &mut dyn Context, catalog: &dyn Catalog) -> Res
 /// A column's type: from the first non-NULL value, else from the expression.
 pub fn column_type<'a>(e: &Expr, mut values: impl Iterator<Item = &'a Value>) -> SqlType {
     match values.find(|v| !v.is_null()) {
-        Some(v) => match (v.sql_type(), static_type(e)) {
-            // Keep a wider static decimal scale (e.g. 1.50 + 1 = 2.50 keeps scale 2 anyway).
-            (t, _) => t,
-        },
+        Some(v) => v.sql_type(),
         None => match e {
             Expr::Literal(Value::Null) => SqlType::Null,
-            _ => match static_type(e) {
-                SqlType::Null => SqlType::Null,
-                t => t,
-            },
+            _ => static_type(e),
         },
     }
 }

@@ -108,19 +108,40 @@ mod tests {
 
     #[test]
     fn splits_respecting_quotes_and_comments() {
-        assert_eq!(split_statements("select 1; select 2"), vec!["select 1", "select 2"]);
-        assert_eq!(split_statements("select ';'; select \"a;b\""), vec!["select ';'", "select \"a;b\""]);
+        assert_eq!(
+            split_statements("select 1; select 2"),
+            vec!["select 1", "select 2"]
+        );
+        assert_eq!(
+            split_statements("select ';'; select \"a;b\""),
+            vec!["select ';'", "select \"a;b\""]
+        );
         assert_eq!(split_statements("select 'it''s;'"), vec!["select 'it''s;'"]);
         assert_eq!(split_statements("select 'a\\';b'"), vec!["select 'a\\';b'"]);
-        assert_eq!(split_statements("select 1 -- x;y\n; select 2"), vec!["select 1 -- x;y", "select 2"]);
+        assert_eq!(
+            split_statements("select 1 -- x;y\n; select 2"),
+            vec!["select 1 -- x;y", "select 2"]
+        );
         assert_eq!(split_statements("select 1 # x;y\n"), vec!["select 1 # x;y"]);
-        assert_eq!(split_statements("select /* ; */ 1;"), vec!["select /* ; */ 1"]);
-        assert_eq!(split_statements("select `a;b` from t"), vec!["select `a;b` from t"]);
-        assert_eq!(split_statements("select 1;;  ; select 2;"), vec!["select 1", "select 2"]);
+        assert_eq!(
+            split_statements("select /* ; */ 1;"),
+            vec!["select /* ; */ 1"]
+        );
+        assert_eq!(
+            split_statements("select `a;b` from t"),
+            vec!["select `a;b` from t"]
+        );
+        assert_eq!(
+            split_statements("select 1;;  ; select 2;"),
+            vec!["select 1", "select 2"]
+        );
         assert_eq!(split_statements(""), vec![""]);
         assert_eq!(split_statements("  -- only\n"), vec!["-- only"]);
         assert_eq!(split_statements("select 5-1"), vec!["select 5-1"]);
-        assert_eq!(split_statements("select 5--1;select 2"), vec!["select 5--1", "select 2"]);
+        assert_eq!(
+            split_statements("select 5--1;select 2"),
+            vec!["select 5--1", "select 2"]
+        );
     }
 
     #[test]

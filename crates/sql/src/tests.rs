@@ -21,7 +21,11 @@ impl Context for TestCtx {
         match (scope, name) {
             (_, "version_comment") => Ok(Value::Str("shoal test".into())),
             (VarScope::Global, "max_connections") => Ok(Value::UInt(151)),
-            _ => Err(SqlError::other(1193, "HY000", format!("Unknown system variable '{name}'"))),
+            _ => Err(SqlError::other(
+                1193,
+                "HY000",
+                format!("Unknown system variable '{name}'"),
+            )),
         }
     }
     fn user_var(&self, name: &str) -> Value {
@@ -73,7 +77,11 @@ fn run(ctx: &mut TestCtx, sql: &str) -> Result<(Vec<String>, Vec<SqlType>, Vec<S
     let vals = r
         .rows
         .first()
-        .map(|row| row.iter().map(|v| v.to_text().unwrap_or_else(|| "NULL".into())).collect())
+        .map(|row| {
+            row.iter()
+                .map(|v| v.to_text().unwrap_or_else(|| "NULL".into()))
+                .collect()
+        })
         .unwrap_or_default();
     Ok((names, types, vals))
 }
@@ -89,13 +97,30 @@ fn one(sql: &str) -> String {
 #[test]
 fn literals_and_types() {
     let mut c = TestCtx::default();
-    let (n, t, v) = run(&mut c, "SELECT 1, 1.50, 'abc', NULL, 1e2, 18446744073709551615").unwrap();
-    assert_eq!(n, vec!["1", "1.50", "abc", "NULL", "1e2", "18446744073709551615"]);
+    let (n, t, v) = run(
+        &mut c,
+        "SELECT 1, 1.50, 'abc', NULL, 1e2, 18446744073709551615",
+    )
+    .unwrap();
+    assert_eq!(
+        n,
+        vec!["1", "1.50", "abc", "NULL", "1e2", "18446744073709551615"]
+    );
     assert_eq!(
         t,
-        vec![SqlType::Int, SqlType::Decimal(2), SqlType::Str, SqlType::Null, SqlType::Double, SqlType::UInt]
+        vec![
+            SqlType::Int,
+            SqlType::Decimal(2),
+            SqlType::Str,
+            SqlType::Null,
+            SqlType::Double,
+            SqlType::UInt
+        ]
     );
-    assert_eq!(v, vec!["1", "1.50", "abc", "NULL", "100", "18446744073709551615"]);
+    assert_eq!(
+        v,
+        vec!["1", "1.50", "abc", "NULL", "100", "18446744073709551615"]
+    );
 }
 
 #[test]
@@ -108,7 +133,14 @@ fn column_names_follow_source_text() {
     .unwrap();
     assert_eq!(
         n,
-        vec!["1+1", "NOW()", "concat('a', upper('b'))", "@@version_comment", "two", "database()"]
+        vec![
+            "1+1",
+            "NOW()",
+            "concat('a', upper('b'))",
+            "@@version_comment",
+            "two",
+            "database()"
+        ]
     );
 }
 
@@ -122,13 +154,22 @@ fn integer_overflow_is_1690() {
     assert_eq!(one("SELECT -9223372036854775808"), "-9223372036854775808");
     let mut c = TestCtx::default();
     let e = run(&mut c, "SELECT 9223372036854775807 + 1").unwrap_err();
-    assert_eq!(e.to_string(), "BIGINT value is out of range in '(9223372036854775807 + 1)'");
+    assert_eq!(
+        e.to_string(),
+        "BIGINT value is out of range in '(9223372036854775807 + 1)'"
+    );
 }
 
 #[test]
 fn arithmetic_semantics() {
-    assert_eq!(one("SELECT 1/3, 1.0/3, 10 DIV 3, 10 % 3, -7 % 3, 7 DIV 0, 1/0, 5 % 0"), "0.3333|0.33333|3|1|-1|NULL|NULL|NULL");
-    assert_eq!(one("SELECT 0.1 + 0.2, 1.5 * 2.25, 2 * 3.0"), "0.3|3.375|6.0");
+    assert_eq!(
+        one("SELECT 1/3, 1.0/3, 10 DIV 3, 10 % 3, -7 % 3, 7 DIV 0, 1/0, 5 % 0"),
+        "0.3333|0.33333|3|1|-1|NULL|NULL|NULL"
+    );
+    assert_eq!(
+        one("SELECT 0.1 + 0.2, 1.5 * 2.25, 2 * 3.0"),
+        "0.3|3.375|6.0"
+    );
     assert_eq!(one("SELECT '1' + 1, '1.5abc' + 1, 'x' + 1"), "2|2.5|1");
     assert_eq!(one("SELECT 1 + NULL, NULL * 2, -NULL"), "NULL|NULL|NULL");
     assert_eq!(one("SELECT 5 - 7, 2 - 1.5"), "-2|0.5");
@@ -137,12 +178,30 @@ fn arithmetic_semantics() {
 
 #[test]
 fn comparisons_and_logic() {
-    assert_eq!(one("SELECT 'abc' = 'ABC', 'a' < 'b', 'a ' = 'a', 1 = '1', 10 > '9'"), "1|1|1|1|1");
-    assert_eq!(one("SELECT NULL = NULL, NULL <=> NULL, 1 <=> NULL, 1 <> 2"), "NULL|1|0|1");
-    assert_eq!(one("SELECT 1 AND NULL, 0 AND NULL, 1 OR NULL, 0 OR NULL, NOT NULL, NOT 0"), "NULL|0|1|NULL|NULL|1");
-    assert_eq!(one("SELECT 1 XOR 1, 1 XOR 0, 2 IN (1,2), 3 IN (1,NULL), 3 NOT IN (1,2)"), "0|1|1|NULL|1");
-    assert_eq!(one("SELECT 5 BETWEEN 1 AND 10, 'b' BETWEEN 'A' AND 'C', NULL IS NULL, 1 IS NOT NULL"), "1|1|1|1");
-    assert_eq!(one("SELECT 'Hello' LIKE 'h%', 'abc' LIKE 'a_c', 'abc' NOT LIKE '%z%', 'a%' LIKE 'a\\%'"), "1|1|1|1");
+    assert_eq!(
+        one("SELECT 'abc' = 'ABC', 'a' < 'b', 'a ' = 'a', 1 = '1', 10 > '9'"),
+        "1|1|1|1|1"
+    );
+    assert_eq!(
+        one("SELECT NULL = NULL, NULL <=> NULL, 1 <=> NULL, 1 <> 2"),
+        "NULL|1|0|1"
+    );
+    assert_eq!(
+        one("SELECT 1 AND NULL, 0 AND NULL, 1 OR NULL, 0 OR NULL, NOT NULL, NOT 0"),
+        "NULL|0|1|NULL|NULL|1"
+    );
+    assert_eq!(
+        one("SELECT 1 XOR 1, 1 XOR 0, 2 IN (1,2), 3 IN (1,NULL), 3 NOT IN (1,2)"),
+        "0|1|1|NULL|1"
+    );
+    assert_eq!(
+        one("SELECT 5 BETWEEN 1 AND 10, 'b' BETWEEN 'A' AND 'C', NULL IS NULL, 1 IS NOT NULL"),
+        "1|1|1|1"
+    );
+    assert_eq!(
+        one("SELECT 'Hello' LIKE 'h%', 'abc' LIKE 'a_c', 'abc' NOT LIKE '%z%', 'a%' LIKE 'a\\%'"),
+        "1|1|1|1"
+    );
 }
 
 #[test]
@@ -171,7 +230,10 @@ fn string_functions() {
         one("SELECT REPLACE('aXbX','X','y'), LEFT('hello',2), RIGHT('hello',3), REPEAT('ab',3), LPAD('5',3,'0'), RPAD('ab',5,'xy'), LPAD('hello',2,'x')"),
         "ayby|he|llo|ababab|005|abxyx|he"
     );
-    assert_eq!(one("SELECT HEX(255), HEX('abc'), HEX(-1)"), "FF|616263|FFFFFFFFFFFFFFFF");
+    assert_eq!(
+        one("SELECT HEX(255), HEX('abc'), HEX(-1)"),
+        "FF|616263|FFFFFFFFFFFFFFFF"
+    );
 }
 
 #[test]
@@ -184,13 +246,29 @@ fn session_functions_and_variables() {
     .unwrap();
     assert_eq!(
         v,
-        vec!["2023-11-14 22:13:20", "2023-11-14", "1700000000", "NULL", "root@localhost", "7", "8.0.36-shoal", "shoal test"]
+        vec![
+            "2023-11-14 22:13:20",
+            "2023-11-14",
+            "1700000000",
+            "NULL",
+            "root@localhost",
+            "7",
+            "8.0.36-shoal",
+            "shoal test"
+        ]
     );
     assert_eq!(t[0], SqlType::DateTime);
     assert_eq!(t[1], SqlType::Date);
-    let (_, _, v) = run(&mut c, "SELECT @x := 5, @x + 1, @nope, LAST_INSERT_ID(42), LAST_INSERT_ID()").unwrap();
+    let (_, _, v) = run(
+        &mut c,
+        "SELECT @x := 5, @x + 1, @nope, LAST_INSERT_ID(42), LAST_INSERT_ID()",
+    )
+    .unwrap();
     assert_eq!(v, vec!["5", "6", "NULL", "42", "42"]);
-    assert_eq!(run(&mut c, "SELECT @@global.max_connections").unwrap().2, vec!["151"]);
+    assert_eq!(
+        run(&mut c, "SELECT @@global.max_connections").unwrap().2,
+        vec!["151"]
+    );
     assert_eq!(run(&mut c, "SELECT @@bogus").unwrap_err().code(), 1193);
 }
 
@@ -226,7 +304,9 @@ fn placeholders_are_numbered_in_order() {
         params: vec![Value::Int(1), Value::Int(2), Value::Str("a".into())],
         ..Default::default()
     };
-    let Statement::Select(s) = p.statement else { panic!() };
+    let Statement::Select(s) = p.statement else {
+        panic!()
+    };
     let r = select(&s, &mut c, &MemCatalog::new()).unwrap();
     assert_eq!(r.rows[0], vec![Value::Int(3), Value::Str("ax".into())]);
 }
@@ -234,48 +314,79 @@ fn placeholders_are_numbered_in_order() {
 #[test]
 fn session_statements_parse() {
     use crate::ast::*;
-    let set = parse("SET @@session.autocommit = OFF, GLOBAL max_connections = 10, @u = 1+1").unwrap();
+    let set =
+        parse("SET @@session.autocommit = OFF, GLOBAL max_connections = 10, @u = 1+1").unwrap();
     match set.statement {
         Statement::Set(v) => {
             assert_eq!(v.len(), 3);
-            assert_eq!(v[0].0, SetTarget::System(VarScope::Session, "autocommit".into()));
+            assert_eq!(
+                v[0].0,
+                SetTarget::System(VarScope::Session, "autocommit".into())
+            );
             assert_eq!(v[0].1, SetExpr::Word("OFF".into()));
-            assert_eq!(v[1].0, SetTarget::System(VarScope::Global, "max_connections".into()));
+            assert_eq!(
+                v[1].0,
+                SetTarget::System(VarScope::Global, "max_connections".into())
+            );
             assert_eq!(v[2].0, SetTarget::User("u".into()));
         }
         other => panic!("{other:?}"),
     }
     assert_eq!(
-        parse("SET NAMES 'utf8mb4' COLLATE 'utf8mb4_general_ci'").unwrap().statement,
+        parse("SET NAMES 'utf8mb4' COLLATE 'utf8mb4_general_ci'")
+            .unwrap()
+            .statement,
         Statement::SetNames(Some("utf8mb4".into()), Some("utf8mb4_general_ci".into()))
     );
     assert_eq!(
-        parse("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED").unwrap().statement,
+        parse("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+            .unwrap()
+            .statement,
         Statement::SetTransaction(Some(VarScope::Session), Some("READ-COMMITTED".into()), None)
     );
     assert_eq!(
-        parse("show global status like 'Thread%'").unwrap().statement,
-        Statement::Show(ShowKind::Status(VarScope::Global), ShowFilter::Like("Thread%".into()))
+        parse("show global status like 'Thread%'")
+            .unwrap()
+            .statement,
+        Statement::Show(
+            ShowKind::Status(VarScope::Global),
+            ShowFilter::Like("Thread%".into())
+        )
     );
     assert_eq!(
         parse("SHOW FULL PROCESSLIST").unwrap().statement,
         Statement::Show(ShowKind::Processlist { full: true }, ShowFilter::None)
     );
-    assert!(matches!(parse("KILL QUERY 5").unwrap().statement, Statement::Kill(_, true)));
+    assert!(matches!(
+        parse("KILL QUERY 5").unwrap().statement,
+        Statement::Kill(_, true)
+    ));
     assert_eq!(
-        parse("CREATE DATABASE IF NOT EXISTS d1 DEFAULT CHARACTER SET utf8mb4").unwrap().statement,
+        parse("CREATE DATABASE IF NOT EXISTS d1 DEFAULT CHARACTER SET utf8mb4")
+            .unwrap()
+            .statement,
         Statement::CreateDatabase("d1".into(), true)
     );
     assert_eq!(
-        parse("create user 'bob'@'%' identified by 'pw'").unwrap().statement,
+        parse("create user 'bob'@'%' identified by 'pw'")
+            .unwrap()
+            .statement,
         Statement::CreateUser(vec![("bob".into(), "%".into(), "pw".into())], false)
     );
     assert_eq!(
-        parse("DROP USER IF EXISTS bob@localhost").unwrap().statement,
+        parse("DROP USER IF EXISTS bob@localhost")
+            .unwrap()
+            .statement,
         Statement::DropUser(vec![("bob".into(), "localhost".into())], true)
     );
-    assert_eq!(parse("START TRANSACTION").unwrap().statement, Statement::Begin);
-    assert_eq!(parse("use `my db`").unwrap().statement, Statement::Use("my db".into()));
+    assert_eq!(
+        parse("START TRANSACTION").unwrap().statement,
+        Statement::Begin
+    );
+    assert_eq!(
+        parse("use `my db`").unwrap().statement,
+        Statement::Use("my db".into())
+    );
     assert_eq!(parse("  ").unwrap_err().code(), 1065);
     assert_eq!(parse("SHOW FOOBAR").unwrap_err().code(), 1235);
     assert!(matches!(

@@ -49,7 +49,11 @@ pub fn parse(sql: &str) -> Result<Parsed, SqlError> {
     }
     let dialect = MySqlDialect {};
     let mut p = Parser::new(&dialect).try_with_sql(sql).map_err(perr)?;
-    let mut t = Translator { sql, params: 0, lines: line_starts(sql) };
+    let mut t = Translator {
+        sql,
+        params: 0,
+        lines: line_starts(sql),
+    };
     let head = peek_word(&p, 0).unwrap_or_default();
     let second = peek_word(&p, 1).unwrap_or_default();
     let own = match head.as_str() {
@@ -63,11 +67,16 @@ pub fn parse(sql: &str) -> Result<Parsed, SqlError> {
     } else {
         let mut stmts = Parser::parse_sql(&dialect, sql).map_err(perr)?;
         if stmts.len() != 1 {
-            return Err(SqlError::Syntax("multiple statements in one command".into()));
+            return Err(SqlError::Syntax(
+                "multiple statements in one command".into(),
+            ));
         }
         t.statement(stmts.remove(0))?
     };
-    Ok(Parsed { statement, params: t.params })
+    Ok(Parsed {
+        statement,
+        params: t.params,
+    })
 }
 
 fn line_starts(sql: &str) -> Vec<usize> {
@@ -148,7 +157,14 @@ impl Translator<'_> {
         let start = *self.lines.get(l.line as usize - 1)?;
         let line = &self.sql[start..];
         let col = l.column as usize - 1;
-        Some(start + line.char_indices().nth(col).map(|(i, _)| i).unwrap_or(line.len()))
+        Some(
+            start
+                + line
+                    .char_indices()
+                    .nth(col)
+                    .map(|(i, _)| i)
+                    .unwrap_or(line.len()),
+        )
     }
 
     /// The source text an expression was written as (MySQL's column name), if spans allow.
@@ -271,7 +287,9 @@ impl Translator<'_> {
             }
             "COMMIT" | "ROLLBACK" => {
                 eat(p, "WORK");
-                if peek_word(p, 0).as_deref() == Some("AND") || peek_word(p, 0).as_deref() == Some("TO") {
+                if peek_word(p, 0).as_deref() == Some("AND")
+                    || peek_word(p, 0).as_deref() == Some("TO")
+                {
                     return Err(unsupported(format!("{head} AND CHAIN / TO SAVEPOINT")));
                 }
                 if head == "COMMIT" {
@@ -282,7 +300,12 @@ impl Translator<'_> {
             }
             "DO" => {
                 let exprs = p.parse_comma_separated(Parser::parse_expr).map_err(perr)?;
-                Statement::Do(exprs.into_iter().map(|e| self.expr(e)).collect::<Result<_, _>>()?)
+                Statement::Do(
+                    exprs
+                        .into_iter()
+                        .map(|e| self.expr(e))
+                        .collect::<Result<_, _>>()?,
+                )
             }
             "CREATE" | "DROP" => {
                 let what = peek_word(p, 0).unwrap_or_default();
@@ -297,9 +320,13 @@ impl Translator<'_> {
                     while !at_end(p) {
                         let w = peek_word(p, 0).unwrap_or_default();
                         match w.as_str() {
-                            "DEFAULT" | "CHARACTER" | "SET" | "CHARSET" | "COLLATE" | "ENCRYPTION" => {
+                            "DEFAULT" | "CHARACTER" | "SET" | "CHARSET" | "COLLATE"
+                            | "ENCRYPTION" => {
                                 p.next_token();
-                                if matches!(w.as_str(), "CHARSET" | "SET" | "COLLATE" | "ENCRYPTION") {
+                                if matches!(
+                                    w.as_str(),
+                                    "CHARSET" | "SET" | "COLLATE" | "ENCRYPTION"
+                                ) {
                                     let _ = p.consume_token(&Token::Eq);
                                     name(p)?;
                                 }
@@ -399,13 +426,25 @@ impl Translator<'_> {
 
     fn set(&mut self, p: &mut Parser) -> Result<Statement, SqlError> {
         if eat(p, "NAMES") {
-            let cs = if eat(p, "DEFAULT") { None } else { Some(name(p)?) };
-            let coll = if eat(p, "COLLATE") { Some(name(p)?) } else { None };
+            let cs = if eat(p, "DEFAULT") {
+                None
+            } else {
+                Some(name(p)?)
+            };
+            let coll = if eat(p, "COLLATE") {
+                Some(name(p)?)
+            } else {
+                None
+            };
             expect_end(p)?;
             return Ok(Statement::SetNames(cs, coll));
         }
         if eat_seq(p, &["CHARACTER", "SET"]) || eat(p, "CHARSET") {
-            let cs = if eat(p, "DEFAULT") { None } else { Some(name(p)?) };
+            let cs = if eat(p, "DEFAULT") {
+                None
+            } else {
+                Some(name(p)?)
+            };
             expect_end(p)?;
             return Ok(Statement::SetCharset(cs));
         }
@@ -424,18 +463,20 @@ impl Translator<'_> {
             let mut ro = None;
             loop {
                 if eat_seq(p, &["ISOLATION", "LEVEL"]) {
-                    level = Some(if eat_seq(p, &["READ", "UNCOMMITTED"]) {
-                        "READ-UNCOMMITTED"
-                    } else if eat_seq(p, &["READ", "COMMITTED"]) {
-                        "READ-COMMITTED"
-                    } else if eat_seq(p, &["REPEATABLE", "READ"]) {
-                        "REPEATABLE-READ"
-                    } else if eat(p, "SERIALIZABLE") {
-                        "SERIALIZABLE"
-                    } else {
-                        return Err(SqlError::Syntax(p.peek_token().token.to_string()));
-                    }
-                    .to_string());
+                    level = Some(
+                        if eat_seq(p, &["READ", "UNCOMMITTED"]) {
+                            "READ-UNCOMMITTED"
+                        } else if eat_seq(p, &["READ", "COMMITTED"]) {
+                            "READ-COMMITTED"
+                        } else if eat_seq(p, &["REPEATABLE", "READ"]) {
+                            "REPEATABLE-READ"
+                        } else if eat(p, "SERIALIZABLE") {
+                            "SERIALIZABLE"
+                        } else {
+                            return Err(SqlError::Syntax(p.peek_token().token.to_string()));
+                        }
+                        .to_string(),
+                    );
                 } else if eat_seq(p, &["READ", "ONLY"]) {
                     ro = Some(true);
                 } else if eat_seq(p, &["READ", "WRITE"]) {
@@ -546,9 +587,15 @@ impl Translator<'_> {
     fn table_name(&mut self, p: &mut Parser) -> Result<TableName, SqlError> {
         let first = name(p)?;
         if p.consume_token(&Token::Period) {
-            Ok(TableName { db: Some(first), name: name(p)? })
+            Ok(TableName {
+                db: Some(first),
+                name: name(p)?,
+            })
         } else {
-            Ok(TableName { db: None, name: first })
+            Ok(TableName {
+                db: None,
+                name: first,
+            })
         }
     }
 
@@ -560,7 +607,11 @@ impl Translator<'_> {
         let kind = match what.as_str() {
             "DATABASES" | "SCHEMAS" => ShowKind::Databases,
             "TABLES" => {
-                let db = if eat(p, "FROM") || eat(p, "IN") { Some(name(p)?) } else { None };
+                let db = if eat(p, "FROM") || eat(p, "IN") {
+                    Some(name(p)?)
+                } else {
+                    None
+                };
                 ShowKind::Tables { db, full }
             }
             "VARIABLES" => ShowKind::Variables(scope),
@@ -604,18 +655,26 @@ impl Translator<'_> {
     }
 
     fn object_name(n: &sp::ObjectName) -> TableName {
-        let parts: Vec<String> = n
-            .0
-            .iter()
-            .map(|p| match p {
-                sp::ObjectNamePart::Identifier(i) => i.value.clone(),
-                other => other.to_string(),
-            })
-            .collect();
+        let parts: Vec<String> =
+            n.0.iter()
+                .map(|p| match p {
+                    sp::ObjectNamePart::Identifier(i) => i.value.clone(),
+                    other => other.to_string(),
+                })
+                .collect();
         match parts.len() {
-            0 => TableName { db: None, name: String::new() },
-            1 => TableName { db: None, name: parts[0].clone() },
-            n => TableName { db: Some(parts[n - 2].clone()), name: parts[n - 1].clone() },
+            0 => TableName {
+                db: None,
+                name: String::new(),
+            },
+            1 => TableName {
+                db: None,
+                name: parts[0].clone(),
+            },
+            n => TableName {
+                db: Some(parts[n - 2].clone()),
+                name: parts[n - 1].clone(),
+            },
         }
     }
 
@@ -649,23 +708,43 @@ impl Translator<'_> {
                 };
                 Statement::TableStatement(kind, vec![t])
             }
-            S::Update(u) => Statement::TableStatement("update", Self::tables_of(std::slice::from_ref(&u.table))?),
+            S::Update(u) => Statement::TableStatement(
+                "update",
+                Self::tables_of(std::slice::from_ref(&u.table))?,
+            ),
             S::Delete(d) => {
                 let from = match &d.from {
                     sp::FromTable::WithFromKeyword(v) | sp::FromTable::WithoutKeyword(v) => v,
                 };
                 Statement::TableStatement("delete", Self::tables_of(from)?)
             }
-            S::CreateTable(c) => Statement::TableStatement("create_table", vec![Self::object_name(&c.name)]),
-            S::CreateIndex(c) => Statement::TableStatement("create_index", vec![Self::object_name(&c.table_name)]),
-            S::Drop { object_type: sp::ObjectType::Table, if_exists, names, .. } => Statement::TableStatement(
-                if if_exists { "drop_table_if_exists" } else { "drop_table" },
+            S::CreateTable(c) => {
+                Statement::TableStatement("create_table", vec![Self::object_name(&c.name)])
+            }
+            S::CreateIndex(c) => {
+                Statement::TableStatement("create_index", vec![Self::object_name(&c.table_name)])
+            }
+            S::Drop {
+                object_type: sp::ObjectType::Table,
+                if_exists,
+                names,
+                ..
+            } => Statement::TableStatement(
+                if if_exists {
+                    "drop_table_if_exists"
+                } else {
+                    "drop_table"
+                },
                 names.iter().map(Self::object_name).collect(),
             ),
             S::Truncate(_) => Statement::TableStatement("truncate", vec![]),
             other => {
                 let text = other.to_string();
-                let head: String = text.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
+                let head: String = text
+                    .split_whitespace()
+                    .take(2)
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 return Err(unsupported(head));
             }
         })
@@ -709,7 +788,11 @@ impl Translator<'_> {
                 let tables = Self::tables_of(&sel.from)?;
                 return Err(SqlError::Unsupported(format!(
                     "joins (tables {})",
-                    tables.iter().map(|t| t.name.clone()).collect::<Vec<_>>().join(", ")
+                    tables
+                        .iter()
+                        .map(|t| t.name.clone())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )));
             }
         };
@@ -718,16 +801,25 @@ impl Translator<'_> {
             match it {
                 sp::SelectItem::UnnamedExpr(e) => {
                     let n = self.column_name(&e);
-                    items.push(SelectItem { expr: self.expr(e)?, name: n });
+                    items.push(SelectItem {
+                        expr: self.expr(e)?,
+                        name: n,
+                    });
                 }
                 sp::SelectItem::ExprWithAlias { expr, alias } => {
-                    items.push(SelectItem { expr: self.expr(expr)?, name: alias.value });
+                    items.push(SelectItem {
+                        expr: self.expr(expr)?,
+                        name: alias.value,
+                    });
                 }
                 sp::SelectItem::Wildcard(_) => {
                     if from.is_none() {
                         return Err(SqlError::other(1096, "HY000", "No tables used"));
                     }
-                    items.push(SelectItem { expr: Expr::Column("*".into()), name: "*".into() });
+                    items.push(SelectItem {
+                        expr: Expr::Column("*".into()),
+                        name: "*".into(),
+                    });
                 }
                 other => return Err(unsupported(other.to_string())),
             }
@@ -735,7 +827,11 @@ impl Translator<'_> {
         let filter = sel.selection.map(|e| self.expr(e)).transpose()?;
         let (limit, offset) = match q.limit_clause {
             None => (None, None),
-            Some(sp::LimitClause::LimitOffset { limit, offset, limit_by }) => {
+            Some(sp::LimitClause::LimitOffset {
+                limit,
+                offset,
+                limit_by,
+            }) => {
                 if !limit_by.is_empty() {
                     return Err(unsupported("LIMIT BY"));
                 }
@@ -752,7 +848,13 @@ impl Translator<'_> {
         if q.order_by.is_some() && from.is_some() {
             return Err(unsupported("ORDER BY on tables"));
         }
-        Ok(Select { items, from, filter, limit, offset })
+        Ok(Select {
+            items,
+            from,
+            filter,
+            limit,
+            offset,
+        })
     }
 
     fn literal(&mut self, v: sp::Value) -> Result<Expr, SqlError> {
@@ -796,7 +898,9 @@ impl Translator<'_> {
                 let mut out = Vec::new();
                 for a in l.args {
                     match a {
-                        sp::FunctionArg::Unnamed(sp::FunctionArgExpr::Expr(e)) => out.push(self.expr(e)?),
+                        sp::FunctionArg::Unnamed(sp::FunctionArgExpr::Expr(e)) => {
+                            out.push(self.expr(e)?)
+                        }
                         sp::FunctionArg::Unnamed(sp::FunctionArgExpr::Wildcard) => {
                             out.push(Expr::Column("*".into()))
                         }
@@ -835,7 +939,12 @@ impl Translator<'_> {
                     let scope = match first.value[2..].to_ascii_lowercase().as_str() {
                         "global" | "persist" => VarScope::Global,
                         "session" | "local" => VarScope::Session,
-                        _ => return Err(SqlError::Syntax(format!("{}.{}", first.value, ids[1].value))),
+                        _ => {
+                            return Err(SqlError::Syntax(format!(
+                                "{}.{}",
+                                first.value, ids[1].value
+                            )))
+                        }
                     };
                     Expr::SysVar(scope, ids[1].value.to_ascii_lowercase())
                 } else {
@@ -852,13 +961,17 @@ impl Translator<'_> {
                     sp::UnaryOperator::Plus => x,
                     sp::UnaryOperator::Minus => match x {
                         // Fold `-<literal>` so that -9223372036854775808 is a BIGINT.
-                        Expr::Literal(Value::UInt(u)) if u == 1u64 << 63 => Expr::Literal(Value::Int(i64::MIN)),
+                        Expr::Literal(Value::UInt(u)) if u == 1u64 << 63 => {
+                            Expr::Literal(Value::Int(i64::MIN))
+                        }
                         Expr::Literal(Value::Int(i)) => Expr::Literal(Value::Int(-i)),
                         Expr::Literal(Value::Decimal(d)) => Expr::Literal(Value::Decimal(d.neg())),
                         Expr::Literal(Value::Double(d)) => Expr::Literal(Value::Double(-d)),
                         other => Expr::Unary(UnOp::Neg, b(other)),
                     },
-                    sp::UnaryOperator::Not | sp::UnaryOperator::BangNot => Expr::Unary(UnOp::Not, b(x)),
+                    sp::UnaryOperator::Not | sp::UnaryOperator::BangNot => {
+                        Expr::Unary(UnOp::Not, b(x))
+                    }
                     sp::UnaryOperator::BitwiseNot => Expr::Unary(UnOp::BitNot, b(x)),
                     other => return Err(unsupported(format!("operator {other}"))),
                 }
@@ -910,23 +1023,49 @@ impl Translator<'_> {
             E::IsNotTrue(x) => Expr::IsBool(b(self.expr(*x)?), true, true),
             E::IsFalse(x) => Expr::IsBool(b(self.expr(*x)?), false, false),
             E::IsNotFalse(x) => Expr::IsBool(b(self.expr(*x)?), false, true),
-            E::In { expr, target, negated, .. } => {
+            E::In {
+                expr,
+                target,
+                negated,
+                ..
+            } => {
                 let x = self.expr(*expr)?;
                 match target {
                     sp::InTarget::List(list) => {
-                        let l = list.into_iter().map(|e| self.expr(e)).collect::<Result<_, _>>()?;
+                        let l = list
+                            .into_iter()
+                            .map(|e| self.expr(e))
+                            .collect::<Result<_, _>>()?;
                         Expr::InList(b(x), l, negated)
                     }
                     _ => return Err(unsupported("subqueries")),
                 }
             }
-            E::Between { expr, negated, low, high } => {
+            E::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => {
                 let x = self.expr(*expr)?;
                 let l = self.expr(*low)?;
                 let h = self.expr(*high)?;
                 Expr::Between(b(x), b(l), b(h), negated)
             }
-            E::Like { negated, any, expr, pattern, escape_char } | E::ILike { negated, any, expr, pattern, escape_char } => {
+            E::Like {
+                negated,
+                any,
+                expr,
+                pattern,
+                escape_char,
+            }
+            | E::ILike {
+                negated,
+                any,
+                expr,
+                pattern,
+                escape_char,
+            } => {
                 if any {
                     return Err(unsupported("LIKE ANY"));
                 }
@@ -936,12 +1075,23 @@ impl Translator<'_> {
                     None => None,
                     Some(e) => match self.expr(*e)? {
                         Expr::Literal(Value::Str(s)) if s.chars().count() == 1 => s.chars().next(),
-                        _ => return Err(SqlError::other(1210, "HY000", "Incorrect arguments to ESCAPE")),
+                        _ => {
+                            return Err(SqlError::other(
+                                1210,
+                                "HY000",
+                                "Incorrect arguments to ESCAPE",
+                            ))
+                        }
                     },
                 };
                 Expr::Like(b(x), b(pat), esc, negated)
             }
-            E::Case { operand, conditions, else_result, .. } => {
+            E::Case {
+                operand,
+                conditions,
+                else_result,
+                ..
+            } => {
                 let op = operand.map(|o| self.expr(*o)).transpose()?.map(Box::new);
                 let mut whens = Vec::new();
                 for c in conditions {
@@ -949,7 +1099,10 @@ impl Translator<'_> {
                     let t = self.expr(c.result)?;
                     whens.push((w, t));
                 }
-                let el = else_result.map(|e| self.expr(*e)).transpose()?.map(Box::new);
+                let el = else_result
+                    .map(|e| self.expr(*e))
+                    .transpose()?
+                    .map(Box::new);
                 Expr::Case(op, whens, el)
             }
             E::Function(f) => {
@@ -961,26 +1114,45 @@ impl Translator<'_> {
                 }
                 let fname = Self::object_name(&f.name);
                 if fname.db.is_some() {
-                    return Err(SqlError::UnknownFunction(format!("{}.{}", fname.db.unwrap(), fname.name)));
+                    return Err(SqlError::UnknownFunction(format!(
+                        "{}.{}",
+                        fname.db.unwrap(),
+                        fname.name
+                    )));
                 }
                 let args = self.args(f.args)?;
                 Expr::Function(fname.name.to_ascii_uppercase(), args)
             }
-            E::Cast { expr, data_type, format, .. } => {
+            E::Cast {
+                expr,
+                data_type,
+                format,
+                ..
+            } => {
                 if format.is_some() {
                     return Err(unsupported("CAST ... FORMAT"));
                 }
                 let x = self.expr(*expr)?;
                 Expr::Cast(b(x), cast_type(&data_type)?)
             }
-            E::Convert { expr, data_type, charset, .. } => {
+            E::Convert {
+                expr,
+                data_type,
+                charset,
+                ..
+            } => {
                 let x = self.expr(*expr)?;
                 match (data_type, charset) {
                     (Some(dt), _) => Expr::Cast(b(x), cast_type(&dt)?),
                     (None, _) => x,
                 }
             }
-            E::Substring { expr, substring_from, substring_for, .. } => {
+            E::Substring {
+                expr,
+                substring_from,
+                substring_for,
+                ..
+            } => {
                 let mut args = vec![self.expr(*expr)?];
                 args.push(match substring_from {
                     Some(f) => self.expr(*f)?,
@@ -991,7 +1163,12 @@ impl Translator<'_> {
                 }
                 Expr::Function("SUBSTRING".into(), args)
             }
-            E::Trim { expr, trim_where, trim_what, trim_characters } => {
+            E::Trim {
+                expr,
+                trim_where,
+                trim_what,
+                trim_characters,
+            } => {
                 if trim_characters.is_some() {
                     return Err(unsupported("TRIM with a character list"));
                 }
@@ -1044,7 +1221,11 @@ fn cast_type(dt: &sp::DataType) -> Result<CastType, SqlError> {
                 .and_then(|x| x.trim_end_matches(')').trim().parse::<u8>().ok())
                 .unwrap_or(0);
             if scale > 30 {
-                return Err(SqlError::other(1425, "42000", format!("Too big scale {scale} specified. Maximum is 30.")));
+                return Err(SqlError::other(
+                    1425,
+                    "42000",
+                    format!("Too big scale {scale} specified. Maximum is 30."),
+                ));
             }
             CastType::Decimal(scale)
         }
@@ -1056,7 +1237,10 @@ fn cast_type(dt: &sp::DataType) -> Result<CastType, SqlError> {
 /// or a longer integer, DOUBLE with an exponent.
 pub fn number_literal(n: &str) -> Result<Value, SqlError> {
     if n.contains(['e', 'E']) {
-        return n.parse::<f64>().map(Value::Double).map_err(|_| SqlError::Syntax(n.into()));
+        return n
+            .parse::<f64>()
+            .map(Value::Double)
+            .map_err(|_| SqlError::Syntax(n.into()));
     }
     if !n.contains('.') {
         if let Ok(i) = n.parse::<i64>() {
@@ -1068,7 +1252,10 @@ pub fn number_literal(n: &str) -> Result<Value, SqlError> {
     }
     match Decimal::parse(n) {
         Some(d) => Ok(Value::Decimal(d)),
-        None => n.parse::<f64>().map(Value::Double).map_err(|_| SqlError::Syntax(n.into())),
+        None => n
+            .parse::<f64>()
+            .map(Value::Double)
+            .map_err(|_| SqlError::Syntax(n.into())),
     }
 }
 
@@ -1129,7 +1316,10 @@ fn user_lex(sql: &str) -> Result<Vec<UTok>, SqlError> {
             }
         } else {
             let mut s = String::new();
-            while i < chars.len() && !chars[i].is_whitespace() && !matches!(chars[i], '@' | ',' | '\'' | '"' | '`') {
+            while i < chars.len()
+                && !chars[i].is_whitespace()
+                && !matches!(chars[i], '@' | ',' | '\'' | '"' | '`')
+            {
                 s.push(chars[i]);
                 i += 1;
             }

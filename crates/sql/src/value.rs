@@ -157,7 +157,7 @@ pub fn str_to_f64(s: &str) -> (f64, bool) {
         }
     }
     if i == ds || (i == ds + 1 && b[ds] == b'.') {
-        return (0.0, t.trim().is_empty() && false);
+        return (0.0, false);
     }
     if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
         let mut j = i + 1;
@@ -245,10 +245,9 @@ impl Value {
             Value::Decimal(d) => d.to_f64(),
             Value::Double(d) => *d,
             Value::Str(s) => str_to_f64(s).0,
-            Value::Date(dt) | Value::DateTime(dt) => {
+            Value::Date(_) | Value::DateTime(_) => {
                 let s = self.to_text().unwrap_or_default();
                 let digits: String = s.chars().filter(|c| c.is_ascii_digit()).collect();
-                let _ = dt;
                 digits.parse().unwrap_or(0.0)
             }
         })
@@ -370,7 +369,11 @@ pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
             };
             norm(x).cmp(&norm(y))
         }
-        _ if is_numeric(a) && is_numeric(b) && !matches!(a, Double(_)) && !matches!(b, Double(_)) => {
+        _ if is_numeric(a)
+            && is_numeric(b)
+            && !matches!(a, Double(_))
+            && !matches!(b, Double(_)) =>
+        {
             a.to_decimal().unwrap().cmp(&b.to_decimal().unwrap())
         }
         _ => {
@@ -398,7 +401,10 @@ mod tests {
         let s = |x: &str| Value::Str(x.into());
         assert_eq!(compare(&s("abc"), &s("ABC ")), Some(Ordering::Equal));
         assert_eq!(compare(&s("a"), &s("b")), Some(Ordering::Less));
-        assert_eq!(compare(&Value::Int(-1), &Value::UInt(u64::MAX)), Some(Ordering::Less));
+        assert_eq!(
+            compare(&Value::Int(-1), &Value::UInt(u64::MAX)),
+            Some(Ordering::Less)
+        );
         assert_eq!(compare(&s("10"), &Value::Int(9)), Some(Ordering::Greater));
         assert_eq!(compare(&Value::Null, &Value::Int(9)), None);
         let d = Value::Decimal(Decimal::parse("1.0").unwrap());
@@ -408,10 +414,7 @@ mod tests {
     #[test]
     fn dates_roundtrip() {
         let d = DateTime::from_unix(1_700_000_000, 0);
-        assert_eq!(
-            Value::DateTime(d).to_text().unwrap(),
-            "2023-11-14 22:13:20"
-        );
+        assert_eq!(Value::DateTime(d).to_text().unwrap(), "2023-11-14 22:13:20");
         assert_eq!(d.to_unix(), 1_700_000_000);
         assert_eq!(DateTime::from_unix(0, 0).year, 1970);
     }

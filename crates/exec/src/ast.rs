@@ -1,0 +1,266 @@
+//! The table-statement AST: what [`crate::translate`] produces from sqlparser's AST and what the
+//! planner and executor consume. Expressions are `shoal_sql::ast::Expr`, so evaluation is the
+//! SQL crate's `eval` with MySQL semantics. Two reserved column-name prefixes carry values that
+//! are not table columns: [`AGG_PREFIX`] (the n-th aggregate of a grouped SELECT) and
+//! [`VALUES_PREFIX`] (`VALUES(col)` inside `ON DUPLICATE KEY UPDATE`). Both start with a NUL
+//! byte, which no identifier can contain.
+
+use shoal_sql::ast::Expr;
+use shoal_store::{IndexSpec, LockMode, TableSpec};
+
+/// Column-name prefix for aggregate results (`"\0agg3"` = aggregate #3).
+pub const AGG_PREFIX: &str = "\0agg";
+/// Column-name prefix for `VALUES(col)` in `ON DUPLICATE KEY UPDATE`.
+pub const VALUES_PREFIX: &str = "\0values.";
+
+/// `[db.]table`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableRef {
+    /// Database, if qualified.
+    pub db: Option<String>,
+    /// Table name.
+    pub name: String,
+}
+
+/// Aggregate functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AggFunc {
+    /// COUNT(*) when the argument is `None`, else COUNT(expr).
+    Count,
+    /// SUM.
+    Sum,
+    /// AVG.
+    Avg,
+    /// MIN.
+    Min,
+    /// MAX.
+    Max,
+}
+
+/// One aggregate call of a SELECT.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AggCall {
+    /// Which function.
+    pub func: AggFunc,
+    /// Argument (`None` = `COUNT(*)`).
+    pub arg: Option<Expr>,
+    /// `DISTINCT` inside the call.
+    pub distinct: bool,
+}
+
+/// One SELECT list item.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProjItem {
+    /// `*` (all table columns).
+    Star,
+    /// An expression and its column header.
+    Expr {
+        /// The expression (aggregates already replaced by [`AGG_PREFIX`] columns).
+        expr: Expr,
+        /// Header: alias or the text as written.
+        name: String,
+        /// Whether an alias was given.
+        aliased: bool,
+    },
+}
+
+/// A single-table SELECT.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SelectStmt {
+    /// FROM table.
+    pub table: TableRef,
+    /// Projection.
+    pub items: Vec<ProjItem>,
+    /// WHERE.
+    pub filter: Option<Expr>,
+    /// GROUP BY expressions.
+    pub group_by: Vec<Expr>,
+    /// HAVING (aggregates replaced).
+    pub having: Option<Expr>,
+    /// ORDER BY (expression, descending); aliases and positions resolved to expressions.
+    pub order_by: Vec<(Expr, bool)>,
+    /// LIMIT.
+    pub limit: Option<Expr>,
+    /// OFFSET.
+    pub offset: Option<Expr>,
+    /// SELECT DISTINCT.
+    pub distinct: bool,
+    /// FOR UPDATE / LOCK IN SHARE MODE.
+    pub lock: LockMode,
+    /// Aggregate calls referenced as `AGG_PREFIX{n}`.
+    pub aggs: Vec<AggCall>,
+}
+
+impl SelectStmt {
+    /// Whether the query groups rows (GROUP BY or any aggregate).
+    pub fn is_grouped(&self) -> bool {
+        !self.group_by.is_empty() || !self.aggs.is_empty()
+    }
+}
+
+/// INSERT / REPLACE.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InsertStmt {
+    /// Target table.
+    pub table: TableRef,
+    /// Column list (empty = all columns in order).
+    pub columns: Vec<String>,
+    /// Rows; `None` = `DEFAULT`.
+    pub rows: Vec<Vec<Option<Expr>>>,
+    /// INSERT IGNORE.
+    pub ignore: bool,
+    /// REPLACE.
+    pub replace: bool,
+    /// ON DUPLICATE KEY UPDATE assignments.
+    pub on_dup: Vec<(String, Expr)>,
+}
+
+/// UPDATE (single table).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpdateStmt {
+    /// Target table.
+    pub table: TableRef,
+    /// Assignments, applied left to right (later ones see earlier results, as in MySQL).
+    pub sets: Vec<(String, Expr)>,
+    /// WHERE.
+    pub filter: Option<Expr>,
+    /// ORDER BY.
+    pub order_by: Vec<(Expr, bool)>,
+    /// LIMIT.
+    pub limit: Option<Expr>,
+}
+
+/// DELETE (single table).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeleteStmt {
+    /// Target table.
+    pub table: TableRef,
+    /// WHERE.
+    pub filter: Option<Expr>,
+    /// ORDER BY.
+    pub order_by: Vec<(Expr, bool)>,
+    /// LIMIT.
+    pub limit: Option<Expr>,
+}
+
+/// ALTER TABLE operations we support.
+#[derive(Debug, Clone)]
+pub enum AlterOp {
+    /// ADD [UNIQUE] INDEX/KEY.
+    AddIndex(IndexSpec),
+    /// DROP INDEX/KEY.
+    DropIndex(String),
+}
+
+/// A table statement.
+#[derive(Debug, Clone)]
+pub enum TableStmt {
+    /// CREATE TABLE.
+    CreateTable {
+        /// Database (None = current).
+        db: Option<String>,
+        /// IF NOT EXISTS.
+        if_not_exists: bool,
+        /// Definition for the store.
+        spec: TableSpec,
+    },
+    /// CREATE [UNIQUE] INDEX.
+    CreateIndex {
+        /// Table.
+        table: TableRef,
+        /// Index.
+        spec: IndexSpec,
+    },
+    /// DROP INDEX name ON table.
+    DropIndex {
+        /// Table.
+        table: TableRef,
+        /// Index name.
+        name: String,
+    },
+    /// DROP TABLE [IF EXISTS] t, ...
+    DropTable {
+        /// Tables.
+        tables: Vec<TableRef>,
+        /// IF EXISTS.
+        if_exists: bool,
+    },
+    /// TRUNCATE [TABLE] t.
+    Truncate(TableRef),
+    /// ALTER TABLE t op, ...
+    AlterTable {
+        /// Table.
+        table: TableRef,
+        /// Operations.
+        ops: Vec<AlterOp>,
+    },
+    /// SHOW [FULL] TABLES [FROM db] [LIKE 'p'].
+    ShowTables {
+        /// FROM db.
+        db: Option<String>,
+        /// FULL.
+        full: bool,
+        /// LIKE pattern.
+        like: Option<String>,
+    },
+    /// SHOW CREATE TABLE.
+    ShowCreateTable(TableRef),
+    /// DESCRIBE / SHOW [FULL] COLUMNS.
+    ShowColumns {
+        /// Table.
+        table: TableRef,
+        /// FULL.
+        full: bool,
+        /// LIKE pattern.
+        like: Option<String>,
+    },
+    /// SHOW INDEX / INDEXES / KEYS.
+    ShowIndex(TableRef),
+    /// ANALYZE TABLE t, ...
+    Analyze(Vec<TableRef>),
+    /// SELECT.
+    Select(Box<SelectStmt>),
+    /// INSERT / REPLACE.
+    Insert(Box<InsertStmt>),
+    /// UPDATE.
+    Update(Box<UpdateStmt>),
+    /// DELETE.
+    Delete(Box<DeleteStmt>),
+}
+
+impl TableStmt {
+    /// The `Com_*` counter name of this statement.
+    pub fn com_name(&self) -> &'static str {
+        match self {
+            TableStmt::CreateTable { .. } => "create_table",
+            TableStmt::CreateIndex { .. } => "create_index",
+            TableStmt::DropIndex { .. } => "drop_index",
+            TableStmt::DropTable { .. } => "drop_table",
+            TableStmt::Truncate(_) => "truncate",
+            TableStmt::AlterTable { .. } => "alter_table",
+            TableStmt::ShowTables { .. } => "show_tables",
+            TableStmt::ShowCreateTable(_) => "show_create_table",
+            TableStmt::ShowColumns { .. } => "show_fields",
+            TableStmt::ShowIndex(_) => "show_keys",
+            TableStmt::Analyze(_) => "analyze",
+            TableStmt::Select(_) => "select",
+            TableStmt::Insert(i) if i.replace => "replace",
+            TableStmt::Insert(_) => "insert",
+            TableStmt::Update(_) => "update",
+            TableStmt::Delete(_) => "delete",
+        }
+    }
+
+    /// Whether the statement is DDL (implicitly commits an open transaction, as in MySQL).
+    pub fn is_ddl(&self) -> bool {
+        matches!(
+            self,
+            TableStmt::CreateTable { .. }
+                | TableStmt::CreateIndex { .. }
+                | TableStmt::DropIndex { .. }
+                | TableStmt::DropTable { .. }
+                | TableStmt::Truncate(_)
+                | TableStmt::AlterTable { .. }
+        )
+    }
+}

@@ -1,0 +1,813 @@
+//! Executing planned statements inside a store transaction.
+//!
+//! Every row-reading statement has the same shape: the access path ([`crate::plan`]) yields
+//! candidate rows from storage (point get, key ranges or a full scan, locking them when the
+//! statement asks: `FOR UPDATE`, `LOCK IN SHARE MODE`, and always exclusively for UPDATE and
+//! DELETE, which is InnoDB's "current read"); the complete WHERE clause is evaluated on each
+//! (see the plan module: paths may return supersets); then
+//!
+//! * SELECT: grouping and aggregates (COUNT/SUM/AVG/MIN/MAX, with DISTINCT), HAVING,
+//!   projection, DISTINCT, ORDER BY (stable sort with MySQL's NULLs-first ascending order),
+//!   OFFSET/LIMIT. Without ORDER BY/GROUP BY/DISTINCT the scan stops as soon as LIMIT is met.
+//! * UPDATE: rows are collected first (no Halloween problem), ORDER BY/LIMIT applied, then the
+//!   assignments run left to right on each row (a later assignment sees an earlier one's
+//!   result, as in MySQL); a row whose new values equal the old ones counts as matched but not
+//!   changed and is not written.
+//! * DELETE: collected the same way, then deleted.
+//! * INSERT: rows are completed with DEFAULTs, converted to the column types (strict mode) and
+//!   inserted; duplicates are errors (1062), skipped (IGNORE), updated (ON DUPLICATE KEY UPDATE,
+//!   2 affected rows per changed row, as MySQL counts) or replaced (REPLACE, 1 + deleted rows).
+//!
+//! Expressions are evaluated with `shoal_sql::eval::eval` through [`RowCtx`], which layers the
+//! current row, the statement's parameters, aggregate results and `VALUES()` over the
+//! session's own evaluation context.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+use shoal_sql::ast::{Expr, VarScope};
+use shoal_sql::decimal::Decimal as SqlDecimal;
+use shoal_sql::eval::{eval, Context};
+use shoal_sql::value::{compare, DateTime as SqlDateTime, Value};
+use shoal_sql::SqlError;
+use shoal_store::{
+    ColumnDefault, Datum, InsertOutcome, LockMode, Row, StoreError, TableDef, Transaction,
+};
+
+use crate::ast::*;
+use crate::convert::{datum_to_value, store_err, value_to_datum};
+use crate::plan::{resolve, Access, KeyName, Resolved};
+
+/// Evaluation context for one row: the row's columns, parameters, aggregate values and
+/// `VALUES()`, falling back to the session's context for everything else.
+pub struct RowCtx<'a> {
+    /// The session's context (variables, NOW(), LAST_INSERT_ID, ...).
+    pub outer: &'a mut dyn Context,
+    /// Parameters of this execution.
+    pub params: &'a [Value],
+    /// Column names of `row`.
+    pub names: &'a [String],
+    /// The current row (may be empty: no row in scope).
+    pub row: &'a [Value],
+    /// Aggregate results (`AGG_PREFIX{n}`).
+    pub aggs: &'a [Value],
+    /// The row proposed by INSERT, for `VALUES(col)` in ON DUPLICATE KEY UPDATE.
+    pub values_row: Option<&'a [Value]>,
+}
+
+impl Context for RowCtx<'_> {
+    fn system_var(&mut self, scope: VarScope, name: &str) -> Result<Value, SqlError> {
+        self.outer.system_var(scope, name)
+    }
+    fn user_var(&self, name: &str) -> Value {
+        self.outer.user_var(name)
+    }
+    fn set_user_var(&mut self, name: &str, v: Value) {
+        self.outer.set_user_var(name, v)
+    }
+    fn param(&self, i: usize) -> Result<Value, SqlError> {
+        self.params
+            .get(i)
+            .cloned()
+            .ok_or_else(|| SqlError::WrongArguments("mysqld_stmt_execute".into()))
+    }
+    fn column(&self, name: &str) -> Result<Value, SqlError> {
+        if let Some(n) = name.strip_prefix(AGG_PREFIX) {
+            let i: usize = n.parse().unwrap_or(usize::MAX);
+            return self
+                .aggs
+                .get(i)
+                .cloned()
+                .ok_or_else(|| SqlError::other(1111, "HY000", "Invalid use of group function"));
+        }
+        if let Some(c) = name.strip_prefix(VALUES_PREFIX) {
+            let pos = self.names.iter().position(|n| n.eq_ignore_ascii_case(c));
+            return match (pos, self.values_row) {
+                (Some(p), Some(r)) => Ok(r.get(p).cloned().unwrap_or(Value::Null)),
+                _ => Err(SqlError::UnknownColumn(c.to_string(), "field list".into())),
+            };
+        }
+        match self.names.iter().position(|n| n.eq_ignore_ascii_case(name)) {
+            Some(p) if p < self.row.len() => Ok(self.row[p].clone()),
+            _ => Err(SqlError::UnknownColumn(name.to_string(), "field list".into())),
+        }
+    }
+    fn database(&self) -> Option<String> {
+        self.outer.database()
+    }
+    fn user(&self) -> String {
+        self.outer.user()
+    }
+    fn current_user(&self) -> String {
+        self.outer.current_user()
+    }
+    fn connection_id(&self) -> u64 {
+        self.outer.connection_id()
+    }
+    fn last_insert_id(&self) -> u64 {
+        self.outer.last_insert_id()
+    }
+    fn set_last_insert_id(&mut self, v: u64) {
+        self.outer.set_last_insert_id(v)
+    }
+    fn now(&self) -> SqlDateTime {
+        self.outer.now()
+    }
+    fn version(&self) -> String {
+        self.outer.version()
+    }
+    fn killed(&self) -> bool {
+        self.outer.killed()
+    }
+    fn div_precision(&self) -> u32 {
+        self.outer.div_precision()
+    }
+}
+
+/// The result of executing one statement.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExecOutput {
+    /// A result set.
+    Rows {
+        /// Column descriptions.
+        columns: Vec<crate::convert::ColumnInfo>,
+        /// Rows.
+        rows: Vec<Vec<Value>>,
+    },
+    /// An OK packet.
+    Ok {
+        /// Affected rows (MySQL's counting: changed rows for UPDATE, 2 per ON DUPLICATE update).
+        affected_rows: u64,
+        /// The first AUTO_INCREMENT value generated by this statement (0 = none).
+        last_insert_id: u64,
+        /// Info string (`Records: 3  Duplicates: 0  Warnings: 0`, `Rows matched: ...`).
+        info: String,
+        /// Warning count.
+        warnings: u16,
+    },
+}
+
+impl ExecOutput {
+    pub(crate) fn ok(affected_rows: u64) -> ExecOutput {
+        ExecOutput::Ok {
+            affected_rows,
+            last_insert_id: 0,
+            info: String::new(),
+            warnings: 0,
+        }
+    }
+}
+
+/// What one execution needs: the transaction, the session's context and the parameters.
+pub struct Exec<'a> {
+    /// The open transaction.
+    pub txn: &'a mut Transaction,
+    /// Session context.
+    pub ctx: &'a mut dyn Context,
+    /// Bound parameters.
+    pub params: &'a [Value],
+}
+
+fn row_values(r: &Row) -> Vec<Value> {
+    r.values.iter().map(datum_to_value).collect()
+}
+
+/// Sort key comparison: NULL first, `compare` for the rest.
+fn cmp_keys(a: &[Value], b: &[Value], desc: &[bool]) -> Ordering {
+    for ((x, y), d) in a.iter().zip(b).zip(desc) {
+        let o = match (x.is_null(), y.is_null()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => Ordering::Less,
+            (false, true) => Ordering::Greater,
+            _ => compare(x, y).unwrap_or(Ordering::Equal),
+        };
+        let o = if *d { o.reverse() } else { o };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
+}
+
+/// A hashable key for grouping and DISTINCT: equal under SQL comparison (case-insensitive
+/// strings, trailing spaces ignored, `1 = 1.0`).
+fn group_key(vals: &[Value]) -> String {
+    let mut s = String::new();
+    for v in vals {
+        match v {
+            Value::Null => s.push_str("N|"),
+            Value::Str(x) => {
+                s.push('S');
+                s.push_str(&x.trim_end_matches(' ').to_uppercase());
+                s.push('\u{1}');
+            }
+            Value::Int(_) | Value::UInt(_) | Value::Decimal(_) => {
+                let d = v.to_decimal().unwrap_or(SqlDecimal::from_i128(0));
+                // Normalise the scale so 1.0 and 1 agree.
+                let mut m = d.mant;
+                let mut sc = d.scale;
+                while sc > 0 && m % 10 == 0 {
+                    m /= 10;
+                    sc -= 1;
+                }
+                s.push_str(&format!("D{m}e{sc}|"));
+            }
+            Value::Double(f) => s.push_str(&format!("F{f}|")),
+            other => s.push_str(&format!("T{}|", other.to_text().unwrap_or_default())),
+        }
+    }
+    s
+}
+
+fn to_limit(e: &Option<Expr>, ctx: &mut dyn Context, params: &[Value]) -> Result<Option<usize>, SqlError> {
+    let Some(e) = e else {
+        return Ok(None);
+    };
+    let mut rc = RowCtx {
+        outer: ctx,
+        params,
+        names: &[],
+        row: &[],
+        aggs: &[],
+        values_row: None,
+    };
+    let v = eval(e, &mut rc)?;
+    match v.to_i128() {
+        Some(n) if n >= 0 && matches!(v, Value::Int(_) | Value::UInt(_)) => {
+            Ok(Some(usize::try_from(n).unwrap_or(usize::MAX)))
+        }
+        _ => Err(SqlError::WrongArguments("LIMIT".into())),
+    }
+}
+
+/// Aggregate accumulator.
+#[derive(Debug, Clone)]
+struct Acc {
+    count: i64,
+    /// Integer sum (exact) while all inputs are integers.
+    isum: i128,
+    dsum: Option<SqlDecimal>,
+    fsum: Option<f64>,
+    best: Option<Value>,
+    seen: Option<std::collections::HashSet<String>>,
+}
+
+impl Acc {
+    fn new(distinct: bool) -> Acc {
+        Acc {
+            count: 0,
+            isum: 0,
+            dsum: None,
+            fsum: None,
+            best: None,
+            seen: distinct.then(Default::default),
+        }
+    }
+
+    fn add(&mut self, func: AggFunc, v: Value) -> Result<(), SqlError> {
+        if v.is_null() {
+            return Ok(());
+        }
+        if let Some(seen) = &mut self.seen {
+            if !seen.insert(group_key(std::slice::from_ref(&v))) {
+                return Ok(());
+            }
+        }
+        self.count += 1;
+        match func {
+            AggFunc::Count => {}
+            AggFunc::Sum | AggFunc::Avg => match &v {
+                Value::Int(_) | Value::UInt(_) if self.fsum.is_none() && self.dsum.is_none() => {
+                    self.isum += v.to_i128().unwrap_or(0);
+                }
+                Value::Int(_) | Value::UInt(_) | Value::Decimal(_) if self.fsum.is_none() => {
+                    let base = self
+                        .dsum
+                        .unwrap_or(SqlDecimal::from_i128(std::mem::take(&mut self.isum)));
+                    let d = v.to_decimal().unwrap_or(SqlDecimal::from_i128(0));
+                    self.dsum = Some(base.checked_add(d).ok_or_else(|| {
+                        SqlError::OutOfRange("DECIMAL", "sum".into())
+                    })?);
+                }
+                _ => {
+                    let base = match self.dsum.take() {
+                        Some(d) => d.to_f64(),
+                        None => std::mem::take(&mut self.isum) as f64,
+                    };
+                    self.fsum = Some(self.fsum.unwrap_or(base) + v.to_f64().unwrap_or(0.0));
+                }
+            },
+            AggFunc::Min | AggFunc::Max => {
+                let replace = match &self.best {
+                    None => true,
+                    Some(b) => {
+                        let o = compare(&v, b).unwrap_or(Ordering::Equal);
+                        (func == AggFunc::Min && o == Ordering::Less)
+                            || (func == AggFunc::Max && o == Ordering::Greater)
+                    }
+                };
+                if replace {
+                    self.best = Some(v);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&self, func: AggFunc, div_prec: u32) -> Value {
+        match func {
+            AggFunc::Count => Value::Int(self.count),
+            _ if self.count == 0 => Value::Null,
+            AggFunc::Sum => match (self.fsum, self.dsum) {
+                (Some(f), _) => Value::Double(f),
+                (None, Some(d)) => Value::Decimal(d),
+                (None, None) => Value::Decimal(SqlDecimal::from_i128(self.isum)),
+            },
+            AggFunc::Avg => match (self.fsum, self.dsum) {
+                (Some(f), _) => Value::Double(f / self.count as f64),
+                (None, d) => {
+                    let d = d.unwrap_or(SqlDecimal::from_i128(self.isum));
+                    d.checked_div(SqlDecimal::from_i128(i128::from(self.count)), d.scale + div_prec)
+                        .map(Value::Decimal)
+                        .unwrap_or(Value::Null)
+                }
+            },
+            AggFunc::Min | AggFunc::Max => self.best.clone().unwrap_or(Value::Null),
+        }
+    }
+}
+
+/// Where SELECT rows come from.
+pub enum Source<'t> {
+    /// A stored table, read through an access path.
+    Table(&'t TableDef, &'t Access),
+    /// Materialised rows (information_schema).
+    Rows(Vec<Vec<Value>>),
+}
+
+impl Exec<'_> {
+    fn eval_row(&mut self, e: &Expr, names: &[String], row: &[Value]) -> Result<Value, SqlError> {
+        let mut rc = RowCtx {
+            outer: &mut *self.ctx,
+            params: self.params,
+            names,
+            row,
+            aggs: &[],
+            values_row: None,
+        };
+        eval(e, &mut rc)
+    }
+
+    fn matches(&mut self, filter: Option<&Expr>, names: &[String], row: &[Value]) -> Result<bool, SqlError> {
+        match filter {
+            None => Ok(true),
+            Some(f) => Ok(self.eval_row(f, names, row)?.truth() == Some(true)),
+        }
+    }
+
+    /// Feeds every row of `table` reachable through `access` that satisfies `filter` to `f`
+    /// (stops when `f` returns false). Rows carry their storage key for UPDATE/DELETE.
+    fn scan(
+        &mut self,
+        table: &TableDef,
+        access: &Access,
+        lock: LockMode,
+        filter: Option<&Expr>,
+        names: &[String],
+        f: &mut dyn FnMut(&mut Self, Row, Vec<Value>) -> Result<bool, SqlError>,
+    ) -> Result<(), SqlError> {
+        let resolved = {
+            let mut rc = RowCtx {
+                outer: &mut *self.ctx,
+                params: self.params,
+                names: &[],
+                row: &[],
+                aggs: &[],
+                values_row: None,
+            };
+            resolve(access, table, &mut rc)?
+        };
+        let mut err: Option<SqlError> = None;
+        let mut visit = |this: &mut Self, r: Row| -> bool {
+            let vals = row_values(&r);
+            match this.matches(filter, names, &vals) {
+                Ok(true) => match f(this, r, vals) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        err = Some(e);
+                        false
+                    }
+                },
+                Ok(false) => true,
+                Err(e) => {
+                    err = Some(e);
+                    false
+                }
+            }
+        };
+        let ranges = match resolved {
+            Resolved::Empty => return Ok(()),
+            Resolved::PkPoint(k) => {
+                if let Some(r) = self.txn.get(table, &k, lock).map_err(store_err)? {
+                    visit(self, r);
+                }
+                return err.map_or(Ok(()), Err);
+            }
+            Resolved::FullScan => vec![(KeyName::Primary, shoal_store::KeyRange::all())],
+            Resolved::Range(k, r) => vec![(k, r)],
+            Resolved::Ranges(k, rs) => rs.into_iter().map(|r| (k.clone(), r)).collect(),
+        };
+        for (key, range) in ranges {
+            // Collect in chunks through the store callback, then visit outside the borrow.
+            let mut rows: Vec<Row> = Vec::new();
+            let res = match &key {
+                KeyName::Primary => self.txn.scan_pk_with(table, &range, lock, |r| {
+                    rows.push(r);
+                    Ok(true)
+                }),
+                KeyName::Index(n) => self.txn.scan_index_with(table, n, &range, lock, |r| {
+                    rows.push(r);
+                    Ok(true)
+                }),
+            };
+            res.map_err(store_err)?;
+            for r in rows {
+                if !visit(self, r) {
+                    return err.map_or(Ok(()), Err);
+                }
+            }
+        }
+        err.map_or(Ok(()), Err)
+    }
+
+    /// Runs a SELECT over `source`; `names` are the source's column names.
+    pub fn select(
+        &mut self,
+        sel: &SelectStmt,
+        source: Source<'_>,
+        names: &[String],
+    ) -> Result<Vec<Vec<Value>>, SqlError> {
+        let grouped = sel.is_grouped();
+        let limit = to_limit(&sel.limit, self.ctx, self.params)?;
+        let offset = to_limit(&sel.offset, self.ctx, self.params)?.unwrap_or(0);
+        let early_stop = (!grouped && sel.order_by.is_empty() && !sel.distinct)
+            .then(|| limit.map(|l| l.saturating_add(offset)))
+            .flatten();
+        let mut matched: Vec<Vec<Value>> = Vec::new();
+        if early_stop != Some(0) {
+            match source {
+                Source::Table(t, access) => {
+                    self.scan(t, access, sel.lock, sel.filter.as_ref(), names, &mut |_, _, vals| {
+                        matched.push(vals);
+                        Ok(early_stop.is_none_or(|n| matched.len() < n))
+                    })?;
+                }
+                Source::Rows(rows) => {
+                    for r in rows {
+                        if self.matches(sel.filter.as_ref(), names, &r)? {
+                            matched.push(r);
+                            if early_stop.is_some_and(|n| matched.len() >= n) {
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // (sort keys, output row)
+        let mut out: Vec<(Vec<Value>, Vec<Value>)> = Vec::new();
+        let desc: Vec<bool> = sel.order_by.iter().map(|(_, d)| *d).collect();
+        let div_prec = self.ctx.div_precision();
+        if grouped {
+            let mut index: HashMap<String, usize> = HashMap::new();
+            let mut groups: Vec<(Vec<Value>, Vec<Acc>)> = Vec::new();
+            for row in matched {
+                let mut key = Vec::new();
+                for g in &sel.group_by {
+                    key.push(self.eval_row(g, names, &row)?);
+                }
+                let k = group_key(&key);
+                let gi = match index.get(&k) {
+                    Some(&i) => i,
+                    None => {
+                        index.insert(k, groups.len());
+                        groups.push((
+                            row.clone(),
+                            sel.aggs.iter().map(|a| Acc::new(a.distinct)).collect(),
+                        ));
+                        groups.len() - 1
+                    }
+                };
+                for (ai, a) in sel.aggs.iter().enumerate() {
+                    let v = match &a.arg {
+                        None => Value::Int(1),
+                        Some(e) => self.eval_row(e, names, &row)?,
+                    };
+                    groups[gi].1[ai].add(a.func, v)?;
+                }
+            }
+            if groups.is_empty() && sel.group_by.is_empty() {
+                groups.push((
+                    vec![Value::Null; names.len()],
+                    sel.aggs.iter().map(|a| Acc::new(a.distinct)).collect(),
+                ));
+            }
+            for (first, accs) in groups {
+                let aggv: Vec<Value> = sel
+                    .aggs
+                    .iter()
+                    .zip(&accs)
+                    .map(|(a, acc)| acc.finish(a.func, div_prec))
+                    .collect();
+                let mut rc = RowCtx {
+                    outer: &mut *self.ctx,
+                    params: self.params,
+                    names,
+                    row: &first,
+                    aggs: &aggv,
+                    values_row: None,
+                };
+                if let Some(h) = &sel.having {
+                    if eval(h, &mut rc)?.truth() != Some(true) {
+                        continue;
+                    }
+                }
+                let proj = project(&sel.items, &mut rc, &first)?;
+                let mut keys = Vec::new();
+                for (e, _) in &sel.order_by {
+                    keys.push(eval(e, &mut rc)?);
+                }
+                out.push((keys, proj));
+            }
+        } else {
+            for row in matched {
+                let mut rc = RowCtx {
+                    outer: &mut *self.ctx,
+                    params: self.params,
+                    names,
+                    row: &row,
+                    aggs: &[],
+                    values_row: None,
+                };
+                let proj = project(&sel.items, &mut rc, &row)?;
+                let mut keys = Vec::new();
+                for (e, _) in &sel.order_by {
+                    keys.push(eval(e, &mut rc)?);
+                }
+                out.push((keys, proj));
+            }
+        }
+        if sel.distinct {
+            let mut seen = std::collections::HashSet::new();
+            out.retain(|(_, r)| seen.insert(group_key(r)));
+        }
+        if !sel.order_by.is_empty() {
+            out.sort_by(|a, b| cmp_keys(&a.0, &b.0, &desc));
+        }
+        let it = out.into_iter().skip(offset).map(|(_, r)| r);
+        Ok(match limit {
+            Some(l) => it.take(l).collect(),
+            None => it.collect(),
+        })
+    }
+
+    /// Rows matching an UPDATE/DELETE, locked exclusively, ordered and limited.
+    fn target_rows(
+        &mut self,
+        table: &TableDef,
+        access: &Access,
+        filter: Option<&Expr>,
+        order_by: &[(Expr, bool)],
+        limit: &Option<Expr>,
+        names: &[String],
+    ) -> Result<Vec<(Row, Vec<Value>)>, SqlError> {
+        let limit = to_limit(limit, self.ctx, self.params)?;
+        let mut rows: Vec<(Vec<Value>, Row, Vec<Value>)> = Vec::new();
+        let early = if order_by.is_empty() { limit } else { None };
+        if early == Some(0) {
+            return Ok(Vec::new());
+        }
+        self.scan(table, access, LockMode::Exclusive, filter, names, &mut |this, r, vals| {
+            let mut keys = Vec::new();
+            for (e, _) in order_by {
+                keys.push(this.eval_row(e, names, &vals)?);
+            }
+            rows.push((keys, r, vals));
+            Ok(early.is_none_or(|n| rows.len() < n))
+        })?;
+        if !order_by.is_empty() {
+            let desc: Vec<bool> = order_by.iter().map(|(_, d)| *d).collect();
+            rows.sort_by(|a, b| cmp_keys(&a.0, &b.0, &desc));
+        }
+        if let Some(l) = limit {
+            rows.truncate(l);
+        }
+        Ok(rows.into_iter().map(|(_, r, v)| (r, v)).collect())
+    }
+
+    /// UPDATE.
+    pub fn update(&mut self, u: &UpdateStmt, table: &TableDef, access: &Access) -> Result<ExecOutput, SqlError> {
+        let names: Vec<String> = table.columns.iter().map(|c| c.name.clone()).collect();
+        let mut set_pos = Vec::new();
+        for (c, e) in &u.sets {
+            let p = table
+                .column_index(c)
+                .ok_or_else(|| SqlError::UnknownColumn(c.clone(), "field list".into()))?;
+            set_pos.push((p, e));
+        }
+        let rows = self.target_rows(table, access, u.filter.as_ref(), &u.order_by, &u.limit, &names)?;
+        let (mut matched, mut changed) = (0u64, 0u64);
+        for (n, (row, mut vals)) in rows.into_iter().enumerate() {
+            matched += 1;
+            let mut new = row.values.clone();
+            for (p, e) in &set_pos {
+                let v = self.eval_row(e, &names, &vals)?;
+                let col = &table.columns[*p];
+                let d = value_to_datum(&v, col.ty, &col.name, n + 1)?;
+                if d.is_null() && !col.nullable {
+                    return Err(store_err(StoreError::NullNotAllowed(col.name.clone())));
+                }
+                vals[*p] = datum_to_value(&d);
+                new[*p] = d;
+            }
+            if new != row.values {
+                if self.txn.update(table, &row.key, new).map_err(store_err)? {
+                    changed += 1;
+                }
+            }
+        }
+        Ok(ExecOutput::Ok {
+            affected_rows: changed,
+            last_insert_id: 0,
+            info: format!("Rows matched: {matched}  Changed: {changed}  Warnings: 0"),
+            warnings: 0,
+        })
+    }
+
+    /// DELETE.
+    pub fn delete(&mut self, d: &DeleteStmt, table: &TableDef, access: &Access) -> Result<ExecOutput, SqlError> {
+        let names: Vec<String> = table.columns.iter().map(|c| c.name.clone()).collect();
+        let rows = self.target_rows(table, access, d.filter.as_ref(), &d.order_by, &d.limit, &names)?;
+        let mut n = 0;
+        for (row, _) in rows {
+            if self.txn.delete(table, &row.key).map_err(store_err)? {
+                n += 1;
+            }
+        }
+        Ok(ExecOutput::ok(n))
+    }
+
+    /// INSERT / REPLACE.
+    pub fn insert(&mut self, ins: &InsertStmt, table: &TableDef) -> Result<ExecOutput, SqlError> {
+        let names: Vec<String> = table.columns.iter().map(|c| c.name.clone()).collect();
+        let positions: Vec<usize> = if ins.columns.is_empty() {
+            (0..table.columns.len()).collect()
+        } else {
+            ins.columns
+                .iter()
+                .map(|c| {
+                    table
+                        .column_index(c)
+                        .ok_or_else(|| SqlError::UnknownColumn(c.clone(), "field list".into()))
+                })
+                .collect::<Result<_, _>>()?
+        };
+        let mut dup_sets = Vec::new();
+        for (c, e) in &ins.on_dup {
+            let p = table
+                .column_index(c)
+                .ok_or_else(|| SqlError::UnknownColumn(c.clone(), "field list".into()))?;
+            dup_sets.push((p, e));
+        }
+        let now = self.ctx.now();
+        let mut affected = 0u64;
+        let mut first_id = 0u64;
+        let mut duplicates = 0u64;
+        let mut warnings = 0u64;
+        for (rn, exprs) in ins.rows.iter().enumerate() {
+            let rown = rn + 1;
+            if exprs.len() != positions.len() {
+                return Err(SqlError::other(
+                    1136,
+                    "21S01",
+                    format!("Column count doesn't match value count at row {rown}"),
+                ));
+            }
+            let mut given = vec![false; table.columns.len()];
+            let mut vals: Vec<Datum> = Vec::with_capacity(table.columns.len());
+            for c in &table.columns {
+                vals.push(match &c.default {
+                    Some(ColumnDefault::Value(d)) => d.clone(),
+                    Some(ColumnDefault::CurrentTimestamp) => {
+                        value_to_datum(&Value::DateTime(now), c.ty, &c.name, rown)?
+                    }
+                    None => Datum::Null,
+                });
+            }
+            for (e, &p) in exprs.iter().zip(&positions) {
+                given[p] = true;
+                if let Some(e) = e {
+                    let v = self.eval_row(e, &[], &[])?;
+                    let col = &table.columns[p];
+                    vals[p] = value_to_datum(&v, col.ty, &col.name, rown)?;
+                }
+            }
+            for (i, c) in table.columns.iter().enumerate() {
+                if !given[i] && c.default.is_none() && !c.nullable && !c.auto_increment {
+                    return Err(SqlError::other(
+                        1364,
+                        "HY000",
+                        format!("Field '{}' doesn't have a default value", c.name),
+                    ));
+                }
+            }
+            let proposed = vals;
+            loop {
+                let outcome = if ins.ignore || ins.replace || !dup_sets.is_empty() {
+                    self.txn.try_insert(table, proposed.clone()).map_err(store_err)?
+                } else {
+                    let (key, auto_id) = self.txn.insert(table, proposed.clone()).map_err(store_err)?;
+                    InsertOutcome::Inserted { key, auto_id }
+                };
+                match outcome {
+                    InsertOutcome::Inserted { auto_id, .. } => {
+                        affected += 1;
+                        if let Some(id) = auto_id {
+                            if first_id == 0 {
+                                first_id = id;
+                            }
+                        }
+                        break;
+                    }
+                    InsertOutcome::Duplicate { existing, error_value, key_name } => {
+                        if ins.replace {
+                            self.txn.delete(table, &existing.key).map_err(store_err)?;
+                            affected += 1;
+                            continue;
+                        }
+                        if !dup_sets.is_empty() {
+                            let mut cur = row_values(&existing);
+                            let prop: Vec<Value> = proposed.iter().map(datum_to_value).collect();
+                            let mut new = existing.values.clone();
+                            for (p, e) in &dup_sets {
+                                let v = {
+                                    let mut rc = RowCtx {
+                                        outer: &mut *self.ctx,
+                                        params: self.params,
+                                        names: &names,
+                                        row: &cur,
+                                        aggs: &[],
+                                        values_row: Some(&prop),
+                                    };
+                                    eval(e, &mut rc)?
+                                };
+                                let col = &table.columns[*p];
+                                let d = value_to_datum(&v, col.ty, &col.name, rown)?;
+                                cur[*p] = datum_to_value(&d);
+                                new[*p] = d;
+                            }
+                            if new != existing.values {
+                                self.txn.update(table, &existing.key, new).map_err(store_err)?;
+                                affected += 2;
+                            }
+                            break;
+                        }
+                        // INSERT IGNORE: skip the row with a warning.
+                        let _ = (error_value, key_name);
+                        duplicates += 1;
+                        warnings += 1;
+                        break;
+                    }
+                }
+            }
+        }
+        if first_id != 0 {
+            self.ctx.set_last_insert_id(first_id);
+        }
+        let info = if ins.rows.len() > 1 {
+            format!(
+                "Records: {}  Duplicates: {duplicates}  Warnings: {warnings}",
+                ins.rows.len()
+            )
+        } else {
+            String::new()
+        };
+        Ok(ExecOutput::Ok {
+            affected_rows: affected,
+            last_insert_id: first_id,
+            info,
+            warnings: u16::try_from(warnings).unwrap_or(u16::MAX),
+        })
+    }
+}
+
+fn project(items: &[ProjItem], rc: &mut RowCtx<'_>, row: &[Value]) -> Result<Vec<Value>, SqlError> {
+    let mut out = Vec::with_capacity(items.len());
+    for it in items {
+        match it {
+            ProjItem::Star => out.extend(row.iter().cloned()),
+            ProjItem::Expr { expr, .. } => out.push(eval(expr, rc)?),
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,464 @@
+//! Access-path planning for single-table statements.
+//!
+//! The WHERE clause is split into AND-ed conjuncts; each conjunct of the form
+//! `col = e`, `col IN (e, ...)`, `col BETWEEN e AND e`, `col < e` (etc., either side) where `e`
+//! does not reference any column (literals, `?` parameters, variables, functions of them) is a
+//! candidate key predicate. Every key (the PRIMARY KEY, then each secondary index) is scored:
+//!
+//! | path | when | score |
+//! |---|---|---|
+//! | point get | `=` on every PRIMARY KEY column | 100 |
+//! | unique index point | `=` on every column of a UNIQUE index | 90 |
+//! | IN list | `IN` on the first key column | 80 (PK) / 70 |
+//! | prefix (+ range) | `=` on leading columns, optionally a range on the next | 50 + prefix length |
+//! | range | range on the first key column | 41 (PK) / 40 |
+//! | full scan | otherwise | 0 |
+//!
+//! The highest score wins (the PRIMARY KEY on ties). The chosen path only narrows what is read:
+//! the executor always re-applies the complete WHERE clause to every row it reads, so a path is
+//! allowed to return a superset of the matching rows and correctness never depends on the path.
+//! Keys are only used on integer and DECIMAL columns: string keys are stored with a binary
+//! collation while SQL comparison is case-insensitive, so a string key lookup could miss rows;
+//! those statements scan (and filter) instead.
+//!
+//! A plan holds expressions, not values: [`resolve`] evaluates them against the parameters of
+//! one execution and converts them to key values for storage. A bound that does not fit the key
+//! column exactly (`id > 2.5` on an INT, `id < -1` on an UNSIGNED column) is dropped (the range
+//! becomes wider, never narrower); an equality or IN value that does not fit falls back to a
+//! full scan.
+
+use std::ops::Bound;
+
+use shoal_sql::ast::{BinOp, Expr};
+use shoal_sql::eval::{eval, Context};
+use shoal_sql::value::Value;
+use shoal_sql::SqlError;
+use shoal_store::{ColumnType, Datum, KeyRange, TableDef};
+
+/// A bound expression of a range.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BoundExpr {
+    /// No bound.
+    Unbounded,
+    /// `>=` / `<=`.
+    Included(Expr),
+    /// `>` / `<`.
+    Excluded(Expr),
+}
+
+/// Which key an access path uses.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KeyName {
+    /// The primary key.
+    Primary,
+    /// A secondary index, by name.
+    Index(String),
+}
+
+/// How rows are found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Access {
+    /// Read every row.
+    FullScan,
+    /// `get` by the full primary key.
+    PkPoint(Vec<Expr>),
+    /// One lookup per listed value of the first key column.
+    In {
+        /// Key used.
+        key: KeyName,
+        /// Values.
+        list: Vec<Expr>,
+    },
+    /// Equal prefix plus an optional range on the next key column.
+    Range {
+        /// Key used.
+        key: KeyName,
+        /// Values of the leading key columns.
+        prefix: Vec<Expr>,
+        /// Lower bound on the next column.
+        lo: BoundExpr,
+        /// Upper bound on the next column.
+        hi: BoundExpr,
+    },
+}
+
+/// An access path with values bound, ready for storage.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Resolved {
+    /// Scan everything.
+    FullScan,
+    /// No row can match (e.g. `id = NULL`).
+    Empty,
+    /// Point get.
+    PkPoint(Vec<Datum>),
+    /// Several ranges on one key (IN lists).
+    Ranges(KeyName, Vec<KeyRange>),
+    /// One range.
+    Range(KeyName, KeyRange),
+}
+
+/// Splits `a AND b AND c` into its conjuncts.
+pub fn conjuncts(e: &Expr) -> Vec<&Expr> {
+    match e {
+        Expr::Binary(BinOp::And, a, b) => {
+            let mut v = conjuncts(a);
+            v.extend(conjuncts(b));
+            v
+        }
+        other => vec![other],
+    }
+}
+
+/// Whether an expression reads no column (may still read parameters and variables).
+pub fn is_row_independent(e: &Expr) -> bool {
+    match e {
+        Expr::Column(_) | Expr::AssignUserVar(..) => false,
+        Expr::Literal(_) | Expr::Param(_) | Expr::SysVar(..) | Expr::UserVar(_) => true,
+        Expr::Unary(_, a) | Expr::IsNull(a, _) | Expr::IsBool(a, _, _) | Expr::Cast(a, _) => {
+            is_row_independent(a)
+        }
+        Expr::Binary(_, a, b) | Expr::Like(a, b, _, _) => {
+            is_row_independent(a) && is_row_independent(b)
+        }
+        Expr::InList(a, l, _) => is_row_independent(a) && l.iter().all(is_row_independent),
+        Expr::Between(a, b, c, _) => {
+            is_row_independent(a) && is_row_independent(b) && is_row_independent(c)
+        }
+        Expr::Case(o, w, el) => {
+            o.as_deref().is_none_or(is_row_independent)
+                && w.iter().all(|(a, b)| is_row_independent(a) && is_row_independent(b))
+                && el.as_deref().is_none_or(is_row_independent)
+        }
+        Expr::Function(name, args) => {
+            // RAND(), SLEEP() and friends are evaluated per row in MySQL.
+            !matches!(name.as_str(), "RAND" | "SLEEP" | "UUID")
+                && args.iter().all(is_row_independent)
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Pred {
+    Eq(Expr),
+    In(Vec<Expr>),
+    Lo(Expr, bool),
+    Hi(Expr, bool),
+}
+
+fn column_pos(table: &TableDef, e: &Expr) -> Option<usize> {
+    match e {
+        Expr::Column(c) => table.column_index(c),
+        _ => None,
+    }
+}
+
+fn key_type_ok(ty: ColumnType) -> bool {
+    matches!(ty, ColumnType::Int { .. } | ColumnType::Decimal { .. })
+}
+
+fn predicates(table: &TableDef, filter: Option<&Expr>) -> Vec<(usize, Pred)> {
+    let Some(f) = filter else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for c in conjuncts(f) {
+        match c {
+            Expr::Binary(op, a, b) => {
+                let (col, val, flipped) = match (column_pos(table, a), column_pos(table, b)) {
+                    (Some(p), _) if is_row_independent(b) => (p, (**b).clone(), false),
+                    (_, Some(p)) if is_row_independent(a) => (p, (**a).clone(), true),
+                    _ => continue,
+                };
+                let p = match (op, flipped) {
+                    (BinOp::Eq, _) => Pred::Eq(val),
+                    (BinOp::Lt, false) | (BinOp::Gt, true) => Pred::Hi(val, false),
+                    (BinOp::LtEq, false) | (BinOp::GtEq, true) => Pred::Hi(val, true),
+                    (BinOp::Gt, false) | (BinOp::Lt, true) => Pred::Lo(val, false),
+                    (BinOp::GtEq, false) | (BinOp::LtEq, true) => Pred::Lo(val, true),
+                    _ => continue,
+                };
+                out.push((col, p));
+            }
+            Expr::Between(a, lo, hi, false) => {
+                if let Some(p) = column_pos(table, a) {
+                    if is_row_independent(lo) && is_row_independent(hi) {
+                        out.push((p, Pred::Lo((**lo).clone(), true)));
+                        out.push((p, Pred::Hi((**hi).clone(), true)));
+                    }
+                }
+            }
+            Expr::InList(a, list, false) => {
+                if let Some(p) = column_pos(table, a) {
+                    if list.iter().all(is_row_independent) {
+                        out.push((p, Pred::In(list.clone())));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn plan_key(
+    cols: &[usize],
+    table: &TableDef,
+    preds: &[(usize, Pred)],
+    key: KeyName,
+    unique: bool,
+) -> (u32, Access) {
+    let is_pk = key == KeyName::Primary;
+    if cols.iter().any(|&c| !key_type_ok(table.columns[c].ty)) {
+        return (0, Access::FullScan);
+    }
+    let eq_of = |c: usize| {
+        preds.iter().find_map(|(p, pr)| match pr {
+            Pred::Eq(e) if *p == c => Some(e.clone()),
+            _ => None,
+        })
+    };
+    let mut prefix = Vec::new();
+    for &c in cols {
+        match eq_of(c) {
+            Some(e) => prefix.push(e),
+            None => break,
+        }
+    }
+    if prefix.len() == cols.len() {
+        if is_pk {
+            return (100, Access::PkPoint(prefix));
+        }
+        let score = if unique { 90 } else { 50 + prefix.len() as u32 };
+        return (
+            score,
+            Access::Range {
+                key,
+                prefix,
+                lo: BoundExpr::Unbounded,
+                hi: BoundExpr::Unbounded,
+            },
+        );
+    }
+    if prefix.is_empty() {
+        if let Some(list) = preds.iter().find_map(|(p, pr)| match pr {
+            Pred::In(l) if *p == cols[0] => Some(l.clone()),
+            _ => None,
+        }) {
+            return (if is_pk { 80 } else { 70 }, Access::In { key, list });
+        }
+    }
+    let next = cols[prefix.len()];
+    let lo = preds
+        .iter()
+        .find_map(|(p, pr)| match pr {
+            Pred::Lo(e, inc) if *p == next => Some(if *inc {
+                BoundExpr::Included(e.clone())
+            } else {
+                BoundExpr::Excluded(e.clone())
+            }),
+            _ => None,
+        })
+        .unwrap_or(BoundExpr::Unbounded);
+    let hi = preds
+        .iter()
+        .find_map(|(p, pr)| match pr {
+            Pred::Hi(e, inc) if *p == next => Some(if *inc {
+                BoundExpr::Included(e.clone())
+            } else {
+                BoundExpr::Excluded(e.clone())
+            }),
+            _ => None,
+        })
+        .unwrap_or(BoundExpr::Unbounded);
+    let ranged = lo != BoundExpr::Unbounded || hi != BoundExpr::Unbounded;
+    let score = match (prefix.len(), ranged) {
+        (0, false) => return (0, Access::FullScan),
+        (0, true) => {
+            if is_pk {
+                41
+            } else {
+                40
+            }
+        }
+        (n, _) => 50 + n as u32,
+    };
+    (
+        score,
+        Access::Range {
+            key,
+            prefix,
+            lo,
+            hi,
+        },
+    )
+}
+
+/// Chooses the access path for `filter` on `table`.
+pub fn choose_access(table: &TableDef, filter: Option<&Expr>) -> Access {
+    let preds = predicates(table, filter);
+    if preds.is_empty() {
+        return Access::FullScan;
+    }
+    let mut best = (0u32, Access::FullScan);
+    if let Some(pk) = &table.primary_key {
+        best = plan_key(pk, table, &preds, KeyName::Primary, true);
+    }
+    for ix in &table.indexes {
+        let cand = plan_key(
+            &ix.columns,
+            table,
+            &preds,
+            KeyName::Index(ix.name.clone()),
+            ix.unique,
+        );
+        if cand.0 > best.0 {
+            best = cand;
+        }
+    }
+    best.1
+}
+
+/// Converts a bound value to a key value of type `ty` only if it represents exactly the
+/// same number (so key order agrees with SQL comparison).
+fn exact_key(v: &Value, ty: ColumnType) -> Option<Datum> {
+    let d = match v {
+        Value::Int(i) => Datum::Int(*i),
+        Value::UInt(u) => Datum::UInt(*u),
+        Value::Decimal(x) => {
+            let scale = u8::try_from(x.scale).ok()?;
+            Datum::Decimal(shoal_store::Decimal {
+                unscaled: x.mant,
+                scale,
+            })
+        }
+        _ => return None,
+    };
+    if let (ColumnType::Decimal { scale, .. }, Datum::Decimal(x)) = (ty, &d) {
+        if x.scale > scale && x.rescale(scale).and_then(|r| r.rescale(x.scale)) != Some(*x) {
+            return None;
+        }
+    }
+    if let (ColumnType::Int { .. }, Datum::Decimal(x)) = (ty, &d) {
+        if x.rescale(0).and_then(|r| r.rescale(x.scale)) != Some(*x) {
+            return None;
+        }
+    }
+    ty.coerce(d).ok()
+}
+
+enum KeyVal {
+    Val(Datum),
+    Null,
+    NotExact,
+}
+
+fn key_val(e: &Expr, ty: ColumnType, ctx: &mut dyn Context) -> Result<KeyVal, SqlError> {
+    let v = eval(e, ctx)?;
+    if v.is_null() {
+        return Ok(KeyVal::Null);
+    }
+    Ok(match exact_key(&v, ty) {
+        Some(d) => KeyVal::Val(d),
+        None => KeyVal::NotExact,
+    })
+}
+
+fn key_columns(table: &TableDef, key: &KeyName) -> Vec<usize> {
+    match key {
+        KeyName::Primary => table.primary_key.clone().unwrap_or_default(),
+        KeyName::Index(n) => table.index(n).map(|i| i.columns.clone()).unwrap_or_default(),
+    }
+}
+
+/// Evaluates an access path's expressions (parameters bound through `ctx`).
+pub fn resolve(access: &Access, table: &TableDef, ctx: &mut dyn Context) -> Result<Resolved, SqlError> {
+    match access {
+        Access::FullScan => Ok(Resolved::FullScan),
+        Access::PkPoint(exprs) => {
+            let cols = key_columns(table, &KeyName::Primary);
+            let mut vals = Vec::new();
+            for (e, &c) in exprs.iter().zip(&cols) {
+                match key_val(e, table.columns[c].ty, ctx)? {
+                    KeyVal::Val(d) => vals.push(d),
+                    KeyVal::Null => return Ok(Resolved::Empty),
+                    KeyVal::NotExact => return Ok(Resolved::FullScan),
+                }
+            }
+            Ok(Resolved::PkPoint(vals))
+        }
+        Access::In { key, list } => {
+            let cols = key_columns(table, key);
+            let ty = table.columns[cols[0]].ty;
+            let mut vals: Vec<Datum> = Vec::new();
+            for e in list {
+                match key_val(e, ty, ctx)? {
+                    KeyVal::Val(d) => {
+                        if !vals.contains(&d) {
+                            vals.push(d)
+                        }
+                    }
+                    KeyVal::Null => {}
+                    KeyVal::NotExact => return Ok(Resolved::FullScan),
+                }
+            }
+            if vals.is_empty() {
+                return Ok(Resolved::Empty);
+            }
+            if *key == KeyName::Primary && cols.len() == 1 {
+                // Point gets are cheaper than ranges; keep them as one-column prefixes.
+            }
+            Ok(Resolved::Ranges(
+                key.clone(),
+                vals.into_iter().map(|d| KeyRange::prefix(vec![d])).collect(),
+            ))
+        }
+        Access::Range {
+            key,
+            prefix,
+            lo,
+            hi,
+        } => {
+            let cols = key_columns(table, key);
+            let mut pre = Vec::new();
+            for (e, &c) in prefix.iter().zip(&cols) {
+                match key_val(e, table.columns[c].ty, ctx)? {
+                    KeyVal::Val(d) => pre.push(d),
+                    KeyVal::Null => return Ok(Resolved::Empty),
+                    KeyVal::NotExact => return Ok(Resolved::FullScan),
+                }
+            }
+            let mut bound = |b: &BoundExpr| -> Result<Option<Bound<Vec<Datum>>>, SqlError> {
+                let (e, inc) = match b {
+                    BoundExpr::Unbounded => {
+                        return Ok(Some(if pre.is_empty() {
+                            Bound::Unbounded
+                        } else {
+                            Bound::Included(pre.clone())
+                        }))
+                    }
+                    BoundExpr::Included(e) => (e, true),
+                    BoundExpr::Excluded(e) => (e, false),
+                };
+                let ty = table.columns[cols[pre.len()]].ty;
+                Ok(match key_val(e, ty, ctx)? {
+                    KeyVal::Null => None,
+                    KeyVal::NotExact => Some(if pre.is_empty() {
+                        Bound::Unbounded
+                    } else {
+                        Bound::Included(pre.clone())
+                    }),
+                    KeyVal::Val(d) => {
+                        let mut k = pre.clone();
+                        k.push(d);
+                        Some(if inc { Bound::Included(k) } else { Bound::Excluded(k) })
+                    }
+                })
+            };
+            let (Some(start), Some(end)) = (bound(lo)?, bound(hi)?) else {
+                // A comparison with NULL matches nothing.
+                return Ok(Resolved::Empty);
+            };
+            Ok(Resolved::Range(key.clone(), KeyRange { start, end }))
+        }
+    }
+}

@@ -1,0 +1,806 @@
+//! [`TableEngine`] (one per server), [`TableSession`] (one per connection) and [`Plan`]
+//! (a prepared table statement).
+//!
+//! Transactions follow InnoDB's rules as a client sees them:
+//!
+//! * autocommit=1 and no BEGIN: every statement runs in its own store transaction, committed at
+//!   the end of the statement (rolled back if it fails);
+//! * BEGIN / START TRANSACTION (or autocommit=0): statements share one transaction until
+//!   COMMIT/ROLLBACK; each statement starts with a savepoint and a failing statement is undone
+//!   back to it (its locks stay held, as in InnoDB) — this is how a lock wait timeout (1205)
+//!   fails only the statement;
+//! * a deadlock (1213) rolls back the whole transaction (the store already did); the session
+//!   is then outside any transaction, like MySQL after `ER_LOCK_DEADLOCK`;
+//! * DDL implicitly commits the open transaction first;
+//! * dropping a session rolls back (the store transaction's `Drop`);
+//! * [`KillHandle::kill`] from another thread interrupts the running statement, including a
+//!   row-lock wait: it fails with 1317 and only that statement is undone.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use shoal_sql::ast::Expr;
+use shoal_sql::catalog::{Catalog, CatalogError, SYSTEM_DATABASES};
+use shoal_sql::eval::{static_type, Context};
+use shoal_sql::value::{SqlType, Value};
+use shoal_sql::SqlError;
+use shoal_store::{Engine, EngineConfig, Isolation, TableDef, Transaction};
+
+use crate::ast::*;
+use crate::convert::{column_info, flags, sql_type_of, store_err, ColumnInfo};
+use crate::exec::{Exec, ExecOutput, Source};
+use crate::plan::{choose_access, Access};
+use crate::show;
+use crate::translate::parse_table_statement;
+
+/// The SQL table layer over one store [`Engine`].
+pub struct TableEngine {
+    store: Engine,
+}
+
+impl TableEngine {
+    /// Opens the store at `cfg.datadir`.
+    pub fn open(cfg: EngineConfig) -> Result<Arc<TableEngine>, SqlError> {
+        Ok(Self::new(Engine::open(cfg).map_err(store_err)?))
+    }
+
+    /// Wraps an already open store.
+    pub fn new(store: Engine) -> Arc<TableEngine> {
+        Arc::new(TableEngine { store })
+    }
+
+    /// The underlying store (status variables, settings).
+    pub fn store(&self) -> &Engine {
+        &self.store
+    }
+
+    /// The catalog boundary for the session layer (SHOW DATABASES, CREATE/DROP DATABASE).
+    pub fn catalog(self: &Arc<Self>) -> Arc<dyn Catalog> {
+        Arc::new(StoreCatalog {
+            store: self.store.clone(),
+        })
+    }
+
+    /// A new session (no open transaction, autocommit on, REPEATABLE READ).
+    pub fn session(self: &Arc<Self>) -> TableSession {
+        TableSession {
+            engine: self.clone(),
+            txn: None,
+            explicit: false,
+            autocommit: true,
+            isolation: Isolation::RepeatableRead,
+            lock_wait_timeout: None,
+            kill: Arc::new(KillState {
+                current: Mutex::new(None),
+                killed: AtomicBool::new(false),
+            }),
+        }
+    }
+}
+
+/// [`Catalog`] over the store: databases live in RocksDB; the system schemas always exist.
+pub struct StoreCatalog {
+    store: Engine,
+}
+
+fn is_system(db: &str) -> bool {
+    SYSTEM_DATABASES.iter().any(|s| s.eq_ignore_ascii_case(db))
+}
+
+impl Catalog for StoreCatalog {
+    fn database_exists(&self, name: &str) -> bool {
+        is_system(name) || self.store.database_exists(name)
+    }
+    fn databases(&self) -> Vec<String> {
+        show::all_databases(&self.store)
+    }
+    fn create_database(&self, name: &str) -> Result<(), CatalogError> {
+        if is_system(name) {
+            return Err(CatalogError::DatabaseExists(name.to_string()));
+        }
+        self.store.create_database(name).map_err(|e| match e {
+            shoal_store::StoreError::DatabaseExists(d) => CatalogError::DatabaseExists(d),
+            e => CatalogError::Storage(e.to_string()),
+        })
+    }
+    fn drop_database(&self, name: &str) -> Result<(), CatalogError> {
+        if is_system(name) {
+            return Err(CatalogError::SystemDatabase(name.to_string()));
+        }
+        self.store.drop_database(name).map(|_| ()).map_err(|e| match e {
+            shoal_store::StoreError::NoSuchDatabase(d) => CatalogError::NoSuchDatabase(d),
+            e => CatalogError::Storage(e.to_string()),
+        })
+    }
+    fn tables(&self, db: &str) -> Vec<String> {
+        self.store.tables(db).unwrap_or_default()
+    }
+    fn table_exists(&self, db: &str, table: &str) -> bool {
+        self.store.table(db, table).is_ok()
+    }
+}
+
+/// A prepared table statement: parsed, translated, its result columns known and its access
+/// path chosen. Shared (`Arc`) and immutable; execute it any number of times.
+#[derive(Debug)]
+pub struct Plan {
+    /// The statement text.
+    pub sql: String,
+    /// The translated statement.
+    pub stmt: TableStmt,
+    /// Number of `?` placeholders.
+    pub param_count: usize,
+    /// Result columns (empty for statements that return an OK packet).
+    pub columns: Vec<ColumnInfo>,
+    /// Database the statement's unqualified tables resolve to (the current db at prepare).
+    pub db: Option<String>,
+    /// The table definition the access path was chosen for, and the path. Re-chosen at
+    /// execution if the table was altered since.
+    access: Option<(Arc<TableDef>, Access)>,
+}
+
+impl Plan {
+    /// The chosen access path (for tests and EXPLAIN-like diagnostics).
+    pub fn access(&self) -> Option<&Access> {
+        self.access.as_ref().map(|(_, a)| a)
+    }
+}
+
+struct KillState {
+    /// The running transaction's store kill handle.
+    current: Mutex<Option<shoal_store::KillHandle>>,
+    /// Set by `kill()`; checked at statement start and cleared.
+    killed: AtomicBool,
+}
+
+/// Interrupts a session's running statement from another thread (KILL QUERY / CONNECTION).
+#[derive(Clone)]
+pub struct KillHandle {
+    state: Arc<KillState>,
+}
+
+impl KillHandle {
+    /// Interrupts the running statement (a row-lock wait returns 1317 at once). A statement
+    /// that is not running is unaffected.
+    pub fn kill(&self) {
+        self.state.killed.store(true, Ordering::SeqCst);
+        if let Some(h) = self.state.current.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            h.kill();
+        }
+    }
+}
+
+/// One connection's table state: its open transaction and transaction settings.
+pub struct TableSession {
+    engine: Arc<TableEngine>,
+    /// The open store transaction (None between autocommit statements).
+    txn: Option<Transaction>,
+    /// Opened by BEGIN / START TRANSACTION (stays open across statements).
+    explicit: bool,
+    /// `autocommit` session variable.
+    autocommit: bool,
+    /// Isolation level for the next transaction.
+    isolation: Isolation,
+    /// `innodb_lock_wait_timeout` for this session (None = engine default).
+    lock_wait_timeout: Option<Duration>,
+    kill: Arc<KillState>,
+}
+
+fn resolve_db(t: &TableRef, db: &Option<String>) -> Result<String, SqlError> {
+    t.db.clone().or_else(|| db.clone()).ok_or(SqlError::NoDatabase)
+}
+
+fn is_info_schema(db: &str) -> bool {
+    db.eq_ignore_ascii_case("information_schema")
+}
+
+impl TableSession {
+    /// The engine this session belongs to.
+    pub fn engine(&self) -> &Arc<TableEngine> {
+        &self.engine
+    }
+
+    /// A handle to interrupt this session's running statement from another thread.
+    pub fn kill_handle(&self) -> KillHandle {
+        KillHandle {
+            state: self.kill.clone(),
+        }
+    }
+
+    /// `SET autocommit = on|off`. Turning it on commits an open transaction (as MySQL does).
+    pub fn set_autocommit(&mut self, on: bool) -> Result<(), SqlError> {
+        if on && !self.autocommit && !self.explicit {
+            self.commit()?;
+        }
+        self.autocommit = on;
+        Ok(())
+    }
+
+    /// Current autocommit setting.
+    pub fn autocommit(&self) -> bool {
+        self.autocommit
+    }
+
+    /// Isolation level for the next transaction (`SET TRANSACTION ISOLATION LEVEL`).
+    pub fn set_isolation(&mut self, iso: Isolation) {
+        self.isolation = iso;
+    }
+
+    /// `innodb_lock_wait_timeout` for this session.
+    pub fn set_lock_wait_timeout(&mut self, d: Duration) {
+        self.lock_wait_timeout = Some(d);
+        if let Some(t) = &mut self.txn {
+            t.set_lock_wait_timeout(d);
+        }
+    }
+
+    /// Whether a transaction is open (BEGIN, or autocommit=0 after a statement).
+    pub fn in_transaction(&self) -> bool {
+        self.txn.as_ref().is_some_and(|t| t.is_active())
+    }
+
+    /// Whether the open transaction holds row locks (for the thread pool's priority rule).
+    pub fn holds_locks(&self) -> bool {
+        self.txn.as_ref().is_some_and(|t| t.locks_held() > 0)
+    }
+
+    /// BEGIN / START TRANSACTION: commits an open transaction, then opens a new one.
+    pub fn begin(&mut self) -> Result<(), SqlError> {
+        self.commit()?;
+        self.open_txn();
+        self.explicit = true;
+        Ok(())
+    }
+
+    /// COMMIT (no-op without a transaction).
+    pub fn commit(&mut self) -> Result<(), SqlError> {
+        self.explicit = false;
+        let r = match self.txn.take() {
+            Some(mut t) if t.is_active() => t.commit().map_err(store_err),
+            _ => Ok(()),
+        };
+        self.clear_kill_handle();
+        r
+    }
+
+    /// ROLLBACK (no-op without a transaction).
+    pub fn rollback(&mut self) {
+        self.explicit = false;
+        if let Some(mut t) = self.txn.take() {
+            if t.is_active() {
+                t.rollback();
+            }
+        }
+        self.clear_kill_handle();
+    }
+
+    fn clear_kill_handle(&self) {
+        *self.kill.current.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    fn open_txn(&mut self) {
+        let mut t = self.engine.store.begin(self.isolation);
+        if let Some(d) = self.lock_wait_timeout {
+            t.set_lock_wait_timeout(d);
+        }
+        *self.kill.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(t.kill_handle());
+        self.txn = Some(t);
+    }
+
+    /// Parses, translates and plans a table statement. `current_db` resolves unqualified
+    /// table names (for this plan's whole life, as MySQL resolves at PREPARE).
+    pub fn prepare(&mut self, sql: &str, current_db: Option<&str>) -> Result<Arc<Plan>, SqlError> {
+        let (stmt, param_count) = parse_table_statement(sql)?;
+        let db = current_db.map(str::to_string);
+        let mut columns = Vec::new();
+        let mut access = None;
+        let store = &self.engine.store;
+        let table_of = |t: &TableRef| -> Result<(String, Arc<TableDef>), SqlError> {
+            let d = resolve_db(t, &db)?;
+            let def = store.table(&d, &t.name).map_err(store_err)?;
+            Ok((d, def))
+        };
+        match &stmt {
+            TableStmt::Select(sel) => {
+                let d = resolve_db(&sel.table, &db)?;
+                if is_info_schema(&d) {
+                    let (names, infos, _) = show::info_schema(store, &sel.table.name)?;
+                    columns = select_columns_virtual(sel, &names, &infos)?;
+                } else {
+                    let (d, def) = table_of(&sel.table)?;
+                    columns = select_columns(sel, &d, &def)?;
+                    check_columns(&def, sel)?;
+                    access = Some((def.clone(), choose_access(&def, sel.filter.as_ref())));
+                }
+            }
+            TableStmt::Update(u) => {
+                let (_, def) = table_of(&u.table)?;
+                access = Some((def.clone(), choose_access(&def, u.filter.as_ref())));
+            }
+            TableStmt::Delete(dl) => {
+                let (_, def) = table_of(&dl.table)?;
+                access = Some((def.clone(), choose_access(&def, dl.filter.as_ref())));
+            }
+            TableStmt::Insert(i) => {
+                table_of(&i.table)?;
+            }
+            _ => {}
+        }
+        Ok(Arc::new(Plan {
+            sql: sql.to_string(),
+            stmt,
+            param_count,
+            columns,
+            db,
+            access,
+        }))
+    }
+
+    /// Prepare + execute of a statement without parameters (COM_QUERY).
+    pub fn query(
+        &mut self,
+        sql: &str,
+        current_db: Option<&str>,
+        ctx: &mut dyn Context,
+    ) -> Result<ExecOutput, SqlError> {
+        let plan = self.prepare(sql, current_db)?;
+        self.execute(&plan, &[], ctx)
+    }
+
+    /// Executes a plan with bound parameters, in the session's transaction (see module docs).
+    pub fn execute(
+        &mut self,
+        plan: &Plan,
+        params: &[Value],
+        ctx: &mut dyn Context,
+    ) -> Result<ExecOutput, SqlError> {
+        if params.len() != plan.param_count {
+            return Err(SqlError::WrongArguments("mysqld_stmt_execute".into()));
+        }
+        let store = self.engine.store.clone();
+        // Statements that do not touch rows.
+        match &plan.stmt {
+            s if s.is_ddl() => {
+                self.commit()?;
+                return self.ddl(&store, plan);
+            }
+            TableStmt::ShowTables { db, full, like } => {
+                let d = db.clone().or_else(|| plan.db.clone()).ok_or(SqlError::NoDatabase)?;
+                if is_info_schema(&d) {
+                    return Ok(ExecOutput::Rows {
+                        columns: vec![ColumnInfo::text("Tables_in_information_schema")],
+                        rows: ["COLUMNS", "SCHEMATA", "TABLES"]
+                            .iter()
+                            .map(|t| vec![Value::Str(t.to_string())])
+                            .collect(),
+                    });
+                }
+                return show::show_tables(&store, &d, *full, like);
+            }
+            TableStmt::ShowCreateTable(t) => {
+                let d = resolve_db(t, &plan.db)?;
+                let def = store.table(&d, &t.name).map_err(store_err)?;
+                return Ok(show::show_create(&store, &def));
+            }
+            TableStmt::ShowColumns { table, full, like } => {
+                let d = resolve_db(table, &plan.db)?;
+                let def = store.table(&d, &table.name).map_err(store_err)?;
+                return Ok(show::show_columns(&def, *full, like));
+            }
+            TableStmt::ShowIndex(t) => {
+                let d = resolve_db(t, &plan.db)?;
+                let def = store.table(&d, &t.name).map_err(store_err)?;
+                return Ok(show::show_index(&def));
+            }
+            TableStmt::Analyze(ts) => {
+                let list = ts
+                    .iter()
+                    .map(|t| Ok((resolve_db(t, &plan.db)?, t.name.clone())))
+                    .collect::<Result<Vec<_>, SqlError>>()?;
+                return Ok(show::analyze(&store, &list));
+            }
+            _ => {}
+        }
+        if self.txn.as_ref().is_some_and(|t| !t.is_active()) {
+            self.txn = None;
+            self.explicit = false;
+        }
+        if self.txn.is_none() {
+            self.open_txn();
+        }
+        self.kill.killed.store(false, Ordering::SeqCst);
+        let mut txn = self.txn.take().expect("opened above");
+        let sp = txn.begin_statement();
+        let result = run_dml(&store, plan, &mut txn, params, ctx);
+        let autocommit_stmt = self.autocommit && !self.explicit;
+        match result {
+            Ok(out) => {
+                if autocommit_stmt {
+                    let r = txn.commit().map_err(store_err);
+                    self.clear_kill_handle();
+                    r?;
+                } else {
+                    self.txn = Some(txn);
+                }
+                Ok(out)
+            }
+            Err(e) => {
+                if !txn.is_active() {
+                    // Deadlock: the store rolled the whole transaction back.
+                    self.explicit = false;
+                    self.clear_kill_handle();
+                } else if autocommit_stmt {
+                    txn.rollback();
+                    self.clear_kill_handle();
+                } else {
+                    txn.rollback_to(sp);
+                    self.txn = Some(txn);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn ddl(&mut self, store: &Engine, plan: &Plan) -> Result<ExecOutput, SqlError> {
+        let db = |t: &TableRef| resolve_db(t, &plan.db);
+        match &plan.stmt {
+            TableStmt::CreateTable {
+                db: d,
+                if_not_exists,
+                spec,
+            } => {
+                let d = d.clone().or_else(|| plan.db.clone()).ok_or(SqlError::NoDatabase)?;
+                if is_info_schema(&d) {
+                    return Err(access_denied(&d));
+                }
+                match store.create_table(&d, spec.clone()) {
+                    Ok(_) => Ok(ExecOutput::ok(0)),
+                    Err(shoal_store::StoreError::TableExists(_)) if *if_not_exists => Ok(ExecOutput::Ok {
+                        affected_rows: 0,
+                        last_insert_id: 0,
+                        info: String::new(),
+                        warnings: 1,
+                    }),
+                    Err(e) => Err(store_err(e)),
+                }
+            }
+            TableStmt::CreateIndex { table, spec } => {
+                store.create_index(&db(table)?, &table.name, spec.clone()).map_err(store_err)?;
+                Ok(ExecOutput::ok(0))
+            }
+            TableStmt::DropIndex { table, name } => {
+                store.drop_index(&db(table)?, &table.name, name).map_err(store_err)?;
+                Ok(ExecOutput::ok(0))
+            }
+            TableStmt::DropTable { tables, if_exists } => {
+                let mut missing = Vec::new();
+                for t in tables {
+                    let d = db(t)?;
+                    if store.table(&d, &t.name).is_err() {
+                        missing.push(format!("{d}.{}", t.name));
+                    }
+                }
+                if !missing.is_empty() && !*if_exists {
+                    return Err(SqlError::other(
+                        1051,
+                        "42S02",
+                        format!("Unknown table '{}'", missing.join(",")),
+                    ));
+                }
+                for t in tables {
+                    let d = db(t)?;
+                    match store.drop_table(&d, &t.name) {
+                        Ok(()) | Err(shoal_store::StoreError::NoSuchTable { .. }) => {}
+                        Err(e) => return Err(store_err(e)),
+                    }
+                }
+                Ok(ExecOutput::Ok {
+                    affected_rows: 0,
+                    last_insert_id: 0,
+                    info: String::new(),
+                    warnings: missing.len() as u16,
+                })
+            }
+            TableStmt::Truncate(t) => {
+                store.truncate_table(&db(t)?, &t.name).map_err(store_err)?;
+                Ok(ExecOutput::ok(0))
+            }
+            TableStmt::AlterTable { table, ops } => {
+                let d = db(table)?;
+                for op in ops {
+                    match op {
+                        AlterOp::AddIndex(spec) => {
+                            let mut spec = spec.clone();
+                            if spec.name.is_empty() {
+                                spec.name = spec.columns.first().cloned().unwrap_or_default();
+                            }
+                            store.create_index(&d, &table.name, spec).map_err(store_err)?;
+                        }
+                        AlterOp::DropIndex(n) => {
+                            store.drop_index(&d, &table.name, n).map_err(store_err)?;
+                        }
+                    }
+                }
+                Ok(ExecOutput::Ok {
+                    affected_rows: 0,
+                    last_insert_id: 0,
+                    info: "Records: 0  Duplicates: 0  Warnings: 0".into(),
+                    warnings: 0,
+                })
+            }
+            _ => Err(SqlError::Unsupported("statement".into())),
+        }
+    }
+}
+
+impl Drop for TableSession {
+    fn drop(&mut self) {
+        self.rollback();
+    }
+}
+
+fn access_denied(db: &str) -> SqlError {
+    SqlError::other(
+        1044,
+        "42000",
+        format!("Access denied for user to database '{db}'"),
+    )
+}
+
+/// The current definition of the plan's table, and the access path for it (re-chosen if the
+/// table changed since PREPARE).
+fn current_access(
+    store: &Engine,
+    plan: &Plan,
+    t: &TableRef,
+    filter: Option<&Expr>,
+) -> Result<(Arc<TableDef>, Access), SqlError> {
+    let d = resolve_db(t, &plan.db)?;
+    let def = store.table(&d, &t.name).map_err(store_err)?;
+    if let Some((old, a)) = &plan.access {
+        if **old == *def {
+            return Ok((def, a.clone()));
+        }
+    }
+    let a = choose_access(&def, filter);
+    Ok((def, a))
+}
+
+fn run_dml(
+    store: &Engine,
+    plan: &Plan,
+    txn: &mut Transaction,
+    params: &[Value],
+    ctx: &mut dyn Context,
+) -> Result<ExecOutput, SqlError> {
+    let mut ex = Exec { txn, ctx, params };
+    match &plan.stmt {
+        TableStmt::Select(sel) => {
+            let d = resolve_db(&sel.table, &plan.db)?;
+            if is_info_schema(&d) {
+                let (names, _, rows) = show::info_schema(store, &sel.table.name)?;
+                let rows = ex.select(sel, Source::Rows(rows), &names)?;
+                return Ok(ExecOutput::Rows {
+                    columns: plan.columns.clone(),
+                    rows,
+                });
+            }
+            let (def, access) = current_access(store, plan, &sel.table, sel.filter.as_ref())?;
+            let names: Vec<String> = def.columns.iter().map(|c| c.name.clone()).collect();
+            let rows = ex.select(sel, Source::Table(&def, &access), &names)?;
+            Ok(ExecOutput::Rows {
+                columns: plan.columns.clone(),
+                rows,
+            })
+        }
+        TableStmt::Update(u) => {
+            if is_info_schema(&resolve_db(&u.table, &plan.db)?) {
+                return Err(access_denied("information_schema"));
+            }
+            let (def, access) = current_access(store, plan, &u.table, u.filter.as_ref())?;
+            ex.update(u, &def, &access)
+        }
+        TableStmt::Delete(dl) => {
+            if is_info_schema(&resolve_db(&dl.table, &plan.db)?) {
+                return Err(access_denied("information_schema"));
+            }
+            let (def, access) = current_access(store, plan, &dl.table, dl.filter.as_ref())?;
+            ex.delete(dl, &def, &access)
+        }
+        TableStmt::Insert(i) => {
+            let d = resolve_db(&i.table, &plan.db)?;
+            if is_info_schema(&d) {
+                return Err(access_denied(&d));
+            }
+            let def = store.table(&d, &i.table.name).map_err(store_err)?;
+            ex.insert(i, &def)
+        }
+        _ => Err(SqlError::Unsupported("statement".into())),
+    }
+}
+
+/// Every column a SELECT names must exist (1054 at PREPARE, as MySQL reports).
+fn check_columns(def: &TableDef, sel: &SelectStmt) -> Result<(), SqlError> {
+    let aliases: Vec<&str> = sel
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            ProjItem::Expr {
+                name,
+                aliased: true,
+                ..
+            } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut bad = None;
+    let mut visit = |e: &Expr, clause: &str, allow_alias: bool| {
+        walk(e, &mut |c| {
+            if bad.is_none()
+                && !c.starts_with('\0')
+                && def.column_index(c).is_none()
+                && !(allow_alias && aliases.iter().any(|a| a.eq_ignore_ascii_case(c)))
+            {
+                bad = Some(SqlError::UnknownColumn(c.to_string(), clause.to_string()));
+            }
+        })
+    };
+    for it in &sel.items {
+        if let ProjItem::Expr { expr, .. } = it {
+            visit(expr, "field list", false);
+        }
+    }
+    for a in &sel.aggs {
+        if let Some(e) = &a.arg {
+            visit(e, "field list", false);
+        }
+    }
+    if let Some(f) = &sel.filter {
+        visit(f, "where clause", false);
+    }
+    for g in &sel.group_by {
+        visit(g, "group statement", true);
+    }
+    if let Some(h) = &sel.having {
+        visit(h, "having clause", true);
+    }
+    for (o, _) in &sel.order_by {
+        visit(o, "order clause", true);
+    }
+    bad.map_or(Ok(()), Err)
+}
+
+fn walk(e: &Expr, f: &mut dyn FnMut(&str)) {
+    match e {
+        Expr::Column(c) => f(c),
+        Expr::Literal(_) | Expr::Param(_) | Expr::SysVar(..) | Expr::UserVar(_) => {}
+        Expr::AssignUserVar(_, a)
+        | Expr::Unary(_, a)
+        | Expr::IsNull(a, _)
+        | Expr::IsBool(a, _, _)
+        | Expr::Cast(a, _) => walk(a, f),
+        Expr::Binary(_, a, b) | Expr::Like(a, b, _, _) => {
+            walk(a, f);
+            walk(b, f);
+        }
+        Expr::InList(a, l, _) => {
+            walk(a, f);
+            l.iter().for_each(|x| walk(x, f));
+        }
+        Expr::Between(a, b, c, _) => {
+            walk(a, f);
+            walk(b, f);
+            walk(c, f);
+        }
+        Expr::Case(o, w, el) => {
+            if let Some(o) = o {
+                walk(o, f);
+            }
+            for (a, b) in w {
+                walk(a, f);
+                walk(b, f);
+            }
+            if let Some(x) = el {
+                walk(x, f);
+            }
+        }
+        Expr::Function(_, args) => args.iter().for_each(|x| walk(x, f)),
+    }
+}
+
+fn key_flags(def: &TableDef, i: usize) -> u16 {
+    let mut fl = 0;
+    if def.primary_key.as_ref().is_some_and(|pk| pk.contains(&i)) {
+        fl |= flags::PRI_KEY;
+    }
+    for ix in &def.indexes {
+        if ix.columns.contains(&i) {
+            fl |= if ix.unique {
+                flags::UNIQUE_KEY
+            } else {
+                flags::MULTIPLE_KEY
+            };
+        }
+    }
+    fl
+}
+
+fn expr_type(e: &Expr, def: &TableDef, sel: &SelectStmt) -> SqlType {
+    match e {
+        Expr::Column(c) if c.starts_with(AGG_PREFIX) => {
+            let i: usize = c[AGG_PREFIX.len()..].parse().unwrap_or(usize::MAX);
+            let Some(a) = sel.aggs.get(i) else {
+                return SqlType::Null;
+            };
+            let arg_ty = a.arg.as_ref().map(|x| expr_type(x, def, sel));
+            match a.func {
+                AggFunc::Count => SqlType::Int,
+                AggFunc::Sum => match arg_ty {
+                    Some(SqlType::Double | SqlType::Str) => SqlType::Double,
+                    Some(SqlType::Decimal(s)) => SqlType::Decimal(s),
+                    _ => SqlType::Decimal(0),
+                },
+                AggFunc::Avg => match arg_ty {
+                    Some(SqlType::Double | SqlType::Str) => SqlType::Double,
+                    Some(SqlType::Decimal(s)) => SqlType::Decimal(s + 4),
+                    _ => SqlType::Decimal(4),
+                },
+                AggFunc::Min | AggFunc::Max => arg_ty.unwrap_or(SqlType::Null),
+            }
+        }
+        Expr::Column(c) => def
+            .column_index(c)
+            .map(|i| sql_type_of(def.columns[i].ty))
+            .unwrap_or(SqlType::Str),
+        other => static_type(other),
+    }
+}
+
+fn select_columns(sel: &SelectStmt, db: &str, def: &TableDef) -> Result<Vec<ColumnInfo>, SqlError> {
+    let mut out = Vec::new();
+    for it in &sel.items {
+        match it {
+            ProjItem::Star => {
+                for (i, c) in def.columns.iter().enumerate() {
+                    out.push(column_info(db, &def.name, &c.name, c, key_flags(def, i)));
+                }
+            }
+            ProjItem::Expr { expr, name, .. } => match expr {
+                Expr::Column(c) if def.column_index(c).is_some() => {
+                    let i = def.column_index(c).unwrap_or(0);
+                    out.push(column_info(db, &def.name, name, &def.columns[i], key_flags(def, i)));
+                }
+                e => out.push(ColumnInfo::expr(name, expr_type(e, def, sel))),
+            },
+        }
+    }
+    Ok(out)
+}
+
+fn select_columns_virtual(
+    sel: &SelectStmt,
+    names: &[String],
+    infos: &[ColumnInfo],
+) -> Result<Vec<ColumnInfo>, SqlError> {
+    let mut out = Vec::new();
+    for it in &sel.items {
+        match it {
+            ProjItem::Star => out.extend(infos.iter().cloned()),
+            ProjItem::Expr { expr, name, .. } => match expr {
+                Expr::Column(c) if !c.starts_with('\0') => {
+                    let i = names
+                        .iter()
+                        .position(|n| n.eq_ignore_ascii_case(c))
+                        .ok_or_else(|| SqlError::UnknownColumn(c.clone(), "field list".into()))?;
+                    let mut ci = infos[i].clone();
+                    ci.name = name.clone();
+                    out.push(ci);
+                }
+                Expr::Column(_) => out.push(ColumnInfo::expr(name, SqlType::Int)),
+                e => out.push(ColumnInfo::expr(name, static_type(e))),
+            },
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,438 @@
+//! SHOW statements, DESCRIBE, ANALYZE and the `information_schema` tables over the catalog.
+//!
+//! `information_schema.SCHEMATA`, `TABLES` and `COLUMNS` are materialised from the store's
+//! catalog at each query (they are small) and then queried by the ordinary SELECT executor,
+//! so WHERE/ORDER BY/LIMIT/aggregates work on them like on any table. `TABLE_ROWS` is NULL
+//! (we keep no row-count statistics; counting would scan).
+
+use shoal_sql::catalog::SYSTEM_DATABASES;
+use shoal_sql::eval::like;
+use shoal_sql::value::Value;
+use shoal_sql::SqlError;
+use shoal_store::{ColumnDefault, ColumnType, Datum, Engine, TableDef};
+
+use crate::convert::{store_err, ColumnInfo};
+use crate::exec::ExecOutput;
+
+fn s(v: &str) -> Value {
+    Value::Str(v.to_string())
+}
+
+fn rows_out(cols: Vec<ColumnInfo>, rows: Vec<Vec<Value>>) -> ExecOutput {
+    ExecOutput::Rows {
+        columns: cols,
+        rows,
+    }
+}
+
+fn like_ok(name: &str, pat: &Option<String>) -> bool {
+    pat.as_ref().is_none_or(|p| like(name, p, '\\'))
+}
+
+/// SHOW [FULL] TABLES.
+pub fn show_tables(engine: &Engine, db: &str, full: bool, pat: &Option<String>) -> Result<ExecOutput, SqlError> {
+    let names = engine.tables(db).map_err(store_err)?;
+    let mut cols = vec![ColumnInfo::text(&format!("Tables_in_{db}"))];
+    if full {
+        cols.push(ColumnInfo::text("Table_type"));
+    }
+    let rows = names
+        .into_iter()
+        .filter(|n| like_ok(n, pat))
+        .map(|n| {
+            let mut r = vec![s(&n)];
+            if full {
+                r.push(s("BASE TABLE"));
+            }
+            r
+        })
+        .collect();
+    Ok(rows_out(cols, rows))
+}
+
+fn default_text(c: &shoal_store::ColumnDef) -> Option<String> {
+    match &c.default {
+        Some(ColumnDefault::Value(Datum::Null)) | None => None,
+        Some(ColumnDefault::Value(d)) => Some(d.to_string()),
+        Some(ColumnDefault::CurrentTimestamp) => Some("CURRENT_TIMESTAMP".into()),
+    }
+}
+
+fn is_numeric(t: ColumnType) -> bool {
+    matches!(
+        t,
+        ColumnType::Int { .. } | ColumnType::Decimal { .. } | ColumnType::Float | ColumnType::Double
+    )
+}
+
+/// `Key` column of DESCRIBE for column `i`.
+fn key_kind(t: &TableDef, i: usize) -> &'static str {
+    if t.primary_key.as_ref().is_some_and(|pk| pk.contains(&i)) {
+        return "PRI";
+    }
+    if t.indexes.iter().any(|ix| ix.unique && ix.columns.len() == 1 && ix.columns[0] == i) {
+        return "UNI";
+    }
+    if t.indexes.iter().any(|ix| ix.columns.first() == Some(&i)) {
+        return "MUL";
+    }
+    ""
+}
+
+/// SHOW CREATE TABLE text.
+pub fn create_table_text(t: &TableDef, next_auto: Option<u64>) -> String {
+    let q = |n: &str| format!("`{}`", n.replace('`', "``"));
+    let mut lines = Vec::new();
+    for c in &t.columns {
+        let mut l = format!("  {} {}", q(&c.name), c.ty.sql_name());
+        if !c.nullable {
+            l.push_str(" NOT NULL");
+        }
+        match &c.default {
+            Some(ColumnDefault::Value(Datum::Null)) => l.push_str(" DEFAULT NULL"),
+            Some(ColumnDefault::Value(d)) => {
+                if is_numeric(c.ty) {
+                    l.push_str(&format!(" DEFAULT '{d}'"));
+                } else {
+                    l.push_str(&format!(" DEFAULT '{}'", d.to_string().replace('\'', "''")));
+                }
+            }
+            Some(ColumnDefault::CurrentTimestamp) => l.push_str(" DEFAULT CURRENT_TIMESTAMP"),
+            None if c.nullable && !matches!(c.ty, ColumnType::Text | ColumnType::Blob) => {
+                l.push_str(" DEFAULT NULL")
+            }
+            None => {}
+        }
+        if c.auto_increment {
+            l.push_str(" AUTO_INCREMENT");
+        }
+        lines.push(l);
+    }
+    let cols = |v: &[usize]| {
+        v.iter()
+            .map(|&i| q(&t.columns[i].name))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    if let Some(pk) = &t.primary_key {
+        lines.push(format!("  PRIMARY KEY ({})", cols(pk)));
+    }
+    for ix in &t.indexes {
+        lines.push(format!(
+            "  {}KEY {} ({})",
+            if ix.unique { "UNIQUE " } else { "" },
+            q(&ix.name),
+            cols(&ix.columns)
+        ));
+    }
+    let mut text = format!("CREATE TABLE {} (\n{}\n) ENGINE=InnoDB", q(&t.name), lines.join(",\n"));
+    if let Some(n) = next_auto.filter(|&n| n > 1) {
+        text.push_str(&format!(" AUTO_INCREMENT={n}"));
+    }
+    text.push_str(" DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin");
+    text
+}
+
+/// SHOW CREATE TABLE.
+pub fn show_create(engine: &Engine, t: &TableDef) -> ExecOutput {
+    let next = if t.auto_increment_column().is_some() {
+        engine.peek_auto_increment(t).ok()
+    } else {
+        None
+    };
+    rows_out(
+        vec![ColumnInfo::text("Table"), ColumnInfo::text("Create Table")],
+        vec![vec![s(&t.name), s(&create_table_text(t, next))]],
+    )
+}
+
+/// DESCRIBE / SHOW [FULL] COLUMNS.
+pub fn show_columns(t: &TableDef, full: bool, pat: &Option<String>) -> ExecOutput {
+    let mut cols = vec![ColumnInfo::text("Field"), ColumnInfo::text("Type")];
+    if full {
+        cols.push(ColumnInfo::text("Collation"));
+    }
+    for n in ["Null", "Key", "Default", "Extra"] {
+        cols.push(ColumnInfo::text(n));
+    }
+    if full {
+        cols.push(ColumnInfo::text("Privileges"));
+        cols.push(ColumnInfo::text("Comment"));
+    }
+    let mut rows = Vec::new();
+    for (i, c) in t.columns.iter().enumerate() {
+        if !like_ok(&c.name, pat) {
+            continue;
+        }
+        let mut r = vec![s(&c.name), s(&c.ty.sql_name())];
+        if full {
+            r.push(match c.ty {
+                ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text => s("utf8mb4_bin"),
+                _ => Value::Null,
+            });
+        }
+        r.push(s(if c.nullable { "YES" } else { "NO" }));
+        r.push(s(key_kind(t, i)));
+        r.push(default_text(c).map(Value::Str).unwrap_or(Value::Null));
+        r.push(s(if c.auto_increment { "auto_increment" } else { "" }));
+        if full {
+            r.push(s("select,insert,update,references"));
+            r.push(s(""));
+        }
+        rows.push(r);
+    }
+    rows_out(cols, rows)
+}
+
+/// SHOW INDEX.
+pub fn show_index(t: &TableDef) -> ExecOutput {
+    let names = [
+        "Table",
+        "Non_unique",
+        "Key_name",
+        "Seq_in_index",
+        "Column_name",
+        "Collation",
+        "Cardinality",
+        "Sub_part",
+        "Packed",
+        "Null",
+        "Index_type",
+        "Comment",
+        "Index_comment",
+    ];
+    let cols = names
+        .iter()
+        .map(|n| {
+            if matches!(*n, "Non_unique" | "Seq_in_index" | "Cardinality" | "Sub_part") {
+                ColumnInfo::int(n)
+            } else {
+                ColumnInfo::text(n)
+            }
+        })
+        .collect();
+    let mut rows = Vec::new();
+    let mut add = |key: &str, unique: bool, cols: &[usize]| {
+        for (seq, &c) in cols.iter().enumerate() {
+            let col = &t.columns[c];
+            rows.push(vec![
+                s(&t.name),
+                Value::Int(i64::from(!unique)),
+                s(key),
+                Value::Int(seq as i64 + 1),
+                s(&col.name),
+                s("A"),
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                s(if col.nullable { "YES" } else { "" }),
+                s("BTREE"),
+                s(""),
+                s(""),
+            ]);
+        }
+    };
+    if let Some(pk) = &t.primary_key {
+        add("PRIMARY", true, pk);
+    }
+    for ix in &t.indexes {
+        add(&ix.name, ix.unique, &ix.columns);
+    }
+    rows_out(cols, rows)
+}
+
+/// ANALYZE TABLE result rows (the statement itself has nothing to do: we keep no statistics).
+pub fn analyze(engine: &Engine, tables: &[(String, String)]) -> ExecOutput {
+    let cols = ["Table", "Op", "Msg_type", "Msg_text"]
+        .iter()
+        .map(|n| ColumnInfo::text(n))
+        .collect();
+    let rows = tables
+        .iter()
+        .map(|(db, t)| match engine.table(db, t) {
+            Ok(_) => vec![s(&format!("{db}.{t}")), s("analyze"), s("status"), s("OK")],
+            Err(e) => vec![s(&format!("{db}.{t}")), s("analyze"), s("Error"), s(&e.to_string())],
+        })
+        .collect();
+    rows_out(cols, rows)
+}
+
+/// Databases including the system schemas, sorted.
+pub fn all_databases(engine: &Engine) -> Vec<String> {
+    let mut v: Vec<String> = engine.databases();
+    for sdb in SYSTEM_DATABASES {
+        if !v.iter().any(|d| d == sdb) {
+            v.push(sdb.to_string());
+        }
+    }
+    v.sort();
+    v
+}
+
+/// Materialises an information_schema table: (column names, column infos, rows).
+pub fn info_schema(engine: &Engine, table: &str) -> Result<(Vec<String>, Vec<ColumnInfo>, Vec<Vec<Value>>), SqlError> {
+    let up = table.to_ascii_uppercase();
+    let (cols, ints): (&[&str], &[&str]) = match up.as_str() {
+        "SCHEMATA" => (
+            &[
+                "CATALOG_NAME",
+                "SCHEMA_NAME",
+                "DEFAULT_CHARACTER_SET_NAME",
+                "DEFAULT_COLLATION_NAME",
+                "SQL_PATH",
+            ],
+            &[],
+        ),
+        "TABLES" => (
+            &[
+                "TABLE_CATALOG",
+                "TABLE_SCHEMA",
+                "TABLE_NAME",
+                "TABLE_TYPE",
+                "ENGINE",
+                "VERSION",
+                "ROW_FORMAT",
+                "TABLE_ROWS",
+                "AUTO_INCREMENT",
+                "TABLE_COLLATION",
+                "TABLE_COMMENT",
+            ],
+            &["VERSION", "TABLE_ROWS", "AUTO_INCREMENT"],
+        ),
+        "COLUMNS" => (
+            &[
+                "TABLE_CATALOG",
+                "TABLE_SCHEMA",
+                "TABLE_NAME",
+                "COLUMN_NAME",
+                "ORDINAL_POSITION",
+                "COLUMN_DEFAULT",
+                "IS_NULLABLE",
+                "DATA_TYPE",
+                "CHARACTER_MAXIMUM_LENGTH",
+                "NUMERIC_PRECISION",
+                "NUMERIC_SCALE",
+                "COLUMN_TYPE",
+                "COLUMN_KEY",
+                "EXTRA",
+            ],
+            &[
+                "ORDINAL_POSITION",
+                "CHARACTER_MAXIMUM_LENGTH",
+                "NUMERIC_PRECISION",
+                "NUMERIC_SCALE",
+            ],
+        ),
+        _ => {
+            return Err(SqlError::NoSuchTable(
+                "information_schema".into(),
+                table.to_string(),
+            ))
+        }
+    };
+    let names: Vec<String> = cols.iter().map(|c| c.to_string()).collect();
+    let infos = cols
+        .iter()
+        .map(|c| {
+            let mut ci = if ints.contains(c) {
+                ColumnInfo::int(c)
+            } else {
+                ColumnInfo::text(c)
+            };
+            ci.schema = "information_schema".into();
+            ci.table = up.clone();
+            ci.org_table = up.clone();
+            ci.org_name = c.to_string();
+            ci
+        })
+        .collect();
+    let mut rows = Vec::new();
+    let dbs = all_databases(engine);
+    match up.as_str() {
+        "SCHEMATA" => {
+            for d in dbs {
+                rows.push(vec![s("def"), s(&d), s("utf8mb4"), s("utf8mb4_bin"), Value::Null]);
+            }
+        }
+        _ => {
+            for d in dbs {
+                let Ok(tables) = engine.tables(&d) else { continue };
+                for tn in tables {
+                    let Ok(t) = engine.table(&d, &tn) else { continue };
+                    if up == "TABLES" {
+                        let ai = if t.auto_increment_column().is_some() {
+                            engine
+                                .peek_auto_increment(&t)
+                                .ok()
+                                .map(|v| Value::UInt(v))
+                                .unwrap_or(Value::Null)
+                        } else {
+                            Value::Null
+                        };
+                        rows.push(vec![
+                            s("def"),
+                            s(&d),
+                            s(&tn),
+                            s("BASE TABLE"),
+                            s("InnoDB"),
+                            Value::Int(10),
+                            s("Dynamic"),
+                            Value::Null,
+                            ai,
+                            s("utf8mb4_bin"),
+                            s(""),
+                        ]);
+                    } else {
+                        for (i, c) in t.columns.iter().enumerate() {
+                            let full = c.ty.sql_name();
+                            let data_type = full.split(['(', ' ']).next().unwrap_or("").to_string();
+                            let (clen, np, ns) = match c.ty {
+                                ColumnType::Char(n) | ColumnType::Varchar(n) => {
+                                    (Value::Int(i64::from(n)), Value::Null, Value::Null)
+                                }
+                                ColumnType::Text | ColumnType::Blob => {
+                                    (Value::Int(65535), Value::Null, Value::Null)
+                                }
+                                ColumnType::Int { bytes, .. } => {
+                                    let p = match bytes {
+                                        1 => 3,
+                                        2 => 5,
+                                        3 => 7,
+                                        4 => 10,
+                                        _ => 19,
+                                    };
+                                    (Value::Null, Value::Int(p), Value::Int(0))
+                                }
+                                ColumnType::Decimal { precision, scale } => (
+                                    Value::Null,
+                                    Value::Int(i64::from(precision)),
+                                    Value::Int(i64::from(scale)),
+                                ),
+                                ColumnType::Float => (Value::Null, Value::Int(12), Value::Null),
+                                ColumnType::Double => (Value::Null, Value::Int(22), Value::Null),
+                                _ => (Value::Null, Value::Null, Value::Null),
+                            };
+                            rows.push(vec![
+                                s("def"),
+                                s(&d),
+                                s(&tn),
+                                s(&c.name),
+                                Value::Int(i as i64 + 1),
+                                default_text(c).map(Value::Str).unwrap_or(Value::Null),
+                                s(if c.nullable { "YES" } else { "NO" }),
+                                s(&data_type),
+                                clen,
+                                np,
+                                ns,
+                                s(&full),
+                                s(key_kind(&t, i)),
+                                s(if c.auto_increment { "auto_increment" } else { "" }),
+                            ]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok((names, infos, rows))
+}

@@ -1,0 +1,1272 @@
+//! Statement text -> [`TableStmt`].
+//!
+//! Most statements are parsed by sqlparser (`MySqlDialect`) and translated from its AST into
+//! ours; expressions become `shoal_sql::ast::Expr` (the SQL crate's evaluator runs them). The
+//! SHOW/DESCRIBE/ANALYZE forms are recognised by a small hand-written front first, because
+//! they are simple and sqlparser models them differently across versions.
+//!
+//! `?` placeholders are numbered in textual order: the translation visits clauses in the order
+//! they appear in the text (SELECT list, WHERE, GROUP BY, HAVING, ORDER BY, LIMIT; SET before
+//! WHERE in UPDATE), so `Expr::Param(n)` is the n-th `?` as the client binds them.
+//!
+//! Anything outside the supported subset is rejected here with 1235 (joins, subqueries, UNION,
+//! multi-table UPDATE/DELETE, INSERT ... SELECT) or 1064 (not parseable), never run wrongly.
+
+use shoal_sql::ast::{BinOp, CastType, Expr, UnOp};
+use shoal_sql::value::Value;
+use shoal_sql::SqlError;
+use shoal_store::{ColumnDef, ColumnDefault, ColumnType, IndexSpec, LockMode, TableSpec};
+use sqlparser::ast as sp;
+use sqlparser::dialect::MySqlDialect;
+use sqlparser::parser::Parser;
+
+use crate::ast::*;
+use crate::convert::value_to_datum;
+
+fn unsupported(what: impl Into<String>) -> SqlError {
+    SqlError::Unsupported(what.into())
+}
+
+/// Parses one table statement. Returns the statement and its number of `?` placeholders.
+pub fn parse_table_statement(sql: &str) -> Result<(TableStmt, usize), SqlError> {
+    let text = sql.trim().trim_end_matches(';').trim();
+    if text.is_empty() {
+        return Err(SqlError::EmptyQuery);
+    }
+    if let Some(s) = parse_show_like(text)? {
+        return Ok((s, 0));
+    }
+    let mut stmts = Parser::parse_sql(&MySqlDialect {}, text).map_err(|e| {
+        let msg = e.to_string();
+        SqlError::Syntax(msg.trim_start_matches("sql parser error: ").to_string())
+    })?;
+    if stmts.len() != 1 {
+        return Err(SqlError::Syntax(text.chars().take(80).collect()));
+    }
+    let mut tr = Translator { params: 0 };
+    let st = tr.statement(stmts.remove(0))?;
+    Ok((st, tr.params))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hand-written front: SHOW / DESCRIBE / ANALYZE.
+
+fn words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quote: Option<char> = None;
+    for c in text.chars() {
+        match quote {
+            Some(q) if c == q => {
+                cur.push(c);
+                quote = None;
+            }
+            Some(_) => cur.push(c),
+            None if c == '\'' || c == '"' || c == '`' => {
+                cur.push(c);
+                quote = Some(c);
+            }
+            None if c.is_whitespace() || c == ',' => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+            }
+            None => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+fn unquote(w: &str) -> String {
+    let b = w.as_bytes();
+    if b.len() >= 2 && (b[0] == b'`' || b[0] == b'\'' || b[0] == b'"') && b[b.len() - 1] == b[0] {
+        w[1..w.len() - 1].to_string()
+    } else {
+        w.to_string()
+    }
+}
+
+fn table_ref_word(w: &str) -> TableRef {
+    // `db`.`t`, db.t, `t`
+    let mut parts = Vec::new();
+    let mut cur = String::new();
+    let mut inq = false;
+    for c in w.chars() {
+        match c {
+            '`' => inq = !inq,
+            '.' if !inq => parts.push(std::mem::take(&mut cur)),
+            c => cur.push(c),
+        }
+    }
+    parts.push(cur);
+    if parts.len() >= 2 {
+        TableRef {
+            db: Some(parts[parts.len() - 2].clone()),
+            name: parts[parts.len() - 1].clone(),
+        }
+    } else {
+        TableRef {
+            db: None,
+            name: parts.remove(0),
+        }
+    }
+}
+
+fn kw(w: Option<&String>, k: &str) -> bool {
+    w.is_some_and(|w| w.eq_ignore_ascii_case(k))
+}
+
+fn parse_show_like(text: &str) -> Result<Option<TableStmt>, SqlError> {
+    let w = words(text);
+    let syntax = || SqlError::Syntax(text.chars().take(80).collect());
+    let first = w.first().map(|s| s.to_ascii_uppercase()).unwrap_or_default();
+    match first.as_str() {
+        "DESCRIBE" | "DESC" | "EXPLAIN" if w.len() >= 2 => {
+            if w.len() > 3 || ["SELECT", "INSERT", "UPDATE", "DELETE"].iter().any(|k| kw(w.get(1), k)) {
+                return Err(unsupported("EXPLAIN"));
+            }
+            let like = w.get(2).map(|s| unquote(s));
+            Ok(Some(TableStmt::ShowColumns {
+                table: table_ref_word(&w[1]),
+                full: false,
+                like,
+            }))
+        }
+        "ANALYZE" | "OPTIMIZE" | "CHECK" => {
+            let mut i = 1;
+            if kw(w.get(i), "NO_WRITE_TO_BINLOG") || kw(w.get(i), "LOCAL") {
+                i += 1;
+            }
+            if !kw(w.get(i), "TABLE") {
+                return Err(syntax());
+            }
+            let tables: Vec<TableRef> = w[i + 1..].iter().map(|s| table_ref_word(s)).collect();
+            if tables.is_empty() {
+                return Err(syntax());
+            }
+            if first != "ANALYZE" {
+                return Err(unsupported(format!("{first} TABLE")));
+            }
+            Ok(Some(TableStmt::Analyze(tables)))
+        }
+        "SHOW" => {
+            let mut i = 1;
+            let full = kw(w.get(i), "FULL");
+            if full {
+                i += 1;
+            }
+            let what = w.get(i).map(|s| s.to_ascii_uppercase()).unwrap_or_default();
+            i += 1;
+            let like_at = |j: usize| -> Result<Option<String>, SqlError> {
+                match w.get(j) {
+                    None => Ok(None),
+                    Some(k) if k.eq_ignore_ascii_case("LIKE") => {
+                        Ok(Some(unquote(w.get(j + 1).ok_or_else(syntax)?)))
+                    }
+                    Some(k) if k.eq_ignore_ascii_case("WHERE") => Err(unsupported("SHOW ... WHERE on tables")),
+                    Some(_) => Err(syntax()),
+                }
+            };
+            match what.as_str() {
+                "TABLES" => {
+                    let mut db = None;
+                    if kw(w.get(i), "FROM") || kw(w.get(i), "IN") {
+                        db = Some(unquote(w.get(i + 1).ok_or_else(syntax)?));
+                        i += 2;
+                    }
+                    Ok(Some(TableStmt::ShowTables {
+                        db,
+                        full,
+                        like: like_at(i)?,
+                    }))
+                }
+                "CREATE" if kw(w.get(i), "TABLE") => Ok(Some(TableStmt::ShowCreateTable(
+                    table_ref_word(w.get(i + 1).ok_or_else(syntax)?),
+                ))),
+                "COLUMNS" | "FIELDS" | "INDEX" | "INDEXES" | "KEYS" => {
+                    if !(kw(w.get(i), "FROM") || kw(w.get(i), "IN")) {
+                        return Err(syntax());
+                    }
+                    let mut table = table_ref_word(w.get(i + 1).ok_or_else(syntax)?);
+                    i += 2;
+                    if kw(w.get(i), "FROM") || kw(w.get(i), "IN") {
+                        table.db = Some(unquote(w.get(i + 1).ok_or_else(syntax)?));
+                        i += 2;
+                    }
+                    if what == "COLUMNS" || what == "FIELDS" {
+                        Ok(Some(TableStmt::ShowColumns {
+                            table,
+                            full,
+                            like: like_at(i)?,
+                        }))
+                    } else {
+                        Ok(Some(TableStmt::ShowIndex(table)))
+                    }
+                }
+                _ => Err(unsupported(format!("SHOW {what}"))),
+            }
+        }
+        _ => Ok(None),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// sqlparser translation.
+
+struct Translator {
+    params: usize,
+}
+
+fn ident(i: &sp::Ident) -> String {
+    i.value.clone()
+}
+
+fn object_parts(n: &sp::ObjectName) -> Result<Vec<String>, SqlError> {
+    n.0.iter()
+        .map(|p| match p {
+            sp::ObjectNamePart::Identifier(i) => Ok(ident(i)),
+            other => Err(unsupported(other.to_string())),
+        })
+        .collect()
+}
+
+fn table_ref(n: &sp::ObjectName) -> Result<TableRef, SqlError> {
+    let mut parts = object_parts(n)?;
+    match parts.len() {
+        1 => Ok(TableRef {
+            db: None,
+            name: parts.remove(0),
+        }),
+        2 => {
+            let name = parts.pop().unwrap_or_default();
+            Ok(TableRef {
+                db: parts.pop(),
+                name,
+            })
+        }
+        _ => Err(SqlError::Syntax(n.to_string())),
+    }
+}
+
+fn last_name(n: &sp::ObjectName) -> Result<String, SqlError> {
+    object_parts(n)?
+        .pop()
+        .ok_or_else(|| SqlError::Syntax(n.to_string()))
+}
+
+fn single_table(from: &[sp::TableWithJoins]) -> Result<TableRef, SqlError> {
+    if from.len() != 1 || !from[0].joins.is_empty() {
+        return Err(unsupported("joins (only single-table statements are implemented)"));
+    }
+    match &from[0].relation {
+        sp::TableFactor::Table { name, args: None, .. } => table_ref(name),
+        sp::TableFactor::Derived { .. } => Err(unsupported("subqueries in FROM")),
+        other => Err(unsupported(format!("table expression {other}"))),
+    }
+}
+
+fn index_columns(cols: &[sp::IndexColumn]) -> Result<Vec<String>, SqlError> {
+    cols.iter()
+        .map(|c| match &c.column.expr {
+            sp::Expr::Identifier(i) => Ok(ident(i)),
+            sp::Expr::Function(f) => {
+                // `c(10)` prefix-length index: index the whole column.
+                last_name(&f.name)
+            }
+            other => Err(unsupported(format!("index on expression {other}"))),
+        })
+        .collect()
+}
+
+fn is_constant(e: &Expr) -> bool {
+    match e {
+        Expr::Literal(_) => true,
+        Expr::Unary(_, a) => is_constant(a),
+        Expr::Binary(_, a, b) => is_constant(a) && is_constant(b),
+        _ => false,
+    }
+}
+
+/// A minimal evaluation context for constant expressions (DEFAULT clauses).
+struct ConstCtx;
+
+impl shoal_sql::eval::Context for ConstCtx {
+    fn system_var(
+        &mut self,
+        _scope: shoal_sql::ast::VarScope,
+        name: &str,
+    ) -> Result<Value, SqlError> {
+        Err(unsupported(format!("@@{name} in a DEFAULT clause")))
+    }
+    fn user_var(&self, _name: &str) -> Value {
+        Value::Null
+    }
+    fn set_user_var(&mut self, _name: &str, _v: Value) {}
+    fn database(&self) -> Option<String> {
+        None
+    }
+    fn user(&self) -> String {
+        String::new()
+    }
+    fn current_user(&self) -> String {
+        String::new()
+    }
+    fn connection_id(&self) -> u64 {
+        0
+    }
+    fn last_insert_id(&self) -> u64 {
+        0
+    }
+    fn set_last_insert_id(&mut self, _v: u64) {}
+    fn now(&self) -> shoal_sql::value::DateTime {
+        shoal_sql::value::DateTime::from_unix(0, 0)
+    }
+    fn version(&self) -> String {
+        String::new()
+    }
+    fn killed(&self) -> bool {
+        false
+    }
+}
+
+fn column_type(dt: &sp::DataType) -> Result<ColumnType, SqlError> {
+    use sp::DataType as D;
+    let int = |bytes: u8, unsigned: bool| Ok(ColumnType::Int { bytes, unsigned });
+    let char_len = |l: &Option<sp::CharacterLength>, default: u32| match l {
+        Some(sp::CharacterLength::IntegerLength { length, .. }) => {
+            u32::try_from(*length).map_err(|_| unsupported("column length"))
+        }
+        Some(sp::CharacterLength::Max) => Ok(65_535),
+        None => Ok(default),
+    };
+    let decimal = |info: &sp::ExactNumberInfo| {
+        let (p, s) = match info {
+            sp::ExactNumberInfo::None => (10, 0),
+            sp::ExactNumberInfo::Precision(p) => (*p, 0),
+            sp::ExactNumberInfo::PrecisionAndScale(p, s) => (*p, u64::try_from(*s).unwrap_or(0)),
+        };
+        if p == 0 || p > 38 || s > 30 || s > p {
+            return Err(SqlError::other(
+                1426,
+                "42000",
+                format!("Too-big precision or scale {p},{s} (max 38,30)"),
+            ));
+        }
+        Ok(ColumnType::Decimal {
+            precision: p as u8,
+            scale: s as u8,
+        })
+    };
+    match dt {
+        D::TinyInt(_) | D::Bool | D::Boolean => int(1, false),
+        D::TinyIntUnsigned(_) => int(1, true),
+        D::SmallInt(_) | D::Int2(_) => int(2, false),
+        D::SmallIntUnsigned(_) | D::Int2Unsigned(_) => int(2, true),
+        D::MediumInt(_) => int(3, false),
+        D::MediumIntUnsigned(_) => int(3, true),
+        D::Int(_) | D::Integer(_) | D::Int4(_) => int(4, false),
+        D::IntUnsigned(_) | D::IntegerUnsigned(_) | D::Int4Unsigned(_) => int(4, true),
+        D::BigInt(_) | D::Int8(_) => int(8, false),
+        D::BigIntUnsigned(_) | D::Int8Unsigned(_) => int(8, true),
+        D::Decimal(i) | D::Numeric(i) | D::Dec(i) | D::DecimalUnsigned(i) | D::DecUnsigned(i) => {
+            decimal(i)
+        }
+        D::Float(_) | D::FloatUnsigned(_) | D::Float4 => Ok(ColumnType::Float),
+        D::Double(_)
+        | D::DoubleUnsigned(_)
+        | D::DoublePrecision
+        | D::DoublePrecisionUnsigned
+        | D::Real
+        | D::RealUnsigned
+        | D::Float8 => Ok(ColumnType::Double),
+        D::Char(l) | D::Character(l) => Ok(ColumnType::Char(char_len(l, 1)?)),
+        D::Varchar(l) | D::CharVarying(l) | D::CharacterVarying(l) => {
+            if l.is_none() {
+                return Err(SqlError::Syntax("VARCHAR needs a length".into()));
+            }
+            Ok(ColumnType::Varchar(char_len(l, 1)?))
+        }
+        D::Text | D::TinyText | D::MediumText | D::LongText => Ok(ColumnType::Text),
+        D::Blob(_) | D::TinyBlob | D::MediumBlob | D::LongBlob | D::Binary(_) | D::Varbinary(_) => {
+            Ok(ColumnType::Blob)
+        }
+        D::Date => Ok(ColumnType::Date),
+        D::Datetime(_) => Ok(ColumnType::DateTime),
+        D::Timestamp(..) => Ok(ColumnType::Timestamp),
+        other => Err(unsupported(format!("column type {other}"))),
+    }
+}
+
+fn agg_func(name: &str) -> Option<AggFunc> {
+    Some(match name {
+        "COUNT" => AggFunc::Count,
+        "SUM" => AggFunc::Sum,
+        "AVG" => AggFunc::Avg,
+        "MIN" => AggFunc::Min,
+        "MAX" => AggFunc::Max,
+        _ => return None,
+    })
+}
+
+/// Where an expression is being translated: decides what aggregates and VALUES() mean.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// Aggregates are not allowed (WHERE, SET, VALUES rows).
+    Plain,
+    /// Aggregates are collected (SELECT list, HAVING, ORDER BY of a SELECT).
+    Aggregate,
+    /// `VALUES(col)` refers to the row being inserted (ON DUPLICATE KEY UPDATE).
+    OnDup,
+}
+
+impl Translator {
+    fn statement(&mut self, st: sp::Statement) -> Result<TableStmt, SqlError> {
+        match st {
+            sp::Statement::Query(q) => self.select(*q),
+            sp::Statement::Insert(i) => self.insert(i),
+            sp::Statement::Update(u) => self.update(u),
+            sp::Statement::Delete(d) => self.delete(d),
+            sp::Statement::CreateTable(ct) => self.create_table(ct),
+            sp::Statement::CreateIndex(ci) => {
+                let table = table_ref(&ci.table_name)?;
+                let name = match &ci.name {
+                    Some(n) => last_name(n)?,
+                    None => return Err(SqlError::Syntax("CREATE INDEX needs a name".into())),
+                };
+                Ok(TableStmt::CreateIndex {
+                    table,
+                    spec: IndexSpec {
+                        name,
+                        columns: index_columns(&ci.columns)?,
+                        unique: ci.unique,
+                    },
+                })
+            }
+            sp::Statement::Drop {
+                object_type,
+                if_exists,
+                names,
+                table,
+                ..
+            } => match object_type {
+                sp::ObjectType::Table => Ok(TableStmt::DropTable {
+                    tables: names.iter().map(table_ref).collect::<Result<_, _>>()?,
+                    if_exists,
+                }),
+                sp::ObjectType::Index => {
+                    let t = table.ok_or_else(|| SqlError::Syntax("DROP INDEX needs ON table".into()))?;
+                    Ok(TableStmt::DropIndex {
+                        table: table_ref(&t)?,
+                        name: names
+                            .first()
+                            .map(last_name)
+                            .transpose()?
+                            .unwrap_or_default(),
+                    })
+                }
+                other => Err(unsupported(format!("DROP {other}"))),
+            },
+            sp::Statement::Truncate(t) => {
+                if t.table_names.len() != 1 {
+                    return Err(SqlError::Syntax("TRUNCATE takes one table".into()));
+                }
+                Ok(TableStmt::Truncate(table_ref(&t.table_names[0].name)?))
+            }
+            sp::Statement::AlterTable(at) => {
+                let table = table_ref(&at.name)?;
+                let mut ops = Vec::new();
+                for op in at.operations {
+                    match op {
+                        sp::AlterTableOperation::AddConstraint { constraint, .. } => {
+                            ops.push(AlterOp::AddIndex(index_constraint(&constraint)?.ok_or_else(
+                                || unsupported(format!("ALTER TABLE ADD {constraint}")),
+                            )?))
+                        }
+                        sp::AlterTableOperation::DropIndex { name } => {
+                            ops.push(AlterOp::DropIndex(ident(&name)))
+                        }
+                        other => return Err(unsupported(format!("ALTER TABLE {other}"))),
+                    }
+                }
+                Ok(TableStmt::AlterTable { table, ops })
+            }
+            other => Err(unsupported(
+                other.to_string().chars().take(60).collect::<String>(),
+            )),
+        }
+    }
+
+    fn create_table(&mut self, ct: sp::CreateTable) -> Result<TableStmt, SqlError> {
+        if ct.query.is_some() || ct.like.is_some() {
+            return Err(unsupported("CREATE TABLE ... SELECT / LIKE"));
+        }
+        if ct.temporary {
+            return Err(unsupported("CREATE TEMPORARY TABLE"));
+        }
+        let t = table_ref(&ct.name)?;
+        let mut spec = TableSpec {
+            name: t.name.clone(),
+            ..TableSpec::default()
+        };
+        for (ci, c) in ct.columns.iter().enumerate() {
+            let ty = column_type(&c.data_type)?;
+            let name = ident(&c.name);
+            let mut col = ColumnDef {
+                name: name.clone(),
+                ty,
+                nullable: true,
+                default: None,
+                auto_increment: false,
+            };
+            let mut explicit_null = false;
+            for o in &c.options {
+                match &o.option {
+                    sp::ColumnOption::Null => explicit_null = true,
+                    sp::ColumnOption::NotNull => col.nullable = false,
+                    sp::ColumnOption::Default(e) => {
+                        col.default = Some(self.default_value(e, ty, &name, ci)?)
+                    }
+                    sp::ColumnOption::PrimaryKey(_) => {
+                        col.nullable = false;
+                        spec.primary_key = vec![name.clone()];
+                    }
+                    sp::ColumnOption::Unique(_) => spec.indexes.push(IndexSpec {
+                        name: name.clone(),
+                        columns: vec![name.clone()],
+                        unique: true,
+                    }),
+                    sp::ColumnOption::DialectSpecific(toks)
+                        if toks.iter().any(|t| t.to_string().eq_ignore_ascii_case("AUTO_INCREMENT")) =>
+                    {
+                        if !ty.is_integer() {
+                            return Err(SqlError::other(
+                                1063,
+                                "42000",
+                                format!("Incorrect column specifier for column '{name}'"),
+                            ));
+                        }
+                        col.auto_increment = true;
+                    }
+                    sp::ColumnOption::CharacterSet(_)
+                    | sp::ColumnOption::Collation(_)
+                    | sp::ColumnOption::Comment(_) => {}
+                    other => return Err(unsupported(format!("column option {other}"))),
+                }
+            }
+            if explicit_null && !col.nullable {
+                return Err(SqlError::Syntax(format!("{name} NULL NOT NULL")));
+            }
+            spec.columns.push(col);
+        }
+        for c in &ct.constraints {
+            match c {
+                sp::TableConstraint::PrimaryKey(pk) => {
+                    if !spec.primary_key.is_empty() {
+                        return Err(SqlError::other(1068, "42000", "Multiple primary key defined"));
+                    }
+                    spec.primary_key = index_columns(&pk.columns)?;
+                }
+                other => match index_constraint(other)? {
+                    Some(ix) => spec.indexes.push(ix),
+                    None => return Err(unsupported(format!("table constraint {other}"))),
+                },
+            }
+        }
+        // PRIMARY KEY columns are NOT NULL.
+        for pk in &spec.primary_key {
+            match spec.columns.iter_mut().find(|c| c.name.eq_ignore_ascii_case(pk)) {
+                Some(c) => c.nullable = false,
+                None => {
+                    return Err(SqlError::other(
+                        1072,
+                        "42000",
+                        format!("Key column '{pk}' doesn't exist in table"),
+                    ))
+                }
+            }
+        }
+        // Name unnamed indexes after their first column, MySQL style (k, k_2, ...).
+        let mut used: Vec<String> = Vec::new();
+        for ix in &mut spec.indexes {
+            if ix.name.is_empty() {
+                let base = ix.columns.first().cloned().unwrap_or_default();
+                let mut name = base.clone();
+                let mut n = 2;
+                while used.iter().any(|u| u.eq_ignore_ascii_case(&name)) {
+                    name = format!("{base}_{n}");
+                    n += 1;
+                }
+                ix.name = name;
+            }
+            used.push(ix.name.clone());
+        }
+        let opts: &[sp::SqlOption] = match &ct.table_options {
+            sp::CreateTableOptions::None => &[],
+            sp::CreateTableOptions::With(o)
+            | sp::CreateTableOptions::Options(o)
+            | sp::CreateTableOptions::Plain(o)
+            | sp::CreateTableOptions::TableProperties(o) => o,
+        };
+        for o in opts {
+            if let sp::SqlOption::KeyValue { key, value } = o {
+                if key.to_string().eq_ignore_ascii_case("AUTO_INCREMENT") {
+                    let v = value.to_string().parse::<u64>().map_err(|_| {
+                        SqlError::Syntax(format!("AUTO_INCREMENT = {value}"))
+                    })?;
+                    spec.auto_increment_start = Some(v.max(1));
+                }
+            }
+        }
+        Ok(TableStmt::CreateTable {
+            db: t.db,
+            if_not_exists: ct.if_not_exists,
+            spec,
+        })
+    }
+
+    fn default_value(
+        &mut self,
+        e: &sp::Expr,
+        ty: ColumnType,
+        col: &str,
+        _pos: usize,
+    ) -> Result<ColumnDefault, SqlError> {
+        let is_now = |name: &str| {
+            matches!(
+                name.to_ascii_uppercase().as_str(),
+                "CURRENT_TIMESTAMP" | "NOW" | "LOCALTIME" | "LOCALTIMESTAMP"
+            )
+        };
+        match e {
+            sp::Expr::Function(f) if is_now(&f.name.to_string()) => {
+                return Ok(ColumnDefault::CurrentTimestamp)
+            }
+            sp::Expr::Identifier(i) if is_now(&i.value) => return Ok(ColumnDefault::CurrentTimestamp),
+            _ => {}
+        }
+        let ex = self.expr(e, Scope::Plain, &mut Vec::new())?;
+        if !is_constant(&ex) {
+            return Err(SqlError::other(
+                1067,
+                "42000",
+                format!("Invalid default value for '{col}'"),
+            ));
+        }
+        let v = shoal_sql::eval::eval(&ex, &mut ConstCtx)?;
+        let d = value_to_datum(&v, ty, col, 1).map_err(|_| {
+            SqlError::other(1067, "42000", format!("Invalid default value for '{col}'"))
+        })?;
+        Ok(ColumnDefault::Value(d))
+    }
+
+    fn order_by(
+        &mut self,
+        obs: &[sp::OrderByExpr],
+        scope: Scope,
+        aggs: &mut Vec<AggCall>,
+    ) -> Result<Vec<(Expr, bool)>, SqlError> {
+        obs.iter()
+            .map(|o| {
+                let desc = matches!(o.options.sort, Some(sp::OrderBySort::Desc));
+                Ok((self.expr(&o.expr, scope, aggs)?, desc))
+            })
+            .collect()
+    }
+
+    fn select(&mut self, q: sp::Query) -> Result<TableStmt, SqlError> {
+        if q.with.is_some() {
+            return Err(unsupported("WITH (common table expressions)"));
+        }
+        let sel = match *q.body {
+            sp::SetExpr::Select(s) => s,
+            sp::SetExpr::SetOperation { .. } => return Err(unsupported("UNION/INTERSECT/EXCEPT")),
+            sp::SetExpr::Query(_) => return Err(unsupported("subqueries")),
+            other => return Err(unsupported(other.to_string())),
+        };
+        if sel.into.is_some() {
+            return Err(unsupported("SELECT ... INTO"));
+        }
+        if sel.from.is_empty() {
+            return Err(unsupported("SELECT without a table in the table executor"));
+        }
+        let table = single_table(&sel.from)?;
+        let distinct = match &sel.distinct {
+            None | Some(sp::Distinct::All) => false,
+            Some(sp::Distinct::Distinct) => true,
+            Some(sp::Distinct::On(_)) => return Err(unsupported("DISTINCT ON")),
+        };
+        let mut aggs = Vec::new();
+        let mut items = Vec::new();
+        for it in &sel.projection {
+            match it {
+                sp::SelectItem::Wildcard(_) => items.push(ProjItem::Star),
+                sp::SelectItem::QualifiedWildcard(..) => items.push(ProjItem::Star),
+                sp::SelectItem::UnnamedExpr(e) => {
+                    let name = match e {
+                        sp::Expr::Identifier(i) => i.value.clone(),
+                        sp::Expr::CompoundIdentifier(v) => {
+                            v.last().map(|i| i.value.clone()).unwrap_or_default()
+                        }
+                        other => other.to_string(),
+                    };
+                    items.push(ProjItem::Expr {
+                        expr: self.expr(e, Scope::Aggregate, &mut aggs)?,
+                        name,
+                        aliased: false,
+                    })
+                }
+                sp::SelectItem::ExprWithAlias { expr, alias } => items.push(ProjItem::Expr {
+                    expr: self.expr(expr, Scope::Aggregate, &mut aggs)?,
+                    name: ident(alias),
+                    aliased: true,
+                }),
+                other => return Err(unsupported(other.to_string())),
+            }
+        }
+        let filter = sel
+            .selection
+            .as_ref()
+            .map(|e| self.expr(e, Scope::Plain, &mut aggs))
+            .transpose()?;
+        let group_by = match &sel.group_by {
+            sp::GroupByExpr::Expressions(v, mods) if mods.is_empty() => v
+                .iter()
+                .map(|e| self.expr(e, Scope::Plain, &mut aggs))
+                .collect::<Result<Vec<_>, _>>()?,
+            sp::GroupByExpr::Expressions(..) => return Err(unsupported("GROUP BY modifiers")),
+            sp::GroupByExpr::All(_) => return Err(unsupported("GROUP BY ALL")),
+        };
+        let group_by = group_by
+            .into_iter()
+            .map(|e| resolve_alias(e, &items))
+            .collect::<Result<Vec<_>, _>>()?;
+        let having = sel
+            .having
+            .as_ref()
+            .map(|e| self.expr(e, Scope::Aggregate, &mut aggs))
+            .transpose()?
+            .map(|e| resolve_alias_deep(e, &items));
+        let mut order_by = Vec::new();
+        if let Some(ob) = &q.order_by {
+            match &ob.kind {
+                sp::OrderByKind::Expressions(v) => {
+                    for (e, d) in self.order_by(v, Scope::Aggregate, &mut aggs)? {
+                        order_by.push((resolve_alias(e, &items)?, d));
+                    }
+                }
+                sp::OrderByKind::All(_) => return Err(unsupported("ORDER BY ALL")),
+            }
+        }
+        let (limit, offset) = self.limit(&q.limit_clause)?;
+        let lock = match q.locks.first() {
+            None => LockMode::None,
+            Some(l) => match l.lock_type {
+                sp::LockType::Update => LockMode::Exclusive,
+                sp::LockType::Share => LockMode::Shared,
+            },
+        };
+        if sel.top.is_some() || !sel.lateral_views.is_empty() || sel.qualify.is_some() {
+            return Err(unsupported("SELECT clause"));
+        }
+        Ok(TableStmt::Select(Box::new(SelectStmt {
+            table,
+            items,
+            filter,
+            group_by,
+            having,
+            order_by,
+            limit,
+            offset,
+            distinct,
+            lock,
+            aggs,
+        })))
+    }
+
+    fn limit(
+        &mut self,
+        lc: &Option<sp::LimitClause>,
+    ) -> Result<(Option<Expr>, Option<Expr>), SqlError> {
+        let mut none = Vec::new();
+        match lc {
+            None => Ok((None, None)),
+            Some(sp::LimitClause::LimitOffset { limit, offset, .. }) => {
+                let l = limit
+                    .as_ref()
+                    .map(|e| self.expr(e, Scope::Plain, &mut none))
+                    .transpose()?;
+                let o = offset
+                    .as_ref()
+                    .map(|o| self.expr(&o.value, Scope::Plain, &mut none))
+                    .transpose()?;
+                Ok((l, o))
+            }
+            Some(sp::LimitClause::OffsetCommaLimit { offset, limit }) => {
+                let o = self.expr(offset, Scope::Plain, &mut none)?;
+                let l = self.expr(limit, Scope::Plain, &mut none)?;
+                Ok((Some(l), Some(o)))
+            }
+        }
+    }
+
+    fn assignments(
+        &mut self,
+        a: &[sp::Assignment],
+        scope: Scope,
+    ) -> Result<Vec<(String, Expr)>, SqlError> {
+        a.iter()
+            .map(|a| {
+                let col = match &a.target {
+                    sp::AssignmentTarget::ColumnName(n) => last_name(n)?,
+                    sp::AssignmentTarget::Tuple(_) => return Err(unsupported("tuple assignment")),
+                };
+                Ok((col, self.expr(&a.value, scope, &mut Vec::new())?))
+            })
+            .collect()
+    }
+
+    fn insert(&mut self, i: sp::Insert) -> Result<TableStmt, SqlError> {
+        let table = match &i.table {
+            sp::TableObject::TableName(n) => table_ref(n)?,
+            _ => return Err(unsupported("INSERT into a table function")),
+        };
+        let columns = i
+            .columns
+            .iter()
+            .map(last_name)
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut rows = Vec::new();
+        let mut columns = columns;
+        if !i.assignments.is_empty() {
+            // INSERT ... SET a = 1, b = 2
+            let sets = self.assignments(&i.assignments, Scope::Plain)?;
+            columns = sets.iter().map(|(c, _)| c.clone()).collect();
+            rows.push(sets.into_iter().map(|(_, e)| Some(e)).collect());
+        } else {
+            let src = i
+                .source
+                .as_ref()
+                .ok_or_else(|| SqlError::Syntax("INSERT without VALUES".into()))?;
+            match src.body.as_ref() {
+                sp::SetExpr::Values(v) => {
+                    for r in &v.rows {
+                        let mut row = Vec::new();
+                        for e in &r.content {
+                            if let sp::Expr::Identifier(id) = e {
+                                if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("DEFAULT") {
+                                    row.push(None);
+                                    continue;
+                                }
+                            }
+                            row.push(Some(self.expr(e, Scope::Plain, &mut Vec::new())?));
+                        }
+                        rows.push(row);
+                    }
+                }
+                _ => return Err(unsupported("INSERT ... SELECT")),
+            }
+        }
+        let on_dup = match &i.on {
+            None => Vec::new(),
+            Some(sp::OnInsert::DuplicateKeyUpdate(a)) => self.assignments(a, Scope::OnDup)?,
+            Some(_) => return Err(unsupported("ON CONFLICT")),
+        };
+        if i.returning.is_some() {
+            return Err(unsupported("RETURNING"));
+        }
+        Ok(TableStmt::Insert(Box::new(InsertStmt {
+            table,
+            columns,
+            rows,
+            ignore: i.ignore,
+            replace: i.replace_into,
+            on_dup,
+        })))
+    }
+
+    fn update(&mut self, u: sp::Update) -> Result<TableStmt, SqlError> {
+        if u.from.is_some() {
+            return Err(unsupported("multi-table UPDATE"));
+        }
+        let table = single_table(std::slice::from_ref(&u.table))?;
+        let sets = self.assignments(&u.assignments, Scope::Plain)?;
+        let mut none = Vec::new();
+        let filter = u
+            .selection
+            .as_ref()
+            .map(|e| self.expr(e, Scope::Plain, &mut none))
+            .transpose()?;
+        let order_by = self.order_by(&u.order_by, Scope::Plain, &mut none)?;
+        let limit = u
+            .limit
+            .as_ref()
+            .map(|e| self.expr(e, Scope::Plain, &mut none))
+            .transpose()?;
+        Ok(TableStmt::Update(Box::new(UpdateStmt {
+            table,
+            sets,
+            filter,
+            order_by,
+            limit,
+        })))
+    }
+
+    fn delete(&mut self, d: sp::Delete) -> Result<TableStmt, SqlError> {
+        if !d.tables.is_empty() || d.using.is_some() {
+            return Err(unsupported("multi-table DELETE"));
+        }
+        let from = match &d.from {
+            sp::FromTable::WithFromKeyword(v) | sp::FromTable::WithoutKeyword(v) => v,
+        };
+        let table = single_table(from)?;
+        let mut none = Vec::new();
+        let filter = d
+            .selection
+            .as_ref()
+            .map(|e| self.expr(e, Scope::Plain, &mut none))
+            .transpose()?;
+        let order_by = self.order_by(&d.order_by, Scope::Plain, &mut none)?;
+        let limit = d
+            .limit
+            .as_ref()
+            .map(|e| self.expr(e, Scope::Plain, &mut none))
+            .transpose()?;
+        Ok(TableStmt::Delete(Box::new(DeleteStmt {
+            table,
+            filter,
+            order_by,
+            limit,
+        })))
+    }
+
+    fn exprs(
+        &mut self,
+        v: &[sp::Expr],
+        scope: Scope,
+        aggs: &mut Vec<AggCall>,
+    ) -> Result<Vec<Expr>, SqlError> {
+        v.iter().map(|e| self.expr(e, scope, aggs)).collect()
+    }
+
+    fn literal(&mut self, v: &sp::Value) -> Result<Expr, SqlError> {
+        Ok(Expr::Literal(match v {
+            sp::Value::Number(s, _) => number(s)?,
+            sp::Value::SingleQuotedString(s) | sp::Value::DoubleQuotedString(s) => Value::Str(s.clone()),
+            sp::Value::Boolean(b) => Value::Int(i64::from(*b)),
+            sp::Value::Null => Value::Null,
+            sp::Value::Placeholder(_) => {
+                self.params += 1;
+                return Ok(Expr::Param(self.params - 1));
+            }
+            sp::Value::HexStringLiteral(h) => {
+                let bytes: Option<Vec<u8>> = (0..h.len())
+                    .step_by(2)
+                    .map(|i| h.get(i..i + 2).and_then(|x| u8::from_str_radix(x, 16).ok()))
+                    .collect();
+                Value::Str(String::from_utf8_lossy(&bytes.ok_or_else(|| SqlError::Syntax(h.clone()))?).into_owned())
+            }
+            other => return Err(unsupported(format!("literal {other}"))),
+        }))
+    }
+
+    fn expr(&mut self, e: &sp::Expr, scope: Scope, aggs: &mut Vec<AggCall>) -> Result<Expr, SqlError> {
+        use sp::Expr as E;
+        let b = Box::new;
+        Ok(match e {
+            E::Identifier(i) => Expr::Column(ident(i)),
+            E::CompoundIdentifier(v) => match v.len() {
+                1..=3 => Expr::Column(v.last().map(ident).unwrap_or_default()),
+                _ => return Err(SqlError::Syntax(e.to_string())),
+            },
+            E::Value(v) => self.literal(&v.value)?,
+            E::Nested(x) => self.expr(x, scope, aggs)?,
+            E::IsNull(x) => Expr::IsNull(b(self.expr(x, scope, aggs)?), false),
+            E::IsNotNull(x) => Expr::IsNull(b(self.expr(x, scope, aggs)?), true),
+            E::IsTrue(x) => Expr::IsBool(b(self.expr(x, scope, aggs)?), true, false),
+            E::IsNotTrue(x) => Expr::IsBool(b(self.expr(x, scope, aggs)?), true, true),
+            E::IsFalse(x) => Expr::IsBool(b(self.expr(x, scope, aggs)?), false, false),
+            E::IsNotFalse(x) => Expr::IsBool(b(self.expr(x, scope, aggs)?), false, true),
+            E::In {
+                expr,
+                target,
+                negated,
+                ..
+            } => match target {
+                sp::InTarget::List(list) => Expr::InList(
+                    b(self.expr(expr, scope, aggs)?),
+                    self.exprs(list, scope, aggs)?,
+                    *negated,
+                ),
+                sp::InTarget::Subquery(_) => return Err(unsupported("subqueries")),
+                _ => return Err(unsupported(format!("expression {e}"))),
+            },
+            E::Subquery(_) | E::Exists { .. } => return Err(unsupported("subqueries")),
+            E::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => Expr::Between(
+                b(self.expr(expr, scope, aggs)?),
+                b(self.expr(low, scope, aggs)?),
+                b(self.expr(high, scope, aggs)?),
+                *negated,
+            ),
+            E::Like {
+                negated,
+                any: false,
+                expr,
+                pattern,
+                escape_char,
+            } => {
+                let esc = match escape_char.as_deref() {
+                    None => None,
+                    Some(E::Value(v)) => match &v.value {
+                        sp::Value::SingleQuotedString(s) if s.chars().count() == 1 => s.chars().next(),
+                        _ => return Err(unsupported("LIKE ... ESCAPE expression")),
+                    },
+                    Some(_) => return Err(unsupported("LIKE ... ESCAPE expression")),
+                };
+                Expr::Like(
+                    b(self.expr(expr, scope, aggs)?),
+                    b(self.expr(pattern, scope, aggs)?),
+                    esc,
+                    *negated,
+                )
+            }
+            E::BinaryOp { left, op, right } => {
+                let op = match op {
+                    sp::BinaryOperator::Plus => BinOp::Add,
+                    sp::BinaryOperator::Minus => BinOp::Sub,
+                    sp::BinaryOperator::Multiply => BinOp::Mul,
+                    sp::BinaryOperator::Divide => BinOp::Div,
+                    sp::BinaryOperator::MyIntegerDivide | sp::BinaryOperator::DuckIntegerDivide => {
+                        BinOp::IntDiv
+                    }
+                    sp::BinaryOperator::Modulo => BinOp::Mod,
+                    sp::BinaryOperator::Eq => BinOp::Eq,
+                    sp::BinaryOperator::NotEq => BinOp::NotEq,
+                    sp::BinaryOperator::Lt => BinOp::Lt,
+                    sp::BinaryOperator::LtEq => BinOp::LtEq,
+                    sp::BinaryOperator::Gt => BinOp::Gt,
+                    sp::BinaryOperator::GtEq => BinOp::GtEq,
+                    sp::BinaryOperator::Spaceship => BinOp::NullSafeEq,
+                    sp::BinaryOperator::And => BinOp::And,
+                    sp::BinaryOperator::Or => BinOp::Or,
+                    sp::BinaryOperator::Xor => BinOp::Xor,
+                    sp::BinaryOperator::BitwiseAnd => BinOp::BitAnd,
+                    sp::BinaryOperator::BitwiseOr => BinOp::BitOr,
+                    sp::BinaryOperator::BitwiseXor | sp::BinaryOperator::PGBitwiseXor => BinOp::BitXor,
+                    sp::BinaryOperator::PGBitwiseShiftLeft => BinOp::ShiftLeft,
+                    sp::BinaryOperator::PGBitwiseShiftRight => BinOp::ShiftRight,
+                    other => return Err(unsupported(format!("operator {other}"))),
+                };
+                Expr::Binary(op, b(self.expr(left, scope, aggs)?), b(self.expr(right, scope, aggs)?))
+            }
+            E::UnaryOp { op, expr } => {
+                let x = self.expr(expr, scope, aggs)?;
+                match op {
+                    sp::UnaryOperator::Minus => match x {
+                        Expr::Literal(Value::Int(i)) => Expr::Literal(Value::Int(-i)),
+                        Expr::Literal(Value::UInt(u)) if u == 1u64 << 63 => {
+                            Expr::Literal(Value::Int(i64::MIN))
+                        }
+                        x => Expr::Unary(UnOp::Neg, b(x)),
+                    },
+                    sp::UnaryOperator::Plus => x,
+                    sp::UnaryOperator::Not | sp::UnaryOperator::BangNot => Expr::Unary(UnOp::Not, b(x)),
+                    sp::UnaryOperator::BitwiseNot => Expr::Unary(UnOp::BitNot, b(x)),
+                    other => return Err(unsupported(format!("operator {other}"))),
+                }
+            }
+            E::Case {
+                operand,
+                conditions,
+                else_result,
+                ..
+            } => {
+                let op = operand
+                    .as_ref()
+                    .map(|o| self.expr(o, scope, aggs))
+                    .transpose()?
+                    .map(b);
+                let mut whens = Vec::new();
+                for c in conditions {
+                    whens.push((
+                        self.expr(&c.condition, scope, aggs)?,
+                        self.expr(&c.result, scope, aggs)?,
+                    ));
+                }
+                let el = else_result
+                    .as_ref()
+                    .map(|o| self.expr(o, scope, aggs))
+                    .transpose()?
+                    .map(b);
+                Expr::Case(op, whens, el)
+            }
+            E::Cast { expr, data_type, .. } => {
+                let t = match data_type {
+                    sp::DataType::Signed | sp::DataType::SignedInteger => CastType::Signed,
+                    sp::DataType::Unsigned | sp::DataType::UnsignedInteger => CastType::Unsigned,
+                    sp::DataType::Char(_) | sp::DataType::Varchar(_) => CastType::Char,
+                    sp::DataType::Date => CastType::Date,
+                    sp::DataType::Datetime(_) => CastType::DateTime,
+                    sp::DataType::Double(_) | sp::DataType::Float(_) | sp::DataType::Real => {
+                        CastType::Double
+                    }
+                    sp::DataType::Decimal(i) => CastType::Decimal(match i {
+                        sp::ExactNumberInfo::PrecisionAndScale(_, s) => *s as u8,
+                        _ => 0,
+                    }),
+                    other => return Err(unsupported(format!("CAST AS {other}"))),
+                };
+                Expr::Cast(b(self.expr(expr, scope, aggs)?), t)
+            }
+            E::Function(f) => return self.function(f, scope, aggs),
+            other => return Err(unsupported(format!("expression {other}"))),
+        })
+    }
+
+    fn function(&mut self, f: &sp::Function, scope: Scope, aggs: &mut Vec<AggCall>) -> Result<Expr, SqlError> {
+        let name = last_name(&f.name)?.to_ascii_uppercase();
+        if f.over.is_some() {
+            return Err(unsupported("window functions"));
+        }
+        let (args, distinct, star) = match &f.args {
+            sp::FunctionArguments::None => (Vec::new(), false, false),
+            sp::FunctionArguments::Subquery(_) => return Err(unsupported("subqueries")),
+            sp::FunctionArguments::List(l) => {
+                let distinct = matches!(l.duplicate_treatment, Some(sp::DuplicateTreatment::Distinct));
+                let mut args = Vec::new();
+                let mut star = false;
+                for a in &l.args {
+                    match a {
+                        sp::FunctionArg::Unnamed(sp::FunctionArgExpr::Expr(e)) => args.push(e.clone()),
+                        sp::FunctionArg::Unnamed(sp::FunctionArgExpr::Wildcard) => star = true,
+                        other => return Err(unsupported(format!("function argument {other}"))),
+                    }
+                }
+                (args, distinct, star)
+            }
+        };
+        if let Some(func) = agg_func(&name) {
+            if scope != Scope::Aggregate {
+                return Err(SqlError::other(1111, "HY000", "Invalid use of group function"));
+            }
+            let arg = if star {
+                if func != AggFunc::Count {
+                    return Err(SqlError::Syntax(format!("{name}(*)")));
+                }
+                None
+            } else {
+                if args.len() != 1 {
+                    return Err(SqlError::ParamCount(name));
+                }
+                // Aggregates inside aggregates are invalid.
+                Some(self.expr(&args[0], Scope::Plain, &mut Vec::new())?)
+            };
+            aggs.push(AggCall { func, arg, distinct });
+            return Ok(Expr::Column(format!("{AGG_PREFIX}{}", aggs.len() - 1)));
+        }
+        if name == "VALUES" && scope == Scope::OnDup {
+            if let [sp::Expr::Identifier(i)] = args.as_slice() {
+                return Ok(Expr::Column(format!("{VALUES_PREFIX}{}", i.value)));
+            }
+            return Err(SqlError::Syntax("VALUES() takes a column name".into()));
+        }
+        if distinct || star {
+            return Err(SqlError::Syntax(format!("{name}(DISTINCT/*)")));
+        }
+        let args = self.exprs(&args, scope, aggs)?;
+        Ok(Expr::Function(name, args))
+    }
+}
+
+fn number(s: &str) -> Result<Value, SqlError> {
+    if s.contains(['e', 'E']) {
+        return s
+            .parse::<f64>()
+            .map(Value::Double)
+            .map_err(|_| SqlError::Syntax(s.to_string()));
+    }
+    if s.contains('.') {
+        return shoal_sql::decimal::Decimal::parse(s)
+            .map(Value::Decimal)
+            .ok_or_else(|| SqlError::Syntax(s.to_string()));
+    }
+    if let Ok(i) = s.parse::<i64>() {
+        return Ok(Value::Int(i));
+    }
+    if let Ok(u) = s.parse::<u64>() {
+        return Ok(Value::UInt(u));
+    }
+    shoal_sql::decimal::Decimal::parse(s)
+        .map(Value::Decimal)
+        .ok_or_else(|| SqlError::Syntax(s.to_string()))
+}
+
+/// UNIQUE / KEY / INDEX table constraints as index specs (`None` for other constraints).
+fn index_constraint(c: &sp::TableConstraint) -> Result<Option<IndexSpec>, SqlError> {
+    Ok(match c {
+        sp::TableConstraint::Unique(u) => Some(IndexSpec {
+            name: u.index_name.as_ref().or(u.name.as_ref()).map(ident).unwrap_or_default(),
+            columns: index_columns(&u.columns)?,
+            unique: true,
+        }),
+        sp::TableConstraint::Index(ix) => Some(IndexSpec {
+            name: ix.name.as_ref().map(ident).unwrap_or_default(),
+            columns: index_columns(&ix.columns)?,
+            unique: false,
+        }),
+        _ => None,
+    })
+}
+
+/// ORDER BY / GROUP BY: a bare name that is a SELECT alias, or a position, means that item.
+fn resolve_alias(e: Expr, items: &[ProjItem]) -> Result<Expr, SqlError> {
+    match &e {
+        Expr::Literal(Value::Int(n)) => {
+            let n = *n;
+            if n < 1 || n as usize > items.len() {
+                return Err(SqlError::UnknownColumn(n.to_string(), "order clause".into()));
+            }
+            match &items[n as usize - 1] {
+                ProjItem::Expr { expr, .. } => Ok(expr.clone()),
+                ProjItem::Star => Err(unsupported("ORDER BY position of *")),
+            }
+        }
+        Expr::Column(c) => {
+            for it in items {
+                if let ProjItem::Expr {
+                    expr,
+                    name,
+                    aliased: true,
+                } = it
+                {
+                    if name.eq_ignore_ascii_case(c) {
+                        return Ok(expr.clone());
+                    }
+                }
+            }
+            Ok(e)
+        }
+        _ => Ok(e),
+    }
+}
+
+/// HAVING: alias references anywhere in the expression.
+fn resolve_alias_deep(e: Expr, items: &[ProjItem]) -> Expr {
+    match e {
+        Expr::Column(_) => resolve_alias(e.clone(), items).unwrap_or(e),
+        Expr::Binary(op, a, b) => Expr::Binary(
+            op,
+            Box::new(resolve_alias_deep(*a, items)),
+            Box::new(resolve_alias_deep(*b, items)),
+        ),
+        Expr::Unary(op, a) => Expr::Unary(op, Box::new(resolve_alias_deep(*a, items))),
+        other => other,
+    }
+}

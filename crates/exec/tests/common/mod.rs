@@ -1,0 +1,218 @@
+//! Shared test helpers: a temp-dir engine, a minimal evaluation context and a fixture runner.
+#![allow(dead_code, reason = "each test binary uses a different subset")]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use shoal_exec::{ExecOutput, TableEngine, TableSession};
+use shoal_sql::ast::VarScope;
+use shoal_sql::eval::Context;
+use shoal_sql::value::{DateTime, Value};
+use shoal_sql::SqlError;
+
+/// A data directory removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!(
+            "shoal-exec-{tag}-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0)
+        ));
+        std::fs::create_dir_all(&p).expect("temp dir");
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn engine(tag: &str) -> (TempDir, Arc<TableEngine>) {
+    let dir = TempDir::new(tag);
+    let mut cfg = shoal_exec::EngineConfig::new(dir.0.join("data"));
+    cfg.block_cache_bytes = 8 << 20;
+    cfg.direct_reads = false;
+    cfg.flush_log_at_trx_commit = 2;
+    let e = TableEngine::open(cfg).expect("open engine");
+    e.store().create_database("test").expect("create db");
+    (dir, e)
+}
+
+/// The session-side context a real server supplies; here just enough for tests.
+#[derive(Default)]
+pub struct Ctx {
+    pub last_id: u64,
+    pub vars: std::collections::HashMap<String, Value>,
+}
+
+impl Context for Ctx {
+    fn system_var(&mut self, _s: VarScope, name: &str) -> Result<Value, SqlError> {
+        Err(SqlError::other(1193, "HY000", format!("Unknown system variable '{name}'")))
+    }
+    fn user_var(&self, name: &str) -> Value {
+        self.vars.get(name).cloned().unwrap_or(Value::Null)
+    }
+    fn set_user_var(&mut self, name: &str, v: Value) {
+        self.vars.insert(name.to_string(), v);
+    }
+    fn database(&self) -> Option<String> {
+        Some("test".into())
+    }
+    fn user(&self) -> String {
+        "root@localhost".into()
+    }
+    fn current_user(&self) -> String {
+        "root@localhost".into()
+    }
+    fn connection_id(&self) -> u64 {
+        1
+    }
+    fn last_insert_id(&self) -> u64 {
+        self.last_id
+    }
+    fn set_last_insert_id(&mut self, v: u64) {
+        self.last_id = v;
+    }
+    fn now(&self) -> DateTime {
+        DateTime::from_unix(1_700_000_000, 0)
+    }
+    fn version(&self) -> String {
+        "8.0.36-shoal".into()
+    }
+    fn killed(&self) -> bool {
+        false
+    }
+}
+
+/// Runs one statement, handling transaction control like the session layer will.
+pub fn run(ts: &mut TableSession, ctx: &mut Ctx, sql: &str) -> Result<ExecOutput, SqlError> {
+    match sql.trim().to_ascii_uppercase().as_str() {
+        "BEGIN" | "START TRANSACTION" => ts.begin().map(|_| ok0()),
+        "COMMIT" => ts.commit().map(|_| ok0()),
+        "ROLLBACK" => {
+            ts.rollback();
+            Ok(ok0())
+        }
+        "SET AUTOCOMMIT=0" => ts.set_autocommit(false).map(|_| ok0()),
+        "SET AUTOCOMMIT=1" => ts.set_autocommit(true).map(|_| ok0()),
+        _ => ts.query(sql, Some("test"), ctx),
+    }
+}
+
+fn ok0() -> ExecOutput {
+    ExecOutput::Ok {
+        affected_rows: 0,
+        last_insert_id: 0,
+        info: String::new(),
+        warnings: 0,
+    }
+}
+
+pub fn text(v: &Value) -> String {
+    v.to_text().unwrap_or_else(|| "NULL".into())
+}
+
+pub fn rows(out: &ExecOutput) -> Vec<String> {
+    match out {
+        ExecOutput::Rows { rows, .. } => rows
+            .iter()
+            .map(|r| r.iter().map(text).collect::<Vec<_>>().join("|"))
+            .collect(),
+        other => panic!("expected rows, got {other:?}"),
+    }
+}
+
+/// Runs a fixture file: `> sql` lines, each followed by expectations:
+/// `| a|b` (a result row, in order), `empty` (no rows), `! code` (error code),
+/// `affected: n`, `info: text`, `insert_id: n`. A statement with no expectation must succeed.
+pub fn run_fixture(path: &std::path::Path) {
+    let text_in = std::fs::read_to_string(path).expect("fixture");
+    let (_dir, eng) = engine("fixture");
+    let mut ts = eng.session();
+    let mut ctx = Ctx::default();
+    let mut blocks: Vec<(usize, String, Vec<String>)> = Vec::new();
+    for (ln, line) in text_in.lines().enumerate() {
+        let l = line.trim_end();
+        if l.trim().is_empty() || l.starts_with('#') {
+            continue;
+        }
+        if let Some(sql) = l.strip_prefix("> ") {
+            blocks.push((ln + 1, sql.to_string(), Vec::new()));
+        } else if let Some(b) = blocks.last_mut() {
+            if b.2.is_empty() && !l.starts_with(['|', '!']) && !l.starts_with("affected:")
+                && !l.starts_with("info:") && !l.starts_with("insert_id:") && l != "empty"
+            {
+                // continuation of a multi-line statement
+                b.1.push(' ');
+                b.1.push_str(l.trim());
+            } else {
+                b.2.push(l.to_string());
+            }
+        }
+    }
+    let mut failures = Vec::new();
+    for (ln, sql, exp) in &blocks {
+        let res = run(&mut ts, &mut ctx, sql);
+        let here = format!("{}:{ln}: {sql}", path.display());
+        let want_err: Option<u16> = exp
+            .iter()
+            .find_map(|e| e.strip_prefix("! ").map(|c| c.trim().parse().expect("code")));
+        match (&res, want_err) {
+            (Err(e), Some(c)) if e.code() == c => continue,
+            (Err(e), _) => {
+                failures.push(format!("{here}\n  error {} {e}, expected {want_err:?}", e.code()));
+                continue;
+            }
+            (Ok(o), Some(c)) => {
+                failures.push(format!("{here}\n  expected error {c}, got {o:?}"));
+                continue;
+            }
+            _ => {}
+        }
+        let out = res.expect("checked");
+        let want_rows: Vec<String> = exp
+            .iter()
+            .filter_map(|e| e.strip_prefix("| ").or(if e == "|" { Some("") } else { None }))
+            .map(str::to_string)
+            .collect();
+        if !want_rows.is_empty() || exp.iter().any(|e| e == "empty") {
+            match &out {
+                ExecOutput::Rows { .. } => {
+                    let got = rows(&out);
+                    if got != want_rows {
+                        failures.push(format!("{here}\n  rows {got:?}\n  want {want_rows:?}"));
+                    }
+                }
+                o => failures.push(format!("{here}\n  expected rows, got {o:?}")),
+            }
+        }
+        for e in exp {
+            if let ExecOutput::Ok { affected_rows, info, last_insert_id, .. } = &out {
+                if let Some(n) = e.strip_prefix("affected: ") {
+                    if n.trim().parse::<u64>().ok() != Some(*affected_rows) {
+                        failures.push(format!("{here}\n  affected {affected_rows}, want {n}"));
+                    }
+                }
+                if let Some(i) = e.strip_prefix("info: ") {
+                    if i != info {
+                        failures.push(format!("{here}\n  info {info:?}, want {i:?}"));
+                    }
+                }
+                if let Some(n) = e.strip_prefix("insert_id: ") {
+                    if n.trim().parse::<u64>().ok() != Some(*last_insert_id) {
+                        failures.push(format!("{here}\n  insert_id {last_insert_id}, want {n}"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(blocks.len() > 5, "fixture has statements");
+}

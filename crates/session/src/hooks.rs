@@ -244,7 +244,14 @@ mod hook_tests {
         assert_eq!(r.rows.len(), 3);
         let s = sel(vec![("threads", Expr::Column("threads".into()))], None);
         let r = select_virtual(&s, table(), |e, n, r| col(n, r, e)).unwrap();
-        assert_eq!(r.rows, vec![vec![Value::Int(3)], vec![Value::Int(0)], vec![Value::Int(5)]]);
+        assert_eq!(
+            r.rows,
+            vec![
+                vec![Value::Int(3)],
+                vec![Value::Int(0)],
+                vec![Value::Int(5)]
+            ]
+        );
         let s = sel(vec![("nope", Expr::Column("nope".into()))], None);
         assert!(select_virtual(&s, table(), |e, n, r| col(n, r, e)).is_err());
     }

@@ -471,7 +471,7 @@ impl Server {
             ));
         }
         c.provided(&mut rows);
-        rows.sort_by(|a, b| a.0.to_ascii_lowercase().cmp(&b.0.to_ascii_lowercase()));
+        rows.sort_by_key(|a| a.0.to_ascii_lowercase());
         rows
     }
 

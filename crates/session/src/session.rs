@@ -579,13 +579,16 @@ impl Session {
             Statement::Select(sel) => {
                 if let Some(vt) = self.virtual_table_of(sel) {
                     let table = vt();
-                    let r = crate::hooks::select_virtual(
-                        sel,
-                        table,
-                        |e, names, row| {
-                            eval(e, &mut Ctx { s: &mut *self, params, row: Some((names, row)) })
-                        },
-                    )?;
+                    let r = crate::hooks::select_virtual(sel, table, |e, names, row| {
+                        eval(
+                            e,
+                            &mut Ctx {
+                                s: &mut *self,
+                                params,
+                                row: Some((names, row)),
+                            },
+                        )
+                    })?;
                     return Ok(Response::Rows(to_result_set(r, 0)));
                 }
                 let catalog = self.server.catalog();
@@ -616,9 +619,9 @@ impl Session {
                             .ok_or_else(|| {
                                 SqlError::other(1273, "HY000", format!("Unknown collation: '{c}'"))
                             })?;
-                        if !found.1.eq_ignore_ascii_case(&cs)
-                            && !(cs == "utf8" && found.1 == "utf8mb3")
-                        {
+                        let same = found.1.eq_ignore_ascii_case(&cs)
+                            || (cs == "utf8" && found.1 == "utf8mb3");
+                        if !same {
                             return Err(SqlError::other(
                                 1253,
                                 "42000",
@@ -1039,7 +1042,10 @@ impl Session {
     }
 
     /// The virtual table (see [`crate::hooks`]) a SELECT reads, if any.
-    fn virtual_table_of(&self, sel: &shoal_sql::ast::Select) -> Option<crate::hooks::VirtualTableFn> {
+    fn virtual_table_of(
+        &self,
+        sel: &shoal_sql::ast::Select,
+    ) -> Option<crate::hooks::VirtualTableFn> {
         let t = sel.from.as_ref()?;
         let db = t.db.clone().or_else(|| self.db.clone())?;
         self.server.hooks().virtual_table(&db, &t.name)

@@ -152,7 +152,7 @@ impl Decimal {
     }
 
     /// Negation.
-    pub fn neg(self) -> Decimal {
+    pub fn negated(self) -> Decimal {
         Decimal::new(-self.mant, self.scale)
     }
 

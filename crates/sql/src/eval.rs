@@ -957,7 +957,7 @@ pub fn eval(e: &Expr, ctx: &mut dyn Context) -> Result<Value, SqlError> {
                             Ok(Value::Decimal(Decimal::from_i128(-(u as i128))))
                         }
                     }
-                    Value::Decimal(d) => Ok(Value::Decimal(d.neg())),
+                    Value::Decimal(d) => Ok(Value::Decimal(d.negated())),
                     other => Ok(Value::Double(-other.to_f64().unwrap_or(0.0))),
                 },
             }

@@ -66,7 +66,10 @@ impl Context for TestCtx {
     }
 }
 
-fn run(ctx: &mut TestCtx, sql: &str) -> Result<(Vec<String>, Vec<SqlType>, Vec<String>), SqlError> {
+/// Column names, column types and the first row as text.
+type Outcome = (Vec<String>, Vec<SqlType>, Vec<String>);
+
+fn run(ctx: &mut TestCtx, sql: &str) -> Result<Outcome, SqlError> {
     let p = parse(sql)?;
     let Statement::Select(s) = p.statement else {
         panic!("not a select: {sql}")

@@ -965,7 +965,9 @@ impl Translator<'_> {
                             Expr::Literal(Value::Int(i64::MIN))
                         }
                         Expr::Literal(Value::Int(i)) => Expr::Literal(Value::Int(-i)),
-                        Expr::Literal(Value::Decimal(d)) => Expr::Literal(Value::Decimal(d.neg())),
+                        Expr::Literal(Value::Decimal(d)) => {
+                            Expr::Literal(Value::Decimal(d.negated()))
+                        }
                         Expr::Literal(Value::Double(d)) => Expr::Literal(Value::Double(-d)),
                         other => Expr::Unary(UnOp::Neg, b(other)),
                     },
@@ -1113,12 +1115,8 @@ impl Translator<'_> {
                     return Err(unsupported("parametric functions"));
                 }
                 let fname = Self::object_name(&f.name);
-                if fname.db.is_some() {
-                    return Err(SqlError::UnknownFunction(format!(
-                        "{}.{}",
-                        fname.db.unwrap(),
-                        fname.name
-                    )));
+                if let Some(db) = &fname.db {
+                    return Err(SqlError::UnknownFunction(format!("{db}.{}", fname.name)));
                 }
                 let args = self.args(f.args)?;
                 Expr::Function(fname.name.to_ascii_uppercase(), args)

@@ -119,6 +119,8 @@ pub struct SocketControl {
     stream: Option<Stream>,
     /// Set once shut down (so a graceful shutdown can tell who was interrupted).
     pub shut: AtomicBool,
+    /// Extra action on shutdown (the thread pool routes KILL to `Pool::kill` through it).
+    on_shutdown: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
 
 impl SocketControl {
@@ -127,7 +129,14 @@ impl SocketControl {
         SocketControl {
             stream: stream.try_clone().ok(),
             shut: AtomicBool::new(false),
+            on_shutdown: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Installs an action run (once per call) after the socket is shut down by KILL or server
+    /// shutdown; only the first installed action is kept.
+    pub fn set_on_shutdown(&self, f: Box<dyn Fn() + Send + Sync>) {
+        let _ = self.on_shutdown.set(f);
     }
 }
 
@@ -136,6 +145,9 @@ impl ConnectionControl for SocketControl {
         self.shut.store(true, Ordering::Release);
         if let Some(s) = &self.stream {
             s.shutdown();
+        }
+        if let Some(f) = self.on_shutdown.get() {
+            f();
         }
     }
 }
@@ -188,7 +200,8 @@ pub struct Client {
     stream: Stream,
     conn: Connection<Session>,
     control: Arc<SocketControl>,
-    /// Admission decided at accept time (for Connection_errors_max_connections).
+    /// Refused by admission at accept time (counts in Connection_errors_max_connections; the
+    /// session counts its own refusals).
     refusing: bool,
     /// Scratch read buffer.
     buf: Vec<u8>,
@@ -216,10 +229,12 @@ impl Client {
         } else {
             Admission::Open
         };
-        let refusing = admission != Admission::Open;
+        let refusing = matches!(admission, Admission::Refuse(_));
         let id = server.next_connection_id();
         let control = Arc::new(SocketControl::new(&stream));
-        let session = server.open_session(id, host.clone(), control.clone());
+        let mut session = server.open_session(id, host.clone(), control.clone());
+        // Exempt from the session's own max_connections check.
+        session.set_admin(admin);
         let conn = Connection::new(
             session,
             ProtoConfig {

@@ -270,3 +270,74 @@ fn many_concurrent_connections() {
         h.join().unwrap();
     }
 }
+
+fn status(c: &mut mysql::Conn, name: &str) -> u64 {
+    let rows: Vec<(String, String)> = c
+        .query(format!("SHOW GLOBAL STATUS LIKE '{name}'"))
+        .unwrap();
+    rows.first()
+        .unwrap_or_else(|| panic!("no status {name}"))
+        .1
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn thread_cache_and_network_counters() {
+    let srv = Shoal::start("counters", &["--thread-cache-size=4"]);
+    let mut admin = mysql::Conn::new(srv.mysql_opts()).unwrap();
+    let created0 = status(&mut admin, "Threads_created");
+    let bytes0 = status(&mut admin, "Bytes_received");
+    let conns0 = status(&mut admin, "Connections");
+    // Sequential short connections reuse cached threads.
+    for _ in 0..5 {
+        let mut c = mysql::Conn::new(srv.mysql_opts()).unwrap();
+        let _: Option<i64> = c.query_first("SELECT 1").unwrap();
+        drop(c);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let created = status(&mut admin, "Threads_created");
+    assert!(created - created0 <= 2, "threads not reused: {created0} -> {created}");
+    assert!(status(&mut admin, "Threads_cached") >= 1);
+    assert!(status(&mut admin, "Connections") >= conns0 + 5);
+    assert!(status(&mut admin, "Bytes_received") > bytes0);
+    assert!(status(&mut admin, "Bytes_sent") > 0);
+    // A client that disconnects without COM_QUIT counts as an aborted client; a failed login
+    // as an aborted connect.
+    let ac0 = status(&mut admin, "Aborted_clients");
+    let an0 = status(&mut admin, "Aborted_connects");
+    let mut r = Raw::connect(srv.port);
+    r.greeting();
+    r.send_login("root");
+    assert_eq!(r.read_packet().unwrap().1[0], 0);
+    drop(r);
+    let _ = mysql::Conn::new(srv.mysql_opts().pass(Some("bad")));
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(status(&mut admin, "Aborted_clients"), ac0 + 1);
+    assert_eq!(status(&mut admin, "Aborted_connects"), an0 + 1);
+}
+
+#[test]
+fn com_field_list_replies_without_breaking_the_connection() {
+    let srv = Shoal::start("fieldlist", &[]);
+    let mut r = Raw::connect(srv.port);
+    r.greeting();
+    r.send_login("root");
+    assert_eq!(r.read_packet().unwrap().1[0], 0);
+    // COM_FIELD_LIST of a table that does not exist: an ERR (1146/1046), not a hang.
+    r.write_packet(0, b"\x04nosuchtable\x00").unwrap();
+    let (seq, p) = r.read_packet().unwrap();
+    assert_eq!(seq, 1);
+    assert!(p[0] == 0xFF || p[0] == 0xFE || p[0] < 0xFB, "{p:?}");
+    if p[0] != 0xFF {
+        // Column definitions until EOF.
+        loop {
+            let (_, p) = r.read_packet().unwrap();
+            if p[0] == 0xFE {
+                break;
+            }
+        }
+    }
+    r.write_packet(0, b"\x0e").unwrap();
+    assert_eq!(r.read_packet().unwrap().1[0], 0);
+}

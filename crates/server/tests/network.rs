@@ -223,3 +223,31 @@ fn stale_socket_is_replaced() {
     assert!(ok);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn admin_port_admits_root_above_max_connections() {
+    let admin = support::free_port();
+    let srv = Shoal::start(
+        "admin",
+        &["--max-connections=1", &format!("--admin-port={admin}")],
+    );
+    // Fill the normal port: 1 + the reserved root slot.
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let mut r = Raw::connect(srv.port);
+        r.greeting();
+        held.push(r);
+    }
+    let mut r = Raw::connect(srv.port);
+    r.greeting();
+    r.send_login("root");
+    assert_eq!(err_code(&r.read_packet().unwrap().1), 1040);
+    // The admin port still lets root in.
+    let mut a = Raw::connect(admin);
+    a.greeting();
+    a.send_login("root");
+    let (_, p) = a.read_packet().unwrap();
+    assert_eq!(p[0], 0, "{:?}", String::from_utf8_lossy(&p));
+    a.write_packet(0, b"\x0e").unwrap();
+    assert_eq!(a.read_packet().unwrap().1[0], 0);
+}

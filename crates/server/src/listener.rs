@@ -16,7 +16,8 @@ use std::thread::JoinHandle;
 use shoal_session::Server;
 
 use crate::client::{Client, Stream};
-use crate::handler::per_thread::{serve, PerThread};
+use crate::handler::per_thread::serve;
+use crate::handler::Dispatch;
 
 /// Bind failures (startup stops with the message).
 #[derive(Debug, thiserror::Error)]
@@ -101,16 +102,17 @@ impl Listeners {
     pub fn spawn_accept_loop(
         self,
         server: Arc<Server>,
-        handler: PerThread,
+        handler: impl Into<Dispatch>,
         shutdown: Arc<AtomicBool>,
     ) -> JoinHandle<()> {
+        let handler = handler.into();
         std::thread::Builder::new()
             .name("shoal-accept".into())
             .spawn(move || self.accept_loop(server, handler, shutdown))
             .expect("spawn accept thread")
     }
 
-    fn accept_loop(self, server: Arc<Server>, handler: PerThread, shutdown: Arc<AtomicBool>) {
+    fn accept_loop(self, server: Arc<Server>, handler: Dispatch, shutdown: Arc<AtomicBool>) {
         let mut fds = vec![libc::pollfd {
             fd: self.tcp.as_raw_fd(),
             events: libc::POLLIN,

@@ -84,10 +84,10 @@ fn main() {
         fail(e);
     }
     let handling = server.thread_handling();
-    if handling != "one-thread-per-connection" {
+    if handling != "one-thread-per-connection" && handling != "pool-of-threads" {
         fail(format!(
-            "thread_handling={handling} is not available in this build yet \
-             (only one-thread-per-connection is wired to the network layer)"
+            "thread_handling={handling} is not available in this build \
+             (use one-thread-per-connection or pool-of-threads)"
         ));
     }
     let datadir = server.datadir();
@@ -105,6 +105,20 @@ fn main() {
     install_signal_handlers();
     let shutdown = Arc::new(AtomicBool::new(false));
     let handler = handler::per_thread::PerThread::new(server.clone(), shutdown.clone());
+    // pool-of-threads: the pool takes every non-admin connection (admin/extra port connections
+    // still get their own thread in the accept loop).
+    let pool = if handling == "pool-of-threads" {
+        match handler::pool::PoolHandling::start(&server) {
+            Ok(p) => Some(p),
+            Err(e) => fail(e),
+        }
+    } else {
+        None
+    };
+    let dispatch: handler::Dispatch = match &pool {
+        Some(p) => p.clone().into(),
+        None => handler.clone().into(),
+    };
 
     tracing::info!(
         "shoal {} starting: version '{}', port {} ({}), socket '{}', admin_port {}, \
@@ -120,7 +134,7 @@ fn main() {
         datadir.display()
     );
     let accept_thread =
-        listeners.spawn_accept_loop(server.clone(), handler.clone(), shutdown.clone());
+        listeners.spawn_accept_loop(server.clone(), dispatch, shutdown.clone());
     tracing::info!("ready for connections");
 
     while !SIGNALLED.load(Ordering::SeqCst) {
@@ -130,6 +144,15 @@ fn main() {
     shutdown.store(true, Ordering::SeqCst);
     let _ = accept_thread.join();
     handler.stop_cache();
+    if let Some(p) = pool {
+        // Running commands finish, the rest get 1053; bounded like the per-thread grace period.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            p.shutdown();
+            let _ = tx.send(());
+        });
+        let _ = rx.recv_timeout(Duration::from_secs(5));
+    }
     // Idle connections are shut down at once; running ones finish their command first.
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {

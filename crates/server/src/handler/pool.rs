@@ -1,0 +1,575 @@
+//! `thread_handling=pool-of-threads`: connections are scheduled by [`shoal_pool::Pool`].
+//!
+//! # How it works
+//!
+//! Each accepted [`Client`] gets a non-blocking socket and is handed to the pool
+//! ([`PoolHandling::dispatch`]) under its connection id, so it lands in group `id % size`. The
+//! pool drives it through [`ServerHandler`], our [`shoal_pool::Handler`]:
+//!
+//! * `login` and `handle` both run [`Client::serve_one_command`], which first flushes pending
+//!   output (the greeting, or the rest of a reply), then processes at most one complete command
+//!   (or one handshake step), or reads what the socket has without blocking. Its outcome maps to
+//!   the pool's: `WantRead` → `Continue` (re-arm for readability: an incomplete packet never pins
+//!   a worker), `WantWrite` → `WantWrite` (the socket buffer is full: the pool re-arms for
+//!   writability and calls `handle` again, which flushes first), `Continue` → `Yield` when more
+//!   input is already buffered (pipelined commands go back to the queue instead of starving the
+//!   group), else `Continue`; `Closed` → `Close`. A handshake that needs several readable events
+//!   simply returns `Continue` until the protocol state says authenticated. Because replies are
+//!   written non-blockingly, the pool never blocks on the network and `WaitKind::Net` is never
+//!   reported by this handler.
+//! * `idle_deadline` is what one-thread-per-connection uses as its read timeout: before login,
+//!   `connect_timeout` counted from accept; inside a half-received command, `net_read_timeout`;
+//!   otherwise the session's `wait_timeout`/`interactive_timeout`. The pool's timer queues an
+//!   expired connection HIGH and calls `timed_out`, which sends ER_CLIENT_INTERACTION_TIMEOUT
+//!   (4031) to an idle authenticated connection (handshakes are just dropped), as
+//!   `per_thread` does.
+//! * `priority`: in a transaction → `PrioHint::in_transaction` (high queue while tickets last,
+//!   and the pool's lock-holder guarantee). The session does not expose row locks yet, so
+//!   `holds_locks` is only set through `in_transaction`.
+//! * `close`: the pool removed the socket from epoll already. Dropping the [`Client`] does the
+//!   accounting (Aborted_clients for a logged-in connection that did not COM_QUIT, i.e. killed
+//!   or timed out ones; Aborted_connects for failed handshakes) and disconnects the session
+//!   (which rolls its transaction back and leaves the process list). At server shutdown the
+//!   client first gets ER_SERVER_SHUTDOWN (1053).
+//!
+//! # KILL
+//!
+//! `KILL CONNECTION` shuts the victim's socket down through its `SocketControl` (what the
+//! per-thread handler relies on). Here the control additionally calls [`Pool::kill`] (installed
+//! with `SocketControl::set_on_shutdown` at dispatch): an idle connection is queued HIGH and
+//! closed at once, a queued one is closed instead of run, and a running one (e.g. in `SLEEP()`,
+//! which polls the session's kill flag) is closed as soon as its command returns.
+//!
+//! # Configuration and observability
+//!
+//! [`PoolHandling::start`] builds the pool [`Config`] from the `thread_pool_*` variables and
+//! subscribes to SET GLOBAL of each (live: size, oversubscribe, stall limit, max threads, idle
+//! timeout, kick-up timer, priority mode and tickets, dedicated listener). It registers a SHOW
+//! STATUS provider (`Threadpool_*`), the information_schema tables `THREAD_POOL_GROUPS`,
+//! `THREAD_POOL_QUEUES`, `THREAD_POOL_STATS`, `THREAD_POOL_WAITS` (MariaDB's columns) plus
+//! `THREAD_POOL_LATENCY` (ours: queueing/execution p50/p95/p99/max per group), and a process-list
+//! state provider (`queued (high)`, `running`, `waiting: SLEEP`, ...). All callbacks hold a
+//! `Weak` pool reference, so a stopped pool just contributes nothing.
+
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use shoal_pool::{
+    CloseReason, Config, Handler, HighPrioMode, Outcome, Pool, PoolError, PoolStats, PrioHint,
+};
+use shoal_proto::Backend;
+use shoal_session::hooks::VirtualTable;
+use shoal_session::vars::VarValue;
+use shoal_session::Server;
+use shoal_sql::value::Value;
+
+use crate::client::{self, shutdown_error, Client};
+
+/// A connection as the pool holds it.
+pub struct PoolConn {
+    /// Socket, protocol state and session.
+    client: Client,
+    /// `connect_timeout` after accept: the handshake must complete by then.
+    connect_deadline: Instant,
+}
+
+impl PoolConn {
+    /// Wraps an accepted client (its socket is switched to non-blocking mode).
+    pub fn new(client: Client, connect_timeout: Duration) -> PoolConn {
+        let _ = client.stream().set_nonblocking(true);
+        PoolConn {
+            client,
+            connect_deadline: Instant::now() + connect_timeout.max(Duration::from_millis(1)),
+        }
+    }
+}
+
+/// The server's [`Handler`]: runs the [`Client`] cycle on pool workers.
+pub struct ServerHandler;
+
+impl ServerHandler {
+    fn step(&self, conn: &mut PoolConn) -> Outcome {
+        match conn.client.serve_one_command() {
+            client::Outcome::Continue => {
+                if conn.client.connection().buffered_input() > 0 {
+                    Outcome::Yield
+                } else {
+                    Outcome::Continue
+                }
+            }
+            client::Outcome::WantRead => Outcome::Continue,
+            client::Outcome::WantWrite => Outcome::WantWrite,
+            client::Outcome::TimedOut | client::Outcome::Closed => Outcome::Close,
+        }
+    }
+}
+
+impl Handler for ServerHandler {
+    type Conn = PoolConn;
+
+    fn fd(&self, conn: &PoolConn) -> RawFd {
+        conn.client.stream().as_raw_fd()
+    }
+
+    fn login(&self, conn: &mut PoolConn) -> Outcome {
+        self.step(conn)
+    }
+
+    fn handle(&self, conn: &mut PoolConn) -> Outcome {
+        self.step(conn)
+    }
+
+    fn priority(&self, conn: &PoolConn) -> PrioHint {
+        let c = conn.client.connection();
+        let in_transaction = c.is_authenticated() && c.backend().status().in_transaction;
+        PrioHint {
+            in_transaction,
+            holds_locks: false,
+        }
+    }
+
+    fn idle_deadline(&self, conn: &PoolConn) -> Option<Instant> {
+        match conn.client.timeout_kind() {
+            client::TimeoutKind::Connect => Some(conn.connect_deadline),
+            _ => Some(Instant::now() + conn.client.read_timeout_now()),
+        }
+    }
+
+    fn timed_out(&self, conn: &mut PoolConn) {
+        conn.client.close_timed_out();
+    }
+
+    fn close(&self, mut conn: PoolConn, reason: CloseReason) {
+        if reason == CloseReason::Shutdown {
+            conn.client.close_with_error(&shutdown_error());
+        }
+        // Dropping the client does the accounting and disconnects the session.
+        drop(conn);
+    }
+}
+
+/// Errors starting the pool.
+#[derive(Debug, thiserror::Error)]
+pub enum PoolStartError {
+    /// The pool refused the configuration or could not create its threads/epoll.
+    #[error("cannot start the thread pool: {0}")]
+    Pool(#[from] PoolError),
+}
+
+/// The running pool plus its server hooks.
+pub struct PoolHandling {
+    pool: Arc<Pool<ServerHandler>>,
+    server: Arc<Server>,
+}
+
+fn var_u64(server: &Server, name: &str, default: u64) -> u64 {
+    server
+        .variable_value(name)
+        .map(|v| v.as_u64())
+        .unwrap_or(default)
+}
+
+fn prio_mode(s: &str) -> HighPrioMode {
+    match s.to_ascii_lowercase().as_str() {
+        "statements" => HighPrioMode::Statements,
+        "none" => HighPrioMode::None,
+        _ => HighPrioMode::Transactions,
+    }
+}
+
+/// The pool configuration the `thread_pool_*` variables describe.
+pub fn config_from_server(server: &Server) -> Config {
+    let d = Config::default();
+    let size = var_u64(server, "thread_pool_size", d.size as u64).max(1) as usize;
+    Config {
+        size,
+        max_size: size.max(d.max_size),
+        oversubscribe: var_u64(server, "thread_pool_oversubscribe", d.oversubscribe as u64)
+            as usize,
+        stall_limit: Duration::from_millis(var_u64(server, "thread_pool_stall_limit", 500).max(1)),
+        max_threads: var_u64(server, "thread_pool_max_threads", d.max_threads as u64).max(1)
+            as usize,
+        idle_timeout: Duration::from_secs(var_u64(server, "thread_pool_idle_timeout", 60)),
+        prio_kickup_timer: Duration::from_millis(var_u64(
+            server,
+            "thread_pool_prio_kickup_timer",
+            1000,
+        )),
+        high_prio_mode: prio_mode(
+            &server
+                .variable("thread_pool_high_prio_mode")
+                .unwrap_or_default(),
+        ),
+        high_prio_tickets: var_u64(server, "thread_pool_high_prio_tickets", d.high_prio_tickets),
+        dedicated_listener: server
+            .variable_value("thread_pool_dedicated_listener")
+            .map(|v| v.as_bool())
+            .unwrap_or(false),
+        histograms: true,
+        work_stealing: false,
+        thread_name: "shoal-pool".into(),
+    }
+}
+
+/// Applies one SET GLOBAL to the pool (ignores other variables).
+fn apply_variable(pool: &Pool<ServerHandler>, name: &str, v: &VarValue) {
+    let res = match name.to_ascii_lowercase().as_str() {
+        "thread_pool_size" => pool.set_size(v.as_u64() as usize),
+        "thread_pool_oversubscribe" => {
+            pool.set_oversubscribe(v.as_u64() as usize);
+            Ok(())
+        }
+        "thread_pool_stall_limit" => {
+            pool.set_stall_limit(Duration::from_millis(v.as_u64().max(1)))
+        }
+        "thread_pool_max_threads" => pool.set_max_threads(v.as_u64().max(1) as usize),
+        "thread_pool_idle_timeout" => {
+            pool.set_idle_timeout(Duration::from_secs(v.as_u64()));
+            Ok(())
+        }
+        "thread_pool_prio_kickup_timer" => {
+            pool.set_prio_kickup_timer(Duration::from_millis(v.as_u64()));
+            Ok(())
+        }
+        "thread_pool_high_prio_mode" => {
+            pool.set_high_prio_mode(prio_mode(&v.as_string()));
+            Ok(())
+        }
+        "thread_pool_high_prio_tickets" => {
+            pool.set_high_prio_tickets(v.as_u64());
+            Ok(())
+        }
+        "thread_pool_dedicated_listener" => {
+            pool.set_dedicated_listener(v.as_bool());
+            Ok(())
+        }
+        _ => Ok(()),
+    };
+    if let Err(e) = res {
+        tracing::warn!("SET GLOBAL {name}: the thread pool did not apply it: {e}");
+    }
+}
+
+fn int(n: impl TryInto<i64>) -> Value {
+    Value::Int(n.try_into().unwrap_or(i64::MAX))
+}
+
+/// `SHOW GLOBAL STATUS` rows of the pool.
+pub fn status_rows(st: &PoolStats) -> Vec<(String, String)> {
+    let mut c = shoal_pool::Counters::default();
+    for g in &st.groups {
+        let x = &g.counters;
+        c.thread_creations += x.thread_creations;
+        c.thread_creations_due_to_stall += x.thread_creations_due_to_stall;
+        c.wakes += x.wakes;
+        c.wakes_due_to_stall += x.wakes_due_to_stall;
+        c.throttles += x.throttles;
+        c.stalls += x.stalls;
+        c.polls_by_listener += x.polls_by_listener;
+        c.polls_by_worker += x.polls_by_worker;
+        c.dequeues_by_listener += x.dequeues_by_listener;
+        c.dequeues_by_worker += x.dequeues_by_worker;
+        c.prio_kickups += x.prio_kickups;
+        c.creations_for_lock_holders += x.creations_for_lock_holders;
+        c.cap_bypasses += x.cap_bypasses;
+        c.creations_refused += x.creations_refused;
+        c.migrations_in += x.migrations_in;
+        c.steals += x.steals;
+    }
+    let sum = |f: fn(&shoal_pool::GroupStats) -> usize| -> u64 {
+        st.groups.iter().map(f).sum::<usize>() as u64
+    };
+    let mut rows: Vec<(&str, u64)> = vec![
+        ("Threadpool_threads", st.threads as u64),
+        ("Threadpool_idle_threads", st.idle_threads as u64),
+        ("Threadpool_active_threads", st.active() as u64),
+        ("Threadpool_standby_threads", sum(|g| g.standby)),
+        ("Threadpool_waiting_threads", sum(|g| g.waiting)),
+        ("Threadpool_groups", st.size as u64),
+        ("Threadpool_connections", st.connections as u64),
+        ("Threadpool_queue_high", sum(|g| g.queue_high)),
+        ("Threadpool_queue_low", sum(|g| g.queue_low)),
+        ("Threadpool_queued", st.queued() as u64),
+        ("Threadpool_stalled_groups", sum(|g| g.is_stalled as usize)),
+        ("Threadpool_stalls", c.stalls),
+        ("Threadpool_thread_creations", c.thread_creations),
+        (
+            "Threadpool_thread_creations_due_to_stall",
+            c.thread_creations_due_to_stall,
+        ),
+        ("Threadpool_thread_creations_refused", c.creations_refused),
+        (
+            "Threadpool_thread_creations_for_lock_holders",
+            c.creations_for_lock_holders,
+        ),
+        ("Threadpool_throttles", c.throttles),
+        ("Threadpool_wakes", c.wakes),
+        ("Threadpool_wakes_due_to_stall", c.wakes_due_to_stall),
+        ("Threadpool_polls_by_listener", c.polls_by_listener),
+        ("Threadpool_polls_by_worker", c.polls_by_worker),
+        ("Threadpool_dequeues_by_listener", c.dequeues_by_listener),
+        ("Threadpool_dequeues_by_worker", c.dequeues_by_worker),
+        ("Threadpool_prio_kickups", c.prio_kickups),
+        ("Threadpool_cap_bypasses", c.cap_bypasses),
+        ("Threadpool_migrations", c.migrations_in),
+        ("Threadpool_steals", c.steals),
+    ];
+    let mut out: Vec<(String, String)> = rows
+        .drain(..)
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    for k in shoal_wait::WaitKind::ALL {
+        out.push((
+            format!("Threadpool_waits_{}", k.name().to_ascii_lowercase()),
+            st.waits_of(k).to_string(),
+        ));
+    }
+    out
+}
+
+/// `information_schema.THREAD_POOL_GROUPS` (MariaDB's columns).
+pub fn groups_table(st: &PoolStats) -> VirtualTable {
+    VirtualTable {
+        columns: [
+            "GROUP_ID",
+            "CONNECTIONS",
+            "THREADS",
+            "ACTIVE_THREADS",
+            "STANDBY_THREADS",
+            "QUEUE_LENGTH",
+            "HAS_LISTENER",
+            "IS_STALLED",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: st
+            .groups
+            .iter()
+            .map(|g| {
+                vec![
+                    int(g.id),
+                    int(g.connections),
+                    int(g.threads),
+                    int(g.active),
+                    int(g.standby),
+                    int(g.queue_high + g.queue_low),
+                    int(g.has_listener as u8),
+                    int(g.is_stalled as u8),
+                ]
+            })
+            .collect(),
+    }
+}
+
+/// `information_schema.THREAD_POOL_QUEUES` (MariaDB's columns).
+pub fn queues_table(st: &PoolStats) -> VirtualTable {
+    VirtualTable {
+        columns: [
+            "GROUP_ID",
+            "POSITION",
+            "PRIORITY",
+            "CONNECTION_ID",
+            "QUEUEING_TIME_MICROSECONDS",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: st
+            .queue_entries
+            .iter()
+            .map(|q| {
+                vec![
+                    int(q.group_id),
+                    int(q.position),
+                    int(q.priority as u8),
+                    int(q.conn_id),
+                    int(q.queueing_time.as_micros()),
+                ]
+            })
+            .collect(),
+    }
+}
+
+/// `information_schema.THREAD_POOL_STATS` (MariaDB's columns).
+pub fn stats_table(st: &PoolStats) -> VirtualTable {
+    VirtualTable {
+        columns: [
+            "GROUP_ID",
+            "THREAD_CREATIONS",
+            "THREAD_CREATIONS_DUE_TO_STALL",
+            "WAKES",
+            "WAKES_DUE_TO_STALL",
+            "THROTTLES",
+            "STALLS",
+            "POLLS_BY_LISTENER",
+            "POLLS_BY_WORKER",
+            "DEQUEUES_BY_LISTENER",
+            "DEQUEUES_BY_WORKER",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: st
+            .groups
+            .iter()
+            .map(|g| {
+                let c = &g.counters;
+                vec![
+                    int(g.id),
+                    int(c.thread_creations),
+                    int(c.thread_creations_due_to_stall),
+                    int(c.wakes),
+                    int(c.wakes_due_to_stall),
+                    int(c.throttles),
+                    int(c.stalls),
+                    int(c.polls_by_listener),
+                    int(c.polls_by_worker),
+                    int(c.dequeues_by_listener),
+                    int(c.dequeues_by_worker),
+                ]
+            })
+            .collect(),
+    }
+}
+
+/// `information_schema.THREAD_POOL_WAITS` (MariaDB's columns).
+pub fn waits_table(st: &PoolStats) -> VirtualTable {
+    VirtualTable {
+        columns: vec!["REASON".into(), "COUNT".into()],
+        rows: shoal_wait::WaitKind::ALL
+            .iter()
+            .map(|k| vec![Value::Str(k.name().into()), int(st.waits_of(*k))])
+            .collect(),
+    }
+}
+
+/// `information_schema.THREAD_POOL_LATENCY` (shoal): queueing and execution time percentiles
+/// per group, in microseconds.
+pub fn latency_table(st: &PoolStats) -> VirtualTable {
+    VirtualTable {
+        columns: [
+            "GROUP_ID",
+            "QUEUEING_COUNT",
+            "QUEUEING_P50_US",
+            "QUEUEING_P95_US",
+            "QUEUEING_P99_US",
+            "QUEUEING_MAX_US",
+            "EXECUTION_COUNT",
+            "EXECUTION_P50_US",
+            "EXECUTION_P95_US",
+            "EXECUTION_P99_US",
+            "EXECUTION_MAX_US",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: st
+            .groups
+            .iter()
+            .map(|g| {
+                let (q, e) = (&g.queue_time, &g.exec_time);
+                vec![
+                    int(g.id),
+                    int(q.count),
+                    int(q.p50_us),
+                    int(q.p95_us),
+                    int(q.p99_us),
+                    int(q.max_us),
+                    int(e.count),
+                    int(e.p50_us),
+                    int(e.p95_us),
+                    int(e.p99_us),
+                    int(e.max_us),
+                ]
+            })
+            .collect(),
+    }
+}
+
+impl PoolHandling {
+    /// Starts the pool from the server's variables and registers every hook (see module docs).
+    pub fn start(server: &Arc<Server>) -> Result<Arc<PoolHandling>, PoolStartError> {
+        let pool = Arc::new(Pool::start(config_from_server(server), ServerHandler)?);
+        let weak = Arc::downgrade(&pool);
+        {
+            let w = weak.clone();
+            server.subscribe_variables(Box::new(move |name, v| {
+                if let Some(p) = w.upgrade() {
+                    apply_variable(&p, name, v);
+                }
+            }));
+        }
+        {
+            let w = weak.clone();
+            server.add_status_provider(Box::new(move |rows| {
+                if let Some(p) = w.upgrade() {
+                    rows.extend(status_rows(&p.stats()));
+                }
+            }));
+        }
+        let tables: [(&str, fn(&PoolStats) -> VirtualTable); 5] = [
+            ("THREAD_POOL_GROUPS", groups_table),
+            ("THREAD_POOL_QUEUES", queues_table),
+            ("THREAD_POOL_STATS", stats_table),
+            ("THREAD_POOL_WAITS", waits_table),
+            ("THREAD_POOL_LATENCY", latency_table),
+        ];
+        for (name, f) in tables {
+            let w: Weak<Pool<ServerHandler>> = weak.clone();
+            let columns = f(&pool.stats()).columns;
+            server.add_virtual_table(
+                "information_schema",
+                name,
+                Arc::new(move || match w.upgrade() {
+                    Some(p) => f(&p.stats()),
+                    None => VirtualTable {
+                        columns: columns.clone(),
+                        rows: Vec::new(),
+                    },
+                }),
+            );
+        }
+        {
+            let w = weak.clone();
+            server.set_process_state_provider(Arc::new(move || {
+                let Some(p) = w.upgrade() else {
+                    return Default::default();
+                };
+                p.connection_states()
+                    .into_iter()
+                    .filter(|(_, s)| *s != shoal_pool::ConnState::Idle)
+                    .map(|(id, s)| (id as u32, s.label()))
+                    .collect()
+            }));
+        }
+        Ok(Arc::new(PoolHandling {
+            pool,
+            server: server.clone(),
+        }))
+    }
+
+    /// Hands an accepted connection to the pool (login queued HIGH in group `id % size`) and
+    /// routes KILL of it to [`Pool::kill`].
+    pub fn dispatch(&self, client: Client) {
+        let id = u64::from(client.id());
+        let w = Arc::downgrade(&self.pool);
+        client.control().set_on_shutdown(Box::new(move || {
+            if let Some(p) = w.upgrade() {
+                p.kill(id);
+            }
+        }));
+        let conn = PoolConn::new(client, self.server.connect_timeout());
+        if let Err(e) = self.pool.add(id, conn) {
+            // The pool already handed the connection to `close` (Rejected).
+            tracing::warn!("connection {id} refused by the thread pool: {e}");
+        }
+    }
+
+    /// The pool (stats, live settings).
+    pub fn pool(&self) -> &Pool<ServerHandler> {
+        &self.pool
+    }
+
+    /// Stops the pool: running commands finish, every connection is closed (1053).
+    pub fn shutdown(&self) {
+        self.pool.shutdown();
+    }
+}

@@ -150,6 +150,10 @@ struct Common {
     /// tokio worker threads of the load generator.
     #[arg(long, default_value_t = 1)]
     client_threads: usize,
+    /// Nice value for the load generator's worker threads (negative needs root or
+    /// CAP_SYS_NICE), useful when the server runs on the same machine.
+    #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
+    client_nice: i32,
     /// Connections opened concurrently while connecting clients.
     #[arg(long, default_value_t = 64)]
     connect_concurrency: usize,
@@ -338,9 +342,25 @@ struct ReportArgs {
     output: PathBuf,
 }
 
-fn runtime(workers: usize) -> tokio::runtime::Runtime {
+/// The tokio runtime; `nice` (if non-zero) is applied to each worker thread, so that on a
+/// machine shared with the server the few load-generator threads are not starved by the
+/// server's many threads (a thread-per-connection client gets one CFS share per connection).
+fn runtime(workers: usize, nice: i32) -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers.max(1))
+        .on_thread_start(move || {
+            if nice != 0 {
+                // SAFETY: setpriority has no memory-safety preconditions; with who=0 and
+                // PRIO_PROCESS, Linux applies it to the calling thread only.
+                let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
+                if rc != 0 {
+                    eprintln!(
+                        "WARNING: --client-nice={nice}: {}",
+                        std::io::Error::last_os_error()
+                    );
+                }
+            }
+        })
         .enable_all()
         .build()
         .expect("tokio runtime")
@@ -367,7 +387,7 @@ fn real_main() -> Result<ExitCode, String> {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Prepare(c) => {
-            let rt = runtime(c.client_threads);
+            let rt = runtime(c.client_threads, c.client_nice);
             rt.block_on(prepare::prepare(
                 &c.conn(),
                 &c.def(),
@@ -378,13 +398,13 @@ fn real_main() -> Result<ExitCode, String> {
             .map_err(|e| e.to_string())?;
         }
         Cmd::Cleanup(c) => {
-            let rt = runtime(c.client_threads);
+            let rt = runtime(c.client_threads, c.client_nice);
             rt.block_on(prepare::cleanup(&c.conn(), c.tables, c.threads, c.quiet))
                 .map_err(|e| e.to_string())?;
         }
         Cmd::Run(c) => {
             let spec = c.spec(1.0)?;
-            let rt = runtime(spec.client_threads);
+            let rt = runtime(spec.client_threads, c.client_nice);
             let r = rt
                 .block_on(method::run_point(&spec))
                 .map_err(|e| e.to_string())?;
@@ -399,7 +419,7 @@ fn real_main() -> Result<ExitCode, String> {
         }
         Cmd::Step(s) => {
             let base = s.common.spec(1.0)?;
-            let rt = runtime(base.client_threads);
+            let rt = runtime(base.client_threads, s.common.client_nice);
             let spec = StepSpec {
                 start_threads: base.threads,
                 step_threads: s.step_threads,
@@ -430,7 +450,7 @@ fn real_main() -> Result<ExitCode, String> {
         }
         Cmd::Soak(s) => {
             let spec = s.common.spec(10.0)?;
-            let rt = runtime(spec.client_threads);
+            let rt = runtime(spec.client_threads, s.common.client_nice);
             let lim = SoakLimits {
                 max_tps_drop_pct: s.max_tps_drop,
                 max_rss_growth_pct: s.max_rss_growth,
@@ -454,7 +474,7 @@ fn real_main() -> Result<ExitCode, String> {
         }
         Cmd::Sweep(s) => {
             let base = s.common.spec(1.0)?;
-            let rt = runtime(base.client_threads);
+            let rt = runtime(base.client_threads, s.common.client_nice);
             let configs = if s.configs.is_empty() {
                 vec![ServerConfig {
                     name: "default".into(),

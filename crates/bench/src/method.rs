@@ -201,7 +201,8 @@ impl Monitor {
                 "load generator bottleneck",
                 format!(
                     "[{:.0}s] {w}: results measure the load generator, not the server \
-                 (raise --client-threads or run the tool on another machine)",
+                 (give it priority with --client-nice=-10, raise --client-threads, or run \
+                 it on another machine)",
                     iv.t
                 ),
             );

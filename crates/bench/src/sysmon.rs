@@ -216,7 +216,7 @@ pub fn read_proc(pid: u32, with_sched: bool) -> Option<ProcSample> {
                 // Only the runtime's worker threads carry the load; the main thread and
                 // blocking helpers sleep most of the time.
                 let comm = read(e.path().join("comm")).unwrap_or_default();
-                if !comm.starts_with("tokio-runtime-w") {
+                if !(comm.starts_with("tokio-rt-worker") || comm.starts_with("tokio-runtime-w")) {
                     continue;
                 }
                 if let Some(s) = read(e.path().join("schedstat")) {

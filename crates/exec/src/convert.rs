@@ -105,7 +105,13 @@ impl ColumnInfo {
                 63,
                 flags::NUM | flags::BINARY | flags::UNSIGNED,
             ),
-            SqlType::Decimal(s) => (mysql_type::NEWDECIMAL, 67, s, 63, flags::NUM | flags::BINARY),
+            SqlType::Decimal(s) => (
+                mysql_type::NEWDECIMAL,
+                67,
+                s,
+                63,
+                flags::NUM | flags::BINARY,
+            ),
             SqlType::Double => (mysql_type::DOUBLE, 23, 31, 63, flags::NUM | flags::BINARY),
             SqlType::Str => (mysql_type::VAR_STRING, 1024, 31, 33, 0),
             SqlType::Date => (mysql_type::DATE, 10, 0, 63, flags::BINARY),
@@ -346,7 +352,11 @@ pub fn value_to_datum(v: &Value, ty: ColumnType, col: &str, row: usize) -> Resul
                     match t.parse::<f64>() {
                         Ok(f) if f.is_finite() => Datum::Double(f),
                         _ => {
-                            let kind = if ty.is_integer() { "integer" } else { "decimal" };
+                            let kind = if ty.is_integer() {
+                                "integer"
+                            } else {
+                                "decimal"
+                            };
                             return Err(incorrect(kind, v, col, row));
                         }
                     }

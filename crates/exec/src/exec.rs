@@ -89,7 +89,10 @@ impl Context for RowCtx<'_> {
         }
         match self.names.iter().position(|n| n.eq_ignore_ascii_case(name)) {
             Some(p) if p < self.row.len() => Ok(self.row[p].clone()),
-            _ => Err(SqlError::UnknownColumn(name.to_string(), "field list".into())),
+            _ => Err(SqlError::UnknownColumn(
+                name.to_string(),
+                "field list".into(),
+            )),
         }
     }
     fn database(&self) -> Option<String> {
@@ -219,7 +222,11 @@ fn group_key(vals: &[Value]) -> String {
     s
 }
 
-fn to_limit(e: &Option<Expr>, ctx: &mut dyn Context, params: &[Value]) -> Result<Option<usize>, SqlError> {
+fn to_limit(
+    e: &Option<Expr>,
+    ctx: &mut dyn Context,
+    params: &[Value],
+) -> Result<Option<usize>, SqlError> {
     let Some(e) = e else {
         return Ok(None);
     };
@@ -285,9 +292,10 @@ impl Acc {
                         .dsum
                         .unwrap_or(SqlDecimal::from_i128(std::mem::take(&mut self.isum)));
                     let d = v.to_decimal().unwrap_or(SqlDecimal::from_i128(0));
-                    self.dsum = Some(base.checked_add(d).ok_or_else(|| {
-                        SqlError::OutOfRange("DECIMAL", "sum".into())
-                    })?);
+                    self.dsum = Some(
+                        base.checked_add(d)
+                            .ok_or_else(|| SqlError::OutOfRange("DECIMAL", "sum".into()))?,
+                    );
                 }
                 _ => {
                     let base = match self.dsum.take() {
@@ -327,9 +335,12 @@ impl Acc {
                 (Some(f), _) => Value::Double(f / self.count as f64),
                 (None, d) => {
                     let d = d.unwrap_or(SqlDecimal::from_i128(self.isum));
-                    d.checked_div(SqlDecimal::from_i128(i128::from(self.count)), d.scale + div_prec)
-                        .map(Value::Decimal)
-                        .unwrap_or(Value::Null)
+                    d.checked_div(
+                        SqlDecimal::from_i128(i128::from(self.count)),
+                        d.scale + div_prec,
+                    )
+                    .map(Value::Decimal)
+                    .unwrap_or(Value::Null)
                 }
             },
             AggFunc::Min | AggFunc::Max => self.best.clone().unwrap_or(Value::Null),
@@ -358,7 +369,12 @@ impl Exec<'_> {
         eval(e, &mut rc)
     }
 
-    fn matches(&mut self, filter: Option<&Expr>, names: &[String], row: &[Value]) -> Result<bool, SqlError> {
+    fn matches(
+        &mut self,
+        filter: Option<&Expr>,
+        names: &[String],
+        row: &[Value],
+    ) -> Result<bool, SqlError> {
         match filter {
             None => Ok(true),
             Some(f) => Ok(self.eval_row(f, names, row)?.truth() == Some(true)),
@@ -457,10 +473,17 @@ impl Exec<'_> {
         if early_stop != Some(0) {
             match source {
                 Source::Table(t, access) => {
-                    self.scan(t, access, sel.lock, sel.filter.as_ref(), names, &mut |_, _, vals| {
-                        matched.push(vals);
-                        Ok(early_stop.is_none_or(|n| matched.len() < n))
-                    })?;
+                    self.scan(
+                        t,
+                        access,
+                        sel.lock,
+                        sel.filter.as_ref(),
+                        names,
+                        &mut |_, _, vals| {
+                            matched.push(vals);
+                            Ok(early_stop.is_none_or(|n| matched.len() < n))
+                        },
+                    )?;
                 }
                 Source::Rows(rows) => {
                     for r in rows {
@@ -587,14 +610,21 @@ impl Exec<'_> {
         if early == Some(0) {
             return Ok(Vec::new());
         }
-        self.scan(table, access, LockMode::Exclusive, filter, names, &mut |this, r, vals| {
-            let mut keys = Vec::new();
-            for (e, _) in order_by {
-                keys.push(this.eval_row(e, names, &vals)?);
-            }
-            rows.push((keys, r, vals));
-            Ok(early.is_none_or(|n| rows.len() < n))
-        })?;
+        self.scan(
+            table,
+            access,
+            LockMode::Exclusive,
+            filter,
+            names,
+            &mut |this, r, vals| {
+                let mut keys = Vec::new();
+                for (e, _) in order_by {
+                    keys.push(this.eval_row(e, names, &vals)?);
+                }
+                rows.push((keys, r, vals));
+                Ok(early.is_none_or(|n| rows.len() < n))
+            },
+        )?;
         if !order_by.is_empty() {
             let desc: Vec<bool> = order_by.iter().map(|(_, d)| *d).collect();
             rows.sort_by(|a, b| cmp_keys(&a.0, &b.0, &desc));
@@ -606,7 +636,12 @@ impl Exec<'_> {
     }
 
     /// UPDATE.
-    pub fn update(&mut self, u: &UpdateStmt, table: &TableDef, access: &Access) -> Result<ExecOutput, SqlError> {
+    pub fn update(
+        &mut self,
+        u: &UpdateStmt,
+        table: &TableDef,
+        access: &Access,
+    ) -> Result<ExecOutput, SqlError> {
         let names: Vec<String> = table.columns.iter().map(|c| c.name.clone()).collect();
         let mut set_pos = Vec::new();
         for (c, e) in &u.sets {
@@ -615,7 +650,14 @@ impl Exec<'_> {
                 .ok_or_else(|| SqlError::UnknownColumn(c.clone(), "field list".into()))?;
             set_pos.push((p, e));
         }
-        let rows = self.target_rows(table, access, u.filter.as_ref(), &u.order_by, &u.limit, &names)?;
+        let rows = self.target_rows(
+            table,
+            access,
+            u.filter.as_ref(),
+            &u.order_by,
+            &u.limit,
+            &names,
+        )?;
         let (mut matched, mut changed) = (0u64, 0u64);
         for (n, (row, mut vals)) in rows.into_iter().enumerate() {
             matched += 1;
@@ -645,9 +687,21 @@ impl Exec<'_> {
     }
 
     /// DELETE.
-    pub fn delete(&mut self, d: &DeleteStmt, table: &TableDef, access: &Access) -> Result<ExecOutput, SqlError> {
+    pub fn delete(
+        &mut self,
+        d: &DeleteStmt,
+        table: &TableDef,
+        access: &Access,
+    ) -> Result<ExecOutput, SqlError> {
         let names: Vec<String> = table.columns.iter().map(|c| c.name.clone()).collect();
-        let rows = self.target_rows(table, access, d.filter.as_ref(), &d.order_by, &d.limit, &names)?;
+        let rows = self.target_rows(
+            table,
+            access,
+            d.filter.as_ref(),
+            &d.order_by,
+            &d.limit,
+            &names,
+        )?;
         let mut n = 0;
         for (row, _) in rows {
             if self.txn.delete(table, &row.key).map_err(store_err)? {
@@ -724,9 +778,14 @@ impl Exec<'_> {
             let proposed = vals;
             loop {
                 let outcome = if ins.ignore || ins.replace || !dup_sets.is_empty() {
-                    self.txn.try_insert(table, proposed.clone()).map_err(store_err)?
+                    self.txn
+                        .try_insert(table, proposed.clone())
+                        .map_err(store_err)?
                 } else {
-                    let (key, auto_id) = self.txn.insert(table, proposed.clone()).map_err(store_err)?;
+                    let (key, auto_id) = self
+                        .txn
+                        .insert(table, proposed.clone())
+                        .map_err(store_err)?;
                     InsertOutcome::Inserted { key, auto_id }
                 };
                 match outcome {
@@ -739,7 +798,11 @@ impl Exec<'_> {
                         }
                         break;
                     }
-                    InsertOutcome::Duplicate { existing, error_value, key_name } => {
+                    InsertOutcome::Duplicate {
+                        existing,
+                        error_value,
+                        key_name,
+                    } => {
                         if ins.replace {
                             self.txn.delete(table, &existing.key).map_err(store_err)?;
                             affected += 1;
@@ -767,7 +830,9 @@ impl Exec<'_> {
                                 new[*p] = d;
                             }
                             if new != existing.values {
-                                self.txn.update(table, &existing.key, new).map_err(store_err)?;
+                                self.txn
+                                    .update(table, &existing.key, new)
+                                    .map_err(store_err)?;
                                 affected += 2;
                             }
                             break;

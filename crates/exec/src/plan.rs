@@ -126,7 +126,8 @@ pub fn is_row_independent(e: &Expr) -> bool {
         }
         Expr::Case(o, w, el) => {
             o.as_deref().is_none_or(is_row_independent)
-                && w.iter().all(|(a, b)| is_row_independent(a) && is_row_independent(b))
+                && w.iter()
+                    .all(|(a, b)| is_row_independent(a) && is_row_independent(b))
                 && el.as_deref().is_none_or(is_row_independent)
         }
         Expr::Function(name, args) => {
@@ -366,12 +367,19 @@ fn key_val(e: &Expr, ty: ColumnType, ctx: &mut dyn Context) -> Result<KeyVal, Sq
 fn key_columns(table: &TableDef, key: &KeyName) -> Vec<usize> {
     match key {
         KeyName::Primary => table.primary_key.clone().unwrap_or_default(),
-        KeyName::Index(n) => table.index(n).map(|i| i.columns.clone()).unwrap_or_default(),
+        KeyName::Index(n) => table
+            .index(n)
+            .map(|i| i.columns.clone())
+            .unwrap_or_default(),
     }
 }
 
 /// Evaluates an access path's expressions (parameters bound through `ctx`).
-pub fn resolve(access: &Access, table: &TableDef, ctx: &mut dyn Context) -> Result<Resolved, SqlError> {
+pub fn resolve(
+    access: &Access,
+    table: &TableDef,
+    ctx: &mut dyn Context,
+) -> Result<Resolved, SqlError> {
     match access {
         Access::FullScan => Ok(Resolved::FullScan),
         Access::PkPoint(exprs) => {
@@ -409,7 +417,9 @@ pub fn resolve(access: &Access, table: &TableDef, ctx: &mut dyn Context) -> Resu
             }
             Ok(Resolved::Ranges(
                 key.clone(),
-                vals.into_iter().map(|d| KeyRange::prefix(vec![d])).collect(),
+                vals.into_iter()
+                    .map(|d| KeyRange::prefix(vec![d]))
+                    .collect(),
             ))
         }
         Access::Range {
@@ -450,7 +460,11 @@ pub fn resolve(access: &Access, table: &TableDef, ctx: &mut dyn Context) -> Resu
                     KeyVal::Val(d) => {
                         let mut k = pre.clone();
                         k.push(d);
-                        Some(if inc { Bound::Included(k) } else { Bound::Excluded(k) })
+                        Some(if inc {
+                            Bound::Included(k)
+                        } else {
+                            Bound::Excluded(k)
+                        })
                     }
                 })
             };

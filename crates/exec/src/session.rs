@@ -108,10 +108,13 @@ impl Catalog for StoreCatalog {
         if is_system(name) {
             return Err(CatalogError::SystemDatabase(name.to_string()));
         }
-        self.store.drop_database(name).map(|_| ()).map_err(|e| match e {
-            shoal_store::StoreError::NoSuchDatabase(d) => CatalogError::NoSuchDatabase(d),
-            e => CatalogError::Storage(e.to_string()),
-        })
+        self.store
+            .drop_database(name)
+            .map(|_| ())
+            .map_err(|e| match e {
+                shoal_store::StoreError::NoSuchDatabase(d) => CatalogError::NoSuchDatabase(d),
+                e => CatalogError::Storage(e.to_string()),
+            })
     }
     fn tables(&self, db: &str) -> Vec<String> {
         self.store.tables(db).unwrap_or_default()
@@ -165,7 +168,13 @@ impl KillHandle {
     /// that is not running is unaffected.
     pub fn kill(&self) {
         self.state.killed.store(true, Ordering::SeqCst);
-        if let Some(h) = self.state.current.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        if let Some(h) = self
+            .state
+            .current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
             h.kill();
         }
     }
@@ -188,7 +197,9 @@ pub struct TableSession {
 }
 
 fn resolve_db(t: &TableRef, db: &Option<String>) -> Result<String, SqlError> {
-    t.db.clone().or_else(|| db.clone()).ok_or(SqlError::NoDatabase)
+    t.db.clone()
+        .or_else(|| db.clone())
+        .ok_or(SqlError::NoDatabase)
 }
 
 fn is_info_schema(db: &str) -> bool {
@@ -366,7 +377,10 @@ impl TableSession {
                 return self.ddl(&store, plan);
             }
             TableStmt::ShowTables { db, full, like } => {
-                let d = db.clone().or_else(|| plan.db.clone()).ok_or(SqlError::NoDatabase)?;
+                let d = db
+                    .clone()
+                    .or_else(|| plan.db.clone())
+                    .ok_or(SqlError::NoDatabase)?;
                 if is_info_schema(&d) {
                     return Ok(ExecOutput::Rows {
                         columns: vec![ColumnInfo::text("Tables_in_information_schema")],
@@ -450,27 +464,36 @@ impl TableSession {
                 if_not_exists,
                 spec,
             } => {
-                let d = d.clone().or_else(|| plan.db.clone()).ok_or(SqlError::NoDatabase)?;
+                let d = d
+                    .clone()
+                    .or_else(|| plan.db.clone())
+                    .ok_or(SqlError::NoDatabase)?;
                 if is_info_schema(&d) {
                     return Err(access_denied(&d));
                 }
                 match store.create_table(&d, spec.clone()) {
                     Ok(_) => Ok(ExecOutput::ok(0)),
-                    Err(shoal_store::StoreError::TableExists(_)) if *if_not_exists => Ok(ExecOutput::Ok {
-                        affected_rows: 0,
-                        last_insert_id: 0,
-                        info: String::new(),
-                        warnings: 1,
-                    }),
+                    Err(shoal_store::StoreError::TableExists(_)) if *if_not_exists => {
+                        Ok(ExecOutput::Ok {
+                            affected_rows: 0,
+                            last_insert_id: 0,
+                            info: String::new(),
+                            warnings: 1,
+                        })
+                    }
                     Err(e) => Err(store_err(e)),
                 }
             }
             TableStmt::CreateIndex { table, spec } => {
-                store.create_index(&db(table)?, &table.name, spec.clone()).map_err(store_err)?;
+                store
+                    .create_index(&db(table)?, &table.name, spec.clone())
+                    .map_err(store_err)?;
                 Ok(ExecOutput::ok(0))
             }
             TableStmt::DropIndex { table, name } => {
-                store.drop_index(&db(table)?, &table.name, name).map_err(store_err)?;
+                store
+                    .drop_index(&db(table)?, &table.name, name)
+                    .map_err(store_err)?;
                 Ok(ExecOutput::ok(0))
             }
             TableStmt::DropTable { tables, if_exists } => {
@@ -515,7 +538,9 @@ impl TableSession {
                             if spec.name.is_empty() {
                                 spec.name = spec.columns.first().cloned().unwrap_or_default();
                             }
-                            store.create_index(&d, &table.name, spec).map_err(store_err)?;
+                            store
+                                .create_index(&d, &table.name, spec)
+                                .map_err(store_err)?;
                         }
                         AlterOp::DropIndex(n) => {
                             store.drop_index(&d, &table.name, n).map_err(store_err)?;
@@ -769,7 +794,13 @@ fn select_columns(sel: &SelectStmt, db: &str, def: &TableDef) -> Result<Vec<Colu
             ProjItem::Expr { expr, name, .. } => match expr {
                 Expr::Column(c) if def.column_index(c).is_some() => {
                     let i = def.column_index(c).unwrap_or(0);
-                    out.push(column_info(db, &def.name, name, &def.columns[i], key_flags(def, i)));
+                    out.push(column_info(
+                        db,
+                        &def.name,
+                        name,
+                        &def.columns[i],
+                        key_flags(def, i),
+                    ));
                 }
                 e => out.push(ColumnInfo::expr(name, expr_type(e, def, sel))),
             },

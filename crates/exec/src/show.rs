@@ -30,7 +30,12 @@ fn like_ok(name: &str, pat: &Option<String>) -> bool {
 }
 
 /// SHOW [FULL] TABLES.
-pub fn show_tables(engine: &Engine, db: &str, full: bool, pat: &Option<String>) -> Result<ExecOutput, SqlError> {
+pub fn show_tables(
+    engine: &Engine,
+    db: &str,
+    full: bool,
+    pat: &Option<String>,
+) -> Result<ExecOutput, SqlError> {
     let names = engine.tables(db).map_err(store_err)?;
     let mut cols = vec![ColumnInfo::text(&format!("Tables_in_{db}"))];
     if full {
@@ -61,7 +66,10 @@ fn default_text(c: &shoal_store::ColumnDef) -> Option<String> {
 fn is_numeric(t: ColumnType) -> bool {
     matches!(
         t,
-        ColumnType::Int { .. } | ColumnType::Decimal { .. } | ColumnType::Float | ColumnType::Double
+        ColumnType::Int { .. }
+            | ColumnType::Decimal { .. }
+            | ColumnType::Float
+            | ColumnType::Double
     )
 }
 
@@ -70,7 +78,10 @@ fn key_kind(t: &TableDef, i: usize) -> &'static str {
     if t.primary_key.as_ref().is_some_and(|pk| pk.contains(&i)) {
         return "PRI";
     }
-    if t.indexes.iter().any(|ix| ix.unique && ix.columns.len() == 1 && ix.columns[0] == i) {
+    if t.indexes
+        .iter()
+        .any(|ix| ix.unique && ix.columns.len() == 1 && ix.columns[0] == i)
+    {
         return "UNI";
     }
     if t.indexes.iter().any(|ix| ix.columns.first() == Some(&i)) {
@@ -125,7 +136,11 @@ pub fn create_table_text(t: &TableDef, next_auto: Option<u64>) -> String {
             cols(&ix.columns)
         ));
     }
-    let mut text = format!("CREATE TABLE {} (\n{}\n) ENGINE=InnoDB", q(&t.name), lines.join(",\n"));
+    let mut text = format!(
+        "CREATE TABLE {} (\n{}\n) ENGINE=InnoDB",
+        q(&t.name),
+        lines.join(",\n")
+    );
     if let Some(n) = next_auto.filter(|&n| n > 1) {
         text.push_str(&format!(" AUTO_INCREMENT={n}"));
     }
@@ -174,7 +189,11 @@ pub fn show_columns(t: &TableDef, full: bool, pat: &Option<String>) -> ExecOutpu
         r.push(s(if c.nullable { "YES" } else { "NO" }));
         r.push(s(key_kind(t, i)));
         r.push(default_text(c).map(Value::Str).unwrap_or(Value::Null));
-        r.push(s(if c.auto_increment { "auto_increment" } else { "" }));
+        r.push(s(if c.auto_increment {
+            "auto_increment"
+        } else {
+            ""
+        }));
         if full {
             r.push(s("select,insert,update,references"));
             r.push(s(""));
@@ -204,7 +223,10 @@ pub fn show_index(t: &TableDef) -> ExecOutput {
     let cols = names
         .iter()
         .map(|n| {
-            if matches!(*n, "Non_unique" | "Seq_in_index" | "Cardinality" | "Sub_part") {
+            if matches!(
+                *n,
+                "Non_unique" | "Seq_in_index" | "Cardinality" | "Sub_part"
+            ) {
                 ColumnInfo::int(n)
             } else {
                 ColumnInfo::text(n)
@@ -251,7 +273,12 @@ pub fn analyze(engine: &Engine, tables: &[(String, String)]) -> ExecOutput {
         .iter()
         .map(|(db, t)| match engine.table(db, t) {
             Ok(_) => vec![s(&format!("{db}.{t}")), s("analyze"), s("status"), s("OK")],
-            Err(e) => vec![s(&format!("{db}.{t}")), s("analyze"), s("Error"), s(&e.to_string())],
+            Err(e) => vec![
+                s(&format!("{db}.{t}")),
+                s("analyze"),
+                s("Error"),
+                s(&e.to_string()),
+            ],
         })
         .collect();
     rows_out(cols, rows)
@@ -270,7 +297,10 @@ pub fn all_databases(engine: &Engine) -> Vec<String> {
 }
 
 /// Materialises an information_schema table: (column names, column infos, rows).
-pub fn info_schema(engine: &Engine, table: &str) -> Result<(Vec<String>, Vec<ColumnInfo>, Vec<Vec<Value>>), SqlError> {
+pub fn info_schema(
+    engine: &Engine,
+    table: &str,
+) -> Result<(Vec<String>, Vec<ColumnInfo>, Vec<Vec<Value>>), SqlError> {
     let up = table.to_ascii_uppercase();
     let (cols, ints): (&[&str], &[&str]) = match up.as_str() {
         "SCHEMATA" => (
@@ -351,14 +381,24 @@ pub fn info_schema(engine: &Engine, table: &str) -> Result<(Vec<String>, Vec<Col
     match up.as_str() {
         "SCHEMATA" => {
             for d in dbs {
-                rows.push(vec![s("def"), s(&d), s("utf8mb4"), s("utf8mb4_bin"), Value::Null]);
+                rows.push(vec![
+                    s("def"),
+                    s(&d),
+                    s("utf8mb4"),
+                    s("utf8mb4_bin"),
+                    Value::Null,
+                ]);
             }
         }
         _ => {
             for d in dbs {
-                let Ok(tables) = engine.tables(&d) else { continue };
+                let Ok(tables) = engine.tables(&d) else {
+                    continue;
+                };
                 for tn in tables {
-                    let Ok(t) = engine.table(&d, &tn) else { continue };
+                    let Ok(t) = engine.table(&d, &tn) else {
+                        continue;
+                    };
                     if up == "TABLES" {
                         let ai = if t.auto_increment_column().is_some() {
                             engine
@@ -426,7 +466,11 @@ pub fn info_schema(engine: &Engine, table: &str) -> Result<(Vec<String>, Vec<Col
                                 ns,
                                 s(&full),
                                 s(key_kind(&t, i)),
-                                s(if c.auto_increment { "auto_increment" } else { "" }),
+                                s(if c.auto_increment {
+                                    "auto_increment"
+                                } else {
+                                    ""
+                                }),
                             ]);
                         }
                     }

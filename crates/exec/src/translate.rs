@@ -122,10 +122,17 @@ fn kw(w: Option<&String>, k: &str) -> bool {
 fn parse_show_like(text: &str) -> Result<Option<TableStmt>, SqlError> {
     let w = words(text);
     let syntax = || SqlError::Syntax(text.chars().take(80).collect());
-    let first = w.first().map(|s| s.to_ascii_uppercase()).unwrap_or_default();
+    let first = w
+        .first()
+        .map(|s| s.to_ascii_uppercase())
+        .unwrap_or_default();
     match first.as_str() {
         "DESCRIBE" | "DESC" | "EXPLAIN" if w.len() >= 2 => {
-            if w.len() > 3 || ["SELECT", "INSERT", "UPDATE", "DELETE"].iter().any(|k| kw(w.get(1), k)) {
+            if w.len() > 3
+                || ["SELECT", "INSERT", "UPDATE", "DELETE"]
+                    .iter()
+                    .any(|k| kw(w.get(1), k))
+            {
                 return Err(unsupported("EXPLAIN"));
             }
             let like = w.get(2).map(|s| unquote(s));
@@ -166,7 +173,9 @@ fn parse_show_like(text: &str) -> Result<Option<TableStmt>, SqlError> {
                     Some(k) if k.eq_ignore_ascii_case("LIKE") => {
                         Ok(Some(unquote(w.get(j + 1).ok_or_else(syntax)?)))
                     }
-                    Some(k) if k.eq_ignore_ascii_case("WHERE") => Err(unsupported("SHOW ... WHERE on tables")),
+                    Some(k) if k.eq_ignore_ascii_case("WHERE") => {
+                        Err(unsupported("SHOW ... WHERE on tables"))
+                    }
                     Some(_) => Err(syntax()),
                 }
             };
@@ -259,10 +268,14 @@ fn last_name(n: &sp::ObjectName) -> Result<String, SqlError> {
 
 fn single_table(from: &[sp::TableWithJoins]) -> Result<TableRef, SqlError> {
     if from.len() != 1 || !from[0].joins.is_empty() {
-        return Err(unsupported("joins (only single-table statements are implemented)"));
+        return Err(unsupported(
+            "joins (only single-table statements are implemented)",
+        ));
     }
     match &from[0].relation {
-        sp::TableFactor::Table { name, args: None, .. } => table_ref(name),
+        sp::TableFactor::Table {
+            name, args: None, ..
+        } => table_ref(name),
         sp::TableFactor::Derived { .. } => Err(unsupported("subqueries in FROM")),
         other => Err(unsupported(format!("table expression {other}"))),
     }
@@ -457,7 +470,8 @@ impl Translator {
                     if_exists,
                 }),
                 sp::ObjectType::Index => {
-                    let t = table.ok_or_else(|| SqlError::Syntax("DROP INDEX needs ON table".into()))?;
+                    let t = table
+                        .ok_or_else(|| SqlError::Syntax("DROP INDEX needs ON table".into()))?;
                     Ok(TableStmt::DropIndex {
                         table: table_ref(&t)?,
                         name: names
@@ -480,11 +494,11 @@ impl Translator {
                 let mut ops = Vec::new();
                 for op in at.operations {
                     match op {
-                        sp::AlterTableOperation::AddConstraint { constraint, .. } => {
-                            ops.push(AlterOp::AddIndex(index_constraint(&constraint)?.ok_or_else(
-                                || unsupported(format!("ALTER TABLE ADD {constraint}")),
-                            )?))
-                        }
+                        sp::AlterTableOperation::AddConstraint { constraint, .. } => ops.push(
+                            AlterOp::AddIndex(index_constraint(&constraint)?.ok_or_else(|| {
+                                unsupported(format!("ALTER TABLE ADD {constraint}"))
+                            })?),
+                        ),
                         sp::AlterTableOperation::DropIndex { name } => {
                             ops.push(AlterOp::DropIndex(ident(&name)))
                         }
@@ -539,7 +553,9 @@ impl Translator {
                         unique: true,
                     }),
                     sp::ColumnOption::DialectSpecific(toks)
-                        if toks.iter().any(|t| t.to_string().eq_ignore_ascii_case("AUTO_INCREMENT")) =>
+                        if toks
+                            .iter()
+                            .any(|t| t.to_string().eq_ignore_ascii_case("AUTO_INCREMENT")) =>
                     {
                         if !ty.is_integer() {
                             return Err(SqlError::other(
@@ -565,7 +581,11 @@ impl Translator {
             match c {
                 sp::TableConstraint::PrimaryKey(pk) => {
                     if !spec.primary_key.is_empty() {
-                        return Err(SqlError::other(1068, "42000", "Multiple primary key defined"));
+                        return Err(SqlError::other(
+                            1068,
+                            "42000",
+                            "Multiple primary key defined",
+                        ));
                     }
                     spec.primary_key = index_columns(&pk.columns)?;
                 }
@@ -577,7 +597,11 @@ impl Translator {
         }
         // PRIMARY KEY columns are NOT NULL.
         for pk in &spec.primary_key {
-            match spec.columns.iter_mut().find(|c| c.name.eq_ignore_ascii_case(pk)) {
+            match spec
+                .columns
+                .iter_mut()
+                .find(|c| c.name.eq_ignore_ascii_case(pk))
+            {
                 Some(c) => c.nullable = false,
                 None => {
                     return Err(SqlError::other(
@@ -613,9 +637,10 @@ impl Translator {
         for o in opts {
             if let sp::SqlOption::KeyValue { key, value } = o {
                 if key.to_string().eq_ignore_ascii_case("AUTO_INCREMENT") {
-                    let v = value.to_string().parse::<u64>().map_err(|_| {
-                        SqlError::Syntax(format!("AUTO_INCREMENT = {value}"))
-                    })?;
+                    let v = value
+                        .to_string()
+                        .parse::<u64>()
+                        .map_err(|_| SqlError::Syntax(format!("AUTO_INCREMENT = {value}")))?;
                     spec.auto_increment_start = Some(v.max(1));
                 }
             }
@@ -644,7 +669,9 @@ impl Translator {
             sp::Expr::Function(f) if is_now(&f.name.to_string()) => {
                 return Ok(ColumnDefault::CurrentTimestamp)
             }
-            sp::Expr::Identifier(i) if is_now(&i.value) => return Ok(ColumnDefault::CurrentTimestamp),
+            sp::Expr::Identifier(i) if is_now(&i.value) => {
+                return Ok(ColumnDefault::CurrentTimestamp)
+            }
             _ => {}
         }
         let ex = self.expr(e, Scope::Plain, &mut Vec::new())?;
@@ -856,7 +883,9 @@ impl Translator {
                         let mut row = Vec::new();
                         for e in &r.content {
                             if let sp::Expr::Identifier(id) = e {
-                                if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("DEFAULT") {
+                                if id.quote_style.is_none()
+                                    && id.value.eq_ignore_ascii_case("DEFAULT")
+                                {
                                     row.push(None);
                                     continue;
                                 }
@@ -954,7 +983,9 @@ impl Translator {
     fn literal(&mut self, v: &sp::Value) -> Result<Expr, SqlError> {
         Ok(Expr::Literal(match v {
             sp::Value::Number(s, _) => number(s)?,
-            sp::Value::SingleQuotedString(s) | sp::Value::DoubleQuotedString(s) => Value::Str(s.clone()),
+            sp::Value::SingleQuotedString(s) | sp::Value::DoubleQuotedString(s) => {
+                Value::Str(s.clone())
+            }
             sp::Value::Boolean(b) => Value::Int(i64::from(*b)),
             sp::Value::Null => Value::Null,
             sp::Value::Placeholder(_) => {
@@ -966,13 +997,21 @@ impl Translator {
                     .step_by(2)
                     .map(|i| h.get(i..i + 2).and_then(|x| u8::from_str_radix(x, 16).ok()))
                     .collect();
-                Value::Str(String::from_utf8_lossy(&bytes.ok_or_else(|| SqlError::Syntax(h.clone()))?).into_owned())
+                Value::Str(
+                    String::from_utf8_lossy(&bytes.ok_or_else(|| SqlError::Syntax(h.clone()))?)
+                        .into_owned(),
+                )
             }
             other => return Err(unsupported(format!("literal {other}"))),
         }))
     }
 
-    fn expr(&mut self, e: &sp::Expr, scope: Scope, aggs: &mut Vec<AggCall>) -> Result<Expr, SqlError> {
+    fn expr(
+        &mut self,
+        e: &sp::Expr,
+        scope: Scope,
+        aggs: &mut Vec<AggCall>,
+    ) -> Result<Expr, SqlError> {
         use sp::Expr as E;
         let b = Box::new;
         Ok(match e {
@@ -1025,7 +1064,9 @@ impl Translator {
                 let esc = match escape_char.as_deref() {
                     None => None,
                     Some(E::Value(v)) => match &v.value {
-                        sp::Value::SingleQuotedString(s) if s.chars().count() == 1 => s.chars().next(),
+                        sp::Value::SingleQuotedString(s) if s.chars().count() == 1 => {
+                            s.chars().next()
+                        }
                         _ => return Err(unsupported("LIKE ... ESCAPE expression")),
                     },
                     Some(_) => return Err(unsupported("LIKE ... ESCAPE expression")),
@@ -1059,12 +1100,18 @@ impl Translator {
                     sp::BinaryOperator::Xor => BinOp::Xor,
                     sp::BinaryOperator::BitwiseAnd => BinOp::BitAnd,
                     sp::BinaryOperator::BitwiseOr => BinOp::BitOr,
-                    sp::BinaryOperator::BitwiseXor | sp::BinaryOperator::PGBitwiseXor => BinOp::BitXor,
+                    sp::BinaryOperator::BitwiseXor | sp::BinaryOperator::PGBitwiseXor => {
+                        BinOp::BitXor
+                    }
                     sp::BinaryOperator::PGBitwiseShiftLeft => BinOp::ShiftLeft,
                     sp::BinaryOperator::PGBitwiseShiftRight => BinOp::ShiftRight,
                     other => return Err(unsupported(format!("operator {other}"))),
                 };
-                Expr::Binary(op, b(self.expr(left, scope, aggs)?), b(self.expr(right, scope, aggs)?))
+                Expr::Binary(
+                    op,
+                    b(self.expr(left, scope, aggs)?),
+                    b(self.expr(right, scope, aggs)?),
+                )
             }
             E::UnaryOp { op, expr } => {
                 let x = self.expr(expr, scope, aggs)?;
@@ -1077,7 +1124,9 @@ impl Translator {
                         x => Expr::Unary(UnOp::Neg, b(x)),
                     },
                     sp::UnaryOperator::Plus => x,
-                    sp::UnaryOperator::Not | sp::UnaryOperator::BangNot => Expr::Unary(UnOp::Not, b(x)),
+                    sp::UnaryOperator::Not | sp::UnaryOperator::BangNot => {
+                        Expr::Unary(UnOp::Not, b(x))
+                    }
                     sp::UnaryOperator::BitwiseNot => Expr::Unary(UnOp::BitNot, b(x)),
                     other => return Err(unsupported(format!("operator {other}"))),
                 }
@@ -1107,7 +1156,9 @@ impl Translator {
                     .map(b);
                 Expr::Case(op, whens, el)
             }
-            E::Cast { expr, data_type, .. } => {
+            E::Cast {
+                expr, data_type, ..
+            } => {
                 let t = match data_type {
                     sp::DataType::Signed | sp::DataType::SignedInteger => CastType::Signed,
                     sp::DataType::Unsigned | sp::DataType::UnsignedInteger => CastType::Unsigned,
@@ -1130,7 +1181,12 @@ impl Translator {
         })
     }
 
-    fn function(&mut self, f: &sp::Function, scope: Scope, aggs: &mut Vec<AggCall>) -> Result<Expr, SqlError> {
+    fn function(
+        &mut self,
+        f: &sp::Function,
+        scope: Scope,
+        aggs: &mut Vec<AggCall>,
+    ) -> Result<Expr, SqlError> {
         let name = last_name(&f.name)?.to_ascii_uppercase();
         if f.over.is_some() {
             return Err(unsupported("window functions"));
@@ -1139,12 +1195,17 @@ impl Translator {
             sp::FunctionArguments::None => (Vec::new(), false, false),
             sp::FunctionArguments::Subquery(_) => return Err(unsupported("subqueries")),
             sp::FunctionArguments::List(l) => {
-                let distinct = matches!(l.duplicate_treatment, Some(sp::DuplicateTreatment::Distinct));
+                let distinct = matches!(
+                    l.duplicate_treatment,
+                    Some(sp::DuplicateTreatment::Distinct)
+                );
                 let mut args = Vec::new();
                 let mut star = false;
                 for a in &l.args {
                     match a {
-                        sp::FunctionArg::Unnamed(sp::FunctionArgExpr::Expr(e)) => args.push(e.clone()),
+                        sp::FunctionArg::Unnamed(sp::FunctionArgExpr::Expr(e)) => {
+                            args.push(e.clone())
+                        }
                         sp::FunctionArg::Unnamed(sp::FunctionArgExpr::Wildcard) => star = true,
                         other => return Err(unsupported(format!("function argument {other}"))),
                     }
@@ -1154,7 +1215,11 @@ impl Translator {
         };
         if let Some(func) = agg_func(&name) {
             if scope != Scope::Aggregate {
-                return Err(SqlError::other(1111, "HY000", "Invalid use of group function"));
+                return Err(SqlError::other(
+                    1111,
+                    "HY000",
+                    "Invalid use of group function",
+                ));
             }
             let arg = if star {
                 if func != AggFunc::Count {
@@ -1168,7 +1233,11 @@ impl Translator {
                 // Aggregates inside aggregates are invalid.
                 Some(self.expr(&args[0], Scope::Plain, &mut Vec::new())?)
             };
-            aggs.push(AggCall { func, arg, distinct });
+            aggs.push(AggCall {
+                func,
+                arg,
+                distinct,
+            });
             return Ok(Expr::Column(format!("{AGG_PREFIX}{}", aggs.len() - 1)));
         }
         if name == "VALUES" && scope == Scope::OnDup {
@@ -1212,7 +1281,12 @@ fn number(s: &str) -> Result<Value, SqlError> {
 fn index_constraint(c: &sp::TableConstraint) -> Result<Option<IndexSpec>, SqlError> {
     Ok(match c {
         sp::TableConstraint::Unique(u) => Some(IndexSpec {
-            name: u.index_name.as_ref().or(u.name.as_ref()).map(ident).unwrap_or_default(),
+            name: u
+                .index_name
+                .as_ref()
+                .or(u.name.as_ref())
+                .map(ident)
+                .unwrap_or_default(),
             columns: index_columns(&u.columns)?,
             unique: true,
         }),
@@ -1231,7 +1305,10 @@ fn resolve_alias(e: Expr, items: &[ProjItem]) -> Result<Expr, SqlError> {
         Expr::Literal(Value::Int(n)) => {
             let n = *n;
             if n < 1 || n as usize > items.len() {
-                return Err(SqlError::UnknownColumn(n.to_string(), "order clause".into()));
+                return Err(SqlError::UnknownColumn(
+                    n.to_string(),
+                    "order clause".into(),
+                ));
             }
             match &items[n as usize - 1] {
                 ProjItem::Expr { expr, .. } => Ok(expr.clone()),

@@ -54,7 +54,11 @@ pub struct Ctx {
 
 impl Context for Ctx {
     fn system_var(&mut self, _s: VarScope, name: &str) -> Result<Value, SqlError> {
-        Err(SqlError::other(1193, "HY000", format!("Unknown system variable '{name}'")))
+        Err(SqlError::other(
+            1193,
+            "HY000",
+            format!("Unknown system variable '{name}'"),
+        ))
     }
     fn user_var(&self, name: &str) -> Value {
         self.vars.get(name).cloned().unwrap_or(Value::Null)
@@ -123,7 +127,10 @@ pub fn rows(out: &ExecOutput) -> Vec<String> {
     match out {
         ExecOutput::Rows { rows, .. } => rows
             .iter()
-            .map(|r| r.iter().map(text).collect::<Vec<_>>().join("|"))
+            .map(|r| {
+                let joined = r.iter().map(text).collect::<Vec<_>>().join("|");
+                joined.split_whitespace().collect::<Vec<_>>().join(" ")
+            })
             .collect(),
         other => panic!("expected rows, got {other:?}"),
     }
@@ -146,8 +153,12 @@ pub fn run_fixture(path: &std::path::Path) {
         if let Some(sql) = l.strip_prefix("> ") {
             blocks.push((ln + 1, sql.to_string(), Vec::new()));
         } else if let Some(b) = blocks.last_mut() {
-            if b.2.is_empty() && !l.starts_with(['|', '!']) && !l.starts_with("affected:")
-                && !l.starts_with("info:") && !l.starts_with("insert_id:") && l != "empty"
+            if b.2.is_empty()
+                && !l.starts_with(['|', '!'])
+                && !l.starts_with("affected:")
+                && !l.starts_with("info:")
+                && !l.starts_with("insert_id:")
+                && l != "empty"
             {
                 // continuation of a multi-line statement
                 b.1.push(' ');
@@ -161,13 +172,17 @@ pub fn run_fixture(path: &std::path::Path) {
     for (ln, sql, exp) in &blocks {
         let res = run(&mut ts, &mut ctx, sql);
         let here = format!("{}:{ln}: {sql}", path.display());
-        let want_err: Option<u16> = exp
-            .iter()
-            .find_map(|e| e.strip_prefix("! ").map(|c| c.trim().parse().expect("code")));
+        let want_err: Option<u16> = exp.iter().find_map(|e| {
+            e.strip_prefix("! ")
+                .map(|c| c.trim().parse().expect("code"))
+        });
         match (&res, want_err) {
             (Err(e), Some(c)) if e.code() == c => continue,
             (Err(e), _) => {
-                failures.push(format!("{here}\n  error {} {e}, expected {want_err:?}", e.code()));
+                failures.push(format!(
+                    "{here}\n  error {} {e}, expected {want_err:?}",
+                    e.code()
+                ));
                 continue;
             }
             (Ok(o), Some(c)) => {
@@ -179,7 +194,10 @@ pub fn run_fixture(path: &std::path::Path) {
         let out = res.expect("checked");
         let want_rows: Vec<String> = exp
             .iter()
-            .filter_map(|e| e.strip_prefix("| ").or(if e == "|" { Some("") } else { None }))
+            .filter_map(|e| {
+                e.strip_prefix("| ")
+                    .or(if e == "|" { Some("") } else { None })
+            })
             .map(str::to_string)
             .collect();
         if !want_rows.is_empty() || exp.iter().any(|e| e == "empty") {
@@ -194,7 +212,13 @@ pub fn run_fixture(path: &std::path::Path) {
             }
         }
         for e in exp {
-            if let ExecOutput::Ok { affected_rows, info, last_insert_id, .. } = &out {
+            if let ExecOutput::Ok {
+                affected_rows,
+                info,
+                last_insert_id,
+                ..
+            } = &out
+            {
                 if let Some(n) = e.strip_prefix("affected: ") {
                     if n.trim().parse::<u64>().ok() != Some(*affected_rows) {
                         failures.push(format!("{here}\n  affected {affected_rows}, want {n}"));
@@ -213,6 +237,11 @@ pub fn run_fixture(path: &std::path::Path) {
             }
         }
     }
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     assert!(blocks.len() > 5, "fixture has statements");
 }

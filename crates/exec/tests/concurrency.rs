@@ -1,0 +1,219 @@
+//! Concurrency through the API with real threads: lost update, deadlock, lock wait timeout,
+//! KILL of a lock waiter.
+mod common;
+
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use common::{engine, rows, Ctx};
+
+fn setup(tag: &str) -> (common::TempDir, Arc<shoal_exec::TableEngine>) {
+    let (d, e) = engine(tag);
+    let mut ts = e.session();
+    let mut ctx = Ctx::default();
+    ts.query(
+        "CREATE TABLE acct (id INT NOT NULL, v BIGINT NOT NULL, PRIMARY KEY (id))",
+        Some("test"),
+        &mut ctx,
+    )
+    .expect("create");
+    ts.query(
+        "INSERT INTO acct VALUES (1, 0), (2, 0)",
+        Some("test"),
+        &mut ctx,
+    )
+    .expect("insert");
+    (d, e)
+}
+
+#[test]
+fn lost_update() {
+    let (_d, eng) = setup("lost");
+    let threads = 4;
+    let per = 50;
+    let hs: Vec<_> = (0..threads)
+        .map(|_| {
+            let eng = eng.clone();
+            std::thread::spawn(move || {
+                let mut ts = eng.session();
+                let mut ctx = Ctx::default();
+                let read = ts
+                    .prepare("SELECT v FROM acct WHERE id = 1 FOR UPDATE", Some("test"))
+                    .expect("prep");
+                let write = ts
+                    .prepare("UPDATE acct SET v = ? WHERE id = 1", Some("test"))
+                    .expect("prep");
+                let mut done = 0;
+                while done < per {
+                    ts.begin().expect("begin");
+                    let r = ts.execute(&read, &[], &mut ctx).and_then(|out| {
+                        let v: i64 = rows(&out)[0].parse().expect("int");
+                        ts.execute(&write, &[shoal_sql::value::Value::Int(v + 1)], &mut ctx)
+                    });
+                    match r {
+                        Ok(_) => {
+                            ts.commit().expect("commit");
+                            done += 1;
+                        }
+                        Err(e) if e.code() == 1213 || e.code() == 1205 => ts.rollback(),
+                        Err(e) => panic!("unexpected {e}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join().expect("thread");
+    }
+    let mut ts = eng.session();
+    let out = ts
+        .query(
+            "SELECT v FROM acct WHERE id = 1",
+            Some("test"),
+            &mut Ctx::default(),
+        )
+        .expect("read");
+    assert_eq!(rows(&out), vec![(threads * per).to_string()]);
+}
+
+#[test]
+fn deadlock_one_victim_other_commits() {
+    let (_d, eng) = setup("deadlock");
+    let barrier = Arc::new(Barrier::new(2));
+    let run = |first: i64, second: i64| {
+        let eng = eng.clone();
+        let barrier = barrier.clone();
+        std::thread::spawn(move || {
+            let mut ts = eng.session();
+            ts.set_lock_wait_timeout(Duration::from_secs(20));
+            let mut ctx = Ctx::default();
+            ts.begin().expect("begin");
+            ts.query(
+                &format!("UPDATE acct SET v = v + 1 WHERE id = {first}"),
+                Some("test"),
+                &mut ctx,
+            )
+            .expect("first lock");
+            barrier.wait();
+            let r = ts.query(
+                &format!("UPDATE acct SET v = v + 10 WHERE id = {second}"),
+                Some("test"),
+                &mut ctx,
+            );
+            match r {
+                Ok(_) => {
+                    ts.commit().expect("commit");
+                    None
+                }
+                Err(e) => {
+                    // The victim's transaction is gone: the session is outside a transaction.
+                    assert!(!ts.in_transaction());
+                    Some(e.code())
+                }
+            }
+        })
+    };
+    let a = run(1, 2);
+    let b = run(2, 1);
+    let ra = a.join().expect("a");
+    let rb = b.join().expect("b");
+    let errs: Vec<u16> = [ra, rb].into_iter().flatten().collect();
+    assert_eq!(errs, vec![1213], "exactly one deadlock victim");
+    let mut ts = eng.session();
+    let out = ts
+        .query(
+            "SELECT v FROM acct ORDER BY id",
+            Some("test"),
+            &mut Ctx::default(),
+        )
+        .expect("read");
+    // The winner's two updates (1 and 10) landed; the victim's first update was rolled back.
+    let vals: Vec<i64> = rows(&out).iter().map(|r| r.parse().expect("int")).collect();
+    assert_eq!(vals.iter().sum::<i64>(), 11);
+}
+
+#[test]
+fn lock_wait_timeout_fails_only_the_statement() {
+    let (_d, eng) = setup("timeout");
+    let mut holder = eng.session();
+    let mut ctx = Ctx::default();
+    holder.begin().expect("begin");
+    holder
+        .query(
+            "SELECT v FROM acct WHERE id = 1 FOR UPDATE",
+            Some("test"),
+            &mut ctx,
+        )
+        .expect("lock");
+
+    let mut waiter = eng.session();
+    waiter.set_lock_wait_timeout(Duration::from_millis(300));
+    let mut wctx = Ctx::default();
+    waiter.begin().expect("begin");
+    waiter
+        .query(
+            "UPDATE acct SET v = 5 WHERE id = 2",
+            Some("test"),
+            &mut wctx,
+        )
+        .expect("own row");
+    let t0 = Instant::now();
+    let e = waiter
+        .query(
+            "UPDATE acct SET v = 7 WHERE id = 1",
+            Some("test"),
+            &mut wctx,
+        )
+        .expect_err("must time out");
+    assert_eq!(e.code(), 1205);
+    assert!(t0.elapsed() >= Duration::from_millis(250));
+    // The transaction survives and keeps its earlier work.
+    assert!(waiter.in_transaction());
+    holder.rollback();
+    waiter.commit().expect("commit");
+    let out = waiter
+        .query(
+            "SELECT id, v FROM acct ORDER BY id",
+            Some("test"),
+            &mut wctx,
+        )
+        .expect("read");
+    assert_eq!(rows(&out), vec!["1|0", "2|5"]);
+}
+
+#[test]
+fn kill_interrupts_a_lock_waiter() {
+    let (_d, eng) = setup("kill");
+    let mut holder = eng.session();
+    let mut ctx = Ctx::default();
+    holder.begin().expect("begin");
+    holder
+        .query("UPDATE acct SET v = 1 WHERE id = 1", Some("test"), &mut ctx)
+        .expect("lock");
+
+    let mut waiter = eng.session();
+    waiter.set_lock_wait_timeout(Duration::from_secs(30));
+    let kill = waiter.kill_handle();
+    let h = std::thread::spawn(move || {
+        let t0 = Instant::now();
+        let r = waiter.query(
+            "UPDATE acct SET v = 9 WHERE id = 1",
+            Some("test"),
+            &mut Ctx::default(),
+        );
+        (r.map(|_| ()).map_err(|e| e.code()), t0.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    kill.kill();
+    let (r, took) = h.join().expect("waiter");
+    assert_eq!(r, Err(1317));
+    assert!(
+        took < Duration::from_secs(10),
+        "interrupted promptly, took {took:?}"
+    );
+    holder.commit().expect("commit");
+    let out = holder
+        .query("SELECT v FROM acct WHERE id = 1", Some("test"), &mut ctx)
+        .expect("read");
+    assert_eq!(rows(&out), vec!["1"]);
+}

@@ -133,8 +133,7 @@ fn main() {
         server.max_connections(),
         datadir.display()
     );
-    let accept_thread =
-        listeners.spawn_accept_loop(server.clone(), dispatch, shutdown.clone());
+    let accept_thread = listeners.spawn_accept_loop(server.clone(), dispatch, shutdown.clone());
     tracing::info!("ready for connections");
 
     while !SIGNALLED.load(Ordering::SeqCst) {

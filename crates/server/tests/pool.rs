@@ -52,7 +52,11 @@ fn basic_queries_prepared_statements_status_and_tables() {
     assert!(status(&mut c, "Threadpool_threads") >= 1);
     assert_eq!(status(&mut c, "Threadpool_groups"), 2);
     assert!(status(&mut c, "Threadpool_connections") >= 1);
-    assert!(status(&mut c, "Threadpool_dequeues_by_listener") + status(&mut c, "Threadpool_dequeues_by_worker") > 0);
+    assert!(
+        status(&mut c, "Threadpool_dequeues_by_listener")
+            + status(&mut c, "Threadpool_dequeues_by_worker")
+            > 0
+    );
     let idle = status(&mut c, "Threadpool_idle_threads");
     assert!(idle <= status(&mut c, "Threadpool_threads") + 1);
     // information_schema tables with MariaDB's columns.
@@ -83,7 +87,9 @@ fn basic_queries_prepared_statements_status_and_tables() {
         .unwrap();
     assert_eq!(ids, vec![1]);
     let conns: i64 = c
-        .query::<(i64, i64), _>("SELECT GROUP_ID, CONNECTIONS FROM information_schema.THREAD_POOL_GROUPS")
+        .query::<(i64, i64), _>(
+            "SELECT GROUP_ID, CONNECTIONS FROM information_schema.THREAD_POOL_GROUPS",
+        )
         .unwrap()
         .iter()
         .map(|r| r.1)
@@ -112,10 +118,14 @@ fn basic_queries_prepared_statements_status_and_tables() {
         err_of(c.query_drop("SET GLOBAL thread_handling = 'one-thread-per-connection'")),
         1238
     );
-    c.query_drop("SET GLOBAL thread_pool_stall_limit = 100").unwrap();
-    c.query_drop("SET GLOBAL thread_pool_oversubscribe = 5").unwrap();
-    c.query_drop("SET GLOBAL thread_pool_high_prio_mode = 'statements'").unwrap();
-    c.query_drop("SET GLOBAL thread_pool_dedicated_listener = ON").unwrap();
+    c.query_drop("SET GLOBAL thread_pool_stall_limit = 100")
+        .unwrap();
+    c.query_drop("SET GLOBAL thread_pool_oversubscribe = 5")
+        .unwrap();
+    c.query_drop("SET GLOBAL thread_pool_high_prio_mode = 'statements'")
+        .unwrap();
+    c.query_drop("SET GLOBAL thread_pool_dedicated_listener = ON")
+        .unwrap();
     let v: Option<i64> = c.query_first("SELECT 41 + 1").unwrap();
     assert_eq!(v, Some(42));
     // A transaction works under the pool (high priority path).
@@ -139,7 +149,10 @@ fn many_idle_connections_few_threads() {
     let c = &mut conns[0];
     assert!(status(c, "Threadpool_connections") >= 300);
     let threads = status(c, "Threadpool_threads");
-    assert!(threads <= 16, "300 idle connections used {threads} pool threads");
+    assert!(
+        threads <= 16,
+        "300 idle connections used {threads} pool threads"
+    );
     assert!(status(c, "Threads_connected") >= 300);
 }
 
@@ -173,7 +186,11 @@ fn sleeping_queries_do_not_delay_a_fast_one_in_the_same_group() {
         .map(|r| r.get::<Option<String>, _>(6).flatten().unwrap_or_default())
         .collect();
     assert!(
-        states.iter().filter(|s| s.contains("waiting: SLEEP")).count() >= 3,
+        states
+            .iter()
+            .filter(|s| s.contains("waiting: SLEEP"))
+            .count()
+            >= 3,
         "{states:?}"
     );
     for h in sleepers {
@@ -190,7 +207,8 @@ fn sleeping_queries_do_not_delay_a_fast_one_in_the_same_group() {
 fn idle_workers_retire_after_idle_timeout() {
     let s = pool_server("pool-retire", &["--thread-pool-size=1"]);
     let mut c = conn(&s);
-    c.query_drop("SET GLOBAL thread_pool_idle_timeout = 1").unwrap();
+    c.query_drop("SET GLOBAL thread_pool_idle_timeout = 1")
+        .unwrap();
     let hs: Vec<_> = (0..5)
         .map(|_| {
             let mut c = conn(&s);
@@ -211,7 +229,10 @@ fn idle_workers_retire_after_idle_timeout() {
         if now <= 2 {
             break;
         }
-        assert!(Instant::now() < deadline, "threads did not retire: {now} (peak {peak})");
+        assert!(
+            Instant::now() < deadline,
+            "threads did not retire: {now} (peak {peak})"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
     let v: Option<i64> = c.query_first("SELECT 3").unwrap();
@@ -260,11 +281,12 @@ fn admin_port_answers_while_workers_sleep_and_kill_reaches_the_pool() {
             &admin_arg,
         ],
     );
-    // Each group can still reach 2 threads: two sleepers occupy them, more queue up.
+    // Each group can still reach 2 threads: two sleepers occupy them, more queue up. Log in
+    // first (a login queued behind the sleepers would block the client's connect).
+    let conns: Vec<mysql::Conn> = (0..4).map(|_| conn(&s)).collect();
     let mut ids = Vec::new();
     let mut hs = Vec::new();
-    for _ in 0..4 {
-        let mut c = conn(&s);
+    for mut c in conns {
         ids.push(c.connection_id());
         hs.push(std::thread::spawn(move || {
             let t = Instant::now();
@@ -278,18 +300,42 @@ fn admin_port_answers_while_workers_sleep_and_kill_reaches_the_pool() {
     let mut a = mysql::Conn::new(s.mysql_opts().tcp_port(admin)).expect("admin connect");
     let v: Option<i64> = a.query_first("SELECT 1").unwrap();
     assert_eq!(v, Some(1));
-    assert!(t.elapsed() < Duration::from_secs(2), "admin took {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "admin took {:?}",
+        t.elapsed()
+    );
     let threads = status(&mut a, "Threadpool_threads");
     assert!(threads <= 3, "{threads}");
     let queued: Vec<u64> = a
         .query("SELECT CONNECTION_ID FROM information_schema.THREAD_POOL_QUEUES")
         .unwrap();
-    assert!(!queued.is_empty(), "nothing queued with all workers asleep");
+    if queued.is_empty() {
+        let procs: Vec<mysql::Row> = a.query("SHOW PROCESSLIST").unwrap();
+        let groups: Vec<mysql::Row> = a
+            .query("SELECT * FROM information_schema.THREAD_POOL_GROUPS")
+            .unwrap();
+        let st: Vec<(String, String)> = a.query("SHOW GLOBAL STATUS LIKE 'Threadpool%'").unwrap();
+        panic!(
+            "nothing queued with all workers asleep: {procs:?} {groups:?} {st:?} {}",
+            s.stderr()
+        );
+    }
     // KILL a queued connection and a sleeping one: both end long before SLEEP(6) would.
     let procs: Vec<mysql::Row> = a.query("SHOW PROCESSLIST").unwrap();
-    eprintln!("ids {ids:?} queued {queued:?} procs {procs:?}");
+    let sleeping: Vec<u32> = procs
+        .iter()
+        .filter(|r| {
+            r.get::<Option<String>, _>(6)
+                .flatten()
+                .is_some_and(|st| st.contains("waiting: SLEEP"))
+        })
+        .map(|r| r.get::<u32, _>(0).unwrap())
+        .collect();
+    assert_eq!(sleeping.len(), 2, "{procs:?}");
     let queued_id = queued[0] as u32;
-    let sleeping_id = *ids.iter().find(|i| !queued.contains(&(**i as u64))).unwrap();
+    let sleeping_id = sleeping[0];
+    assert!(ids.contains(&queued_id) && ids.contains(&sleeping_id));
     a.query_drop(format!("KILL {queued_id}")).unwrap();
     a.query_drop(format!("KILL {sleeping_id}")).unwrap();
     for (i, h) in ids.iter().zip(hs) {
@@ -301,13 +347,19 @@ fn admin_port_answers_while_workers_sleep_and_kill_reaches_the_pool() {
     }
     let procs: Vec<mysql::Row> = a.query("SHOW PROCESSLIST").unwrap();
     let live: Vec<u32> = procs.iter().map(|r| r.get::<u32, _>(0).unwrap()).collect();
-    assert!(!live.contains(&queued_id) && !live.contains(&sleeping_id), "{live:?}");
+    assert!(
+        !live.contains(&queued_id) && !live.contains(&sleeping_id),
+        "{live:?}"
+    );
     assert!(status(&mut a, "Aborted_clients") >= 2);
 }
 
 #[test]
 fn wait_timeout_closes_idle_pool_connections_with_4031() {
-    let s = pool_server("pool-timeout", &["--thread-pool-size=1", "--wait-timeout=1"]);
+    let s = pool_server(
+        "pool-timeout",
+        &["--thread-pool-size=1", "--wait-timeout=1"],
+    );
     let mut r = Raw::connect(s.port);
     r.greeting();
     r.send_login("root");
@@ -315,7 +367,11 @@ fn wait_timeout_closes_idle_pool_connections_with_4031() {
     let t = Instant::now();
     let (_, p) = r.read_packet().expect("4031 packet");
     assert_eq!(err_code(&p), 4031);
-    assert!(t.elapsed() >= Duration::from_millis(800), "{:?}", t.elapsed());
+    assert!(
+        t.elapsed() >= Duration::from_millis(800),
+        "{:?}",
+        t.elapsed()
+    );
     assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
     assert!(r.read_packet().is_none());
     // A client that never answers the greeting is dropped after connect_timeout.
@@ -335,10 +391,22 @@ fn mariadb_cli_and_sysbench_against_the_pool() {
     let port = s.port.to_string();
     conn(&s).query_drop("CREATE DATABASE sbtest").unwrap();
     if let Ok(out) = std::process::Command::new("mariadb")
-        .args(["-h127.0.0.1", "-P", &port, "-uroot", "-N", "-e", "SELECT 6*7"])
+        .args([
+            "-h127.0.0.1",
+            "-P",
+            &port,
+            "-uroot",
+            "-N",
+            "-e",
+            "SELECT 6*7",
+        ])
         .output()
     {
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "42");
     }
     // Connection-level sysbench (tables are not wired to the storage engine yet): a Lua script
@@ -368,7 +436,11 @@ fn mariadb_cli_and_sysbench_against_the_pool() {
         return;
     };
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let q: u64 = text
         .lines()
         .find_map(|l| l.trim().strip_prefix("total:"))

@@ -157,6 +157,9 @@ pub enum PoolStartError {
     Pool(#[from] PoolError),
 }
 
+/// Builds one information_schema table from a stats snapshot.
+type TableFn = fn(&PoolStats) -> VirtualTable;
+
 /// The running pool plus its server hooks.
 pub struct PoolHandling {
     pool: Arc<Pool<ServerHandler>>,
@@ -220,9 +223,7 @@ fn apply_variable(pool: &Pool<ServerHandler>, name: &str, v: &VarValue) {
             pool.set_oversubscribe(v.as_u64() as usize);
             Ok(())
         }
-        "thread_pool_stall_limit" => {
-            pool.set_stall_limit(Duration::from_millis(v.as_u64().max(1)))
-        }
+        "thread_pool_stall_limit" => pool.set_stall_limit(Duration::from_millis(v.as_u64().max(1))),
         "thread_pool_max_threads" => pool.set_max_threads(v.as_u64().max(1) as usize),
         "thread_pool_idle_timeout" => {
             pool.set_idle_timeout(Duration::from_secs(v.as_u64()));
@@ -505,7 +506,7 @@ impl PoolHandling {
                 }
             }));
         }
-        let tables: [(&str, fn(&PoolStats) -> VirtualTable); 5] = [
+        let tables: [(&str, TableFn); 5] = [
             ("THREAD_POOL_GROUPS", groups_table),
             ("THREAD_POOL_QUEUES", queues_table),
             ("THREAD_POOL_STATS", stats_table),

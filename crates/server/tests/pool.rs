@@ -450,3 +450,39 @@ fn mariadb_cli_and_sysbench_against_the_pool() {
     let mut c = conn(&s);
     assert_eq!(status(&mut c, "Aborted_clients"), 0);
 }
+
+#[test]
+fn kill_idle_connection_then_clean_shutdown() {
+    let mut s = pool_server("pool-killidle", &["--thread-pool-size=2"]);
+    let mut a = conn(&s);
+    let mut victim = conn(&s);
+    let mut bystanders: Vec<mysql::Conn> = (0..3).map(|_| conn(&s)).collect();
+    let vid = victim.connection_id();
+    a.query_drop(format!("KILL CONNECTION {vid}")).unwrap();
+    // The idle victim is closed by the pool at once: it leaves the process list and its next
+    // query fails.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let ids: Vec<u32> = a
+            .query_map("SHOW PROCESSLIST", |r: mysql::Row| {
+                r.get::<u32, _>(0).unwrap()
+            })
+            .unwrap();
+        if !ids.contains(&vid) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "killed connection still listed: {ids:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(victim.query_drop("SELECT 1").is_err());
+    for b in bystanders.iter_mut() {
+        let v: Option<i64> = b.query_first("SELECT 2").unwrap();
+        assert_eq!(v, Some(2));
+    }
+    assert_eq!(status(&mut a, "Threadpool_connections"), 4);
+    // SIGTERM with idle pool connections: clean exit.
+    assert_eq!(s.stop(), Some(0), "{}", s.stderr());
+}

@@ -486,3 +486,56 @@ fn kill_idle_connection_then_clean_shutdown() {
     // SIGTERM with idle pool connections: clean exit.
     assert_eq!(s.stop(), Some(0), "{}", s.stderr());
 }
+
+#[test]
+fn slow_readers_of_big_results_do_not_pin_workers() {
+    // Two threads at most in the only group: if a reply write blocked, two slow readers would
+    // pin both and starve everyone else.
+    let s = pool_server(
+        "pool-slowread",
+        &[
+            "--thread-pool-size=1",
+            "--thread-pool-max-threads=1",
+            "--thread-pool-oversubscribe=1",
+        ],
+    );
+    const N: usize = 12_000_000;
+    let mut slow: Vec<Raw> = (0..2)
+        .map(|_| {
+            let mut r = Raw::connect(s.port);
+            r.greeting();
+            r.send_login("root");
+            assert_eq!(r.read_packet().unwrap().1[0], 0);
+            let mut q = vec![0x03u8];
+            q.extend_from_slice(format!("SELECT REPEAT('x', {N})").as_bytes());
+            r.write_packet(0, &q).unwrap();
+            r
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(800));
+    let mut c = conn(&s);
+    for _ in 0..3 {
+        let t = Instant::now();
+        let v: Option<i64> = c.query_first("SELECT 1").unwrap();
+        assert_eq!(v, Some(1));
+        assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    }
+    let states: Vec<String> = c
+        .query_map("SHOW PROCESSLIST", |r: mysql::Row| {
+            r.get::<Option<String>, _>(6).flatten().unwrap_or_default()
+        })
+        .unwrap();
+    assert_eq!(
+        states.iter().filter(|s| s.contains("waiting: NET")).count(),
+        2,
+        "{states:?}"
+    );
+    // The slow readers still get their whole result.
+    for r in slow.iter_mut() {
+        let mut total = 0usize;
+        while total < N {
+            let (_, p) = r.read_packet().expect("result packet");
+            total += p.len();
+        }
+    }
+}

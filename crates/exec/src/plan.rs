@@ -31,7 +31,9 @@ use std::ops::Bound;
 
 use shoal_sql::ast::{BinOp, Expr};
 use shoal_sql::eval::{eval, Context};
-use shoal_sql::value::Value;
+use shoal_sql::value::{compare, Value};
+
+use crate::convert::datum_to_value;
 use shoal_sql::SqlError;
 use shoal_store::{ColumnType, Datum, KeyRange, TableDef};
 
@@ -412,6 +414,10 @@ pub fn resolve(
             if vals.is_empty() {
                 return Ok(Resolved::Empty);
             }
+            // Key order, as MySQL's range optimizer returns IN lists.
+            vals.sort_by(|a, b| {
+                compare(&datum_to_value(a), &datum_to_value(b)).unwrap_or(std::cmp::Ordering::Equal)
+            });
             if *key == KeyName::Primary && cols.len() == 1 {
                 // Point gets are cheaper than ranges; keep them as one-column prefixes.
             }

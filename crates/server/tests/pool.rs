@@ -408,6 +408,18 @@ fn mariadb_cli_and_sysbench_against_the_pool() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "42");
+        // The Unix socket goes through the pool too.
+        let sock = s.socket.display().to_string();
+        let out = std::process::Command::new("mariadb")
+            .args(["-S", &sock, "-uroot", "-N", "-e", "SELECT 6*7"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "42");
     }
     // Connection-level sysbench (tables are not wired to the storage engine yet): a Lua script
     // that runs SELECT 1 on 32 threads for 2 seconds.

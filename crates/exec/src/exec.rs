@@ -348,6 +348,9 @@ impl Acc {
     }
 }
 
+/// Callback for each matching row of a scan (returns whether to continue).
+type RowVisitor<'f> = dyn FnMut(&mut Exec<'_>, Row, Vec<Value>) -> Result<bool, SqlError> + 'f;
+
 /// Where SELECT rows come from.
 pub enum Source<'t> {
     /// A stored table, read through an access path.
@@ -390,7 +393,7 @@ impl Exec<'_> {
         lock: LockMode,
         filter: Option<&Expr>,
         names: &[String],
-        f: &mut dyn FnMut(&mut Self, Row, Vec<Value>) -> Result<bool, SqlError>,
+        f: &mut RowVisitor<'_>,
     ) -> Result<(), SqlError> {
         let resolved = {
             let mut rc = RowCtx {
@@ -672,10 +675,8 @@ impl Exec<'_> {
                 vals[*p] = datum_to_value(&d);
                 new[*p] = d;
             }
-            if new != row.values {
-                if self.txn.update(table, &row.key, new).map_err(store_err)? {
-                    changed += 1;
-                }
+            if new != row.values && self.txn.update(table, &row.key, new).map_err(store_err)? {
+                changed += 1;
             }
         }
         Ok(ExecOutput::Ok {

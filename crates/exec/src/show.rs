@@ -296,11 +296,11 @@ pub fn all_databases(engine: &Engine) -> Vec<String> {
     v
 }
 
+/// A materialised virtual table: column names, column descriptions, rows.
+pub type VirtualTable = (Vec<String>, Vec<ColumnInfo>, Vec<Vec<Value>>);
+
 /// Materialises an information_schema table: (column names, column infos, rows).
-pub fn info_schema(
-    engine: &Engine,
-    table: &str,
-) -> Result<(Vec<String>, Vec<ColumnInfo>, Vec<Vec<Value>>), SqlError> {
+pub fn info_schema(engine: &Engine, table: &str) -> Result<VirtualTable, SqlError> {
     let up = table.to_ascii_uppercase();
     let (cols, ints): (&[&str], &[&str]) = match up.as_str() {
         "SCHEMATA" => (
@@ -404,7 +404,7 @@ pub fn info_schema(
                             engine
                                 .peek_auto_increment(&t)
                                 .ok()
-                                .map(|v| Value::UInt(v))
+                                .map(Value::UInt)
                                 .unwrap_or(Value::Null)
                         } else {
                             Value::Null

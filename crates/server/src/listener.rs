@@ -1,5 +1,6 @@
 //! Listening sockets: TCP (`bind_address`:`port`), the Unix socket (`socket`) and the optional
-//! administrative TCP port (`admin_port`), with one accept loop polling all of them.
+//! administrative TCP ports (`admin_port`, `extra_port`), with one accept loop polling all of
+//! them.
 //!
 //! The accept loop uses `poll(2)` with a short timeout so it notices shutdown promptly. A stale
 //! Unix socket file (nobody accepting on it) is removed before binding; a live one is an error
@@ -44,7 +45,7 @@ pub enum ListenError {
 pub struct Listeners {
     tcp: TcpListener,
     unix: Option<(UnixListener, PathBuf)>,
-    admin: Option<TcpListener>,
+    admin: Vec<TcpListener>,
 }
 
 fn bind_tcp(addr: &str, port: u16) -> Result<TcpListener, ListenError> {
@@ -61,10 +62,14 @@ impl Listeners {
     pub fn bind(server: &Server) -> Result<Listeners, ListenError> {
         let addr = server.bind_address();
         let tcp = bind_tcp(&addr, server.port())?;
-        let admin = match server.admin_port() {
-            0 => None,
-            p => Some(bind_tcp(&addr, p)?),
-        };
+        let mut admin = Vec::new();
+        // admin_port (MySQL) and extra_port (MariaDB) are both served outside any pool, one
+        // thread per connection, exempt from max_connections.
+        for p in [server.admin_port(), server.extra_port()] {
+            if p != 0 {
+                admin.push(bind_tcp(&addr, p)?);
+            }
+        }
         let path = server.socket();
         let unix = if path.is_empty() {
             None
@@ -89,7 +94,7 @@ impl Listeners {
             Some((l, p))
         };
         tcp.set_nonblocking(true).ok();
-        if let Some(a) = &admin {
+        for a in &admin {
             a.set_nonblocking(true).ok();
         }
         if let Some((u, _)) = &unix {
@@ -125,7 +130,7 @@ impl Listeners {
                 revents: 0,
             });
         }
-        if let Some(a) = &self.admin {
+        for a in &self.admin {
             fds.push(libc::pollfd {
                 fd: a.as_raw_fd(),
                 events: libc::POLLIN,
@@ -155,7 +160,7 @@ impl Listeners {
                     handler.dispatch(c);
                 }
             }
-            if let Some(a) = &self.admin {
+            for a in &self.admin {
                 while let Ok((s, peer)) = a.accept() {
                     let _ = s.set_nonblocking(false);
                     let _ = s.set_nodelay(true);

@@ -41,6 +41,56 @@ fn fail(msg: impl std::fmt::Display) -> ! {
     std::process::exit(1);
 }
 
+/// Opens the table engine on `datadir` with the `innodb_*` variables, plugs it into the server
+/// (catalog, sessions, `Innodb_*` status rows, live `SET GLOBAL innodb_*`). A datadir locked
+/// by another running server stops startup (exit 1).
+fn open_tables(server: &Arc<Server>, datadir: &std::path::Path) {
+    let mut cfg = shoal_exec::EngineConfig::new(datadir);
+    cfg.block_cache_bytes = server.vars.get("innodb_buffer_pool_size").as_u64() as usize;
+    cfg.flush_log_at_trx_commit = server.vars.get("innodb_flush_log_at_trx_commit").as_u64() as u8;
+    cfg.direct_reads = server
+        .vars
+        .get("innodb_flush_method")
+        .display()
+        .eq_ignore_ascii_case("O_DIRECT");
+    cfg.lock_wait_timeout =
+        Duration::from_secs(server.vars.get("innodb_lock_wait_timeout").as_u64());
+    let engine = match shoal_exec::TableEngine::open(cfg) {
+        Ok(e) => e,
+        Err(e) => {
+            let text = e.to_string();
+            if text.contains("lock") || text.contains("Resource temporarily unavailable") {
+                fail(format!(
+                    "datadir '{}' is in use by another shoal server (its LOCK file is held): {text}",
+                    datadir.display()
+                ));
+            }
+            fail(format!(
+                "cannot open the table engine in '{}': {text}",
+                datadir.display()
+            ));
+        }
+    };
+    server.set_table_engine(engine.clone());
+    let status_engine = engine.clone();
+    server.add_status_provider(Box::new(move |out| {
+        for (name, v) in status_engine.store().status() {
+            out.push((name.to_string(), v.to_string()));
+        }
+    }));
+    let live = engine;
+    server.subscribe_variables(Box::new(move |name, value| match name {
+        "innodb_flush_log_at_trx_commit" => live
+            .store()
+            .set_flush_log_at_trx_commit(value.as_u64() as u8),
+        "innodb_lock_wait_timeout" => live
+            .store()
+            .set_lock_wait_timeout(Duration::from_secs(value.as_u64())),
+        "innodb_buffer_pool_size" => live.store().set_block_cache_bytes(value.as_u64() as usize),
+        _ => {}
+    }));
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let parsed = match options::parse_args(&args) {
@@ -97,6 +147,8 @@ fn main() {
             datadir.display()
         ));
     }
+
+    open_tables(&server, &datadir);
 
     let listeners = match listener::Listeners::bind(&server) {
         Ok(l) => l,

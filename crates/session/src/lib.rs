@@ -87,6 +87,9 @@ pub struct ProcessEntry {
     pub running: AtomicBool,
     /// Lets KILL shut the victim's socket down.
     pub control: Arc<dyn ConnectionControl>,
+    /// Interrupts the session's table statement (row-lock waits) on KILL; set once the
+    /// session has a table session.
+    pub table_kill: Mutex<Option<shoal_exec::KillHandle>>,
 }
 
 /// The mutable columns of a process-list row.
@@ -132,6 +135,8 @@ pub struct Server {
     catalog: RwLock<Arc<dyn Catalog>>,
     /// Virtual tables and process-state hooks (see [`hooks`]).
     hooks: hooks::Hooks,
+    /// The table engine (tables, transactions); `None` until the server plugs one in.
+    tables: RwLock<Option<Arc<shoal_exec::TableEngine>>>,
 }
 
 impl Server {
@@ -152,6 +157,7 @@ impl Server {
             started: Instant::now(),
             catalog: RwLock::new(Arc::new(MemCatalog::new())),
             hooks: hooks::Hooks::default(),
+            tables: RwLock::new(None),
         })
     }
 
@@ -309,6 +315,7 @@ impl Server {
             kill: AtomicU8::new(KILL_NONE),
             running: AtomicBool::new(false),
             control,
+            table_kill: Mutex::new(None),
         });
         let n = {
             let mut p = self.processes.lock().unwrap();
@@ -369,6 +376,11 @@ impl Server {
             entry.kill.store(KILL_CONNECTION, Ordering::Release);
             entry.control.shutdown();
         }
+        if entry.running.load(Ordering::Acquire) || !query_only {
+            if let Some(k) = entry.table_kill.lock().unwrap().as_ref() {
+                k.kill();
+            }
+        }
         Ok(())
     }
 
@@ -380,6 +392,18 @@ impl Server {
     /// Replaces the catalog (the storage engine plugs in here at startup).
     pub fn set_catalog(&self, catalog: Arc<dyn Catalog>) {
         *self.catalog.write().unwrap() = catalog;
+    }
+
+    /// Plugs in the table engine: its catalog becomes the server's, and every session gets a
+    /// [`shoal_exec::TableSession`] for table statements and transactions.
+    pub fn set_table_engine(&self, engine: Arc<shoal_exec::TableEngine>) {
+        self.set_catalog(engine.catalog());
+        *self.tables.write().unwrap() = Some(engine);
+    }
+
+    /// The table engine, if one is plugged in.
+    pub fn table_engine(&self) -> Option<Arc<shoal_exec::TableEngine>> {
+        self.tables.read().unwrap().clone()
     }
 
     /// Registers a callback for changes of GLOBAL variables (thread pool, storage).

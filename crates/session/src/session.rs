@@ -31,6 +31,8 @@ use shoal_sql::plan::Prepared;
 use shoal_sql::value::{DateTime, SqlType, Value};
 use shoal_sql::{split_statements, SqlError};
 
+use shoal_exec::{ExecOutput, Isolation, Plan, TableSession};
+
 use crate::status::com_index;
 use crate::vars::{Scope, SessionVars, SetValue, VarError, VarValue, DEFAULT_SQL_MODE};
 use crate::{ProcessEntry, Server, KILL_NONE, KILL_QUERY};
@@ -129,6 +131,15 @@ pub struct Session {
     in_command: bool,
     /// Whether `disconnect` already ran.
     closed: bool,
+    /// Table statements and transactions (created at first use when the server has a table
+    /// engine).
+    table: Option<TableSession>,
+    /// Table plans of prepared statements, by protocol id (prepared once, executed many times).
+    plans: HashMap<u32, Arc<Plan>>,
+    /// Text of the statement being run (table statements are handed to the engine as text).
+    cur_sql: String,
+    /// Plan of the prepared statement being executed, if it is a table statement.
+    cur_plan: Option<Arc<Plan>>,
 }
 
 fn now_datetime() -> DateTime {
@@ -259,6 +270,58 @@ pub fn to_result_set(r: QueryResult, warnings: u16) -> ResultSet {
         columns,
         rows,
         warnings,
+    }
+}
+
+/// Converts an engine column description into the protocol's.
+fn exec_column(c: &shoal_exec::ColumnInfo) -> Column {
+    Column {
+        schema: c.schema.clone(),
+        table: c.table.clone(),
+        org_table: c.org_table.clone(),
+        name: c.name.clone(),
+        org_name: c.org_name.clone(),
+        column_type: ColumnType::try_from(c.column_type)
+            .unwrap_or(ColumnType::MYSQL_TYPE_VAR_STRING),
+        flags: ColumnFlags::from_bits_truncate(c.flags),
+        column_length: c.column_length,
+        decimals: c.decimals,
+        charset: c.charset,
+    }
+}
+
+/// Converts the engine's output into a protocol response.
+fn exec_response(out: ExecOutput) -> Response {
+    match out {
+        ExecOutput::Rows { columns, rows } => Response::Rows(ResultSet {
+            columns: columns.iter().map(exec_column).collect(),
+            rows: rows
+                .into_iter()
+                .map(|r| r.into_iter().map(to_proto_value).collect())
+                .collect(),
+            warnings: 0,
+        }),
+        ExecOutput::Ok {
+            affected_rows,
+            last_insert_id,
+            info,
+            warnings,
+        } => Response::Ok(OkInfo {
+            affected_rows,
+            last_insert_id,
+            warnings,
+            info,
+        }),
+    }
+}
+
+/// `transaction_isolation` text to the engine's level.
+fn isolation_of(name: &str) -> Isolation {
+    match name.to_ascii_uppercase().replace(' ', "-").as_str() {
+        "READ-UNCOMMITTED" => Isolation::ReadUncommitted,
+        "READ-COMMITTED" => Isolation::ReadCommitted,
+        "SERIALIZABLE" => Isolation::Serializable,
+        _ => Isolation::RepeatableRead,
     }
 }
 
@@ -393,6 +456,10 @@ impl Session {
             stmt_time: now_datetime(),
             in_command: false,
             closed: false,
+            table: None,
+            plans: HashMap::new(),
+            cur_sql: String::new(),
+            cur_plan: None,
         }
     }
 
@@ -514,6 +581,58 @@ impl Session {
         }
     }
 
+    /// The table session, created at first use; `None` without a table engine. Its
+    /// autocommit, isolation level and lock wait timeout follow the session's variables.
+    fn table_session(&mut self) -> Option<&mut TableSession> {
+        if self.table.is_none() {
+            let engine = self.server.table_engine()?;
+            let ts = engine.session();
+            *self.entry.table_kill.lock().unwrap() = Some(ts.kill_handle());
+            self.table = Some(ts);
+        }
+        let autocommit = self.autocommit();
+        let iso = self
+            .vars
+            .get(&self.server.vars, "transaction_isolation")
+            .map(|v| isolation_of(&v.display()))
+            .unwrap_or_default();
+        let timeout = self.var_u64("innodb_lock_wait_timeout", 50);
+        let ts = self.table.as_mut()?;
+        if ts.autocommit() != autocommit {
+            // Turning autocommit on commits; an error there is reported by the SET itself.
+            let _ = ts.set_autocommit(autocommit);
+        }
+        ts.set_isolation(iso);
+        ts.set_lock_wait_timeout(Duration::from_secs(timeout));
+        Some(ts)
+    }
+
+    /// Runs the current statement (`cur_plan`, else the text `cur_sql`) on the table engine.
+    fn run_table(&mut self, params: &[Value]) -> Result<Response, SqlError> {
+        if self.table_session().is_none() {
+            return Err(SqlError::Unsupported("tables (no storage engine)".into()));
+        }
+        let mut ts = self.table.take().expect("created above");
+        let plan = self.cur_plan.clone();
+        let sql = std::mem::take(&mut self.cur_sql);
+        let db = self.db.clone();
+        let r = {
+            let mut ctx = self.ctx(params);
+            match &plan {
+                Some(p) => ts.execute(p, params, &mut ctx),
+                None => ts.query(&sql, db.as_deref(), &mut ctx),
+            }
+        };
+        self.table = Some(ts);
+        self.cur_sql = sql;
+        r.map(exec_response)
+    }
+
+    /// Whether a table engine is plugged in.
+    fn has_tables(&self) -> bool {
+        self.table.is_some() || self.server.table_engine().is_some()
+    }
+
     fn set_process_text(&self, text: Option<&str>) {
         let mut info = self.entry.info.lock().unwrap();
         info.text = text.map(|t| t.to_string());
@@ -590,6 +709,9 @@ impl Session {
                         )
                     })?;
                     return Ok(Response::Rows(to_result_set(r, 0)));
+                }
+                if sel.from.is_some() && self.has_tables() {
+                    return self.run_table(params);
                 }
                 let catalog = self.server.catalog();
                 let mut ctx = self.ctx(params);
@@ -689,6 +811,11 @@ impl Session {
                 self.use_db(db)?;
                 Ok(ok(0))
             }
+            Statement::Show(ShowKind::Tables { .. } | ShowKind::TableInfo(_), _)
+                if self.has_tables() =>
+            {
+                self.run_table(params)
+            }
             Statement::Show(kind, filter) => self.show(kind, filter),
             Statement::Kill(id, query_only) => {
                 let v = eval(id, &mut self.ctx(params))?;
@@ -737,11 +864,24 @@ impl Session {
             }
             Statement::Begin => {
                 // BEGIN inside a transaction commits it first (implicit commit).
+                if let Some(ts) = self.table_session() {
+                    ts.begin()?;
+                }
                 self.in_transaction = true;
                 Ok(ok(0))
             }
-            Statement::Commit | Statement::Rollback => {
+            Statement::Commit => {
                 self.in_transaction = false;
+                if let Some(ts) = self.table_session() {
+                    ts.commit()?;
+                }
+                Ok(ok(0))
+            }
+            Statement::Rollback => {
+                self.in_transaction = false;
+                if let Some(ts) = self.table_session() {
+                    ts.rollback();
+                }
                 Ok(ok(0))
             }
             Statement::CreateUser(users, if_not_exists) => {
@@ -784,6 +924,7 @@ impl Session {
                 }
                 Ok(ok(0))
             }
+            Statement::TableStatement(_, _) if self.has_tables() => self.run_table(params),
             Statement::TableStatement(kind, tables) => self.table_statement(kind, tables),
         }
     }
@@ -949,6 +1090,9 @@ impl Session {
                 // Turning autocommit on commits an open transaction.
                 if !was && self.autocommit() {
                     self.in_transaction = false;
+                    if let Some(ts) = self.table.as_mut() {
+                        ts.set_autocommit(true)?;
+                    }
                 }
                 return Ok(());
             }
@@ -1272,12 +1416,23 @@ impl Session {
                 .questions
                 .fetch_add(1, Ordering::Relaxed);
             self.set_process_text(Some(part));
-            let r = shoal_sql::parse(part).and_then(|p| {
-                if p.params > 0 {
-                    return Err(SqlError::Syntax("?".into()));
+            self.cur_sql = part.to_string();
+            self.cur_plan = None;
+            let r = match shoal_sql::parse(part) {
+                Ok(p) if p.params > 0 => Err(SqlError::Syntax("?".into())),
+                Ok(p) => self.run(&p.statement, &[]),
+                // Statements only the table engine knows (SHOW CREATE TABLE, DESCRIBE, ...):
+                // its answer wins unless it does not understand the text either.
+                Err(e) if self.has_tables() => {
+                    self.stmt_time = now_datetime();
+                    self.diag.clear();
+                    match self.run_table(&[]) {
+                        Err(te) if te.code() == 1064 => Err(e),
+                        other => other,
+                    }
                 }
-                self.run(&p.statement, &[])
-            });
+                Err(e) => Err(e),
+            };
             match r {
                 Ok(resp) => out.push(Ok(resp)),
                 Err(e) => {
@@ -1442,6 +1597,10 @@ impl Backend for Session {
     fn reset_connection(&mut self) {
         self.server.counters.com("reset_connection");
         self.in_transaction = false;
+        if let Some(ts) = self.table.as_mut() {
+            ts.rollback();
+        }
+        self.plans.clear();
         self.user_vars.clear();
         let n = self.prepared.len() as u64;
         self.prepared.clear();
@@ -1474,8 +1633,22 @@ impl Backend for Session {
             return Err(to_error_info(&SqlError::Syntax(parts[1].to_string())));
         }
         let p = Prepared::new(sql).map_err(|e| to_error_info(&e))?;
-        let columns = p.columns.iter().map(|c| column_of(c, &[])).collect();
-        let params = p.params as u16;
+        let is_table = match &p.statement {
+            Statement::TableStatement(_, _) => true,
+            Statement::Select(sel) => sel.from.is_some() && self.virtual_table_of(sel).is_none(),
+            _ => false,
+        };
+        let mut columns: Vec<Column> = p.columns.iter().map(|c| column_of(c, &[])).collect();
+        let mut params = p.params as u16;
+        self.plans.remove(&stmt_id);
+        if is_table && self.table_session().is_some() {
+            let db = self.db.clone();
+            let ts = self.table.as_mut().expect("created above");
+            let plan = ts.prepare(sql, db.as_deref()).map_err(|e| to_error_info(&e))?;
+            columns = plan.columns.iter().map(exec_column).collect();
+            params = plan.param_count as u16;
+            self.plans.insert(stmt_id, plan);
+        }
         if self.prepared.insert(stmt_id, p).is_none() {
             self.server
                 .counters
@@ -1500,7 +1673,9 @@ impl Backend for Session {
                 ),
             )
         })?;
-        if params.len() != p.params {
+        let plan = self.plans.get(&stmt_id).cloned();
+        let expected = plan.as_ref().map(|p| p.param_count).unwrap_or(p.params);
+        if params.len() != expected {
             return Err(ErrorInfo::new(
                 1210,
                 "HY000",
@@ -1508,6 +1683,8 @@ impl Backend for Session {
             ));
         }
         self.set_process_text(Some(&p.sql));
+        self.cur_sql = p.sql.clone();
+        self.cur_plan = plan;
         let values: Vec<Value> = params.iter().map(from_proto_value).collect();
         self.run(&p.statement, &values)
             .map_err(|e| to_error_info(&e))
@@ -1515,6 +1692,7 @@ impl Backend for Session {
 
     fn close_statement(&mut self, stmt_id: u32) {
         self.server.counters.com("stmt_close");
+        self.plans.remove(&stmt_id);
         if self.prepared.remove(&stmt_id).is_some() {
             self.server
                 .counters
@@ -1574,7 +1752,10 @@ impl Backend for Session {
 
     fn status(&self) -> SessionStatus {
         SessionStatus {
-            in_transaction: self.in_transaction,
+            in_transaction: match &self.table {
+                Some(ts) => ts.in_transaction(),
+                None => self.in_transaction,
+            },
             autocommit: self.autocommit(),
         }
     }
@@ -1588,6 +1769,12 @@ impl Backend for Session {
             self.closed = true;
             self.command_end();
             self.in_transaction = false;
+            // A client gone mid-transaction: roll back and free its row locks.
+            if let Some(ts) = self.table.as_mut() {
+                ts.rollback();
+            }
+            *self.entry.table_kill.lock().unwrap() = None;
+            self.plans.clear();
             let n = self.prepared.len() as u64;
             self.prepared.clear();
             self.server

@@ -1,0 +1,442 @@
+//! Tables through the real `shoal` binary: sysbench 1.0 OLTP workloads end to end, row-lock
+//! concurrency over the wire (lost update, deadlock 1213, lock wait timeout 1205, a client gone
+//! mid-transaction), restart durability, datadir locking, and `kill -9` crash recovery.
+//!
+//! Every test starts its own server on a free port with a temporary datadir and stops it
+//! (SIGTERM, or SIGKILL for the crash test) before returning.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mysql::prelude::Queryable;
+use mysql::{Conn, OptsBuilder};
+use support::{free_port, temp_dir};
+
+/// A server on a given datadir (so it can be restarted on the same data).
+struct Srv {
+    port: u16,
+    child: Option<Child>,
+    log: PathBuf,
+}
+
+impl Srv {
+    fn start(dir: &Path, extra: &[&str]) -> Srv {
+        let port = free_port();
+        let log = dir.join(format!("stderr-{port}.log"));
+        let mut args = vec![
+            format!("--port={port}"),
+            format!("--socket={}", dir.join(format!("s{port}.sock")).display()),
+            format!("--datadir={}", dir.join("data").display()),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let child = Command::new(env!("CARGO_BIN_EXE_shoal"))
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("spawn shoal");
+        let mut s = Srv {
+            port,
+            child: Some(child),
+            log,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            if let Some(st) = s.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("shoal exited early ({st}): {}", s.stderr());
+            }
+            assert!(Instant::now() < deadline, "shoal did not start: {}", s.stderr());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        s
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn opts(&self) -> OptsBuilder {
+        OptsBuilder::new()
+            .ip_or_hostname(Some("127.0.0.1"))
+            .tcp_port(self.port)
+            .user(Some("root"))
+            .prefer_socket(false)
+    }
+
+    fn conn(&self) -> Conn {
+        Conn::new(self.opts()).expect("connect")
+    }
+
+    /// SIGTERM (or SIGKILL with `hard`) and wait, bounded.
+    fn stop(&mut self, hard: bool) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        unsafe {
+            libc::kill(
+                child.id() as i32,
+                if hard { libc::SIGKILL } else { libc::SIGTERM },
+            );
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while child.try_wait().unwrap().is_none() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.wait();
+    }
+}
+
+impl Drop for Srv {
+    fn drop(&mut self) {
+        self.stop(false);
+    }
+}
+
+fn err_code(e: &mysql::Error) -> u16 {
+    match e {
+        mysql::Error::MySqlError(m) => m.code,
+        other => panic!("not a server error: {other}"),
+    }
+}
+
+/// Runs sysbench; returns its stdout. Panics with the output on failure.
+fn sysbench(port: u16, test: &str, cmd: &str, extra: &[&str]) -> String {
+    let mut args = vec![
+        test.to_string(),
+        "--db-driver=mysql".into(),
+        "--mysql-host=127.0.0.1".into(),
+        format!("--mysql-port={port}"),
+        "--mysql-user=root".into(),
+        "--mysql-db=sbtest".into(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args.push(cmd.into());
+    let out = Command::new("timeout")
+        .arg("120")
+        .arg("sysbench")
+        .args(&args)
+        .output()
+        .expect("run sysbench");
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "sysbench {test} {cmd} failed: {text}");
+    text
+}
+
+/// Parses "transactions: N", "ignored errors: N" and the fatal "FATAL" lines of a run.
+fn check_run(text: &str, what: &str) -> u64 {
+    assert!(!text.contains("FATAL"), "{what}: fatal error: {text}");
+    let num_after = |key: &str| -> Option<u64> {
+        let l = text.lines().find(|l| l.trim_start().starts_with(key))?;
+        l.split_whitespace()
+            .nth(key.split_whitespace().count())
+            .and_then(|n| n.parse().ok())
+    };
+    let tx = num_after("transactions:").unwrap_or(0);
+    let events = num_after("total number of events:").unwrap_or(0);
+    assert!(tx > 0 || events > 0, "{what}: no transactions ran: {text}");
+    // Ignored errors are only the retried ones (sysbench ignores 1213/1205 by default).
+    if let Some(l) = text.lines().find(|l| l.contains("ignored errors:")) {
+        let n: u64 = l
+            .split_whitespace()
+            .nth(2)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        assert!(n <= tx.max(events), "{what}: too many ignored errors: {l}");
+    }
+    tx.max(events)
+}
+
+fn sbtest_db(s: &Srv) {
+    s.conn()
+        .query_drop("CREATE DATABASE IF NOT EXISTS sbtest")
+        .unwrap();
+}
+
+#[test]
+fn sysbench_oltp_read_write_prepared_and_text() {
+    if Command::new("sysbench").arg("--version").output().is_err() {
+        panic!("sysbench is not installed");
+    }
+    let dir = temp_dir("tables-sb-rw");
+    let s = Srv::start(&dir, &["--innodb-flush-log-at-trx-commit=2"]);
+    sbtest_db(&s);
+    let common = ["--tables=8", "--table-size=10000"];
+    sysbench(s.port, "oltp_read_write", "prepare", &common);
+    let mut c = s.conn();
+    let n: u64 = c
+        .query_first("SELECT COUNT(*) FROM sbtest.sbtest8")
+        .unwrap()
+        .unwrap();
+    assert_eq!(n, 10000);
+    for mode in ["auto", "disable"] {
+        let ps = format!("--db-ps-mode={mode}");
+        let mut args = common.to_vec();
+        args.extend(["--threads=16", "--time=30", "--report-interval=0", &ps]);
+        let text = sysbench(s.port, "oltp_read_write", "run", &args);
+        let tx = check_run(&text, &format!("oltp_read_write ps-mode={mode}"));
+        eprintln!("oltp_read_write ps-mode={mode}: {tx} transactions");
+    }
+    sysbench(s.port, "oltp_read_write", "cleanup", &common);
+    let left: Vec<String> = c.query("SHOW TABLES FROM sbtest").unwrap();
+    assert!(left.is_empty(), "cleanup left tables: {left:?}");
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sysbench_other_workloads() {
+    let dir = temp_dir("tables-sb-other");
+    let s = Srv::start(&dir, &["--innodb-flush-log-at-trx-commit=2"]);
+    sbtest_db(&s);
+    let common = ["--tables=2", "--table-size=2000"];
+    sysbench(s.port, "oltp_read_write", "prepare", &common);
+    for test in [
+        "oltp_point_select",
+        "oltp_read_only",
+        "oltp_write_only",
+        "oltp_update_index",
+        "oltp_update_non_index",
+        "oltp_insert",
+        "oltp_delete",
+        "select_random_points",
+        "select_random_ranges",
+    ] {
+        let mut args = common.to_vec();
+        args.extend(["--threads=4", "--time=3"]);
+        let text = sysbench(s.port, test, "run", &args);
+        check_run(&text, test);
+    }
+    sysbench(s.port, "oltp_read_write", "cleanup", &common);
+    // bulk_insert has its own tables.
+    sysbench(s.port, "bulk_insert", "prepare", &["--threads=2"]);
+    let text = sysbench(s.port, "bulk_insert", "run", &["--threads=2", "--time=3"]);
+    check_run(&text, "bulk_insert");
+    let n: u64 = s
+        .conn()
+        .query_first("SELECT COUNT(*) FROM sbtest.sbtest1")
+        .unwrap()
+        .unwrap();
+    assert!(n > 0, "bulk_insert inserted nothing");
+    sysbench(s.port, "bulk_insert", "cleanup", &["--threads=2"]);
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn counter_table(s: &Srv) -> Conn {
+    let mut c = s.conn();
+    c.query_drop("CREATE DATABASE t").unwrap();
+    c.query_drop("CREATE TABLE t.k (id INT PRIMARY KEY, v INT NOT NULL)")
+        .unwrap();
+    c.query_drop("INSERT INTO t.k VALUES (1, 0), (2, 0)").unwrap();
+    c
+}
+
+#[test]
+fn concurrency_over_the_wire() {
+    let dir = temp_dir("tables-conc");
+    let s = Srv::start(&dir, &[]);
+    let mut c = counter_table(&s);
+
+    // Lost update: N clients x M increments in transactions with SELECT ... FOR UPDATE.
+    let (clients, each) = (8, 25);
+    let threads: Vec<_> = (0..clients)
+        .map(|_| {
+            let opts = s.opts();
+            std::thread::spawn(move || {
+                let mut c = Conn::new(opts).unwrap();
+                for _ in 0..each {
+                    c.query_drop("BEGIN").unwrap();
+                    let v: i64 = c
+                        .query_first("SELECT v FROM t.k WHERE id = 1 FOR UPDATE")
+                        .unwrap()
+                        .unwrap();
+                    c.exec_drop("UPDATE t.k SET v = ? WHERE id = 1", (v + 1,))
+                        .unwrap();
+                    c.query_drop("COMMIT").unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let v: i64 = c
+        .query_first("SELECT v FROM t.k WHERE id = 1")
+        .unwrap()
+        .unwrap();
+    assert_eq!(v, clients * each);
+
+    // Deadlock: a locks 1 then 2, b locks 2 then 1; exactly one gets 1213, the other commits.
+    let mut a = s.conn();
+    let mut b = s.conn();
+    a.query_drop("BEGIN").unwrap();
+    b.query_drop("BEGIN").unwrap();
+    a.query_drop("UPDATE t.k SET v = v + 100 WHERE id = 1").unwrap();
+    b.query_drop("UPDATE t.k SET v = v + 100 WHERE id = 2").unwrap();
+    let ta = std::thread::spawn(move || {
+        let r = a.query_drop("UPDATE t.k SET v = v + 100 WHERE id = 2");
+        (a, r)
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let rb = b.query_drop("UPDATE t.k SET v = v + 100 WHERE id = 1");
+    let (mut a, ra) = ta.join().unwrap();
+    let codes: Vec<Option<u16>> = [&ra, &rb]
+        .iter()
+        .map(|r| r.as_ref().err().map(err_code))
+        .collect();
+    assert_eq!(
+        codes.iter().filter(|c| **c == Some(1213)).count(),
+        1,
+        "{codes:?}"
+    );
+    assert_eq!(codes.iter().filter(|c| c.is_none()).count(), 1, "{codes:?}");
+    a.query_drop("COMMIT").unwrap();
+    b.query_drop("COMMIT").unwrap();
+    let sum: i64 = c
+        .query_first("SELECT SUM(v) FROM t.k")
+        .unwrap()
+        .unwrap();
+    assert_eq!(sum, clients * each + 200, "the survivor's two updates committed");
+
+    // Lock wait timeout: 1205 after about a second.
+    a.query_drop("BEGIN").unwrap();
+    a.query_drop("UPDATE t.k SET v = v WHERE id = 2").unwrap();
+    b.query_drop("SET innodb_lock_wait_timeout = 1").unwrap();
+    let t0 = Instant::now();
+    let e = b
+        .query_drop("UPDATE t.k SET v = 0 WHERE id = 2")
+        .unwrap_err();
+    assert_eq!(err_code(&e), 1205);
+    assert!(t0.elapsed() < Duration::from_secs(10));
+
+    // A client gone mid-transaction frees its locks: `a` holds row 2 and disappears.
+    drop(a);
+    b.query_drop("SET innodb_lock_wait_timeout = 5").unwrap();
+    b.query_drop("UPDATE t.k SET v = 7 WHERE id = 2").unwrap();
+    let v: i64 = c
+        .query_first("SELECT v FROM t.k WHERE id = 2")
+        .unwrap()
+        .unwrap();
+    assert_eq!(v, 7);
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn restart_keeps_data_and_datadir_is_locked() {
+    let dir = temp_dir("tables-restart");
+    let mut s = Srv::start(&dir, &[]);
+    let mut c = counter_table(&s);
+    c.query_drop("INSERT INTO t.k VALUES (3, 33)").unwrap();
+    drop(c);
+    // A second server on the same datadir is refused with a clear message.
+    let port2 = free_port();
+    let out = Command::new("timeout")
+        .arg("60")
+        .arg(env!("CARGO_BIN_EXE_shoal"))
+        .arg(format!("--port={port2}"))
+        .arg(format!("--socket={}", dir.join("second.sock").display()))
+        .arg(format!("--datadir={}", dir.join("data").display()))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("in use by another shoal server"), "{err}");
+
+    s.stop(false);
+    let s = Srv::start(&dir, &[]);
+    let v: i64 = s
+        .conn()
+        .query_first("SELECT v FROM t.k WHERE id = 3")
+        .unwrap()
+        .unwrap();
+    assert_eq!(v, 33);
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn crash_recovery_keeps_acknowledged_commits() {
+    let dir = temp_dir("tables-crash");
+    let mut s = Srv::start(&dir, &[]);
+    let mut c = s.conn();
+    c.query_drop("CREATE DATABASE t").unwrap();
+    c.query_drop(
+        "CREATE TABLE t.w (id INT PRIMARY KEY, k INT NOT NULL, pad VARCHAR(60), KEY k_idx (k))",
+    )
+    .unwrap();
+    drop(c);
+    let acked: Arc<Mutex<Vec<i64>>> = Arc::new(Mutex::new(Vec::new()));
+    for round in 0..3i64 {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writers: Vec<_> = (0..4i64)
+            .map(|w| {
+                let opts = s.opts();
+                let acked = acked.clone();
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let Ok(mut c) = Conn::new(opts) else { return };
+                    let mut i = 0i64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        let id = round * 1_000_000 + w * 100_000 + i;
+                        let r = c
+                            .query_drop("BEGIN")
+                            .and_then(|_| {
+                                c.exec_drop(
+                                    "INSERT INTO t.w VALUES (?, ?, 'x')",
+                                    (id, id % 97),
+                                )
+                            })
+                            .and_then(|_| c.query_drop("COMMIT"));
+                        match r {
+                            Ok(()) => acked.lock().unwrap().push(id),
+                            Err(_) => return,
+                        }
+                        i += 1;
+                    }
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(1500));
+        s.stop(true); // kill -9 mid-load
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for w in writers {
+            w.join().unwrap();
+        }
+        s = Srv::start(&dir, &[]);
+        let mut c = s.conn();
+        let ids: Vec<i64> = c.query("SELECT id FROM t.w").unwrap();
+        let present: std::collections::HashSet<i64> = ids.iter().copied().collect();
+        let acked = acked.lock().unwrap();
+        assert!(!acked.is_empty(), "round {round}: nothing acknowledged");
+        for id in acked.iter() {
+            assert!(present.contains(id), "round {round}: acknowledged {id} lost");
+        }
+        // The secondary index agrees with the table.
+        let by_index: u64 = c
+            .query_first("SELECT COUNT(*) FROM t.w WHERE k >= 0")
+            .unwrap()
+            .unwrap();
+        let by_pk: u64 = c.query_first("SELECT COUNT(*) FROM t.w").unwrap().unwrap();
+        assert_eq!(by_index, by_pk, "round {round}");
+        assert_eq!(by_pk as usize, ids.len());
+    }
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}

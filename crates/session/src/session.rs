@@ -1632,7 +1632,49 @@ impl Backend for Session {
         if parts.len() > 1 {
             return Err(to_error_info(&SqlError::Syntax(parts[1].to_string())));
         }
-        let p = Prepared::new(sql).map_err(|e| to_error_info(&e))?;
+        let p = match Prepared::new(sql) {
+            Ok(p) => p,
+            // A table statement the session's own parser does not take (ORDER BY, GROUP BY,
+            // ...): the table engine prepares it.
+            Err(e) if self.has_tables() => {
+                let db = self.db.clone();
+                let ts = self.table_session().expect("engine present");
+                let plan = match ts.prepare(sql, db.as_deref()) {
+                    Ok(plan) => plan,
+                    Err(te) if te.code() == 1064 => return Err(to_error_info(&e)),
+                    Err(te) => return Err(to_error_info(&te)),
+                };
+                let columns = plan.columns.iter().map(exec_column).collect();
+                let params = plan.param_count as u16;
+                let first = sql
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("")
+                    .to_ascii_lowercase();
+                let kind: &'static str = match first.as_str() {
+                    "insert" => "insert",
+                    "update" => "update",
+                    "delete" => "delete",
+                    "replace" => "replace",
+                    _ => "select",
+                };
+                let prepared = Prepared {
+                    sql: sql.to_string(),
+                    statement: Statement::TableStatement(kind, Vec::new()),
+                    params: plan.param_count,
+                    columns: Vec::new(),
+                };
+                self.plans.insert(stmt_id, plan);
+                if self.prepared.insert(stmt_id, prepared).is_none() {
+                    self.server
+                        .counters
+                        .prepared_stmt_count
+                        .fetch_add(1, Ordering::Relaxed);
+                }
+                return Ok(PrepareOk { params, columns });
+            }
+            Err(e) => return Err(to_error_info(&e)),
+        };
         let is_table = match &p.statement {
             Statement::TableStatement(_, _) => true,
             Statement::Select(sel) => sel.from.is_some() && self.virtual_table_of(sel).is_none(),

@@ -1686,7 +1686,9 @@ impl Backend for Session {
         if is_table && self.table_session().is_some() {
             let db = self.db.clone();
             let ts = self.table.as_mut().expect("created above");
-            let plan = ts.prepare(sql, db.as_deref()).map_err(|e| to_error_info(&e))?;
+            let plan = ts
+                .prepare(sql, db.as_deref())
+                .map_err(|e| to_error_info(&e))?;
             columns = plan.columns.iter().map(exec_column).collect();
             params = plan.param_count as u16;
             self.plans.insert(stmt_id, plan);

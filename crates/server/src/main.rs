@@ -148,13 +148,14 @@ fn main() {
         ));
     }
 
+    // Before the (possibly slow) engine open: a SIGTERM from now on means a clean exit 0.
+    install_signal_handlers();
     open_tables(&server, &datadir);
 
     let listeners = match listener::Listeners::bind(&server) {
         Ok(l) => l,
         Err(e) => fail(e),
     };
-    install_signal_handlers();
     let shutdown = Arc::new(AtomicBool::new(false));
     let handler = handler::per_thread::PerThread::new(server.clone(), shutdown.clone());
     // pool-of-threads: the pool takes every non-admin connection (admin/extra port connections

@@ -338,6 +338,22 @@ fn concurrency_over_the_wire() {
     assert_eq!(err_code(&e), 1205);
     assert!(t0.elapsed() < Duration::from_secs(10));
 
+    // KILL QUERY interrupts a row-lock wait at once (1317); the connection stays usable.
+    b.query_drop("SET innodb_lock_wait_timeout = 50").unwrap();
+    let b_id = b.connection_id();
+    let waiter = std::thread::spawn(move || {
+        let t0 = Instant::now();
+        let r = b.query_drop("UPDATE t.k SET v = 0 WHERE id = 2");
+        (b, r, t0.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    c.query_drop(format!("KILL QUERY {b_id}")).unwrap();
+    let (mut b, r, waited) = waiter.join().unwrap();
+    assert_eq!(err_code(&r.unwrap_err()), 1317);
+    assert!(waited < Duration::from_secs(20), "{waited:?}");
+    let one: i64 = b.query_first("SELECT 1").unwrap().unwrap();
+    assert_eq!(one, 1);
+
     // A client gone mid-transaction frees its locks: `a` holds row 2 and disappears.
     drop(a);
     b.query_drop("SET innodb_lock_wait_timeout = 5").unwrap();

@@ -14,6 +14,17 @@
 //! evaluated by `shoal_sql::eval` through the [`Ctx`] adapter, which exposes variables, user
 //! variables, parameters and session facts. Errors are `SqlError`s (code + SQLSTATE) turned into
 //! `ErrorInfo` at the seam; the last statement's diagnostics feed SHOW WARNINGS / SHOW ERRORS.
+//!
+//! Tables: when the server has a table engine ([`crate::Server::set_table_engine`]), each
+//! session lazily opens a `shoal_exec::TableSession`. Statements on tables (the parser's
+//! `TableStatement`, SELECT with FROM that is not a hook's virtual table, SHOW TABLES / COLUMNS /
+//! CREATE TABLE / INDEX) and text the session parser rejects (ORDER BY, GROUP BY, DESCRIBE ...)
+//! go to the engine as text; COM_STMT_PREPARE plans them once (`Arc<Plan>` kept per statement
+//! id) and COM_STMT_EXECUTE binds parameters to that plan. BEGIN/COMMIT/ROLLBACK go to the
+//! table session; autocommit, `transaction_isolation` and `innodb_lock_wait_timeout` are synced
+//! to it before every use; the status flags' in-transaction bit is the table session's. KILL
+//! reaches a row-lock wait through the `KillHandle` in the shared `ProcessEntry`; disconnect
+//! and COM_RESET_CONNECTION roll back (freeing row locks).
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -312,6 +323,22 @@ fn exec_response(out: ExecOutput) -> Response {
             warnings,
             info,
         }),
+    }
+}
+
+/// The Com_ counter of a table statement only the engine parses (by its first keyword).
+fn dml_kind(sql: &str) -> &'static str {
+    let first = sql
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    match first.as_str() {
+        "insert" => "insert",
+        "update" => "update",
+        "delete" => "delete",
+        "replace" => "replace",
+        _ => "select",
     }
 }
 
@@ -1426,6 +1453,9 @@ impl Session {
                 Err(e) if self.has_tables() => {
                     self.stmt_time = now_datetime();
                     self.diag.clear();
+                    let counters = &self.server.counters;
+                    counters.com[com_index(dml_kind(part))].fetch_add(1, Ordering::Relaxed);
+                    counters.queries.fetch_add(1, Ordering::Relaxed);
                     match self.run_table(&[]) {
                         Err(te) if te.code() == 1064 => Err(e),
                         other => other,
@@ -1646,18 +1676,7 @@ impl Backend for Session {
                 };
                 let columns = plan.columns.iter().map(exec_column).collect();
                 let params = plan.param_count as u16;
-                let first = sql
-                    .split_whitespace()
-                    .next()
-                    .unwrap_or("")
-                    .to_ascii_lowercase();
-                let kind: &'static str = match first.as_str() {
-                    "insert" => "insert",
-                    "update" => "update",
-                    "delete" => "delete",
-                    "replace" => "replace",
-                    _ => "select",
-                };
+                let kind = dml_kind(sql);
                 let prepared = Prepared {
                     sql: sql.to_string(),
                     statement: Statement::TableStatement(kind, Vec::new()),

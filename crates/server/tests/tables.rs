@@ -373,6 +373,17 @@ fn restart_keeps_data_and_datadir_is_locked() {
     let mut s = Srv::start(&dir, &[]);
     let mut c = counter_table(&s);
     c.query_drop("INSERT INTO t.k VALUES (3, 33)").unwrap();
+    // SET GLOBAL innodb_buffer_pool_size resizes the block cache live.
+    c.query_drop("SET GLOBAL innodb_buffer_pool_size = 67108864")
+        .unwrap();
+    let cap: Option<(String, u64)> = c
+        .query_first("SHOW GLOBAL STATUS LIKE 'Shoal_block_cache_capacity'")
+        .unwrap();
+    assert_eq!(cap.map(|r| r.1), Some(67108864));
+    let commits: Option<(String, u64)> = c
+        .query_first("SHOW GLOBAL STATUS LIKE 'Innodb_rows_inserted'")
+        .unwrap();
+    assert!(commits.unwrap().1 >= 3);
     drop(c);
     // A second server on the same datadir is refused with a clear message.
     let port2 = free_port();

@@ -297,7 +297,10 @@ fn thread_cache_and_network_counters() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let created = status(&mut admin, "Threads_created");
-    assert!(created - created0 <= 2, "threads not reused: {created0} -> {created}");
+    assert!(
+        created - created0 <= 2,
+        "threads not reused: {created0} -> {created}"
+    );
     assert!(status(&mut admin, "Threads_cached") >= 1);
     assert!(status(&mut admin, "Connections") >= conns0 + 5);
     assert!(status(&mut admin, "Bytes_received") > bytes0);

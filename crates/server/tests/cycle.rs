@@ -42,7 +42,8 @@ fn nonblocking_cycle_one_command_at_a_time() {
     let server = Server::new();
     let (ours, mut peer) = UnixStream::pair().unwrap();
     ours.set_nonblocking(true).unwrap();
-    peer.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    peer.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
     let mut client = Client::accept(&server, Stream::Unix(ours), "localhost".into(), false);
     let n0 = server.connection_count();
     assert!(n0 >= 1);
@@ -97,7 +98,10 @@ fn nonblocking_cycle_one_command_at_a_time() {
             Outcome::Continue | Outcome::WantRead => break,
             other => panic!("{other:?}"),
         }
-        assert!(started.elapsed() < Duration::from_secs(60), "reply never finished");
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "reply never finished"
+        );
     }
     let (peer, total) = reader.join().unwrap();
     assert!(total > 8_000_000, "{total}");

@@ -108,7 +108,9 @@ thread_local! {
 static COUNTS: [AtomicU64; 12] = [const { AtomicU64::new(0) }; 12];
 
 /// Installs `observer` for the current thread and returns the previous one.
-pub fn set_thread_observer(observer: Option<Arc<dyn WaitObserver>>) -> Option<Arc<dyn WaitObserver>> {
+pub fn set_thread_observer(
+    observer: Option<Arc<dyn WaitObserver>>,
+) -> Option<Arc<dyn WaitObserver>> {
     OBSERVER.with(|o| std::mem::replace(&mut *o.borrow_mut(), observer))
 }
 

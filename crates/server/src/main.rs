@@ -92,6 +92,8 @@ fn open_tables(server: &Arc<Server>, datadir: &std::path::Path) {
 }
 
 fn main() {
+    // First of all: a SIGTERM/SIGINT at any point of startup means a clean exit 0.
+    install_signal_handlers();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let parsed = match options::parse_args(&args) {
         Ok(p) => p,
@@ -148,8 +150,6 @@ fn main() {
         ));
     }
 
-    // Before the (possibly slow) engine open: a SIGTERM from now on means a clean exit 0.
-    install_signal_handlers();
     open_tables(&server, &datadir);
 
     let listeners = match listener::Listeners::bind(&server) {

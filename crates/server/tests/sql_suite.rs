@@ -269,7 +269,7 @@ fn fixtures() -> Vec<PathBuf> {
 #[test]
 fn sql_suite() {
     let handlings = std::env::var("SHOAL_SUITE_THREAD_HANDLING")
-        .unwrap_or_else(|_| "one-thread-per-connection".into());
+        .unwrap_or_else(|_| "one-thread-per-connection,pool-of-threads".into());
     let mut failures = Vec::new();
     for handling in handlings
         .split(',')

@@ -174,11 +174,21 @@ fn sbtest_db(s: &Srv) {
 
 #[test]
 fn sysbench_oltp_read_write_prepared_and_text() {
+    sysbench_read_write("one-thread-per-connection");
+}
+
+#[test]
+fn sysbench_oltp_read_write_under_the_pool() {
+    sysbench_read_write("pool-of-threads");
+}
+
+fn sysbench_read_write(handling: &str) {
     if Command::new("sysbench").arg("--version").output().is_err() {
         panic!("sysbench is not installed");
     }
-    let dir = temp_dir("tables-sb-rw");
-    let s = Srv::start(&dir, &["--innodb-flush-log-at-trx-commit=2"]);
+    let dir = temp_dir(&format!("tables-sb-rw-{handling}"));
+    let th = format!("--thread-handling={handling}");
+    let s = Srv::start(&dir, &["--innodb-flush-log-at-trx-commit=2", &th]);
     sbtest_db(&s);
     let common = ["--tables=8", "--table-size=10000"];
     sysbench(s.port, "oltp_read_write", "prepare", &common);
@@ -199,7 +209,7 @@ fn sysbench_oltp_read_write_prepared_and_text() {
         ]);
         let text = sysbench(s.port, "oltp_read_write", "run", &args);
         let tx = check_run(&text, &format!("oltp_read_write ps-mode={mode}"));
-        eprintln!("oltp_read_write ps-mode={mode}: {tx} transactions");
+        eprintln!("oltp_read_write {handling} ps-mode={mode}: {tx} transactions");
     }
     sysbench(s.port, "oltp_read_write", "cleanup", &common);
     let left: Vec<String> = c.query("SHOW TABLES FROM sbtest").unwrap();
@@ -210,8 +220,18 @@ fn sysbench_oltp_read_write_prepared_and_text() {
 
 #[test]
 fn sysbench_other_workloads() {
-    let dir = temp_dir("tables-sb-other");
-    let s = Srv::start(&dir, &["--innodb-flush-log-at-trx-commit=2"]);
+    sysbench_others("one-thread-per-connection");
+}
+
+#[test]
+fn sysbench_other_workloads_under_the_pool() {
+    sysbench_others("pool-of-threads");
+}
+
+fn sysbench_others(handling: &str) {
+    let dir = temp_dir(&format!("tables-sb-other-{handling}"));
+    let th = format!("--thread-handling={handling}");
+    let s = Srv::start(&dir, &["--innodb-flush-log-at-trx-commit=2", &th]);
     sbtest_db(&s);
     let common = ["--tables=2", "--table-size=2000"];
     sysbench(s.port, "oltp_read_write", "prepare", &common);

@@ -636,6 +636,22 @@ impl Engine {
         self.inner.peek_counter(b'A', table)
     }
 
+    /// Makes everything written durable and quiesces RocksDB before the process exits: stops
+    /// the WAL syncer, syncs the WAL (covers `innodb_flush_log_at_trx_commit` 0 and 2), and waits
+    /// for flushes/compactions to stop. A process that exits while RocksDB background threads still
+    /// run can abort in C++ static destructors ("pthread lock: Invalid argument"), so the server
+    /// calls this at shutdown even though other handles may still be alive. Later writes through
+    /// any handle still work but nothing syncs them in the background.
+    pub fn close(&self) -> Result<()> {
+        drop(lock_mutex(&self.inner.stop_flusher).take());
+        if let Some(h) = lock_mutex(&self.inner.flusher).take() {
+            let _ = h.join();
+        }
+        self.inner.db.flush_wal(true)?;
+        self.inner.db.cancel_all_background_work(true);
+        Ok(())
+    }
+
     /// Flushes memtables to SST files (used by tests that want on-disk data).
     pub fn flush(&self) -> Result<()> {
         self.inner.db.flush()?;

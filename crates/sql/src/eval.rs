@@ -288,6 +288,34 @@ fn sleep(ctx: &mut dyn Context, secs: f64) -> Value {
     }
 }
 
+/// How many evaluations `BENCHMARK()` runs between two looks at the kill flag.
+const BENCHMARK_KILL_CHECK: u64 = 1024;
+
+/// `BENCHMARK(count, expr)`: evaluates `expr` `count` times and returns 0 (MySQL semantics).
+///
+/// Deliberately CPU-bound and silent towards the thread pool: unlike `SLEEP()` it reports no
+/// wait, which is what the pool's stall and oversubscribe tests need. A NULL count yields NULL,
+/// a negative count is error 1210. The kill flag is checked every [`BENCHMARK_KILL_CHECK`]
+/// evaluations so `KILL QUERY` interrupts it with 1317.
+fn benchmark(args: &[Expr], ctx: &mut dyn Context) -> Result<Value, SqlError> {
+    args_exact("BENCHMARK", args, 2)?;
+    let n = eval(&args[0], ctx)?;
+    if n.is_null() {
+        return Ok(Value::Null);
+    }
+    let count = match n.to_i128() {
+        Some(c) if c >= 0 => c.min(u64::MAX as i128) as u64,
+        _ => return Err(SqlError::WrongArguments("BENCHMARK".into())),
+    };
+    for i in 0..count {
+        if i % BENCHMARK_KILL_CHECK == 0 && ctx.killed() {
+            return Err(SqlError::Interrupted);
+        }
+        eval(&args[1], ctx)?;
+    }
+    Ok(Value::Int(0))
+}
+
 fn hex_of(v: &Value) -> Value {
     match v {
         Value::Null => Value::Null,
@@ -476,6 +504,7 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
             }
             return Ok(Value::Null);
         }
+        "BENCHMARK" => return benchmark(args, ctx),
         "COUNT" | "SUM" | "AVG" | "MIN" | "MAX" | "GROUP_CONCAT" | "BIT_AND" | "BIT_OR" | "STD"
         | "STDDEV" | "VARIANCE" => {
             return Err(SqlError::Unsupported(format!(
@@ -1179,7 +1208,7 @@ pub fn static_type(e: &Expr) -> SqlType {
             }
             "CURDATE" | "CURRENT_DATE" => SqlType::Date,
             "LENGTH" | "OCTET_LENGTH" | "CHAR_LENGTH" | "CHARACTER_LENGTH" | "UNIX_TIMESTAMP"
-            | "SLEEP" | "ISNULL" => SqlType::Int,
+            | "SLEEP" | "ISNULL" | "BENCHMARK" => SqlType::Int,
             "CONNECTION_ID" | "LAST_INSERT_ID" => SqlType::UInt,
             "ABS" | "CEIL" | "CEILING" | "FLOOR" | "ROUND" | "TRUNCATE" | "MOD" => {
                 args.first().map(static_type).unwrap_or(SqlType::Int)

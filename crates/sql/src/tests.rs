@@ -14,6 +14,10 @@ struct TestCtx {
     user_vars: HashMap<String, Value>,
     last_id: u64,
     params: Vec<Value>,
+    /// `killed()` turns true once it has been asked this many times (None: never).
+    kill_after: Option<u64>,
+    /// How many times `killed()` was asked.
+    kill_polls: std::cell::Cell<u64>,
 }
 
 impl Context for TestCtx {
@@ -62,7 +66,9 @@ impl Context for TestCtx {
         "8.0.36-shoal".into()
     }
     fn killed(&self) -> bool {
-        false
+        let n = self.kill_polls.get() + 1;
+        self.kill_polls.set(n);
+        self.kill_after.is_some_and(|k| n > k)
     }
 }
 
@@ -400,4 +406,33 @@ fn session_statements_parse() {
         parse("INSERT INTO t (a) VALUES (1)").unwrap().statement,
         Statement::TableStatement("insert", _)
     ));
+}
+
+#[test]
+fn benchmark_semantics() {
+    assert_eq!(one("SELECT BENCHMARK(10, 1 + 1)"), "0");
+    assert_eq!(one("SELECT BENCHMARK(0, 1)"), "0");
+    assert_eq!(one("SELECT BENCHMARK(NULL, 1)"), "NULL");
+    assert_eq!(one("SELECT BENCHMARK(-1, 1)"), "ERR 1210");
+    assert_eq!(one("SELECT BENCHMARK(1)"), "ERR 1582");
+    // An error of the expression stops the loop.
+    assert_eq!(one("SELECT BENCHMARK(5, 9223372036854775807 + 1)"), "ERR 1690");
+    let mut c = TestCtx::default();
+    let (_, types, _) = run(&mut c, "SELECT BENCHMARK(1, 1)").unwrap();
+    assert_eq!(types, vec![SqlType::Int]);
+    // The expression really runs `count` times.
+    run(&mut c, "SELECT BENCHMARK(7, @n := IFNULL(@n, 0) + 1)").unwrap();
+    assert_eq!(c.user_vars["n"].to_text().unwrap(), "7");
+}
+
+#[test]
+fn benchmark_honours_the_kill_flag() {
+    let mut c = TestCtx {
+        kill_after: Some(2),
+        ..Default::default()
+    };
+    let e = run(&mut c, "SELECT BENCHMARK(1000000000000, 1 + 1)").unwrap_err();
+    assert_eq!(e.code(), 1317);
+    // Polled once per 1024 evaluations: three polls, not a trillion iterations.
+    assert_eq!(c.kill_polls.get(), 3);
 }

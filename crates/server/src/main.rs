@@ -91,6 +91,43 @@ fn open_tables(server: &Arc<Server>, datadir: &std::path::Path) {
     }));
 }
 
+/// Like mysqld: raise the soft RLIMIT_NOFILE so that every allowed connection (plus the extra/admin
+/// ones and RocksDB's files) can have a socket, up to the hard limit, and show the limit obtained in
+/// `open_files_limit`. A shell default of 1024 would otherwise refuse the 1000th client with EMFILE.
+fn raise_open_files_limit(server: &Server) {
+    let vars = &server.vars;
+    let wanted = vars.get("open_files_limit").as_u64().max(
+        vars.get("max_connections").as_u64() + vars.get("extra_max_connections").as_u64() + 1024,
+    );
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read/write the struct we pass.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return;
+    }
+    let target = (wanted as libc::rlim_t).min(lim.rlim_max);
+    if target > lim.rlim_cur {
+        let new = libc::rlimit {
+            rlim_cur: target,
+            rlim_max: lim.rlim_max,
+        };
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &new) } == 0 {
+            lim.rlim_cur = target;
+        }
+    }
+    if (lim.rlim_cur as u64) < wanted {
+        tracing::warn!(
+            "could not raise the open files limit to {wanted} (hard limit {}): it is {}; \
+             connections beyond that fail",
+            lim.rlim_max,
+            lim.rlim_cur
+        );
+    }
+    let _ = vars.set_startup("open_files_limit", &lim.rlim_cur.to_string());
+}
+
 fn main() {
     // First of all: a SIGTERM/SIGINT at any point of startup means a clean exit 0.
     install_signal_handlers();
@@ -142,6 +179,7 @@ fn main() {
              (use one-thread-per-connection or pool-of-threads)"
         ));
     }
+    raise_open_files_limit(&server);
     let datadir = server.datadir();
     if let Err(e) = std::fs::create_dir_all(&datadir) {
         fail(format!(

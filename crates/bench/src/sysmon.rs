@@ -203,13 +203,12 @@ pub fn read_proc(pid: u32, with_sched: bool) -> Option<ProcSample> {
             };
             if line.starts_with("VmRSS:") {
                 p.rss_kb = v();
-            } else if line.starts_with("voluntary_ctxt_switches:")
-                || line.starts_with("nonvoluntary_ctxt_switches:")
-            {
-                p.ctx_switches += v();
             }
         }
     }
+    // /proc/PID/status counts the main thread's switches only: sum over every live thread
+    // (a one-thread-per-connection server does all its switching in the connection threads).
+    p.ctx_switches = task_ctx_switches(pid);
     if with_sched {
         if let Ok(dir) = fs::read_dir(format!("/proc/{pid}/task")) {
             for e in dir.flatten() {
@@ -351,9 +350,52 @@ pub fn find_pid_by_port(port: u16) -> Option<u32> {
     None
 }
 
+/// Voluntary + involuntary context switches of every live thread of `pid`.
+fn task_ctx_switches(pid: u32) -> u64 {
+    let Ok(dir) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    let mut total = 0;
+    for e in dir.flatten() {
+        let Some(s) = read(e.path().join("status")) else {
+            continue;
+        };
+        for line in s.lines() {
+            if line.starts_with("voluntary_ctxt_switches:")
+                || line.starts_with("nonvoluntary_ctxt_switches:")
+            {
+                total += line
+                    .split_ascii_whitespace()
+                    .nth(1)
+                    .and_then(|x| x.parse::<u64>().ok())
+                    .unwrap_or(0);
+            }
+        }
+    }
+    total
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn context_switches_of_all_threads_are_counted() {
+        let pid = std::process::id();
+        let before = task_ctx_switches(pid);
+        // A second thread blocks 50 times: each sleep is a voluntary switch of *that* thread,
+        // which /proc/PID/status (main thread only) would not show.
+        std::thread::spawn(|| {
+            for _ in 0..50 {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            let pid = std::process::id();
+            task_ctx_switches(pid)
+        })
+        .join()
+        .map(|during| assert!(during >= before + 50, "{before} -> {during}"))
+        .unwrap();
+    }
 
     #[test]
     fn reads_self_and_machine() {
@@ -378,3 +420,4 @@ mod tests {
         assert_eq!(find_pid_by_port(port), Some(std::process::id()));
     }
 }
+

@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use shoal_wait::WaitKind;
 
-use crate::{HighPrioMode, PrioHint};
+use crate::{HighPrioMode, PrioHint, SessionPriority};
 
 /// Where a connection is in its life. The rule that keeps events, KILL and timeouts from
 /// running a connection twice: only the party that moves it out of `Idle` ([`Phase::claim`]) may
@@ -220,7 +220,15 @@ pub enum AfterPoll<E> {
 /// `Statements` → high; `None` → low; `Transactions` → high while the session is in a
 /// transaction or holds locks and has tickets left (each high placement spends one); going low
 /// refills the tickets to `full`.
+///
+/// A session priority of `High` or `Low` (MariaDB `thread_pool_priority`) overrides the mode and
+/// spends no tickets.
 pub fn next_priority(mode: HighPrioMode, hint: PrioHint, tickets: &mut u64, full: u64) -> Prio {
+    match hint.priority {
+        SessionPriority::High => return Prio::High,
+        SessionPriority::Low => return Prio::Low,
+        SessionPriority::Auto => {}
+    }
     match mode {
         HighPrioMode::Statements => Prio::High,
         HighPrioMode::None => Prio::Low,
@@ -763,7 +771,7 @@ mod tests {
     fn priority_modes_and_tickets() {
         let tx = PrioHint {
             in_transaction: true,
-            holds_locks: false,
+            ..Default::default()
         };
         let plain = PrioHint::default();
         let mut t = 2;
@@ -785,6 +793,20 @@ mod tests {
             Prio::High
         );
         assert_eq!(next_priority(HighPrioMode::None, tx, &mut t, 2), Prio::Low);
+        // thread_pool_priority overrides the mode and spends no tickets.
+        let high = PrioHint {
+            priority: SessionPriority::High,
+            ..plain
+        };
+        let low_tx = PrioHint {
+            priority: SessionPriority::Low,
+            ..tx
+        };
+        let mut t = 2;
+        assert_eq!(next_priority(HighPrioMode::None, high, &mut t, 2), Prio::High);
+        assert_eq!(next_priority(m, low_tx, &mut t, 2), Prio::Low);
+        assert_eq!(t, 2);
+        assert!(low_tx.must_run(), "a low-priority lock holder keeps its guarantee");
     }
 
     #[test]

@@ -78,11 +78,18 @@
 //! Static `id % size` placement leaves groups uneven: one group's queue can wait behind its
 //! concurrency cap while another group's workers sleep. With work stealing on, when a group queues
 //! work it cannot start (at its cap and not stalled) it wakes one idle
-//! worker of another group (found with `try_lock`, so no lock-order problem), and any worker that
-//! finds no work in its own group (and is not needed as its listener) takes the head of such a
-//! queue before going to sleep. The stolen connection stays in its group (epoll, counts); only
-//! that one command runs on the thief, whose group accounts its activity and waits. Counters:
-//! `steals` (thief) and `stolen` (victim).
+//! worker of another group, and any worker that finds no work in its own group (and is not
+//! needed as its listener) takes the head of such a queue before going to sleep. The stolen
+//! connection stays in its group (epoll, counts); only that one command runs on the thief, whose
+//! group accounts its activity and waits. Counters: `steals` (thief) and `stolen` (victim).
+//!
+//! Lock discipline (no thread ever blocks on a group lock while holding another): the waker
+//! holds the victim's lock, so it only `try_lock`s the other groups (retrying a bounded number
+//! of times when one is briefly busy); the thief releases its own group's lock before it locks
+//! the victims, one at a time, with a blocking lock, and re-checks its own group afterwards. An
+//! earlier version let the thief `try_lock` the victim while holding its own lock: the victim's
+//! lock is usually still held by the waker at that instant, so under load the thief gave up
+//! and the work waited for the victim's busy worker (a flaky test, now fixed).
 //!
 //! ## The lock-holder guarantee (no pool-wide deadlock)
 //!
@@ -215,6 +222,26 @@ pub struct PrioHint {
     pub in_transaction: bool,
     /// The session holds row, table, metadata or user locks.
     pub holds_locks: bool,
+    /// The session's own priority (MariaDB `thread_pool_priority`): `High`/`Low` pick the queue
+    /// outright, `Auto` applies the high-priority mode. Never affects `must_run`.
+    pub priority: SessionPriority,
+    /// The session's own `thread_pool_high_prio_mode` (Percona session scope); `None`: the
+    /// pool's global mode.
+    pub mode: Option<HighPrioMode>,
+    /// The session's own `thread_pool_high_prio_tickets`; `None`: the pool's global value.
+    pub tickets: Option<u64>,
+}
+
+/// A session's requested queue (MariaDB `thread_pool_priority`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SessionPriority {
+    /// Decided by the high-priority mode and tickets (the default).
+    #[default]
+    Auto,
+    /// Always the high queue.
+    High,
+    /// Always the low queue (lock holders still get the lock-holder guarantee).
+    Low,
 }
 
 impl PrioHint {

@@ -29,6 +29,10 @@ use crate::{CloseReason, Config, Handler, HighPrioMode, Outcome, PoolError, Prio
 const SHARDS: usize = 16;
 const MAX_EVENTS: usize = 1024;
 const BLOCKED_LOG_INTERVAL: Duration = Duration::from_secs(10);
+/// How many times `wake_thief` tries a busy group lock before giving up on that group.
+const THIEF_LOCK_ATTEMPTS: u32 = 200;
+/// The first attempts only spin; the rest yield the CPU (the holder may be preempted).
+const THIEF_LOCK_SPINS: u32 = 50;
 
 /// What a queued entry asks the worker to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -590,13 +594,38 @@ impl<H: Handler> Shared<H> {
         }
     }
 
-    /// Wakes one idle worker of another group to steal from `gid` (the caller holds `gid`'s
-    /// lock; others are only `try_lock`ed).
+    /// Wakes one idle worker of another group to steal from `gid`.
+    ///
+    /// The caller holds `gid`'s lock, so the other groups can only be `try_lock`ed (blocking
+    /// here could deadlock against a waker of that group doing the same towards `gid`). A
+    /// `try_lock` that fails because the lock is briefly busy (its listener queueing events,
+    /// the timer, a worker finishing a command) is retried a bounded number of times: giving up
+    /// at once missed the thief and left the work to wait for the busy worker or the stall timer.
     fn wake_thief(&self, gid: usize) {
         let size = self.size.load(Ordering::SeqCst);
         for k in 1..size {
             let v = (gid + k) % size;
-            let Ok(mut other) = self.groups[v].inner.try_lock() else {
+            let mut other = None;
+            for attempt in 0..THIEF_LOCK_ATTEMPTS {
+                match self.groups[v].inner.try_lock() {
+                    Ok(g) => {
+                        other = Some(g);
+                        break;
+                    }
+                    Err(std::sync::TryLockError::Poisoned(p)) => {
+                        other = Some(p.into_inner());
+                        break;
+                    }
+                    Err(std::sync::TryLockError::WouldBlock) => {
+                        if attempt < THIEF_LOCK_SPINS {
+                            std::hint::spin_loop();
+                        } else {
+                            std::thread::yield_now();
+                        }
+                    }
+                }
+            }
+            let Some(mut other) = other else {
                 continue;
             };
             if let Some(w) = other.core.idle.pop() {
@@ -610,13 +639,18 @@ impl<H: Handler> Shared<H> {
     }
 
     /// Takes an entry another group cannot start now (work stealing).
+    ///
+    /// The caller must hold NO group lock: each victim is locked in turn with a blocking lock,
+    /// one at a time, so no thread ever waits for a group lock while holding another (the
+    /// wakers, which do hold one, only `try_lock`). The first version `try_lock`ed the victim
+    /// while holding its own group's lock, and the victim's lock is typically still held by the
+    /// very waker that just woke the thief: under load the thief lost that race, found nothing,
+    /// went back to sleep and the work waited behind the victim's busy worker.
     fn try_steal(&self, gid: usize, now: Instant) -> Option<(Entry<H::Conn>, Duration)> {
         let size = self.size.load(Ordering::SeqCst);
         for k in 1..size {
             let v = (gid + k) % size;
-            let Ok(mut other) = self.groups[v].inner.try_lock() else {
-                continue;
-            };
+            let mut other = self.groups[v].lock();
             if let Some(x) = other.core.steal(self.oversub(), now) {
                 return Some(x);
             }
@@ -796,6 +830,8 @@ impl<H: Handler> Shared<H> {
     ) -> Option<Entry<H::Conn>> {
         let group = &self.groups[gid];
         let mut inner = group.lock();
+        // One steal attempt per round of looking for work (reset after each sleep).
+        let mut tried_steal = false;
         if let Some(d) = exec {
             if self.histograms.load(Ordering::Relaxed) {
                 let _ = inner.exec_hist.record(us(d));
@@ -828,14 +864,25 @@ impl<H: Handler> Shared<H> {
                     None => return None,
                 }
             }
-            if self.stealing.load(Ordering::Relaxed) && gid < self.size.load(Ordering::SeqCst) {
-                if let Some((e, qt)) = self.try_steal(gid, now) {
+            if !tried_steal
+                && self.stealing.load(Ordering::Relaxed)
+                && gid < self.size.load(Ordering::SeqCst)
+            {
+                // Steal without holding our own lock (see `try_steal`); we stay counted active
+                // meanwhile, so nobody can hand us a role. Then look at our own group again:
+                // work may have arrived while the lock was released.
+                tried_steal = true;
+                drop(inner);
+                let stolen = self.try_steal(gid, now);
+                inner = group.lock();
+                if let Some((e, qt)) = stolen {
                     inner.core.counters.steals += 1;
                     if self.histograms.load(Ordering::Relaxed) {
                         let _ = inner.queue_hist.record(us(qt));
                     }
                     return Some(e);
                 }
+                continue;
             }
             let surplus = self.total_threads.load(Ordering::SeqCst)
                 > self.max_threads.load(Ordering::Relaxed)
@@ -845,6 +892,7 @@ impl<H: Handler> Shared<H> {
                 self.total_threads.fetch_sub(1, Ordering::SeqCst);
                 return None;
             }
+            tried_steal = false;
             slot.wake.store(WAKE_NONE, Ordering::SeqCst);
             inner.core.become_idle(slot.clone());
             let deadline =
@@ -1013,12 +1061,18 @@ impl<H: Handler> Shared<H> {
         m.wait = None;
         m.deadline = deadline;
         m.must_run = hint.must_run();
-        let full = self.tickets.load(Ordering::Relaxed);
-        let mode = match self.prio_mode.load(Ordering::Relaxed) {
-            1 => HighPrioMode::Statements,
-            2 => HighPrioMode::None,
-            _ => HighPrioMode::Transactions,
-        };
+        // The session's own mode and tickets (session scope) win over the pool's globals.
+        let full = hint
+            .tickets
+            .unwrap_or_else(|| self.tickets.load(Ordering::Relaxed));
+        m.tickets = m.tickets.min(full);
+        let mode = hint
+            .mode
+            .unwrap_or_else(|| match self.prio_mode.load(Ordering::Relaxed) {
+                1 => HighPrioMode::Statements,
+                2 => HighPrioMode::None,
+                _ => HighPrioMode::Transactions,
+            });
         m.prio = next_priority(mode, hint, &mut m.tickets, full);
         if outcome == Outcome::Yield {
             m.phase = Phase::Queued;

@@ -533,12 +533,11 @@ fn stats_and_connection_states() {
 /// Work stealing: a group whose queue waits behind its cap gets help from another group's idle
 /// worker; without stealing the same command waits (for the stall timer).
 ///
-/// Ignored in the default run: work stealing is off by default (`Config::work_stealing`) and this
-/// test failed once in a full-suite run (the fast command waited 1.5 s behind the spinner with
-/// stealing on), so the steal path has a race or a missed wake-up still to find. Run it with
-/// `cargo test --release -p shoal-pool --test scenarios -- --ignored work_stealing`.
+/// This test once failed in a full-suite run (the fast command waited 1.5 s behind the
+/// spinner): the woken thief only `try_lock`ed the victim group while the waker still held that
+/// lock, lost the race under load and went back to sleep. The thief now steals holding no lock
+/// of its own and locks victims normally (see `try_steal` in src/pool.rs).
 #[test]
-#[ignore = "flaky: work stealing (off by default) missed a steal once; under investigation"]
 fn work_stealing_between_groups() {
     for stealing in [false, true] {
         let mut cfg = config(2);
@@ -560,6 +559,14 @@ fn work_stealing_between_groups() {
             s.groups[0].standby >= 1 && s.groups[1].standby >= 1,
             "{s:?}"
         );
+        // Every connection must be re-armed (Idle) before the spinner is sent: a client has its
+        // "slept" before the worker re-arms, and a stale `Running` from the sleep command made
+        // the check below pass before the spin had started (the fast command then ran first).
+        let ids: Vec<u64> = clients.iter().map(|c| c.id).collect();
+        srv.wait_for(ms(5000), |_| {
+            ids.iter()
+                .all(|id| srv.pool.connection_state(*id) == Some(ConnState::Idle))
+        });
         let (_odd, mut even): (Vec<_>, Vec<_>) = clients.iter_mut().partition(|c| c.id % 2 == 1);
         let (spinner, rest) = even.split_first_mut().unwrap();
         spinner.send("spin 1500");
@@ -587,6 +594,71 @@ fn work_stealing_between_groups() {
         }
         assert_eq!(spinner.read_line().as_deref(), Some("spun"));
     }
+}
+
+/// Stress for the steal path: many rounds of "spinner at the cap + fast command" in group 0
+/// while group 1's connections keep its lock busy (a chatty client) and the timer and stats
+/// readers take every group lock. Each fast command must be stolen well before the spinner
+/// ends; the old thief (`try_lock` of the victim while holding its own lock) lost this race.
+#[test]
+fn work_stealing_under_contention() {
+    let mut cfg = config(2);
+    cfg.stall_limit = Duration::from_secs(10);
+    cfg.work_stealing = true;
+    let srv = Server::start(cfg);
+    let mut clients: Vec<_> = (0..8).map(|_| srv.connect()).collect();
+    for c in clients.iter_mut() {
+        c.send("sleep 100");
+    }
+    for c in clients.iter_mut() {
+        assert_eq!(c.read_line().as_deref(), Some("slept"));
+    }
+    let s = srv.wait_for(ms(5000), |s| {
+        s.groups[0].standby >= 1 && s.groups[1].standby >= 1
+    });
+    assert!(s.groups[1].standby >= 1, "{s:?}");
+    let (odd, mut even): (Vec<_>, Vec<_>) = clients.into_iter().partition(|c| c.id % 2 == 1);
+    // Group 1: one chatty connection (its lock is taken on every command) and a stats reader.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut chatty = odd.into_iter().next().unwrap();
+    let stop1 = stop.clone();
+    let chatter = std::thread::spawn(move || {
+        let mut n = 0u64;
+        while !stop1.load(std::sync::atomic::Ordering::Relaxed) {
+            assert_eq!(chatty.cmd("echo x"), "x");
+            n += 1;
+        }
+        n
+    });
+    let mut max_lat = Duration::ZERO;
+    let rounds = 15;
+    for _ in 0..rounds {
+        let ids: Vec<u64> = even.iter().map(|c| c.id).collect();
+        srv.wait_for(ms(5000), |_| {
+            ids.iter()
+                .all(|id| srv.pool.connection_state(*id) == Some(ConnState::Idle))
+        });
+        let (spinner, rest) = even.split_first_mut().unwrap();
+        spinner.send("spin 600");
+        srv.wait_for(ms(5000), |_| {
+            srv.pool.connection_state(spinner.id) == Some(ConnState::Running)
+        });
+        let (r, lat) = rest[0].timed("echo fast");
+        assert_eq!(r, "fast");
+        max_lat = max_lat.max(lat);
+        assert!(lat < ms(400), "not stolen in time: {lat:?}; {:?}", srv.stats());
+        assert_eq!(spinner.read_line().as_deref(), Some("spun"));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let chats = chatter.join().unwrap();
+    let s = srv.stats();
+    assert!(chats > 0);
+    assert!(
+        s.groups[1].counters.steals >= rounds,
+        "{:?} (max latency {max_lat:?})",
+        s.groups[1].counters
+    );
+    assert!(s.groups[0].counters.stolen >= rounds);
 }
 
 /// The pool can be shared between threads (acceptor, admin port, status rendering); ids are

@@ -212,6 +212,7 @@ impl Handler for LineHandler {
         PrioHint {
             in_transaction: c.hint.in_transaction,
             holds_locks: c.holds_lock,
+            ..Default::default()
         }
     }
 

@@ -107,7 +107,7 @@ fn raise_open_files_limit(server: &Server) {
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
         return;
     }
-    let target = (wanted as libc::rlim_t).min(lim.rlim_max);
+    let target = wanted.min(lim.rlim_max);
     if target > lim.rlim_cur {
         let new = libc::rlimit {
             rlim_cur: target,
@@ -117,7 +117,7 @@ fn raise_open_files_limit(server: &Server) {
             lim.rlim_cur = target;
         }
     }
-    if (lim.rlim_cur as u64) < wanted {
+    if lim.rlim_cur < wanted {
         tracing::warn!(
             "could not raise the open files limit to {wanted} (hard limit {}): it is {}; \
              connections beyond that fail",

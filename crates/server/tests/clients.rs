@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use mysql::prelude::*;
-use support::{err_code, venv_python, Raw, Shoal};
+use support::{err_code, global_status as status, venv_python, Raw, Shoal};
 
 fn run(cmd: &mut Command) -> (i32, String, String) {
     let out = cmd.stdin(Stdio::null()).output().expect("run client");
@@ -269,17 +269,6 @@ fn many_concurrent_connections() {
     for h in handles {
         h.join().unwrap();
     }
-}
-
-fn status(c: &mut mysql::Conn, name: &str) -> u64 {
-    let rows: Vec<(String, String)> = c
-        .query(format!("SHOW GLOBAL STATUS LIKE '{name}'"))
-        .unwrap();
-    rows.first()
-        .unwrap_or_else(|| panic!("no status {name}"))
-        .1
-        .parse()
-        .unwrap()
 }
 
 #[test]

@@ -9,19 +9,9 @@ mod support;
 use std::time::{Duration, Instant};
 
 use mysql::prelude::Queryable;
-use support::Shoal;
+use support::{global_status as status, Shoal};
 
 const CONNECTIONS: usize = 4096;
-
-fn status(c: &mut mysql::Conn, name: &str) -> u64 {
-    let row: Option<(String, String)> = c
-        .query_first(format!("SHOW GLOBAL STATUS LIKE '{name}'"))
-        .unwrap();
-    row.unwrap_or_else(|| panic!("no status {name}"))
-        .1
-        .parse()
-        .unwrap()
-}
 
 /// VmRSS of a process in KiB.
 fn rss_kib(pid: u32) -> u64 {
@@ -84,7 +74,10 @@ struct Measured {
 }
 
 fn measure(handling: &str, extra: &[&str]) -> Measured {
-    let mut args = vec![format!("--thread-handling={handling}"), "--max-connections=5000".into()];
+    let mut args = vec![
+        format!("--thread-handling={handling}"),
+        "--max-connections=5000".into(),
+    ];
     args.extend(extra.iter().map(|s| s.to_string()));
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
     let s = Shoal::start(&format!("idle-{handling}"), &argv);

@@ -223,3 +223,14 @@ pub fn venv_python() -> Option<PathBuf> {
         None
     }
 }
+
+/// A numeric `SHOW GLOBAL STATUS` value (panics if the variable is missing or not a number).
+pub fn global_status(c: &mut mysql::Conn, name: &str) -> u64 {
+    use mysql::prelude::Queryable;
+    let row: Option<(String, String)> = c
+        .query_first(format!("SHOW GLOBAL STATUS LIKE '{name}'"))
+        .unwrap();
+    let (_, v) = row.unwrap_or_else(|| panic!("no status variable {name}"));
+    v.parse()
+        .unwrap_or_else(|_| panic!("status {name} = {v:?} is not a number"))
+}

@@ -803,10 +803,16 @@ mod tests {
             ..tx
         };
         let mut t = 2;
-        assert_eq!(next_priority(HighPrioMode::None, high, &mut t, 2), Prio::High);
+        assert_eq!(
+            next_priority(HighPrioMode::None, high, &mut t, 2),
+            Prio::High
+        );
         assert_eq!(next_priority(m, low_tx, &mut t, 2), Prio::Low);
         assert_eq!(t, 2);
-        assert!(low_tx.must_run(), "a low-priority lock holder keeps its guarantee");
+        assert!(
+            low_tx.must_run(),
+            "a low-priority lock holder keeps its guarantee"
+        );
     }
 
     #[test]

@@ -45,7 +45,9 @@
 //!   tickets (`high_prio_tickets`, Percona semantics: refilled when it goes low, one spent per
 //!   high placement). `Statements`: always high. `None`: always low. Login, KILL and idle
 //!   timeouts are always high. Every timer tick, low entries older than `prio_kickup_timer` move
-//!   to the high queue (MariaDB's kick-up).
+//!   to the high queue (MariaDB's kick-up). A hint may carry the session's own mode and tickets
+//!   (session scope) and a [`SessionPriority`] (MariaDB `thread_pool_priority`): `High`/`Low`
+//!   pick the queue outright, `Auto` applies the mode; none of this changes `must_run`.
 //! * **Concurrency limit.** A worker may not dequeue while `1 + oversubscribe` *other* workers of
 //!   its group are active, unless the group is stalled. Workers inside a reported wait
 //!   (`shoal_wait::wait_begin`, observed through a per-worker [`shoal_wait::WaitObserver`]) are
@@ -89,7 +91,9 @@
 //! the victims, one at a time, with a blocking lock, and re-checks its own group afterwards. An
 //! earlier version let the thief `try_lock` the victim while holding its own lock: the victim's
 //! lock is usually still held by the waker at that instant, so under load the thief gave up
-//! and the work waited for the victim's busy worker (a flaky test, now fixed).
+//! and the work waited for the victim's busy worker (a flaky test, now fixed). A worker woken as
+//! a thief also steals *before* taking its own group's vacant listener role (it used to become
+//! the listener and forget the steal; `work_stealing_under_contention` caught that).
 //!
 //! ## The lock-holder guarantee (no pool-wide deadlock)
 //!

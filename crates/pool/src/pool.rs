@@ -82,13 +82,17 @@ type Shard<C> = Mutex<HashMap<u64, Arc<ConnEntry<C>>>>;
 struct WorkerSlot {
     cv: Condvar,
     /// Set under the group lock by the waker, which already moved the worker out of the idle
-    /// list: [`WAKE_ACTIVE`] (counted active) or [`WAKE_LISTEN`] (made the listener).
+    /// list: [`WAKE_ACTIVE`] (counted active), [`WAKE_STEAL`] (counted active, steal first) or
+    /// [`WAKE_LISTEN`] (made the listener).
     wake: AtomicU8,
 }
 
 const WAKE_NONE: u8 = 0;
 const WAKE_ACTIVE: u8 = 1;
 const WAKE_LISTEN: u8 = 2;
+/// Like [`WAKE_ACTIVE`], woken by another group's `wake_thief`: steal before anything else
+/// (before taking the listener role of its own group, which would lose the steal).
+const WAKE_STEAL: u8 = 3;
 
 struct GroupInner<C> {
     core: GroupCore<Entry<C>, Arc<WorkerSlot>>,
@@ -631,7 +635,7 @@ impl<H: Handler> Shared<H> {
             if let Some(w) = other.core.idle.pop() {
                 other.core.active += 1;
                 other.core.counters.wakes += 1;
-                w.wake.store(WAKE_ACTIVE, Ordering::SeqCst);
+                w.wake.store(WAKE_STEAL, Ordering::SeqCst);
                 w.cv.notify_one();
                 return;
             }
@@ -832,6 +836,8 @@ impl<H: Handler> Shared<H> {
         let mut inner = group.lock();
         // One steal attempt per round of looking for work (reset after each sleep).
         let mut tried_steal = false;
+        // Woken as a thief: steal before taking our own group's listener role.
+        let mut steal_first = false;
         if let Some(d) = exec {
             if self.histograms.load(Ordering::Relaxed) {
                 let _ = inner.exec_hist.record(us(d));
@@ -856,15 +862,10 @@ impl<H: Handler> Shared<H> {
                 self.total_threads.fetch_sub(1, Ordering::SeqCst);
                 return None;
             }
-            if !inner.core.listener {
-                inner.core.become_listener();
-                drop(inner);
-                match self.listen(gid, events) {
-                    Some(e) => return Some(e),
-                    None => return None,
-                }
-            }
+            // A worker with no work steals before sleeping (its group has a listener), or
+            // before anything else when it was woken as a thief.
             if !tried_steal
+                && (steal_first || inner.core.listener)
                 && self.stealing.load(Ordering::Relaxed)
                 && gid < self.size.load(Ordering::SeqCst)
             {
@@ -884,6 +885,14 @@ impl<H: Handler> Shared<H> {
                 }
                 continue;
             }
+            if !inner.core.listener {
+                inner.core.become_listener();
+                drop(inner);
+                match self.listen(gid, events) {
+                    Some(e) => return Some(e),
+                    None => return None,
+                }
+            }
             let surplus = self.total_threads.load(Ordering::SeqCst)
                 > self.max_threads.load(Ordering::Relaxed)
                 && inner.core.threads > 2;
@@ -893,6 +902,7 @@ impl<H: Handler> Shared<H> {
                 return None;
             }
             tried_steal = false;
+            steal_first = false;
             slot.wake.store(WAKE_NONE, Ordering::SeqCst);
             inner.core.become_idle(slot.clone());
             let deadline =
@@ -906,6 +916,10 @@ impl<H: Handler> Shared<H> {
                     .0;
                 match slot.wake.swap(WAKE_NONE, Ordering::SeqCst) {
                     WAKE_ACTIVE => break, // the waker moved us to active
+                    WAKE_STEAL => {
+                        steal_first = true;
+                        break;
+                    }
                     WAKE_LISTEN => {
                         drop(inner);
                         return self.listen(gid, events);
@@ -923,6 +937,10 @@ impl<H: Handler> Shared<H> {
                         WAKE_LISTEN => {
                             drop(inner);
                             return self.listen(gid, events);
+                        }
+                        WAKE_STEAL => {
+                            steal_first = true;
+                            break;
                         }
                         _ => break,
                     }

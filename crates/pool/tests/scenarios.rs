@@ -646,7 +646,11 @@ fn work_stealing_under_contention() {
         let (r, lat) = rest[0].timed("echo fast");
         assert_eq!(r, "fast");
         max_lat = max_lat.max(lat);
-        assert!(lat < ms(400), "not stolen in time: {lat:?}; {:?}", srv.stats());
+        assert!(
+            lat < ms(400),
+            "not stolen in time: {lat:?}; {:?}",
+            srv.stats()
+        );
         assert_eq!(spinner.read_line().as_deref(), Some("spun"));
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);

@@ -850,6 +850,22 @@ impl<H: Handler> Shared<H> {
                 return None;
             }
             let now = Instant::now();
+            // Woken as a thief: steal first. Taking our own group's work instead (its own
+            // listener and workers look after it) lost the steal whenever our group was busy.
+            if steal_first && !tried_steal && self.stealing.load(Ordering::Relaxed) {
+                tried_steal = true;
+                drop(inner);
+                let stolen = self.try_steal(gid, now);
+                inner = group.lock();
+                if let Some((e, qt)) = stolen {
+                    inner.core.counters.steals += 1;
+                    if self.histograms.load(Ordering::Relaxed) {
+                        let _ = inner.queue_hist.record(us(qt));
+                    }
+                    return Some(e);
+                }
+                continue;
+            }
             if let Some((e, qt)) = inner.core.take_work(self.oversub(), now) {
                 if self.histograms.load(Ordering::Relaxed) {
                     let _ = inner.queue_hist.record(us(qt));
@@ -862,10 +878,9 @@ impl<H: Handler> Shared<H> {
                 self.total_threads.fetch_sub(1, Ordering::SeqCst);
                 return None;
             }
-            // A worker with no work steals before sleeping (its group has a listener), or
-            // before anything else when it was woken as a thief.
+            // A worker with no work steals before sleeping (when its group has a listener).
             if !tried_steal
-                && (steal_first || inner.core.listener)
+                && inner.core.listener
                 && self.stealing.load(Ordering::Relaxed)
                 && gid < self.size.load(Ordering::SeqCst)
             {
@@ -1193,6 +1208,9 @@ impl<H: Handler> Shared<H> {
                 self.wake_or_create(gid, core, Reason::Stall);
             } else if missing {
                 self.provide_listener(gid, core);
+            } else if self.stealing.load(Ordering::Relaxed) && core.wants_thief(self.oversub()) {
+                // A steal lost to a race gets another chance every tick.
+                self.wake_thief(gid);
             }
             let rescue = !core.listener && core.connections > 0;
             drop(inner);

@@ -10,9 +10,13 @@
 //!
 //! One LRU block cache of `block_cache_bytes` (`innodb_buffer_pool_size`) holds data, index and
 //! filter blocks (`cache_index_and_filter_blocks`), so table-reader memory is inside the budget
-//! too. Outside it, bounded and fixed: memtables (`write_buffer_size` 16 MiB × at most 3 =
-//! 48 MiB), the lock table and per-transaction write buffers (proportional to uncommitted
-//! writes), and the in-memory catalog. With `direct_reads` (`innodb_flush_method=O_DIRECT`)
+//! too. Memtables are charged to the same cache through a RocksDB `WriteBufferManager` built on
+//! it: their memory is reserved in the cache as dummy entries (evicting data blocks), a flush
+//! starts when they reach [`memtable_budget`] (a quarter of the cache, 1..64 MiB), and writers
+//! stall rather than exceed it, so data + index + filter + memtables share one budget. Outside
+//! it, bounded: at most `MAX_OPEN_FILES` table readers (file metadata only), the lock table and
+//! per-transaction write buffers (proportional to uncommitted writes), the in-memory catalog,
+//! and allocator slack. The per-server overhead formula is in docs/ARCHITECTURE.md. With `direct_reads` (`innodb_flush_method=O_DIRECT`)
 //! RocksDB reads SST files with `O_DIRECT`, so the OS page cache does not act as a second,
 //! unbounded buffer pool and a data set larger than the cache really waits on the disk.
 //!
@@ -57,6 +61,22 @@ use std::time::Duration;
 
 /// A RocksDB snapshot that lives as long as the transaction holding it (see `Transaction`).
 pub(crate) type Snap = rocksdb::SnapshotWithThreadMode<'static, DB>;
+
+/// A cache-only (`ReadTier::BlockCache`), unbounded iterator on a transaction's snapshot, kept
+/// by the transaction between range scans: creating a RocksDB iterator (arena, merging
+/// iterator over every memtable and file) cost about 5 % of server CPU in sysbench
+/// read-write, where each transaction runs four range scans on one snapshot. It must be
+/// dropped before the snapshot it reads (see `Transaction`'s field order).
+pub(crate) type SnapIter = rocksdb::DBRawIteratorWithThreadMode<'static, DB>;
+
+/// Most SST files open at once (bounds the table cache; see the memory budget above).
+const MAX_OPEN_FILES: i32 = 1024;
+
+/// The memtables' share of the block cache: a quarter of it, at least 1 MiB and at most
+/// 64 MiB (3 × the default 16 MiB write buffer, plus room for one being flushed).
+pub(crate) fn memtable_budget(cache_bytes: usize) -> usize {
+    (cache_bytes / 4).clamp(1 << 20, 64 << 20)
+}
 
 /// How many auto-increment values are reserved (durably) at a time.
 const AUTOINC_CHUNK: u64 = 1024;
@@ -126,6 +146,8 @@ struct GroupCommit {
 pub(crate) struct Inner {
     pub(crate) db: DB,
     cache: Cache,
+    /// Charges memtables to `cache`; resized with it.
+    wbm: rocksdb::WriteBufferManager,
     /// Current block cache capacity (RocksDB's C API has no getter).
     cache_capacity: std::sync::atomic::AtomicUsize,
     pub(crate) catalog: RwLock<Catalog>,
@@ -200,6 +222,11 @@ impl Engine {
             return Err(err.into());
         }
         let cache = Cache::new_lru_cache(cfg.block_cache_bytes.max(1 << 20));
+        // Memtables are charged to the same cache (dummy entries evict blocks as they grow),
+        // and writes stall rather than let memtables exceed their share.
+        let wbm_bytes = memtable_budget(cfg.block_cache_bytes);
+        let wbm =
+            rocksdb::WriteBufferManager::new_write_buffer_manager_with_cache(wbm_bytes, true, cache.clone());
         let mut bbo = BlockBasedOptions::default();
         bbo.set_block_cache(&cache);
         bbo.set_cache_index_and_filter_blocks(true);
@@ -209,8 +236,12 @@ impl Engine {
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.set_block_based_table_factory(&bbo);
-        opts.set_write_buffer_size(cfg.write_buffer_bytes);
+        opts.set_write_buffer_manager(&wbm);
+        opts.set_write_buffer_size(cfg.write_buffer_bytes.min(wbm_bytes / 2).max(1 << 20));
         opts.set_max_write_buffer_number(3);
+        // Table readers (file metadata; their index/filter blocks are in the cache) for at
+        // most this many files.
+        opts.set_max_open_files(MAX_OPEN_FILES);
         opts.set_max_background_jobs(2);
         opts.set_compression_type(rocksdb::DBCompressionType::None);
         opts.set_keep_log_file_num(3);
@@ -235,6 +266,7 @@ impl Engine {
         let inner = Arc::new(Inner {
             db,
             cache,
+            wbm,
             cache_capacity: std::sync::atomic::AtomicUsize::new(cfg.block_cache_bytes.max(1 << 20)),
             catalog: RwLock::new(catalog),
             ddl: Mutex::new(()),
@@ -325,6 +357,7 @@ impl Engine {
     pub fn set_block_cache_bytes(&self, bytes: usize) {
         let mut c = self.inner.cache.clone();
         c.set_capacity(bytes.max(1 << 20));
+        self.inner.wbm.set_buffer_size(memtable_budget(bytes));
         self.inner
             .cache_capacity
             .store(bytes.max(1 << 20), Ordering::Relaxed);
@@ -578,7 +611,7 @@ impl Engine {
         'outer: loop {
             let chunk = self
                 .inner
-                .scan_chunk(&cursor, Some(&end), None, 512, false)?;
+                .scan_chunk(&cursor, Some(&end), None, 512, false, None)?;
             let Some(last) = chunk.last() else { break };
             cursor = prefix_successor_key(&last.0);
             for (k, v) in &chunk {
@@ -1010,6 +1043,7 @@ impl Inner {
         snap: Option<&Snap>,
         max: usize,
         count_requests: bool,
+        mut cache: Option<&mut Option<SnapIter>>,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let local;
         let snap = match snap {
@@ -1019,31 +1053,61 @@ impl Inner {
                 &local
             }
         };
-        let mk = |cache_only: bool| {
+        // A reusable iterator (`cache` given) has no upper bound: the bound is checked here.
+        let manual_bound = cache.is_some() && to.is_some();
+        let mk = |cache_only: bool, bounded: bool| -> SnapIter {
             let mut ro = ReadOptions::default();
             if cache_only {
                 ro.set_read_tier(ReadTier::BlockCache);
             }
             ro.set_snapshot(snap);
-            if let Some(t) = to {
+            if let (Some(t), true) = (to, bounded) {
                 ro.set_iterate_upper_bound(t.to_vec());
             }
-            self.db.raw_iterator_opt(ro)
+            // SAFETY: the iterator borrows `self.db` (and reads `snap`). A local one drops at
+            // the end of this call, before `local`; one handed back through `cache` lives in a
+            // `Transaction`, which declares it before its snapshot and its `Arc<Inner>` and
+            // drops it whenever the snapshot is replaced, so both outlive it.
+            unsafe {
+                std::mem::transmute::<rocksdb::DBRawIteratorWithThreadMode<'_, DB>, SnapIter>(
+                    self.db.raw_iterator_opt(ro),
+                )
+            }
         };
+        let beyond = |k: &[u8]| manual_bound && to.is_some_and(|t| k >= t);
         let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-        let mut it = mk(true);
+        let mut reusable = cache.is_some();
+        let mut it = match cache.as_mut().and_then(|c| c.take()) {
+            Some(i) => i,
+            None => mk(true, !manual_bound),
+        };
         it.seek(from);
         while out.len() < max {
             if it.valid() {
-                out.push((
-                    it.key().unwrap_or_default().to_vec(),
-                    it.value().unwrap_or_default().to_vec(),
-                ));
+                let k = it.key().unwrap_or_default();
+                if reusable && beyond(k) {
+                    break;
+                }
+                out.push((k.to_vec(), it.value().unwrap_or_default().to_vec()));
                 it.next();
                 continue;
             }
             match it.status() {
                 Ok(()) => break,
+                Err(e) if e.kind() == ErrorKind::Incomplete && reusable => {
+                    // The unbounded iterator may have run into an uncached block past the
+                    // range: continue with a bounded one, which stops at the bound.
+                    reusable = false;
+                    let (pos, skip) = match out.last() {
+                        Some((k, _)) => (k.clone(), true),
+                        None => (from.to_vec(), false),
+                    };
+                    it = mk(true, true);
+                    it.seek(&pos);
+                    if skip && it.valid() && it.key() == Some(&pos[..]) {
+                        it.next();
+                    }
+                }
                 Err(e) if e.kind() == ErrorKind::Incomplete => {
                     Stats::add(&self.stats.disk_reads, 1);
                     let (pos, skip) = match out.last() {
@@ -1052,7 +1116,7 @@ impl Inner {
                     };
                     {
                         let _w = shoal_wait::wait(WaitKind::DiskIo);
-                        let mut full = mk(false);
+                        let mut full = mk(false, true);
                         full.seek(&pos);
                         if skip && full.valid() && full.key() == Some(&pos[..]) {
                             full.next();
@@ -1069,13 +1133,18 @@ impl Inner {
                     let last = out.last().map(|(k, _)| k.clone()).unwrap_or_default();
                     // A fresh cache-only iterator: an old one may keep per-file error state
                     // from the miss.
-                    it = mk(true);
+                    it = mk(true, true);
                     it.seek(&last);
                     if it.valid() && it.key() == Some(&last[..]) {
                         it.next();
                     }
                 }
                 Err(e) => return Err(e.into()),
+            }
+        }
+        if reusable {
+            if let Some(c) = cache {
+                *c = Some(it);
             }
         }
         if count_requests {

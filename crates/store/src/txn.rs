@@ -35,7 +35,7 @@
 use crate::catalog::{self, index_entry_key, pk_of_row, row_key, TableDef};
 use crate::codec::{decode_row, encode_key, encode_row, prefix_successor};
 use crate::datum::{ColumnType, Datum};
-use crate::engine::{dup_error, Inner, Snap};
+use crate::engine::{dup_error, Inner, Snap, SnapIter};
 use crate::error::{Result, StoreError};
 use crate::lock::{LockError, Strength, TxnId};
 use crate::stats::Stats;
@@ -203,6 +203,9 @@ enum TxnState {
 /// A transaction. `Send` (a session may move between pool threads); its methods take
 /// `&mut self`, so one thread uses it at a time. Dropping it rolls back.
 pub struct Transaction {
+    /// Iterator on `snap` reused by range scans (declared first: it reads `snap`); reset
+    /// whenever `snap` is.
+    snap_iter: Option<SnapIter>,
     /// Consistent-read snapshot (declared first: must drop before `inner`, which owns the DB).
     snap: Option<Snap>,
     inner: Arc<Inner>,
@@ -240,6 +243,7 @@ impl Transaction {
     pub(crate) fn new(inner: Arc<Inner>, id: TxnId, isolation: Isolation) -> Transaction {
         let lock_timeout = inner.default_lock_wait_timeout();
         Transaction {
+            snap_iter: None,
             snap: None,
             inner,
             id,
@@ -300,6 +304,7 @@ impl Transaction {
             self.isolation,
             Isolation::ReadCommitted | Isolation::ReadUncommitted
         ) {
+            self.snap_iter = None;
             self.snap = None;
         }
         self.savepoint()
@@ -364,6 +369,7 @@ impl Transaction {
         if !held.is_empty() || self.killed.swap(false, Ordering::SeqCst) {
             self.inner.locks.release_all(self.id, held.iter());
         }
+        self.snap_iter = None;
         self.snap = None;
         self.state = TxnState::Finished;
     }
@@ -905,19 +911,20 @@ impl Transaction {
     /// from, or `None` when the range is exhausted.
     #[allow(clippy::type_complexity)]
     fn merged_chunk(
-        &self,
+        &mut self,
         from: &[u8],
         to: &[u8],
         use_snapshot: bool,
         chunk: usize,
     ) -> Result<(Vec<(Vec<u8>, Vec<u8>)>, Option<Vec<u8>>)> {
         let chunk = chunk.max(1);
-        let snap = if use_snapshot {
-            self.snap.as_ref()
+        let (snap, cache) = if use_snapshot {
+            (self.snap.as_ref(), Some(&mut self.snap_iter))
         } else {
-            None
+            (None, None)
         };
-        let db = self.inner.scan_chunk(from, Some(to), snap, chunk, true)?;
+        let cache = cache.filter(|_| snap.is_some());
+        let db = self.inner.scan_chunk(from, Some(to), snap, chunk, true, cache)?;
         let full = db.len() == chunk;
         let (buf_end, next) = match (full, db.last()) {
             (true, Some((last, _))) => {

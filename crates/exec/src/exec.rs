@@ -171,8 +171,84 @@ pub struct Exec<'a> {
     pub params: &'a [Value],
 }
 
-fn row_values(r: &Row) -> Vec<Value> {
-    r.values.iter().map(datum_to_value).collect()
+fn row_values(r: &Row, needed: Option<&[bool]>) -> Vec<Value> {
+    match needed {
+        None => r.values.iter().map(datum_to_value).collect(),
+        Some(m) => r
+            .values
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                if m.get(i).copied().unwrap_or(true) {
+                    datum_to_value(d)
+                } else {
+                    Value::Null
+                }
+            })
+            .collect(),
+    }
+}
+
+/// Marks in `mask` (parallel to `names`) every column `e` refers to.
+fn mark_columns(e: &Expr, names: &[String], mask: &mut [bool]) {
+    match e {
+        Expr::Column(c) => {
+            for (i, n) in names.iter().enumerate() {
+                if n.eq_ignore_ascii_case(c) {
+                    mask[i] = true;
+                }
+            }
+        }
+        Expr::Literal(_) | Expr::Param(_) | Expr::SysVar(..) | Expr::UserVar(_) => {}
+        Expr::AssignUserVar(_, a) | Expr::Unary(_, a) | Expr::IsNull(a, _) => {
+            mark_columns(a, names, mask)
+        }
+        Expr::IsBool(a, ..) | Expr::Cast(a, _) => mark_columns(a, names, mask),
+        Expr::Binary(_, a, b) | Expr::Like(a, b, ..) => {
+            mark_columns(a, names, mask);
+            mark_columns(b, names, mask);
+        }
+        Expr::InList(a, list, _) => {
+            mark_columns(a, names, mask);
+            list.iter().for_each(|x| mark_columns(x, names, mask));
+        }
+        Expr::Between(a, b, c, _) => {
+            mark_columns(a, names, mask);
+            mark_columns(b, names, mask);
+            mark_columns(c, names, mask);
+        }
+        Expr::Case(op, arms, els) => {
+            op.iter().for_each(|x| mark_columns(x, names, mask));
+            for (w, t) in arms {
+                mark_columns(w, names, mask);
+                mark_columns(t, names, mask);
+            }
+            els.iter().for_each(|x| mark_columns(x, names, mask));
+        }
+        Expr::Function(_, args) => args.iter().for_each(|x| mark_columns(x, names, mask)),
+    }
+}
+
+/// Which of the source's columns a SELECT reads (`None`: all, e.g. `SELECT *`). Columns it
+/// never mentions are not converted from storage values (sysbench's `SELECT c ...` ranges skip
+/// the 60-byte `pad` and the rest; `SUM(k)` skips both strings).
+fn needed_columns(sel: &SelectStmt, names: &[String]) -> Option<Vec<bool>> {
+    if sel.items.iter().any(|i| matches!(i, ProjItem::Star)) {
+        return None;
+    }
+    let mut mask = vec![false; names.len()];
+    let mut mark = |e: &Expr| mark_columns(e, names, &mut mask);
+    for it in &sel.items {
+        if let ProjItem::Expr { expr, .. } = it {
+            mark(expr);
+        }
+    }
+    sel.filter.iter().for_each(&mut mark);
+    sel.group_by.iter().for_each(&mut mark);
+    sel.having.iter().for_each(&mut mark);
+    sel.order_by.iter().for_each(|(e, _)| mark(e));
+    sel.aggs.iter().filter_map(|a| a.arg.as_ref()).for_each(&mut mark);
+    Some(mask)
 }
 
 /// Sort key comparison: NULL first, `compare` for the rest.
@@ -349,17 +425,18 @@ impl Acc {
 }
 
 /// Callback for each matching row of a scan (returns whether to continue).
-type RowVisitor<'f> = dyn FnMut(&mut Exec<'_>, Row, Vec<Value>) -> Result<bool, SqlError> + 'f;
+type RowVisitor<'f> = dyn FnMut(&mut RowEval<'_>, Row, Vec<Value>) -> Result<bool, SqlError> + 'f;
 
-/// Where SELECT rows come from.
-pub enum Source<'t> {
-    /// A stored table, read through an access path.
-    Table(&'t TableDef, &'t Access),
-    /// Materialised rows (information_schema).
-    Rows(Vec<Vec<Value>>),
+/// What a row visitor can evaluate with while the transaction is busy scanning: the
+/// session's context and the parameters.
+pub struct RowEval<'a> {
+    /// Session context.
+    ctx: &'a mut dyn Context,
+    /// Bound parameters.
+    params: &'a [Value],
 }
 
-impl Exec<'_> {
+impl RowEval<'_> {
     fn eval_row(&mut self, e: &Expr, names: &[String], row: &[Value]) -> Result<Value, SqlError> {
         let mut rc = RowCtx {
             outer: &mut *self.ctx,
@@ -384,6 +461,70 @@ impl Exec<'_> {
         }
     }
 
+    /// Adds `row` to its group (GROUP BY key; one group without GROUP BY), feeding every
+    /// aggregate's accumulator. The first row of each group is kept for the projection.
+    fn group_add(
+        &mut self,
+        sel: &SelectStmt,
+        names: &[String],
+        row: Vec<Value>,
+        groups: &mut Groups,
+    ) -> Result<(), SqlError> {
+        let mut key = Vec::with_capacity(sel.group_by.len());
+        for g in &sel.group_by {
+            key.push(self.eval_row(g, names, &row)?);
+        }
+        let k = group_key(&key);
+        let gi = match groups.index.get(&k) {
+            Some(&i) => i,
+            None => {
+                groups.index.insert(k, groups.list.len());
+                let accs = sel.aggs.iter().map(|a| Acc::new(a.distinct)).collect();
+                groups.list.push((row.clone(), accs));
+                groups.list.len() - 1
+            }
+        };
+        for (ai, a) in sel.aggs.iter().enumerate() {
+            let v = match &a.arg {
+                None => Value::Int(1),
+                Some(e) => self.eval_row(e, names, &row)?,
+            };
+            groups.list[gi].1[ai].add(a.func, v)?;
+        }
+        Ok(())
+    }
+}
+
+/// Groups of a grouped SELECT, built while scanning.
+#[derive(Default)]
+struct Groups {
+    /// Group key (see [`group_key`]) -> position in `list`.
+    index: HashMap<String, usize>,
+    /// (first row of the group, one accumulator per aggregate), in first-seen order.
+    list: Vec<(Vec<Value>, Vec<Acc>)>,
+}
+
+/// Where SELECT rows come from.
+pub enum Source<'t> {
+    /// A stored table, read through an access path.
+    Table(&'t TableDef, &'t Access),
+    /// Materialised rows (information_schema).
+    Rows(Vec<Vec<Value>>),
+}
+
+impl Exec<'_> {
+    fn eval_row(&mut self, e: &Expr, names: &[String], row: &[Value]) -> Result<Value, SqlError> {
+        let mut rc = RowCtx {
+            outer: &mut *self.ctx,
+            params: self.params,
+            names,
+            row,
+            aggs: &[],
+            values_row: None,
+        };
+        eval(e, &mut rc)
+    }
+
     /// Feeds every row of `table` reachable through `access` that satisfies `filter` to `f`
     /// (stops when `f` returns false). Rows carry their storage key for UPDATE/DELETE.
     fn scan(
@@ -393,6 +534,7 @@ impl Exec<'_> {
         lock: LockMode,
         filter: Option<&Expr>,
         names: &[String],
+        needed: Option<&[bool]>,
         f: &mut RowVisitor<'_>,
     ) -> Result<(), SqlError> {
         let resolved = {
@@ -407,10 +549,17 @@ impl Exec<'_> {
             resolve(access, table, &mut rc)?
         };
         let mut err: Option<SqlError> = None;
-        let mut visit = |this: &mut Self, r: Row| -> bool {
-            let vals = row_values(&r);
-            match this.matches(filter, names, &vals) {
-                Ok(true) => match f(this, r, vals) {
+        let Exec { txn, ctx, params } = self;
+        let mut ev = RowEval {
+            ctx: &mut **ctx,
+            params,
+        };
+        // Rows are visited as the store produces them (no materialisation of the range: a
+        // full scan of a table larger than memory must not hold it all).
+        let mut visit = |r: Row| -> bool {
+            let vals = row_values(&r, needed);
+            match ev.matches(filter, names, &vals) {
+                Ok(true) => match f(&mut ev, r, vals) {
                     Ok(c) => c,
                     Err(e) => {
                         err = Some(e);
@@ -427,8 +576,8 @@ impl Exec<'_> {
         let ranges = match resolved {
             Resolved::Empty => return Ok(()),
             Resolved::PkPoint(k) => {
-                if let Some(r) = self.txn.get(table, &k, lock).map_err(store_err)? {
-                    visit(self, r);
+                if let Some(r) = txn.get(table, &k, lock).map_err(store_err)? {
+                    visit(r);
                 }
                 return err.map_or(Ok(()), Err);
             }
@@ -437,23 +586,20 @@ impl Exec<'_> {
             Resolved::Ranges(k, rs) => rs.into_iter().map(|r| (k.clone(), r)).collect(),
         };
         for (key, range) in ranges {
-            // Collect in chunks through the store callback, then visit outside the borrow.
-            let mut rows: Vec<Row> = Vec::new();
+            let mut stopped = false;
             let res = match &key {
-                KeyName::Primary => self.txn.scan_pk_with(table, &range, lock, |r| {
-                    rows.push(r);
-                    Ok(true)
+                KeyName::Primary => txn.scan_pk_with(table, &range, lock, |r| {
+                    stopped = !visit(r);
+                    Ok(!stopped)
                 }),
-                KeyName::Index(n) => self.txn.scan_index_with(table, n, &range, lock, |r| {
-                    rows.push(r);
-                    Ok(true)
+                KeyName::Index(n) => txn.scan_index_with(table, n, &range, lock, |r| {
+                    stopped = !visit(r);
+                    Ok(!stopped)
                 }),
             };
             res.map_err(store_err)?;
-            for r in rows {
-                if !visit(self, r) {
-                    return err.map_or(Ok(()), Err);
-                }
+            if stopped {
+                break;
             }
         }
         err.map_or(Ok(()), Err)
@@ -473,28 +619,40 @@ impl Exec<'_> {
             .then(|| limit.map(|l| l.saturating_add(offset)))
             .flatten();
         let mut matched: Vec<Vec<Value>> = Vec::new();
+        let mut groups = Groups::default();
         if early_stop != Some(0) {
+            // Grouped queries aggregate as rows arrive; others keep the matching rows (for
+            // ORDER BY / DISTINCT / LIMIT).
+            let mut take = |ev: &mut RowEval<'_>, vals: Vec<Value>| -> Result<bool, SqlError> {
+                if grouped {
+                    ev.group_add(sel, names, vals, &mut groups)?;
+                    Ok(true)
+                } else {
+                    matched.push(vals);
+                    Ok(early_stop.is_none_or(|n| matched.len() < n))
+                }
+            };
             match source {
                 Source::Table(t, access) => {
+                    let needed = needed_columns(sel, names);
                     self.scan(
                         t,
                         access,
                         sel.lock,
                         sel.filter.as_ref(),
                         names,
-                        &mut |_, _, vals| {
-                            matched.push(vals);
-                            Ok(early_stop.is_none_or(|n| matched.len() < n))
-                        },
+                        needed.as_deref(),
+                        &mut |ev, _, vals| take(ev, vals),
                     )?;
                 }
                 Source::Rows(rows) => {
+                    let mut ev = RowEval {
+                        ctx: &mut *self.ctx,
+                        params: self.params,
+                    };
                     for r in rows {
-                        if self.matches(sel.filter.as_ref(), names, &r)? {
-                            matched.push(r);
-                            if early_stop.is_some_and(|n| matched.len() >= n) {
-                                break;
-                            }
+                        if ev.matches(sel.filter.as_ref(), names, &r)? && !take(&mut ev, r)? {
+                            break;
                         }
                     }
                 }
@@ -505,33 +663,7 @@ impl Exec<'_> {
         let desc: Vec<bool> = sel.order_by.iter().map(|(_, d)| *d).collect();
         let div_prec = self.ctx.div_precision();
         if grouped {
-            let mut index: HashMap<String, usize> = HashMap::new();
-            let mut groups: Vec<(Vec<Value>, Vec<Acc>)> = Vec::new();
-            for row in matched {
-                let mut key = Vec::new();
-                for g in &sel.group_by {
-                    key.push(self.eval_row(g, names, &row)?);
-                }
-                let k = group_key(&key);
-                let gi = match index.get(&k) {
-                    Some(&i) => i,
-                    None => {
-                        index.insert(k, groups.len());
-                        groups.push((
-                            row.clone(),
-                            sel.aggs.iter().map(|a| Acc::new(a.distinct)).collect(),
-                        ));
-                        groups.len() - 1
-                    }
-                };
-                for (ai, a) in sel.aggs.iter().enumerate() {
-                    let v = match &a.arg {
-                        None => Value::Int(1),
-                        Some(e) => self.eval_row(e, names, &row)?,
-                    };
-                    groups[gi].1[ai].add(a.func, v)?;
-                }
-            }
+            let mut groups = groups.list;
             if groups.is_empty() && sel.group_by.is_empty() {
                 groups.push((
                     vec![Value::Null; names.len()],
@@ -619,6 +751,7 @@ impl Exec<'_> {
             LockMode::Exclusive,
             filter,
             names,
+            None,
             &mut |this, r, vals| {
                 let mut keys = Vec::new();
                 for (e, _) in order_by {
@@ -810,7 +943,7 @@ impl Exec<'_> {
                             continue;
                         }
                         if !dup_sets.is_empty() {
-                            let mut cur = row_values(&existing);
+                            let mut cur = row_values(&existing, None);
                             let prop: Vec<Value> = proposed.iter().map(datum_to_value).collect();
                             let mut new = existing.values.clone();
                             for (p, e) in &dup_sets {

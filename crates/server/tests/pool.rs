@@ -1,7 +1,13 @@
 //! `thread_handling=pool-of-threads`: the real `shoal` binary with real clients (the `mysql`
-//! crate, raw protocol, the `mariadb` CLI, sysbench). Scenarios from issue 4 that SQL can drive
-//! deterministically; CPU-bound unreported work (scenario b/c) has no SQL function yet (no
-//! BENCHMARK()), so the stall timer and the oversubscribe cap are covered by crates/pool tests.
+//! crate, raw protocol, the `mariadb` CLI, sysbench). Scenarios from issue 4 driven through SQL:
+//! (a) reported SLEEP waits, (b) the stall timer against CPU-bound `BENCHMARK()` that reports
+//! nothing (two stall limits), (c) the oversubscribe cap on ACTIVE_THREADS, (d) row-lock waiters
+//! and the lock holder's COMMIT at `thread_pool_max_threads`, (e) idle retirement, (f) live
+//! resize, (g) the admin port, (h) KILL, plus slow readers and idle timeouts.
+//!
+//! `BENCHMARK()` counts are calibrated per server (iterations per second of `1 + 1`) so the
+//! CPU-bound statements last long enough on any machine; they are ended with KILL, which also
+//! checks that BENCHMARK honours the kill flag.
 
 mod support;
 
@@ -550,4 +556,282 @@ fn slow_readers_of_big_results_do_not_pin_workers() {
             total += p.len();
         }
     }
+}
+
+fn admin_conn(s: &Shoal, port: u16) -> mysql::Conn {
+    mysql::Conn::new(s.mysql_opts().tcp_port(port)).expect("admin connect")
+}
+
+/// `BENCHMARK(n, 1 + 1)` evaluations per second on this server (measured on `c`).
+fn benchmark_rate(c: &mut mysql::Conn) -> f64 {
+    let n = 300_000u64;
+    let t = Instant::now();
+    let v: Option<i64> = c
+        .query_first(format!("SELECT BENCHMARK({n}, 1 + 1)"))
+        .unwrap();
+    assert_eq!(v, Some(0));
+    n as f64 / t.elapsed().as_secs_f64().max(1e-6)
+}
+
+/// Starts one CPU-bound `BENCHMARK()` of about `secs` seconds on each connection; returns the
+/// connection ids and the threads (each yields the statement's result).
+fn start_benchmarks(
+    conns: Vec<mysql::Conn>,
+    rate: f64,
+    secs: f64,
+) -> Vec<(u32, std::thread::JoinHandle<mysql::Result<Option<i64>>>)> {
+    let count = (rate * secs) as u64;
+    conns
+        .into_iter()
+        .map(|mut c| {
+            let id = c.connection_id();
+            let h = std::thread::spawn(move || {
+                c.query_first::<i64, _>(format!("SELECT BENCHMARK({count}, 1 + 1)"))
+            });
+            (id, h)
+        })
+        .collect()
+}
+
+fn group0(a: &mut mysql::Conn, column: &str) -> i64 {
+    a.query_first(format!(
+        "SELECT {column} FROM information_schema.THREAD_POOL_GROUPS WHERE GROUP_ID = 0"
+    ))
+    .unwrap()
+    .unwrap()
+}
+
+/// Polls `f` every 20 ms until it holds (panics after `secs`).
+fn wait_until(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// One stall-limit case of scenario (b): two CPU-bound BENCHMARKs fill the group's cap
+/// (oversubscribe 1 -> 2 active); returns the latencies of five fast `SELECT 1` in that group
+/// and how much `Threadpool_stalls` moved.
+fn fast_query_behind_cpu_bound(stall_ms: u64) -> (Vec<Duration>, u64) {
+    let admin = support::free_port();
+    let admin_arg = format!("--admin-port={admin}");
+    let stall_arg = format!("--thread-pool-stall-limit={stall_ms}");
+    let s = pool_server(
+        &format!("pool-stall-{stall_ms}"),
+        &[
+            "--thread-pool-size=1",
+            "--thread-pool-oversubscribe=1",
+            &stall_arg,
+            &admin_arg,
+        ],
+    );
+    let mut fast = conn(&s);
+    let mut a = admin_conn(&s, admin);
+    let rate = benchmark_rate(&mut fast);
+    let benches = start_benchmarks(vec![conn(&s), conn(&s)], rate, 60.0);
+    wait_until(10, "two running BENCHMARKs", || {
+        group0(&mut a, "ACTIVE_THREADS") >= 2
+    });
+    std::thread::sleep(Duration::from_millis(50));
+    let stalls0 = status(&mut a, "Threadpool_stalls");
+    let mut lats = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let v: Option<i64> = fast.query_first("SELECT 1").unwrap();
+        lats.push(t.elapsed());
+        assert_eq!(v, Some(1));
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    let stalls = status(&mut a, "Threadpool_stalls") - stalls0;
+    // Both BENCHMARKs are still running (they report nothing, so only the timer helped).
+    assert!(benches.iter().all(|(_, h)| !h.is_finished()));
+    for (id, _) in &benches {
+        a.query_drop(format!("KILL QUERY {id}")).unwrap();
+    }
+    for (_, h) in benches {
+        // KILL QUERY interrupts BENCHMARK() with 1317 (it checks the kill flag as it loops).
+        assert_eq!(err_of(h.join().unwrap()), 1317);
+    }
+    (lats, stalls)
+}
+
+fn mean(d: &[Duration]) -> Duration {
+    d.iter().sum::<Duration>() / d.len() as u32
+}
+
+/// Scenario (b): a CPU-bound statement that reports nothing delays a fast query in its group
+/// until the stall timer fires, and no longer. A stall is detected at the first timer tick
+/// after which nothing was dequeued for a whole tick, so a fast query waits between 0 and 2
+/// stall limits (plus thread creation): the means of two limits 4x apart must differ clearly,
+/// and no query may wait much beyond two limits.
+#[test]
+fn cpu_bound_benchmark_delays_a_fast_query_until_the_stall_timer() {
+    let (short, short_stalls) = fast_query_behind_cpu_bound(200);
+    let (long, long_stalls) = fast_query_behind_cpu_bound(800);
+    let slack = Duration::from_millis(700);
+    let (ms, ml) = (mean(&short), mean(&long));
+    eprintln!("stall 200 ms: {short:?} (mean {ms:?}); stall 800 ms: {long:?} (mean {ml:?})");
+    assert!(
+        short_stalls >= 1 && long_stalls >= 1,
+        "{short_stalls} {long_stalls}"
+    );
+    for l in &short {
+        assert!(
+            *l < Duration::from_millis(400) + slack,
+            "200 ms limit: {short:?}"
+        );
+    }
+    for l in &long {
+        assert!(
+            *l < Duration::from_millis(1600) + slack,
+            "800 ms limit: {long:?}"
+        );
+    }
+    // The long limit really made the fast query wait (it was not served past the cap) ...
+    assert!(ml >= Duration::from_millis(250), "800 ms limit: {long:?}");
+    // ... and the two limits are told apart.
+    assert!(
+        ml >= ms + Duration::from_millis(200),
+        "200 ms: {short:?}, 800 ms: {long:?}"
+    );
+}
+
+/// Scenario (c): with `thread_pool_oversubscribe=2`, six concurrent CPU-bound BENCHMARKs in one
+/// group never make more than 1 + 2 workers active (the stall limit is far away, so no stall
+/// allowance applies), and the cap is really used (more than one active).
+#[test]
+fn oversubscribe_caps_active_threads_under_cpu_bound_load() {
+    let admin = support::free_port();
+    let admin_arg = format!("--admin-port={admin}");
+    let s = pool_server(
+        "pool-oversub",
+        &[
+            "--thread-pool-size=1",
+            "--thread-pool-oversubscribe=2",
+            "--thread-pool-stall-limit=60000",
+            &admin_arg,
+        ],
+    );
+    let mut a = admin_conn(&s, admin);
+    let mut first = conn(&s);
+    let rate = benchmark_rate(&mut first);
+    let mut conns = vec![first];
+    conns.extend((0..5).map(|_| conn(&s)));
+    let benches = start_benchmarks(conns, rate, 60.0);
+    let stalls0 = status(&mut a, "Threadpool_stalls");
+    let mut max_active = 0;
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(2) {
+        max_active = max_active.max(group0(&mut a, "ACTIVE_THREADS"));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let queued = group0(&mut a, "QUEUE_LENGTH");
+    assert_eq!(
+        status(&mut a, "Threadpool_stalls"),
+        stalls0,
+        "no stall expected"
+    );
+    assert!(
+        max_active <= 3,
+        "ACTIVE_THREADS reached {max_active} (cap 1 + 2)"
+    );
+    assert!(max_active >= 2, "the cap allows 3, only {max_active} ran");
+    assert!(queued >= 1, "the rest wait in the queue");
+    // KILL CONNECTION ends running and queued BENCHMARKs alike.
+    for (id, _) in &benches {
+        a.query_drop(format!("KILL {id}")).unwrap();
+    }
+    let t = Instant::now();
+    for (_, h) in benches {
+        assert!(h.join().unwrap().is_err());
+    }
+    assert!(
+        t.elapsed() < Duration::from_secs(10),
+        "KILL took {:?}",
+        t.elapsed()
+    );
+}
+
+/// Scenario (d): row-lock waiters report ROW_LOCK (freeing their slot) and, with the pool at
+/// `thread_pool_max_threads`, the lock holder (autocommit=0, a locking read: an implicit
+/// transaction holding the row) still gets a thread for its COMMIT promptly; then every waiter
+/// finishes.
+#[test]
+fn lock_holder_commits_at_max_threads_while_waiters_block() {
+    let admin = support::free_port();
+    let admin_arg = format!("--admin-port={admin}");
+    let s = pool_server(
+        "pool-lockholder",
+        &[
+            "--thread-pool-size=1",
+            "--thread-pool-oversubscribe=1",
+            "--thread-pool-max-threads=2",
+            "--thread-pool-stall-limit=100",
+            "--innodb-lock-wait-timeout=40",
+            &admin_arg,
+        ],
+    );
+    let mut a = admin_conn(&s, admin);
+    a.query_drop("CREATE DATABASE lk").unwrap();
+    a.query_drop("CREATE TABLE lk.t (id INT PRIMARY KEY, v INT NOT NULL)")
+        .unwrap();
+    a.query_drop("INSERT INTO lk.t VALUES (1, 0)").unwrap();
+    let mut holder = conn(&s);
+    holder.query_drop("SET autocommit = 0").unwrap();
+    let v: Option<i64> = holder
+        .query_first("SELECT v FROM lk.t WHERE id = 1 FOR UPDATE")
+        .unwrap();
+    assert_eq!(v, Some(0));
+    let waits0 = status(&mut a, "Threadpool_waits_row_lock");
+    let n = 6;
+    // Log in first: a login queued behind the blocked workers would wait too.
+    let conns: Vec<mysql::Conn> = (0..n).map(|_| conn(&s)).collect();
+    let waiters: Vec<_> = conns
+        .into_iter()
+        .map(|mut c| {
+            std::thread::spawn(move || {
+                let t = Instant::now();
+                let r = c.query_drop("UPDATE lk.t SET v = v + 1 WHERE id = 1");
+                (r.map_err(|e| e.to_string()), t.elapsed())
+            })
+        })
+        .collect();
+    // The pool's two threads end up blocked in reported row-lock waits; the rest queue.
+    wait_until(15, "two ROW_LOCK waiters", || {
+        let rows: Vec<mysql::Row> = a.query("SHOW PROCESSLIST").unwrap();
+        rows.iter()
+            .filter(|r| {
+                r.get::<Option<String>, _>(6)
+                    .flatten()
+                    .unwrap_or_default()
+                    .contains("ROW_LOCK")
+            })
+            .count()
+            >= 2
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(status(&mut a, "Threadpool_waits_row_lock") >= waits0 + 2);
+    assert!(
+        status(&mut a, "Threadpool_threads") <= 3,
+        "max_threads 2 (+1 for a lock holder)"
+    );
+    if let Some(i) = waiters.iter().position(|h| h.is_finished()) {
+        let (r, lat) = waiters.into_iter().nth(i).unwrap().join().unwrap();
+        panic!("a waiter finished while the row is held: {r:?} after {lat:?}");
+    }
+    let t = Instant::now();
+    holder.query_drop("COMMIT").unwrap();
+    let took = t.elapsed();
+    assert!(
+        took < Duration::from_secs(3),
+        "the holder's COMMIT took {took:?}"
+    );
+    for h in waiters {
+        let (r, lat) = h.join().unwrap();
+        assert!(r.is_ok(), "{r:?}");
+        assert!(lat < Duration::from_secs(30), "{lat:?}");
+    }
+    let v: Option<i64> = a.query_first("SELECT v FROM lk.t WHERE id = 1").unwrap();
+    assert_eq!(v, Some(n));
 }

@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-pub use session::Session;
+pub use session::{SchedulingHint, Session, ThreadPoolPriority};
 use shoal_sql::catalog::{Catalog, MemCatalog};
 use status::StatusCounters;
 use users::Account;

@@ -105,6 +105,34 @@ const SQL_MODES: &[&str] = &[
 /// A diagnostic of the last statement: (level, code, message).
 type Diag = (&'static str, u16, String);
 
+/// A session's `thread_pool_priority`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThreadPoolPriority {
+    /// Always the high queue.
+    High,
+    /// Always the low queue.
+    Low,
+    /// Decided by `thread_pool_high_prio_mode` and tickets.
+    Auto,
+}
+
+/// What the thread pool needs to know about a session after each command
+/// ([`Session::scheduling_hint`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchedulingHint {
+    /// A transaction is open (BEGIN, or autocommit=0 after a statement).
+    pub in_transaction: bool,
+    /// The open transaction holds row locks.
+    pub holds_locks: bool,
+    /// The session's `thread_pool_priority`.
+    pub priority: ThreadPoolPriority,
+    /// The session's `thread_pool_high_prio_mode`, lower case
+    /// (`transactions` | `statements` | `none`).
+    pub high_prio_mode: String,
+    /// The session's `thread_pool_high_prio_tickets`.
+    pub high_prio_tickets: u64,
+}
+
 /// Per-connection state.
 pub struct Session {
     server: Arc<Server>,
@@ -550,6 +578,36 @@ impl Session {
             .get(&self.server.vars, name)
             .ok()
             .map(|v| v.display())
+    }
+
+    /// What the thread pool needs to schedule this session's next command: its transaction
+    /// and row-lock state (the lock-holder guarantee) and its own `thread_pool_priority`,
+    /// `thread_pool_high_prio_mode` and `thread_pool_high_prio_tickets` (session values: copied
+    /// from the globals at connect, changed by SET SESSION; SET GLOBAL affects new sessions).
+    pub fn scheduling_hint(&self) -> SchedulingHint {
+        let in_transaction = match &self.table {
+            Some(ts) => ts.in_transaction(),
+            None => self.in_transaction,
+        };
+        let text = |name: &str| {
+            self.vars
+                .get(&self.server.vars, name)
+                .map(|v| v.display().to_ascii_lowercase())
+                .unwrap_or_default()
+        };
+        SchedulingHint {
+            in_transaction,
+            // Row locks live in the table engine's transaction; with autocommit=0 a locking
+            // read opens one implicitly and it counts exactly like BEGIN.
+            holds_locks: self.table.as_ref().is_some_and(|ts| ts.holds_locks()),
+            priority: match text("thread_pool_priority").as_str() {
+                "high" => ThreadPoolPriority::High,
+                "low" => ThreadPoolPriority::Low,
+                _ => ThreadPoolPriority::Auto,
+            },
+            high_prio_mode: text("thread_pool_high_prio_mode"),
+            high_prio_tickets: self.var_u64("thread_pool_high_prio_tickets", u64::from(u32::MAX)),
+        }
     }
 
     /// Current database.

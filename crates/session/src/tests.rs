@@ -756,3 +756,82 @@ fn fixtures_pass_in_process() {
         failures.join("\n")
     );
 }
+
+/// What the thread pool learns after each command: the table engine's transaction and row-lock
+/// state (BEGIN and implicit autocommit=0 transactions alike) and the session's own
+/// `thread_pool_priority` / `high_prio_mode` / `high_prio_tickets`.
+#[test]
+fn scheduling_hint_reports_row_locks_and_pool_priority() {
+    use crate::session::ThreadPoolPriority;
+    let dir = std::env::temp_dir().join(format!(
+        "shoal-session-hint-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut cfg = shoal_exec::EngineConfig::new(&dir);
+    cfg.direct_reads = false;
+    cfg.block_cache_bytes = 8 << 20;
+    let engine = shoal_exec::TableEngine::open(cfg).unwrap();
+    let server = Server::new();
+    server.set_table_engine(engine);
+    let (mut s, _) = root(&server);
+    for sql in [
+        "CREATE DATABASE hint",
+        "USE hint",
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO t VALUES (1, 1)",
+    ] {
+        assert_eq!(one(&mut s, sql), "", "{sql}");
+    }
+    let h = s.scheduling_hint();
+    assert!(!h.in_transaction && !h.holds_locks, "{h:?}");
+    assert_eq!(h.priority, ThreadPoolPriority::Auto);
+    assert_eq!(h.high_prio_mode, "transactions");
+    assert_eq!(h.high_prio_tickets, u64::from(u32::MAX));
+    one(&mut s, "BEGIN");
+    let h = s.scheduling_hint();
+    assert!(h.in_transaction && !h.holds_locks, "{h:?}");
+    assert_eq!(one(&mut s, "SELECT v FROM t WHERE id = 1 FOR UPDATE"), "1");
+    assert!(s.scheduling_hint().holds_locks);
+    one(&mut s, "COMMIT");
+    let h = s.scheduling_hint();
+    assert!(!h.in_transaction && !h.holds_locks, "{h:?}");
+    // autocommit=0: the first locking statement opens a transaction that holds the row.
+    one(&mut s, "SET autocommit = 0");
+    one(&mut s, "UPDATE t SET v = 2 WHERE id = 1");
+    let h = s.scheduling_hint();
+    assert!(h.in_transaction && h.holds_locks, "{h:?}");
+    one(&mut s, "ROLLBACK");
+    assert!(!s.scheduling_hint().holds_locks);
+    one(&mut s, "SET autocommit = 1");
+    // Session values win; SET GLOBAL applies to sessions opened afterwards (MySQL semantics).
+    let (mut other, _) = root(&server);
+    one(&mut s, "SET SESSION thread_pool_priority = 'high'");
+    one(&mut s, "SET SESSION thread_pool_high_prio_mode = 'none'");
+    one(&mut s, "SET SESSION thread_pool_high_prio_tickets = 3");
+    one(&mut s, "SET GLOBAL thread_pool_priority = 'low'");
+    let h = s.scheduling_hint();
+    assert_eq!(h.priority, ThreadPoolPriority::High);
+    assert_eq!(h.high_prio_mode, "none");
+    assert_eq!(h.high_prio_tickets, 3);
+    assert_eq!(other.scheduling_hint().priority, ThreadPoolPriority::Auto);
+    let (mut newer, _) = root(&server);
+    assert_eq!(newer.scheduling_hint().priority, ThreadPoolPriority::Low);
+    newer.disconnect();
+    assert_eq!(
+        one(&mut s, "SET SESSION thread_pool_priority = 'bogus'"),
+        "ERR 1231"
+    );
+    one(&mut s, "SET GLOBAL thread_pool_priority = 'auto'");
+    // thread_pool_exact_stats is read-only (queueing times are always exact).
+    assert_eq!(
+        one(&mut s, "SET GLOBAL thread_pool_exact_stats = OFF"),
+        "ERR 1238"
+    );
+    assert_eq!(one(&mut s, "SELECT @@thread_pool_exact_stats"), "1");
+    s.disconnect();
+    other.disconnect();
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -273,6 +273,8 @@ fn defs() -> Vec<VarDef> {
         d("net_retry_count", u(1, u64::MAX), Both, true, V::UInt(10)),
         d("max_allowed_packet", u(1024, 1073741824), Both, true, V::UInt(67108864)),
         d("admin_port", u(0, 65535), Global, false, V::UInt(0)),
+        // shoal: Prometheus text on GET /metrics at bind_address:metrics_port (0 = off).
+        d("metrics_port", u(0, 65535), Global, false, V::UInt(0)),
         d("admin_address", Str, Global, false, s("127.0.0.1")),
         d("extra_port", u(0, 65535), Global, false, V::UInt(0)),
         d("extra_max_connections", u(1, 100000), Global, true, V::UInt(1)),
@@ -370,7 +372,7 @@ fn defs() -> Vec<VarDef> {
         ),
         d("thread_pool_high_prio_tickets", u(0, U32MAX), Both, true, V::UInt(U32MAX)),
         d("thread_pool_dedicated_listener", Bool, Global, true, V::Bool(false)),
-        d("thread_pool_exact_stats", Bool, Global, true, V::Bool(false)),
+        d("thread_pool_exact_stats", Bool, Global, false, V::Bool(true)),
         d("thread_pool_priority", Enum(&["high", "low", "auto"]), Both, true, s("auto")),
         d("timestamp", Double { min: 0.0, max: 2147483647.0 }, Session, true, V::Double(0.0)),
         d("last_insert_id", u(0, u64::MAX), Session, true, V::UInt(0)),

@@ -416,7 +416,10 @@ fn benchmark_semantics() {
     assert_eq!(one("SELECT BENCHMARK(-1, 1)"), "ERR 1210");
     assert_eq!(one("SELECT BENCHMARK(1)"), "ERR 1582");
     // An error of the expression stops the loop.
-    assert_eq!(one("SELECT BENCHMARK(5, 9223372036854775807 + 1)"), "ERR 1690");
+    assert_eq!(
+        one("SELECT BENCHMARK(5, 9223372036854775807 + 1)"),
+        "ERR 1690"
+    );
     let mut c = TestCtx::default();
     let (_, types, _) = run(&mut c, "SELECT BENCHMARK(1, 1)").unwrap();
     assert_eq!(types, vec![SqlType::Int]);

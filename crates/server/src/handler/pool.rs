@@ -23,9 +23,14 @@
 //!   expired connection HIGH and calls `timed_out`, which sends ER_CLIENT_INTERACTION_TIMEOUT
 //!   (4031) to an idle authenticated connection (handshakes are just dropped), as
 //!   `per_thread` does.
-//! * `priority`: in a transaction → `PrioHint::in_transaction` (high queue while tickets last,
-//!   and the pool's lock-holder guarantee). The session does not expose row locks yet, so
-//!   `holds_locks` is only set through `in_transaction`.
+//! * `priority`: from [`shoal_session::Session::scheduling_hint`]: an open transaction
+//!   (`in_transaction`, also implicit ones under autocommit=0) and row locks held by the table
+//!   engine's transaction (`holds_locks`) drive the high queue (while tickets last) and the
+//!   pool's lock-holder guarantee; the session's `thread_pool_priority` (high | low | auto),
+//!   `thread_pool_high_prio_mode` and `thread_pool_high_prio_tickets` travel with the hint, so
+//!   SET SESSION of them takes effect at the session's next command; SET GLOBAL of them applies
+//!   to sessions opened afterwards (MySQL session-variable semantics: values are copied at
+//!   connect). The pool's own global mode/tickets only serve hints without session values.
 //! * `close`: the pool removed the socket from epoll already. Dropping the [`Client`] does the
 //!   accounting (Aborted_clients for a logged-in connection that did not COM_QUIT, i.e. killed
 //!   or timed out ones; Aborted_connects for failed handshakes) and disconnects the session
@@ -57,11 +62,11 @@ use std::time::{Duration, Instant};
 
 use shoal_pool::{
     CloseReason, Config, Handler, HighPrioMode, Outcome, Pool, PoolError, PoolStats, PrioHint,
+    SessionPriority,
 };
-use shoal_proto::Backend;
 use shoal_session::hooks::VirtualTable;
 use shoal_session::vars::VarValue;
-use shoal_session::Server;
+use shoal_session::{Server, ThreadPoolPriority};
 use shoal_sql::value::Value;
 
 use crate::client::{self, shutdown_error, Client};
@@ -122,10 +127,20 @@ impl Handler for ServerHandler {
 
     fn priority(&self, conn: &PoolConn) -> PrioHint {
         let c = conn.client.connection();
-        let in_transaction = c.is_authenticated() && c.backend().status().in_transaction;
+        if !c.is_authenticated() {
+            return PrioHint::default();
+        }
+        let h = c.backend().scheduling_hint();
         PrioHint {
-            in_transaction,
-            holds_locks: false,
+            in_transaction: h.in_transaction,
+            holds_locks: h.holds_locks,
+            priority: match h.priority {
+                ThreadPoolPriority::High => SessionPriority::High,
+                ThreadPoolPriority::Low => SessionPriority::Low,
+                ThreadPoolPriority::Auto => SessionPriority::Auto,
+            },
+            mode: Some(prio_mode(&h.high_prio_mode)),
+            tickets: Some(h.high_prio_tickets),
         }
     }
 

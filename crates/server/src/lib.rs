@@ -7,8 +7,10 @@
 //!   blocking sockets (one thread per connection) and non-blocking ones (the pool).
 //! - [`handler`]: who runs that cycle; `per_thread` = one-thread-per-connection with a cache.
 //! - [`listener`]: TCP, Unix socket and admin-port listeners and the accept loop.
+//! - [`metrics`]: Prometheus text on an HTTP port, outside both connection handlers.
 
 pub mod client;
 pub mod handler;
 pub mod listener;
+pub mod metrics;
 pub mod options;

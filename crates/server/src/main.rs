@@ -96,9 +96,10 @@ fn open_tables(server: &Arc<Server>, datadir: &std::path::Path) {
 /// `open_files_limit`. A shell default of 1024 would otherwise refuse the 1000th client with EMFILE.
 fn raise_open_files_limit(server: &Server) {
     let vars = &server.vars;
-    let wanted = vars.get("open_files_limit").as_u64().max(
-        vars.get("max_connections").as_u64() + vars.get("extra_max_connections").as_u64() + 1024,
-    );
+    // What the configured connections need, and what was asked for (never less than the need).
+    let needed =
+        vars.get("max_connections").as_u64() + vars.get("extra_max_connections").as_u64() + 1024;
+    let wanted = vars.get("open_files_limit").as_u64().max(needed);
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -117,9 +118,9 @@ fn raise_open_files_limit(server: &Server) {
             lim.rlim_cur = target;
         }
     }
-    if lim.rlim_cur < wanted {
+    if lim.rlim_cur < needed {
         tracing::warn!(
-            "could not raise the open files limit to {wanted} (hard limit {}): it is {}; \
+            "could not raise the open files limit to {needed} (hard limit {}): it is {}; \
              connections beyond that fail",
             lim.rlim_max,
             lim.rlim_cur
@@ -190,11 +191,29 @@ fn main() {
 
     open_tables(&server, &datadir);
 
+    let shutdown = Arc::new(AtomicBool::new(false));
+    // Metrics first: by the time clients can connect, the scrape endpoint is up too.
+    let metrics_port = server.vars.get("metrics_port").as_u64() as u16;
+    let metrics_thread = if metrics_port != 0 {
+        match shoal_server::metrics::spawn(
+            server.clone(),
+            &server.bind_address(),
+            metrics_port,
+            shutdown.clone(),
+        ) {
+            Ok(h) => Some(h),
+            Err(e) => fail(format!(
+                "cannot listen for metrics on {}:{metrics_port}: {e}",
+                server.bind_address()
+            )),
+        }
+    } else {
+        None
+    };
     let listeners = match listener::Listeners::bind(&server) {
         Ok(l) => l,
         Err(e) => fail(e),
     };
-    let shutdown = Arc::new(AtomicBool::new(false));
     let handler = handler::per_thread::PerThread::new(server.clone(), shutdown.clone());
     // pool-of-threads: the pool takes every non-admin connection (admin/extra port connections
     // still get their own thread in the accept loop).
@@ -233,6 +252,9 @@ fn main() {
     tracing::info!("received shutdown signal: closing listeners and connections");
     shutdown.store(true, Ordering::SeqCst);
     let _ = accept_thread.join();
+    if let Some(h) = metrics_thread {
+        let _ = h.join();
+    }
     handler.stop_cache();
     if let Some(p) = pool {
         // Running commands finish, the rest get 1053; bounded like the per-thread grace period.

@@ -3,7 +3,7 @@
 
 mod support;
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::time::Duration;
 
 use support::{err_code, run_shoal, temp_dir, Raw, Shoal};
@@ -250,4 +250,57 @@ fn admin_port_admits_root_above_max_connections() {
     assert_eq!(p[0], 0, "{:?}", String::from_utf8_lossy(&p));
     a.write_packet(0, b"\x0e").unwrap();
     assert_eq!(a.read_packet().unwrap().1[0], 0);
+}
+
+/// `GET path` on the metrics port; (status line, body).
+fn http_get(port: u16, path: &str) -> (String, String) {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    (head.lines().next().unwrap().to_string(), body.to_string())
+}
+
+fn metric(body: &str, name: &str) -> f64 {
+    body.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .unwrap_or_else(|| panic!("no {name} in:\n{body}"))
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn prometheus_metrics_port_serves_global_status() {
+    let mport = support::free_port();
+    let srv = Shoal::start(
+        "metrics",
+        &[
+            "--thread-handling=pool-of-threads",
+            &format!("--metrics-port={mport}"),
+        ],
+    );
+    let (st, body) = http_get(mport, "/metrics");
+    assert!(st.contains("200"), "{st}");
+    assert_eq!(metric(&body, "mysql_up"), 1.0);
+    let q0 = metric(&body, "mysql_global_status_questions");
+    assert!(body.contains("mysql_global_status_threadpool_threads "));
+    // Queries move the counters the scrape shows.
+    let mut c = mysql::Conn::new(srv.mysql_opts()).unwrap();
+    for i in 0..5 {
+        let _: Option<i64> =
+            mysql::prelude::Queryable::query_first(&mut c, format!("SELECT {i}")).unwrap();
+    }
+    let (_, body) = http_get(mport, "/metrics");
+    assert!(metric(&body, "mysql_global_status_questions") >= q0 + 5.0);
+    assert!(metric(&body, "mysql_global_status_threads_connected") >= 1.0);
+    // Other paths are refused, and a silent client does not block the endpoint.
+    let _silent = std::net::TcpStream::connect(("127.0.0.1", mport)).unwrap();
+    let (st, _) = http_get(mport, "/nope");
+    assert!(st.contains("404"), "{st}");
+    // The variable shows the port.
+    let v: Option<u64> =
+        mysql::prelude::Queryable::query_first(&mut c, "SELECT @@metrics_port").unwrap();
+    assert_eq!(v, Some(mport as u64));
 }

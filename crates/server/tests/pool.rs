@@ -700,6 +700,11 @@ fn cpu_bound_benchmark_delays_a_fast_query_until_the_stall_timer() {
 /// Scenario (c): with `thread_pool_oversubscribe=2`, six concurrent CPU-bound BENCHMARKs in one
 /// group never make more than 1 + 2 workers active (the stall limit is far away, so no stall
 /// allowance applies), and the cap is really used (more than one active).
+///
+/// With a dedicated listener: otherwise a listener that runs an event itself below the cap
+/// leaves the group without a listener (MariaDB's behaviour too), and events that arrive one by
+/// one stay unseen in epoll until a worker is free or the timer notices the missing listener
+/// (one stall limit, 60 s here), so whether the cap is reached would depend on arrival timing.
 #[test]
 fn oversubscribe_caps_active_threads_under_cpu_bound_load() {
     let admin = support::free_port();
@@ -710,6 +715,7 @@ fn oversubscribe_caps_active_threads_under_cpu_bound_load() {
             "--thread-pool-size=1",
             "--thread-pool-oversubscribe=2",
             "--thread-pool-stall-limit=60000",
+            "--thread-pool-dedicated-listener=ON",
             &admin_arg,
         ],
     );
@@ -736,6 +742,8 @@ fn oversubscribe_caps_active_threads_under_cpu_bound_load() {
         max_active <= 3,
         "ACTIVE_THREADS reached {max_active} (cap 1 + 2)"
     );
+    // Reaching exactly 3 is not guaranteed: a worker that dequeues does not wake another for
+    // the rest of the queue (only a new event, a wait or the stall timer does), as in MariaDB.
     assert!(max_active >= 2, "the cap allows 3, only {max_active} ran");
     assert!(queued >= 1, "the rest wait in the queue");
     // KILL CONNECTION ends running and queued BENCHMARKs alike.

@@ -156,11 +156,6 @@ struct Shared<H: Handler> {
     dedicated: AtomicBool,
     histograms: AtomicBool,
     stealing: AtomicBool,
-    /// Some group queued work it cannot start and wants a thief. Set by `after_queue` (and again
-    /// after a steal that left more such work), taken (swapped false) by the worker that scans
-    /// for it: even a worker about to become its group's listener scans while it is set, so a
-    /// steal whose thief could not be woken (busy lock, no idle worker) is not lost.
-    steal_hint: AtomicBool,
     total_threads: AtomicUsize,
     shutdown: AtomicBool,
     handles: Mutex<Vec<JoinHandle<()>>>,
@@ -213,7 +208,6 @@ impl<H: Handler> Pool<H> {
             dedicated: AtomicBool::new(config.dedicated_listener),
             histograms: AtomicBool::new(config.histograms),
             stealing: AtomicBool::new(config.work_stealing),
-            steal_hint: AtomicBool::new(false),
             total_threads: AtomicUsize::new(0),
             shutdown: AtomicBool::new(false),
             handles: Mutex::new(Vec::new()),
@@ -600,7 +594,6 @@ impl<H: Handler> Shared<H> {
         if core.listener_wants_worker(self.oversub()) {
             self.wake_or_create(gid, core, Reason::Normal);
         } else if self.stealing.load(Ordering::Relaxed) && core.wants_thief(self.oversub()) {
-            self.steal_hint.store(true, Ordering::SeqCst);
             self.wake_thief(gid);
         }
     }
@@ -658,15 +651,11 @@ impl<H: Handler> Shared<H> {
     /// very waker that just woke the thief: under load the thief lost that race, found nothing,
     /// went back to sleep and the work waited behind the victim's busy worker.
     fn try_steal(&self, gid: usize, now: Instant) -> Option<(Entry<H::Conn>, Duration)> {
-        self.steal_hint.store(false, Ordering::SeqCst);
         let size = self.size.load(Ordering::SeqCst);
         for k in 1..size {
             let v = (gid + k) % size;
             let mut other = self.groups[v].lock();
             if let Some(x) = other.core.steal(self.oversub(), now) {
-                if other.core.wants_thief(self.oversub()) {
-                    self.steal_hint.store(true, Ordering::SeqCst);
-                }
                 return Some(x);
             }
         }
@@ -889,10 +878,9 @@ impl<H: Handler> Shared<H> {
                 self.total_threads.fetch_sub(1, Ordering::SeqCst);
                 return None;
             }
-            // A worker with no work steals before sleeping (when its group has a listener), or
-            // before becoming the listener while another group asks for a thief.
+            // A worker with no work steals before sleeping (when its group has a listener).
             if !tried_steal
-                && (inner.core.listener || self.steal_hint.load(Ordering::Relaxed))
+                && inner.core.listener
                 && self.stealing.load(Ordering::Relaxed)
                 && gid < self.size.load(Ordering::SeqCst)
             {

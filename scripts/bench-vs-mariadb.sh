@@ -4,12 +4,17 @@
 # table count and size, buffer pool larger than the data, flush at every commit, direct I/O.
 # Prints TPS, p95, p99 and the server's CPU seconds per 1000 transactions (from /proc/PID/stat).
 #   cargo build --release -p shoal && TIME=10 THREADS="8 64" scripts/bench-vs-mariadb.sh
+# SERVERS selects the sides (default: all three); PORT must be free (checked).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SHOAL=${SHOAL:-${CARGO_TARGET_DIR:-/var/tmp/shoal-target}/release/shoal}
 WORK=${WORK:-/var/tmp/shoal-vs-mariadb}
 TABLES=${TABLES:-8}; SIZE=${SIZE:-10000}; TIME=${TIME:-10}; THREADS=${THREADS:-"8 64"}
 PORT=${PORT:-33500}
+SERVERS=${SERVERS:-"shoal-one-thread-per-connection shoal-pool-of-threads mariadb"}
+if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
+  echo "port $PORT is already in use: set PORT to a free port" >&2; exit 1
+fi
 rm -rf "$WORK"; mkdir -p "$WORK"
 TCK=$(getconf CLK_TCK)
 cpu_of() { awk -v t="$TCK" '{printf "%.2f", ($14+$15)/t}' "/proc/$1/stat"; }
@@ -31,14 +36,14 @@ start_server() { # name
         --innodb-flush-log-at-trx-commit=1 --innodb-flush-method=O_DIRECT >"$WORK/$1.log" 2>&1 & ;;
   esac
   SERVER=$!
-  for _ in $(seq 300); do mariadb -h127.0.0.1 -P$PORT -uroot -e 'SELECT 1' >/dev/null 2>&1 && return; sleep 0.2; done
+  for _ in $(seq 300); do kill -0 $SERVER 2>/dev/null || { echo "server $1 exited"; exit 1; }; mariadb -h127.0.0.1 -P$PORT -uroot -e 'SELECT 1' >/dev/null 2>&1 && return; sleep 0.2; done
   echo "server $1 did not start"; exit 1
 }
 
 SB=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-port=$PORT --mysql-user=root --mysql-db=sbtest
     --tables=$TABLES --table-size=$SIZE --percentile=95)
 printf '| server | workload | threads | TPS | p95 ms | p99 ms | server CPU s / 1000 trx |\n|---|---|---:|---:|---:|---:|---:|\n'
-for srv in shoal-one-thread-per-connection shoal-pool-of-threads mariadb; do
+for srv in $SERVERS; do
   start_server $srv
   mariadb -h127.0.0.1 -P$PORT -uroot -e 'CREATE DATABASE sbtest'
   sysbench oltp_read_write "${SB[@]}" --threads=4 prepare >"$WORK/$srv-prepare.log" 2>&1

@@ -247,7 +247,10 @@ fn needed_columns(sel: &SelectStmt, names: &[String]) -> Option<Vec<bool>> {
     sel.group_by.iter().for_each(&mut mark);
     sel.having.iter().for_each(&mut mark);
     sel.order_by.iter().for_each(|(e, _)| mark(e));
-    sel.aggs.iter().filter_map(|a| a.arg.as_ref()).for_each(&mut mark);
+    sel.aggs
+        .iter()
+        .filter_map(|a| a.arg.as_ref())
+        .for_each(&mut mark);
     Some(mask)
 }
 

@@ -225,8 +225,11 @@ impl Engine {
         // Memtables are charged to the same cache (dummy entries evict blocks as they grow),
         // and writes stall rather than let memtables exceed their share.
         let wbm_bytes = memtable_budget(cfg.block_cache_bytes);
-        let wbm =
-            rocksdb::WriteBufferManager::new_write_buffer_manager_with_cache(wbm_bytes, true, cache.clone());
+        let wbm = rocksdb::WriteBufferManager::new_write_buffer_manager_with_cache(
+            wbm_bytes,
+            true,
+            cache.clone(),
+        );
         let mut bbo = BlockBasedOptions::default();
         bbo.set_block_cache(&cache);
         bbo.set_cache_index_and_filter_blocks(true);

@@ -924,7 +924,9 @@ impl Transaction {
             (None, None)
         };
         let cache = cache.filter(|_| snap.is_some());
-        let db = self.inner.scan_chunk(from, Some(to), snap, chunk, true, cache)?;
+        let db = self
+            .inner
+            .scan_chunk(from, Some(to), snap, chunk, true, cache)?;
         let full = db.len() == chunk;
         let (buf_end, next) = match (full, db.last()) {
             (true, Some((last, _))) => {

@@ -583,7 +583,8 @@ fn work_stealing_between_groups() {
         assert_eq!(r, "fast");
         let s = srv.stats();
         if stealing {
-            assert!(lat < ms(500), "stolen: {lat:?}");
+            // The steal counters tell a missed steal (0) from a starved machine (stolen late).
+            assert!(lat < ms(500), "stolen: {lat:?}; {:?}", s.groups);
             assert!(
                 s.groups[1].counters.steals >= 1,
                 "{:?}",

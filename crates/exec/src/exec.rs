@@ -530,6 +530,8 @@ impl Exec<'_> {
 
     /// Feeds every row of `table` reachable through `access` that satisfies `filter` to `f`
     /// (stops when `f` returns false). Rows carry their storage key for UPDATE/DELETE.
+    /// `needed` (parallel to `names`) limits which columns are converted to values.
+    #[allow(clippy::too_many_arguments)]
     fn scan(
         &mut self,
         table: &TableDef,

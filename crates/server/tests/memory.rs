@@ -157,7 +157,7 @@ fn rss_stays_within_buffer_pool_plus_documented_overhead() {
                     let pad: Option<String> = c.exec_first(&stmt, (id,)).unwrap();
                     assert_eq!(pad.as_deref(), Some(pad_of(id).as_str()), "row {id}");
                     reads += 1;
-                    if reads % 500 == 0 {
+                    if reads.is_multiple_of(500) {
                         // A range over the secondary index (random rows of the whole table).
                         let k = next(&mut x) % 1000;
                         let n: u64 = c

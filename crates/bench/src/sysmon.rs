@@ -420,4 +420,3 @@ mod tests {
         assert_eq!(find_pid_by_port(port), Some(std::process::id()));
     }
 }
-

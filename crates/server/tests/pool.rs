@@ -14,7 +14,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use mysql::prelude::Queryable;
-use support::{err_code, Raw, Shoal};
+use support::{err_code, global_status as status, Raw, Shoal};
 
 fn pool_server(tag: &str, extra: &[&str]) -> Shoal {
     let mut args = vec!["--thread-handling=pool-of-threads"];
@@ -24,16 +24,6 @@ fn pool_server(tag: &str, extra: &[&str]) -> Shoal {
 
 fn conn(s: &Shoal) -> mysql::Conn {
     mysql::Conn::new(s.mysql_opts()).expect("connect")
-}
-
-fn status(c: &mut mysql::Conn, name: &str) -> u64 {
-    let row: Option<(String, String)> = c
-        .query_first(format!("SHOW GLOBAL STATUS LIKE '{name}'"))
-        .unwrap();
-    row.unwrap_or_else(|| panic!("no status {name}"))
-        .1
-        .parse()
-        .unwrap()
 }
 
 fn err_of<T: std::fmt::Debug>(r: mysql::Result<T>) -> u16 {

@@ -427,6 +427,10 @@ impl Acc {
     }
 }
 
+/// How many rows a scan visits between two looks at the session's kill flag (and statement
+/// deadline): often enough to stop a full scan within milliseconds, rare enough to cost nothing.
+const KILL_CHECK_ROWS: u64 = 256;
+
 /// Callback for each matching row of a scan (returns whether to continue).
 type RowVisitor<'f> = dyn FnMut(&mut RowEval<'_>, Row, Vec<Value>) -> Result<bool, SqlError> + 'f;
 
@@ -561,7 +565,14 @@ impl Exec<'_> {
         };
         // Rows are visited as the store produces them (no materialisation of the range: a
         // full scan of a table larger than memory must not hold it all).
+        let mut visited: u64 = 0;
         let mut visit = |r: Row| -> bool {
+            // KILL QUERY and max_execution_time reach long scans too, not only SLEEP().
+            visited += 1;
+            if visited.is_multiple_of(KILL_CHECK_ROWS) && ev.ctx.killed() {
+                err = Some(SqlError::Interrupted);
+                return false;
+            }
             let vals = row_values(&r, needed);
             match ev.matches(filter, names, &vals) {
                 Ok(true) => match f(&mut ev, r, vals) {

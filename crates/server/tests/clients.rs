@@ -333,3 +333,84 @@ fn com_field_list_replies_without_breaking_the_connection() {
     r.write_packet(0, b"\x0e").unwrap();
     assert_eq!(r.read_packet().unwrap().1[0], 0);
 }
+
+fn code_of<T: std::fmt::Debug>(r: mysql::Result<T>) -> u16 {
+    match r {
+        Err(mysql::Error::MySqlError(e)) => e.code,
+        other => panic!("expected a server error, got {other:?}"),
+    }
+}
+
+/// `max_execution_time` (ms, SELECT only) stops CPU-bound expressions and long table scans with
+/// 3024, lets a lone SLEEP() return 1 as MySQL does, and leaves other statements alone; KILL QUERY
+/// now interrupts a long scan too (1317).
+#[test]
+fn max_execution_time_and_kill_query_stop_long_selects() {
+    let srv = Shoal::start("maxexec", &[]);
+    let mut c = mysql::Conn::new(srv.mysql_opts()).unwrap();
+    c.query_drop("CREATE DATABASE m").unwrap();
+    c.query_drop("CREATE TABLE m.t (id INT PRIMARY KEY, v INT)")
+        .unwrap();
+    for chunk in 0..20 {
+        let values: Vec<String> = (0..500)
+            .map(|i| format!("({}, {})", chunk * 500 + i, i))
+            .collect();
+        c.query_drop(format!("INSERT INTO m.t VALUES {}", values.join(",")))
+            .unwrap();
+    }
+    // A scan that is slow without any interruptible function: ~0.5 ms of memset per row, about
+    // 5 s for 10,000 rows on this machine. Only the scan loop's own check can stop it early.
+    let slow_scan = "SELECT COUNT(*) FROM m.t WHERE LENGTH(REPEAT('x', 4000000 + v)) > 0";
+    c.query_drop("SET SESSION max_execution_time = 300")
+        .unwrap();
+    let t = std::time::Instant::now();
+    assert_eq!(code_of(c.query_drop(slow_scan)), 3024);
+    assert!(
+        t.elapsed() < Duration::from_millis(2500),
+        "{:?}",
+        t.elapsed()
+    );
+    let t = std::time::Instant::now();
+    assert_eq!(
+        code_of(c.query_drop("SELECT BENCHMARK(1000000000000, 1 + 1)")),
+        3024
+    );
+    assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
+    let t = std::time::Instant::now();
+    let v: Option<i64> = c.query_first("SELECT SLEEP(5)").unwrap();
+    assert_eq!(v, Some(1), "an interrupted lone SLEEP() returns 1");
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    // Fast statements are unaffected, and the limit does not apply to other statements.
+    let n: Option<i64> = c.query_first("SELECT COUNT(*) FROM m.t").unwrap();
+    assert_eq!(n, Some(10_000));
+    c.query_drop("DO SLEEP(0)").unwrap();
+    c.query_drop("UPDATE m.t SET v = v + 1 WHERE id < 3 AND SLEEP(0.2) = 0")
+        .unwrap();
+    let s: Option<i64> = c
+        .query_first("SELECT SUM(v) FROM m.t WHERE id < 3")
+        .unwrap();
+    assert_eq!(
+        s,
+        Some(1 + 2 + 3),
+        "UPDATE ran past 300 ms and was not stopped"
+    );
+    // KILL QUERY reaches a long scan (no limit this time): 1317, and the connection lives on.
+    c.query_drop("SET SESSION max_execution_time = 0").unwrap();
+    let id = c.connection_id();
+    let opts = srv.mysql_opts();
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(400));
+        let mut k = mysql::Conn::new(opts).unwrap();
+        k.query_drop(format!("KILL QUERY {id}")).unwrap();
+    });
+    let t = std::time::Instant::now();
+    assert_eq!(code_of(c.query_drop(slow_scan)), 1317);
+    assert!(
+        t.elapsed() < Duration::from_millis(2500),
+        "{:?}",
+        t.elapsed()
+    );
+    killer.join().unwrap();
+    let v: Option<i64> = c.query_first("SELECT 7").unwrap();
+    assert_eq!(v, Some(7));
+}

@@ -165,6 +165,8 @@ pub struct Session {
     diag: Vec<Diag>,
     /// Start time of the running statement (NOW()).
     stmt_time: DateTime,
+    /// When the running SELECT must stop (`max_execution_time`, milliseconds; 0 = never).
+    stmt_deadline: Option<std::time::Instant>,
     /// Whether a command is between `command_begin` and `command_end` (keeps
     /// `Threads_running` balanced if the connection dies mid-command).
     in_command: bool,
@@ -473,6 +475,10 @@ impl Context for Ctx<'_> {
     }
     fn killed(&self) -> bool {
         self.s.entry.query_killed()
+            || self
+                .s
+                .stmt_deadline
+                .is_some_and(|d| std::time::Instant::now() >= d)
     }
     fn div_precision(&self) -> u32 {
         self.s
@@ -509,6 +515,7 @@ impl Session {
             last_insert_id: 0,
             diag: Vec::new(),
             stmt_time: now_datetime(),
+            stmt_deadline: None,
             in_command: false,
             closed: false,
             table: None,
@@ -740,14 +747,35 @@ impl Session {
         };
         self.server.counters.com[com_index(com)].fetch_add(1, Ordering::Relaxed);
         self.server.counters.queries.fetch_add(1, Ordering::Relaxed);
+        // max_execution_time applies to SELECT only (as in MySQL); SLEEP(), BENCHMARK() and table
+        // scans look at the deadline through `Context::killed`.
+        let limit_ms = if com == "select" {
+            self.var_u64("max_execution_time", 0)
+        } else {
+            0
+        };
+        self.stmt_deadline =
+            (limit_ms > 0).then(|| std::time::Instant::now() + Duration::from_millis(limit_ms));
         let r = self.execute_statement(stmt, params);
+        let timed_out = self
+            .stmt_deadline
+            .take()
+            .is_some_and(|d| std::time::Instant::now() >= d)
+            && self.entry.kill.load(Ordering::Acquire) == KILL_NONE;
         let r = match r {
+            // 3024 instead of 1317 when the deadline, not a KILL, stopped the statement.
+            Err(SqlError::Interrupted) if timed_out => Err(query_timeout()),
             Ok(resp) => {
-                // A statement other than a lone SLEEP() interrupted by KILL QUERY reports 1317.
+                // A statement other than a lone SLEEP() interrupted by KILL QUERY reports 1317
+                // (3024 when max_execution_time stopped it); a lone SLEEP() returns 1.
                 let lone_sleep = matches!(stmt, Statement::Select(s) if s.items.len() == 1
                     && matches!(&s.items[0].expr, shoal_sql::ast::Expr::Function(n, _) if n == "SLEEP"));
-                if self.entry.kill.load(Ordering::Acquire) != KILL_NONE && !lone_sleep {
+                if lone_sleep {
+                    Ok(resp)
+                } else if self.entry.kill.load(Ordering::Acquire) != KILL_NONE {
                     Err(SqlError::Interrupted)
+                } else if timed_out {
+                    Err(query_timeout())
                 } else {
                     Ok(resp)
                 }
@@ -1910,5 +1938,15 @@ impl Backend for Session {
 impl Drop for Session {
     fn drop(&mut self) {
         self.disconnect();
+    }
+}
+
+/// 3024 ER_QUERY_TIMEOUT: a SELECT ran past `max_execution_time`.
+fn query_timeout() -> SqlError {
+    SqlError::Other {
+        code: 3024,
+        state: "HY000",
+        message: "Query execution was interrupted, maximum statement execution time exceeded"
+            .into(),
     }
 }

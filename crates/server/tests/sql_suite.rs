@@ -5,13 +5,14 @@
 //! Thread handlings come from `SHOAL_SUITE_THREAD_HANDLING` (comma-separated), default
 //! `one-thread-per-connection`; add `pool-of-threads` once the pool is wired into the server.
 
-use std::net::{TcpListener, TcpStream};
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mysql::prelude::Queryable;
-use mysql::{Conn, OptsBuilder, Value};
+use mysql::{Conn, Value};
+use support::Shoal;
 
 /// One block of a fixture file.
 #[derive(Debug)]
@@ -71,86 +72,13 @@ fn parse_fixture(text: &str) -> Vec<(usize, Block)> {
     out
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// The server under test; killed and its directory removed on drop.
-struct Shoal {
-    port: u16,
-    dir: PathBuf,
-    child: Child,
-    log: PathBuf,
-}
-
-impl Shoal {
-    fn start(handling: &str) -> Shoal {
-        let dir = std::env::temp_dir().join(format!(
-            "shoal-sql-suite-{}-{}",
-            std::process::id(),
-            free_port()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        let port = free_port();
-        let log = dir.join("stderr.log");
-        let child = Command::new(env!("CARGO_BIN_EXE_shoal"))
-            .arg(format!("--port={port}"))
-            .arg("--bind-address=127.0.0.1")
-            .arg(format!("--socket={}", dir.join("shoal.sock").display()))
-            .arg(format!("--datadir={}", dir.join("data").display()))
-            .arg(format!("--thread-handling={handling}"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("spawn shoal");
-        let mut s = Shoal {
-            port,
-            dir,
-            child,
-            log,
-        };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if let Some(st) = s.child.try_wait().unwrap() {
-                panic!("shoal exited early ({st}): {}", s.stderr());
-            }
-            assert!(
-                Instant::now() < deadline,
-                "shoal did not start: {}",
-                s.stderr()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        s
-    }
-
-    fn stderr(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn connect(&self) -> Conn {
-        let opts = OptsBuilder::new()
-            .ip_or_hostname(Some("127.0.0.1"))
-            .tcp_port(self.port)
-            .user(Some("root"))
-            .prefer_socket(false)
-            .read_timeout(Some(Duration::from_secs(30)))
-            .write_timeout(Some(Duration::from_secs(30)));
-        Conn::new(opts).expect("connect to shoal")
-    }
-}
-
-impl Drop for Shoal {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+/// A connection with generous timeouts (a fixture may run slow statements).
+fn connect(server: &Shoal) -> Conn {
+    let opts = server
+        .mysql_opts()
+        .read_timeout(Some(Duration::from_secs(30)))
+        .write_timeout(Some(Duration::from_secs(30)));
+    Conn::new(opts).expect("connect to shoal")
 }
 
 fn render(v: &Value) -> String {
@@ -276,9 +204,15 @@ fn sql_suite() {
         .map(str::trim)
         .filter(|h| !h.is_empty())
     {
-        let server = Shoal::start(handling);
+        let server = Shoal::start(
+            "sql-suite",
+            &[
+                "--bind-address=127.0.0.1",
+                &format!("--thread-handling={handling}"),
+            ],
+        );
         for f in fixtures() {
-            let mut conn = server.connect();
+            let mut conn = connect(&server);
             let before = failures.len();
             run_fixture(&mut conn, &f, &mut failures);
             for x in &mut failures[before..] {

@@ -8,105 +8,13 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mysql::prelude::Queryable;
-use mysql::{Conn, OptsBuilder};
-use support::{free_port, temp_dir};
-
-/// A server on a given datadir (so it can be restarted on the same data).
-struct Srv {
-    port: u16,
-    child: Option<Child>,
-    log: PathBuf,
-}
-
-impl Srv {
-    fn start(dir: &Path, extra: &[&str]) -> Srv {
-        let port = free_port();
-        let log = dir.join(format!("stderr-{port}.log"));
-        let mut args = vec![
-            format!("--port={port}"),
-            format!("--socket={}", dir.join(format!("s{port}.sock")).display()),
-            format!("--datadir={}", dir.join("data").display()),
-        ];
-        args.extend(extra.iter().map(|s| s.to_string()));
-        let child = Command::new(env!("CARGO_BIN_EXE_shoal"))
-            .args(&args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("spawn shoal");
-        let mut s = Srv {
-            port,
-            child: Some(child),
-            log,
-        };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                break;
-            }
-            if let Some(st) = s.child.as_mut().unwrap().try_wait().unwrap() {
-                panic!("shoal exited early ({st}): {}", s.stderr());
-            }
-            assert!(
-                Instant::now() < deadline,
-                "shoal did not start: {}",
-                s.stderr()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        s
-    }
-
-    fn stderr(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn opts(&self) -> OptsBuilder {
-        OptsBuilder::new()
-            .ip_or_hostname(Some("127.0.0.1"))
-            .tcp_port(self.port)
-            .user(Some("root"))
-            .prefer_socket(false)
-    }
-
-    fn conn(&self) -> Conn {
-        Conn::new(self.opts()).expect("connect")
-    }
-
-    /// SIGTERM (or SIGKILL with `hard`) and wait, bounded.
-    fn stop(&mut self, hard: bool) {
-        let Some(mut child) = self.child.take() else {
-            return;
-        };
-        unsafe {
-            libc::kill(
-                child.id() as i32,
-                if hard { libc::SIGKILL } else { libc::SIGTERM },
-            );
-        }
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while child.try_wait().unwrap().is_none() {
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = child.wait();
-    }
-}
-
-impl Drop for Srv {
-    fn drop(&mut self) {
-        self.stop(false);
-    }
-}
+use mysql::Conn;
+use support::{free_port, temp_dir, Shoal as Srv};
 
 fn err_code(e: &mysql::Error) -> u16 {
     match e {
@@ -188,7 +96,7 @@ fn sysbench_read_write(handling: &str) {
     }
     let dir = temp_dir(&format!("tables-sb-rw-{handling}"));
     let th = format!("--thread-handling={handling}");
-    let s = Srv::start(&dir, &["--innodb-flush-log-at-trx-commit=2", &th]);
+    let s = Srv::start_in(&dir, &["--innodb-flush-log-at-trx-commit=2", &th]);
     sbtest_db(&s);
     let common = ["--tables=8", "--table-size=10000"];
     sysbench(s.port, "oltp_read_write", "prepare", &common);
@@ -231,7 +139,7 @@ fn sysbench_other_workloads_under_the_pool() {
 fn sysbench_others(handling: &str) {
     let dir = temp_dir(&format!("tables-sb-other-{handling}"));
     let th = format!("--thread-handling={handling}");
-    let s = Srv::start(&dir, &["--innodb-flush-log-at-trx-commit=2", &th]);
+    let s = Srv::start_in(&dir, &["--innodb-flush-log-at-trx-commit=2", &th]);
     sbtest_db(&s);
     let common = ["--tables=2", "--table-size=2000"];
     sysbench(s.port, "oltp_read_write", "prepare", &common);
@@ -280,14 +188,14 @@ fn counter_table(s: &Srv) -> Conn {
 #[test]
 fn concurrency_over_the_wire() {
     let dir = temp_dir("tables-conc");
-    let s = Srv::start(&dir, &[]);
+    let s = Srv::start_in(&dir, &[]);
     let mut c = counter_table(&s);
 
     // Lost update: N clients x M increments in transactions with SELECT ... FOR UPDATE.
     let (clients, each) = (8, 25);
     let threads: Vec<_> = (0..clients)
         .map(|_| {
-            let opts = s.opts();
+            let opts = s.mysql_opts();
             std::thread::spawn(move || {
                 let mut c = Conn::new(opts).unwrap();
                 for _ in 0..each {
@@ -390,7 +298,7 @@ fn concurrency_over_the_wire() {
 #[test]
 fn restart_keeps_data_and_datadir_is_locked() {
     let dir = temp_dir("tables-restart");
-    let mut s = Srv::start(&dir, &[]);
+    let mut s = Srv::start_in(&dir, &[]);
     let mut c = counter_table(&s);
     c.query_drop("INSERT INTO t.k VALUES (3, 33)").unwrap();
     // SET GLOBAL innodb_buffer_pool_size resizes the block cache live.
@@ -419,8 +327,8 @@ fn restart_keeps_data_and_datadir_is_locked() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("in use by another shoal server"), "{err}");
 
-    s.stop(false);
-    let s = Srv::start(&dir, &[]);
+    s.stop();
+    let s = Srv::start_in(&dir, &[]);
     let v: i64 = s
         .conn()
         .query_first("SELECT v FROM t.k WHERE id = 3")
@@ -434,7 +342,7 @@ fn restart_keeps_data_and_datadir_is_locked() {
 #[test]
 fn crash_recovery_keeps_acknowledged_commits() {
     let dir = temp_dir("tables-crash");
-    let mut s = Srv::start(&dir, &[]);
+    let mut s = Srv::start_in(&dir, &[]);
     let mut c = s.conn();
     c.query_drop("CREATE DATABASE t").unwrap();
     c.query_drop(
@@ -447,7 +355,7 @@ fn crash_recovery_keeps_acknowledged_commits() {
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let writers: Vec<_> = (0..4i64)
             .map(|w| {
-                let opts = s.opts();
+                let opts = s.mysql_opts();
                 let acked = acked.clone();
                 let stop = stop.clone();
                 std::thread::spawn(move || {
@@ -471,12 +379,12 @@ fn crash_recovery_keeps_acknowledged_commits() {
             })
             .collect();
         std::thread::sleep(Duration::from_millis(1500));
-        s.stop(true); // kill -9 mid-load
+        s.stop_with(libc::SIGKILL); // kill -9 mid-load
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         for w in writers {
             w.join().unwrap();
         }
-        s = Srv::start(&dir, &[]);
+        s = Srv::start_in(&dir, &[]);
         let mut c = s.conn();
         let ids: Vec<i64> = c.query("SELECT id FROM t.w").unwrap();
         let present: std::collections::HashSet<i64> = ids.iter().copied().collect();
@@ -509,7 +417,7 @@ fn crash_recovery_keeps_acknowledged_commits() {
 #[test]
 fn table_fixtures_over_the_wire() {
     let dir = temp_dir("tables-fixtures");
-    let s = Srv::start(&dir, &[]);
+    let s = Srv::start_in(&dir, &[]);
     let fixture_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/sql/tables");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&fixture_dir)
         .unwrap()

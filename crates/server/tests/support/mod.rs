@@ -4,7 +4,7 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -22,6 +22,8 @@ pub struct Shoal {
     pub dir: PathBuf,
     pub child: Option<Child>,
     pub log: PathBuf,
+    /// Whether drop removes `dir` (servers from [`Shoal::start`]).
+    pub owns_dir: bool,
 }
 
 pub fn temp_dir(tag: &str) -> PathBuf {
@@ -35,12 +37,20 @@ pub fn temp_dir(tag: &str) -> PathBuf {
 }
 
 impl Shoal {
-    /// Starts the server with extra arguments and waits until it accepts connections.
+    /// Starts the server with extra arguments in a fresh temporary directory (removed on drop)
+    /// and waits until it accepts connections.
     pub fn start(tag: &str, extra: &[&str]) -> Shoal {
-        let dir = temp_dir(tag);
+        let mut s = Shoal::start_in(&temp_dir(tag), extra);
+        s.owns_dir = true;
+        s
+    }
+
+    /// Starts the server on the datadir inside `dir` (kept on drop, so a test can restart a
+    /// server on the same data); socket and log are named after the port.
+    pub fn start_in(dir: &Path, extra: &[&str]) -> Shoal {
         let port = free_port();
-        let socket = dir.join("shoal.sock");
-        let log = dir.join("stderr.log");
+        let socket = dir.join(format!("s{port}.sock"));
+        let log = dir.join(format!("stderr-{port}.log"));
         let mut args: Vec<String> = vec![
             format!("--port={port}"),
             format!("--socket={}", socket.display()),
@@ -57,11 +67,12 @@ impl Shoal {
         let mut s = Shoal {
             port,
             socket,
-            dir,
+            dir: dir.to_path_buf(),
             child: Some(child),
             log,
+            owns_dir: false,
         };
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if TcpStream::connect(("127.0.0.1", port)).is_ok() {
                 break;
@@ -85,11 +96,17 @@ impl Shoal {
 
     /// SIGTERM and wait (bounded); returns the exit status code.
     pub fn stop(&mut self) -> Option<i32> {
+        self.stop_with(libc::SIGTERM)
+    }
+
+    /// Sends `signal` (SIGTERM, or SIGKILL for crash tests) and waits, bounded (then SIGKILL);
+    /// returns the exit status code.
+    pub fn stop_with(&mut self, signal: i32) -> Option<i32> {
         let mut child = self.child.take()?;
         unsafe {
-            libc::kill(child.id() as i32, libc::SIGTERM);
+            libc::kill(child.id() as i32, signal);
         }
-        let deadline = Instant::now() + Duration::from_secs(15);
+        let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if let Some(st) = child.try_wait().unwrap() {
                 return st.code();
@@ -101,6 +118,11 @@ impl Shoal {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// A connection with the default options.
+    pub fn conn(&self) -> mysql::Conn {
+        mysql::Conn::new(self.mysql_opts()).expect("connect to shoal")
     }
 
     pub fn mysql_opts(&self) -> mysql::OptsBuilder {
@@ -115,7 +137,9 @@ impl Shoal {
 impl Drop for Shoal {
     fn drop(&mut self) {
         self.stop();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        if self.owns_dir {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 

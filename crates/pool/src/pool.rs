@@ -870,6 +870,10 @@ impl<H: Handler> Shared<H> {
                 if self.histograms.load(Ordering::Relaxed) {
                     let _ = inner.queue_hist.record(us(qt));
                 }
+                // More queued and still under the cap: bring in one more worker, so a burst
+                // queued at once fills the cap without waiting for a new event or the stall
+                // timer (MariaDB leaves it to those; costs one comparison when the queue is empty).
+                self.after_queue(gid, &mut inner.core);
                 return Some(e);
             }
             let retired = gid >= self.size.load(Ordering::SeqCst) && inner.core.connections == 0;

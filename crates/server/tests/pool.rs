@@ -732,8 +732,8 @@ fn oversubscribe_caps_active_threads_under_cpu_bound_load() {
         max_active <= 3,
         "ACTIVE_THREADS reached {max_active} (cap 1 + 2)"
     );
-    // Reaching exactly 3 is not guaranteed: a worker that dequeues does not wake another for
-    // the rest of the queue (only a new event, a wait or the stall timer does), as in MariaDB.
+    // A worker that dequeues with more queued under the cap brings in one more, so the cap fills;
+    // exactly 3 is still not asserted (a CPU-starved worker may not have started in 2 s).
     assert!(max_active >= 2, "the cap allows 3, only {max_active} ran");
     assert!(queued >= 1, "the rest wait in the queue");
     // KILL CONNECTION ends running and queued BENCHMARKs alike.

@@ -9,11 +9,13 @@
 //!
 //! ## Thread accounting (the invariant)
 //!
-//! Every thread of a group is in exactly one of four roles, and under the group lock
-//! `threads == active + waiting + idle.len() + listener as usize` holds at all times:
+//! Every thread of a group is in exactly one of five roles, and under the group lock
+//! `threads == active + waiting + lingering + idle.len() + listener as usize` holds at all times:
 //!
 //! * **active** — running a connection or looking for work, and not inside a reported wait;
 //! * **waiting** — running a connection that reported a wait (`shoal_wait::wait_begin`);
+//! * **lingering** — just answered a connection and watches its socket alone for the next
+//!   command (the low-concurrency fast path, see [`GroupCore::linger_begin`]);
 //! * **idle** — asleep on its own condvar in the LIFO idle list;
 //! * **listener** — blocked in the group's epoll.
 //!
@@ -166,6 +168,10 @@ pub struct Counters {
     pub steals: u64,
     /// Entries other groups' workers stole from this group.
     pub stolen: u64,
+    /// Times a worker lingered on the connection it had just run.
+    pub lingers: u64,
+    /// Lingers that saw the next command arrive (and ran it without epoll or a queue).
+    pub linger_hits: u64,
     /// Reported waits by kind (index = `WaitKind::index`).
     pub waits: [u64; 12],
 }
@@ -273,6 +279,8 @@ pub struct GroupCore<E, W> {
     pub active: usize,
     /// Threads inside a reported wait.
     pub waiting: usize,
+    /// Threads lingering on the socket of the connection they just ran.
+    pub lingering: usize,
     /// Connections assigned to this group.
     pub connections: usize,
     /// The timer found the queue stuck: workers may dequeue past the cap until the next dequeue.
@@ -302,6 +310,7 @@ impl<E, W> Default for GroupCore<E, W> {
             threads: 0,
             active: 0,
             waiting: 0,
+            lingering: 0,
             connections: 0,
             stalled: false,
             dequeued_since_tick: false,
@@ -323,7 +332,12 @@ impl<E, W> GroupCore<E, W> {
 
     /// Whether the thread accounting invariant holds.
     pub fn invariant_holds(&self) -> bool {
-        self.threads == self.active + self.waiting + self.idle.len() + usize::from(self.listener)
+        self.threads
+            == self.active
+                + self.waiting
+                + self.lingering
+                + self.idle.len()
+                + usize::from(self.listener)
     }
 
     /// Appends an entry to a queue.
@@ -488,6 +502,53 @@ impl<E, W> GroupCore<E, W> {
     /// The wait ended (the worker runs again; this may exceed the cap, as in MariaDB).
     pub fn wait_end(&mut self) {
         self.waiting -= 1;
+        self.active += 1;
+    }
+
+    /// A worker (active) that just ran a command asks to linger on that connection's socket.
+    ///
+    /// Allowed only when nobody is waiting for a slot (nothing queued), a listener watches the
+    /// group's other connections, and fewer than `1 + oversubscribe` threads of the group
+    /// already linger. Then giving this connection its thread for a moment costs nobody
+    /// anything, and saves what the epoll round trip costs at low concurrency: the re-arm, the
+    /// listener's wake-up and the hand-off between threads. The lingering thread is not active
+    /// (it holds no slot) until [`GroupCore::linger_end`].
+    pub fn linger_begin(&mut self, oversubscribe: usize) -> bool {
+        if !self.listener || !self.may_linger(oversubscribe) {
+            return false;
+        }
+        self.active -= 1;
+        self.lingering += 1;
+        self.counters.lingers += 1;
+        true
+    }
+
+    /// Whether lingering is allowed, listener aside (see [`GroupCore::linger_begin`]).
+    pub fn may_linger(&self, oversubscribe: usize) -> bool {
+        !self.shutdown && self.queued() == 0 && self.lingering < 1 + oversubscribe
+    }
+
+    /// The linger ended (`readable`: the connection's next command arrived). Returns whether
+    /// the worker may run that command at once, which makes it active again: only if nobody
+    /// queued meanwhile (they came first: the connection then goes back through epoll and the
+    /// queue) and the group is below its cap. Running it counts as progress for stall
+    /// detection. Otherwise the worker stays counted `lingering` while it re-arms the
+    /// connection, until [`GroupCore::linger_abandon`] under the lock where it looks for work,
+    /// so that `active` never shows more than the cap.
+    pub fn linger_end(&mut self, readable: bool, oversubscribe: usize) -> bool {
+        let run = readable && self.queued() == 0 && self.active < 1 + oversubscribe;
+        if run {
+            self.lingering -= 1;
+            self.active += 1;
+            self.counters.linger_hits += 1;
+            self.dequeued_since_tick = true;
+        }
+        run
+    }
+
+    /// A worker whose linger did not run the next command looks for work (active again).
+    pub fn linger_abandon(&mut self) {
+        self.lingering -= 1;
         self.active += 1;
     }
 
@@ -883,6 +944,62 @@ mod tests {
         assert_eq!(g.queues[0].len(), 1);
         assert_eq!(g.queues[0][0].item, 1);
         assert_eq!(g.counters.prio_kickups, 1);
+    }
+
+    #[test]
+    fn linger_only_when_nobody_waits_and_within_bounds() {
+        let mut g: GroupCore<u32, u32> = GroupCore::default();
+        g.threads = 2;
+        g.active = 1;
+        g.listener = true;
+        g.connections = 100;
+        // Nothing queued, a listener: linger (the connection count does not matter).
+        assert!(g.linger_begin(3));
+        assert_eq!((g.active, g.lingering), (0, 1));
+        assert!(g.invariant_holds());
+        assert!(g.linger_end(true, 3));
+        assert_eq!((g.active, g.lingering), (1, 0));
+        assert_eq!((g.counters.lingers, g.counters.linger_hits), (1, 1));
+        assert!(g.invariant_holds());
+        // A timeout is not a hit; the worker stays lingering until it looks for work.
+        assert!(g.linger_begin(3));
+        assert!(!g.linger_end(false, 3));
+        assert_eq!((g.active, g.lingering), (0, 1));
+        g.linger_abandon();
+        assert_eq!((g.active, g.lingering), (1, 0));
+        // Work queued meanwhile: it came first, the lingering connection goes the normal way.
+        assert!(g.linger_begin(3));
+        g.push(7, Prio::Low, false, Instant::now());
+        assert!(!g.linger_end(true, 3));
+        g.linger_abandon();
+        // Work queued: run it instead of lingering.
+        assert!(!g.linger_begin(3));
+        g.queues[1].clear();
+        // At most 1 + oversubscribe threads linger.
+        assert_eq!((g.threads, g.active), (2, 1));
+        assert!(g.linger_begin(0));
+        assert!(!g.linger_begin(0));
+        assert!(g.linger_end(true, 0));
+        // The cap is full when the linger ends (another worker became active): the normal
+        // way, and `active` never exceeds the cap.
+        assert!(g.linger_begin(0));
+        g.active += 1;
+        g.threads += 1;
+        assert!(!g.linger_end(true, 0));
+        assert_eq!(g.active, 1);
+        g.active -= 1;
+        g.threads -= 1;
+        g.linger_abandon();
+        // No listener: this worker must become it.
+        g.listener = false;
+        g.threads -= 1;
+        assert!(!g.linger_begin(3));
+        g.listener = true;
+        g.threads += 1;
+        g.shutdown = true;
+        assert!(!g.linger_begin(3));
+        assert_eq!((g.counters.lingers, g.counters.linger_hits), (5, 2));
+        assert!(g.invariant_holds());
     }
 
     #[test]

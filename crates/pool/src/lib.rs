@@ -341,6 +341,9 @@ pub struct Config {
     pub histograms: bool,
     /// Work stealing between groups (see the crate doc); off by default (classic behaviour).
     pub work_stealing: bool,
+    /// How long a worker may linger on the connection it just ran when its group has no more
+    /// connections than its concurrency cap (see the crate doc); zero turns it off.
+    pub linger: Duration,
     /// Name prefix of pool threads.
     pub thread_name: String,
 }
@@ -361,6 +364,7 @@ impl Default for Config {
             dedicated_listener: false,
             histograms: true,
             work_stealing: false,
+            linger: Duration::from_micros(2000),
             thread_name: "shoal-pool".into(),
         }
     }

@@ -119,6 +119,68 @@ fn loom_wait_begin_end_accounting() {
     });
 }
 
+/// A worker lingers on its connection while the listener gets an event for another one (cap 1):
+/// whatever the interleaving, at most one of them runs at a time (the lingering worker does not
+/// run its connection's next command past the cap or ahead of queued work), the other event
+/// runs exactly once or stays queued for a worker, and the accounting holds throughout.
+#[test]
+fn loom_linger_vs_listener_event() {
+    model(|| {
+        let g = Arc::new(Mutex::new(G::default()));
+        {
+            let mut c = g.lock().unwrap();
+            c.threads = 2;
+            c.active = 1; // the worker that just answered its connection
+            c.listener = true;
+            c.connections = 2;
+        }
+        let gw = g.clone();
+        let worker = thread::spawn(move || {
+            let lingering = {
+                let mut c = gw.lock().unwrap();
+                let l = c.linger_begin(0);
+                assert!(c.invariant_holds());
+                l
+            };
+            let mut c = gw.lock().unwrap();
+            // Its connection's next command arrived (readable).
+            let ran_own = lingering && c.linger_end(true, 0);
+            if lingering && !ran_own {
+                c.linger_abandon();
+            }
+            assert!(c.invariant_holds());
+            let took = if ran_own {
+                None
+            } else {
+                c.take_work(0, Instant::now()).map(|x| x.0)
+            };
+            (ran_own, took)
+        });
+        let gl = g.clone();
+        let listener = thread::spawn(move || {
+            let mut c = gl.lock().unwrap();
+            let r = c.after_poll(vec![(1, Prio::Low, false)], false, 0, Instant::now());
+            assert!(c.invariant_holds());
+            matches!(r, AfterPoll::Execute(1))
+        });
+        let (ran_own, took) = worker.join().unwrap();
+        let executed = listener.join().unwrap();
+        let c = g.lock().unwrap();
+        assert!(c.invariant_holds());
+        let queued = c.queued();
+        let runs = usize::from(ran_own) + usize::from(took.is_some()) + usize::from(executed);
+        assert!(runs <= 1, "{runs} running at once with cap 1");
+        assert_eq!(
+            usize::from(took == Some(1)) + usize::from(executed) + queued,
+            1,
+            "the event runs once or stays queued"
+        );
+        if ran_own {
+            assert!(!executed && queued == 1, "ran ahead of queued work");
+        }
+    });
+}
+
 /// Shutdown while a worker is going idle: the worker either sees the flag before sleeping or is
 /// woken from its condvar; it always leaves, and the group ends with no threads.
 #[test]

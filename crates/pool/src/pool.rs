@@ -63,6 +63,8 @@ struct ConnMeta {
     killed: bool,
     /// High-priority tickets left (Percona semantics).
     tickets: u64,
+    /// Its worker lingers on the socket (shown as idle; see [`crate::core::GroupCore::linger_begin`]).
+    lingering: bool,
 }
 
 struct ConnEntry<C> {
@@ -77,6 +79,18 @@ type Entry<C> = (Arc<ConnEntry<C>>, Action);
 
 /// One shard of the connection registry (id → connection).
 type Shard<C> = Mutex<HashMap<u64, Arc<ConnEntry<C>>>>;
+
+/// What [`Shared::linger`] decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Linger {
+    /// Not allowed: go the normal way.
+    No,
+    /// The next command is here: run it now (the worker is active again).
+    Run,
+    /// Lingered, then gave up (timeout, work queued meanwhile, cap full, KILL): re-arm; the
+    /// worker stays counted lingering until `get_event` calls `linger_abandon`.
+    Abandoned,
+}
 
 /// An idle worker's wake-up channel.
 struct WorkerSlot {
@@ -156,6 +170,8 @@ struct Shared<H: Handler> {
     dedicated: AtomicBool,
     histograms: AtomicBool,
     stealing: AtomicBool,
+    /// How long a worker may linger on the connection it just ran, µs (0 = never).
+    linger_us: AtomicU64,
     total_threads: AtomicUsize,
     shutdown: AtomicBool,
     handles: Mutex<Vec<JoinHandle<()>>>,
@@ -208,6 +224,7 @@ impl<H: Handler> Pool<H> {
             dedicated: AtomicBool::new(config.dedicated_listener),
             histograms: AtomicBool::new(config.histograms),
             stealing: AtomicBool::new(config.work_stealing),
+            linger_us: AtomicU64::new(u64::try_from(config.linger.as_micros()).unwrap_or(u64::MAX)),
             total_threads: AtomicUsize::new(0),
             shutdown: AtomicBool::new(false),
             handles: Mutex::new(Vec::new()),
@@ -314,6 +331,11 @@ impl<H: Handler> Pool<H> {
     pub fn set_work_stealing(&self, on: bool) {
         self.shared.stealing.store(on, Ordering::SeqCst);
     }
+    /// `SET GLOBAL thread_pool_linger_usec` (zero turns lingering off).
+    pub fn set_linger(&self, d: Duration) {
+        let v = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        self.shared.linger_us.store(v, Ordering::SeqCst);
+    }
     /// Turns histogram recording on or off.
     pub fn set_histograms(&self, on: bool) {
         self.shared.histograms.store(on, Ordering::SeqCst);
@@ -344,6 +366,7 @@ impl<H: Handler> Pool<H> {
             dedicated_listener: s.dedicated.load(Ordering::SeqCst),
             histograms: s.histograms.load(Ordering::SeqCst),
             work_stealing: s.stealing.load(Ordering::SeqCst),
+            linger: Duration::from_micros(s.linger_us.load(Ordering::SeqCst)),
             thread_name: s.thread_name.clone(),
         }
     }
@@ -447,10 +470,28 @@ fn state_of(m: &ConnMeta) -> ConnState {
     match m.phase {
         Phase::Idle if m.writable => ConnState::WaitWrite,
         Phase::Idle => ConnState::Idle,
+        Phase::Running if m.lingering => ConnState::Idle,
         Phase::Queued => ConnState::Queued(m.prio),
         Phase::Running => m.wait.map_or(ConnState::Running, ConnState::Waiting),
         Phase::Closed => ConnState::Closing,
     }
+}
+
+/// Waits up to `timeout` for `fd` to become readable (or hung up / in error, which the handler
+/// reports). Interrupted or failed waits count as "not readable".
+fn poll_readable(fd: RawFd, timeout: Duration) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN | libc::POLLRDHUP,
+        revents: 0,
+    };
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs().try_into().unwrap_or(libc::time_t::MAX),
+        tv_nsec: timeout.subsec_nanos().into(),
+    };
+    // SAFETY: one valid pollfd, a valid timespec, no signal mask change.
+    let r = unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) };
+    r > 0 && p.revents != 0
 }
 
 fn percentiles(h: &Histogram<u64>) -> Percentiles {
@@ -557,7 +598,13 @@ impl<H: Handler> Shared<H> {
                 if core.force_create(now) {
                     self.spawn(gid, core);
                 } else if core.queued() > 0 {
-                    self.log_blocked(gid);
+                    // Refused for having more threads than connections is no shortage (a
+                    // lingering worker, for one, takes the work when its linger ends).
+                    if self.total_threads.load(Ordering::SeqCst)
+                        >= self.max_threads.load(Ordering::Relaxed)
+                    {
+                        self.log_blocked(gid);
+                    }
                     if core.listener && core.active == 0 {
                         // No thread can be added: the listener stops listening and runs the
                         // queued work (the timer polls for it meanwhile).
@@ -719,6 +766,7 @@ impl<H: Handler> Shared<H> {
                 deadline: None,
                 killed: false,
                 tickets: self.tickets.load(Ordering::Relaxed),
+                lingering: false,
             }),
             conn: Mutex::new(Some(conn)),
         });
@@ -815,10 +863,23 @@ impl<H: Handler> Shared<H> {
         let prev = shoal_wait::set_thread_observer(Some(obs.clone()));
         let mut events = Events::with_capacity(MAX_EVENTS.try_into().expect("non-zero"));
         let mut exec = None;
-        while let Some((entry, action)) = self.get_event(gid, &slot, &mut events, exec.take()) {
-            let t = Instant::now();
-            self.run(entry, action, &obs);
-            exec = Some(t.elapsed());
+        // Set by `run` when a linger ended without running the next command: the worker is
+        // still counted lingering until `get_event` takes the group lock.
+        let mut lingered = false;
+        while let Some((entry, action)) = self.get_event(
+            gid,
+            &slot,
+            &mut events,
+            exec.take(),
+            std::mem::take(&mut lingered),
+        ) {
+            let mut next = Some((entry, action));
+            while let Some((e, a)) = next.take() {
+                // `Some` again when the worker lingered and the next command arrived.
+                next = self
+                    .run(gid, e, a, &obs, &mut exec, &mut lingered)
+                    .map(|e| (e, Action::Event));
+            }
         }
         shoal_wait::set_thread_observer(prev);
     }
@@ -831,9 +892,13 @@ impl<H: Handler> Shared<H> {
         slot: &Arc<WorkerSlot>,
         events: &mut Events,
         exec: Option<Duration>,
+        lingered: bool,
     ) -> Option<Entry<H::Conn>> {
         let group = &self.groups[gid];
         let mut inner = group.lock();
+        if lingered {
+            inner.core.linger_abandon();
+        }
         // One steal attempt per round of looking for work (reset after each sleep).
         let mut tried_steal = false;
         // Woken as a thief: steal before taking our own group's listener role.
@@ -1027,12 +1092,21 @@ impl<H: Handler> Shared<H> {
         }
     }
 
-    /// Runs one entry on the current worker.
-    fn run(self: &Arc<Self>, e: Arc<ConnEntry<H::Conn>>, action: Action, obs: &Observer<H>) {
+    /// Runs one entry on the current worker (of group `gid`), leaving its execution time in
+    /// `exec` unless a linger already recorded it. Returns the connection when the worker
+    /// lingered on it and its next command arrived: the caller runs it again at once.
+    fn run(
+        self: &Arc<Self>,
+        gid: usize,
+        e: Arc<ConnEntry<H::Conn>>,
+        action: Action,
+        obs: &Observer<H>,
+        exec: &mut Option<Duration>,
+        lingered: &mut bool,
+    ) -> Option<Arc<ConnEntry<H::Conn>>> {
+        let started = Instant::now();
         let mut guard = lock(&e.conn);
-        let Some(conn) = guard.as_mut() else {
-            return;
-        };
+        let conn = guard.as_mut()?;
         let killed = {
             let mut m = lock(&e.meta);
             m.phase = Phase::Running;
@@ -1056,7 +1130,7 @@ impl<H: Handler> Shared<H> {
             };
             match r {
                 Ok(Outcome::Close) => Err(CloseReason::Handler),
-                Ok(o) => Ok((o, h.priority(conn), h.idle_deadline(conn))),
+                Ok(o) => Ok(o),
                 Err(r) => Err(r),
             }
         }));
@@ -1067,8 +1141,29 @@ impl<H: Handler> Shared<H> {
             }
         }
         *lock(&obs.current) = None;
+        *exec = Some(started.elapsed());
         let result = match ran {
-            Ok(Ok((o, hint, deadline))) => self.rearm(&e, o, hint, deadline),
+            Ok(Ok(o)) => {
+                if o == Outcome::Continue {
+                    match self.linger(gid, &e, exec) {
+                        Linger::Run => {
+                            drop(guard);
+                            return Some(e);
+                        }
+                        Linger::Abandoned => *lingered = true,
+                        Linger::No => {}
+                    }
+                }
+                // Asked only now: a lingered command is never queued or armed, so it needs
+                // neither (and the handler may have to look them up per call).
+                let asked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    (h.priority(conn), h.idle_deadline(conn))
+                }));
+                match asked {
+                    Ok((hint, deadline)) => self.rearm(&e, o, hint, deadline),
+                    Err(_) => Err(CloseReason::Panicked),
+                }
+            }
             Ok(Err(r)) => Err(r),
             Err(_) => Err(CloseReason::Panicked),
         };
@@ -1076,6 +1171,68 @@ impl<H: Handler> Shared<H> {
             let c = guard.take().expect("present");
             self.close_entry(&e, c, reason);
         }
+        None
+    }
+
+    /// The low-concurrency fast path: after a command, if the group may (see
+    /// [`GroupCore::linger_begin`]), watch this connection's socket alone for up to
+    /// `linger_us` (see [`Linger`] for the outcomes). On [`Linger::Run`] the next command is
+    /// there (or the peer hung up) and the connection was never re-armed. Records the execution
+    /// time `exec` under the group lock it takes anyway.
+    fn linger(
+        self: &Arc<Self>,
+        gid: usize,
+        e: &Arc<ConnEntry<H::Conn>>,
+        exec: &mut Option<Duration>,
+    ) -> Linger {
+        let budget = self.linger_us.load(Ordering::Relaxed);
+        if budget == 0 || self.is_shutdown() {
+            return Linger::No;
+        }
+        let size = self.size.load(Ordering::SeqCst);
+        {
+            let m = lock(&e.meta);
+            // Stolen entries run on another group's worker; a resize moves the connection at
+            // its re-arm; a KILL closes it there.
+            if m.group != gid || (e.id % size as u64) as usize != gid || m.killed {
+                return Linger::No;
+            }
+        }
+        {
+            let mut inner = self.groups[gid].lock();
+            if let Some(d) = exec.take() {
+                if self.histograms.load(Ordering::Relaxed) {
+                    let _ = inner.exec_hist.record(us(d));
+                }
+            }
+            // The group's listener may be this very thread (it executed the event itself):
+            // pass the role to an idle worker, or create one (the group stays within its
+            // connections + 1 threads), so the other connections stay watched. A created thread
+            // is not the listener yet: this command goes the normal way, the next ones linger.
+            // Once every busy connection has a lingering worker the hand-offs stop: one thread
+            // per connection, which the group can afford while nothing queues.
+            if !inner.core.listener && inner.core.may_linger(self.oversub()) {
+                self.provide_listener(gid, &mut inner.core);
+            }
+            if !inner.core.linger_begin(self.oversub()) {
+                return Linger::No;
+            }
+        }
+        lock(&e.meta).lingering = true;
+        let hit = poll_readable(e.fd, Duration::from_micros(budget));
+        let killed = {
+            let mut m = lock(&e.meta);
+            m.lingering = false;
+            m.killed
+        };
+        let mut inner = self.groups[gid].lock();
+        if !inner.core.linger_end(hit && !killed, self.oversub()) {
+            return Linger::Abandoned;
+        }
+        if self.histograms.load(Ordering::Relaxed) {
+            let _ = inner.queue_hist.record(1);
+        }
+        Linger::Run
     }
 
     /// Puts a connection back to wait for its next event (migrating it to its new group after a
@@ -1295,6 +1452,7 @@ impl<H: Handler> Shared<H> {
                 active: c.active,
                 standby: c.idle.len(),
                 waiting: c.waiting,
+                lingering: c.lingering,
                 queue_high: c.queues[0].len(),
                 queue_low: c.queues[1].len(),
                 has_listener: c.listener,

@@ -83,6 +83,8 @@ pub struct GroupStats {
     pub standby: usize,
     /// Threads inside a reported wait.
     pub waiting: usize,
+    /// Threads lingering on the socket of the connection they just ran (not active).
+    pub lingering: usize,
     /// Entries in the high queue.
     pub queue_high: usize,
     /// Entries in the low queue.

@@ -365,6 +365,8 @@ fn raise_nofile(n: u64) {
 fn dedicated_listener_only_queues() {
     let mut cfg = config(1);
     cfg.dedicated_listener = true;
+    // Lingering would run the connection's next commands without any queue.
+    cfg.linger = Duration::ZERO;
     let srv = Server::start(cfg);
     let mut c = srv.connect();
     for i in 0..20 {
@@ -731,4 +733,56 @@ fn api_contract() {
         Err(shoal_pool::PoolError::ShutDown)
     ));
     assert_eq!(srv.close_reason(999_999), Some(CloseReason::Rejected));
+}
+
+/// Lingering (the low-concurrency fast path): a worker that just answered a connection watches
+/// that socket alone for `linger`; the next command runs on it without epoll, queue or
+/// hand-off, the connection shows as idle meanwhile, and the worker is not active. A KILL of a
+/// lingering connection still closes it (within one linger), and `linger = 0` turns it off.
+#[test]
+fn lingering_runs_the_next_command_without_the_queue() {
+    let mut cfg = config(1);
+    cfg.linger = ms(300);
+    let srv = Server::start(cfg);
+    let mut c = srv.connect();
+    let before = srv.stats().groups[0].counters.clone();
+    for i in 0..20 {
+        assert_eq!(c.cmd(&format!("echo {i}")), i.to_string());
+    }
+    let s = srv.stats();
+    let g = &s.groups[0];
+    let hits = g.counters.linger_hits - before.linger_hits;
+    let dequeued = (g.counters.dequeues_by_worker + g.counters.dequeues_by_listener)
+        - (before.dequeues_by_worker + before.dequeues_by_listener);
+    // The first command may come through epoll (the login's worker could not linger before
+    // the listener existed); the rest arrive within 300 ms of the previous reply.
+    assert!(hits >= 18, "{hits} linger hits: {:?}", g.counters);
+    assert!(dequeued <= 2, "{dequeued} commands went through the queue");
+    // Between commands the worker lingers: not active, the connection reads as idle.
+    let s = srv.wait_for(ms(200), |s| s.groups[0].lingering == 1);
+    assert_eq!((s.groups[0].lingering, s.groups[0].active), (1, 0));
+    assert_eq!(srv.pool.connection_state(c.id), Some(ConnState::Idle));
+    // KILL while it lingers: closed when the linger ends (the handler here does not shut the
+    // socket down, as the server's KILL does, so it takes up to one linger).
+    let t = Instant::now();
+    assert!(srv.pool.kill(c.id));
+    assert_eq!(srv.wait_closed(c.id, ms(3000)), Some(CloseReason::Killed));
+    assert!(t.elapsed() < ms(1500), "kill took {:?}", t.elapsed());
+    assert_eq!(c.read_line(), None);
+    let s = srv.wait_for(ms(2000), |s| s.groups[0].lingering == 0);
+    assert_eq!(s.groups[0].lingering, 0);
+    // Off: every command goes through epoll and the listener again.
+    srv.pool.set_linger(Duration::ZERO);
+    let mut d = srv.connect();
+    let before = srv.stats().groups[0].counters.clone();
+    for i in 0..10 {
+        assert_eq!(d.cmd(&format!("echo {i}")), i.to_string());
+    }
+    let after = srv.stats().groups[0].counters.clone();
+    assert_eq!(after.lingers, before.lingers);
+    assert!(
+        (after.dequeues_by_worker + after.dequeues_by_listener)
+            - (before.dequeues_by_worker + before.dequeues_by_listener)
+            >= 10
+    );
 }

@@ -495,6 +495,64 @@ fn kill_idle_connection_then_clean_shutdown() {
     assert_eq!(s.stop(), Some(0), "{}", s.stderr());
 }
 
+/// Lingering (`thread_pool_linger_usec`): a worker that answered a busy connection watches its
+/// socket for the next command, which then runs without epoll or the queue. The connection shows
+/// as idle (Sleep) meanwhile, KILL wakes the lingering worker at once (the socket shutdown ends
+/// its poll), and SET GLOBAL thread_pool_linger_usec = 0 turns it off.
+#[test]
+fn lingering_serves_busy_connections_directly_and_kill_reaches_them() {
+    // A 20 s linger: if KILL had to wait for the linger to end, it would take 20 s.
+    let s = pool_server(
+        "pool-linger",
+        &["--thread-pool-size=1", "--thread-pool-linger-usec=20000000"],
+    );
+    let mut a = conn(&s);
+    let mut c = conn(&s);
+    let cid = c.connection_id();
+    let st = c.prep("SELECT ? + 1").unwrap();
+    let hits0 = status(&mut c, "Threadpool_linger_hits");
+    for i in 0..40i64 {
+        let v: Option<i64> = c.exec_first(&st, (i,)).unwrap();
+        assert_eq!(v, Some(i + 1));
+    }
+    let hits = status(&mut c, "Threadpool_linger_hits") - hits0;
+    assert!(hits >= 35, "{hits} of 41 commands ran from a linger");
+    // `c` is lingering now: one thread, not active; the process list says Sleep.
+    assert_eq!(status(&mut a, "Threadpool_lingering_threads"), 1);
+    let cmd: Vec<(u32, String)> = a
+        .query_map("SHOW PROCESSLIST", |r: mysql::Row| {
+            (r.get::<u32, _>(0).unwrap(), r.get::<String, _>(4).unwrap())
+        })
+        .unwrap();
+    assert!(
+        cmd.contains(&(cid, "Sleep".to_string())),
+        "lingering connection: {cmd:?}"
+    );
+    let t = Instant::now();
+    a.query_drop(format!("KILL CONNECTION {cid}")).unwrap();
+    wait_until(10, "the killed lingering connection to leave", || {
+        let ids: Vec<u32> = a
+            .query_map("SHOW PROCESSLIST", |r: mysql::Row| {
+                r.get::<u32, _>(0).unwrap()
+            })
+            .unwrap();
+        !ids.contains(&cid)
+    });
+    assert!(t.elapsed() < Duration::from_secs(10));
+    assert!(c.query_drop("SELECT 1").is_err());
+    assert_eq!(status(&mut a, "Threadpool_lingering_threads"), 0);
+    // Off.
+    a.query_drop("SET GLOBAL thread_pool_linger_usec = 0")
+        .unwrap();
+    let mut d = conn(&s);
+    let lingers0 = status(&mut d, "Threadpool_lingers");
+    for i in 0..10i64 {
+        let v: Option<i64> = d.query_first(format!("SELECT {i}")).unwrap();
+        assert_eq!(v, Some(i));
+    }
+    assert_eq!(status(&mut d, "Threadpool_lingers"), lingers0);
+}
+
 #[test]
 fn slow_readers_of_big_results_do_not_pin_workers() {
     // Two threads at most in the only group: if a reply write blocked, two slow readers would

@@ -226,6 +226,11 @@ pub fn config_from_server(server: &Server) -> Config {
             .unwrap_or(false),
         histograms: true,
         work_stealing: false,
+        linger: Duration::from_micros(var_u64(
+            server,
+            "thread_pool_linger_usec",
+            d.linger.as_micros() as u64,
+        )),
         thread_name: "shoal-pool".into(),
     }
 }
@@ -260,6 +265,10 @@ fn apply_variable(pool: &Pool<ServerHandler>, name: &str, v: &VarValue) {
             pool.set_dedicated_listener(v.as_bool());
             Ok(())
         }
+        "thread_pool_linger_usec" => {
+            pool.set_linger(Duration::from_micros(v.as_u64()));
+            Ok(())
+        }
         _ => Ok(()),
     };
     if let Err(e) = res {
@@ -292,6 +301,8 @@ pub fn status_rows(st: &PoolStats) -> Vec<(String, String)> {
         c.creations_refused += x.creations_refused;
         c.migrations_in += x.migrations_in;
         c.steals += x.steals;
+        c.lingers += x.lingers;
+        c.linger_hits += x.linger_hits;
     }
     let sum = |f: fn(&shoal_pool::GroupStats) -> usize| -> u64 {
         st.groups.iter().map(f).sum::<usize>() as u64
@@ -302,6 +313,7 @@ pub fn status_rows(st: &PoolStats) -> Vec<(String, String)> {
         ("Threadpool_active_threads", st.active() as u64),
         ("Threadpool_standby_threads", sum(|g| g.standby)),
         ("Threadpool_waiting_threads", sum(|g| g.waiting)),
+        ("Threadpool_lingering_threads", sum(|g| g.lingering)),
         ("Threadpool_groups", st.size as u64),
         ("Threadpool_connections", st.connections as u64),
         ("Threadpool_queue_high", sum(|g| g.queue_high)),
@@ -330,6 +342,8 @@ pub fn status_rows(st: &PoolStats) -> Vec<(String, String)> {
         ("Threadpool_cap_bypasses", c.cap_bypasses),
         ("Threadpool_migrations", c.migrations_in),
         ("Threadpool_steals", c.steals),
+        ("Threadpool_lingers", c.lingers),
+        ("Threadpool_linger_hits", c.linger_hits),
     ];
     let mut out: Vec<(String, String)> = rows
         .drain(..)

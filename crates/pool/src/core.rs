@@ -129,6 +129,8 @@ pub struct Queued<E> {
     pub since: Instant,
     /// The connection holds locks or an open transaction: it may bypass the concurrency cap.
     pub must_run: bool,
+    /// A row-lock holder in the high queue: placed ahead of the other high entries.
+    pub holder: bool,
 }
 
 /// Event counters of one group (MariaDB's `THREAD_POOL_STATS` columns plus ours).
@@ -291,6 +293,14 @@ pub struct GroupCore<E, W> {
     pub io_since_tick: bool,
     /// Queued entries with `must_run`.
     pub must_run_queued: usize,
+    /// Row-lock holders at the front of the high queue (`queues[0][..holders_high]`).
+    ///
+    /// Why: in `transactions` mode every statement of an open transaction is high, so under
+    /// heavy transactional load (thousands of sessions, all inside BEGIN ... COMMIT) the high
+    /// queue is as long as the low one used to be, and a session holding row locks waits its
+    /// turn behind sessions that hold none, while others block on its locks and pile up as
+    /// waiting threads. Holders first keeps lock hold times near their execution time.
+    pub holders_high: usize,
     /// Threads forced into existence for lock holders whose holder entry is not taken yet.
     pub forced_pending: usize,
     /// When this group last created a thread.
@@ -316,6 +326,7 @@ impl<E, W> Default for GroupCore<E, W> {
             dequeued_since_tick: false,
             io_since_tick: false,
             must_run_queued: 0,
+            holders_high: 0,
             forced_pending: 0,
             last_creation: None,
             shutdown: false,
@@ -342,18 +353,36 @@ impl<E, W> GroupCore<E, W> {
 
     /// Appends an entry to a queue.
     pub fn push(&mut self, item: E, prio: Prio, must_run: bool, now: Instant) {
+        self.push_placed(item, prio, must_run, false, now);
+    }
+
+    /// Queues an entry; a row-lock `holder` going to the high queue is placed after the
+    /// holders already there and before every other entry (see [`GroupCore::holders_high`]).
+    pub fn push_placed(&mut self, item: E, prio: Prio, must_run: bool, holder: bool, now: Instant) {
         if must_run {
             self.must_run_queued += 1;
         }
-        self.queues[prio as usize].push_back(Queued {
+        let holder = holder && prio == Prio::High;
+        let e = Queued {
             item,
             since: now,
             must_run,
-        });
+            holder,
+        };
+        if holder {
+            self.queues[0].insert(self.holders_high, e);
+            self.holders_high += 1;
+        } else {
+            self.queues[prio as usize].push_back(e);
+        }
     }
 
     fn pop_at(&mut self, q: usize, i: usize) -> Option<Queued<E>> {
         let e = self.queues[q].remove(i)?;
+        if q == 0 && i < self.holders_high {
+            debug_assert!(e.holder);
+            self.holders_high -= 1;
+        }
         if e.must_run {
             self.must_run_queued -= 1;
             self.forced_pending = self.forced_pending.min(self.must_run_queued);
@@ -434,10 +463,10 @@ impl<E, W> GroupCore<E, W> {
     }
 
     /// The listener returns from its poll with `events` (already claimed connections), each
-    /// with its priority and `must_run` flag. Queues them and decides who runs what.
+    /// with its priority, `must_run` and `holder` flags. Queues them and decides who runs what.
     pub fn after_poll(
         &mut self,
-        events: Vec<(E, Prio, bool)>,
+        events: Vec<(E, Prio, bool, bool)>,
         dedicated: bool,
         oversubscribe: usize,
         now: Instant,
@@ -449,8 +478,8 @@ impl<E, W> GroupCore<E, W> {
         // Execute itself when the queue was empty (saves a wake-up), or when nobody is active:
         // then the queued work is waiting for a thread the pool could not provide.
         let may_execute = self.queued() == 0 || self.active == 0;
-        for (e, p, m) in events {
-            self.push(e, p, m, now);
+        for (e, p, m, h) in events {
+            self.push_placed(e, p, m, h, now);
         }
         if may_execute && self.queued() > 0 && !dedicated && self.active < 1 + oversubscribe {
             let q = if self.queues[0].is_empty() { 1 } else { 0 };
@@ -650,6 +679,7 @@ impl<E, W> GroupCore<E, W> {
     /// Removes and returns every queued entry (shutdown).
     pub fn drain(&mut self) -> Vec<E> {
         self.must_run_queued = 0;
+        self.holders_high = 0;
         self.forced_pending = 0;
         let mut out: Vec<E> = self.queues[0].drain(..).map(|q| q.item).collect();
         out.extend(self.queues[1].drain(..).map(|q| q.item));
@@ -748,7 +778,7 @@ mod tests {
         g.listener = true;
         assert!(g.invariant_holds());
         let r = g.after_poll(
-            vec![(1, Prio::Low, false), (2, Prio::Low, false)],
+            vec![(1, Prio::Low, false, false), (2, Prio::Low, false, false)],
             false,
             0,
             now,
@@ -759,7 +789,7 @@ mod tests {
         g.become_listener();
         g.threads += 1;
         g.active += 1;
-        let r = g.after_poll(vec![(3, Prio::High, false)], false, 0, now);
+        let r = g.after_poll(vec![(3, Prio::High, false, false)], false, 0, now);
         assert_eq!(r, AfterPoll::Listen);
         assert_eq!(g.queued(), 2);
         assert!(!g.listener_wants_worker(0), "at the cap");
@@ -769,7 +799,7 @@ mod tests {
         d.threads = 1;
         d.listener = true;
         assert_eq!(
-            d.after_poll(vec![(1, Prio::Low, false)], true, 0, now),
+            d.after_poll(vec![(1, Prio::Low, false, false)], true, 0, now),
             AfterPoll::Listen
         );
     }
@@ -944,6 +974,44 @@ mod tests {
         assert_eq!(g.queues[0].len(), 1);
         assert_eq!(g.queues[0][0].item, 1);
         assert_eq!(g.counters.prio_kickups, 1);
+    }
+
+    #[test]
+    fn lock_holders_go_first_in_the_high_queue_fifo_among_themselves() {
+        let now = Instant::now();
+        let mut g = G::default();
+        g.push_placed(1, Prio::High, true, false, now);
+        g.push_placed(2, Prio::High, true, true, now);
+        g.push_placed(3, Prio::Low, false, false, now);
+        g.push_placed(4, Prio::High, true, true, now);
+        // A holder that ran out of tickets (low) is no holder: plain FIFO in the low queue.
+        g.push_placed(5, Prio::Low, true, true, now);
+        g.push_placed(6, Prio::High, true, false, now);
+        assert_eq!(g.holders_high, 2);
+        let order: Vec<u32> = g.queues[0].iter().map(|e| e.item).collect();
+        assert_eq!(order, [2, 4, 1, 6]);
+        g.threads = 1;
+        g.active = 1;
+        let mut got = Vec::new();
+        while let Some((e, _)) = g.take_work(3, now) {
+            got.push(e);
+        }
+        assert_eq!(got, [2, 4, 1, 6, 3, 5]);
+        assert_eq!(g.holders_high, 0);
+        // Removal from the middle (a forced thread taking the first must_run entry) keeps the
+        // holder count right.
+        g.push_placed(7, Prio::High, false, false, now);
+        g.push_placed(8, Prio::High, true, true, now);
+        g.forced_pending = 1;
+        assert_eq!(g.take_work(0, now).map(|x| x.0), Some(8));
+        assert_eq!(g.holders_high, 0);
+        g.push_placed(9, Prio::High, true, true, now);
+        assert_eq!(
+            g.queues[0].iter().map(|e| e.item).collect::<Vec<_>>(),
+            [9, 7]
+        );
+        assert_eq!(g.drain(), [9, 7]);
+        assert_eq!(g.holders_high, 0);
     }
 
     #[test]

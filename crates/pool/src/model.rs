@@ -46,7 +46,7 @@ fn loom_listener_handoff_vs_worker_dequeue() {
         let g2 = g.clone();
         let listener = thread::spawn(move || {
             let mut c = g2.lock().unwrap();
-            let r = c.after_poll(vec![(1, Prio::Low, false)], false, 0, Instant::now());
+            let r = c.after_poll(vec![(1, Prio::Low, false, false)], false, 0, Instant::now());
             assert!(c.invariant_holds());
             match r {
                 AfterPoll::Execute(x) => Some(x),
@@ -159,7 +159,7 @@ fn loom_linger_vs_listener_event() {
         let gl = g.clone();
         let listener = thread::spawn(move || {
             let mut c = gl.lock().unwrap();
-            let r = c.after_poll(vec![(1, Prio::Low, false)], false, 0, Instant::now());
+            let r = c.after_poll(vec![(1, Prio::Low, false, false)], false, 0, Instant::now());
             assert!(c.invariant_holds());
             matches!(r, AfterPoll::Execute(1))
         });

@@ -8,7 +8,6 @@
 //! A connection's `conn` mutex (the handler object) is held only by the worker running it, and by
 //! shutdown after every worker has been joined.
 
-use std::collections::HashMap;
 use std::os::fd::{BorrowedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
@@ -18,6 +17,7 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::CachePadded;
 use hdrhistogram::Histogram;
 use polling::{Event, Events, Poller};
+use rustc_hash::FxHashMap;
 use shoal_wait::{WaitKind, WaitObserver};
 
 use crate::core::{
@@ -49,6 +49,8 @@ struct ConnMeta {
     prio: Prio,
     /// The next event may bypass the concurrency cap (transaction open / locks held).
     must_run: bool,
+    /// It holds row locks: its next event goes ahead of the other high entries.
+    holder: bool,
     /// The wait the running worker reported, if any.
     wait: Option<WaitKind>,
     /// Armed for writability rather than readability.
@@ -77,8 +79,9 @@ struct ConnEntry<C> {
 
 type Entry<C> = (Arc<ConnEntry<C>>, Action);
 
-/// One shard of the connection registry (id → connection).
-type Shard<C> = Mutex<HashMap<u64, Arc<ConnEntry<C>>>>;
+/// One shard of the connection registry (id → connection). Looked up for every epoll event:
+/// Fx hashing of the integer id, not SipHash (ids come from the server, not from clients).
+type Shard<C> = Mutex<FxHashMap<u64, Arc<ConnEntry<C>>>>;
 
 /// What [`Shared::linger`] decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,7 +215,9 @@ impl<H: Handler> Pool<H> {
             groups: (0..config.max_size)
                 .map(|_| CachePadded::new(Group::new()))
                 .collect(),
-            registry: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            registry: (0..SHARDS)
+                .map(|_| Mutex::new(FxHashMap::default()))
+                .collect(),
             size: AtomicUsize::new(config.size),
             oversubscribe: AtomicUsize::new(config.oversubscribe),
             stall_limit_us: AtomicU64::new(us(config.stall_limit)),
@@ -759,6 +764,7 @@ impl<H: Handler> Shared<H> {
                 phase: Phase::Queued,
                 prio: Prio::High,
                 must_run: false,
+                holder: false,
                 wait: None,
                 writable: false,
                 group: gid,
@@ -1034,7 +1040,7 @@ impl<H: Handler> Shared<H> {
     }
 
     /// Claims the connections behind `events` (Idle → Queued) for group `gid`.
-    fn claim(&self, gid: usize, events: &Events) -> Vec<(Entry<H::Conn>, Prio, bool)> {
+    fn claim(&self, gid: usize, events: &Events) -> Vec<(Entry<H::Conn>, Prio, bool, bool)> {
         let mut out = Vec::with_capacity(events.len());
         for ev in events.iter() {
             let Some(e) = self.lookup(ev.key as u64) else {
@@ -1043,9 +1049,9 @@ impl<H: Handler> Shared<H> {
             let mut m = lock(&e.meta);
             if m.registered && m.group == gid && m.phase.claim() {
                 m.writable = false;
-                let (p, must) = (m.prio, m.must_run);
+                let (p, must, holder) = (m.prio, m.must_run, m.holder);
                 drop(m);
-                out.push(((e, Action::Event), p, must));
+                out.push(((e, Action::Event), p, must, holder));
             }
         }
         out
@@ -1255,6 +1261,7 @@ impl<H: Handler> Shared<H> {
         m.wait = None;
         m.deadline = deadline;
         m.must_run = hint.must_run();
+        m.holder = hint.holds_locks;
         // The session's own mode and tickets (session scope) win over the pool's globals.
         let full = hint
             .tickets
@@ -1270,11 +1277,11 @@ impl<H: Handler> Shared<H> {
         m.prio = next_priority(mode, hint, &mut m.tickets, full);
         if outcome == Outcome::Yield {
             m.phase = Phase::Queued;
-            let (gid, p, must) = (m.group, m.prio, m.must_run);
+            let (gid, p, must, holder) = (m.group, m.prio, m.must_run, m.holder);
             let mut inner = self.groups[gid].lock();
             inner
                 .core
-                .push((e.clone(), Action::Event), p, must, Instant::now());
+                .push_placed((e.clone(), Action::Event), p, must, holder, Instant::now());
             self.after_queue(gid, &mut inner.core);
             return Ok(());
         }
@@ -1411,8 +1418,8 @@ impl<H: Handler> Shared<H> {
         }
         inner.core.io_since_tick = true;
         let now = Instant::now();
-        for (e, p, m) in claimed {
-            inner.core.push(e, p, m, now);
+        for (e, p, m, h) in claimed {
+            inner.core.push_placed(e, p, m, h, now);
         }
         self.after_queue(gid, &mut inner.core);
     }

@@ -128,9 +128,19 @@ pub struct SchedulingHint {
     pub priority: ThreadPoolPriority,
     /// The session's `thread_pool_high_prio_mode`, lower case
     /// (`transactions` | `statements` | `none`).
-    pub high_prio_mode: String,
+    pub high_prio_mode: &'static str,
     /// The session's `thread_pool_high_prio_tickets`.
     pub high_prio_tickets: u64,
+}
+
+/// Values derived from a session's variables, valid for one [`SessionVars::generation`].
+#[derive(Debug, Clone, Copy)]
+struct PoolVars {
+    generation: u64,
+    priority: ThreadPoolPriority,
+    mode: &'static str,
+    tickets: u64,
+    idle_timeout: Duration,
 }
 
 /// Per-connection state.
@@ -139,6 +149,8 @@ pub struct Session {
     entry: Arc<ProcessEntry>,
     /// This session's copy of the system variables.
     vars: SessionVars,
+    /// Cache of what the pool and the idle timeout read after every command.
+    pool_vars: std::cell::Cell<Option<PoolVars>>,
     /// Authenticated user name.
     user: String,
     /// Client host (no port).
@@ -502,6 +514,7 @@ impl Session {
             server,
             entry,
             vars,
+            pool_vars: std::cell::Cell::new(None),
             user: String::new(),
             host,
             account_host: String::new(),
@@ -539,17 +552,7 @@ impl Session {
     /// How long the connection may stay idle: `wait_timeout`, or `interactive_timeout` for an
     /// interactive client.
     pub fn idle_timeout(&self) -> Duration {
-        let name = if self.interactive {
-            "interactive_timeout"
-        } else {
-            "wait_timeout"
-        };
-        Duration::from_secs(
-            self.vars
-                .get(&self.server.vars, name)
-                .map(|v| v.as_u64())
-                .unwrap_or(28800),
-        )
+        self.pool_vars().idle_timeout
     }
 
     /// The session's `net_read_timeout`.
@@ -596,25 +599,56 @@ impl Session {
             Some(ts) => ts.in_transaction(),
             None => self.in_transaction,
         };
+        let c = self.pool_vars();
+        SchedulingHint {
+            in_transaction,
+            // Row locks live in the table engine's transaction; with autocommit=0 a locking
+            // read opens one implicitly and it counts exactly like BEGIN.
+            holds_locks: self.table.as_ref().is_some_and(|ts| ts.holds_locks()),
+            priority: c.priority,
+            high_prio_mode: c.mode,
+            high_prio_tickets: c.tickets,
+        }
+    }
+
+    /// The variables the thread pool asks about after every command, looked up once per
+    /// `SET` (cached under the variables' generation: several hash lookups and string
+    /// conversions per command were a measurable part of the pool's per-command cost).
+    fn pool_vars(&self) -> PoolVars {
+        let generation = self.vars.generation();
+        if let Some(c) = self.pool_vars.get() {
+            if c.generation == generation {
+                return c;
+            }
+        }
         let text = |name: &str| {
             self.vars
                 .get(&self.server.vars, name)
                 .map(|v| v.display().to_ascii_lowercase())
                 .unwrap_or_default()
         };
-        SchedulingHint {
-            in_transaction,
-            // Row locks live in the table engine's transaction; with autocommit=0 a locking
-            // read opens one implicitly and it counts exactly like BEGIN.
-            holds_locks: self.table.as_ref().is_some_and(|ts| ts.holds_locks()),
+        let idle_name = if self.interactive {
+            "interactive_timeout"
+        } else {
+            "wait_timeout"
+        };
+        let c = PoolVars {
+            generation,
             priority: match text("thread_pool_priority").as_str() {
                 "high" => ThreadPoolPriority::High,
                 "low" => ThreadPoolPriority::Low,
                 _ => ThreadPoolPriority::Auto,
             },
-            high_prio_mode: text("thread_pool_high_prio_mode"),
-            high_prio_tickets: self.var_u64("thread_pool_high_prio_tickets", u64::from(u32::MAX)),
-        }
+            mode: match text("thread_pool_high_prio_mode").as_str() {
+                "statements" => "statements",
+                "none" => "none",
+                _ => "transactions",
+            },
+            tickets: self.var_u64("thread_pool_high_prio_tickets", u64::from(u32::MAX)),
+            idle_timeout: Duration::from_secs(self.var_u64(idle_name, 28800)),
+        };
+        self.pool_vars.set(Some(c));
+        c
     }
 
     /// Current database.
@@ -1662,6 +1696,7 @@ impl Backend for Session {
         self.account_host = account.host.clone();
         self.is_super = account.super_user;
         self.interactive = login.interactive;
+        self.pool_vars.set(None);
         let mut info = self.entry.info.lock().unwrap();
         info.user = self.user.clone();
         info.db = self.db.clone();

@@ -424,6 +424,10 @@ impl Vars {
 
     /// Looks up a definition by any spelling (case, dashes, aliases).
     pub fn def(&self, name: &str) -> Option<&VarDef> {
+        // The server's own lookups use canonical names: no allocation for them.
+        if let Some(d) = self.defs.get(name) {
+            return Some(d);
+        }
         let n = canonical_name(name);
         let n = self.aliases.get(n.as_str()).copied().unwrap_or(&n);
         self.defs.get(n)
@@ -590,7 +594,10 @@ impl Vars {
                 Scope::Global => {}
             }
         }
-        SessionVars { values }
+        SessionVars {
+            values,
+            generation: next_generation(),
+        }
     }
 }
 
@@ -630,13 +637,29 @@ fn parse_option_value(ty: &VarType, value: &str) -> SetValue {
     }
 }
 
+/// Source of [`SessionVars::generation`] values: unique across all sessions and copies.
+static GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn next_generation() -> u64 {
+    GENERATION.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// One session's variable values.
 #[derive(Debug, Clone)]
 pub struct SessionVars {
     values: HashMap<&'static str, VarValue>,
+    /// Changes whenever a `SET [SESSION]` changes a value (and differs between copies), so a
+    /// session can cache values derived from its variables. [`SessionVars::force`] (values the
+    /// server maintains itself, such as `warning_count`) leaves it alone.
+    generation: u64,
 }
 
 impl SessionVars {
+    /// See the field: equal generations mean no `SET` happened in between.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
     /// Session value (for GLOBAL-only variables: the global value).
     pub fn get(&self, vars: &Vars, name: &str) -> Result<VarValue, VarError> {
         let d = vars.def_or_err(name)?;
@@ -660,6 +683,7 @@ impl SessionVars {
         }
         let v = vars.validate(d, value, false)?;
         self.values.insert(d.name, v);
+        self.generation = next_generation();
         Ok(())
     }
 

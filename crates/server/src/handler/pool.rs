@@ -139,7 +139,7 @@ impl Handler for ServerHandler {
                 ThreadPoolPriority::Low => SessionPriority::Low,
                 ThreadPoolPriority::Auto => SessionPriority::Auto,
             },
-            mode: Some(prio_mode(&h.high_prio_mode)),
+            mode: Some(prio_mode(h.high_prio_mode)),
             tickets: Some(h.high_prio_tickets),
         }
     }
@@ -189,10 +189,12 @@ fn var_u64(server: &Server, name: &str, default: u64) -> u64 {
 }
 
 fn prio_mode(s: &str) -> HighPrioMode {
-    match s.to_ascii_lowercase().as_str() {
-        "statements" => HighPrioMode::Statements,
-        "none" => HighPrioMode::None,
-        _ => HighPrioMode::Transactions,
+    if s.eq_ignore_ascii_case("statements") {
+        HighPrioMode::Statements
+    } else if s.eq_ignore_ascii_case("none") {
+        HighPrioMode::None
+    } else {
+        HighPrioMode::Transactions
     }
 }
 

@@ -48,6 +48,21 @@
 //!   to the high queue (MariaDB's kick-up). A hint may carry the session's own mode and tickets
 //!   (session scope) and a [`SessionPriority`] (MariaDB `thread_pool_priority`): `High`/`Low`
 //!   pick the queue outright, `Auto` applies the mode; none of this changes `must_run`.
+//!   *Lock holders first* (ours): a hint with `holds_locks` that lands in the high queue is placed
+//!   after the holders already there and before every other high entry (FIFO among holders). In
+//!   `Transactions` mode every statement of an open transaction is high, so under heavy
+//!   transactional load the high queue is long, and a session whose row locks block others
+//!   must not wait behind sessions that hold nothing.
+//! * **Lingering** (ours, `Config::linger`, 0 = off). A worker that has just run a connection's
+//!   command may watch that one socket (`ppoll`) for up to `linger` and run the next command
+//!   itself — no re-arm, no listener wake-up, no hand-off — but only while its group's queue is
+//!   empty, a listener watches the other connections (a lingering listener hands its role to an
+//!   idle worker or has one created), and fewer than `1 + oversubscribe` threads of the group
+//!   linger. A lingering thread is not active, its connection reads as idle; when the command
+//!   arrives it runs only if the queue is still empty and the group below its cap, otherwise
+//!   the connection is re-armed and queued like any other. See
+//!   [`core::GroupCore::linger_begin`]. This is what makes the pool cost little at low
+//!   concurrency, where one thread per connection is the best schedule anyway.
 //! * **Concurrency limit.** A worker may not dequeue while `1 + oversubscribe` *other* workers of
 //!   its group are active, unless the group is stalled. Workers inside a reported wait
 //!   (`shoal_wait::wait_begin`, observed through a per-worker [`shoal_wait::WaitObserver`]) are

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# A/B of shoal's two connection handlers at one load point, alternating on ONE datadir, so that
+# the LSM state and the page cache are as alike as this machine allows: one-thread-per-connection,
+# then pool-of-threads, ROUNDS times. Prints TPS, p99, the server's CPU (user/sys % of a core) and
+# the server CPU per transaction, plus the pool's Threadpool_* counters that explain its path
+# (linger hits, dequeues, wakes, threads, waits).
+#
+#   cargo build --release -p shoal -p shoal-bench
+#   ROUNDS=3 THREADS=8 WL=oltp_point_select scripts/handler-ab.sh
+#   ROUNDS=3 THREADS=8 EXTRA=--innodb-buffer-pool-size=11M scripts/handler-ab.sh   (I/O-bound)
+#   EXTRA=--thread-pool-linger-usec=0 ...                                           (no lingering)
+set -euo pipefail
+TARGET=${CARGO_TARGET_DIR:-/var/tmp/shoal-target}
+SHOAL=${SHOAL:-$TARGET/release/shoal}
+BENCH=${BENCH:-$TARGET/release/shoal-bench}
+W=${WORK:-/var/tmp/shoal-handler-ab}; P=${PORT:-33811}
+ROUNDS=${ROUNDS:-2}; THREADS=${THREADS:-8}; TIME=${TIME:-10}; WL=${WL:-oltp_point_select}
+HANDLERS=${HANDLERS:-"one-thread-per-connection pool-of-threads"}
+EXTRA=${EXTRA:-}
+CONN=(--mysql-host=127.0.0.1 --mysql-port=$P --mysql-user=root --mysql-db=sbtest --tables=8
+      --table-size=50000)
+S=
+stop() { if [ -n "$S" ]; then kill "$S" 2>/dev/null || true; wait "$S" 2>/dev/null || true; S=; fi; }
+trap stop EXIT
+start() {
+  # shellcheck disable=SC2086
+  "$SHOAL" --port=$P --socket=$W/sock --datadir=$W/data --thread-handling=$1 \
+    --max-connections=6000 --max-prepared-stmt-count=4000000 --innodb-buffer-pool-size=1G \
+    --innodb-flush-log-at-trx-commit=1 --innodb-flush-method=O_DIRECT $EXTRA >>$W/log 2>&1 &
+  S=$!
+  for _ in $(seq 300); do
+    mariadb -h127.0.0.1 -P$P -uroot -e 'SELECT 1' >/dev/null 2>&1 && return
+    kill -0 "$S" 2>/dev/null || { echo "server did not start: $W/log"; exit 1; }
+    sleep 0.2
+  done
+  echo "server did not answer: $W/log"; exit 1
+}
+mkdir -p "$W"
+if [ ! -d "$W/data" ]; then
+  start one-thread-per-connection
+  mariadb -h127.0.0.1 -P$P -uroot -e 'CREATE DATABASE IF NOT EXISTS sbtest'
+  "$BENCH" prepare oltp_read_write "${CONN[@]}" --threads=4 --quiet >"$W/prepare.log" 2>&1
+  stop
+fi
+for r in $(seq "$ROUNDS"); do
+  for h in $HANDLERS; do
+    start "$h"
+    out=$("$BENCH" run "$WL" "${CONN[@]}" --threads="$THREADS" --time="$TIME" --warmup-time=2 \
+      --client-nice=-10 --connect-concurrency=128 2>&1) || true
+    echo "$out" >"$W/last-$h.txt"
+    tps=$(echo "$out" | sed -n 's/.*transactions: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p')
+    p99=$(echo "$out" | sed -n 's/.*99th percentile: *//p')
+    cpu=$(echo "$out" | sed -n 's/.*server (pid [0-9]*) cpu user\/sys % of a core: *\([0-9.]*\)\/\([0-9.]*\).*/\1 \2/p')
+    per=$(python3 -c "u,s='$cpu'.split(); print(round((float(u)+float(s))*1e4/float('${tps:-0}' or 1),1))" 2>/dev/null || echo '?')
+    echo "round $r $h: tps=$tps p99=${p99}ms server_cpu(user/sys)=${cpu/ //} server_us_per_trx=$per"
+    if [ "$h" = pool-of-threads ]; then
+      mariadb -h127.0.0.1 -P$P -uroot -N -e "SHOW GLOBAL STATUS WHERE Variable_name IN \
+        ('Threadpool_threads','Threadpool_linger_hits','Threadpool_dequeues_by_listener', \
+         'Threadpool_dequeues_by_worker','Threadpool_wakes','Threadpool_waits_row_lock', \
+         'Threadpool_waits_diskio','Threadpool_waits_group_commit')" | tr '\n\t' ' =' | sed 's/^/    /'
+      echo
+    fi
+    stop
+  done
+done

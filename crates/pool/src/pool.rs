@@ -8,7 +8,7 @@
 //! A connection's `conn` mutex (the handler object) is held only by the worker running it, and by
 //! shutdown after every worker has been joined.
 
-use std::os::fd::{BorrowedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
@@ -175,6 +175,9 @@ struct Shared<H: Handler> {
     stealing: AtomicBool,
     /// How long a worker may linger on the connection it just ran, µs (0 = never).
     linger_us: AtomicU64,
+    /// An eventfd every lingering worker polls besides its connection: written once at
+    /// shutdown, so a long `linger` cannot delay it.
+    linger_wake: OwnedFd,
     total_threads: AtomicUsize,
     shutdown: AtomicBool,
     handles: Mutex<Vec<JoinHandle<()>>>,
@@ -230,6 +233,7 @@ impl<H: Handler> Pool<H> {
             histograms: AtomicBool::new(config.histograms),
             stealing: AtomicBool::new(config.work_stealing),
             linger_us: AtomicU64::new(u64::try_from(config.linger.as_micros()).unwrap_or(u64::MAX)),
+            linger_wake: eventfd()?,
             total_threads: AtomicUsize::new(0),
             shutdown: AtomicBool::new(false),
             handles: Mutex::new(Vec::new()),
@@ -425,6 +429,10 @@ impl<H: Handler> Pool<H> {
         if let Some(t) = lock(&self.timer).take() {
             let _ = t.join();
         }
+        // Lingering workers: their poll includes this eventfd.
+        let one: u64 = 1;
+        // SAFETY: an 8-byte write from a valid buffer to our own eventfd.
+        let _ = unsafe { libc::write(s.linger_wake.as_raw_fd(), (&one as *const u64).cast(), 8) };
         for g in &s.groups {
             let inner = g.lock();
             for w in &inner.core.idle {
@@ -483,20 +491,39 @@ fn state_of(m: &ConnMeta) -> ConnState {
 }
 
 /// Waits up to `timeout` for `fd` to become readable (or hung up / in error, which the handler
-/// reports). Interrupted or failed waits count as "not readable".
-fn poll_readable(fd: RawFd, timeout: Duration) -> bool {
-    let mut p = libc::pollfd {
-        fd,
-        events: libc::POLLIN | libc::POLLRDHUP,
-        revents: 0,
-    };
+/// reports) or for `wake` (an eventfd) to be signalled. `true` only when `fd` is ready;
+/// interrupted or failed waits count as "not readable".
+fn poll_readable(fd: RawFd, wake: RawFd, timeout: Duration) -> bool {
+    let mut p = [
+        libc::pollfd {
+            fd,
+            events: libc::POLLIN | libc::POLLRDHUP,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: wake,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
     let ts = libc::timespec {
         tv_sec: timeout.as_secs().try_into().unwrap_or(libc::time_t::MAX),
         tv_nsec: timeout.subsec_nanos().into(),
     };
-    // SAFETY: one valid pollfd, a valid timespec, no signal mask change.
-    let r = unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) };
-    r > 0 && p.revents != 0
+    // SAFETY: two valid pollfds, a valid timespec, no signal mask change.
+    let r = unsafe { libc::ppoll(p.as_mut_ptr(), 2, &ts, std::ptr::null()) };
+    r > 0 && p[0].revents != 0
+}
+
+/// A non-blocking, close-on-exec eventfd.
+fn eventfd() -> std::io::Result<OwnedFd> {
+    // SAFETY: plain syscall; the fd is owned from here on.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 fn percentiles(h: &Histogram<u64>) -> Percentiles {
@@ -1225,7 +1252,11 @@ impl<H: Handler> Shared<H> {
             }
         }
         lock(&e.meta).lingering = true;
-        let hit = poll_readable(e.fd, Duration::from_micros(budget));
+        let hit = poll_readable(
+            e.fd,
+            self.linger_wake.as_raw_fd(),
+            Duration::from_micros(budget),
+        ) && !self.is_shutdown();
         let killed = {
             let mut m = lock(&e.meta);
             m.lingering = false;

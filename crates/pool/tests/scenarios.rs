@@ -793,3 +793,22 @@ fn lingering_runs_the_next_command_without_the_queue() {
             >= 10
     );
 }
+
+/// A long linger does not delay shutdown: the lingering worker's poll also watches the pool's
+/// shutdown eventfd, and the connection is closed with `Shutdown` (the server sends 1053).
+#[test]
+fn shutdown_does_not_wait_for_a_linger() {
+    let mut cfg = config(1);
+    cfg.linger = Duration::from_secs(30);
+    let srv = Server::start(cfg);
+    let mut c = srv.connect();
+    for i in 0..3 {
+        assert_eq!(c.cmd(&format!("echo {i}")), i.to_string());
+    }
+    let s = srv.wait_for(ms(2000), |s| s.groups[0].lingering == 1);
+    assert_eq!(s.groups[0].lingering, 1);
+    let t = Instant::now();
+    srv.pool.shutdown();
+    assert!(t.elapsed() < ms(5000), "shutdown took {:?}", t.elapsed());
+    assert_eq!(srv.close_reason(c.id), Some(CloseReason::Shutdown));
+}

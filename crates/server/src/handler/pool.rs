@@ -49,7 +49,8 @@
 //!
 //! [`PoolHandling::start`] builds the pool [`Config`] from the `thread_pool_*` variables and
 //! subscribes to SET GLOBAL of each (live: size, oversubscribe, stall limit, max threads, idle
-//! timeout, kick-up timer, priority mode and tickets, dedicated listener). It registers a SHOW
+//! timeout, kick-up timer, priority mode and tickets, dedicated listener, linger, work stealing).
+//! It registers a SHOW
 //! STATUS provider (`Threadpool_*`), the information_schema tables `THREAD_POOL_GROUPS`,
 //! `THREAD_POOL_QUEUES`, `THREAD_POOL_STATS`, `THREAD_POOL_WAITS` (MariaDB's columns) plus
 //! `THREAD_POOL_LATENCY` (ours: queueing/execution p50/p95/p99/max per group), and a process-list
@@ -227,7 +228,10 @@ pub fn config_from_server(server: &Server) -> Config {
             .map(|v| v.as_bool())
             .unwrap_or(false),
         histograms: true,
-        work_stealing: false,
+        work_stealing: server
+            .variable_value("thread_pool_work_stealing")
+            .map(|v| v.as_bool())
+            .unwrap_or(false),
         linger: Duration::from_micros(var_u64(
             server,
             "thread_pool_linger_usec",
@@ -265,6 +269,10 @@ fn apply_variable(pool: &Pool<ServerHandler>, name: &str, v: &VarValue) {
         }
         "thread_pool_dedicated_listener" => {
             pool.set_dedicated_listener(v.as_bool());
+            Ok(())
+        }
+        "thread_pool_work_stealing" => {
+            pool.set_work_stealing(v.as_bool());
             Ok(())
         }
         "thread_pool_linger_usec" => {

@@ -903,3 +903,93 @@ fn lock_holder_commits_at_max_threads_while_waiters_block() {
     let v: Option<i64> = a.query_first("SELECT v FROM lk.t WHERE id = 1").unwrap();
     assert_eq!(v, Some(n));
 }
+
+/// `thread_pool_work_stealing`: a command queued in a group that is at its cap (two CPU-bound
+/// `BENCHMARK()`s with `thread_pool_oversubscribe=1`) is run by the other group's idle worker,
+/// long before the stall timer (60 s) or the BENCHMARKs (60 s) could free a slot.
+#[test]
+fn work_stealing_variable_lets_another_group_run_queued_work() {
+    let admin = support::free_port();
+    let admin_arg = format!("--admin-port={admin}");
+    let s = pool_server(
+        "pool-steal",
+        &[
+            "--thread-pool-size=2",
+            "--thread-pool-oversubscribe=1",
+            "--thread-pool-stall-limit=60000",
+            "--thread-pool-work-stealing=ON",
+            // Group 0's listener must see the queued command: a listener that ran a BENCHMARK
+            // itself would leave the group without one until the (60 s) timer.
+            "--thread-pool-dedicated-listener=ON",
+            &admin_arg,
+        ],
+    );
+    let mut a = admin_conn(&s, admin);
+    // Three connections of group 0 (even ids) and three of group 1.
+    let mut even = Vec::new();
+    let mut odd = Vec::new();
+    while even.len() < 3 || odd.len() < 3 {
+        let c = conn(&s);
+        if c.connection_id().is_multiple_of(2) {
+            even.push(c);
+        } else {
+            odd.push(c);
+        }
+    }
+    let mut fast = even.pop().unwrap();
+    // The thief is an idle (standby) worker of group 1: three concurrent reported SLEEPs make
+    // group 1 bring in workers, which stay as standby threads afterwards.
+    let sleepers: Vec<_> = odd
+        .into_iter()
+        .map(|mut c| std::thread::spawn(move || c.query_first::<i64, _>("SELECT SLEEP(0.3)")))
+        .collect();
+    for h in sleepers {
+        assert_eq!(h.join().unwrap().unwrap(), Some(0));
+    }
+    wait_until(10, "a standby worker in group 1", || {
+        let n: Option<i64> = a
+            .query_first(
+                "SELECT STANDBY_THREADS FROM information_schema.THREAD_POOL_GROUPS \
+                 WHERE GROUP_ID = 1",
+            )
+            .unwrap();
+        n.unwrap_or(0) >= 1
+    });
+    let rate = benchmark_rate(&mut even[0]);
+    let benches = start_benchmarks(even, rate, 60.0);
+    // Both BENCHMARKs executing (their connections in the `running` pool state), so the cap of
+    // group 0 (2) is really taken by them.
+    wait_until(10, "two BENCHMARKs running in group 0", || {
+        let running: Vec<String> = a
+            .query_map("SHOW PROCESSLIST", |r: mysql::Row| {
+                format!(
+                    "{} {}",
+                    r.get::<Option<String>, _>(6).flatten().unwrap_or_default(),
+                    r.get::<Option<String>, _>(7).flatten().unwrap_or_default()
+                )
+            })
+            .unwrap()
+            .into_iter()
+            .filter(|s| s.contains("BENCHMARK") && s.contains("running"))
+            .collect();
+        running.len() == 2 && group0(&mut a, "ACTIVE_THREADS") == 2
+    });
+    std::thread::sleep(Duration::from_millis(50));
+    let steals0 = status(&mut a, "Threadpool_steals");
+    let t = Instant::now();
+    let v: Option<i64> = fast.query_first("SELECT 2").unwrap();
+    let lat = t.elapsed();
+    assert_eq!(v, Some(2));
+    assert!(
+        lat < Duration::from_secs(10),
+        "the queued command took {lat:?}"
+    );
+    assert!(status(&mut a, "Threadpool_steals") > steals0);
+    assert!(benches.iter().all(|(_, h)| !h.is_finished()));
+    for (id, _) in &benches {
+        a.query_drop(format!("KILL QUERY {id}")).unwrap();
+    }
+    for (_, h) in benches {
+        assert_eq!(err_of(h.join().unwrap()), 1317);
+    }
+}

@@ -356,8 +356,8 @@ pub struct Config {
     pub histograms: bool,
     /// Work stealing between groups (see the crate doc); off by default (classic behaviour).
     pub work_stealing: bool,
-    /// How long a worker may linger on the connection it just ran when its group has no more
-    /// connections than its concurrency cap (see the crate doc); zero turns it off.
+    /// How long a worker may linger on the connection it just ran, while nothing is queued in
+    /// its group (see the crate doc, "Lingering"); zero turns it off.
     pub linger: Duration,
     /// Name prefix of pool threads.
     pub thread_name: String,

@@ -22,6 +22,16 @@ fn pool_server(tag: &str, extra: &[&str]) -> Shoal {
     Shoal::start(tag, &args)
 }
 
+/// A pool server that also listens on a free admin port (served outside the pool); returns it
+/// with that port.
+fn pool_server_with_admin(tag: &str, extra: &[&str]) -> (Shoal, u16) {
+    let admin = support::free_port();
+    let admin_arg = format!("--admin-port={admin}");
+    let mut args = extra.to_vec();
+    args.push(&admin_arg);
+    (pool_server(tag, &args), admin)
+}
+
 fn conn(s: &Shoal) -> mysql::Conn {
     mysql::Conn::new(s.mysql_opts()).expect("connect")
 }
@@ -265,16 +275,13 @@ fn live_resize_spreads_new_connections() {
 
 #[test]
 fn admin_port_answers_while_workers_sleep_and_kill_reaches_the_pool() {
-    let admin = support::free_port();
-    let admin_arg = format!("--admin-port={admin}");
-    let s = pool_server(
+    let (s, admin) = pool_server_with_admin(
         "pool-admin",
         &[
             "--thread-pool-size=1",
             "--thread-pool-max-threads=1",
             "--thread-pool-oversubscribe=1",
             "--thread-pool-stall-limit=100",
-            &admin_arg,
         ],
     );
     // Each group can still reach 2 threads: two sleepers occupy them, more queue up. Log in
@@ -674,16 +681,13 @@ fn wait_until(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
 /// (oversubscribe 1 -> 2 active); returns the latencies of five fast `SELECT 1` in that group
 /// and how much `Threadpool_stalls` moved.
 fn fast_query_behind_cpu_bound(stall_ms: u64) -> (Vec<Duration>, u64) {
-    let admin = support::free_port();
-    let admin_arg = format!("--admin-port={admin}");
     let stall_arg = format!("--thread-pool-stall-limit={stall_ms}");
-    let s = pool_server(
+    let (s, admin) = pool_server_with_admin(
         &format!("pool-stall-{stall_ms}"),
         &[
             "--thread-pool-size=1",
             "--thread-pool-oversubscribe=1",
             &stall_arg,
-            &admin_arg,
         ],
     );
     let mut fast = conn(&s);
@@ -767,16 +771,13 @@ fn cpu_bound_benchmark_delays_a_fast_query_until_the_stall_timer() {
 /// (one stall limit, 60 s here), so whether the cap is reached would depend on arrival timing.
 #[test]
 fn oversubscribe_caps_active_threads_under_cpu_bound_load() {
-    let admin = support::free_port();
-    let admin_arg = format!("--admin-port={admin}");
-    let s = pool_server(
+    let (s, admin) = pool_server_with_admin(
         "pool-oversub",
         &[
             "--thread-pool-size=1",
             "--thread-pool-oversubscribe=2",
             "--thread-pool-stall-limit=60000",
             "--thread-pool-dedicated-listener=ON",
-            &admin_arg,
         ],
     );
     let mut a = admin_conn(&s, admin);
@@ -827,9 +828,7 @@ fn oversubscribe_caps_active_threads_under_cpu_bound_load() {
 /// finishes.
 #[test]
 fn lock_holder_commits_at_max_threads_while_waiters_block() {
-    let admin = support::free_port();
-    let admin_arg = format!("--admin-port={admin}");
-    let s = pool_server(
+    let (s, admin) = pool_server_with_admin(
         "pool-lockholder",
         &[
             "--thread-pool-size=1",
@@ -837,7 +836,6 @@ fn lock_holder_commits_at_max_threads_while_waiters_block() {
             "--thread-pool-max-threads=2",
             "--thread-pool-stall-limit=100",
             "--innodb-lock-wait-timeout=40",
-            &admin_arg,
         ],
     );
     let mut a = admin_conn(&s, admin);
@@ -909,9 +907,7 @@ fn lock_holder_commits_at_max_threads_while_waiters_block() {
 /// long before the stall timer (60 s) or the BENCHMARKs (60 s) could free a slot.
 #[test]
 fn work_stealing_variable_lets_another_group_run_queued_work() {
-    let admin = support::free_port();
-    let admin_arg = format!("--admin-port={admin}");
-    let s = pool_server(
+    let (s, admin) = pool_server_with_admin(
         "pool-steal",
         &[
             "--thread-pool-size=2",
@@ -921,7 +917,6 @@ fn work_stealing_variable_lets_another_group_run_queued_work() {
             // Group 0's listener must see the queued command: a listener that ran a BENCHMARK
             // itself would leave the group without one until the (60 s) timer.
             "--thread-pool-dedicated-listener=ON",
-            &admin_arg,
         ],
     );
     let mut a = admin_conn(&s, admin);

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # A/B of shoal's two connection handlers at one load point, alternating on ONE datadir, so that
-# the LSM state and the page cache are as alike as this machine allows: one-thread-per-connection,
-# then pool-of-threads, ROUNDS times. Prints TPS, p99, the server's CPU (user/sys % of a core) and
+# the LSM state and the page cache are as alike as this machine allows: one-thread-per-connection
+# and pool-of-threads in A B B A order, ROUNDS rounds (use an even number). Prints TPS, p99, the server's CPU (user/sys % of a core) and
 # the server CPU per transaction, plus the pool's Threadpool_* counters that explain its path
-# (linger hits, dequeues, wakes, threads, waits).
+# (linger hits, dequeues, wakes, threads, waits); at the end the pool / per-thread ratio per round
+# and its geometric mean.
 #
 #   cargo build --release -p shoal -p shoal-bench
 #   ROUNDS=3 THREADS=8 WL=oltp_point_select scripts/handler-ab.sh
@@ -42,8 +43,16 @@ if [ ! -d "$W/data" ]; then
   "$BENCH" prepare oltp_read_write "${CONN[@]}" --threads=4 --quiet >"$W/prepare.log" 2>&1
   stop
 fi
+# Odd rounds run the handlers in the given order, even rounds reversed (A B B A ...): runs on one
+# datadir are not independent (the memtable and L0 carried over from the previous run change
+# with a period of about two runs), and an A/A check of one handler against itself showed the
+# second slot of every round 5-9 % slower. Alternating the order cancels that position effect.
+REVERSED=$(echo "$HANDLERS" | tr ' ' '\n' | tac | tr '\n' ' ')
+: >"$W/rounds.txt"
 for r in $(seq "$ROUNDS"); do
-  for h in $HANDLERS; do
+  order=$HANDLERS
+  [ $((r % 2)) -eq 0 ] && order=$REVERSED
+  for h in $order; do
     start "$h"
     out=$("$BENCH" run "$WL" "${CONN[@]}" --threads="$THREADS" --time="$TIME" --warmup-time=2 \
       --client-nice=-10 --connect-concurrency=128 2>&1) || true
@@ -53,6 +62,7 @@ for r in $(seq "$ROUNDS"); do
     cpu=$(echo "$out" | sed -n 's/.*server (pid [0-9]*) cpu user\/sys % of a core: *\([0-9.]*\)\/\([0-9.]*\).*/\1 \2/p')
     per=$(python3 -c "u,s='$cpu'.split(); print(round((float(u)+float(s))*1e4/float('${tps:-0}' or 1),1))" 2>/dev/null || echo '?')
     echo "round $r $h: tps=$tps p99=${p99}ms server_cpu(user/sys)=${cpu/ //} server_us_per_trx=$per"
+    echo "$r $h ${tps:-0} ${per:-0}" >>"$W/rounds.txt"
     if [ "$h" = pool-of-threads ]; then
       mariadb -h127.0.0.1 -P$P -uroot -N -e "SHOW GLOBAL STATUS WHERE Variable_name IN \
         ('Threadpool_threads','Threadpool_linger_hits','Threadpool_dequeues_by_listener', \
@@ -63,3 +73,22 @@ for r in $(seq "$ROUNDS"); do
     stop
   done
 done
+# Summary: per handler the min / median / mean TPS, and the per-round ratio of the last handler
+# to the first (as given in HANDLERS) with its geometric mean, the estimate that the A B B A order
+# leaves unbiased.
+python3 - "$W/rounds.txt" $HANDLERS <<'PY'
+import math, statistics, sys
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+hs = sys.argv[2:]
+by = {h: {int(r): (float(t), float(c)) for r, hh, t, c in rows if hh == h} for h in hs}
+for h in hs:
+    t = [v[0] for v in by[h].values()]
+    print(f"{h}: tps min {min(t):.1f} median {statistics.median(t):.1f} mean {statistics.mean(t):.1f}")
+if len(hs) == 2 and hs[0] != hs[1]:
+    a, b = hs
+    rs = [by[b][r][0] / by[a][r][0] for r in sorted(by[a]) if r in by[b] and by[a][r][0] > 0]
+    if rs:
+        g = math.exp(statistics.mean(math.log(x) for x in rs if x > 0))
+        print(f"{b} / {a} per round: {' '.join(f'{x:.3f}' for x in rs)}; "
+              f"geometric mean {g:.3f}, median {statistics.median(rs):.3f}")
+PY

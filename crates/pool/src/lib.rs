@@ -54,8 +54,8 @@
 //!   transactional load the high queue is long, and a session whose row locks block others
 //!   must not wait behind sessions that hold nothing.
 //! * **Lingering** (ours, `Config::linger`, 0 = off). A worker that has just run a connection's
-//!   command may watch that one socket (`ppoll`) for up to `linger` and run the next command
-//!   itself — no re-arm, no listener wake-up, no hand-off — but only while its group's queue is
+//!   command may wait on that one socket ([`Handler::await_input`]) for up to `linger` and run
+//!   the next command itself — no re-arm, no listener wake-up, no hand-off — but only while its group's queue is
 //!   empty, a listener watches the other connections (a lingering listener hands its role to an
 //!   idle worker or has one created), and fewer than `1 + oversubscribe` threads of the group
 //!   linger. A lingering thread is not active, its connection reads as idle; when the command
@@ -213,7 +213,7 @@ mod pool;
 mod stats;
 
 pub use crate::core::{Counters, Prio};
-pub use pool::Pool;
+pub use pool::{poll_readable, Pool};
 pub use stats::{ConnState, GroupStats, Percentiles, PoolStats, QueueEntryInfo};
 
 use std::os::fd::RawFd;
@@ -307,6 +307,16 @@ pub trait Handler: Send + Sync + 'static {
     /// inside a reported `WaitKind::Net` wait. Long waits (locks, disk, sleeps, fsync) must be
     /// reported with `shoal_wait` so the group can run other work meanwhile.
     fn handle(&self, conn: &mut Self::Conn) -> Outcome;
+    /// Lingering (see the crate doc): wait up to `budget` for the connection's next input and
+    /// say whether it came. `true` also for end of file or a socket error, which the following
+    /// [`Handler::handle`] reports. The default polls [`Handler::fd`] (one `ppoll`; the command
+    /// is then read by `handle`). A handler may instead block in its own read with a timeout
+    /// and keep the bytes, so a lingered command costs the same syscalls as on a dedicated
+    /// thread. Either way the wait must end early when the socket is shut down for reading:
+    /// the pool's shutdown does that to every lingering connection, and KILL is expected to.
+    fn await_input(&self, conn: &mut Self::Conn, budget: Duration) -> bool {
+        poll_readable(self.fd(conn), budget)
+    }
     /// Called after each command: does the session hold a transaction or locks?
     fn priority(&self, conn: &Self::Conn) -> PrioHint;
     /// When the idle connection should time out (`wait_timeout`), if ever.

@@ -8,7 +8,7 @@
 //! A connection's `conn` mutex (the handler object) is held only by the worker running it, and by
 //! shutdown after every worker has been joined.
 
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{BorrowedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
@@ -90,9 +90,11 @@ enum Linger {
     No,
     /// The next command is here: run it now (the worker is active again).
     Run,
-    /// Lingered, then gave up (timeout, work queued meanwhile, cap full, KILL): re-arm; the
-    /// worker stays counted lingering until `get_event` calls `linger_abandon`.
-    Abandoned,
+    /// Lingered, then gave up (timeout, work queued meanwhile, cap full, KILL): the worker
+    /// stays counted lingering until `get_event` calls `linger_abandon`. `true`: input did
+    /// arrive (and the handler may already hold it, so epoll would not report it again): queue
+    /// the connection like a yield. `false`: re-arm.
+    Abandoned(bool),
 }
 
 /// An idle worker's wake-up channel.
@@ -175,9 +177,6 @@ struct Shared<H: Handler> {
     stealing: AtomicBool,
     /// How long a worker may linger on the connection it just ran, µs (0 = never).
     linger_us: AtomicU64,
-    /// An eventfd every lingering worker polls besides its connection: written once at
-    /// shutdown, so a long `linger` cannot delay it.
-    linger_wake: OwnedFd,
     total_threads: AtomicUsize,
     shutdown: AtomicBool,
     handles: Mutex<Vec<JoinHandle<()>>>,
@@ -233,7 +232,6 @@ impl<H: Handler> Pool<H> {
             histograms: AtomicBool::new(config.histograms),
             stealing: AtomicBool::new(config.work_stealing),
             linger_us: AtomicU64::new(u64::try_from(config.linger.as_micros()).unwrap_or(u64::MAX)),
-            linger_wake: eventfd()?,
             total_threads: AtomicUsize::new(0),
             shutdown: AtomicBool::new(false),
             handles: Mutex::new(Vec::new()),
@@ -429,10 +427,17 @@ impl<H: Handler> Pool<H> {
         if let Some(t) = lock(&self.timer).take() {
             let _ = t.join();
         }
-        // Lingering workers: their poll includes this eventfd.
-        let one: u64 = 1;
-        // SAFETY: an 8-byte write from a valid buffer to our own eventfd.
-        let _ = unsafe { libc::write(s.linger_wake.as_raw_fd(), (&one as *const u64).cast(), 8) };
+        // Lingering workers wait in `Handler::await_input`, which ends when the socket is shut
+        // down for reading. A worker that starts to linger after this scan sees the flag (see
+        // `linger`: it sets `lingering`, then checks the flag, under the same meta lock order).
+        for e in s.all_entries() {
+            let m = lock(&e.meta);
+            if m.lingering {
+                // SAFETY: the fd stays open until `Handler::close`, which has not run yet for
+                // an entry still in the registry with a lingering worker.
+                unsafe { libc::shutdown(e.fd, libc::SHUT_RD) };
+            }
+        }
         for g in &s.groups {
             let inner = g.lock();
             for w in &inner.core.idle {
@@ -491,39 +496,21 @@ fn state_of(m: &ConnMeta) -> ConnState {
 }
 
 /// Waits up to `timeout` for `fd` to become readable (or hung up / in error, which the handler
-/// reports) or for `wake` (an eventfd) to be signalled. `true` only when `fd` is ready;
-/// interrupted or failed waits count as "not readable".
-fn poll_readable(fd: RawFd, wake: RawFd, timeout: Duration) -> bool {
-    let mut p = [
-        libc::pollfd {
-            fd,
-            events: libc::POLLIN | libc::POLLRDHUP,
-            revents: 0,
-        },
-        libc::pollfd {
-            fd: wake,
-            events: libc::POLLIN,
-            revents: 0,
-        },
-    ];
+/// reports): the default [`Handler::await_input`](crate::Handler::await_input), public for
+/// handlers that override it only sometimes. Interrupted or failed waits count as "not readable".
+pub fn poll_readable(fd: RawFd, timeout: Duration) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN | libc::POLLRDHUP,
+        revents: 0,
+    };
     let ts = libc::timespec {
         tv_sec: timeout.as_secs().try_into().unwrap_or(libc::time_t::MAX),
         tv_nsec: timeout.subsec_nanos().into(),
     };
-    // SAFETY: two valid pollfds, a valid timespec, no signal mask change.
-    let r = unsafe { libc::ppoll(p.as_mut_ptr(), 2, &ts, std::ptr::null()) };
-    r > 0 && p[0].revents != 0
-}
-
-/// A non-blocking, close-on-exec eventfd.
-fn eventfd() -> std::io::Result<OwnedFd> {
-    // SAFETY: plain syscall; the fd is owned from here on.
-    let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: a fresh descriptor nobody else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    // SAFETY: one valid pollfd, a valid timespec, no signal mask change.
+    let r = unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) };
+    r > 0 && p.revents != 0
 }
 
 fn percentiles(h: &Histogram<u64>) -> Percentiles {
@@ -1177,13 +1164,19 @@ impl<H: Handler> Shared<H> {
         *exec = Some(started.elapsed());
         let result = match ran {
             Ok(Ok(o)) => {
+                let mut o = o;
                 if o == Outcome::Continue {
-                    match self.linger(gid, &e, exec) {
+                    match self.linger(gid, &e, conn, exec) {
                         Linger::Run => {
                             drop(guard);
                             return Some(e);
                         }
-                        Linger::Abandoned => *lingered = true,
+                        Linger::Abandoned(ready) => {
+                            *lingered = true;
+                            if ready {
+                                o = Outcome::Yield;
+                            }
+                        }
                         Linger::No => {}
                     }
                 }
@@ -1216,6 +1209,7 @@ impl<H: Handler> Shared<H> {
         self: &Arc<Self>,
         gid: usize,
         e: &Arc<ConnEntry<H::Conn>>,
+        conn: &mut H::Conn,
         exec: &mut Option<Duration>,
     ) -> Linger {
         let budget = self.linger_us.load(Ordering::Relaxed);
@@ -1252,11 +1246,15 @@ impl<H: Handler> Shared<H> {
             }
         }
         lock(&e.meta).lingering = true;
-        let hit = poll_readable(
-            e.fd,
-            self.linger_wake.as_raw_fd(),
-            Duration::from_micros(budget),
-        ) && !self.is_shutdown();
+        // After setting `lingering`: either `shutdown` sees the flag and shuts the socket down
+        // for reading, or we see its `shutdown` flag here.
+        let ready = !self.is_shutdown()
+            && std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.handler
+                    .await_input(conn, Duration::from_micros(budget))
+            }))
+            .unwrap_or(false);
+        let hit = ready && !self.is_shutdown();
         let killed = {
             let mut m = lock(&e.meta);
             m.lingering = false;
@@ -1264,7 +1262,7 @@ impl<H: Handler> Shared<H> {
         };
         let mut inner = self.groups[gid].lock();
         if !inner.core.linger_end(hit && !killed, self.oversub()) {
-            return Linger::Abandoned;
+            return Linger::Abandoned(ready);
         }
         if self.histograms.load(Ordering::Relaxed) {
             let _ = inner.queue_hist.record(1);

@@ -2,6 +2,7 @@
 
 mod common;
 
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use common::{config, Server};
@@ -794,8 +795,45 @@ fn lingering_runs_the_next_command_without_the_queue() {
     );
 }
 
-/// A long linger does not delay shutdown: the lingering worker's poll also watches the pool's
-/// shutdown eventfd, and the connection is closed with `Shutdown` (the server sends 1053).
+/// A handler may read the next command inside `await_input` (the server does, to save a
+/// syscall). When the linger then may not run it (here: another connection took the group's
+/// only slot meanwhile), the connection must be queued, not re-armed: its bytes are no longer
+/// in the socket, so epoll would never report it again and the client would hang.
+#[test]
+fn a_linger_that_read_the_command_but_may_not_run_it_queues_the_connection() {
+    let mut cfg = config(1);
+    cfg.oversubscribe = 0;
+    cfg.linger = ms(3000);
+    let srv = Server::start(cfg);
+    srv.state.consume_on_linger.store(true, Ordering::SeqCst);
+    let mut a = srv.connect();
+    for i in 0..3 {
+        assert_eq!(a.cmd(&format!("echo {i}")), i.to_string());
+    }
+    let s = srv.wait_for(ms(2000), |s| s.groups[0].lingering == 1);
+    assert_eq!(s.groups[0].lingering, 1, "a's worker lingers");
+    // Only now: b's login worker may not linger too (one lingering thread at most here).
+    let mut b = srv.connect();
+    b.send("spin 700");
+    let s = srv.wait_for(ms(2000), |s| s.groups[0].active == 1);
+    assert_eq!(s.groups[0].active, 1, "b runs and fills the cap of 1");
+    let before = srv.stats().groups[0].counters.clone();
+    let t = Instant::now();
+    a.send("echo late");
+    assert_eq!(
+        a.read_line().as_deref(),
+        Some("late"),
+        "a's command must run"
+    );
+    assert_eq!(b.read_line().as_deref(), Some("spun"));
+    let after = srv.stats().groups[0].counters.clone();
+    // It ran from the queue, after b's spin (the cap held), not as a linger hit.
+    assert_eq!(after.linger_hits, before.linger_hits);
+    assert!(t.elapsed() >= ms(300), "ran within {:?}", t.elapsed());
+}
+
+/// A long linger does not delay shutdown: the pool shuts the lingering connection's socket down
+/// for reading, which ends the wait, and closes it with `Shutdown` (the server sends 1053).
 #[test]
 fn shutdown_does_not_wait_for_a_linger() {
     let mut cfg = config(1);

@@ -15,7 +15,8 @@
 //!
 //! The same cycle serves both scheduling models. `one-thread-per-connection`
 //! (`handler/per_thread.rs`) keeps the socket blocking with read/write timeouts and simply loops.
-//! The thread pool keeps the socket non-blocking, calls `serve_one_command` when epoll reports it
+//! The thread pool reads and writes with `MSG_DONTWAIT` (the socket itself stays blocking, so that
+//! [`Client::await_input`] can linger in `recv`), calls `serve_one_command` when epoll reports it
 //! readable (or writable after `WantWrite`), and re-arms on `WantRead`. The connection never
 //! depends on the thread that runs it.
 //!
@@ -80,6 +81,37 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.set_nonblocking(on),
             Stream::Unix(s) => s.set_nonblocking(on),
+        }
+    }
+}
+
+impl Stream {
+    /// `recv(2)` with `flags` (`MSG_DONTWAIT` for one non-blocking read of a blocking socket).
+    fn recv(&self, buf: &mut [u8], flags: libc::c_int) -> io::Result<usize> {
+        // SAFETY: `buf` is valid for `buf.len()` bytes; the fd is owned by `self`.
+        let n = unsafe { libc::recv(self.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), flags) };
+        if n < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(n as usize)
+        }
+    }
+
+    /// `send(2)` with `flags` (plus `MSG_NOSIGNAL`: a vanished peer is an error, not SIGPIPE).
+    fn send(&self, buf: &[u8], flags: libc::c_int) -> io::Result<usize> {
+        // SAFETY: `buf` is valid for `buf.len()` bytes; the fd is owned by `self`.
+        let n = unsafe {
+            libc::send(
+                self.as_raw_fd(),
+                buf.as_ptr().cast(),
+                buf.len(),
+                flags | libc::MSG_NOSIGNAL,
+            )
+        };
+        if n < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(n as usize)
         }
     }
 }
@@ -209,6 +241,11 @@ pub struct Client {
     finished: bool,
     /// Set when the peer is gone (EOF, reset, write failure).
     peer_gone: bool,
+    /// Thread-pool mode: the socket stays blocking (so [`Client::await_input`] can sleep in
+    /// `recv` itself) and every other read and write passes `MSG_DONTWAIT`.
+    dontwait: bool,
+    /// The receive timeout last set on the socket for [`Client::await_input`].
+    await_timeout: Option<Duration>,
 }
 
 impl Client {
@@ -257,6 +294,55 @@ impl Client {
             buf: vec![0u8; 16 * 1024],
             finished: false,
             peer_gone: false,
+            dontwait: false,
+            await_timeout: None,
+        }
+    }
+
+    /// Switches to thread-pool mode: the socket stays blocking, but every read and write of the
+    /// command cycle is non-blocking (`MSG_DONTWAIT`), and [`Client::await_input`] is available.
+    pub fn set_dontwait(&mut self) -> io::Result<()> {
+        self.stream.set_nonblocking(false)?;
+        self.dontwait = true;
+        Ok(())
+    }
+
+    /// Waits up to `budget` for the next command's bytes by blocking in `recv` itself (with
+    /// `SO_RCVTIMEO`), and keeps what arrives in the protocol buffer: the pool's lingering then
+    /// costs the same one `recv` per command as a dedicated thread. `true` when bytes came, the
+    /// peer hung up or the socket failed (the next [`Client::serve_one_command`] reports it);
+    /// `false` on timeout. KILL and server shutdown end the wait by shutting the socket down.
+    pub fn await_input(&mut self, budget: Duration) -> bool {
+        let budget = budget.max(Duration::from_micros(1));
+        if self.await_timeout != Some(budget) {
+            if self.stream.set_read_timeout(Some(budget)).is_err() {
+                return false;
+            }
+            self.await_timeout = Some(budget);
+        }
+        match self.stream.recv(&mut self.buf, 0) {
+            Ok(0) => true,
+            Ok(n) => {
+                self.received(n);
+                true
+            }
+            Err(e) => !matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+            ),
+        }
+    }
+
+    /// Accounts for and feeds `n` bytes just read into `buf`; grows `buf` after a full read.
+    fn received(&mut self, n: usize) {
+        self.server
+            .status()
+            .bytes_received
+            .fetch_add(n as u64, Ordering::Relaxed);
+        let Client { conn, buf, .. } = self;
+        conn.feed(&buf[..n]);
+        if n == buf.len() && buf.len() < 1 << 20 {
+            buf.resize(buf.len() * 2, 0);
         }
     }
 
@@ -308,7 +394,12 @@ impl Client {
             if pending.is_empty() {
                 return Ok(true);
             }
-            match self.stream.write(pending) {
+            let written = if self.dontwait {
+                self.stream.send(pending, libc::MSG_DONTWAIT)
+            } else {
+                self.stream.write(pending)
+            };
+            match written {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => {
                     self.server
@@ -354,24 +445,18 @@ impl Client {
             match self.conn.process() {
                 Progress::Continue => processed = true,
                 Progress::Close => {}
-                Progress::NeedMore => match self.stream.read(&mut self.buf) {
+                Progress::NeedMore => match if self.dontwait {
+                    self.stream.recv(&mut self.buf, libc::MSG_DONTWAIT)
+                } else {
+                    self.stream.read(&mut self.buf)
+                } {
                     Ok(0) => {
                         self.peer_gone = true;
                         self.conn.shutdown();
                         self.finish();
                         return Outcome::Closed;
                     }
-                    Ok(n) => {
-                        self.server
-                            .status()
-                            .bytes_received
-                            .fetch_add(n as u64, Ordering::Relaxed);
-                        let Client { conn, buf, .. } = self;
-                        conn.feed(&buf[..n]);
-                        if n == buf.len() && buf.len() < 1 << 20 {
-                            buf.resize(buf.len() * 2, 0);
-                        }
-                    }
+                    Ok(n) => self.received(n),
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                         // Blocking sockets report an elapsed timeout as WouldBlock on Linux.
@@ -393,6 +478,9 @@ impl Client {
     }
 
     fn nonblocking_hint(&self) -> bool {
+        if self.dontwait {
+            return true;
+        }
         // SAFETY: F_GETFL on a valid, owned descriptor has no side effects.
         let flags = unsafe { libc::fcntl(self.stream.as_raw_fd(), libc::F_GETFL) };
         flags >= 0 && flags & libc::O_NONBLOCK != 0

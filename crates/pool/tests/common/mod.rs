@@ -58,6 +58,9 @@ pub struct State {
     pub commands: AtomicU64,
     /// `close` calls (must equal the number of distinct closed ids: no double close).
     pub close_calls: AtomicU64,
+    /// `await_input` reads the next command into the connection's buffer (as the server does)
+    /// instead of only polling the socket.
+    pub consume_on_linger: AtomicBool,
 }
 
 pub struct LineHandler {
@@ -181,12 +184,15 @@ impl Handler for LineHandler {
                 Err(_) => Outcome::Close,
             };
         }
-        let mut buf = [0u8; 4096];
-        match c.stream.read(&mut buf) {
-            Ok(0) => return Outcome::Close,
-            Ok(n) => c.inbuf.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return Outcome::Continue,
-            Err(_) => return Outcome::Close,
+        // A line already read (by a consuming `await_input`) runs without touching the socket.
+        if !c.inbuf.contains(&b'\n') {
+            let mut buf = [0u8; 4096];
+            match c.stream.read(&mut buf) {
+                Ok(0) => return Outcome::Close,
+                Ok(n) => c.inbuf.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Outcome::Continue,
+                Err(_) => return Outcome::Close,
+            }
         }
         // Run every complete line (the client waits for each reply, so usually one).
         while let Some(pos) = c.inbuf.iter().position(|&b| b == b'\n') {
@@ -206,6 +212,25 @@ impl Handler for LineHandler {
             }
         }
         Outcome::Continue
+    }
+
+    fn await_input(&self, c: &mut Conn, budget: Duration) -> bool {
+        if !self.state.consume_on_linger.load(Ordering::SeqCst) {
+            return shoal_pool::poll_readable(c.stream.as_raw_fd(), budget);
+        }
+        // Like the server: block in the read itself, keep the bytes.
+        let _ = c.stream.set_nonblocking(false);
+        let _ = c.stream.set_read_timeout(Some(budget));
+        let mut buf = [0u8; 4096];
+        let ready = match c.stream.read(&mut buf) {
+            Ok(n) => {
+                c.inbuf.extend_from_slice(&buf[..n]);
+                true
+            }
+            Err(e) => !matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),
+        };
+        let _ = c.stream.set_nonblocking(true);
+        ready
     }
 
     fn priority(&self, c: &Conn) -> PrioHint {

@@ -81,9 +81,13 @@ pub struct PoolConn {
 }
 
 impl PoolConn {
-    /// Wraps an accepted client (its socket is switched to non-blocking mode).
-    pub fn new(client: Client, connect_timeout: Duration) -> PoolConn {
-        let _ = client.stream().set_nonblocking(true);
+    /// Wraps an accepted client (switched to non-blocking reads and writes, see
+    /// [`Client::set_dontwait`]).
+    pub fn new(mut client: Client, connect_timeout: Duration) -> PoolConn {
+        if client.set_dontwait().is_err() {
+            // Still correct (and never blocking a worker), only without the cheap linger.
+            let _ = client.stream().set_nonblocking(true);
+        }
         PoolConn {
             client,
             connect_deadline: Instant::now() + connect_timeout.max(Duration::from_millis(1)),
@@ -124,6 +128,10 @@ impl Handler for ServerHandler {
 
     fn handle(&self, conn: &mut PoolConn) -> Outcome {
         self.step(conn)
+    }
+
+    fn await_input(&self, conn: &mut PoolConn, budget: Duration) -> bool {
+        conn.client.await_input(budget)
     }
 
     fn priority(&self, conn: &PoolConn) -> PrioHint {

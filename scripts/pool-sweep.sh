@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# One shoal server, one handler, consecutive load points on ONE datadir (the datadir of
+# scripts/handler-ab.sh): TPS, p99 and the server's CPU per query at each client count, in the
+# order given, so a sweep can go up and back down and show drift next to the curve. Used for the
+# pool's peak-retention check in docs/PERFORMANCE.md ("Third pass").
+#
+#   cargo build --release -p shoal -p shoal-bench
+#   scripts/handler-ab.sh                     # once, creates and fills the datadir
+#   scripts/pool-sweep.sh pool-of-threads "8 32 128 512 1024 2048 4096 4096 2048 1024 512 128 32 8"
+#   WL=oltp_read_write EXTRA=--innodb-buffer-pool-size=11M scripts/pool-sweep.sh pool-of-threads "8 2048"
+set -euo pipefail
+TARGET=${CARGO_TARGET_DIR:-/var/tmp/shoal-target}
+SHOAL=${SHOAL:-$TARGET/release/shoal}
+BENCH=${BENCH:-$TARGET/release/shoal-bench}
+W=${WORK:-/var/tmp/shoal-handler-ab}; P=${PORT:-33811}
+TIME=${TIME:-10}; WARMUP=${WARMUP:-5}; WL=${WL:-oltp_point_select}; EXTRA=${EXTRA:-}
+h=${1:?handler}; points=${2:?"client counts"}
+[ -d "$W/data" ] || { echo "no datadir: run scripts/handler-ab.sh once first"; exit 1; }
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+# shellcheck disable=SC2086
+"$SHOAL" --port=$P --socket=$W/sock --datadir=$W/data --thread-handling=$h \
+  --max-connections=6000 --max-prepared-stmt-count=4000000 --innodb-buffer-pool-size=1G \
+  --innodb-flush-log-at-trx-commit=1 --innodb-flush-method=O_DIRECT $EXTRA >>$W/log 2>&1 &
+S=$!
+trap 'kill $S 2>/dev/null || true; wait $S 2>/dev/null || true' EXIT
+for _ in $(seq 300); do mariadb -h127.0.0.1 -P$P -uroot -e 'SELECT 1' >/dev/null 2>&1 && break; sleep 0.2; done
+for n in $points; do
+  c0=$(awk '{print $14+$15}' /proc/$S/stat)
+  out=$("$BENCH" run "$WL" --mysql-host=127.0.0.1 --mysql-port=$P --mysql-user=root \
+    --mysql-db=sbtest --tables=8 --table-size=50000 --threads="$n" --time="$TIME" \
+    --warmup-time="$WARMUP" --client-nice=-10 --connect-concurrency=128 2>&1) || true
+  c1=$(awk '{print $14+$15}' /proc/$S/stat)
+  tps=$(echo "$out" | sed -n 's/.*transactions: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p')
+  q=$(echo "$out" | sed -n 's/.*queries: *\([0-9]*\).*/\1/p' | head -1)
+  p99=$(echo "$out" | sed -n 's/.*99th percentile: *//p' | head -1)
+  # Server CPU (user+sys, ticks of 10 ms) over warm-up + run, per query of the measured run:
+  # comparable between points, not an absolute cost.
+  echo "$h n=$n tps=$tps p99=${p99}ms server_cpu_ticks=$((c1 - c0)) us_per_query=$(python3 -c "print(round(($c1-$c0)*1e4/max(1,int('${q:-0}' or 0)),1))")"
+  sleep 2
+done

@@ -814,8 +814,14 @@ fn a_linger_that_read_the_command_but_may_not_run_it_queues_the_connection() {
     assert_eq!(s.groups[0].lingering, 1, "a's worker lingers");
     // Only now: b's login worker may not linger too (one lingering thread at most here).
     let mut b = srv.connect();
-    b.send("spin 700");
-    let s = srv.wait_for(ms(2000), |s| s.groups[0].active == 1);
+    b.send("spin 1500");
+    // Wait for b's command itself: b's login worker also counts active for a moment.
+    let end = Instant::now() + ms(2000);
+    while srv.pool.connection_state(b.id) != Some(ConnState::Running) && Instant::now() < end {
+        std::thread::sleep(ms(2));
+    }
+    assert_eq!(srv.pool.connection_state(b.id), Some(ConnState::Running));
+    let s = srv.stats();
     assert_eq!(s.groups[0].active, 1, "b runs and fills the cap of 1");
     let before = srv.stats().groups[0].counters.clone();
     let t = Instant::now();

@@ -133,14 +133,27 @@ pub struct SchedulingHint {
     pub high_prio_tickets: u64,
 }
 
-/// Values derived from a session's variables, valid for one [`SessionVars::generation`].
+/// The variables read on every statement or by the pool after every command, converted once
+/// per [`SessionVars::generation`] (that is, once per session `SET`). Looking them up by name
+/// each time (a hash of the name, a clone, for two of them a string conversion) cost a few
+/// percent of the server's CPU at hundreds of sessions, where each session's map is cold.
+/// All are session-scoped (`Both`), so a `SET GLOBAL` cannot change them under the cache.
 #[derive(Debug, Clone, Copy)]
-struct PoolVars {
+struct HotVars {
     generation: u64,
     priority: ThreadPoolPriority,
     mode: &'static str,
     tickets: u64,
+    /// `wait_timeout`, or `interactive_timeout` for interactive clients.
     idle_timeout: Duration,
+    autocommit: bool,
+    isolation: Isolation,
+    /// `innodb_lock_wait_timeout`, seconds.
+    lock_wait_timeout: u64,
+    /// `max_execution_time`, ms (0 = none).
+    max_execution_time: u64,
+    max_allowed_packet: u64,
+    div_precision: u32,
 }
 
 /// Per-connection state.
@@ -149,8 +162,8 @@ pub struct Session {
     entry: Arc<ProcessEntry>,
     /// This session's copy of the system variables.
     vars: SessionVars,
-    /// Cache of what the pool and the idle timeout read after every command.
-    pool_vars: std::cell::Cell<Option<PoolVars>>,
+    /// Cache of the variables read on every statement (see [`HotVars`]).
+    hot: std::cell::Cell<Option<HotVars>>,
     /// Authenticated user name.
     user: String,
     /// Client host (no port).
@@ -493,11 +506,7 @@ impl Context for Ctx<'_> {
                 .is_some_and(|d| std::time::Instant::now() >= d)
     }
     fn div_precision(&self) -> u32 {
-        self.s
-            .vars
-            .get(&self.s.server.vars, "div_precision_increment")
-            .map(|v| v.as_u64() as u32)
-            .unwrap_or(4)
+        self.s.hot().div_precision
     }
 }
 
@@ -514,7 +523,7 @@ impl Session {
             server,
             entry,
             vars,
-            pool_vars: std::cell::Cell::new(None),
+            hot: std::cell::Cell::new(None),
             user: String::new(),
             host,
             account_host: String::new(),
@@ -552,7 +561,7 @@ impl Session {
     /// How long the connection may stay idle: `wait_timeout`, or `interactive_timeout` for an
     /// interactive client.
     pub fn idle_timeout(&self) -> Duration {
-        self.pool_vars().idle_timeout
+        self.hot().idle_timeout
     }
 
     /// The session's `net_read_timeout`.
@@ -599,7 +608,7 @@ impl Session {
             Some(ts) => ts.in_transaction(),
             None => self.in_transaction,
         };
-        let c = self.pool_vars();
+        let c = self.hot();
         SchedulingHint {
             in_transaction,
             // Row locks live in the table engine's transaction; with autocommit=0 a locking
@@ -611,12 +620,10 @@ impl Session {
         }
     }
 
-    /// The variables the thread pool asks about after every command, looked up once per
-    /// `SET` (cached under the variables' generation: several hash lookups and string
-    /// conversions per command were a measurable part of the pool's per-command cost).
-    fn pool_vars(&self) -> PoolVars {
+    /// The variables read on every statement, looked up once per `SET` (see [`HotVars`]).
+    fn hot(&self) -> HotVars {
         let generation = self.vars.generation();
-        if let Some(c) = self.pool_vars.get() {
+        if let Some(c) = self.hot.get() {
             if c.generation == generation {
                 return c;
             }
@@ -632,7 +639,7 @@ impl Session {
         } else {
             "wait_timeout"
         };
-        let c = PoolVars {
+        let c = HotVars {
             generation,
             priority: match text("thread_pool_priority").as_str() {
                 "high" => ThreadPoolPriority::High,
@@ -646,8 +653,22 @@ impl Session {
             },
             tickets: self.var_u64("thread_pool_high_prio_tickets", u64::from(u32::MAX)),
             idle_timeout: Duration::from_secs(self.var_u64(idle_name, 28800)),
+            autocommit: self
+                .vars
+                .get(&self.server.vars, "autocommit")
+                .map(|v| v.as_bool())
+                .unwrap_or(true),
+            isolation: self
+                .vars
+                .get(&self.server.vars, "transaction_isolation")
+                .map(|v| isolation_of(&v.display()))
+                .unwrap_or_default(),
+            lock_wait_timeout: self.var_u64("innodb_lock_wait_timeout", 50),
+            max_execution_time: self.var_u64("max_execution_time", 0),
+            max_allowed_packet: self.var_u64("max_allowed_packet", 64 << 20),
+            div_precision: self.var_u64("div_precision_increment", 4) as u32,
         };
-        self.pool_vars.set(Some(c));
+        self.hot.set(Some(c));
         c
     }
 
@@ -662,10 +683,7 @@ impl Session {
     }
 
     fn autocommit(&self) -> bool {
-        self.vars
-            .get(&self.server.vars, "autocommit")
-            .map(|v| v.as_bool())
-            .unwrap_or(true)
+        self.hot().autocommit
     }
 
     fn read_var(&mut self, scope: VarScope, name: &str) -> Result<Value, SqlError> {
@@ -716,13 +734,8 @@ impl Session {
             *self.entry.table_kill.lock().unwrap() = Some(ts.kill_handle());
             self.table = Some(ts);
         }
-        let autocommit = self.autocommit();
-        let iso = self
-            .vars
-            .get(&self.server.vars, "transaction_isolation")
-            .map(|v| isolation_of(&v.display()))
-            .unwrap_or_default();
-        let timeout = self.var_u64("innodb_lock_wait_timeout", 50);
+        let hot = self.hot();
+        let (autocommit, iso, timeout) = (hot.autocommit, hot.isolation, hot.lock_wait_timeout);
         let ts = self.table.as_mut()?;
         if ts.autocommit() != autocommit {
             // Turning autocommit on commits; an error there is reported by the SET itself.
@@ -784,7 +797,7 @@ impl Session {
         // max_execution_time applies to SELECT only (as in MySQL); SLEEP(), BENCHMARK() and table
         // scans look at the deadline through `Context::killed`.
         let limit_ms = if com == "select" {
-            self.var_u64("max_execution_time", 0)
+            self.hot().max_execution_time
         } else {
             0
         };
@@ -1696,7 +1709,7 @@ impl Backend for Session {
         self.account_host = account.host.clone();
         self.is_super = account.super_user;
         self.interactive = login.interactive;
-        self.pool_vars.set(None);
+        self.hot.set(None);
         let mut info = self.entry.info.lock().unwrap();
         info.user = self.user.clone();
         info.db = self.db.clone();
@@ -1945,7 +1958,7 @@ impl Backend for Session {
     }
 
     fn max_allowed_packet(&self) -> usize {
-        self.var_u64("max_allowed_packet", 64 << 20) as usize
+        self.hot().max_allowed_packet as usize
     }
 
     fn disconnect(&mut self) {

@@ -692,6 +692,7 @@ impl SessionVars {
     /// `last_insert_id` or `warning_count`).
     pub fn force(&mut self, name: &'static str, v: VarValue) {
         self.values.insert(name, v);
+        self.generation = next_generation();
     }
 }
 

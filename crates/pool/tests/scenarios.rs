@@ -803,7 +803,7 @@ fn lingering_runs_the_next_command_without_the_queue() {
 fn a_linger_that_read_the_command_but_may_not_run_it_queues_the_connection() {
     let mut cfg = config(1);
     cfg.oversubscribe = 0;
-    cfg.linger = ms(3000);
+    cfg.linger = ms(10_000);
     let srv = Server::start(cfg);
     srv.state.consume_on_linger.store(true, Ordering::SeqCst);
     let mut a = srv.connect();
@@ -812,7 +812,9 @@ fn a_linger_that_read_the_command_but_may_not_run_it_queues_the_connection() {
     }
     let s = srv.wait_for(ms(2000), |s| s.groups[0].lingering == 1);
     assert_eq!(s.groups[0].lingering, 1, "a's worker lingers");
-    // Only now: b's login worker may not linger too (one lingering thread at most here).
+    // No new lingers from here on (a's, already started, keeps its 10 s budget): b's login and
+    // its command go through epoll, and no other linger can take a's command.
+    srv.pool.set_linger(Duration::ZERO);
     let mut b = srv.connect();
     b.send("spin 1500");
     // Wait for b's command itself: b's login worker also counts active for a moment.
@@ -834,7 +836,10 @@ fn a_linger_that_read_the_command_but_may_not_run_it_queues_the_connection() {
     assert_eq!(b.read_line().as_deref(), Some("spun"));
     let after = srv.stats().groups[0].counters.clone();
     // It ran from the queue, after b's spin (the cap held), not as a linger hit.
-    assert_eq!(after.linger_hits, before.linger_hits);
+    assert_eq!(
+        after.linger_hits, before.linger_hits,
+        "before {before:?}\nafter {after:?}\nstate at send {s:?}"
+    );
     assert!(t.elapsed() >= ms(300), "ran within {:?}", t.elapsed());
 }
 

@@ -182,8 +182,9 @@ pub struct Session {
     in_transaction: bool,
     /// User variables, keyed by lower-case name.
     user_vars: HashMap<String, Value>,
-    /// Prepared statements by protocol id.
-    prepared: HashMap<u32, Prepared>,
+    /// Prepared statements by protocol id (shared: each execution takes a reference, not a
+    /// copy of the text and statement).
+    prepared: HashMap<u32, Arc<Prepared>>,
     /// LAST_INSERT_ID().
     last_insert_id: u64,
     /// Diagnostics of the last statement (SHOW WARNINGS / ERRORS).
@@ -1818,7 +1819,7 @@ impl Backend for Session {
                     columns: Vec::new(),
                 };
                 self.plans.insert(stmt_id, plan);
-                if self.prepared.insert(stmt_id, prepared).is_none() {
+                if self.prepared.insert(stmt_id, Arc::new(prepared)).is_none() {
                     self.server
                         .counters
                         .prepared_stmt_count
@@ -1846,7 +1847,7 @@ impl Backend for Session {
             params = plan.param_count as u16;
             self.plans.insert(stmt_id, plan);
         }
-        if self.prepared.insert(stmt_id, p).is_none() {
+        if self.prepared.insert(stmt_id, Arc::new(p)).is_none() {
             self.server
                 .counters
                 .prepared_stmt_count

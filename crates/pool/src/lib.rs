@@ -55,12 +55,13 @@
 //!   must not wait behind sessions that hold nothing.
 //! * **Lingering** (ours, `Config::linger`, 0 = off). A worker that has just run a connection's
 //!   command may wait on that one socket ([`Handler::await_input`]) for up to `linger` and run
-//!   the next command itself — no re-arm, no listener wake-up, no hand-off — but only while its group's queue is
-//!   empty, a listener watches the other connections (a lingering listener hands its role to an
-//!   idle worker or has one created), and fewer than `1 + oversubscribe` threads of the group
-//!   linger. A lingering thread is not active, its connection reads as idle; when the command
-//!   arrives it runs only if the queue is still empty and the group below its cap, otherwise
-//!   the connection is re-armed and queued like any other. See
+//!   the next command itself — no re-arm, no listener wake-up, no hand-off — but only while its
+//!   group's queue is empty, a listener watches the other connections (a lingering listener
+//!   hands its role to an idle worker or has one created), and fewer than `1 + oversubscribe`
+//!   threads of the group linger. A lingering thread is not active, its connection reads as
+//!   idle; when the command arrives it runs only if the queue is still empty and the group below
+//!   its cap, otherwise the connection is queued like any other (queued directly, since the
+//!   handler may already hold the command's bytes; a timeout re-arms it). See
 //!   [`core::GroupCore::linger_begin`]. This is what makes the pool cost little at low
 //!   concurrency, where one thread per connection is the best schedule anyway.
 //! * **Concurrency limit.** A worker may not dequeue while `1 + oversubscribe` *other* workers of

@@ -5,12 +5,29 @@ mod common;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use common::{config, Server};
-use shoal_pool::{CloseReason, ConnState, Prio};
+use common::{config, Client, Server};
+use shoal_pool::{CloseReason, ConnState, Counters, Prio};
 use shoal_wait::WaitKind;
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
+}
+
+/// Commands taken from the queue, by the listener or a worker.
+fn dequeues(c: &Counters) -> u64 {
+    c.dequeues_by_worker + c.dequeues_by_listener
+}
+
+/// A connection that has run a few commands on a one-group pool and whose worker now lingers on
+/// it (the only connection, so the only lingering worker).
+fn lingering_client(srv: &Server) -> Client {
+    let mut c = srv.connect();
+    for i in 0..3 {
+        assert_eq!(c.cmd(&format!("echo {i}")), i.to_string());
+    }
+    let s = srv.wait_for(ms(2000), |s| s.groups[0].lingering == 1);
+    assert_eq!(s.groups[0].lingering, 1, "the worker lingers: {s:?}");
+    c
 }
 
 /// (a) Long sleeps that report their wait do not hold up a fast command in the same group.
@@ -759,8 +776,7 @@ fn lingering_runs_the_next_command_without_the_queue() {
     let s = srv.stats();
     let g = &s.groups[0];
     let hits = g.counters.linger_hits - before.linger_hits;
-    let dequeued = (g.counters.dequeues_by_worker + g.counters.dequeues_by_listener)
-        - (before.dequeues_by_worker + before.dequeues_by_listener);
+    let dequeued = dequeues(&g.counters) - dequeues(&before);
     // The first command may come through epoll (the login's worker could not linger before
     // the listener existed); the rest arrive within 300 ms of the previous reply.
     // (A loaded machine may let a linger expire now and then: most, not all.)
@@ -788,11 +804,7 @@ fn lingering_runs_the_next_command_without_the_queue() {
     }
     let after = srv.stats().groups[0].counters.clone();
     assert_eq!(after.lingers, before.lingers);
-    assert!(
-        (after.dequeues_by_worker + after.dequeues_by_listener)
-            - (before.dequeues_by_worker + before.dequeues_by_listener)
-            >= 10
-    );
+    assert!(dequeues(&after) - dequeues(&before) >= 10);
 }
 
 /// A handler may read the next command inside `await_input` (the server does, to save a
@@ -806,12 +818,7 @@ fn a_linger_that_read_the_command_but_may_not_run_it_queues_the_connection() {
     cfg.linger = ms(10_000);
     let srv = Server::start(cfg);
     srv.state.consume_on_linger.store(true, Ordering::SeqCst);
-    let mut a = srv.connect();
-    for i in 0..3 {
-        assert_eq!(a.cmd(&format!("echo {i}")), i.to_string());
-    }
-    let s = srv.wait_for(ms(2000), |s| s.groups[0].lingering == 1);
-    assert_eq!(s.groups[0].lingering, 1, "a's worker lingers");
+    let mut a = lingering_client(&srv);
     // No new lingers from here on (a's, already started, keeps its 10 s budget): b's login and
     // its command go through epoll, and no other linger can take a's command.
     srv.pool.set_linger(Duration::ZERO);
@@ -843,28 +850,29 @@ fn a_linger_that_read_the_command_but_may_not_run_it_queues_the_connection() {
         after.linger_hits, before.linger_hits,
         "before {before:?}\nafter {after:?}\nstate at send {s:?}"
     );
-    assert!(
-        after.dequeues_by_worker + after.dequeues_by_listener
-            > before.dequeues_by_worker + before.dequeues_by_listener
-    );
+    assert!(dequeues(&after) > dequeues(&before));
     assert_eq!(b.read_line().as_deref(), Some("spun"));
 }
 
 /// A long linger does not delay shutdown: the pool shuts the lingering connection's socket down
-/// for reading, which ends the wait, and closes it with `Shutdown` (the server sends 1053).
+/// for reading, which ends the wait, and closes it with `Shutdown` (the server sends 1053). Both
+/// ways of waiting: polling the socket (the crate's default) and blocking in a read that keeps
+/// the bytes (the server's).
 #[test]
 fn shutdown_does_not_wait_for_a_linger() {
-    let mut cfg = config(1);
-    cfg.linger = Duration::from_secs(30);
-    let srv = Server::start(cfg);
-    let mut c = srv.connect();
-    for i in 0..3 {
-        assert_eq!(c.cmd(&format!("echo {i}")), i.to_string());
+    for consume in [false, true] {
+        let mut cfg = config(1);
+        cfg.linger = Duration::from_secs(30);
+        let srv = Server::start(cfg);
+        srv.state.consume_on_linger.store(consume, Ordering::SeqCst);
+        let c = lingering_client(&srv);
+        let t = Instant::now();
+        srv.pool.shutdown();
+        assert!(
+            t.elapsed() < ms(5000),
+            "consume={consume}: shutdown took {:?}",
+            t.elapsed()
+        );
+        assert_eq!(srv.close_reason(c.id), Some(CloseReason::Shutdown));
     }
-    let s = srv.wait_for(ms(2000), |s| s.groups[0].lingering == 1);
-    assert_eq!(s.groups[0].lingering, 1);
-    let t = Instant::now();
-    srv.pool.shutdown();
-    assert!(t.elapsed() < ms(5000), "shutdown took {:?}", t.elapsed());
-    assert_eq!(srv.close_reason(c.id), Some(CloseReason::Shutdown));
 }

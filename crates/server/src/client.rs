@@ -83,9 +83,7 @@ impl Stream {
             Stream::Unix(s) => s.set_nonblocking(on),
         }
     }
-}
 
-impl Stream {
     /// `recv(2)` with `flags` (`MSG_DONTWAIT` for one non-blocking read of a blocking socket).
     fn recv(&self, buf: &mut [u8], flags: libc::c_int) -> io::Result<usize> {
         // SAFETY: `buf` is valid for `buf.len()` bytes; the fd is owned by `self`.

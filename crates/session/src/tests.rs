@@ -455,6 +455,25 @@ fn transactions_set_status_flags() {
     assert!(!s.status().in_transaction);
 }
 
+/// The variables every statement reads are cached per session (`HotVars`); a session SET must
+/// reach the very next statement, and RESET CONNECTION must restore the defaults.
+#[test]
+fn cached_statement_variables_follow_set() {
+    let server = Server::new();
+    let (mut s, _) = root(&server);
+    assert_eq!(one(&mut s, "SELECT 1/3"), "0.3333");
+    assert!(s.status().autocommit);
+    assert_eq!(one(&mut s, "SET div_precision_increment = 6"), "");
+    assert_eq!(one(&mut s, "SELECT 1/3"), "0.333333");
+    assert_eq!(one(&mut s, "SET autocommit = 0"), "");
+    assert!(!s.status().autocommit);
+    assert_eq!(one(&mut s, "SET SESSION div_precision_increment = 2"), "");
+    assert_eq!(one(&mut s, "SELECT 1/3"), "0.33");
+    s.reset_connection();
+    assert_eq!(one(&mut s, "SELECT 1/3"), "0.3333");
+    assert!(s.status().autocommit);
+}
+
 #[test]
 fn prepared_statements() {
     let server = Server::new();

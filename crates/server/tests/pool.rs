@@ -913,7 +913,9 @@ fn work_stealing_variable_lets_another_group_run_queued_work() {
             "--thread-pool-size=2",
             "--thread-pool-oversubscribe=1",
             "--thread-pool-stall-limit=60000",
-            "--thread-pool-work-stealing=ON",
+            // Work stealing is switched on (SET GLOBAL) only once both BENCHMARKs run in group
+            // 0: on from the start, group 1's standby worker could steal the second BENCHMARK
+            // itself, and group 0's cap would never fill.
             // Group 0's listener must see the queued command: a listener that ran a BENCHMARK
             // itself would leave the group without one until the (60 s) timer.
             "--thread-pool-dedicated-listener=ON",
@@ -969,6 +971,8 @@ fn work_stealing_variable_lets_another_group_run_queued_work() {
             .collect();
         running.len() == 2 && group0(&mut a, "ACTIVE_THREADS") == 2
     });
+    a.query_drop("SET GLOBAL thread_pool_work_stealing = ON")
+        .unwrap();
     std::thread::sleep(Duration::from_millis(50));
     let steals0 = status(&mut a, "Threadpool_steals");
     let t = Instant::now();

@@ -352,14 +352,23 @@ pub fn find_pid_by_port(port: u16) -> Option<u32> {
 
 /// Voluntary + involuntary context switches of every live thread of `pid`.
 fn task_ctx_switches(pid: u32) -> u64 {
+    per_task_ctx_switches(pid).iter().map(|(_, n)| n).sum()
+}
+
+/// Context switches of each live thread of `pid`, as (tid, voluntary + involuntary).
+fn per_task_ctx_switches(pid: u32) -> Vec<(u32, u64)> {
     let Ok(dir) = fs::read_dir(format!("/proc/{pid}/task")) else {
-        return 0;
+        return Vec::new();
     };
-    let mut total = 0;
+    let mut out = Vec::new();
     for e in dir.flatten() {
+        let Some(tid) = e.file_name().to_str().and_then(|t| t.parse::<u32>().ok()) else {
+            continue;
+        };
         let Some(s) = read(e.path().join("status")) else {
             continue;
         };
+        let mut total = 0;
         for line in s.lines() {
             if line.starts_with("voluntary_ctxt_switches:")
                 || line.starts_with("nonvoluntary_ctxt_switches:")
@@ -371,8 +380,9 @@ fn task_ctx_switches(pid: u32) -> u64 {
                     .unwrap_or(0);
             }
         }
+        out.push((tid, total));
     }
-    total
+    out
 }
 
 #[cfg(test)]
@@ -382,19 +392,33 @@ mod tests {
     #[test]
     fn context_switches_of_all_threads_are_counted() {
         let pid = std::process::id();
-        let before = task_ctx_switches(pid);
+        let before = per_task_ctx_switches(pid);
         // A second thread blocks 50 times: each sleep is a voluntary switch of *that* thread,
-        // which /proc/PID/status (main thread only) would not show.
-        std::thread::spawn(|| {
+        // which /proc/PID/status (main thread only) would not show. Other tests run threads in
+        // this process too and may exit meanwhile, taking their counts out of the total, so the
+        // check compares thread by thread: the growth of the threads alive at the end.
+        let (after, total) = std::thread::spawn(|| {
             for _ in 0..50 {
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
             let pid = std::process::id();
-            task_ctx_switches(pid)
+            (per_task_ctx_switches(pid), task_ctx_switches(pid))
         })
         .join()
-        .map(|during| assert!(during >= before + 50, "{before} -> {during}"))
         .unwrap();
+        let grown: u64 = after
+            .iter()
+            .map(|(tid, n)| {
+                let was = before.iter().find(|(t, _)| t == tid).map_or(0, |(_, n)| *n);
+                n.saturating_sub(was)
+            })
+            .sum();
+        assert!(
+            grown >= 50,
+            "threads alive at the end switched {grown} times"
+        );
+        // The total is read while the sleeping thread is still alive, so it includes its 50.
+        assert!(total >= 50, "total {total}");
     }
 
     #[test]

@@ -10,6 +10,7 @@
 #   ROUNDS=3 THREADS=8 WL=oltp_point_select scripts/handler-ab.sh
 #   ROUNDS=3 THREADS=8 EXTRA=--innodb-buffer-pool-size=11M scripts/handler-ab.sh   (I/O-bound)
 #   EXTRA=--thread-pool-linger-usec=0 ...                                           (no lingering)
+#   BENCH_EXTRA=--client-threads=2 ...             (more load-generator threads, both handlers)
 set -euo pipefail
 TARGET=${CARGO_TARGET_DIR:-/var/tmp/shoal-target}
 SHOAL=${SHOAL:-$TARGET/release/shoal}
@@ -17,7 +18,7 @@ BENCH=${BENCH:-$TARGET/release/shoal-bench}
 W=${WORK:-/var/tmp/shoal-handler-ab}; P=${PORT:-33811}
 ROUNDS=${ROUNDS:-2}; THREADS=${THREADS:-8}; TIME=${TIME:-10}; WL=${WL:-oltp_point_select}
 HANDLERS=${HANDLERS:-"one-thread-per-connection pool-of-threads"}
-EXTRA=${EXTRA:-}
+EXTRA=${EXTRA:-}; BENCH_EXTRA=${BENCH_EXTRA:-}
 CONN=(--mysql-host=127.0.0.1 --mysql-port=$P --mysql-user=root --mysql-db=sbtest --tables=8
       --table-size=50000)
 S=
@@ -55,14 +56,14 @@ for r in $(seq "$ROUNDS"); do
   for h in $order; do
     start "$h"
     out=$("$BENCH" run "$WL" "${CONN[@]}" --threads="$THREADS" --time="$TIME" --warmup-time=2 \
-      --client-nice=-10 --connect-concurrency=128 2>&1) || true
+      --client-nice=-10 --connect-concurrency=128 $BENCH_EXTRA 2>&1) || true
     echo "$out" >"$W/last-$h.txt"
     tps=$(echo "$out" | sed -n 's/.*transactions: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p')
     p99=$(echo "$out" | sed -n 's/.*99th percentile: *//p')
     cpu=$(echo "$out" | sed -n 's/.*server (pid [0-9]*) cpu user\/sys % of a core: *\([0-9.]*\)\/\([0-9.]*\).*/\1 \2/p')
     per=$(python3 -c "u,s='$cpu'.split(); print(round((float(u)+float(s))*1e4/float('${tps:-0}' or 1),1))" 2>/dev/null || echo '?')
     echo "round $r $h: tps=$tps p99=${p99}ms server_cpu(user/sys)=${cpu/ //} server_us_per_trx=$per"
-    echo "$r $h ${tps:-0} ${per:-0}" >>"$W/rounds.txt"
+    echo "$r $h ${tps:-0} ${per:-0} ${p99:-0}" >>"$W/rounds.txt"
     if [ "$h" = pool-of-threads ]; then
       mariadb -h127.0.0.1 -P$P -uroot -N -e "SHOW GLOBAL STATUS WHERE Variable_name IN \
         ('Threadpool_threads','Threadpool_linger_hits','Threadpool_dequeues_by_listener', \
@@ -80,7 +81,8 @@ python3 - "$W/rounds.txt" $HANDLERS <<'PY'
 import math, statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 hs = sys.argv[2:]
-by = {h: {int(r): (float(t), float(c)) for r, hh, t, c in rows if hh == h} for h in hs}
+by = {h: {int(r[0]): (float(r[2]), float(r[3]), float(r[4])) for r in rows if r[1] == h}
+      for h in hs}
 for h in hs:
     t = [v[0] for v in by[h].values()]
     print(f"{h}: tps min {min(t):.1f} median {statistics.median(t):.1f} mean {statistics.mean(t):.1f}")
@@ -91,4 +93,8 @@ if len(hs) == 2 and hs[0] != hs[1]:
         g = math.exp(statistics.mean(math.log(x) for x in rs if x > 0))
         print(f"{b} / {a} per round: {' '.join(f'{x:.3f}' for x in rs)}; "
               f"geometric mean {g:.3f}, median {statistics.median(rs):.3f}")
+    ps = [by[b][r][2] / by[a][r][2] for r in sorted(by[a]) if r in by[b] and by[a][r][2] > 0]
+    if ps:
+        print(f"p99 {b} / {a} per round: {' '.join(f'{x:.2f}' for x in ps)}; "
+              f"median {statistics.median(ps):.2f}")
 PY

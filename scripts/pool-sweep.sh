@@ -14,6 +14,7 @@ SHOAL=${SHOAL:-$TARGET/release/shoal}
 BENCH=${BENCH:-$TARGET/release/shoal-bench}
 W=${WORK:-/var/tmp/shoal-handler-ab}; P=${PORT:-33811}
 TIME=${TIME:-10}; WARMUP=${WARMUP:-5}; WL=${WL:-oltp_point_select}; EXTRA=${EXTRA:-}
+BENCH_EXTRA=${BENCH_EXTRA:-}
 h=${1:?handler}; points=${2:?"client counts"}
 [ -d "$W/data" ] || { echo "no datadir: run scripts/handler-ab.sh once first"; exit 1; }
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
@@ -28,13 +29,21 @@ for n in $points; do
   c0=$(awk '{print $14+$15}' /proc/$S/stat)
   out=$("$BENCH" run "$WL" --mysql-host=127.0.0.1 --mysql-port=$P --mysql-user=root \
     --mysql-db=sbtest --tables=8 --table-size=50000 --threads="$n" --time="$TIME" \
-    --warmup-time="$WARMUP" --client-nice=-10 --connect-concurrency=128 2>&1) || true
+    --warmup-time="$WARMUP" --client-nice=-10 --connect-concurrency=128 $BENCH_EXTRA 2>&1) || true
   c1=$(awk '{print $14+$15}' /proc/$S/stat)
   tps=$(echo "$out" | sed -n 's/.*transactions: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p')
   q=$(echo "$out" | sed -n 's/.*queries: *\([0-9]*\).*/\1/p' | head -1)
   p99=$(echo "$out" | sed -n 's/.*99th percentile: *//p' | head -1)
   # Server CPU (user+sys, ticks of 10 ms) over warm-up + run, per query of the measured run:
-  # comparable between points, not an absolute cost.
-  echo "$h n=$n tps=$tps p99=${p99}ms server_cpu_ticks=$((c1 - c0)) us_per_query=$(python3 -c "print(round(($c1-$c0)*1e4/max(1,int('${q:-0}' or 0)),1))")"
+  # comparable between points, not an absolute cost (it includes connecting and disconnecting).
+  # srv_us / cli_us: the server's and the load generator's CPU per transaction over the measured
+  # run alone, from shoal-bench's own sampling: where the time per transaction goes as the
+  # connection count grows, server and client apart (they share the machine's cores).
+  srv=$(echo "$out" | sed -n 's/.*server (pid [0-9]*) cpu user\/sys % of a core: *\([0-9.]*\)\/\([0-9.]*\).*/\1 \2/p' | head -1)
+  cli=$(echo "$out" | sed -n 's/.*load generator cpu % of a core: *\([0-9.]*\).*/\1/p' | head -1)
+  per=$(python3 -c "
+t=float('${tps:-0}' or 0); s=[float(x) for x in '${srv:-0 0}'.split()]; c=float('${cli:-0}' or 0)
+print('srv_us=%.1f cli_us=%.1f' % (sum(s)*1e4/t, c*1e4/t) if t else 'srv_us=? cli_us=?')")
+  echo "$h n=$n tps=$tps p99=${p99}ms server_cpu_ticks=$((c1 - c0)) us_per_query=$(python3 -c "print(round(($c1-$c0)*1e4/max(1,int('${q:-0}' or 0)),1))") $per"
   sleep 2
 done

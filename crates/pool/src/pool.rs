@@ -383,14 +383,40 @@ impl<H: Handler> Pool<H> {
         self.shared.stats()
     }
 
-    /// Clears the event counters and histograms (`THREAD_POOL_STATS`/`_WAITS` reset).
-    pub fn reset_stats(&self) {
+    /// Clears every group's event counters except the wait counts (what MariaDB's
+    /// `FLUSH THREAD_POOL_STATS` clears; the cumulative `Threadpool_*` status counters are the
+    /// same numbers). Gauges (threads, queue lengths) are state, not counters, and stay.
+    pub fn reset_counters(&self) {
         for g in &self.shared.groups {
             let mut inner = g.lock();
+            let waits = inner.core.counters.waits;
             inner.core.counters = Default::default();
+            inner.core.counters.waits = waits;
+        }
+    }
+
+    /// Clears the wait counts by kind (`FLUSH THREAD_POOL_WAITS`).
+    pub fn reset_waits(&self) {
+        for g in &self.shared.groups {
+            g.lock().core.counters.waits = Default::default();
+        }
+    }
+
+    /// Clears the queueing- and execution-time histograms (`THREAD_POOL_LATENCY`), so their
+    /// percentiles describe what ran since, not since start.
+    pub fn reset_latency(&self) {
+        for g in &self.shared.groups {
+            let mut inner = g.lock();
             inner.queue_hist.reset();
             inner.exec_hist.reset();
         }
+    }
+
+    /// All three resets: counters, waits and latency histograms.
+    pub fn reset_stats(&self) {
+        self.reset_counters();
+        self.reset_waits();
+        self.reset_latency();
     }
 
     /// The state of one connection, if it is in the pool.

@@ -141,6 +141,58 @@ fn basic_queries_prepared_statements_status_and_tables() {
     c.query_drop("COMMIT").unwrap();
 }
 
+/// Sum of one numeric column of an information_schema table over its rows.
+fn column_sum(c: &mut mysql::Conn, sql: &str) -> i64 {
+    c.query::<i64, _>(sql).unwrap().iter().sum()
+}
+
+#[test]
+fn flush_resets_thread_pool_stats_waits_and_latency() {
+    // Lingering off: every command is a queue dequeue, which THREAD_POOL_STATS counts.
+    let s = pool_server("pool-flush", &["--thread-pool-linger-usec=0"]);
+    let mut c = conn(&s);
+    for _ in 0..30 {
+        c.query_drop("SELECT 1").unwrap();
+    }
+    for _ in 0..3 {
+        c.query_drop("SELECT SLEEP(0.01)").unwrap();
+    }
+    let dequeues = "SELECT DEQUEUES_BY_LISTENER + DEQUEUES_BY_WORKER \
+                    FROM information_schema.THREAD_POOL_STATS";
+    let sleeps = "SELECT COUNT FROM information_schema.THREAD_POOL_WAITS WHERE REASON = 'SLEEP'";
+    let executions = "SELECT EXECUTION_COUNT FROM information_schema.THREAD_POOL_LATENCY";
+    assert!(column_sum(&mut c, dequeues) >= 33);
+    assert!(column_sum(&mut c, sleeps) >= 3);
+    assert!(column_sum(&mut c, executions) >= 33);
+
+    // Each FLUSH restarts its own table only. What is counted afterwards is this connection's
+    // next command or two (the SELECT that reads the table, the FLUSH's own execution time).
+    c.query_drop("FLUSH THREAD_POOL_STATS").unwrap();
+    let after = column_sum(&mut c, dequeues);
+    assert!(
+        after <= 2,
+        "dequeues after FLUSH THREAD_POOL_STATS: {after}"
+    );
+    assert!(column_sum(&mut c, sleeps) >= 3);
+    assert!(column_sum(&mut c, executions) >= 33);
+    c.query_drop("FLUSH LOCAL THREAD_POOL_WAITS, THREAD_POOL_LATENCY")
+        .unwrap();
+    assert_eq!(column_sum(&mut c, sleeps), 0);
+    let after = column_sum(&mut c, executions);
+    assert!(
+        after <= 3,
+        "executions after FLUSH THREAD_POOL_LATENCY: {after}"
+    );
+    // The percentiles start again from what runs now.
+    c.query_drop("SELECT SLEEP(0.2)").unwrap();
+    let max: Vec<i64> = c
+        .query("SELECT EXECUTION_MAX_US FROM information_schema.THREAD_POOL_LATENCY")
+        .unwrap();
+    assert!(max.iter().any(|&us| us >= 150_000), "{max:?}");
+    assert_eq!(err_of(c.query_drop("FLUSH STATUS")), 1235);
+    assert_eq!(err_of(c.query_drop("FLUSH THREAD_POOL_GROUPS")), 1064);
+}
+
 #[test]
 fn many_idle_connections_few_threads() {
     let s = pool_server(

@@ -19,7 +19,13 @@
 //! connection id (the pool says `queued (high)`, `running`, `waiting: ROW_LOCK`, ...). SHOW
 //! PROCESSLIST shows it in the `State` column, after the session's own state if it has one.
 //!
-//! Both registries are behind `RwLock`s taken only briefly; callbacks run without any session
+//! # Flushable tables
+//!
+//! [`Server::add_flushable`] registers a reset for `FLUSH name`, the way MariaDB lets an
+//! information_schema plugin table be reset by name (`FLUSH THREAD_POOL_STATS`). The session
+//! checks the RELOAD privilege and every name of the statement before running any reset.
+//!
+//! The registries are behind `RwLock`s taken only briefly; callbacks run without any session
 //! lock held, so they may take their own locks (the pool takes its group locks).
 
 use std::collections::HashMap;
@@ -44,6 +50,9 @@ pub struct VirtualTable {
 /// Produces a virtual table's content when it is queried.
 pub type VirtualTableFn = Arc<dyn Fn() -> VirtualTable + Send + Sync>;
 
+/// Resets what `FLUSH name` names (statistics counters, histograms).
+pub type FlushFn = Arc<dyn Fn() + Send + Sync>;
+
 /// Extra process-list state per connection id.
 pub type ProcessStateFn = Arc<dyn Fn() -> HashMap<u32, String> + Send + Sync>;
 
@@ -54,6 +63,8 @@ pub struct Hooks {
     tables: RwLock<HashMap<(String, String), VirtualTableFn>>,
     /// The process-state provider, if any.
     process_state: RwLock<Option<ProcessStateFn>>,
+    /// Upper-case `FLUSH` option name → its reset.
+    flushables: RwLock<HashMap<String, FlushFn>>,
 }
 
 impl Hooks {
@@ -81,6 +92,15 @@ impl Hooks {
         v
     }
 
+    /// The reset registered for `FLUSH name`, if any.
+    pub fn flushable(&self, name: &str) -> Option<FlushFn> {
+        self.flushables
+            .read()
+            .unwrap()
+            .get(&name.to_ascii_uppercase())
+            .cloned()
+    }
+
     /// Extra state text per connection id (empty without a provider).
     pub fn process_states(&self) -> HashMap<u32, String> {
         let f = self.process_state.read().unwrap().clone();
@@ -96,6 +116,15 @@ impl Server {
             .write()
             .unwrap()
             .insert((db.to_ascii_lowercase(), name.to_ascii_lowercase()), f);
+    }
+
+    /// Registers (or replaces) the reset run by `FLUSH name`; see the module docs.
+    pub fn add_flushable(&self, name: &str, f: FlushFn) {
+        self.hooks
+            .flushables
+            .write()
+            .unwrap()
+            .insert(name.to_ascii_uppercase(), f);
     }
 
     /// Installs the provider of extra SHOW PROCESSLIST state (replaces a previous one).

@@ -53,6 +53,7 @@ pub const COM_NAMES: &[&str] = &[
     "statistics",
     "init_db",
     "reset_connection",
+    "flush",
 ];
 
 /// Index of `Com_<name>` in [`COM_NAMES`] (panics on an unknown name: compile-time names only).

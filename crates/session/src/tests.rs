@@ -354,6 +354,46 @@ fn status_counters_and_providers() {
 }
 
 #[test]
+fn flush_runs_registered_resets_after_checking_every_option() {
+    let server = Server::new();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = runs.clone();
+    server.add_flushable(
+        "thread_pool_stats",
+        Arc::new(move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        }),
+    );
+    let (mut s, _) = root(&server);
+    assert_eq!(one(&mut s, "FLUSH THREAD_POOL_STATS"), "");
+    assert_eq!(
+        one(&mut s, "flush local thread_pool_stats, THREAD_POOL_STATS"),
+        ""
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+    // MySQL's own options are not implemented: 1235, and the list is checked before any reset.
+    assert_eq!(one(&mut s, "FLUSH THREAD_POOL_STATS, STATUS"), "ERR 1235");
+    assert_eq!(one(&mut s, "FLUSH TABLES t1, t2"), "ERR 1235");
+    assert_eq!(one(&mut s, "FLUSH TABLES WITH READ LOCK"), "ERR 1235");
+    // A name nobody registered is a syntax error, as in MariaDB.
+    assert_eq!(
+        one(&mut s, "FLUSH THREAD_POOL_STATS, NO_SUCH_TABLE"),
+        "ERR 1064"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+    assert_eq!(
+        one(&mut s, "SHOW GLOBAL STATUS LIKE 'Com_flush'"),
+        "Com_flush|6"
+    );
+    // RELOAD is a super user's.
+    assert_eq!(one(&mut s, "CREATE USER 'bob'@'%' IDENTIFIED BY 'pw'"), "");
+    let (mut b, _) = open(&server);
+    login(&mut b, "bob", "pw", None).unwrap();
+    assert_eq!(one(&mut b, "FLUSH THREAD_POOL_STATS"), "ERR 1227");
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+}
+
+#[test]
 fn multi_statements_stop_at_first_error() {
     let server = Server::new();
     let (mut s, _) = root(&server);

@@ -358,6 +358,10 @@ pub enum Statement {
     TableStatement(&'static str, Vec<TableName>),
     /// `DO expr, ...`.
     Do(Vec<Expr>),
+    /// `FLUSH [NO_WRITE_TO_BINLOG | LOCAL] option [, option] ...`: each option's words,
+    /// upper-cased and joined by one space (`THREAD_POOL_STATS`, `TABLES WITH READ LOCK`). The
+    /// session decides which it can do.
+    Flush(Vec<String>),
 }
 
 impl Statement {
@@ -384,6 +388,7 @@ impl Statement {
                 ShowKind::TableInfo(_) => "show_tables",
             },
             Statement::Kill(..) => "kill",
+            Statement::Flush(_) => "flush",
             Statement::CreateDatabase(..) => "create_db",
             Statement::DropDatabase(..) => "drop_db",
             Statement::Begin => "begin",

@@ -371,6 +371,27 @@ fn session_statements_parse() {
         Statement::Kill(_, true)
     ));
     assert_eq!(
+        parse("FLUSH thread_pool_stats").unwrap().statement,
+        Statement::Flush(vec!["THREAD_POOL_STATS".into()])
+    );
+    assert_eq!(
+        parse("flush local THREAD_POOL_WAITS, Thread_Pool_Latency;")
+            .unwrap()
+            .statement,
+        Statement::Flush(vec![
+            "THREAD_POOL_WAITS".into(),
+            "THREAD_POOL_LATENCY".into()
+        ])
+    );
+    assert_eq!(
+        parse("FLUSH NO_WRITE_TO_BINLOG TABLES WITH READ LOCK")
+            .unwrap()
+            .statement,
+        Statement::Flush(vec!["TABLES WITH READ LOCK".into()])
+    );
+    assert!(matches!(parse("FLUSH"), Err(SqlError::Syntax(_))));
+    assert!(matches!(parse("FLUSH STATUS,"), Err(SqlError::Syntax(_))));
+    assert_eq!(
         parse("CREATE DATABASE IF NOT EXISTS d1 DEFAULT CHARACTER SET utf8mb4")
             .unwrap()
             .statement,

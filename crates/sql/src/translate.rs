@@ -57,7 +57,8 @@ pub fn parse(sql: &str) -> Result<Parsed, SqlError> {
     let head = peek_word(&p, 0).unwrap_or_default();
     let second = peek_word(&p, 1).unwrap_or_default();
     let own = match head.as_str() {
-        "SET" | "SHOW" | "KILL" | "USE" | "BEGIN" | "START" | "COMMIT" | "ROLLBACK" | "DO" => true,
+        "SET" | "SHOW" | "KILL" | "USE" | "BEGIN" | "START" | "COMMIT" | "ROLLBACK" | "DO"
+        | "FLUSH" => true,
         "CREATE" | "DROP" => matches!(second.as_str(), "DATABASE" | "SCHEMA" | "USER"),
         _ => false,
     };
@@ -262,6 +263,33 @@ impl Translator<'_> {
                 Statement::Kill(self.expr(e)?, query_only)
             }
             "USE" => Statement::Use(name(p)?),
+            "FLUSH" => {
+                if !eat(p, "NO_WRITE_TO_BINLOG") {
+                    eat(p, "LOCAL");
+                }
+                let mut options = Vec::new();
+                let mut words: Vec<String> = Vec::new();
+                loop {
+                    if at_end(p) || matches!(p.peek_token().token, Token::Comma) {
+                        if words.is_empty() {
+                            return Err(SqlError::Syntax(p.peek_token().token.to_string()));
+                        }
+                        options.push(std::mem::take(&mut words).join(" "));
+                        if at_end(p) {
+                            break;
+                        }
+                        p.next_token();
+                        continue;
+                    }
+                    match p.next_token().token {
+                        Token::Word(w) => words.push(w.value.to_ascii_uppercase()),
+                        // `FLUSH TABLES t1, t2` and other forms with names or numbers: kept
+                        // as text so that the session can name them in its answer.
+                        other => words.push(other.to_string()),
+                    }
+                }
+                Statement::Flush(options)
+            }
             "BEGIN" => {
                 eat(p, "WORK");
                 Statement::Begin

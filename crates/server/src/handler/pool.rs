@@ -182,6 +182,9 @@ pub enum PoolStartError {
 }
 
 /// Builds one information_schema table from a stats snapshot.
+/// A reset of some of the pool's statistics, run by `FLUSH <name>`.
+type ResetFn = fn(&Pool<ServerHandler>);
+
 type TableFn = fn(&PoolStats) -> VirtualTable;
 
 /// The running pool plus its server hooks.
@@ -572,6 +575,25 @@ impl PoolHandling {
                         columns: columns.clone(),
                         rows: Vec::new(),
                     },
+                }),
+            );
+        }
+        // `FLUSH THREAD_POOL_STATS` / `_WAITS` (MariaDB's resettable pool tables) and
+        // `FLUSH THREAD_POOL_LATENCY` (ours): restart the counters or percentiles, for example
+        // between two benchmark runs.
+        let resets: [(&str, ResetFn); 3] = [
+            ("THREAD_POOL_STATS", Pool::reset_counters),
+            ("THREAD_POOL_WAITS", Pool::reset_waits),
+            ("THREAD_POOL_LATENCY", Pool::reset_latency),
+        ];
+        for (name, f) in resets {
+            let w: Weak<Pool<ServerHandler>> = weak.clone();
+            server.add_flushable(
+                name,
+                Arc::new(move || {
+                    if let Some(p) = w.upgrade() {
+                        f(&p);
+                    }
                 }),
             );
         }

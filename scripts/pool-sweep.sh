@@ -26,6 +26,10 @@ S=$!
 trap 'kill $S 2>/dev/null || true; wait $S 2>/dev/null || true' EXIT
 for _ in $(seq 300); do mariadb -h127.0.0.1 -P$P -uroot -e 'SELECT 1' >/dev/null 2>&1 && break; sleep 0.2; done
 for n in $points; do
+  # The pool's own queueing and execution percentiles restart at every point (they then cover
+  # warm-up + run): the server's side of the latency, next to the client's p99 (printed: the
+  # larger of the groups' p99s).
+  [ "$h" = pool-of-threads ] && mariadb -h127.0.0.1 -P$P -uroot -e 'FLUSH THREAD_POOL_LATENCY'
   c0=$(awk '{print $14+$15}' /proc/$S/stat)
   out=$("$BENCH" run "$WL" --mysql-host=127.0.0.1 --mysql-port=$P --mysql-user=root \
     --mysql-db=sbtest --tables=8 --table-size=50000 --threads="$n" --time="$TIME" \
@@ -44,6 +48,11 @@ for n in $points; do
   per=$(python3 -c "
 t=float('${tps:-0}' or 0); s=[float(x) for x in '${srv:-0 0}'.split()]; c=float('${cli:-0}' or 0)
 print('srv_us=%.1f cli_us=%.1f' % (sum(s)*1e4/t, c*1e4/t) if t else 'srv_us=? cli_us=?')")
+  if [ "$h" = pool-of-threads ]; then
+    per="$per $(mariadb -h127.0.0.1 -P$P -uroot -N -e 'SELECT QUEUEING_P99_US, EXECUTION_P99_US
+      FROM information_schema.THREAD_POOL_LATENCY' | awk '$1>q{q=$1} $2>x{x=$2}
+      END{printf "srv_queue_p99=%.1fms srv_exec_p99=%.1fms", q/1000, x/1000}')"
+  fi
   echo "$h n=$n tps=$tps p99=${p99}ms server_cpu_ticks=$((c1 - c0)) us_per_query=$(python3 -c "print(round(($c1-$c0)*1e4/max(1,int('${q:-0}' or 0)),1))") $per"
   sleep 2
 done

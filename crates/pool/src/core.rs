@@ -537,13 +537,19 @@ impl<E, W> GroupCore<E, W> {
     /// A worker (active) that just ran a command asks to linger on that connection's socket.
     ///
     /// Allowed only when nobody is waiting for a slot (nothing queued), a listener watches the
-    /// group's other connections, and fewer than `1 + oversubscribe` threads of the group
-    /// already linger. Then giving this connection its thread for a moment costs nobody
-    /// anything, and saves what the epoll round trip costs at low concurrency: the re-arm, the
-    /// listener's wake-up and the hand-off between threads. The lingering thread is not active
-    /// (it holds no slot) until [`GroupCore::linger_end`].
-    pub fn linger_begin(&mut self, oversubscribe: usize) -> bool {
-        if !self.listener || !self.may_linger(oversubscribe) {
+    /// group's other connections, and fewer than `max_lingering` threads of the group already
+    /// linger. Then giving this connection its thread for a moment costs nobody anything, and
+    /// saves what the epoll round trip costs at low concurrency: the re-arm, the listener's
+    /// wake-up and the hand-off between threads. The lingering thread is not active (it holds
+    /// no slot) until [`GroupCore::linger_end`], which applies the concurrency cap.
+    ///
+    /// `max_lingering` bounds threads, not concurrency: a lingering thread is blocked on its
+    /// socket. It is its own setting (`Config::linger_threads`), not `1 + oversubscribe`: with
+    /// that bound, 32 busy connections on 2 groups had at most 8 lingering threads, the other
+    /// commands paid the queued path, and the client-observed p99 was 3× one thread per
+    /// connection's (docs/PERFORMANCE.md, "Fourth pass").
+    pub fn linger_begin(&mut self, max_lingering: usize) -> bool {
+        if !self.listener || !self.may_linger(max_lingering) {
             return false;
         }
         self.active -= 1;
@@ -553,8 +559,8 @@ impl<E, W> GroupCore<E, W> {
     }
 
     /// Whether lingering is allowed, listener aside (see [`GroupCore::linger_begin`]).
-    pub fn may_linger(&self, oversubscribe: usize) -> bool {
-        !self.shutdown && self.queued() == 0 && self.lingering < 1 + oversubscribe
+    pub fn may_linger(&self, max_lingering: usize) -> bool {
+        !self.shutdown && self.queued() == 0 && self.lingering < max_lingering
     }
 
     /// The linger ended (`readable`: the connection's next command arrived). Returns whether
@@ -1022,7 +1028,7 @@ mod tests {
         g.listener = true;
         g.connections = 100;
         // Nothing queued, a listener: linger (the connection count does not matter).
-        assert!(g.linger_begin(3));
+        assert!(g.linger_begin(4));
         assert_eq!((g.active, g.lingering), (0, 1));
         assert!(g.invariant_holds());
         assert!(g.linger_end(true, 3));
@@ -1030,27 +1036,45 @@ mod tests {
         assert_eq!((g.counters.lingers, g.counters.linger_hits), (1, 1));
         assert!(g.invariant_holds());
         // A timeout is not a hit; the worker stays lingering until it looks for work.
-        assert!(g.linger_begin(3));
+        assert!(g.linger_begin(4));
         assert!(!g.linger_end(false, 3));
         assert_eq!((g.active, g.lingering), (0, 1));
         g.linger_abandon();
         assert_eq!((g.active, g.lingering), (1, 0));
         // Work queued meanwhile: it came first, the lingering connection goes the normal way.
-        assert!(g.linger_begin(3));
+        assert!(g.linger_begin(4));
         g.push(7, Prio::Low, false, Instant::now());
         assert!(!g.linger_end(true, 3));
         g.linger_abandon();
         // Work queued: run it instead of lingering.
-        assert!(!g.linger_begin(3));
+        assert!(!g.linger_begin(4));
         g.queues[1].clear();
-        // At most 1 + oversubscribe threads linger.
+        // At most `max_lingering` threads linger, whatever the concurrency cap: two may linger
+        // under a cap of one active thread, a third may not.
         assert_eq!((g.threads, g.active), (2, 1));
-        assert!(g.linger_begin(0));
-        assert!(!g.linger_begin(0));
+        assert!(g.linger_begin(1));
+        assert!(!g.linger_begin(1));
         assert!(g.linger_end(true, 0));
+        g.threads += 2;
+        g.active += 2;
+        assert!(g.linger_begin(2));
+        assert!(g.linger_begin(2));
+        assert!(!g.linger_begin(2));
+        assert_eq!((g.active, g.lingering), (1, 2));
+        // Both commands arrive: one runs (the cap of 1 + 0 has room once the active worker is
+        // gone), the other goes the normal way.
+        g.active -= 1;
+        g.threads -= 1;
+        assert!(g.linger_end(true, 0));
+        assert!(!g.linger_end(true, 0));
+        g.linger_abandon();
+        g.active -= 1;
+        g.threads -= 1;
+        assert_eq!((g.threads, g.active, g.lingering), (2, 1, 0));
+        assert!(g.invariant_holds());
         // The cap is full when the linger ends (another worker became active): the normal
         // way, and `active` never exceeds the cap.
-        assert!(g.linger_begin(0));
+        assert!(g.linger_begin(1));
         g.active += 1;
         g.threads += 1;
         assert!(!g.linger_end(true, 0));
@@ -1061,12 +1085,12 @@ mod tests {
         // No listener: this worker must become it.
         g.listener = false;
         g.threads -= 1;
-        assert!(!g.linger_begin(3));
+        assert!(!g.linger_begin(4));
         g.listener = true;
         g.threads += 1;
         g.shutdown = true;
-        assert!(!g.linger_begin(3));
-        assert_eq!((g.counters.lingers, g.counters.linger_hits), (5, 2));
+        assert!(!g.linger_begin(4));
+        assert_eq!((g.counters.lingers, g.counters.linger_hits), (7, 3));
         assert!(g.invariant_holds());
     }
 

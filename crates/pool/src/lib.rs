@@ -57,8 +57,10 @@
 //!   command may wait on that one socket ([`Handler::await_input`]) for up to `linger` and run
 //!   the next command itself — no re-arm, no listener wake-up, no hand-off — but only while its
 //!   group's queue is empty, a listener watches the other connections (a lingering listener
-//!   hands its role to an idle worker or has one created), and fewer than `1 + oversubscribe`
-//!   threads of the group linger. A lingering thread is not active, its connection reads as
+//!   hands its role to an idle worker or has one created), and fewer than
+//!   `Config::linger_threads` threads of the group linger (a bound on threads, not on
+//!   concurrency: the cap below still decides whether the lingered command may run). A
+//!   lingering thread is not active, its connection reads as
 //!   idle; when the command arrives it runs only if the queue is still empty and the group below
 //!   its cap, otherwise the connection is queued like any other (queued directly, since the
 //!   handler may already hold the command's bytes; a timeout re-arms it). See
@@ -370,6 +372,10 @@ pub struct Config {
     /// How long a worker may linger on the connection it just ran, while nothing is queued in
     /// its group (see the crate doc, "Lingering"); zero turns it off.
     pub linger: Duration,
+    /// Most threads of one group that may linger at once (`thread_pool_linger_threads`); at
+    /// least 1. Lingering needs an empty queue, so under load nothing lingers whatever this
+    /// says; it bounds the extra threads lingering may keep at moderate concurrency.
+    pub linger_threads: usize,
     /// Name prefix of pool threads.
     pub thread_name: String,
 }
@@ -391,6 +397,7 @@ impl Default for Config {
             histograms: true,
             work_stealing: false,
             linger: Duration::from_micros(2000),
+            linger_threads: 32,
             thread_name: "shoal-pool".into(),
         }
     }

@@ -138,7 +138,7 @@ fn loom_linger_vs_listener_event() {
         let worker = thread::spawn(move || {
             let lingering = {
                 let mut c = gw.lock().unwrap();
-                let l = c.linger_begin(0);
+                let l = c.linger_begin(1);
                 assert!(c.invariant_holds());
                 l
             };

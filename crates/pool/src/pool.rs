@@ -177,6 +177,8 @@ struct Shared<H: Handler> {
     stealing: AtomicBool,
     /// How long a worker may linger on the connection it just ran, µs (0 = never).
     linger_us: AtomicU64,
+    /// `Config::linger_threads` (at least 1).
+    linger_threads: AtomicUsize,
     total_threads: AtomicUsize,
     shutdown: AtomicBool,
     handles: Mutex<Vec<JoinHandle<()>>>,
@@ -232,6 +234,7 @@ impl<H: Handler> Pool<H> {
             histograms: AtomicBool::new(config.histograms),
             stealing: AtomicBool::new(config.work_stealing),
             linger_us: AtomicU64::new(u64::try_from(config.linger.as_micros()).unwrap_or(u64::MAX)),
+            linger_threads: AtomicUsize::new(config.linger_threads.max(1)),
             total_threads: AtomicUsize::new(0),
             shutdown: AtomicBool::new(false),
             handles: Mutex::new(Vec::new()),
@@ -343,6 +346,11 @@ impl<H: Handler> Pool<H> {
         let v = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
         self.shared.linger_us.store(v, Ordering::SeqCst);
     }
+    /// Changes how many threads of a group may linger at once (at least 1; lingers already
+    /// under way finish).
+    pub fn set_linger_threads(&self, n: usize) {
+        self.shared.linger_threads.store(n.max(1), Ordering::SeqCst);
+    }
     /// Turns histogram recording on or off.
     pub fn set_histograms(&self, on: bool) {
         self.shared.histograms.store(on, Ordering::SeqCst);
@@ -374,6 +382,7 @@ impl<H: Handler> Pool<H> {
             histograms: s.histograms.load(Ordering::SeqCst),
             work_stealing: s.stealing.load(Ordering::SeqCst),
             linger: Duration::from_micros(s.linger_us.load(Ordering::SeqCst)),
+            linger_threads: s.linger_threads.load(Ordering::SeqCst),
             thread_name: s.thread_name.clone(),
         }
     }
@@ -1264,10 +1273,11 @@ impl<H: Handler> Shared<H> {
             // is not the listener yet: this command goes the normal way, the next ones linger.
             // Once every busy connection has a lingering worker the hand-offs stop: one thread
             // per connection, which the group can afford while nothing queues.
-            if !inner.core.listener && inner.core.may_linger(self.oversub()) {
+            let max_lingering = self.linger_threads.load(Ordering::Relaxed);
+            if !inner.core.listener && inner.core.may_linger(max_lingering) {
                 self.provide_listener(gid, &mut inner.core);
             }
-            if !inner.core.linger_begin(self.oversub()) {
+            if !inner.core.linger_begin(max_lingering) {
                 return Linger::No;
             }
         }

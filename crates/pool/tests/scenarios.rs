@@ -807,6 +807,45 @@ fn lingering_runs_the_next_command_without_the_queue() {
     assert!(dequeues(&after) - dequeues(&before) >= 10);
 }
 
+/// How many workers may linger is its own bound (`linger_threads`), not the concurrency cap:
+/// with one active thread per group (oversubscribe 0), three busy connections each keep a
+/// lingering worker when `linger_threads` is 3, and only one does when it is 1. (The earlier
+/// bound, `1 + oversubscribe`, let one linger here, and sent the rest through the queue.)
+#[test]
+fn linger_threads_bounds_lingering_apart_from_the_concurrency_cap() {
+    for (bound, expect) in [(3, 3), (1, 1)] {
+        let mut cfg = config(1);
+        cfg.linger = ms(10_000);
+        cfg.linger_threads = bound;
+        let srv = Server::start(cfg);
+        let mut clients: Vec<Client> = (0..3).map(|_| srv.connect()).collect();
+        // Rounds of one command per connection, paced beyond the 50 ms creation throttle: a
+        // listener that wants to linger first has a replacement created, at most one per
+        // throttle interval.
+        for round in 0..40 {
+            for c in clients.iter_mut() {
+                assert_eq!(c.cmd(&format!("echo {round}")), round.to_string());
+            }
+            if round >= 3 && srv.stats().groups[0].lingering == expect {
+                break;
+            }
+            std::thread::sleep(ms(60));
+        }
+        let s = srv.wait_for(ms(1000), |s| s.groups[0].lingering == expect);
+        assert_eq!(s.groups[0].lingering, expect, "bound {bound}: {s:?}");
+        // Never more than the bound, and the cap still holds: nothing runs, nothing is active.
+        let until = Instant::now() + ms(300);
+        while Instant::now() < until {
+            let s = srv.stats();
+            assert!(s.groups[0].lingering <= bound, "bound {bound}: {s:?}");
+            assert_eq!(s.groups[0].active, 0, "bound {bound}: {s:?}");
+            std::thread::sleep(ms(10));
+        }
+        // A lingering connection's next command still runs at once.
+        assert_eq!(clients[0].cmd("echo again"), "again");
+    }
+}
+
 /// A handler may read the next command inside `await_input` (the server does, to save a
 /// syscall). When the linger then may not run it (here: another connection took the group's
 /// only slot meanwhile), the connection must be queued, not re-armed: its bytes are no longer

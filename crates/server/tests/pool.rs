@@ -132,6 +132,16 @@ fn basic_queries_prepared_statements_status_and_tables() {
         .unwrap();
     c.query_drop("SET GLOBAL thread_pool_dedicated_listener = ON")
         .unwrap();
+    c.query_drop("SET GLOBAL thread_pool_linger_threads = 8")
+        .unwrap();
+    let v: Option<i64> = c
+        .query_first("SELECT @@global.thread_pool_linger_threads")
+        .unwrap();
+    assert_eq!(v, Some(8));
+    assert_eq!(
+        err_of(c.query_drop("SET GLOBAL thread_pool_linger_threads = 0")),
+        1231
+    );
     let v: Option<i64> = c.query_first("SELECT 41 + 1").unwrap();
     assert_eq!(v, Some(42));
     // A transaction works under the pool (high priority path).

@@ -248,6 +248,11 @@ pub fn config_from_server(server: &Server) -> Config {
             "thread_pool_linger_usec",
             d.linger.as_micros() as u64,
         )),
+        linger_threads: var_u64(
+            server,
+            "thread_pool_linger_threads",
+            d.linger_threads as u64,
+        ) as usize,
         thread_name: "shoal-pool".into(),
     }
 }
@@ -288,6 +293,10 @@ fn apply_variable(pool: &Pool<ServerHandler>, name: &str, v: &VarValue) {
         }
         "thread_pool_linger_usec" => {
             pool.set_linger(Duration::from_micros(v.as_u64()));
+            Ok(())
+        }
+        "thread_pool_linger_threads" => {
+            pool.set_linger_threads(v.as_u64() as usize);
             Ok(())
         }
         _ => Ok(()),

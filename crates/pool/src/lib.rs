@@ -397,7 +397,7 @@ impl Default for Config {
             histograms: true,
             work_stealing: false,
             linger: Duration::from_micros(2000),
-            linger_threads: 32,
+            linger_threads: 16,
             thread_name: "shoal-pool".into(),
         }
     }

@@ -373,7 +373,7 @@ fn defs() -> Vec<VarDef> {
         d("thread_pool_high_prio_tickets", u(0, U32MAX), Both, true, V::UInt(U32MAX)),
         d("thread_pool_dedicated_listener", Bool, Global, true, V::Bool(false)),
         d("thread_pool_linger_usec", u(0, 60_000_000), Global, true, V::UInt(2000)),
-        d("thread_pool_linger_threads", u(1, 65536), Global, true, V::UInt(32)),
+        d("thread_pool_linger_threads", u(1, 65536), Global, true, V::UInt(16)),
         d("thread_pool_work_stealing", Bool, Global, true, V::Bool(false)),
         d("thread_pool_exact_stats", Bool, Global, false, V::Bool(true)),
         d("thread_pool_priority", Enum(&["high", "low", "auto"]), Both, true, s("auto")),

@@ -67,6 +67,9 @@ struct ConnMeta {
     tickets: u64,
     /// Its worker lingers on the socket (shown as idle; see [`crate::core::GroupCore::linger_begin`]).
     lingering: bool,
+    /// When its previous command finished (not its login): a connection whose next command
+    /// starts soon after is busy, and only a busy connection is worth a linger.
+    last_end: Option<Instant>,
 }
 
 struct ConnEntry<C> {
@@ -822,6 +825,7 @@ impl<H: Handler> Shared<H> {
                 killed: false,
                 tickets: self.tickets.load(Ordering::Relaxed),
                 lingering: false,
+                last_end: None,
             }),
             conn: Mutex::new(Some(conn)),
         });
@@ -1162,11 +1166,20 @@ impl<H: Handler> Shared<H> {
         let started = Instant::now();
         let mut guard = lock(&e.conn);
         let conn = guard.as_mut()?;
-        let killed = {
+        // Busy: this command started within a few linger budgets of the previous one's end
+        // (the window allows for the queue and the client's own turn-around). A connection
+        // that was quiet longer than that is not likely to send again at once, and a linger on
+        // it would only hold a thread (and, for a lingering listener, create a stand-in).
+        let window =
+            Duration::from_micros(self.linger_us.load(Ordering::Relaxed).saturating_mul(4));
+        let (killed, busy) = {
             let mut m = lock(&e.meta);
             m.phase = Phase::Running;
             m.wait = None;
-            m.killed
+            let busy = m
+                .last_end
+                .is_some_and(|t| started.saturating_duration_since(t) <= window);
+            (m.killed, busy)
         };
         *lock(&obs.current) = Some(e.clone());
         let h = &self.handler;
@@ -1196,11 +1209,22 @@ impl<H: Handler> Shared<H> {
             }
         }
         *lock(&obs.current) = None;
-        *exec = Some(started.elapsed());
+        let ended = Instant::now();
+        *exec = Some(ended.saturating_duration_since(started));
+        // A login does not count: a client's first command often follows at once (drivers
+        // send their setup queries), which says nothing about the connection being busy.
+        if action == Action::Event {
+            lock(&e.meta).last_end = Some(ended);
+        }
         let result = match ran {
             Ok(Ok(o)) => {
                 let mut o = o;
-                if o == Outcome::Continue {
+                // Only on a busy connection (see `busy` above), and not after a login: a
+                // connection that just arrived is not known to be busy. Lingers on quiet
+                // connections (a monitoring client pinging 4096 of them in turn, a burst of
+                // connects) would each hold a thread for nothing, and a lingering listener has
+                // a stand-in created.
+                if o == Outcome::Continue && action != Action::Login && busy {
                     match self.linger(gid, &e, conn, exec) {
                         Linger::Run => {
                             drop(guard);

@@ -113,9 +113,14 @@ fn measure(handling: &str, extra: &[&str]) -> Measured {
         let oversub: Option<u64> = first
             .query_first("SELECT @@thread_pool_oversubscribe")
             .unwrap();
-        // Per group at most: the active cap, as many lingering workers (they outlive their
-        // linger as idle workers until thread_pool_idle_timeout), and the listener.
-        let bound = groups * (2 * (1 + oversub.unwrap()) + 1);
+        let linger: Option<u64> = first
+            .query_first("SELECT @@thread_pool_linger_threads")
+            .unwrap();
+        // Per group at most: the active cap, the lingering workers (the pings above, one per
+        // connection, each let a worker linger, and a lingering listener has a stand-in
+        // created; they outlive their linger as idle workers until thread_pool_idle_timeout),
+        // and the listener.
+        let bound = groups * ((1 + oversub.unwrap()) + linger.unwrap() + 1);
         assert!(
             pool_threads <= bound,
             "{CONNECTIONS} idle connections kept {pool_threads} pool threads (bound {bound})"

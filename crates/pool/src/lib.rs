@@ -59,7 +59,9 @@
 //!   group's queue is empty, a listener watches the other connections (a lingering listener
 //!   hands its role to an idle worker or has one created), and fewer than
 //!   `Config::linger_threads` threads of the group linger (a bound on threads, not on
-//!   concurrency: the cap below still decides whether the lingered command may run). A
+//!   concurrency: the cap below still decides whether the lingered command may run), and only
+//!   on a busy connection (its command started within four linger budgets of the end of its
+//!   previous one; a login does not count). A
 //!   lingering thread is not active, its connection reads as
 //!   idle; when the command arrives it runs only if the queue is still empty and the group below
 //!   its cap, otherwise the connection is queued like any other (queued directly, since the

@@ -833,12 +833,13 @@ fn linger_threads_bounds_lingering_apart_from_the_concurrency_cap() {
         }
         let s = srv.wait_for(ms(1000), |s| s.groups[0].lingering == expect);
         assert_eq!(s.groups[0].lingering, expect, "bound {bound}: {s:?}");
-        // Never more than the bound, and the cap still holds: nothing runs, nothing is active.
+        // Never more than the bound, and the concurrency cap (1 + 0) still holds. (A worker
+        // on its way to the listener role counts active for a moment, so `active` may read 1.)
         let until = Instant::now() + ms(300);
         while Instant::now() < until {
             let s = srv.stats();
             assert!(s.groups[0].lingering <= bound, "bound {bound}: {s:?}");
-            assert_eq!(s.groups[0].active, 0, "bound {bound}: {s:?}");
+            assert!(s.groups[0].active <= 1, "bound {bound}: {s:?}");
             std::thread::sleep(ms(10));
         }
         // A lingering connection's next command still runs at once.

@@ -61,11 +61,10 @@
 //!   `Config::linger_threads` threads of the group linger (a bound on threads, not on
 //!   concurrency: the cap below still decides whether the lingered command may run), and only
 //!   on a busy connection (its command started within four linger budgets of the end of its
-//!   previous one; a login does not count). A
-//!   lingering thread is not active, its connection reads as
-//!   idle; when the command arrives it runs only if the queue is still empty and the group below
-//!   its cap, otherwise the connection is queued like any other (queued directly, since the
-//!   handler may already hold the command's bytes; a timeout re-arms it). See
+//!   previous one; a login does not count). A lingering thread is not active, its connection
+//!   reads as idle; when the command arrives it runs only if the queue is still empty and the
+//!   group below its cap, otherwise the connection is queued like any other (queued directly,
+//!   since the handler may already hold the command's bytes; a timeout re-arms it). See
 //!   [`core::GroupCore::linger_begin`]. This is what makes the pool cost little at low
 //!   concurrency, where one thread per connection is the best schedule anyway.
 //! * **Concurrency limit.** A worker may not dequeue while `1 + oversubscribe` *other* workers of

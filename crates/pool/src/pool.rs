@@ -1219,12 +1219,11 @@ impl<H: Handler> Shared<H> {
         let result = match ran {
             Ok(Ok(o)) => {
                 let mut o = o;
-                // Only on a busy connection (see `busy` above), and not after a login: a
-                // connection that just arrived is not known to be busy. Lingers on quiet
-                // connections (a monitoring client pinging 4096 of them in turn, a burst of
-                // connects) would each hold a thread for nothing, and a lingering listener has
-                // a stand-in created.
-                if o == Outcome::Continue && action != Action::Login && busy {
+                // Only on a busy connection (see `busy` above; never after a login, which has
+                // no previous command). Lingers on quiet connections (a monitoring client
+                // pinging 4096 of them in turn, a burst of connects) would each hold a thread
+                // for nothing, and a lingering listener has a stand-in created.
+                if o == Outcome::Continue && busy {
                     match self.linger(gid, &e, conn, exec) {
                         Linger::Run => {
                             drop(guard);

@@ -807,6 +807,54 @@ fn lingering_runs_the_next_command_without_the_queue() {
     assert!(dequeues(&after) - dequeues(&before) >= 10);
 }
 
+/// Only a busy connection is lingered on: not after its login, not after a pause longer than
+/// four linger budgets, but again once its commands follow each other closely.
+#[test]
+fn lingering_only_on_a_busy_connection() {
+    let mut cfg = config(1);
+    cfg.linger = ms(50); // busy window: 200 ms
+    let srv = Server::start(cfg);
+    let lingers = || srv.stats().groups[0].counters.lingers;
+    let quiet = || srv.wait_for(ms(2000), |s| s.groups[0].lingering == 0);
+    // Another connection sets the group up (listener, a worker that may linger).
+    let mut w = srv.connect();
+    for i in 0..3 {
+        assert_eq!(w.cmd(&format!("echo {i}")), i.to_string());
+    }
+    // (A worker lingers just after answering: let the last linger begin and end.)
+    std::thread::sleep(ms(300));
+    quiet();
+    let before = lingers();
+    // A login and the first command after it: no previous command, no linger.
+    let mut c = srv.connect();
+    assert_eq!(c.cmd("echo a"), "a");
+    std::thread::sleep(ms(100));
+    assert_eq!(
+        lingers(),
+        before,
+        "a linger after a login or a first command"
+    );
+    // Commands that follow each other at once: busy, their workers linger.
+    for i in 0..3 {
+        assert_eq!(c.cmd(&format!("echo b{i}")), format!("b{i}"));
+    }
+    srv.wait_for(ms(2000), |s| s.groups[0].counters.lingers > before);
+    // Quiet for longer than the window: the next command is not lingered on.
+    std::thread::sleep(ms(500));
+    quiet();
+    let busy = lingers();
+    assert!(busy > before, "no linger on a busy connection");
+    assert_eq!(c.cmd("echo c"), "c");
+    std::thread::sleep(ms(100));
+    assert_eq!(lingers(), busy, "a linger after a 500 ms pause");
+    // Busy again.
+    for i in 0..3 {
+        assert_eq!(c.cmd(&format!("echo d{i}")), format!("d{i}"));
+    }
+    srv.wait_for(ms(2000), |s| s.groups[0].counters.lingers > busy);
+    assert!(lingers() > busy);
+}
+
 /// How many workers may linger is its own bound (`linger_threads`), not the concurrency cap:
 /// with one active thread per group (oversubscribe 0), three busy connections each keep a
 /// lingering worker when `linger_threads` is 3, and only one does when it is 1. (The earlier

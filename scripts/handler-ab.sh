@@ -11,6 +11,7 @@
 #   ROUNDS=3 THREADS=8 EXTRA=--innodb-buffer-pool-size=11M scripts/handler-ab.sh   (I/O-bound)
 #   EXTRA=--thread-pool-linger-usec=0 ...                                           (no lingering)
 #   BENCH_EXTRA=--client-threads=2 ...             (more load-generator threads, both handlers)
+#   SERVER_CPUS=0 CLIENT_CPUS=1 ...                (a core each for server and load generator)
 set -euo pipefail
 TARGET=${CARGO_TARGET_DIR:-/var/tmp/shoal-target}
 SHOAL=${SHOAL:-$TARGET/release/shoal}
@@ -19,6 +20,11 @@ W=${WORK:-/var/tmp/shoal-handler-ab}; P=${PORT:-33811}
 ROUNDS=${ROUNDS:-2}; THREADS=${THREADS:-8}; TIME=${TIME:-10}; WL=${WL:-oltp_point_select}
 HANDLERS=${HANDLERS:-"one-thread-per-connection pool-of-threads"}
 EXTRA=${EXTRA:-}; BENCH_EXTRA=${BENCH_EXTRA:-}
+# SERVER_CPUS / CLIENT_CPUS (taskset lists, e.g. 0 and 1): give the server and the load generator
+# cores of their own, so the client's cost cannot be read as the server's. Unset: both share all.
+SRV_PIN=(); CLI_PIN=()
+[ -n "${SERVER_CPUS:-}" ] && SRV_PIN=(taskset -c "$SERVER_CPUS")
+[ -n "${CLIENT_CPUS:-}" ] && CLI_PIN=(taskset -c "$CLIENT_CPUS")
 CONN=(--mysql-host=127.0.0.1 --mysql-port=$P --mysql-user=root --mysql-db=sbtest --tables=8
       --table-size=50000)
 S=
@@ -26,7 +32,7 @@ stop() { if [ -n "$S" ]; then kill "$S" 2>/dev/null || true; wait "$S" 2>/dev/nu
 trap stop EXIT
 start() {
   # shellcheck disable=SC2086
-  "$SHOAL" --port=$P --socket=$W/sock --datadir=$W/data --thread-handling=$1 \
+  ${SRV_PIN[@]+"${SRV_PIN[@]}"} "$SHOAL" --port=$P --socket=$W/sock --datadir=$W/data --thread-handling=$1 \
     --max-connections=6000 --max-prepared-stmt-count=4000000 --innodb-buffer-pool-size=1G \
     --innodb-flush-log-at-trx-commit=1 --innodb-flush-method=O_DIRECT $EXTRA >>$W/log 2>&1 &
   S=$!
@@ -55,7 +61,7 @@ for r in $(seq "$ROUNDS"); do
   [ $((r % 2)) -eq 0 ] && order=$REVERSED
   for h in $order; do
     start "$h"
-    out=$("$BENCH" run "$WL" "${CONN[@]}" --threads="$THREADS" --time="$TIME" --warmup-time=2 \
+    out=$(${CLI_PIN[@]+"${CLI_PIN[@]}"} "$BENCH" run "$WL" "${CONN[@]}" --threads="$THREADS" --time="$TIME" --warmup-time=2 \
       --client-nice=-10 --connect-concurrency=128 $BENCH_EXTRA 2>&1) || true
     echo "$out" >"$W/last-$h.txt"
     tps=$(echo "$out" | sed -n 's/.*transactions: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p')

@@ -15,11 +15,16 @@ BENCH=${BENCH:-$TARGET/release/shoal-bench}
 W=${WORK:-/var/tmp/shoal-handler-ab}; P=${PORT:-33811}
 TIME=${TIME:-10}; WARMUP=${WARMUP:-5}; WL=${WL:-oltp_point_select}; EXTRA=${EXTRA:-}
 BENCH_EXTRA=${BENCH_EXTRA:-}
+# SERVER_CPUS / CLIENT_CPUS (taskset lists, e.g. 0 and 1): give the server and the load generator
+# cores of their own, so the client's cost cannot be read as the server's. Unset: both share all.
+SRV_PIN=(); CLI_PIN=()
+[ -n "${SERVER_CPUS:-}" ] && SRV_PIN=(taskset -c "$SERVER_CPUS")
+[ -n "${CLIENT_CPUS:-}" ] && CLI_PIN=(taskset -c "$CLIENT_CPUS")
 h=${1:?handler}; points=${2:?"client counts"}
 [ -d "$W/data" ] || { echo "no datadir: run scripts/handler-ab.sh once first"; exit 1; }
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 # shellcheck disable=SC2086
-"$SHOAL" --port=$P --socket=$W/sock --datadir=$W/data --thread-handling=$h \
+${SRV_PIN[@]+"${SRV_PIN[@]}"} "$SHOAL" --port=$P --socket=$W/sock --datadir=$W/data --thread-handling=$h \
   --max-connections=6000 --max-prepared-stmt-count=4000000 --innodb-buffer-pool-size=1G \
   --innodb-flush-log-at-trx-commit=1 --innodb-flush-method=O_DIRECT $EXTRA >>$W/log 2>&1 &
 S=$!
@@ -31,7 +36,7 @@ for n in $points; do
   # larger of the groups' p99s).
   [ "$h" = pool-of-threads ] && mariadb -h127.0.0.1 -P$P -uroot -e 'FLUSH THREAD_POOL_LATENCY'
   c0=$(awk '{print $14+$15}' /proc/$S/stat)
-  out=$("$BENCH" run "$WL" --mysql-host=127.0.0.1 --mysql-port=$P --mysql-user=root \
+  out=$(${CLI_PIN[@]+"${CLI_PIN[@]}"} "$BENCH" run "$WL" --mysql-host=127.0.0.1 --mysql-port=$P --mysql-user=root \
     --mysql-db=sbtest --tables=8 --table-size=50000 --threads="$n" --time="$TIME" \
     --warmup-time="$WARMUP" --client-nice=-10 --connect-concurrency=128 $BENCH_EXTRA 2>&1) || true
   c1=$(awk '{print $14+$15}' /proc/$S/stat)

@@ -310,6 +310,47 @@ fn thread_cache_and_network_counters() {
 }
 
 #[test]
+fn flush_status_zeroes_the_cumulative_counters() {
+    let srv = Shoal::start("flushstatus", &[]);
+    let mut admin = mysql::Conn::new(srv.mysql_opts()).unwrap();
+    // Three connections at once, two of them gone again: Max_used_connections stays at 3 until
+    // FLUSH STATUS lowers it to the connections open then.
+    let extra: Vec<mysql::Conn> = (0..2)
+        .map(|_| mysql::Conn::new(srv.mysql_opts()).unwrap())
+        .collect();
+    for _ in 0..5 {
+        let _: Option<i64> = admin.query_first("SELECT 1").unwrap();
+    }
+    drop(extra);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(status(&mut admin, "Max_used_connections") >= 3);
+    assert!(status(&mut admin, "Com_select") >= 5);
+    let conns = status(&mut admin, "Connections");
+    let sent = status(&mut admin, "Bytes_sent");
+    std::thread::sleep(Duration::from_millis(1100));
+    assert!(status(&mut admin, "Uptime_since_flush_status") >= 1);
+    admin.query_drop("FLUSH STATUS").unwrap();
+    assert_eq!(status(&mut admin, "Com_select"), 0);
+    assert_eq!(status(&mut admin, "Max_used_connections"), 1);
+    assert_eq!(status(&mut admin, "Uptime_since_flush_status"), 0);
+    // Since the flush: an OK packet and three small result sets, less than before it.
+    assert!(status(&mut admin, "Bytes_sent") < sent);
+    // Each SHOW STATUS since the flush is one question (the flush's own was reset with it).
+    assert_eq!(status(&mut admin, "Questions"), 5);
+    // Totals MySQL does not reset.
+    assert_eq!(status(&mut admin, "Connections"), conns);
+    assert!(status(&mut admin, "Uptime") >= 1);
+    // Counting resumes; MariaDB 11.5's FLUSH GLOBAL STATUS is the same reset.
+    let _: Option<i64> = admin.query_first("SELECT 2").unwrap();
+    assert_eq!(status(&mut admin, "Com_select"), 1);
+    admin.query_drop("FLUSH GLOBAL STATUS").unwrap();
+    assert_eq!(status(&mut admin, "Com_select"), 0);
+    // There are no per-session counters to reset: refused rather than resetting the global.
+    let e = admin.query_drop("FLUSH SESSION STATUS").unwrap_err();
+    assert!(e.to_string().contains("1235"), "{e}");
+}
+
+#[test]
 fn com_field_list_replies_without_breaking_the_connection() {
     let srv = Shoal::start("fieldlist", &[]);
     let mut r = Raw::connect(srv.port);

@@ -132,6 +132,8 @@ pub struct Server {
     processes: Mutex<HashMap<u32, Arc<ProcessEntry>>>,
     next_id: AtomicU32,
     started: Instant,
+    /// When `FLUSH STATUS` last ran (`Uptime_since_flush_status`); the start until then.
+    status_flushed: Mutex<Instant>,
     catalog: RwLock<Arc<dyn Catalog>>,
     /// Virtual tables and process-state hooks (see [`hooks`]).
     hooks: hooks::Hooks,
@@ -155,6 +157,7 @@ impl Server {
             processes: Mutex::new(HashMap::new()),
             next_id: AtomicU32::new(1),
             started: Instant::now(),
+            status_flushed: Mutex::new(Instant::now()),
             catalog: RwLock::new(Arc::new(MemCatalog::new())),
             hooks: hooks::Hooks::default(),
             tables: RwLock::new(None),
@@ -480,7 +483,10 @@ impl Server {
             ("Threads_created", n.threads_created.load(r)),
             ("Threads_running", c.threads_running.load(r)),
             ("Uptime", self.uptime().as_secs()),
-            ("Uptime_since_flush_status", self.uptime().as_secs()),
+            (
+                "Uptime_since_flush_status",
+                self.status_flushed.lock().unwrap().elapsed().as_secs(),
+            ),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -497,6 +503,37 @@ impl Server {
         c.provided(&mut rows);
         rows.sort_by_key(|a| a.0.to_ascii_lowercase());
         rows
+    }
+
+    /// `FLUSH STATUS`: zeroes the cumulative counters (`Aborted_*`, `Bytes_*`,
+    /// `Connection_errors_*`, `Questions`, `Queries`, `Slow_queries`, `Com_*`, `Shoal_waits_*`),
+    /// sets `Max_used_connections` to the connections open now and restarts
+    /// `Uptime_since_flush_status`. Gauges (`Threads_*`, `Prepared_stmt_count`) and the counters
+    /// MySQL keeps as totals (`Connections`, `Threads_created`, `Uptime`) are left alone, and so
+    /// are the providers' rows (`Threadpool_*` have `FLUSH THREAD_POOL_STATS`).
+    pub fn flush_status(&self) {
+        let r = Ordering::Relaxed;
+        let n = &self.net;
+        let c = &self.counters;
+        for a in [
+            &n.aborted_connects,
+            &n.aborted_clients,
+            &n.bytes_received,
+            &n.bytes_sent,
+            &n.connection_errors_max_connections,
+            &c.questions,
+            &c.queries,
+            &c.slow_queries,
+        ]
+        .into_iter()
+        .chain(c.com.iter())
+        {
+            a.store(0, r);
+        }
+        shoal_wait::reset_counts();
+        c.max_used_connections
+            .store(u64::from(self.connection_count()), r);
+        *self.status_flushed.lock().unwrap() = Instant::now();
     }
 
     /// Current global value of a variable as text (for other crates).

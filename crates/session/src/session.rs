@@ -44,6 +44,7 @@ use shoal_sql::{split_statements, SqlError};
 
 use shoal_exec::{ExecOutput, Isolation, Plan, TableSession};
 
+use crate::hooks::FlushFn;
 use crate::status::com_index;
 use crate::vars::{Scope, SessionVars, SetValue, VarError, VarValue, DEFAULT_SQL_MODE};
 use crate::{ProcessEntry, Server, KILL_NONE, KILL_QUERY};
@@ -1182,9 +1183,9 @@ impl Session {
             "QUERY_RESPONSE_TIME",
             "RELAY",
             "SLAVE",
+            "SESSION",
             "SLOW",
             "SSL",
-            "STATUS",
             "TABLE",
             "TABLES",
             "TABLE_STATISTICS",
@@ -1194,6 +1195,14 @@ impl Session {
         ];
         let mut resets = Vec::with_capacity(options.len());
         for o in options {
+            // MySQL's FLUSH STATUS; `GLOBAL STATUS` is MariaDB 11.5's name for the same reset.
+            // There are no per-session counters to reset (SHOW SESSION STATUS shows the
+            // global ones), so `SESSION STATUS` is refused below rather than reset the global.
+            if o == "STATUS" || o == "GLOBAL STATUS" {
+                let server = self.server.clone();
+                resets.push(Arc::new(move || server.flush_status()) as FlushFn);
+                continue;
+            }
             if let Some(f) = self.server.hooks().flushable(o) {
                 resets.push(f);
                 continue;

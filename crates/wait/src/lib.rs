@@ -173,6 +173,13 @@ pub fn count(kind: WaitKind) -> u64 {
     COUNTS[kind.index()].load(Ordering::Relaxed)
 }
 
+/// Zeroes the per-kind counts of [`count`] (`FLUSH STATUS`).
+pub fn reset_counts() {
+    for c in &COUNTS {
+        c.store(0, Ordering::Relaxed);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -170,6 +170,9 @@ pub struct Counters {
     pub steals: u64,
     /// Entries other groups' workers stole from this group.
     pub stolen: u64,
+    /// Entries busy workers of other groups took from this group by age balancing (its next
+    /// entry was older than theirs by more than `balance`).
+    pub balanced: u64,
     /// Times a worker lingered on the connection it had just run.
     pub lingers: u64,
     /// Lingers that saw the next command arrive (and ran it without epoll or a queue).
@@ -419,6 +422,39 @@ impl<E, W> GroupCore<E, W> {
         self.dequeued_since_tick = true;
         self.counters.dequeues_by_worker += 1;
         Some((entry.item, now.saturating_duration_since(entry.since)))
+    }
+
+    /// When the entry [`take_work`](Self::take_work) would pop next was queued (`None`: both
+    /// queues are empty). Published for age balancing between groups.
+    pub fn next_since(&self) -> Option<Instant> {
+        self.queues[0]
+            .front()
+            .or_else(|| self.queues[1].front())
+            .map(|e| e.since)
+    }
+
+    /// Whether a worker of this group may dequeue now (below the cap, or the group is stalled),
+    /// with nothing forced ahead of the queue order (a lock holder's forced thread).
+    pub fn may_dequeue(&self, oversubscribe: usize) -> bool {
+        let others = self.active.saturating_sub(1);
+        !(self.forced_pending > 0 && self.must_run_queued > 0)
+            && (others < 1 + oversubscribe || self.stalled)
+    }
+
+    /// Age balancing: a busy worker of another group takes this group's next entry, queued at
+    /// `since` or earlier (the thief saw it older than its own group's next entry). `None`
+    /// when the next entry is younger by now (taken meanwhile) or is a lock holder's, which
+    /// stays with its group (its forced thread may be on the way).
+    pub fn take_older(&mut self, since: Instant, now: Instant) -> Option<(E, Duration)> {
+        let q = if self.queues[0].is_empty() { 1 } else { 0 };
+        let head = self.queues[q].front()?;
+        if head.since > since || head.must_run {
+            return None;
+        }
+        let e = self.pop_at(q, 0)?;
+        self.dequeued_since_tick = true;
+        self.counters.balanced += 1;
+        Some((e.item, now.saturating_duration_since(e.since)))
     }
 
     /// Whether a worker of another group should help: work is queued that this group cannot
@@ -910,6 +946,44 @@ mod tests {
             low_tx.must_run(),
             "a low-priority lock holder keeps its guarantee"
         );
+    }
+
+    #[test]
+    fn balancing_takes_only_an_entry_old_enough_and_not_a_forced_holder() {
+        let t0 = Instant::now();
+        let later = t0 + Duration::from_millis(10);
+        let mut g = G::default();
+        assert_eq!(g.next_since(), None);
+        g.threads = 1;
+        g.active = 1;
+        g.push(1, Prio::Low, false, later);
+        g.push(2, Prio::High, false, later + Duration::from_millis(5));
+        // The next entry is the high one, whatever its age.
+        assert_eq!(g.next_since(), Some(later + Duration::from_millis(5)));
+        assert!(g.take_older(later, later).is_none(), "younger than asked");
+        assert_eq!(
+            g.take_older(later + Duration::from_millis(5), later)
+                .map(|x| x.0),
+            Some(2)
+        );
+        assert_eq!(g.take_older(later, later).map(|x| x.0), Some(1));
+        assert_eq!(g.counters.balanced, 2);
+        assert!(g.take_older(later, later).is_none(), "empty");
+        // A lock holder's forced entry stays with its group.
+        g.push(3, Prio::High, true, t0);
+        assert!(g.take_older(later, later).is_none());
+        // may_dequeue: the cap (1 + oversubscribe), the stall flag, a forced holder first.
+        g.forced_pending = 0;
+        assert!(g.may_dequeue(0), "alone under a cap of 1");
+        g.active = 2;
+        assert!(!g.may_dequeue(0));
+        assert!(g.may_dequeue(1));
+        g.stalled = true;
+        assert!(g.may_dequeue(0));
+        g.stalled = false;
+        g.active = 1;
+        g.forced_pending = 1;
+        assert!(!g.may_dequeue(0), "the forced thread runs the holder first");
     }
 
     #[test]

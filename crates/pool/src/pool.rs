@@ -126,6 +126,11 @@ struct Group<C> {
     inner: Mutex<GroupInner<C>>,
     /// The group's epoll, created on first use.
     poller: OnceLock<Poller>,
+    /// When the group's next entry was queued, in µs since the pool's `epoch`, plus one; zero
+    /// when nothing is queued. Written under the group lock after the worker and listener paths
+    /// change the queue, read without it by other groups' workers for age balancing: a stale
+    /// value costs at most a futile lock of this group (the thief re-checks under the lock).
+    next_since: AtomicU64,
 }
 
 impl<C> Group<C> {
@@ -138,6 +143,7 @@ impl<C> Group<C> {
                 exec_hist: hist(),
             }),
             poller: OnceLock::new(),
+            next_since: AtomicU64::new(0),
         }
     }
 
@@ -178,6 +184,10 @@ struct Shared<H: Handler> {
     dedicated: AtomicBool,
     histograms: AtomicBool,
     stealing: AtomicBool,
+    /// `Config::balance` in µs (0 = off).
+    balance_us: AtomicU64,
+    /// Origin of the groups' `next_since` stamps.
+    epoch: Instant,
     /// How long a worker may linger on the connection it just ran, µs (0 = never).
     linger_us: AtomicU64,
     /// `Config::linger_threads` (at least 1).
@@ -236,6 +246,10 @@ impl<H: Handler> Pool<H> {
             dedicated: AtomicBool::new(config.dedicated_listener),
             histograms: AtomicBool::new(config.histograms),
             stealing: AtomicBool::new(config.work_stealing),
+            balance_us: AtomicU64::new(
+                u64::try_from(config.balance.as_micros()).unwrap_or(u64::MAX),
+            ),
+            epoch: Instant::now(),
             linger_us: AtomicU64::new(u64::try_from(config.linger.as_micros()).unwrap_or(u64::MAX)),
             linger_threads: AtomicUsize::new(config.linger_threads.max(1)),
             total_threads: AtomicUsize::new(0),
@@ -344,6 +358,11 @@ impl<H: Handler> Pool<H> {
     pub fn set_work_stealing(&self, on: bool) {
         self.shared.stealing.store(on, Ordering::SeqCst);
     }
+    /// `SET GLOBAL thread_pool_balance_usec` (zero turns age balancing off).
+    pub fn set_balance(&self, d: Duration) {
+        let v = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        self.shared.balance_us.store(v, Ordering::SeqCst);
+    }
     /// `SET GLOBAL thread_pool_linger_usec` (zero turns lingering off).
     pub fn set_linger(&self, d: Duration) {
         let v = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
@@ -384,6 +403,7 @@ impl<H: Handler> Pool<H> {
             dedicated_listener: s.dedicated.load(Ordering::SeqCst),
             histograms: s.histograms.load(Ordering::SeqCst),
             work_stealing: s.stealing.load(Ordering::SeqCst),
+            balance: Duration::from_micros(s.balance_us.load(Ordering::SeqCst)),
             linger: Duration::from_micros(s.linger_us.load(Ordering::SeqCst)),
             linger_threads: s.linger_threads.load(Ordering::SeqCst),
             thread_name: s.thread_name.clone(),
@@ -962,6 +982,8 @@ impl<H: Handler> Shared<H> {
         let mut tried_steal = false;
         // Woken as a thief: steal before taking our own group's listener role.
         let mut steal_first = false;
+        // Which other group age balancing looks at next (one per dequeue, in turn).
+        let mut rotation = gid;
         if let Some(d) = exec {
             if self.histograms.load(Ordering::Relaxed) {
                 let _ = inner.exec_hist.record(us(d));
@@ -990,10 +1012,30 @@ impl<H: Handler> Shared<H> {
                 }
                 continue;
             }
+            // Age balancing: another group's next entry may have waited longer than ours.
+            if let Some((v, older_than)) = self.balance_target(gid, &inner.core, &mut rotation) {
+                drop(inner);
+                let taken = {
+                    let mut o = self.groups[v].lock();
+                    let t = o.core.take_older(older_than, now);
+                    if let Some((_, qt)) = &t {
+                        if self.histograms.load(Ordering::Relaxed) {
+                            let _ = o.queue_hist.record(us(*qt));
+                        }
+                        self.publish_next(v, &o.core);
+                    }
+                    t
+                };
+                inner = group.lock();
+                if let Some((e, _)) = taken {
+                    return Some(e);
+                }
+            }
             if let Some((e, qt)) = inner.core.take_work(self.oversub(), now) {
                 if self.histograms.load(Ordering::Relaxed) {
                     let _ = inner.queue_hist.record(us(qt));
                 }
+                self.publish_next(gid, &inner.core);
                 // More queued and still under the cap: bring in one more worker, so a burst
                 // queued at once fills the cap without waiting for a new event or the stall
                 // timer (MariaDB leaves it to those; costs one comparison when the queue is empty).
@@ -1092,6 +1134,49 @@ impl<H: Handler> Shared<H> {
         }
     }
 
+    /// Age balancing: the group whose next entry this worker of `gid` should take instead of
+    /// its own, and the stamp that entry must be no younger than. One other group is looked at
+    /// per dequeue, in turn, through its published `next_since` (no lock); only a worker that
+    /// may dequeue now and whose own group has work balances, so an idle group never pulls
+    /// (that is work stealing's job) and the caps still bound every group's concurrency.
+    fn balance_target(
+        &self,
+        gid: usize,
+        core: &GroupCore<Entry<H::Conn>, Arc<WorkerSlot>>,
+        rotation: &mut usize,
+    ) -> Option<(usize, Instant)> {
+        let margin = self.balance_us.load(Ordering::Relaxed);
+        let size = self.size.load(Ordering::Relaxed);
+        if margin == 0 || size < 2 || gid >= size || !core.may_dequeue(self.oversub()) {
+            return None;
+        }
+        let own = core.next_since()?;
+        *rotation = (*rotation + 1) % size;
+        if *rotation == gid {
+            *rotation = (*rotation + 1) % size;
+        }
+        let v = *rotation;
+        let theirs = self.groups[v].next_since.load(Ordering::Relaxed);
+        let own_stamp = self.stamp(own);
+        if theirs == 0 || theirs.saturating_add(margin) >= own_stamp {
+            return None;
+        }
+        Some((v, own.checked_sub(Duration::from_micros(margin))?))
+    }
+
+    /// µs since the pool's epoch, plus one (zero means "nothing queued").
+    fn stamp(&self, t: Instant) -> u64 {
+        us(t.saturating_duration_since(self.epoch)) + 1
+    }
+
+    /// Publishes group `gid`'s next entry for age balancing (a no-op while balancing is off).
+    fn publish_next(&self, gid: usize, core: &GroupCore<Entry<H::Conn>, Arc<WorkerSlot>>) {
+        if self.balance_us.load(Ordering::Relaxed) != 0 {
+            let v = core.next_since().map_or(0, |t| self.stamp(t));
+            self.groups[gid].next_since.store(v, Ordering::Relaxed);
+        }
+    }
+
     /// Claims the connections behind `events` (Idle → Queued) for group `gid`.
     fn claim(&self, gid: usize, events: &Events) -> Vec<(Entry<H::Conn>, Prio, bool, bool)> {
         let mut out = Vec::with_capacity(events.len());
@@ -1146,7 +1231,10 @@ impl<H: Handler> Shared<H> {
                     }
                     return Some(e);
                 }
-                AfterPoll::Listen => self.after_queue(gid, &mut inner.core),
+                AfterPoll::Listen => {
+                    self.publish_next(gid, &inner.core);
+                    self.after_queue(gid, &mut inner.core)
+                }
             }
         }
     }

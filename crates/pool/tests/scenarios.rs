@@ -637,6 +637,79 @@ fn work_stealing_between_groups() {
     }
 }
 
+/// Age balancing: when both groups are busy, a worker of one group takes the other group's next
+/// entry if it has waited longer by more than `balance`. Group 0 is held at its cap (1) by a
+/// long spinner with two fast commands queued behind it; group 1 runs a shorter spinner and then
+/// has two younger fast commands queued. With balancing, group 1's worker runs group 0's older
+/// commands first, when its spinner ends; without it they wait for group 0's spinner.
+#[test]
+fn balancing_takes_the_older_entry_of_a_busy_group() {
+    for balance in [Duration::ZERO, ms(50)] {
+        let mut cfg = config(2);
+        cfg.stall_limit = Duration::from_secs(10);
+        cfg.linger = Duration::ZERO;
+        cfg.balance = balance;
+        let srv = Server::start(cfg);
+        let clients: Vec<_> = (0..6).map(|_| srv.connect()).collect();
+        let ids: Vec<u64> = clients.iter().map(|c| c.id).collect();
+        srv.wait_for(ms(5000), |_| {
+            ids.iter()
+                .all(|id| srv.pool.connection_state(*id) == Some(ConnState::Idle))
+        });
+        let (mut g1, mut g0): (Vec<_>, Vec<_>) = clients.into_iter().partition(|c| c.id % 2 == 1);
+        assert_eq!((g0.len(), g1.len()), (3, 3));
+        g0[0].send("spin 1500");
+        srv.wait_for(ms(5000), |_| {
+            srv.pool.connection_state(g0[0].id) == Some(ConnState::Running)
+        });
+        g1[0].send("spin 400");
+        srv.wait_for(ms(5000), |_| {
+            srv.pool.connection_state(g1[0].id) == Some(ConnState::Running)
+        });
+        let t = Instant::now();
+        g0[1].send("echo a");
+        g0[2].send("echo b");
+        let s = srv.wait_for(ms(2000), |s| s.groups[0].queue_low == 2);
+        assert_eq!(s.groups[0].queue_low, 2, "{s:?}");
+        std::thread::sleep(ms(120));
+        g1[1].send("echo c");
+        g1[2].send("echo d");
+        let s = srv.wait_for(ms(2000), |s| s.groups[1].queue_low == 2);
+        assert_eq!(s.groups[1].queue_low, 2, "{s:?}");
+        assert_eq!(g0[1].read_line().as_deref(), Some("a"));
+        assert_eq!(g0[2].read_line().as_deref(), Some("b"));
+        let lat = t.elapsed();
+        assert_eq!(g1[1].read_line().as_deref(), Some("c"));
+        assert_eq!(g1[2].read_line().as_deref(), Some("d"));
+        let s = srv.stats();
+        if balance.is_zero() {
+            assert!(
+                lat >= ms(1200),
+                "without balancing they wait for group 0's spinner: {lat:?}; {:?}",
+                s.groups
+            );
+            assert_eq!(s.groups[0].counters.balanced, 0);
+        } else {
+            assert!(
+                lat < ms(1200),
+                "group 1's worker should have taken them after its 400 ms spin: {lat:?}; {:?}",
+                s.groups
+            );
+            assert_eq!(
+                s.groups[0].counters.balanced, 2,
+                "{:?}",
+                s.groups[0].counters
+            );
+            assert_eq!(
+                s.groups[1].counters.balanced, 0,
+                "group 1's entries were younger"
+            );
+        }
+        assert_eq!(g0[0].read_line().as_deref(), Some("spun"));
+        assert_eq!(g1[0].read_line().as_deref(), Some("spun"));
+    }
+}
+
 /// Stress for the steal path: many rounds of "spinner at the cap + fast command" in group 0
 /// while group 1's connections keep its lock busy (a chatty client) and the timer and stats
 /// readers take every group lock. Each fast command must be stolen well before the spinner

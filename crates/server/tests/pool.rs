@@ -142,6 +142,25 @@ fn basic_queries_prepared_statements_status_and_tables() {
         err_of(c.query_drop("SET GLOBAL thread_pool_linger_threads = 0")),
         1231
     );
+    // Age balancing: 2000 µs by default, 0 turns it off; its counter is a status row.
+    let v: Option<i64> = c
+        .query_first("SELECT @@global.thread_pool_balance_usec")
+        .unwrap();
+    assert_eq!(v, Some(2000));
+    c.query_drop("SET GLOBAL thread_pool_balance_usec = 0")
+        .unwrap();
+    let v: Option<i64> = c
+        .query_first("SELECT @@global.thread_pool_balance_usec")
+        .unwrap();
+    assert_eq!(v, Some(0));
+    assert_eq!(
+        err_of(c.query_drop("SET SESSION thread_pool_balance_usec = 5")),
+        1229
+    );
+    let row: Option<(String, u64)> = c
+        .query_first("SHOW GLOBAL STATUS LIKE 'Threadpool_balanced'")
+        .unwrap();
+    assert!(row.is_some());
     let v: Option<i64> = c.query_first("SELECT 41 + 1").unwrap();
     assert_eq!(v, Some(42));
     // A transaction works under the pool (high priority path).
@@ -206,7 +225,7 @@ fn flush_resets_thread_pool_stats_waits_and_latency() {
             max.iter().any(|&us| us >= 150_000)
         },
     );
-    assert_eq!(err_of(c.query_drop("FLUSH STATUS")), 1235);
+    assert_eq!(err_of(c.query_drop("FLUSH PRIVILEGES")), 1235);
     assert_eq!(err_of(c.query_drop("FLUSH THREAD_POOL_GROUPS")), 1064);
 }
 

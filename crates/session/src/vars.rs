@@ -375,6 +375,7 @@ fn defs() -> Vec<VarDef> {
         d("thread_pool_linger_usec", u(0, 60_000_000), Global, true, V::UInt(2000)),
         d("thread_pool_linger_threads", u(1, 65536), Global, true, V::UInt(16)),
         d("thread_pool_work_stealing", Bool, Global, true, V::Bool(false)),
+        d("thread_pool_balance_usec", u(0, 60_000_000), Global, true, V::UInt(2000)),
         d("thread_pool_exact_stats", Bool, Global, false, V::Bool(true)),
         d("thread_pool_priority", Enum(&["high", "low", "auto"]), Both, true, s("auto")),
         d("timestamp", Double { min: 0.0, max: 2147483647.0 }, Session, true, V::Double(0.0)),

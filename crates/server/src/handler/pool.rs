@@ -253,6 +253,11 @@ pub fn config_from_server(server: &Server) -> Config {
             "thread_pool_linger_threads",
             d.linger_threads as u64,
         ) as usize,
+        balance: Duration::from_micros(var_u64(
+            server,
+            "thread_pool_balance_usec",
+            d.balance.as_micros() as u64,
+        )),
         thread_name: "shoal-pool".into(),
     }
 }
@@ -299,6 +304,10 @@ fn apply_variable(pool: &Pool<ServerHandler>, name: &str, v: &VarValue) {
             pool.set_linger_threads(v.as_u64() as usize);
             Ok(())
         }
+        "thread_pool_balance_usec" => {
+            pool.set_balance(Duration::from_micros(v.as_u64()));
+            Ok(())
+        }
         _ => Ok(()),
     };
     if let Err(e) = res {
@@ -331,6 +340,7 @@ pub fn status_rows(st: &PoolStats) -> Vec<(String, String)> {
         c.creations_refused += x.creations_refused;
         c.migrations_in += x.migrations_in;
         c.steals += x.steals;
+        c.balanced += x.balanced;
         c.lingers += x.lingers;
         c.linger_hits += x.linger_hits;
     }
@@ -372,6 +382,7 @@ pub fn status_rows(st: &PoolStats) -> Vec<(String, String)> {
         ("Threadpool_cap_bypasses", c.cap_bypasses),
         ("Threadpool_migrations", c.migrations_in),
         ("Threadpool_steals", c.steals),
+        ("Threadpool_balanced", c.balanced),
         ("Threadpool_lingers", c.lingers),
         ("Threadpool_linger_hits", c.linger_hits),
     ];

@@ -132,7 +132,8 @@
 //! above: it releases its own lock before it locks the other group. The taken entry runs like
 //! a stolen one, and a lock holder's forced entry is never taken (its thread may be on the
 //! way). Every group's concurrency stays under its own cap. The same run with balancing had
-//! medians of 140 and 136 ms. Counter: `balanced` (the group taken from).
+//! medians of 140 and 136 ms, and the pool's p99 over four A B B A rounds fell by about 15 %
+//! (docs/PERFORMANCE.md, "Fifth pass"). Counter: `balanced` (the group taken from).
 //!
 //! ## The lock-holder guarantee (no pool-wide deadlock)
 //!

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# One pool-of-threads run at N connections on the datadir of scripts/handler-ab.sh, then the
+# pool's per-group view over the run's last 2 seconds: THREAD_POOL_LATENCY (queueing and
+# execution percentiles, reset 2 s before the end), THREAD_POOL_GROUPS and Threadpool_balanced.
+# Shows whether the groups wait alike (docs/PERFORMANCE.md, "Fifth pass").
+#
+#   scripts/pool-groups.sh 2048 --innodb-buffer-pool-size=11M                  (I/O-bound)
+#   scripts/pool-groups.sh 2048 --innodb-buffer-pool-size=11M --thread-pool-balance-usec=0
+set -euo pipefail
+TARGET=${CARGO_TARGET_DIR:-/var/tmp/shoal-target}
+SHOAL=${SHOAL:-$TARGET/release/shoal}
+BENCH=${BENCH:-$TARGET/release/shoal-bench}
+W=${WORK:-/var/tmp/shoal-handler-ab}; P=${PORT:-33811}; TIME=${TIME:-15}
+BENCH_EXTRA=${BENCH_EXTRA:---client-threads=2}
+n=${1:?connections}; shift
+[ -d "$W/data" ] || { echo "no datadir: run scripts/handler-ab.sh once first"; exit 1; }
+[ "$TIME" -ge 4 ] || { echo "TIME must be at least 4"; exit 1; }
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+"$SHOAL" --port=$P --socket=$W/sock --datadir=$W/data --thread-handling=pool-of-threads \
+  --max-connections=6000 --max-prepared-stmt-count=4000000 --innodb-buffer-pool-size=1G \
+  --innodb-flush-method=O_DIRECT "$@" >>$W/log 2>&1 &
+S=$!
+trap 'kill $S 2>/dev/null || true; wait $S 2>/dev/null || true' EXIT
+for _ in $(seq 300); do mariadb -h127.0.0.1 -P$P -uroot -e 'SELECT 1' >/dev/null 2>&1 && break; sleep 0.2; done
+# shellcheck disable=SC2086
+"$BENCH" run oltp_point_select --mysql-host=127.0.0.1 --mysql-port=$P --mysql-user=root \
+  --mysql-db=sbtest --tables=8 --table-size=50000 --threads="$n" --time="$TIME" --warmup-time=4 \
+  --client-nice=-10 --connect-concurrency=128 $BENCH_EXTRA >"$W/groups-bench.txt" 2>&1 &
+B=$!
+sleep $((TIME + 4 - 2))
+mariadb -h127.0.0.1 -P$P -uroot -e 'FLUSH THREAD_POOL_LATENCY'
+sleep 1.5
+mariadb -h127.0.0.1 -P$P -uroot -e "SELECT * FROM information_schema.THREAD_POOL_LATENCY;
+  SELECT * FROM information_schema.THREAD_POOL_GROUPS;
+  SHOW GLOBAL STATUS LIKE 'Threadpool_balanced'"
+wait $B || true
+grep -E 'transactions:|95th|99th' "$W/groups-bench.txt"

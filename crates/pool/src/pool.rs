@@ -1022,8 +1022,11 @@ impl<H: Handler> Shared<H> {
                         if self.histograms.load(Ordering::Relaxed) {
                             let _ = o.queue_hist.record(us(*qt));
                         }
-                        self.publish_next(v, &o.core);
                     }
+                    // Also after a futile look: a stamp left stale by a path that does not
+                    // publish (a steal, a kill, a drain) is corrected here, once, instead of
+                    // drawing every later dequeue of this group into the same futile lock.
+                    self.publish_next(v, &o.core);
                     t
                 };
                 inner = group.lock();

@@ -26,6 +26,9 @@ fn randomized_clients_leave_no_trace() {
     cfg.idle_timeout = Duration::from_millis(300);
     cfg.max_threads = 10;
     cfg.prio_kickup_timer = Duration::from_millis(100);
+    // A small balancing margin, so that age balancing's cross-group takes (and its futile
+    // looks) run amid the kills and abrupt disconnects too.
+    cfg.balance = Duration::from_micros(100);
     let srv = Arc::new(Server::start(cfg));
     let live: Arc<Mutex<HashSet<u64>>> = Arc::default();
     let end = Instant::now() + Duration::from_secs(4);
@@ -138,6 +141,8 @@ fn randomized_clients_leave_no_trace() {
     assert!(s.threads <= 3, "{} threads left", s.threads);
     let waits: u64 = s.waits.iter().sum();
     assert!(waits > 0);
+    let balanced: u64 = s.groups.iter().map(|g| g.counters.balanced).sum();
+    assert!(balanced > 0, "age balancing never ran: {:?}", s.groups);
 
     let srv = Arc::try_unwrap(srv).ok().expect("sole owner");
     drop(srv); // stops the acceptor, shuts the pool down, joins every thread

@@ -132,8 +132,8 @@ impl Context for RowCtx<'_> {
 pub enum ExecOutput {
     /// A result set.
     Rows {
-        /// Column descriptions.
-        columns: Vec<crate::convert::ColumnInfo>,
+        /// Column descriptions (shared with the prepared plan that produced them).
+        columns: std::sync::Arc<[crate::convert::ColumnInfo]>,
         /// Rows.
         rows: Vec<Vec<Value>>,
     },

@@ -134,13 +134,17 @@ pub struct Plan {
     pub stmt: TableStmt,
     /// Number of `?` placeholders.
     pub param_count: usize,
-    /// Result columns (empty for statements that return an OK packet).
-    pub columns: Vec<ColumnInfo>,
+    /// Result columns (empty for statements that return an OK packet). Shared with every
+    /// result set this plan produces (no per-execution copy of the descriptions).
+    pub columns: Arc<[ColumnInfo]>,
     /// Database the statement's unqualified tables resolve to (the current db at prepare).
     pub db: Option<String>,
     /// The table definition the access path was chosen for, and the path. Re-chosen at
     /// execution if the table was altered since.
     access: Option<(Arc<TableDef>, Access)>,
+    /// Column names of `access`'s table definition, for SELECT's expression evaluation (built
+    /// once here instead of at every execution).
+    names: Vec<String>,
 }
 
 impl Plan {
@@ -338,13 +342,20 @@ impl TableSession {
             }
             _ => {}
         }
+        let names = access
+            .as_ref()
+            .map(|(def, _): &(Arc<TableDef>, Access)| {
+                def.columns.iter().map(|c| c.name.clone()).collect()
+            })
+            .unwrap_or_default();
         Ok(Arc::new(Plan {
             sql: sql.to_string(),
             stmt,
             param_count,
-            columns,
+            columns: columns.into(),
             db,
             access,
+            names,
         }))
     }
 
@@ -383,7 +394,7 @@ impl TableSession {
                     .ok_or(SqlError::NoDatabase)?;
                 if is_info_schema(&d) {
                     return Ok(ExecOutput::Rows {
-                        columns: vec![ColumnInfo::text("Tables_in_information_schema")],
+                        columns: vec![ColumnInfo::text("Tables_in_information_schema")].into(),
                         rows: ["COLUMNS", "SCHEMATA", "TABLES"]
                             .iter()
                             .map(|t| vec![Value::Str(t.to_string())])
@@ -584,7 +595,9 @@ fn current_access(
     let d = resolve_db(t, &plan.db)?;
     let def = store.table(&d, &t.name).map_err(store_err)?;
     if let Some((old, a)) = &plan.access {
-        if **old == *def {
+        // The catalog hands out the same `Arc` until the table is altered: compare pointers
+        // before the definitions.
+        if Arc::ptr_eq(old, &def) || **old == *def {
             return Ok((def, a.clone()));
         }
     }
@@ -612,8 +625,15 @@ fn run_dml(
                 });
             }
             let (def, access) = current_access(store, plan, &sel.table, sel.filter.as_ref())?;
-            let names: Vec<String> = def.columns.iter().map(|c| c.name.clone()).collect();
-            let rows = ex.select(sel, Source::Table(&def, &access), &names)?;
+            let fresh: Vec<String>;
+            let names: &[String] = match &plan.access {
+                Some((old, _)) if Arc::ptr_eq(old, &def) => &plan.names,
+                _ => {
+                    fresh = def.columns.iter().map(|c| c.name.clone()).collect();
+                    &fresh
+                }
+            };
+            let rows = ex.select(sel, Source::Table(&def, &access), names)?;
             Ok(ExecOutput::Rows {
                 columns: plan.columns.clone(),
                 rows,

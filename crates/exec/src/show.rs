@@ -20,7 +20,7 @@ fn s(v: &str) -> Value {
 
 fn rows_out(cols: Vec<ColumnInfo>, rows: Vec<Vec<Value>>) -> ExecOutput {
     ExecOutput::Rows {
-        columns: cols,
+        columns: cols.into(),
         rows,
     }
 }

@@ -1416,8 +1416,8 @@ impl Session {
         sel: &shoal_sql::ast::Select,
     ) -> Option<crate::hooks::VirtualTableFn> {
         let t = sel.from.as_ref()?;
-        let db = t.db.clone().or_else(|| self.db.clone())?;
-        self.server.hooks().virtual_table(&db, &t.name)
+        let db = t.db.as_deref().or(self.db.as_deref())?;
+        self.server.hooks().virtual_table(db, &t.name)
     }
 
     fn show(&mut self, kind: &ShowKind, filter: &ShowFilter) -> Result<Response, SqlError> {

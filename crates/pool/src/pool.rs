@@ -107,6 +107,9 @@ struct WorkerSlot {
     /// list: [`WAKE_ACTIVE`] (counted active), [`WAKE_STEAL`] (counted active, steal first) or
     /// [`WAKE_LISTEN`] (made the listener).
     wake: AtomicU8,
+    /// Age balancing's turn: which other group this worker looks at next (only its own
+    /// thread touches it).
+    balance_turn: AtomicUsize,
 }
 
 const WAKE_NONE: u8 = 0;
@@ -933,6 +936,7 @@ impl<H: Handler> Shared<H> {
         let slot = Arc::new(WorkerSlot {
             cv: Condvar::new(),
             wake: AtomicU8::new(WAKE_NONE),
+            balance_turn: AtomicUsize::new(0),
         });
         let obs = Arc::new(Observer {
             shared: self.clone(),
@@ -982,8 +986,6 @@ impl<H: Handler> Shared<H> {
         let mut tried_steal = false;
         // Woken as a thief: steal before taking our own group's listener role.
         let mut steal_first = false;
-        // Which other group age balancing looks at next (one per dequeue, in turn).
-        let mut rotation = gid;
         if let Some(d) = exec {
             if self.histograms.load(Ordering::Relaxed) {
                 let _ = inner.exec_hist.record(us(d));
@@ -1013,7 +1015,7 @@ impl<H: Handler> Shared<H> {
                 continue;
             }
             // Age balancing: another group's next entry may have waited longer than ours.
-            if let Some((v, older_than)) = self.balance_target(gid, &inner.core, &mut rotation) {
+            if let Some((v, older_than)) = self.balance_target(gid, &inner.core, slot) {
                 drop(inner);
                 let taken = {
                     let mut o = self.groups[v].lock();
@@ -1146,7 +1148,7 @@ impl<H: Handler> Shared<H> {
         &self,
         gid: usize,
         core: &GroupCore<Entry<H::Conn>, Arc<WorkerSlot>>,
-        rotation: &mut usize,
+        slot: &WorkerSlot,
     ) -> Option<(usize, Instant)> {
         let margin = self.balance_us.load(Ordering::Relaxed);
         let size = self.size.load(Ordering::Relaxed);
@@ -1154,11 +1156,10 @@ impl<H: Handler> Shared<H> {
             return None;
         }
         let own = core.next_since()?;
-        *rotation = (*rotation + 1) % size;
-        if *rotation == gid {
-            *rotation = (*rotation + 1) % size;
-        }
-        let v = *rotation;
+        // The worker's own turn counter (it outlives `get_event` calls): 1..size-1 added to
+        // `gid`, so every other group gets looked at, not only the next one.
+        let turn = slot.balance_turn.fetch_add(1, Ordering::Relaxed);
+        let v = (gid + 1 + turn % (size - 1)) % size;
         let theirs = self.groups[v].next_since.load(Ordering::Relaxed);
         let own_stamp = self.stamp(own);
         if theirs == 0 || theirs.saturating_add(margin) >= own_stamp {

@@ -637,26 +637,31 @@ fn work_stealing_between_groups() {
     }
 }
 
-/// Age balancing: when both groups are busy, a worker of one group takes the other group's next
+/// Age balancing: when both groups are busy, a worker of one group takes another group's next
 /// entry if it has waited longer by more than `balance`. Group 0 is held at its cap (1) by a
 /// long spinner with two fast commands queued behind it; group 1 runs a shorter spinner and then
 /// has two younger fast commands queued. With balancing, group 1's worker runs group 0's older
-/// commands first, when its spinner ends; without it they wait for group 0's spinner.
+/// commands before group 0's spinner ends; without it they wait for that spinner. With three
+/// groups, group 0 is not the group 1 worker's only peer (the idle group 2 is the other): the
+/// worker's turn must move on across its looks for work (it once restarted at the next group
+/// on every look, so a worker only ever balanced with its neighbour: group 2 here).
 #[test]
 fn balancing_takes_the_older_entry_of_a_busy_group() {
-    for balance in [Duration::ZERO, ms(50)] {
-        let mut cfg = config(2);
+    for (size, balance) in [(2, Duration::ZERO), (2, ms(50)), (3, ms(50))] {
+        let mut cfg = config(size);
         cfg.stall_limit = Duration::from_secs(10);
         cfg.linger = Duration::ZERO;
         cfg.balance = balance;
         let srv = Server::start(cfg);
-        let clients: Vec<_> = (0..6).map(|_| srv.connect()).collect();
+        let clients: Vec<_> = (0..3 * size).map(|_| srv.connect()).collect();
         let ids: Vec<u64> = clients.iter().map(|c| c.id).collect();
         srv.wait_for(ms(5000), |_| {
             ids.iter()
                 .all(|id| srv.pool.connection_state(*id) == Some(ConnState::Idle))
         });
-        let (mut g1, mut g0): (Vec<_>, Vec<_>) = clients.into_iter().partition(|c| c.id % 2 == 1);
+        let group = |c: &common::Client| (c.id % size as u64) as usize;
+        let (mut g0, rest): (Vec<_>, Vec<_>) = clients.into_iter().partition(|c| group(c) == 0);
+        let mut g1: Vec<_> = rest.into_iter().filter(|c| group(c) == 1).collect();
         assert_eq!((g0.len(), g1.len()), (3, 3));
         g0[0].send("spin 1500");
         srv.wait_for(ms(5000), |_| {
@@ -677,6 +682,7 @@ fn balancing_takes_the_older_entry_of_a_busy_group() {
         let s = srv.wait_for(ms(2000), |s| s.groups[1].queue_low == 2);
         assert_eq!(s.groups[1].queue_low, 2, "{s:?}");
         assert_eq!(g0[1].read_line().as_deref(), Some("a"));
+        let lat_a = t.elapsed();
         assert_eq!(g0[2].read_line().as_deref(), Some("b"));
         let lat = t.elapsed();
         assert_eq!(g1[1].read_line().as_deref(), Some("c"));
@@ -689,14 +695,34 @@ fn balancing_takes_the_older_entry_of_a_busy_group() {
                 s.groups
             );
             assert_eq!(s.groups[0].counters.balanced, 0);
-        } else {
+        } else if size == 2 {
+            // Group 1's worker looks at group 0 before each of its own two entries.
             assert!(
                 lat < ms(1200),
-                "group 1's worker should have taken them after its 400 ms spin: {lat:?}; {:?}",
+                "group 1's worker should have taken both after its 400 ms spin: {lat:?}; {:?}",
                 s.groups
             );
             assert_eq!(
                 s.groups[0].counters.balanced, 2,
+                "{:?}",
+                s.groups[0].counters
+            );
+            assert_eq!(
+                s.groups[1].counters.balanced, 0,
+                "group 1's entries were younger"
+            );
+        } else {
+            // Two looks (one per own entry) cover both other groups, so group 0 gets at least
+            // one, whichever group the worker's turn starts at; the second look may fall on
+            // the idle group 2 and the worker's own queue is empty before a third.
+            assert!(
+                lat_a < ms(1200),
+                "3 groups: group 1's worker should have taken 'a' after its 400 ms spin: \
+                 {lat_a:?}; {:?}",
+                s.groups
+            );
+            assert!(
+                s.groups[0].counters.balanced >= 1,
                 "{:?}",
                 s.groups[0].counters
             );

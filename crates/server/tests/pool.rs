@@ -36,6 +36,11 @@ fn conn(s: &Shoal) -> mysql::Conn {
     mysql::Conn::new(s.mysql_opts()).expect("connect")
 }
 
+/// `@@global.<name>` as an integer.
+fn global_int(c: &mut mysql::Conn, name: &str) -> Option<i64> {
+    c.query_first(format!("SELECT @@global.{name}")).unwrap()
+}
+
 fn err_of<T: std::fmt::Debug>(r: mysql::Result<T>) -> u16 {
     match r {
         Err(mysql::Error::MySqlError(e)) => e.code,
@@ -134,25 +139,16 @@ fn basic_queries_prepared_statements_status_and_tables() {
         .unwrap();
     c.query_drop("SET GLOBAL thread_pool_linger_threads = 8")
         .unwrap();
-    let v: Option<i64> = c
-        .query_first("SELECT @@global.thread_pool_linger_threads")
-        .unwrap();
-    assert_eq!(v, Some(8));
+    assert_eq!(global_int(&mut c, "thread_pool_linger_threads"), Some(8));
     assert_eq!(
         err_of(c.query_drop("SET GLOBAL thread_pool_linger_threads = 0")),
         1231
     );
     // Age balancing: 2000 µs by default, 0 turns it off; its counter is a status row.
-    let v: Option<i64> = c
-        .query_first("SELECT @@global.thread_pool_balance_usec")
-        .unwrap();
-    assert_eq!(v, Some(2000));
+    assert_eq!(global_int(&mut c, "thread_pool_balance_usec"), Some(2000));
     c.query_drop("SET GLOBAL thread_pool_balance_usec = 0")
         .unwrap();
-    let v: Option<i64> = c
-        .query_first("SELECT @@global.thread_pool_balance_usec")
-        .unwrap();
-    assert_eq!(v, Some(0));
+    assert_eq!(global_int(&mut c, "thread_pool_balance_usec"), Some(0));
     assert_eq!(
         err_of(c.query_drop("SET SESSION thread_pool_balance_usec = 5")),
         1229

@@ -1158,10 +1158,11 @@ impl Session {
         }
     }
 
-    /// `FLUSH option, ...`: the options registered by other subsystems (the thread pool's
-    /// `THREAD_POOL_STATS`, `THREAD_POOL_WAITS`, `THREAD_POOL_LATENCY`) are reset; MySQL's own
-    /// options are not implemented and say so (1235); anything else is a syntax error, as in
-    /// MariaDB. Every option is checked before any is run, so a bad list changes nothing.
+    /// `FLUSH option, ...`: `STATUS` (also `GLOBAL STATUS`) resets the server's counters
+    /// ([`Server::flush_status`]); the options registered by other subsystems (the thread
+    /// pool's `THREAD_POOL_STATS`, `THREAD_POOL_WAITS`, `THREAD_POOL_LATENCY`) are reset; MySQL's
+    /// other options are not implemented and say so (1235); anything else is a syntax error, as
+    /// in MariaDB. Every option is checked before any is run, so a bad list changes nothing.
     fn flush(&mut self, options: &[String]) -> Result<Response, SqlError> {
         self.require_super("RELOAD")?;
         /// First words of the FLUSH options MySQL and MariaDB define.

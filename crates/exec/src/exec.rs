@@ -232,7 +232,7 @@ fn mark_columns(e: &Expr, names: &[String], mask: &mut [bool]) {
 /// Which of the source's columns a SELECT reads (`None`: all, e.g. `SELECT *`). Columns it
 /// never mentions are not converted from storage values (sysbench's `SELECT c ...` ranges skip
 /// the 60-byte `pad` and the rest; `SUM(k)` skips both strings).
-fn needed_columns(sel: &SelectStmt, names: &[String]) -> Option<Vec<bool>> {
+pub(crate) fn needed_columns(sel: &SelectStmt, names: &[String]) -> Option<Vec<bool>> {
     if sel.items.iter().any(|i| matches!(i, ProjItem::Star)) {
         return None;
     }
@@ -513,8 +513,9 @@ struct Groups {
 
 /// Where SELECT rows come from.
 pub enum Source<'t> {
-    /// A stored table, read through an access path.
-    Table(&'t TableDef, &'t Access),
+    /// A stored table, read through an access path, converting only the columns marked in the
+    /// mask (parallel to the names; `None`: all), as [`needed_columns`] computes it.
+    Table(&'t TableDef, &'t Access, Option<&'t [bool]>),
     /// Materialised rows (information_schema).
     Rows(Vec<Vec<Value>>),
 }
@@ -649,15 +650,14 @@ impl Exec<'_> {
                 }
             };
             match source {
-                Source::Table(t, access) => {
-                    let needed = needed_columns(sel, names);
+                Source::Table(t, access, needed) => {
                     self.scan(
                         t,
                         access,
                         sel.lock,
                         sel.filter.as_ref(),
                         names,
-                        needed.as_deref(),
+                        needed,
                         &mut |ev, _, vals| take(ev, vals),
                     )?;
                 }

@@ -145,6 +145,8 @@ pub struct Plan {
     /// Column names of `access`'s table definition, for SELECT's expression evaluation (built
     /// once here instead of at every execution).
     names: Vec<String>,
+    /// The columns of `names` a SELECT reads (`None`: all), computed once here.
+    needed: Option<Vec<bool>>,
 }
 
 impl Plan {
@@ -342,12 +344,16 @@ impl TableSession {
             }
             _ => {}
         }
-        let names = access
+        let names: Vec<String> = access
             .as_ref()
             .map(|(def, _): &(Arc<TableDef>, Access)| {
                 def.columns.iter().map(|c| c.name.clone()).collect()
             })
             .unwrap_or_default();
+        let needed = match &stmt {
+            TableStmt::Select(sel) if access.is_some() => crate::exec::needed_columns(sel, &names),
+            _ => None,
+        };
         Ok(Arc::new(Plan {
             sql: sql.to_string(),
             stmt,
@@ -356,6 +362,7 @@ impl TableSession {
             db,
             access,
             names,
+            needed,
         }))
     }
 
@@ -626,14 +633,16 @@ fn run_dml(
             }
             let (def, access) = current_access(store, plan, &sel.table, sel.filter.as_ref())?;
             let fresh: Vec<String>;
-            let names: &[String] = match &plan.access {
-                Some((old, _)) if Arc::ptr_eq(old, &def) => &plan.names,
+            let fresh_needed: Option<Vec<bool>>;
+            let (names, needed): (&[String], Option<&[bool]>) = match &plan.access {
+                Some((old, _)) if Arc::ptr_eq(old, &def) => (&plan.names, plan.needed.as_deref()),
                 _ => {
                     fresh = def.columns.iter().map(|c| c.name.clone()).collect();
-                    &fresh
+                    fresh_needed = crate::exec::needed_columns(sel, &fresh);
+                    (&fresh, fresh_needed.as_deref())
                 }
             };
-            let rows = ex.select(sel, Source::Table(&def, &access), names)?;
+            let rows = ex.select(sel, Source::Table(&def, &access, needed), names)?;
             Ok(ExecOutput::Rows {
                 columns: plan.columns.clone(),
                 rows,

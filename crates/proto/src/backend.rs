@@ -6,6 +6,8 @@
 //! Errors cross this seam as [`ErrorInfo`]: a MySQL error code, SQLSTATE and message, already
 //! mapped from the typed errors of the layer that raised them.
 
+use std::sync::Arc;
+
 use mysql_common::constants::{ColumnFlags, ColumnType};
 use mysql_common::value::Value;
 
@@ -127,8 +129,9 @@ pub struct OkInfo {
 /// A fully materialised result set.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ResultSet {
-    /// Column definitions, in order.
-    pub columns: Vec<Column>,
+    /// Column definitions, in order. Shared: a prepared statement's result sets all point at
+    /// the descriptions converted once at PREPARE instead of copying them per execution.
+    pub columns: Arc<[Column]>,
     /// Rows; each has exactly `columns.len()` values. `Value::NULL` is SQL NULL. Text values
     /// are `Value::Bytes`; the protocol renders every value as text for the text protocol and
     /// by its column type for the binary protocol.

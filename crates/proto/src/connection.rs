@@ -479,7 +479,7 @@ impl<B: Backend> Connection<B> {
         let mut count = Vec::new();
         put_lenenc_int(&mut count, rs.columns.len() as u64);
         self.send(&count);
-        for c in &rs.columns {
+        for c in rs.columns.iter() {
             let def = self.column_def(c, false);
             self.send(&def);
         }
@@ -506,7 +506,7 @@ impl<B: Backend> Connection<B> {
                 row.push(0);
                 let bitmap_at = row.len();
                 row.resize(bitmap_at + (rs.columns.len() + 9) / 8, 0);
-                for (i, (v, c)) in values.iter().zip(&rs.columns).enumerate() {
+                for (i, (v, c)) in values.iter().zip(rs.columns.iter()).enumerate() {
                     if matches!(v, Value::NULL) {
                         row[bitmap_at + (i + 2) / 8] |= 1 << ((i + 2) % 8);
                         continue;
@@ -525,7 +525,7 @@ impl<B: Backend> Connection<B> {
                     }
                 }
             } else {
-                for (v, c) in values.iter().zip(&rs.columns) {
+                for (v, c) in values.iter().zip(rs.columns.iter()) {
                     match text_of(v, c.column_type, c.decimals) {
                         None => row.push(0xFB),
                         Some(t) => put_lenenc_bytes(&mut row, &t),

@@ -105,8 +105,8 @@ pub struct ProcessInfo {
     pub since: Instant,
     /// State column (`executing`, `User sleep`, ``).
     pub state: &'static str,
-    /// Statement text being executed.
-    pub text: Option<String>,
+    /// Statement text being executed (shared with the statement: setting it copies nothing).
+    pub text: Option<Arc<str>>,
 }
 
 impl ProcessEntry {

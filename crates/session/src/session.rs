@@ -184,8 +184,8 @@ pub struct Session {
     /// User variables, keyed by lower-case name.
     user_vars: HashMap<String, Value>,
     /// Prepared statements by protocol id (shared: each execution takes a reference, not a
-    /// copy of the text and statement).
-    prepared: HashMap<u32, Arc<Prepared>>,
+    /// copy of the text, statement, plan or column descriptions).
+    prepared: HashMap<u32, Arc<Stmt>>,
     /// LAST_INSERT_ID().
     last_insert_id: u64,
     /// Diagnostics of the last statement (SHOW WARNINGS / ERRORS).
@@ -202,12 +202,25 @@ pub struct Session {
     /// Table statements and transactions (created at first use when the server has a table
     /// engine).
     table: Option<TableSession>,
-    /// Table plans of prepared statements, by protocol id (prepared once, executed many times).
-    plans: HashMap<u32, Arc<Plan>>,
-    /// Text of the statement being run (table statements are handed to the engine as text).
-    cur_sql: String,
-    /// Plan of the prepared statement being executed, if it is a table statement.
-    cur_plan: Option<Arc<Plan>>,
+    /// Text of the statement being run (table statements without a plan are handed to the
+    /// engine as text).
+    cur_sql: Arc<str>,
+    /// The prepared statement being executed (its plan and protocol columns), if any.
+    cur_stmt: Option<Arc<Stmt>>,
+}
+
+/// A prepared statement as a session keeps it: everything an execution needs, built once at
+/// PREPARE, so that an execution touches one map entry and copies nothing.
+struct Stmt {
+    /// The statement's text (process list; the table engine's input when there is no plan).
+    text: Arc<str>,
+    /// The session parser's form of the statement.
+    prepared: Prepared,
+    /// The table engine's plan, for a table statement.
+    plan: Option<Arc<Plan>>,
+    /// `plan`'s result columns in protocol form: every result set of this statement shares
+    /// them (compared by pointer with the columns the executor returns).
+    columns: Arc<[Column]>,
 }
 
 fn now_datetime() -> DateTime {
@@ -320,7 +333,7 @@ fn from_proto_value(v: &PValue) -> Value {
 
 /// Converts a materialised result into the protocol's result set.
 pub fn to_result_set(r: QueryResult, warnings: u16) -> ResultSet {
-    let columns: Vec<Column> = r
+    let columns: Arc<[Column]> = r
         .columns
         .iter()
         .enumerate()
@@ -361,14 +374,9 @@ fn exec_column(c: &shoal_exec::ColumnInfo) -> Column {
 /// Converts the engine's output into a protocol response.
 fn exec_response(out: ExecOutput) -> Response {
     match out {
-        ExecOutput::Rows { columns, rows } => Response::Rows(ResultSet {
-            columns: columns.iter().map(exec_column).collect(),
-            rows: rows
-                .into_iter()
-                .map(|r| r.into_iter().map(to_proto_value).collect())
-                .collect(),
-            warnings: 0,
-        }),
+        ExecOutput::Rows { columns, rows } => {
+            rows_response(columns.iter().map(exec_column).collect(), rows)
+        }
         ExecOutput::Ok {
             affected_rows,
             last_insert_id,
@@ -381,6 +389,18 @@ fn exec_response(out: ExecOutput) -> Response {
             info,
         }),
     }
+}
+
+/// A result set of `columns` and the engine's `rows`.
+fn rows_response(columns: Arc<[Column]>, rows: Vec<Vec<Value>>) -> Response {
+    Response::Rows(ResultSet {
+        columns,
+        rows: rows
+            .into_iter()
+            .map(|r| r.into_iter().map(to_proto_value).collect())
+            .collect(),
+        warnings: 0,
+    })
 }
 
 /// The Com_ counter of a table statement only the engine parses (by its first keyword).
@@ -543,9 +563,8 @@ impl Session {
             in_command: false,
             closed: false,
             table: None,
-            plans: HashMap::new(),
-            cur_sql: String::new(),
-            cur_plan: None,
+            cur_sql: Arc::from(""),
+            cur_stmt: None,
         }
     }
 
@@ -748,25 +767,38 @@ impl Session {
         Some(ts)
     }
 
-    /// Runs the current statement (`cur_plan`, else the text `cur_sql`) on the table engine.
+    /// Runs the current statement (`cur_stmt`'s plan, else the text `cur_sql`) on the table engine.
     fn run_table(&mut self, params: &[Value]) -> Result<Response, SqlError> {
         if self.table_session().is_none() {
             return Err(SqlError::Unsupported("tables (no storage engine)".into()));
         }
         let mut ts = self.table.take().expect("created above");
-        let plan = self.cur_plan.clone();
-        let sql = std::mem::take(&mut self.cur_sql);
-        let db = self.db.clone();
+        let stmt = self.cur_stmt.clone();
+        let plan = stmt.as_ref().and_then(|s| s.plan.as_ref());
         let r = {
-            let mut ctx = self.ctx(params);
-            match &plan {
-                Some(p) => ts.execute(p, params, &mut ctx),
-                None => ts.query(&sql, db.as_deref(), &mut ctx),
+            match plan {
+                Some(p) => {
+                    let mut ctx = self.ctx(params);
+                    ts.execute(p, params, &mut ctx)
+                }
+                None => {
+                    let sql = self.cur_sql.clone();
+                    let db = self.db.clone();
+                    let mut ctx = self.ctx(params);
+                    ts.query(&sql, db.as_deref(), &mut ctx)
+                }
             }
         };
         self.table = Some(ts);
-        self.cur_sql = sql;
-        r.map(exec_response)
+        r.map(|out| match (out, plan) {
+            // A prepared statement's rows: the columns converted at PREPARE, unless the
+            // executor returned other ones.
+            (ExecOutput::Rows { columns, rows }, Some(p)) if Arc::ptr_eq(&columns, &p.columns) => {
+                let s = stmt.as_ref().expect("plan comes from the statement");
+                rows_response(s.columns.clone(), rows)
+            }
+            (out, _) => exec_response(out),
+        })
     }
 
     /// Whether a table engine is plugged in.
@@ -774,10 +806,10 @@ impl Session {
         self.table.is_some() || self.server.table_engine().is_some()
     }
 
-    fn set_process_text(&self, text: Option<&str>) {
+    fn set_process_text(&self, text: Option<Arc<str>>) {
         let mut info = self.entry.info.lock().unwrap();
-        info.text = text.map(|t| t.to_string());
         info.state = if text.is_some() { "executing" } else { "" };
+        info.text = text;
     }
 
     /// Runs one statement and records its diagnostics.
@@ -1510,7 +1542,7 @@ impl Session {
                         let i = p.info.lock().unwrap().clone();
                         let text = i.text.map(|t| {
                             if *full {
-                                t
+                                t.to_string()
                             } else {
                                 t.chars().take(100).collect()
                             }
@@ -1641,9 +1673,10 @@ impl Session {
                 .counters
                 .questions
                 .fetch_add(1, Ordering::Relaxed);
-            self.set_process_text(Some(part));
-            self.cur_sql = part.to_string();
-            self.cur_plan = None;
+            let text: Arc<str> = Arc::from(part);
+            self.set_process_text(Some(text.clone()));
+            self.cur_sql = text;
+            self.cur_stmt = None;
             let r = match shoal_sql::parse(part) {
                 Ok(p) if p.params > 0 => Err(SqlError::Syntax("?".into())),
                 Ok(p) => self.run(&p.statement, &[]),
@@ -1830,7 +1863,6 @@ impl Backend for Session {
         if let Some(ts) = self.table.as_mut() {
             ts.rollback();
         }
-        self.plans.clear();
         self.user_vars.clear();
         let n = self.prepared.len() as u64;
         self.prepared.clear();
@@ -1874,7 +1906,7 @@ impl Backend for Session {
                     Err(te) if te.code() == 1064 => return Err(to_error_info(&e)),
                     Err(te) => return Err(to_error_info(&te)),
                 };
-                let columns = plan.columns.iter().map(exec_column).collect();
+                let columns: Arc<[Column]> = plan.columns.iter().map(exec_column).collect();
                 let params = plan.param_count as u16;
                 let kind = dml_kind(sql);
                 let prepared = Prepared {
@@ -1883,14 +1915,22 @@ impl Backend for Session {
                     params: plan.param_count,
                     columns: Vec::new(),
                 };
-                self.plans.insert(stmt_id, plan);
-                if self.prepared.insert(stmt_id, Arc::new(prepared)).is_none() {
+                let stmt = Stmt {
+                    text: Arc::from(sql),
+                    prepared,
+                    plan: Some(plan),
+                    columns: columns.clone(),
+                };
+                if self.prepared.insert(stmt_id, Arc::new(stmt)).is_none() {
                     self.server
                         .counters
                         .prepared_stmt_count
                         .fetch_add(1, Ordering::Relaxed);
                 }
-                return Ok(PrepareOk { params, columns });
+                return Ok(PrepareOk {
+                    params,
+                    columns: columns.to_vec(),
+                });
             }
             Err(e) => return Err(to_error_info(&e)),
         };
@@ -1901,7 +1941,7 @@ impl Backend for Session {
         };
         let mut columns: Vec<Column> = p.columns.iter().map(|c| column_of(c, &[])).collect();
         let mut params = p.params as u16;
-        self.plans.remove(&stmt_id);
+        let mut table_plan = None;
         if is_table && self.table_session().is_some() {
             let db = self.db.clone();
             let ts = self.table.as_mut().expect("created above");
@@ -1910,9 +1950,20 @@ impl Backend for Session {
                 .map_err(|e| to_error_info(&e))?;
             columns = plan.columns.iter().map(exec_column).collect();
             params = plan.param_count as u16;
-            self.plans.insert(stmt_id, plan);
+            table_plan = Some(plan);
         }
-        if self.prepared.insert(stmt_id, Arc::new(p)).is_none() {
+        let stmt = Stmt {
+            text: Arc::from(sql),
+            prepared: p,
+            // Only a plan's result sets use the converted columns.
+            columns: if table_plan.is_some() {
+                columns.clone().into()
+            } else {
+                Arc::from([])
+            },
+            plan: table_plan,
+        };
+        if self.prepared.insert(stmt_id, Arc::new(stmt)).is_none() {
             self.server
                 .counters
                 .prepared_stmt_count
@@ -1936,8 +1987,7 @@ impl Backend for Session {
                 ),
             )
         })?;
-        let plan = self.plans.get(&stmt_id).cloned();
-        let expected = plan.as_ref().map(|p| p.param_count).unwrap_or(p.params);
+        let expected = p.plan.as_ref().map_or(p.prepared.params, |p| p.param_count);
         if params.len() != expected {
             return Err(ErrorInfo::new(
                 1210,
@@ -1945,17 +1995,21 @@ impl Backend for Session {
                 "Incorrect arguments to mysqld_stmt_execute",
             ));
         }
-        self.set_process_text(Some(&p.sql));
-        self.cur_sql = p.sql.clone();
-        self.cur_plan = plan;
+        self.set_process_text(Some(p.text.clone()));
+        if p.plan.is_none() {
+            self.cur_sql = p.text.clone();
+        }
+        self.cur_stmt = Some(p.clone());
         let values: Vec<Value> = params.iter().map(from_proto_value).collect();
-        self.run(&p.statement, &values)
-            .map_err(|e| to_error_info(&e))
+        let r = self
+            .run(&p.prepared.statement, &values)
+            .map_err(|e| to_error_info(&e));
+        self.cur_stmt = None;
+        r
     }
 
     fn close_statement(&mut self, stmt_id: u32) {
         self.server.counters.com("stmt_close");
-        self.plans.remove(&stmt_id);
         if self.prepared.remove(&stmt_id).is_some() {
             self.server
                 .counters
@@ -2037,7 +2091,6 @@ impl Backend for Session {
                 ts.rollback();
             }
             *self.entry.table_kill.lock().unwrap() = None;
-            self.plans.clear();
             let n = self.prepared.len() as u64;
             self.prepared.clear();
             self.server

@@ -897,3 +897,75 @@ fn scheduling_hint_reports_row_locks_and_pool_priority() {
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A prepared table SELECT converts its result columns once, at PREPARE: every execution's
+/// result set shares them, they are the ones PREPARE announced, and an ALTER TABLE between
+/// executions (a new table definition, so the executor re-derives the columns it reads) changes
+/// neither the columns nor the values. A prepared SHOW (columns the executor builds per
+/// execution) still gets its own.
+#[test]
+fn prepared_table_statements_share_their_columns() {
+    let dir = std::env::temp_dir().join(format!(
+        "shoal-session-cols-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut cfg = shoal_exec::EngineConfig::new(&dir);
+    cfg.direct_reads = false;
+    cfg.block_cache_bytes = 8 << 20;
+    let engine = shoal_exec::TableEngine::open(cfg).unwrap();
+    let server = Server::new();
+    server.set_table_engine(engine);
+    let (mut s, _) = root(&server);
+    for sql in [
+        "CREATE DATABASE cols",
+        "USE cols",
+        "CREATE TABLE t (id INT PRIMARY KEY, k INT, c CHAR(10), pad CHAR(10))",
+        "INSERT INTO t VALUES (1, 10, 'one', 'p1'), (2, 20, 'two', 'p2')",
+    ] {
+        assert_eq!(one(&mut s, sql), "", "{sql}");
+    }
+    let ok = s.prepare(1, "SELECT c, id FROM t WHERE id = ?").unwrap();
+    let announced: Vec<&str> = ok.columns.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(announced, ["c", "id"]);
+    let run = |s: &mut Session, id: i64| {
+        let Response::Rows(rs) = s.execute(1, &[PValue::Int(id)]).unwrap() else {
+            panic!("rows expected")
+        };
+        rs
+    };
+    let a = run(&mut s, 1);
+    let b = run(&mut s, 2);
+    assert!(std::sync::Arc::ptr_eq(&a.columns, &b.columns));
+    assert_eq!(a.columns.to_vec(), ok.columns);
+    assert_eq!(
+        a.rows,
+        vec![vec![PValue::Bytes(b"one".to_vec()), PValue::Int(1)]]
+    );
+    assert_eq!(
+        b.rows,
+        vec![vec![PValue::Bytes(b"two".to_vec()), PValue::Int(2)]]
+    );
+    assert_eq!(one(&mut s, "ALTER TABLE t ADD INDEX k_idx (k)"), "");
+    let c = run(&mut s, 2);
+    assert_eq!(c.columns.to_vec(), ok.columns);
+    assert_eq!(c.rows, b.rows);
+    // A different statement prepared on the same text has its own columns.
+    s.prepare(2, "SELECT c, id FROM t WHERE id = ?").unwrap();
+    let Response::Rows(d) = s.execute(2, &[PValue::Int(1)]).unwrap() else {
+        panic!("rows expected")
+    };
+    assert!(!std::sync::Arc::ptr_eq(&a.columns, &d.columns));
+    assert_eq!(d.rows, a.rows);
+    s.prepare(3, "SHOW TABLES").unwrap();
+    let Response::Rows(e) = s.execute(3, &[]).unwrap() else {
+        panic!("rows expected")
+    };
+    assert_eq!(e.columns[0].name, "Tables_in_cols");
+    assert_eq!(e.rows, vec![vec![PValue::Bytes(b"t".to_vec())]]);
+    s.disconnect();
+    drop(s);
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -63,7 +63,8 @@ pub fn all_types() -> ResultSet {
             col("date", MYSQL_TYPE_DATE, n),
             col("datetime", MYSQL_TYPE_DATETIME, n),
             col("time", MYSQL_TYPE_TIME, n),
-        ],
+        ]
+        .into(),
         rows: vec![vec![
             Value::Int(-5),
             Value::UInt(250),
@@ -92,7 +93,7 @@ fn one(name: &str, v: Value) -> Response {
         _ => ColumnType::MYSQL_TYPE_VAR_STRING,
     };
     Response::Rows(ResultSet {
-        columns: vec![Column::expr(name, t)],
+        columns: vec![Column::expr(name, t)].into(),
         rows: vec![vec![v]],
         warnings: 0,
     })
@@ -165,7 +166,7 @@ impl TestBackend {
                 .parse()
                 .map_err(|_| ErrorInfo::new(1064, "42000", "bad"))?;
             return Ok(Response::Rows(ResultSet {
-                columns: vec![Column::expr("i", ColumnType::MYSQL_TYPE_LONGLONG)],
+                columns: vec![Column::expr("i", ColumnType::MYSQL_TYPE_LONGLONG)].into(),
                 rows: (0..n).map(|i| vec![Value::Int(i as i64)]).collect(),
                 warnings: 0,
             }));
@@ -186,7 +187,7 @@ impl TestBackend {
             // A value that cannot be encoded in its column type (a backend bug): must be an
             // error, not a wrong row.
             return Ok(Response::Rows(ResultSet {
-                columns: vec![Column::expr("x", ColumnType::MYSQL_TYPE_LONG)],
+                columns: vec![Column::expr("x", ColumnType::MYSQL_TYPE_LONG)].into(),
                 rows: vec![vec![Value::Bytes(b"not a number".to_vec())]],
                 warnings: 0,
             }));
@@ -310,7 +311,7 @@ impl Backend for TestBackend {
             self.prepared.insert(stmt_id, sql.to_string());
             return Ok(PrepareOk {
                 params: 0,
-                columns: all_types().columns,
+                columns: all_types().columns.to_vec(),
             });
         }
         if upper.starts_with("SELECT") || upper.starts_with("INSERT") || upper == "BAD BINARY" {

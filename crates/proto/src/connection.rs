@@ -51,6 +51,7 @@ use crate::backend::{Backend, Column, ErrorInfo, LoginRequest, OkInfo, Response,
 use crate::packet::{
     gather_payload, put_lenenc_bytes, put_lenenc_int, scan_message, write_message, Reader, Scan,
 };
+use crate::stmt_map::StmtMap;
 use crate::values::{decode_param, encode_binary, text_of};
 
 /// Capabilities the server offers. No SSL, no compression, no session tracking.
@@ -197,7 +198,7 @@ pub struct Connection<B: Backend> {
     out_pos: usize,
     /// COM_SET_OPTION state (starts as the client's CLIENT_MULTI_STATEMENTS).
     multi_statements: bool,
-    statements: HashMap<u32, Statement>,
+    statements: StmtMap<Statement>,
     next_stmt_id: u32,
     login: PendingLogin,
     close_reason: Option<CloseReason>,
@@ -234,7 +235,7 @@ impl<B: Backend> Connection<B> {
             output: Vec::new(),
             out_pos: 0,
             multi_statements: false,
-            statements: HashMap::new(),
+            statements: StmtMap::new(),
             next_stmt_id: 1,
             login: PendingLogin::default(),
             close_reason: None,
@@ -832,7 +833,7 @@ impl<B: Backend> Connection<B> {
                 let (Some(id), Some(param)) = (r.u32(), r.u16()) else {
                     return self.malformed();
                 };
-                if let Some(st) = self.statements.get_mut(&id) {
+                if let Some(st) = self.statements.get_mut(id) {
                     if param < st.params {
                         st.long_data
                             .entry(param)
@@ -846,7 +847,7 @@ impl<B: Backend> Connection<B> {
                 let Some(id) = Reader::new(body).u32() else {
                     return self.malformed();
                 };
-                if self.statements.remove(&id).is_some() {
+                if self.statements.remove(id).is_some() {
                     self.backend.close_statement(id);
                 }
             }
@@ -855,7 +856,7 @@ impl<B: Backend> Connection<B> {
                 let Some(id) = Reader::new(body).u32() else {
                     return self.malformed();
                 };
-                match self.statements.get_mut(&id) {
+                match self.statements.get_mut(id) {
                     Some(st) => {
                         st.long_data.clear();
                         self.send_ok(&OkInfo::default(), false, 0x00);
@@ -882,7 +883,7 @@ impl<B: Backend> Connection<B> {
             },
             // COM_RESET_CONNECTION
             0x1f => {
-                let ids: Vec<u32> = self.statements.drain().map(|(id, _)| id).collect();
+                let ids: Vec<u32> = self.statements.drain_ids();
                 for id in ids {
                     self.backend.close_statement(id);
                 }
@@ -979,7 +980,7 @@ impl<B: Backend> Connection<B> {
         let (Some(id), Some(_flags), Some(_iterations)) = (r.u32(), r.u8(), r.u32()) else {
             return self.malformed();
         };
-        let Some(st) = self.statements.get_mut(&id) else {
+        let Some(st) = self.statements.get_mut(id) else {
             self.send_err(&unknown_stmt(id, "mysqld_stmt_execute"));
             return Progress::Continue;
         };

@@ -14,6 +14,7 @@
 pub mod backend;
 pub mod connection;
 pub mod packet;
+pub mod stmt_map;
 pub mod values;
 
 pub use backend::{
@@ -25,3 +26,4 @@ pub use connection::{
 };
 pub use mysql_common::constants::{ColumnFlags, ColumnType};
 pub use mysql_common::value::Value;
+pub use stmt_map::StmtMap;

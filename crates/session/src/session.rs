@@ -33,7 +33,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use shoal_proto::{
     Backend, Column, ColumnFlags, ColumnType, ErrorInfo, LoginRequest, OkInfo, PrepareOk, Response,
-    ResultSet, SessionStatus, Value as PValue,
+    ResultSet, SessionStatus, StmtMap, Value as PValue,
 };
 use shoal_sql::ast::{SetExpr, SetTarget, ShowFilter, ShowKind, Statement, VarScope};
 use shoal_sql::eval::{eval, like, Context};
@@ -185,7 +185,7 @@ pub struct Session {
     user_vars: HashMap<String, Value>,
     /// Prepared statements by protocol id (shared: each execution takes a reference, not a
     /// copy of the text, statement, plan or column descriptions).
-    prepared: HashMap<u32, Arc<Stmt>>,
+    prepared: StmtMap<Arc<Stmt>>,
     /// LAST_INSERT_ID().
     last_insert_id: u64,
     /// Diagnostics of the last statement (SHOW WARNINGS / ERRORS).
@@ -555,7 +555,7 @@ impl Session {
             db: None,
             in_transaction: false,
             user_vars: HashMap::new(),
-            prepared: HashMap::new(),
+            prepared: StmtMap::new(),
             last_insert_id: 0,
             diag: Vec::new(),
             stmt_time: now_datetime(),
@@ -1978,7 +1978,7 @@ impl Backend for Session {
             .counters
             .questions
             .fetch_add(1, Ordering::Relaxed);
-        let p = self.prepared.get(&stmt_id).cloned().ok_or_else(|| {
+        let p = self.prepared.get(stmt_id).cloned().ok_or_else(|| {
             ErrorInfo::new(
                 1243,
                 "HY000",
@@ -2010,7 +2010,7 @@ impl Backend for Session {
 
     fn close_statement(&mut self, stmt_id: u32) {
         self.server.counters.com("stmt_close");
-        if self.prepared.remove(&stmt_id).is_some() {
+        if self.prepared.remove(stmt_id).is_some() {
             self.server
                 .counters
                 .prepared_stmt_count

@@ -16,6 +16,7 @@
 //! * [`KillHandle::kill`] from another thread interrupts the running statement, including a
 //!   row-lock wait: it fails with 1317 and only that statement is undone.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -593,23 +594,23 @@ fn access_denied(db: &str) -> SqlError {
 
 /// The current definition of the plan's table, and the access path for it (re-chosen if the
 /// table changed since PREPARE).
-fn current_access(
+fn current_access<'p>(
     store: &Engine,
-    plan: &Plan,
+    plan: &'p Plan,
     t: &TableRef,
     filter: Option<&Expr>,
-) -> Result<(Arc<TableDef>, Access), SqlError> {
+) -> Result<(Arc<TableDef>, Cow<'p, Access>), SqlError> {
     let d = resolve_db(t, &plan.db)?;
     let def = store.table(&d, &t.name).map_err(store_err)?;
     if let Some((old, a)) = &plan.access {
         // The catalog hands out the same `Arc` until the table is altered: compare pointers
         // before the definitions.
         if Arc::ptr_eq(old, &def) || **old == *def {
-            return Ok((def, a.clone()));
+            return Ok((def, Cow::Borrowed(a)));
         }
     }
     let a = choose_access(&def, filter);
-    Ok((def, a))
+    Ok((def, Cow::Owned(a)))
 }
 
 fn run_dml(

@@ -984,58 +984,14 @@ impl<B: Backend> Connection<B> {
             self.send_err(&unknown_stmt(id, "mysqld_stmt_execute"));
             return Progress::Continue;
         };
-        let n = st.params as usize;
-        let mut params = Vec::with_capacity(n);
-        if n > 0 {
-            let Some(bitmap) = r.bytes(n.div_ceil(8)) else {
-                return self.malformed();
-            };
-            let Some(bound) = r.u8() else {
-                return self.malformed();
-            };
-            if bound == 1 {
-                let mut types = Vec::with_capacity(n);
-                for _ in 0..n {
-                    let (Some(t), Some(f)) = (r.u8(), r.u8()) else {
-                        return self.malformed();
-                    };
-                    types.push((t, f & 0x80 != 0));
-                }
-                st.types = Some(types);
-            }
-            let Some(types) = st.types.clone() else {
-                // MySQL: parameters were never bound.
-                st.long_data.clear();
-                self.send_err(&ErrorInfo::new(
-                    1210,
-                    "HY000",
-                    "Incorrect arguments to mysqld_stmt_execute",
-                ));
+        let params = match bind_params(st, &mut r) {
+            Ok(p) => p,
+            Err(None) => return self.malformed(),
+            Err(Some(e)) => {
+                self.send_err(&e);
                 return Progress::Continue;
-            };
-            let mut long_data = std::mem::take(&mut st.long_data);
-            for (i, &(t, unsigned)) in types.iter().enumerate() {
-                if bitmap[i / 8] & (1 << (i % 8)) != 0 {
-                    params.push(Value::NULL);
-                } else if let Some(data) = long_data.remove(&(i as u16)) {
-                    params.push(Value::Bytes(data));
-                } else {
-                    match decode_param(&mut r, t, unsigned, i) {
-                        Ok(v) => params.push(v),
-                        Err(e) => {
-                            self.send_err(&ErrorInfo::new(
-                                1210,
-                                "HY000",
-                                format!("Incorrect arguments to mysqld_stmt_execute: {e}"),
-                            ));
-                            return Progress::Continue;
-                        }
-                    }
-                }
             }
-        } else {
-            st.long_data.clear();
-        }
+        };
         match self.backend.execute(id, &params) {
             Ok(resp) => self.send_response(&resp, true, false),
             Err(e) => self.send_err(&e),
@@ -1048,6 +1004,63 @@ impl<B: Backend> Drop for Connection<B> {
     fn drop(&mut self) {
         self.disconnect_backend();
     }
+}
+
+/// Decodes COM_STMT_EXECUTE's parameters for `st` (after the id, flags and iteration count):
+/// the NULL bitmap, the types if the client sends them (remembered for later executions), then
+/// the values, with COM_STMT_SEND_LONG_DATA chunks in place of theirs. `Err(None)`: the packet
+/// is malformed; `Err(Some(_))`: the error to send.
+fn bind_params(st: &mut Statement, r: &mut Reader<'_>) -> Result<Vec<Value>, Option<ErrorInfo>> {
+    let n = st.params as usize;
+    let mut params = Vec::with_capacity(n);
+    if n == 0 {
+        st.long_data.clear();
+        return Ok(params);
+    }
+    let bitmap = r.bytes(n.div_ceil(8)).ok_or(None)?;
+    let bound = r.u8().ok_or(None)?;
+    if bound == 1 {
+        let mut types = Vec::with_capacity(n);
+        for _ in 0..n {
+            let (Some(t), Some(f)) = (r.u8(), r.u8()) else {
+                return Err(None);
+            };
+            types.push((t, f & 0x80 != 0));
+        }
+        st.types = Some(types);
+    }
+    let Some(types) = st.types.as_ref() else {
+        // MySQL: parameters were never bound.
+        st.long_data.clear();
+        return Err(Some(ErrorInfo::new(
+            1210,
+            "HY000",
+            "Incorrect arguments to mysqld_stmt_execute",
+        )));
+    };
+    let mut long_data = std::mem::take(&mut st.long_data);
+    for (i, &(t, unsigned)) in types.iter().enumerate() {
+        if bitmap[i / 8] & (1 << (i % 8)) != 0 {
+            params.push(Value::NULL);
+        } else if let Some(data) = (!long_data.is_empty())
+            .then(|| long_data.remove(&(i as u16)))
+            .flatten()
+        {
+            params.push(Value::Bytes(data));
+        } else {
+            match decode_param(r, t, unsigned, i) {
+                Ok(v) => params.push(v),
+                Err(e) => {
+                    return Err(Some(ErrorInfo::new(
+                        1210,
+                        "HY000",
+                        format!("Incorrect arguments to mysqld_stmt_execute: {e}"),
+                    )))
+                }
+            }
+        }
+    }
+    Ok(params)
 }
 
 fn unknown_stmt(id: u32, what: &str) -> ErrorInfo {

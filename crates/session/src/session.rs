@@ -890,6 +890,11 @@ impl Session {
     ) -> Result<Response, SqlError> {
         match stmt {
             Statement::Select(sel) => {
+                // A prepared SELECT with a plan was found to be a table statement (not a
+                // virtual table) at PREPARE.
+                if self.cur_stmt.as_ref().is_some_and(|s| s.plan.is_some()) {
+                    return self.run_table(params);
+                }
                 if let Some(vt) = self.virtual_table_of(sel) {
                     let table = vt();
                     let r = crate::hooks::select_virtual(sel, table, |e, names, row| {

@@ -986,8 +986,8 @@ impl<B: Backend> Connection<B> {
         };
         let params = match bind_params(st, &mut r) {
             Ok(p) => p,
-            Err(None) => return self.malformed(),
-            Err(Some(e)) => {
+            Err(BindError::Malformed) => return self.malformed(),
+            Err(BindError::Reply(e)) => {
                 self.send_err(&e);
                 return Progress::Continue;
             }
@@ -1006,24 +1006,32 @@ impl<B: Backend> Drop for Connection<B> {
     }
 }
 
+/// Why COM_STMT_EXECUTE's parameters could not be bound.
+enum BindError {
+    /// The packet is shorter than its statement's parameters need.
+    Malformed,
+    /// The error to send (1210: never bound, or a value that does not decode).
+    Reply(ErrorInfo),
+}
+
 /// Decodes COM_STMT_EXECUTE's parameters for `st` (after the id, flags and iteration count):
 /// the NULL bitmap, the types if the client sends them (remembered for later executions), then
-/// the values, with COM_STMT_SEND_LONG_DATA chunks in place of theirs. `Err(None)`: the packet
-/// is malformed; `Err(Some(_))`: the error to send.
-fn bind_params(st: &mut Statement, r: &mut Reader<'_>) -> Result<Vec<Value>, Option<ErrorInfo>> {
+/// the values, with COM_STMT_SEND_LONG_DATA chunks in place of theirs. The remembered types are
+/// borrowed, not copied: this runs on every execute.
+fn bind_params(st: &mut Statement, r: &mut Reader<'_>) -> Result<Vec<Value>, BindError> {
     let n = st.params as usize;
     let mut params = Vec::with_capacity(n);
     if n == 0 {
         st.long_data.clear();
         return Ok(params);
     }
-    let bitmap = r.bytes(n.div_ceil(8)).ok_or(None)?;
-    let bound = r.u8().ok_or(None)?;
+    let bitmap = r.bytes(n.div_ceil(8)).ok_or(BindError::Malformed)?;
+    let bound = r.u8().ok_or(BindError::Malformed)?;
     if bound == 1 {
         let mut types = Vec::with_capacity(n);
         for _ in 0..n {
             let (Some(t), Some(f)) = (r.u8(), r.u8()) else {
-                return Err(None);
+                return Err(BindError::Malformed);
             };
             types.push((t, f & 0x80 != 0));
         }
@@ -1032,7 +1040,7 @@ fn bind_params(st: &mut Statement, r: &mut Reader<'_>) -> Result<Vec<Value>, Opt
     let Some(types) = st.types.as_ref() else {
         // MySQL: parameters were never bound.
         st.long_data.clear();
-        return Err(Some(ErrorInfo::new(
+        return Err(BindError::Reply(ErrorInfo::new(
             1210,
             "HY000",
             "Incorrect arguments to mysqld_stmt_execute",
@@ -1042,22 +1050,23 @@ fn bind_params(st: &mut Statement, r: &mut Reader<'_>) -> Result<Vec<Value>, Opt
     for (i, &(t, unsigned)) in types.iter().enumerate() {
         if bitmap[i / 8] & (1 << (i % 8)) != 0 {
             params.push(Value::NULL);
-        } else if let Some(data) = (!long_data.is_empty())
-            .then(|| long_data.remove(&(i as u16)))
-            .flatten()
-        {
-            params.push(Value::Bytes(data));
+            continue;
+        }
+        // Long data is rare: skip hashing the parameter number when there is none.
+        let long = if long_data.is_empty() {
+            None
         } else {
-            match decode_param(r, t, unsigned, i) {
-                Ok(v) => params.push(v),
-                Err(e) => {
-                    return Err(Some(ErrorInfo::new(
-                        1210,
-                        "HY000",
-                        format!("Incorrect arguments to mysqld_stmt_execute: {e}"),
-                    )))
-                }
-            }
+            long_data.remove(&(i as u16))
+        };
+        match long {
+            Some(data) => params.push(Value::Bytes(data)),
+            None => params.push(decode_param(r, t, unsigned, i).map_err(|e| {
+                BindError::Reply(ErrorInfo::new(
+                    1210,
+                    "HY000",
+                    format!("Incorrect arguments to mysqld_stmt_execute: {e}"),
+                ))
+            })?),
         }
     }
     Ok(params)

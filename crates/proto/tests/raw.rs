@@ -430,6 +430,11 @@ fn sysbench_style_reexecute_without_new_params_bound() {
     let row = &r[4].1;
     assert_eq!(row[1], 0b0000_0100); // NULL bitmap with offset 2
     assert_eq!(&row[2..], b"\x09long data");
+    // A value cut short: 1210 for that execute, and the statement still runs afterwards.
+    let mut short = exec(true, 7, "abc");
+    short.truncate(short.len() - 2);
+    assert_eq!(err_code(&cmd(&mut c, &short)[0].1), 1210);
+    assert_eq!(cmd(&mut c, &exec(false, 3, "ok"))[0].1, [2]);
     // Unknown statement id.
     let mut p = vec![0x17];
     p.extend_from_slice(&999u32.to_le_bytes());

@@ -819,14 +819,10 @@ fn fixtures_pass_in_process() {
     );
 }
 
-/// What the thread pool learns after each command: the table engine's transaction and row-lock
-/// state (BEGIN and implicit autocommit=0 transactions alike) and the session's own
-/// `thread_pool_priority` / `high_prio_mode` / `high_prio_tickets`.
-#[test]
-fn scheduling_hint_reports_row_locks_and_pool_priority() {
-    use crate::session::ThreadPoolPriority;
+/// A server with a real table engine in a fresh directory (removed by the caller at the end).
+fn table_server(tag: &str) -> (Arc<Server>, std::path::PathBuf) {
     let dir = std::env::temp_dir().join(format!(
-        "shoal-session-hint-{}-{:?}",
+        "shoal-session-{tag}-{}-{:?}",
         std::process::id(),
         std::thread::current().id()
     ));
@@ -837,6 +833,16 @@ fn scheduling_hint_reports_row_locks_and_pool_priority() {
     let engine = shoal_exec::TableEngine::open(cfg).unwrap();
     let server = Server::new();
     server.set_table_engine(engine);
+    (server, dir)
+}
+
+/// What the thread pool learns after each command: the table engine's transaction and row-lock
+/// state (BEGIN and implicit autocommit=0 transactions alike) and the session's own
+/// `thread_pool_priority` / `high_prio_mode` / `high_prio_tickets`.
+#[test]
+fn scheduling_hint_reports_row_locks_and_pool_priority() {
+    use crate::session::ThreadPoolPriority;
+    let (server, dir) = table_server("hint");
     let (mut s, _) = root(&server);
     for sql in [
         "CREATE DATABASE hint",
@@ -905,18 +911,7 @@ fn scheduling_hint_reports_row_locks_and_pool_priority() {
 /// execution) still gets its own.
 #[test]
 fn prepared_table_statements_share_their_columns() {
-    let dir = std::env::temp_dir().join(format!(
-        "shoal-session-cols-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    let mut cfg = shoal_exec::EngineConfig::new(&dir);
-    cfg.direct_reads = false;
-    cfg.block_cache_bytes = 8 << 20;
-    let engine = shoal_exec::TableEngine::open(cfg).unwrap();
-    let server = Server::new();
-    server.set_table_engine(engine);
+    let (server, dir) = table_server("cols");
     let (mut s, _) = root(&server);
     for sql in [
         "CREATE DATABASE cols",

@@ -109,6 +109,51 @@ impl Phase {
             true
         }
     }
+
+    /// The group's epoll reported the connection (the listener, or the timer's rescue poll):
+    /// claims it when idle (`true`: the caller queues it, as [`Phase::claim`]). A one-shot
+    /// socket only reports while idle. An edge-triggered one (`edge`) reports whenever input
+    /// arrives, also while the connection is queued or running, and such a report must not be
+    /// lost: no other will come for the same bytes. It sets `pending`, which the worker reads
+    /// in [`Phase::settle`].
+    pub fn report(&mut self, edge: bool, pending: &mut bool) -> bool {
+        if self.claim() {
+            return true;
+        }
+        if edge && matches!(self, Phase::Queued | Phase::Running) {
+            *pending = true;
+        }
+        false
+    }
+
+    /// The worker finished a command that ended wanting input (its handler read until the
+    /// socket was empty). `edge_armed`: the socket is still registered edge-triggered in the
+    /// group it belongs to. Consumes `pending`. See [`Settle`].
+    pub fn settle(&mut self, edge_armed: bool, pending: &mut bool) -> Settle {
+        if std::mem::take(pending) {
+            *self = Phase::Queued;
+            Settle::Requeue
+        } else if edge_armed {
+            *self = Phase::Idle;
+            Settle::Idle
+        } else {
+            Settle::Arm
+        }
+    }
+}
+
+/// What [`Phase::settle`] decided for a connection that waits for input again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settle {
+    /// Input arrived while it was queued or running (an edge report found it busy): the phase
+    /// is `Queued`, queue it again (the next run reads the input, or finds none and settles).
+    Requeue,
+    /// Its socket stays armed edge-triggered and its input was read to the end: the phase is
+    /// `Idle` and the next arrival reports it. No syscall.
+    Idle,
+    /// Arm the socket (one-shot, or a change of mode or group: one `epoll_ctl`), then make it
+    /// `Idle`. The phase is unchanged.
+    Arm,
 }
 
 /// Queue index: high priority entries are always dequeued before low ones.
@@ -177,6 +222,15 @@ pub struct Counters {
     pub lingers: u64,
     /// Lingers that saw the next command arrive (and ran it without epoll or a queue).
     pub linger_hits: u64,
+    /// `epoll_ctl` calls that armed, re-armed or disarmed a connection's socket (one-shot
+    /// re-arms after a command, switches to and from edge-triggered, moves between groups).
+    pub arms: u64,
+    /// Commands after which the connection went back to waiting with no syscall: its socket
+    /// stayed armed edge-triggered (see the crate doc, "Edge-triggered sockets").
+    pub edge_idles: u64,
+    /// Edge reports that found their connection queued or running: it was queued again after
+    /// its command, for input that may already have been read with it.
+    pub edge_requeues: u64,
     /// Reported waits by kind (index = `WaitKind::index`).
     pub waits: [u64; 12],
 }

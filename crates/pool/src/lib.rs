@@ -332,6 +332,16 @@ pub trait Handler: Send + Sync + 'static {
     /// inside a reported `WaitKind::Net` wait. Long waits (locks, disk, sleeps, fsync) must be
     /// reported with `shoal_wait` so the group can run other work meanwhile.
     fn handle(&self, conn: &mut Self::Conn) -> Outcome;
+    /// Whether [`Handler::handle`] returns [`Outcome::Continue`] only after reading the socket
+    /// to the end: its last read came back short of its buffer, or would block. (Bytes it read
+    /// but did not run yet are its own business: it returns [`Outcome::Yield`] for them, and
+    /// for a read that filled its buffer.) Then the pool may keep the socket of a connection
+    /// under load armed edge-triggered, and a command ends with no syscall (see the crate doc,
+    /// "Edge-triggered sockets"). The default, `false`, re-arms the socket one-shot after every
+    /// command, which notices input left in the socket whatever the handler read.
+    fn reads_to_end(&self) -> bool {
+        false
+    }
     /// Lingering (see the crate doc): wait up to `budget` for the connection's next input and
     /// say whether it came. `true` also for end of file or a socket error, which the following
     /// [`Handler::handle`] reports. The default polls [`Handler::fd`] (one `ppoll`; the command

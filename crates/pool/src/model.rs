@@ -303,3 +303,77 @@ fn loom_kill_vs_rearm_never_lost() {
         }
     });
 }
+
+/// Edge-triggered sockets: the client's input arrives at any point while the worker runs the
+/// connection's previous command; the socket reports it once (it is put on epoll's ready list),
+/// and the listener may collect that report before, during or after the worker settles. In
+/// every interleaving the input is read: the run never ends with input in the socket, the
+/// connection `Idle` and no report due (the lost wake-up an edge-triggered registration risks,
+/// which [`Phase::report`]'s `pending` and [`Phase::settle`]'s requeue close). And the
+/// connection is never both re-run by its worker and claimed by the listener.
+#[test]
+fn loom_edge_report_vs_settle_never_loses_input() {
+    /// The kernel's side of one socket.
+    struct Sock {
+        /// Unread input.
+        input: bool,
+        /// A report is due: the socket is on the ready list, not yet collected.
+        due: bool,
+    }
+    model(|| {
+        let sock = Arc::new(Mutex::new(Sock {
+            input: false,
+            due: false,
+        }));
+        // (phase, pending, claimed by the listener)
+        let meta = Arc::new(Mutex::new((Phase::Running, false, false)));
+        let sc = sock.clone();
+        let client = thread::spawn(move || {
+            let mut s = sc.lock().unwrap();
+            s.input = true;
+            s.due = true;
+        });
+        let (sl, ml) = (sock.clone(), meta.clone());
+        let listener = thread::spawn(move || {
+            let reported = std::mem::take(&mut sl.lock().unwrap().due);
+            if reported {
+                let mut m = ml.lock().unwrap();
+                let (phase, pending, claimed) = &mut *m;
+                if phase.report(true, pending) {
+                    *claimed = true;
+                }
+            }
+        });
+        let (sw, mw) = (sock.clone(), meta.clone());
+        let worker = thread::spawn(move || {
+            let mut runs = 0;
+            loop {
+                runs += 1;
+                // The handler reads the socket to the end.
+                sw.lock().unwrap().input = false;
+                let mut m = mw.lock().unwrap();
+                let (phase, pending, claimed) = &mut *m;
+                assert!(!*claimed, "claimed while its worker runs it");
+                match phase.settle(true, pending) {
+                    crate::core::Settle::Requeue => {}
+                    crate::core::Settle::Idle => return runs,
+                    crate::core::Settle::Arm => unreachable!("edge-armed"),
+                }
+                assert!(runs < 3, "requeued more often than there were reports");
+            }
+        });
+        client.join().unwrap();
+        listener.join().unwrap();
+        let runs = worker.join().unwrap();
+        let s = sock.lock().unwrap();
+        let m = meta.lock().unwrap();
+        let stranded = s.input && !s.due && m.0 == Phase::Idle;
+        assert!(!stranded, "input stranded: nobody will read it");
+        // Only a claimed or a still-due connection may have input left.
+        if s.input {
+            assert!(m.2 || s.due, "input left without a claim or a due report");
+        }
+        assert!(!m.1, "pending left behind");
+        assert!(runs <= 2);
+    });
+}

@@ -16,12 +16,12 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 use hdrhistogram::Histogram;
-use polling::{Event, Events, Poller};
+use polling::{Event, Events, PollMode, Poller};
 use rustc_hash::FxHashMap;
 use shoal_wait::{WaitKind, WaitObserver};
 
 use crate::core::{
-    next_priority, AfterPoll, CreateCtx, Decision, GroupCore, KillStep, Phase, Prio, Reason,
+    next_priority, AfterPoll, CreateCtx, Decision, GroupCore, KillStep, Phase, Prio, Reason, Settle,
 };
 use crate::stats::{ConnState, GroupStats, Percentiles, PoolStats, QueueEntryInfo};
 use crate::{CloseReason, Config, Handler, HighPrioMode, Outcome, PoolError, PrioHint};
@@ -59,6 +59,13 @@ struct ConnMeta {
     group: usize,
     /// The fd is in `group`'s epoll.
     registered: bool,
+    /// Registered edge-triggered for readability: armed for good, so the connection goes back
+    /// to `Idle` after a command with no syscall (see the crate doc, "Edge-triggered sockets").
+    /// `false`: one-shot, disarmed from its first report until the next `epoll_ctl`.
+    edge: bool,
+    /// An edge report arrived while the connection was queued or running ([`Phase::report`]):
+    /// it is queued again after its command instead of going idle ([`Phase::settle`]).
+    pending: bool,
     /// Idle deadline (`wait_timeout`).
     deadline: Option<Instant>,
     /// `kill` was called.
@@ -134,6 +141,12 @@ struct Group<C> {
     /// change the queue, read without it by other groups' workers for age balancing: a stale
     /// value costs at most a futile lock of this group (the thief re-checks under the lock).
     next_since: AtomicU64,
+    /// [`crate::Counters::arms`], [`crate::Counters::edge_idles`] and
+    /// [`crate::Counters::edge_requeues`] of this group: counted outside the group lock, which
+    /// the edge-triggered path does not take.
+    arms: AtomicU64,
+    edge_idles: AtomicU64,
+    edge_requeues: AtomicU64,
 }
 
 impl<C> Group<C> {
@@ -147,6 +160,9 @@ impl<C> Group<C> {
             }),
             poller: OnceLock::new(),
             next_since: AtomicU64::new(0),
+            arms: AtomicU64::new(0),
+            edge_idles: AtomicU64::new(0),
+            edge_requeues: AtomicU64::new(0),
         }
     }
 
@@ -427,6 +443,9 @@ impl<H: Handler> Pool<H> {
             let waits = inner.core.counters.waits;
             inner.core.counters = Default::default();
             inner.core.counters.waits = waits;
+            for c in [&g.arms, &g.edge_idles, &g.edge_requeues] {
+                c.store(0, Ordering::Relaxed);
+            }
         }
     }
 
@@ -844,6 +863,8 @@ impl<H: Handler> Shared<H> {
                 writable: false,
                 group: gid,
                 registered: false,
+                edge: false,
+                pending: false,
                 deadline: None,
                 killed: false,
                 tickets: self.tickets.load(Ordering::Relaxed),
@@ -1188,11 +1209,12 @@ impl<H: Handler> Shared<H> {
             let Some(e) = self.lookup(ev.key as u64) else {
                 continue;
             };
-            let mut m = lock(&e.meta);
-            if m.registered && m.group == gid && m.phase.claim() {
+            let mut guard = lock(&e.meta);
+            let m = &mut *guard;
+            if m.registered && m.group == gid && m.phase.report(m.edge, &mut m.pending) {
                 m.writable = false;
                 let (p, must, holder) = (m.prio, m.must_run, m.holder);
-                drop(m);
+                drop(guard);
                 out.push(((e, Action::Event), p, must, holder));
             }
         }
@@ -1335,8 +1357,13 @@ impl<H: Handler> Shared<H> {
                 let asked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     (h.priority(conn), h.idle_deadline(conn))
                 }));
+                // A connection that was not busy (its command came long after the previous
+                // one: a loaded group, or a quiet client) will not linger next time either:
+                // its socket may stay armed edge-triggered. A busy one stays one-shot, so that
+                // its next linger needs no disarm.
+                let edge = !busy && h.reads_to_end();
                 match asked {
-                    Ok((hint, deadline)) => self.rearm(&e, o, hint, deadline),
+                    Ok((hint, deadline)) => self.rearm(&e, o, hint, deadline, edge),
                     Err(_) => Err(CloseReason::Panicked),
                 }
             }
@@ -1396,7 +1423,22 @@ impl<H: Handler> Shared<H> {
                 return Linger::No;
             }
         }
-        lock(&e.meta).lingering = true;
+        {
+            let mut m = lock(&e.meta);
+            m.lingering = true;
+            // An edge-triggered socket would report the awaited command to the listener too
+            // (a wake-up for nothing, and a requeue after it): disarm it first.
+            if m.edge {
+                // SAFETY: the fd stays open until `Handler::close` (see `rearm`).
+                let fd = unsafe { BorrowedFd::borrow_raw(e.fd) };
+                if let Some(p) = self.groups[m.group].poller.get() {
+                    if p.modify(fd, Event::none(e.id as usize)).is_ok() {
+                        m.edge = false;
+                        self.groups[m.group].arms.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
         // After setting `lingering`: either `shutdown` sees the flag and shuts the socket down
         // for reading, or we see its `shutdown` flag here.
         let ready = !self.is_shutdown()
@@ -1422,13 +1464,16 @@ impl<H: Handler> Shared<H> {
     }
 
     /// Puts a connection back to wait for its next event (migrating it to its new group after a
-    /// resize), or queues it again on [`Outcome::Yield`].
+    /// resize), or queues it again on [`Outcome::Yield`] or when input arrived while it ran.
+    /// `prefer_edge`: when its socket must be armed for input, arm it edge-triggered (it then
+    /// stays armed, and the following commands settle without a syscall) rather than one-shot.
     fn rearm(
         self: &Arc<Self>,
         e: &Arc<ConnEntry<H::Conn>>,
         outcome: Outcome,
         hint: PrioHint,
         deadline: Option<Instant>,
+        prefer_edge: bool,
     ) -> Result<(), CloseReason> {
         let mut m = lock(&e.meta);
         let killed = m.killed;
@@ -1455,6 +1500,30 @@ impl<H: Handler> Shared<H> {
                 _ => HighPrioMode::Transactions,
             });
         m.prio = next_priority(mode, hint, &mut m.tickets, full);
+        let size = self.size.load(Ordering::SeqCst);
+        let target = (e.id % size as u64) as usize;
+        let old = m.group;
+        let mut outcome = outcome;
+        if outcome == Outcome::Continue {
+            let m = &mut *m;
+            let edge_armed = m.edge && m.registered && old == target;
+            match m.phase.settle(edge_armed, &mut m.pending) {
+                Settle::Requeue => {
+                    self.groups[old]
+                        .edge_requeues
+                        .fetch_add(1, Ordering::Relaxed);
+                    outcome = Outcome::Yield;
+                }
+                Settle::Idle => {
+                    self.groups[old].edge_idles.fetch_add(1, Ordering::Relaxed);
+                    return Ok(());
+                }
+                Settle::Arm => {}
+            }
+        } else {
+            // Queued again, or armed one-shot for writability: the next run reads what came.
+            m.pending = false;
+        }
         if outcome == Outcome::Yield {
             m.phase = Phase::Queued;
             let (gid, p, must, holder) = (m.group, m.prio, m.must_run, m.holder);
@@ -1465,9 +1534,6 @@ impl<H: Handler> Shared<H> {
             self.after_queue(gid, &mut inner.core);
             return Ok(());
         }
-        let size = self.size.load(Ordering::SeqCst);
-        let target = (e.id % size as u64) as usize;
-        let old = m.group;
         // SAFETY: the fd stays open until `Handler::close`, which only runs after `close_entry`
         // deleted it from epoll.
         let fd = unsafe { BorrowedFd::borrow_raw(e.fd) };
@@ -1476,12 +1542,16 @@ impl<H: Handler> Shared<H> {
                 let _ = p.delete(fd);
             }
             m.registered = false;
+            m.edge = false;
         }
         let key = e.id as usize;
-        let ev = if outcome == Outcome::WantWrite {
-            Event::writable(key)
+        let edge = prefer_edge && outcome != Outcome::WantWrite;
+        let (ev, mode) = if outcome == Outcome::WantWrite {
+            (Event::writable(key), PollMode::Oneshot)
+        } else if edge {
+            (Event::readable(key), PollMode::Edge)
         } else {
-            Event::readable(key)
+            (Event::readable(key), PollMode::Oneshot)
         };
         m.group = target;
         m.writable = outcome == Outcome::WantWrite;
@@ -1490,18 +1560,21 @@ impl<H: Handler> Shared<H> {
             .poller()
             .map_err(|_| CloseReason::PollError)?;
         let r = if m.registered {
-            poller.modify(fd, ev)
+            poller.modify_with_mode(fd, ev, mode)
         } else {
             // SAFETY: as above; the fd is deleted from this poller before it is closed.
-            unsafe { poller.add(e.fd, ev) }
+            unsafe { poller.add_with_mode(e.fd, ev, mode) }
         };
+        self.groups[target].arms.fetch_add(1, Ordering::Relaxed);
         if let Err(err) = r {
             tracing::warn!(conn = e.id, error = %err, "thread pool could not arm a socket");
             m.phase = Phase::Running;
             m.group = old;
+            m.edge = false;
             return Err(CloseReason::PollError);
         }
         m.registered = true;
+        m.edge = edge;
         if old != target {
             {
                 let mut o = self.groups[old].lock();
@@ -1644,7 +1717,13 @@ impl<H: Handler> Shared<H> {
                 queue_low: c.queues[1].len(),
                 has_listener: c.listener,
                 is_stalled: c.stalled,
-                counters: c.counters.clone(),
+                counters: {
+                    let mut k = c.counters.clone();
+                    k.arms = g.arms.load(Ordering::Relaxed);
+                    k.edge_idles = g.edge_idles.load(Ordering::Relaxed);
+                    k.edge_requeues = g.edge_requeues.load(Ordering::Relaxed);
+                    k
+                },
                 queue_time: percentiles(&inner.queue_hist),
                 exec_time: percentiles(&inner.exec_hist),
             });

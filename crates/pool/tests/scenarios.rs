@@ -1063,3 +1063,93 @@ fn shutdown_does_not_wait_for_a_linger() {
         assert_eq!(srv.close_reason(c.id), Some(CloseReason::Shutdown));
     }
 }
+
+/// Edge-triggered sockets: with a handler that reads to the end, a connection whose commands
+/// do not follow each other closely (here: lingering off, so none is busy) goes back to
+/// waiting after each command with no `epoll_ctl` at all. A handler that does not promise it
+/// (`one_shot`) costs one re-arm per command, as in MariaDB's pool.
+#[test]
+fn edge_triggered_sockets_settle_without_a_syscall() {
+    for one_shot in [false, true] {
+        let mut cfg = config(1);
+        cfg.linger = Duration::ZERO;
+        let srv = Server::start(cfg);
+        srv.state.one_shot.store(one_shot, Ordering::SeqCst);
+        let mut c = srv.connect();
+        assert_eq!(c.cmd("echo warm"), "warm");
+        let before = srv.stats().groups[0].counters.clone();
+        for i in 0..50 {
+            assert_eq!(c.cmd(&format!("echo {i}")), i.to_string());
+        }
+        // (The last command's worker may settle just after the client read its reply.)
+        let g = srv.stats().groups[0].counters.clone();
+        let (arms, idles) = (g.arms - before.arms, g.edge_idles - before.edge_idles);
+        if one_shot {
+            assert!(arms >= 49, "one-shot: {arms} arms for 50 commands: {g:?}");
+            assert_eq!(idles, 0, "one-shot: {g:?}");
+        } else {
+            assert_eq!(
+                arms, 0,
+                "edge-triggered: {arms} arms for 50 commands: {g:?}"
+            );
+            assert!(idles >= 49, "edge-triggered: {idles} settled: {g:?}");
+        }
+    }
+}
+
+/// Input that arrives while its connection runs: the edge-triggered socket reports it once, to
+/// the listener, which finds the connection running. The report must not be lost: the
+/// connection is queued again after its command and the input runs.
+#[test]
+fn input_arriving_while_its_connection_runs_is_not_lost() {
+    let mut cfg = config(1);
+    cfg.linger = Duration::ZERO;
+    let srv = Server::start(cfg);
+    let mut c = srv.connect();
+    assert_eq!(c.cmd("echo warm"), "warm");
+    let before = srv.stats().groups[0].counters.edge_requeues;
+    c.send("sleep 400");
+    let s = srv.wait_for(ms(3000), |s| {
+        s.groups[0].waiting == 1 && s.groups[0].has_listener
+    });
+    assert_eq!(s.groups[0].waiting, 1, "{s:?}");
+    c.send("echo after");
+    // The listener sees the report while the sleep runs.
+    std::thread::sleep(ms(100));
+    assert_eq!(c.read_line().as_deref(), Some("slept"));
+    let t = Instant::now();
+    assert_eq!(c.read_line().as_deref(), Some("after"));
+    assert!(
+        t.elapsed() < ms(1000),
+        "the second command took {:?}",
+        t.elapsed()
+    );
+    let s = srv.stats();
+    assert_eq!(
+        s.groups[0].counters.edge_requeues,
+        before + 1,
+        "{:?}",
+        s.groups[0].counters
+    );
+    // And the connection settles normally afterwards.
+    for i in 0..5 {
+        assert_eq!(c.cmd(&format!("echo {i}")), i.to_string());
+    }
+}
+
+/// A command longer than the handler's read buffer (4 KiB) arrives in one burst, so its socket
+/// reports once: the handler says it filled its buffer (`Yield`), and the pool runs it again
+/// until it has read everything, instead of waiting for a report that will not come.
+#[test]
+fn a_command_longer_than_one_read_is_read_to_the_end() {
+    let mut cfg = config(1);
+    cfg.linger = Duration::ZERO;
+    let srv = Server::start(cfg);
+    let mut c = srv.connect();
+    assert_eq!(c.cmd("echo warm"), "warm");
+    for n in [4091, 4096, 100_000, 300_000] {
+        let long = "y".repeat(n);
+        assert_eq!(c.cmd(&format!("echo {long}")).len(), n);
+        assert_eq!(c.cmd("echo next"), "next");
+    }
+}

@@ -143,6 +143,12 @@ fn randomized_clients_leave_no_trace() {
     assert!(waits > 0);
     let balanced: u64 = s.groups.iter().map(|g| g.counters.balanced).sum();
     assert!(balanced > 0, "age balancing never ran: {:?}", s.groups);
+    let edge: u64 = s.groups.iter().map(|g| g.counters.edge_idles).sum();
+    assert!(
+        edge > 0,
+        "no connection settled edge-triggered: {:?}",
+        s.groups
+    );
 
     let srv = Arc::try_unwrap(srv).ok().expect("sole owner");
     drop(srv); // stops the acceptor, shuts the pool down, joins every thread

@@ -244,6 +244,9 @@ pub struct Client {
     dontwait: bool,
     /// The receive timeout last set on the socket for [`Client::await_input`].
     await_timeout: Option<Duration>,
+    /// The last read filled the whole buffer: the socket may hold more (see
+    /// [`Client::may_have_more_input`]).
+    read_full: bool,
 }
 
 impl Client {
@@ -294,6 +297,7 @@ impl Client {
             peer_gone: false,
             dontwait: false,
             await_timeout: None,
+            read_full: false,
         }
     }
 
@@ -339,9 +343,18 @@ impl Client {
             .fetch_add(n as u64, Ordering::Relaxed);
         let Client { conn, buf, .. } = self;
         conn.feed(&buf[..n]);
+        self.read_full = n == buf.len();
         if n == buf.len() && buf.len() < 1 << 20 {
             buf.resize(buf.len() * 2, 0);
         }
+    }
+
+    /// Whether the socket may still hold input: the last read filled the whole buffer. When
+    /// `false`, the last read came back short (or found nothing), so the socket was empty then
+    /// and whatever arrives later is new: what the thread pool's edge-triggered registration
+    /// needs to know before it stops watching for leftovers.
+    pub fn may_have_more_input(&self) -> bool {
+        self.read_full
     }
 
     /// Connection id.
@@ -457,6 +470,7 @@ impl Client {
                     Ok(n) => self.received(n),
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        self.read_full = false;
                         // Blocking sockets report an elapsed timeout as WouldBlock on Linux.
                         if self.nonblocking_hint() {
                             return Outcome::WantRead;

@@ -1078,3 +1078,92 @@ fn work_stealing_variable_lets_another_group_run_queued_work() {
         assert_eq!(err_of(h.join().unwrap()), 1317);
     }
 }
+
+/// Edge-triggered sockets under the server's handler: with lingering off, no command is busy,
+/// so after the first one every connection goes back to waiting without an `epoll_ctl`
+/// (`Threadpool_edge_idles` counts them, `Threadpool_arms` stays put). A statement larger
+/// than the connection's read buffer (16 KiB, grown on full reads) arrives in one burst: the
+/// handler reads it to the end before the socket is left to report only new input.
+#[test]
+fn edge_triggered_sockets_under_the_server_handler() {
+    let s = pool_server(
+        "pool-edge",
+        &["--thread-pool-size=1", "--thread-pool-linger-usec=0"],
+    );
+    // A lost wake-up would leave the client waiting forever: fail instead.
+    let opts =
+        mysql::OptsBuilder::from_opts(s.mysql_opts()).read_timeout(Some(Duration::from_secs(20)));
+    let mut c = mysql::Conn::new(opts).expect("connect");
+    c.query_drop("SELECT 1").unwrap();
+    let arms0 = status(&mut c, "Threadpool_arms");
+    let idles0 = status(&mut c, "Threadpool_edge_idles");
+    for i in 0..100i64 {
+        let v: Option<i64> = c.query_first(format!("SELECT {i} + 1")).unwrap();
+        assert_eq!(v, Some(i + 1));
+    }
+    let arms = status(&mut c, "Threadpool_arms") - arms0;
+    let idles = status(&mut c, "Threadpool_edge_idles") - idles0;
+    // (The status queries themselves settle too.)
+    assert!(
+        idles >= 100,
+        "{idles} commands settled edge-triggered of 101"
+    );
+    assert!(arms <= 1, "{arms} epoll_ctl calls for 101 commands");
+    for n in [16 * 1024 - 20, 16 * 1024, 100_000, 3_000_000] {
+        let long = "z".repeat(n);
+        let len: Option<i64> = c.query_first(format!("SELECT LENGTH('{long}')")).unwrap();
+        assert_eq!(len, Some(n as i64));
+        let v: Option<i64> = c.query_first("SELECT 7").unwrap();
+        assert_eq!(v, Some(7));
+    }
+}
+
+/// Reads one text result set of a single-column, single-row query (no `CLIENT_DEPRECATE_EOF`):
+/// the row's value.
+fn raw_single_value(r: &mut Raw) -> String {
+    let (_, count) = r.read_packet().expect("column count");
+    assert_eq!(count, [1], "{:?}", String::from_utf8_lossy(&count));
+    r.read_packet().expect("column definition");
+    assert_eq!(r.read_packet().expect("EOF").1[0], 0xFE);
+    let (_, row) = r.read_packet().expect("row");
+    assert_eq!(r.read_packet().expect("EOF").1[0], 0xFE);
+    let len = row[0] as usize;
+    String::from_utf8_lossy(&row[1..1 + len]).into_owned()
+}
+
+/// Pipelined commands whose first one fills the server's read buffer exactly (16 KiB, then 32
+/// and 64 KiB: it doubles after a full read). The read ends on a command boundary with the next
+/// command still in the socket, and the socket reported only once: the handler must say the
+/// socket may hold more (a full read) rather than let the edge-triggered socket wait for input
+/// that already came. Without that, the second answer never arrives.
+#[test]
+fn pipelined_command_behind_a_full_read_is_answered() {
+    let s = pool_server(
+        "pool-edge-pipeline",
+        &["--thread-pool-size=1", "--thread-pool-linger-usec=0"],
+    );
+    let mut r = Raw::connect(s.port);
+    r.greeting();
+    r.send_login("root");
+    assert_eq!(r.read_packet().unwrap().1[0], 0);
+    for size in [16 * 1024, 32 * 1024, 64 * 1024] {
+        // packet = 4 header bytes + COM_QUERY + "SELECT LENGTH('" + z... + "')"
+        let fill = size - 4 - 1 - "SELECT LENGTH('')".len();
+        let mut a = vec![3u8];
+        a.extend_from_slice(format!("SELECT LENGTH('{}')", "z".repeat(fill)).as_bytes());
+        assert_eq!(a.len() + 4, size);
+        let mut both = Vec::new();
+        for p in [&a[..], b"\x03SELECT 7"] {
+            both.extend_from_slice(&(p.len() as u32).to_le_bytes()[..3]);
+            both.push(0);
+            both.extend_from_slice(p);
+        }
+        std::io::Write::write_all(&mut r.s, &both).unwrap();
+        assert_eq!(raw_single_value(&mut r), fill.to_string());
+        assert_eq!(
+            raw_single_value(&mut r),
+            "7",
+            "the pipelined command ({size})"
+        );
+    }
+}

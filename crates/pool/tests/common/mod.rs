@@ -29,6 +29,8 @@ pub struct Conn {
     outbuf: Vec<u8>,
     hint: PrioHint,
     holds_lock: bool,
+    /// The last read filled its buffer: the socket may hold more.
+    read_full: bool,
 }
 
 impl Conn {
@@ -41,6 +43,7 @@ impl Conn {
             outbuf: Vec::new(),
             hint: PrioHint::default(),
             holds_lock: false,
+            read_full: false,
         }
     }
 }
@@ -58,6 +61,8 @@ pub struct State {
     pub commands: AtomicU64,
     /// `close` calls (must equal the number of distinct closed ids: no double close).
     pub close_calls: AtomicU64,
+    /// Do not promise `reads_to_end`: the pool re-arms every socket one-shot.
+    pub one_shot: AtomicBool,
     /// `await_input` reads the next command into the connection's buffer (as the server does)
     /// instead of only polling the socket.
     pub consume_on_linger: AtomicBool,
@@ -189,8 +194,14 @@ impl Handler for LineHandler {
             let mut buf = [0u8; 4096];
             match c.stream.read(&mut buf) {
                 Ok(0) => return Outcome::Close,
-                Ok(n) => c.inbuf.extend_from_slice(&buf[..n]),
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return Outcome::Continue,
+                Ok(n) => {
+                    c.inbuf.extend_from_slice(&buf[..n]);
+                    c.read_full = n == buf.len();
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    c.read_full = false;
+                    return Outcome::Continue;
+                }
                 Err(_) => return Outcome::Close,
             }
         }
@@ -211,7 +222,17 @@ impl Handler for LineHandler {
                 Err(_) => return Outcome::Close,
             }
         }
-        Outcome::Continue
+        // A full read may have left bytes in the socket, which an edge-triggered registration
+        // would not report again (`reads_to_end`): read on before waiting.
+        if c.read_full {
+            Outcome::Yield
+        } else {
+            Outcome::Continue
+        }
+    }
+
+    fn reads_to_end(&self) -> bool {
+        !self.state.one_shot.load(Ordering::Relaxed)
     }
 
     fn await_input(&self, c: &mut Conn, budget: Duration) -> bool {
@@ -225,6 +246,7 @@ impl Handler for LineHandler {
         let ready = match c.stream.read(&mut buf) {
             Ok(n) => {
                 c.inbuf.extend_from_slice(&buf[..n]);
+                c.read_full = n == buf.len();
                 true
             }
             Err(e) => !matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),

@@ -102,7 +102,12 @@ impl ServerHandler {
     fn step(&self, conn: &mut PoolConn) -> Outcome {
         match conn.client.serve_one_command() {
             client::Outcome::Continue => {
-                if conn.client.connection().buffered_input() > 0 {
+                // Bytes already read but not run, or a read that filled the buffer (the socket
+                // may hold more, and an edge-triggered socket would not report them again):
+                // run again rather than wait for the socket.
+                if conn.client.connection().buffered_input() > 0
+                    || conn.client.may_have_more_input()
+                {
                     Outcome::Yield
                 } else {
                     Outcome::Continue
@@ -128,6 +133,11 @@ impl Handler for ServerHandler {
 
     fn handle(&self, conn: &mut PoolConn) -> Outcome {
         self.step(conn)
+    }
+
+    /// `step` returns `Continue` only after a read came back short or would block.
+    fn reads_to_end(&self) -> bool {
+        true
     }
 
     fn await_input(&self, conn: &mut PoolConn, budget: Duration) -> bool {
@@ -343,6 +353,9 @@ pub fn status_rows(st: &PoolStats) -> Vec<(String, String)> {
         c.balanced += x.balanced;
         c.lingers += x.lingers;
         c.linger_hits += x.linger_hits;
+        c.arms += x.arms;
+        c.edge_idles += x.edge_idles;
+        c.edge_requeues += x.edge_requeues;
     }
     let sum = |f: fn(&shoal_pool::GroupStats) -> usize| -> u64 {
         st.groups.iter().map(f).sum::<usize>() as u64
@@ -385,6 +398,9 @@ pub fn status_rows(st: &PoolStats) -> Vec<(String, String)> {
         ("Threadpool_balanced", c.balanced),
         ("Threadpool_lingers", c.lingers),
         ("Threadpool_linger_hits", c.linger_hits),
+        ("Threadpool_arms", c.arms),
+        ("Threadpool_edge_idles", c.edge_idles),
+        ("Threadpool_edge_requeues", c.edge_requeues),
     ];
     let mut out: Vec<(String, String)> = rows
         .drain(..)

@@ -74,7 +74,8 @@ for r in $(seq "$ROUNDS"); do
       mariadb -h127.0.0.1 -P$P -uroot -N -e "SHOW GLOBAL STATUS WHERE Variable_name IN \
         ('Threadpool_threads','Threadpool_linger_hits','Threadpool_dequeues_by_listener', \
          'Threadpool_dequeues_by_worker','Threadpool_wakes','Threadpool_waits_row_lock', \
-         'Threadpool_waits_diskio','Threadpool_waits_group_commit')" | tr '\n\t' ' =' | sed 's/^/    /'
+         'Threadpool_waits_diskio','Threadpool_waits_group_commit','Threadpool_arms', \
+         'Threadpool_edge_idles','Threadpool_edge_requeues')" | tr '\n\t' ' =' | sed 's/^/    /'
       echo
     fi
     stop

@@ -14,8 +14,9 @@
 //!   LIFO list of idle workers (each sleeping on its own condvar, so exactly one is woken), the
 //!   listener flag, thread/active/waiting/connection counts and event counters. Each group owns
 //!   an epoll instance (`polling::Poller`) where every idle connection is registered
-//!   **one-shot**: an event is delivered to exactly one thread, and the connection is re-armed
-//!   after each command. `max_size` groups are allocated up front (like MariaDB's 128), so
+//!   **one-shot** (an event is delivered to exactly one thread, and the connection is re-armed
+//!   after each command) or, under load and with a handler that reads to the end,
+//!   **edge-triggered** and never re-armed (see "Edge-triggered sockets"). `max_size` groups are allocated up front (like MariaDB's 128), so
 //!   resizing never reallocates.
 //! * **Connection life.** [`Pool::add`] queues the connection HIGH with a *login* action. A worker
 //!   runs [`Handler::login`], then the connection is re-armed. When its socket is readable the
@@ -93,6 +94,36 @@
 //!   move with it, and a thread is created in the new group if it has none. Idle connections move
 //!   after their next command. Listeners of groups beyond the new size exit once their group
 //!   has no connections left.
+//!
+//! ## Edge-triggered sockets
+//!
+//! A one-shot registration costs one `epoll_ctl` per command: the re-arm, which takes the
+//! epoll's mutex and polls the socket, about 2.5 µs at 2048 connections, where the socket's
+//! lines are cold (docs/PERFORMANCE.md, "Seventh pass"). MariaDB's and Percona's pools pay it
+//! too. When the handler promises [`Handler::reads_to_end`] (its `Continue` means its last read
+//! came back short or would block), a connection that is *not busy* (its command did not
+//! follow the previous one within the linger window: a loaded group, or a quiet client) is
+//! armed **edge-triggered** instead, and stays armed: after its next commands it goes back to
+//! `Idle` under its own lock with no syscall at all ([`core::Phase::settle`],
+//! `Counters::edge_idles`).
+//!
+//! The price of an armed socket is that it reports every arrival of input, also while the
+//! connection is queued or running, and reports it only once. The listener's claim
+//! ([`core::Phase::report`]) therefore marks such a report `pending` instead of dropping it,
+//! and the worker that settles the connection queues it again instead of making it idle
+//! (`Counters::edge_requeues`): the next run reads the input, or finds it already read and
+//! settles. Input the handler left in the socket is the other way to lose a wake-up, hence the
+//! handler's promise (the server returns `Yield` after a read that filled its buffer). The loom
+//! model `loom_edge_report_vs_settle_never_loses_input` checks every interleaving of an
+//! arrival, the listener's report and the worker's settle.
+//!
+//! Busy connections stay one-shot, because their worker lingers on them: an armed socket
+//! would report the awaited command to the listener as well (a wake-up for nothing and a
+//! requeue after it). A linger on a connection that is still edge-triggered first disarms its
+//! socket (one `epoll_ctl`, once per change of regime). So at low concurrency nothing changes,
+//! and at thousands of connections, where nothing lingers, the re-arm is gone. Writability
+//! (`WantWrite`) is always one-shot. `Counters::arms` counts every `epoll_ctl` that arms or
+//! disarms.
 //!
 //! ## Work stealing (`work_stealing`, off by default)
 //!

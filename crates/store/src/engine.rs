@@ -47,9 +47,35 @@ use crate::lock::LockManager;
 use crate::stats::Stats;
 use crate::txn::{Isolation, Transaction};
 use rocksdb::{
-    BlockBasedOptions, Cache, ErrorKind, Options, ReadOptions, ReadTier, WriteBatch, WriteOptions,
-    DB,
+    BlockBasedOptions, Cache, ErrorKind, LruCacheOptions, Options, ReadOptions, ReadTier,
+    WriteBatch, WriteOptions, DB,
 };
+
+/// Smallest share of the cache one shard of it may have.
+const MIN_CACHE_SHARD: usize = 8 << 20;
+
+/// The block cache: an LRU cache in `2^bits` shards of at least [`MIN_CACHE_SHARD`] (at most
+/// 64). RocksDB's default aims at 512 KiB shards, which splits a small cache (an 11 MiB
+/// buffer pool: 16 shards of 704 KiB) so finely that one SST file's filter or index block (a
+/// few hundred KiB for a 64 MiB file) fills half a shard, and the random data blocks that
+/// share its shard evict it: every lookup then read it from the disk again (docs/PERFORMANCE.md,
+/// "Seventh pass"). Larger shards keep the hottest blocks resident; a shard's mutex is held
+/// for a hash probe, and a 2-core machine has little to contend with.
+fn block_cache(bytes: usize) -> Cache {
+    let mut o = LruCacheOptions::default();
+    o.set_capacity(bytes);
+    o.set_num_shard_bits(cache_shard_bits(bytes));
+    Cache::new_lru_cache_opts(&o)
+}
+
+/// How many bits of shard index [`block_cache`] gives a cache of `bytes`.
+fn cache_shard_bits(bytes: usize) -> i32 {
+    let mut bits = 0;
+    while bits < 6 && bytes >> (bits + 1) >= MIN_CACHE_SHARD {
+        bits += 1;
+    }
+    bits
+}
 use shoal_wait::WaitKind;
 use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
@@ -221,7 +247,7 @@ impl Engine {
             }
             return Err(err.into());
         }
-        let cache = Cache::new_lru_cache(cfg.block_cache_bytes.max(1 << 20));
+        let cache = block_cache(cfg.block_cache_bytes.max(1 << 20));
         // Memtables are charged to the same cache (dummy entries evict blocks as they grow),
         // and writes stall rather than let memtables exceed their share.
         let wbm_bytes = memtable_budget(cfg.block_cache_bytes);
@@ -1226,5 +1252,28 @@ impl Inner {
             results.push((t, synced.clone()));
         }
         results
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cache_shard_bits;
+
+    /// Shards of at least 8 MiB, at most 64: a small buffer pool stays one LRU (where an SST
+    /// file's filter block of a few hundred KiB is a small share), a large one is split.
+    #[test]
+    fn cache_shards_are_at_least_eight_mib() {
+        let mib = 1usize << 20;
+        for (size, bits) in [
+            (mib, 0),
+            (11 * mib, 0),
+            (16 * mib, 1),
+            (128 * mib, 4),
+            (1024 * mib, 6),
+            (64 * 1024 * mib, 6),
+        ] {
+            assert_eq!(cache_shard_bits(size), bits, "{} MiB", size / mib);
+            assert!(bits == 6 || size >> bits >= 8 * mib || bits == 0);
+        }
     }
 }

@@ -358,7 +358,8 @@ fn defs() -> Vec<VarDef> {
         d("innodb_log_file_size", u(1048576, u64::MAX), Global, false, V::UInt(50331648)),
         d("innodb_strict_mode", Bool, Both, true, V::Bool(true)),
         d("thread_pool_size", u(1, 100000), Global, true, V::UInt(cpus())),
-        d("thread_pool_oversubscribe", u(1, 1000), Global, true, V::UInt(3)),
+        // 2, not MariaDB's 3: see docs/OPERATIONS.md (every blocking point reports its wait).
+        d("thread_pool_oversubscribe", u(1, 1000), Global, true, V::UInt(2)),
         d("thread_pool_stall_limit", u(1, U32MAX), Global, true, V::UInt(500)),
         d("thread_pool_max_threads", u(1, 65536), Global, true, V::UInt(65536)),
         d("thread_pool_idle_timeout", u(1, U32MAX), Global, true, V::UInt(60)),

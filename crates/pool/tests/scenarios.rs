@@ -1064,6 +1064,17 @@ fn shutdown_does_not_wait_for_a_linger() {
     }
 }
 
+/// A one-group pool with lingering off (so no connection is busy and every socket goes
+/// edge-triggered) and a connection that has run one command.
+fn unbusy_client() -> (Server, Client) {
+    let mut cfg = config(1);
+    cfg.linger = Duration::ZERO;
+    let srv = Server::start(cfg);
+    let mut c = srv.connect();
+    assert_eq!(c.cmd("echo warm"), "warm");
+    (srv, c)
+}
+
 /// Edge-triggered sockets: with a handler that reads to the end, a connection whose commands
 /// do not follow each other closely (here: lingering off, so none is busy) goes back to
 /// waiting after each command with no `epoll_ctl` at all. A handler that does not promise it
@@ -1102,11 +1113,7 @@ fn edge_triggered_sockets_settle_without_a_syscall() {
 /// connection is queued again after its command and the input runs.
 #[test]
 fn input_arriving_while_its_connection_runs_is_not_lost() {
-    let mut cfg = config(1);
-    cfg.linger = Duration::ZERO;
-    let srv = Server::start(cfg);
-    let mut c = srv.connect();
-    assert_eq!(c.cmd("echo warm"), "warm");
+    let (srv, mut c) = unbusy_client();
     let before = srv.stats().groups[0].counters.edge_requeues;
     c.send("sleep 400");
     let s = srv.wait_for(ms(3000), |s| {
@@ -1142,11 +1149,7 @@ fn input_arriving_while_its_connection_runs_is_not_lost() {
 /// until it has read everything, instead of waiting for a report that will not come.
 #[test]
 fn a_command_longer_than_one_read_is_read_to_the_end() {
-    let mut cfg = config(1);
-    cfg.linger = Duration::ZERO;
-    let srv = Server::start(cfg);
-    let mut c = srv.connect();
-    assert_eq!(c.cmd("echo warm"), "warm");
+    let (_srv, mut c) = unbusy_client(); // (the server lives until the end)
     for n in [4091, 4096, 100_000, 300_000] {
         let long = "y".repeat(n);
         assert_eq!(c.cmd(&format!("echo {long}")).len(), n);

@@ -229,10 +229,7 @@ fn client_vanishing_mid_result_and_idle_timeout() {
     let v: Option<i64> = c.query_first("SELECT 7").unwrap();
     assert_eq!(v, Some(7));
     // An idle connection gets 4031 after wait_timeout, then EOF.
-    let mut r = Raw::connect(srv.port);
-    r.greeting();
-    r.send_login("root");
-    assert_eq!(r.read_packet().unwrap().1[0], 0);
+    let mut r = Raw::logged_in(srv.port, "root");
     let t = std::time::Instant::now();
     let (_, p) = r.read_packet().expect("4031 packet");
     assert_eq!(err_code(&p), 4031);
@@ -298,10 +295,7 @@ fn thread_cache_and_network_counters() {
     // as an aborted connect.
     let ac0 = status(&mut admin, "Aborted_clients");
     let an0 = status(&mut admin, "Aborted_connects");
-    let mut r = Raw::connect(srv.port);
-    r.greeting();
-    r.send_login("root");
-    assert_eq!(r.read_packet().unwrap().1[0], 0);
+    let r = Raw::logged_in(srv.port, "root");
     drop(r);
     let _ = mysql::Conn::new(srv.mysql_opts().pass(Some("bad")));
     std::thread::sleep(Duration::from_millis(200));
@@ -353,10 +347,7 @@ fn flush_status_zeroes_the_cumulative_counters() {
 #[test]
 fn com_field_list_replies_without_breaking_the_connection() {
     let srv = Shoal::start("fieldlist", &[]);
-    let mut r = Raw::connect(srv.port);
-    r.greeting();
-    r.send_login("root");
-    assert_eq!(r.read_packet().unwrap().1[0], 0);
+    let mut r = Raw::logged_in(srv.port, "root");
     // COM_FIELD_LIST of a table that does not exist: an ERR (1146/1046), not a hang.
     r.write_packet(0, b"\x04nosuchtable\x00").unwrap();
     let (seq, p) = r.read_packet().unwrap();

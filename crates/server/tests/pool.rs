@@ -449,10 +449,7 @@ fn wait_timeout_closes_idle_pool_connections_with_4031() {
         "pool-timeout",
         &["--thread-pool-size=1", "--wait-timeout=1"],
     );
-    let mut r = Raw::connect(s.port);
-    r.greeting();
-    r.send_login("root");
-    assert_eq!(r.read_packet().unwrap().1[0], 0);
+    let mut r = Raw::logged_in(s.port, "root");
     let t = Instant::now();
     let (_, p) = r.read_packet().expect("4031 packet");
     assert_eq!(err_code(&p), 4031);
@@ -673,10 +670,7 @@ fn slow_readers_of_big_results_do_not_pin_workers() {
     const N: usize = 12_000_000;
     let mut slow: Vec<Raw> = (0..2)
         .map(|_| {
-            let mut r = Raw::connect(s.port);
-            r.greeting();
-            r.send_login("root");
-            assert_eq!(r.read_packet().unwrap().1[0], 0);
+            let mut r = Raw::logged_in(s.port, "root");
             let mut q = vec![0x03u8];
             q.extend_from_slice(format!("SELECT REPEAT('x', {N})").as_bytes());
             r.write_packet(0, &q).unwrap();
@@ -1142,10 +1136,7 @@ fn pipelined_command_behind_a_full_read_is_answered() {
         "pool-edge-pipeline",
         &["--thread-pool-size=1", "--thread-pool-linger-usec=0"],
     );
-    let mut r = Raw::connect(s.port);
-    r.greeting();
-    r.send_login("root");
-    assert_eq!(r.read_packet().unwrap().1[0], 0);
+    let mut r = Raw::logged_in(s.port, "root");
     for size in [16 * 1024, 32 * 1024, 64 * 1024] {
         // packet = 4 header bytes + COM_QUERY + "SELECT LENGTH('" + z... + "')"
         let fill = size - 4 - 1 - "SELECT LENGTH('')".len();

@@ -200,6 +200,21 @@ impl Raw {
         self.s.write_all(&w)
     }
 
+    /// Connects and logs in as `user` (empty password), asserting the server's OK.
+    pub fn logged_in(port: u16, user: &str) -> Raw {
+        let mut r = Raw::connect(port);
+        r.greeting();
+        r.send_login(user);
+        let (_, ok) = r.read_packet().expect("login reply");
+        assert_eq!(
+            ok[0],
+            0,
+            "login refused: {:?}",
+            String::from_utf8_lossy(&ok)
+        );
+        r
+    }
+
     /// Reads the greeting, returns the 20-byte scramble.
     pub fn greeting(&mut self) -> Vec<u8> {
         let (seq, g) = self.read_packet().expect("greeting");

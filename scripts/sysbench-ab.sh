@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# A/B of shoal's two connection handlers with sysbench itself as the client, every run on a FRESH
+# COPY of one prepared datadir: read-write runs change the data (the memtable fills, SST files
+# are written), and on a shared datadir the same handler moved between 527 and 819 TPS from run
+# to run (docs/PERFORMANCE.md, "Eighth pass"). Rounds alternate A B B A, which cancels the
+# position effect (the second run of a round was about 10 % faster there). Prints each run's
+# TPS, p99 and server CPU (ticks over the measured window), then the per-round ratio of the
+# second handler to the first and its geometric mean with a 95 % interval.
+#
+#   cargo build --release -p shoal
+#   ROUNDS=8 scripts/sysbench-ab.sh                       (oltp_read_write, 8 threads)
+#   ROUNDS=8 WL=oltp_point_select THREADS=8 scripts/sysbench-ab.sh
+#   EXTRA=--thread-pool-linger-usec=0 ...                 (server options for both handlers)
+set -euo pipefail
+TARGET=${CARGO_TARGET_DIR:-/var/tmp/shoal-target}
+SHOAL=${SHOAL:-$TARGET/release/shoal}
+W=${WORK:-/var/tmp/shoal-sysbench-ab}; P=${PORT:-33822}
+ROUNDS=${ROUNDS:-4}; THREADS=${THREADS:-8}; TIME=${TIME:-10}; WARMUP=${WARMUP:-3}
+WL=${WL:-oltp_read_write}; TABLES=${TABLES:-8}; SIZE=${SIZE:-10000}
+HANDLERS=${HANDLERS:-"one-thread-per-connection pool-of-threads"}
+EXTRA=${EXTRA:-}
+command -v sysbench >/dev/null || { echo "sysbench is not installed (./run-tests installs it)"; exit 1; }
+SB=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-port=$P --mysql-user=root --mysql-db=sbtest
+    --tables=$TABLES --table-size=$SIZE)
+S=
+stop() { if [ -n "$S" ]; then kill "$S" 2>/dev/null || true; wait "$S" 2>/dev/null || true; S=; fi; }
+trap stop EXIT
+start() { # dir handler
+  # shellcheck disable=SC2086
+  "$SHOAL" --port=$P --socket="$1/sock" --datadir="$1/data" --thread-handling="$2" \
+    --max-connections=2000 --innodb-buffer-pool-size=1G --innodb-flush-log-at-trx-commit=1 \
+    --innodb-flush-method=O_DIRECT $EXTRA >>"$1/log" 2>&1 &
+  S=$!
+  for _ in $(seq 300); do
+    mariadb -h127.0.0.1 -P$P -uroot -e 'SELECT 1' >/dev/null 2>&1 && return
+    kill -0 "$S" 2>/dev/null || { echo "server did not start: $1/log"; exit 1; }
+    sleep 0.2
+  done
+  echo "server did not answer: $1/log"; exit 1
+}
+ticks() { awk '{print $14+$15}' "/proc/$S/stat"; }
+mkdir -p "$W/base"
+if [ ! -f "$W/base/prepared-$TABLES-$SIZE" ]; then
+  rm -rf "$W/base"/*
+  start "$W/base" one-thread-per-connection
+  mariadb -h127.0.0.1 -P$P -uroot -e 'CREATE DATABASE IF NOT EXISTS sbtest'
+  sysbench oltp_read_write "${SB[@]}" --threads=4 prepare >"$W/base/prepare.log" 2>&1
+  stop
+  touch "$W/base/prepared-$TABLES-$SIZE"
+fi
+REVERSED=$(echo "$HANDLERS" | tr ' ' '\n' | tac | tr '\n' ' ')
+: >"$W/rounds.txt"
+for r in $(seq "$ROUNDS"); do
+  order=$HANDLERS
+  [ $((r % 2)) -eq 0 ] && order=$REVERSED
+  for h in $order; do
+    rm -rf "$W/run"; mkdir -p "$W/run"; cp -a "$W/base/data" "$W/run/data"
+    start "$W/run" "$h"
+    sysbench "$WL" "${SB[@]}" --threads="$THREADS" --time="$WARMUP" run >/dev/null 2>&1 || true
+    t0=$(ticks)
+    out=$(sysbench "$WL" "${SB[@]}" --threads="$THREADS" --time="$TIME" --percentile=99 run 2>&1) || true
+    t1=$(ticks)
+    stop
+    tps=$(echo "$out" | sed -n 's/.*transactions: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p')
+    p99=$(echo "$out" | sed -n 's/.*99th percentile: *//p')
+    echo "round $r $h: tps=${tps:-0} p99=${p99:-?}ms server_cpu_ticks=$((t1 - t0))"
+    echo "$r $h ${tps:-0}" >>"$W/rounds.txt"
+  done
+done
+python3 - "$W/rounds.txt" $HANDLERS <<'PY'
+import math, statistics, sys
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+a, b = sys.argv[2:4]
+by = {h: {int(r[0]): float(r[2]) for r in rows if r[1] == h} for h in (a, b)}
+rs = [by[b][r] / by[a][r] for r in sorted(by[a]) if r in by[b] and by[a][r] > 0 and by[b][r] > 0]
+if not rs:
+    sys.exit("no complete round")
+logs = [math.log(x) for x in rs]
+g = math.exp(statistics.mean(logs))
+line = f"{b} / {a} per round: {' '.join(f'{x:.3f}' for x in rs)}; geometric mean {g:.3f}"
+if len(rs) > 1:
+    # Student's t for n - 1 degrees of freedom (few rounds: 1.96 would be too narrow).
+    t = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26,
+         10: 2.23, 11: 2.20, 12: 2.18, 13: 2.16, 14: 2.14, 15: 2.13}.get(len(rs) - 1, 2.09 if len(rs) <= 21 else 2.0)
+    se = statistics.stdev(logs) / math.sqrt(len(rs))
+    line += f" (95 % CI {math.exp(math.log(g) - t * se):.3f}-{math.exp(math.log(g) + t * se):.3f})"
+print(line + f", median {statistics.median(rs):.3f}")
+PY

@@ -13,6 +13,8 @@
 #   BENCH_EXTRA=--client-threads=2 ...             (more load-generator threads, both handlers)
 #   SERVER_CPUS=0 CLIENT_CPUS=1 ...                (a core each for server and load generator)
 set -euo pipefail
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
 TARGET=${CARGO_TARGET_DIR:-/var/tmp/shoal-target}
 SHOAL=${SHOAL:-$TARGET/release/shoal}
 BENCH=${BENCH:-$TARGET/release/shoal-bench}
@@ -36,12 +38,7 @@ start() {
     --max-connections=6000 --max-prepared-stmt-count=4000000 --innodb-buffer-pool-size=1G \
     --innodb-flush-log-at-trx-commit=1 --innodb-flush-method=O_DIRECT $EXTRA >>$W/log 2>&1 &
   S=$!
-  for _ in $(seq 300); do
-    mariadb -h127.0.0.1 -P$P -uroot -e 'SELECT 1' >/dev/null 2>&1 && return
-    kill -0 "$S" 2>/dev/null || { echo "server did not start: $W/log"; exit 1; }
-    sleep 0.2
-  done
-  echo "server did not answer: $W/log"; exit 1
+  await_server "$P" "$S" "$W/log"
 }
 mkdir -p "$W"
 if [ ! -d "$W/data" ]; then

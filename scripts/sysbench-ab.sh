@@ -12,6 +12,8 @@
 #   ROUNDS=8 WL=oltp_point_select THREADS=8 scripts/sysbench-ab.sh
 #   EXTRA=--thread-pool-linger-usec=0 ...                 (server options for both handlers)
 set -euo pipefail
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
 TARGET=${CARGO_TARGET_DIR:-/var/tmp/shoal-target}
 SHOAL=${SHOAL:-$TARGET/release/shoal}
 W=${WORK:-/var/tmp/shoal-sysbench-ab}; P=${PORT:-33822}
@@ -31,12 +33,7 @@ start() { # dir handler
     --max-connections=2000 --innodb-buffer-pool-size=1G --innodb-flush-log-at-trx-commit=1 \
     --innodb-flush-method=O_DIRECT $EXTRA >>"$1/log" 2>&1 &
   S=$!
-  for _ in $(seq 300); do
-    mariadb -h127.0.0.1 -P$P -uroot -e 'SELECT 1' >/dev/null 2>&1 && return
-    kill -0 "$S" 2>/dev/null || { echo "server did not start: $1/log"; exit 1; }
-    sleep 0.2
-  done
-  echo "server did not answer: $1/log"; exit 1
+  await_server "$P" "$S" "$1/log"
 }
 ticks() { awk '{print $14+$15}' "/proc/$S/stat"; }
 mkdir -p "$W/base"

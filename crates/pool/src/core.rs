@@ -126,33 +126,65 @@ impl Phase {
         false
     }
 
-    /// The worker finished a command that ended wanting input (its handler read until the
-    /// socket was empty). `edge_armed`: the socket is still registered edge-triggered in the
-    /// group it belongs to. Consumes `pending`. See [`Settle`].
-    pub fn settle(&mut self, edge_armed: bool, pending: &mut bool) -> Settle {
-        if std::mem::take(pending) {
-            *self = Phase::Queued;
-            Settle::Requeue
-        } else if edge_armed {
-            *self = Phase::Idle;
-            Settle::Idle
-        } else {
-            Settle::Arm
+    /// The worker finished a command: decides how the connection waits for its next one.
+    /// `next` is what the handler asked for; `edge_armed`: the socket is still registered
+    /// edge-triggered for readability in the group it belongs to. See [`Settle`].
+    ///
+    /// `pending` (an edge report that found the connection queued or running) is consumed only
+    /// here, and only by a requeue after a command that ended wanting input: a report means
+    /// input arrived after the handler's last read, and only a run that reads the socket to
+    /// the end ([`Next::Input`]) has certainly seen it. A yield ([`Next::Again`]) queues the
+    /// connection for input the handler already holds, and that run may never read the
+    /// socket: the report must outlive it. (Clearing it there stranded a client's next input,
+    /// or its COM_QUIT and FIN, in a socket whose only report was gone; issue 15.) A write
+    /// ([`Next::Write`]) keeps it too: the run after the write is again not known to read.
+    pub fn settle(&mut self, next: Next, edge_armed: bool, pending: &mut bool) -> Settle {
+        match next {
+            Next::Again => {
+                *self = Phase::Queued;
+                Settle::Requeue
+            }
+            Next::Write => Settle::Arm,
+            Next::Input => {
+                if std::mem::take(pending) {
+                    *self = Phase::Queued;
+                    Settle::Requeue
+                } else if edge_armed {
+                    *self = Phase::Idle;
+                    Settle::Idle
+                } else {
+                    Settle::Arm
+                }
+            }
         }
     }
 }
 
-/// What [`Phase::settle`] decided for a connection that waits for input again.
+/// What a handler's command left the connection wanting (the pool's `Outcome`, as far as the
+/// phase machine cares).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// More input from the socket: its handler read the socket to the end, or the socket is
+    /// armed one-shot, which reports input already there.
+    Input,
+    /// Writability: the socket's send buffer is full.
+    Write,
+    /// Another run at once: the handler holds input it has not run yet (a yield).
+    Again,
+}
+
+/// What [`Phase::settle`] decided for a connection after its command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Settle {
-    /// Input arrived while it was queued or running (an edge report found it busy): the phase
-    /// is `Queued`, queue it again (the next run reads the input, or finds none and settles).
+    /// The phase is `Queued`: queue it again. Either the handler yielded, or input arrived
+    /// while it was queued or running (an edge report found it busy): the next run reads the
+    /// input, or finds none and settles.
     Requeue,
     /// Its socket stays armed edge-triggered and its input was read to the end: the phase is
     /// `Idle` and the next arrival reports it. No syscall.
     Idle,
-    /// Arm the socket (one-shot, or a change of mode or group: one `epoll_ctl`), then make it
-    /// `Idle`. The phase is unchanged.
+    /// Arm the socket (one-shot, or a change of mode or group, or for writability: one
+    /// `epoll_ctl`), then make it `Idle`. The phase is unchanged.
     Arm,
 }
 
@@ -231,6 +263,10 @@ pub struct Counters {
     /// Edge reports that found their connection queued or running: it was queued again after
     /// its command, for input that may already have been read with it.
     pub edge_requeues: u64,
+    /// Idle connections whose socket was readable (or closed) but which epoll never reported:
+    /// found by the timer's safety net and queued (see the crate doc, "The safety net"). Any
+    /// value above zero is a bug in the pool or its handler's `reads_to_end` promise.
+    pub recovered_events: u64,
     /// Reported waits by kind (index = `WaitKind::index`).
     pub waits: [u64; 12],
 }

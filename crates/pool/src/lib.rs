@@ -125,6 +125,30 @@
 //! (`WantWrite`) is always one-shot. `Counters::arms` counts every `epoll_ctl` that arms or
 //! disarms.
 //!
+//! Input is "read" only when a run reads the socket to the end. A yield ([`Outcome::Yield`])
+//! queues the connection for input its handler already holds, and that run may execute a
+//! buffered command without touching the socket, so a report kept as `pending` survives the
+//! yield and is consumed only by a settle after a command that ended wanting input
+//! ([`core::Phase::settle`]). The pool once dropped it at the yield: a client that pipelined
+//! (sysbench closes its prepared statements and sends COM_QUIT back to back) had its last
+//! bytes and its FIN stranded in a socket whose only report was gone, and its session stayed
+//! in CLOSE-WAIT until `wait_timeout`. The loom model `loom_edge_report_survives_a_yield`
+//! fails with that behaviour.
+//!
+//! ## The safety net (`recovered_events`)
+//!
+//! Every tick, after the rescue polls, the timer checks the sockets of all idle connections
+//! armed for readability with one `poll(2)`. An idle connection whose socket is readable (input,
+//! end of file or an error) is normal for a moment, since its report may be on its way; the
+//! timer marks it and wakes the group's listener. If it is still idle and readable at least
+//! one second later, and the group's epoll has since been polled to completion twice (the
+//! second poll began after the mark, when the input was already there), no report is coming:
+//! the timer queues it, counts [`Counters::recovered_events`] and logs an error. It is a
+//! safety net, not a mechanism: every recovery is a lost wake-up, a bug in the pool or in a
+//! handler's [`Handler::reads_to_end`] promise, and the test suites assert the counter stays
+//! zero (the scenario `the_safety_net_recovers_input_epoll_never_reports` breaks the promise
+//! on purpose). Its cost is one `poll(2)` over the idle sockets per stall limit.
+//!
 //! ## Work stealing (`work_stealing`, off by default)
 //!
 //! Static `id % size` placement leaves groups uneven: one group's queue can wait behind its

@@ -21,7 +21,8 @@ use rustc_hash::FxHashMap;
 use shoal_wait::{WaitKind, WaitObserver};
 
 use crate::core::{
-    next_priority, AfterPoll, CreateCtx, Decision, GroupCore, KillStep, Phase, Prio, Reason, Settle,
+    next_priority, AfterPoll, CreateCtx, Decision, GroupCore, KillStep, Next, Phase, Prio, Reason,
+    Settle,
 };
 use crate::stats::{ConnState, GroupStats, Percentiles, PoolStats, QueueEntryInfo};
 use crate::{CloseReason, Config, Handler, HighPrioMode, Outcome, PoolError, PrioHint};
@@ -29,6 +30,11 @@ use crate::{CloseReason, Config, Handler, HighPrioMode, Outcome, PoolError, Prio
 const SHARDS: usize = 16;
 const MAX_EVENTS: usize = 1024;
 const BLOCKED_LOG_INTERVAL: Duration = Duration::from_secs(10);
+/// The safety net recovers a readable idle connection no sooner than this after it first
+/// found it so (see [`Shared::sweep`]): a genuinely lost report stays lost, so waiting costs
+/// only the recovery's latency, and the margin covers a listener descheduled on a loaded
+/// machine.
+const RECOVER_AFTER: Duration = Duration::from_secs(1);
 /// How many times `wake_thief` tries a busy group lock before giving up on that group.
 const THIEF_LOCK_ATTEMPTS: u32 = 200;
 /// The first attempts only spin; the rest yield the CPU (the holder may be preempted).
@@ -77,6 +83,9 @@ struct ConnMeta {
     /// When its previous command finished (not its login): a connection whose next command
     /// starts soon after is busy, and only a busy connection is worth a linger.
     last_end: Option<Instant>,
+    /// The safety net found the connection idle with a readable socket: the group's poll
+    /// count and the time then. Cleared when the connection runs (see [`Shared::sweep`]).
+    suspect: Option<(u64, Instant)>,
 }
 
 struct ConnEntry<C> {
@@ -147,6 +156,10 @@ struct Group<C> {
     arms: AtomicU64,
     edge_idles: AtomicU64,
     edge_requeues: AtomicU64,
+    /// Polls of the group's epoll that returned and whose events were claimed (the listener's
+    /// and the timer's rescue polls): the safety net's evidence that epoll had its chance to
+    /// report a connection (see [`Shared::sweep`]).
+    polls: AtomicU64,
 }
 
 impl<C> Group<C> {
@@ -163,6 +176,7 @@ impl<C> Group<C> {
             arms: AtomicU64::new(0),
             edge_idles: AtomicU64::new(0),
             edge_requeues: AtomicU64::new(0),
+            polls: AtomicU64::new(0),
         }
     }
 
@@ -870,6 +884,7 @@ impl<H: Handler> Shared<H> {
                 tickets: self.tickets.load(Ordering::Relaxed),
                 lingering: false,
                 last_end: None,
+                suspect: None,
             }),
             conn: Mutex::new(Some(conn)),
         });
@@ -1235,6 +1250,7 @@ impl<H: Handler> Shared<H> {
                 std::thread::sleep(Duration::from_millis(10));
             }
             let claimed = self.claim(gid, events);
+            group.polls.fetch_add(1, Ordering::SeqCst);
             let mut inner = group.lock();
             let retired = gid >= self.size.load(Ordering::SeqCst) && inner.core.connections == 0;
             if inner.core.shutdown || retired {
@@ -1290,6 +1306,7 @@ impl<H: Handler> Shared<H> {
             let mut m = lock(&e.meta);
             m.phase = Phase::Running;
             m.wait = None;
+            m.suspect = None;
             let busy = m
                 .last_end
                 .is_some_and(|t| started.saturating_duration_since(t) <= window);
@@ -1503,16 +1520,33 @@ impl<H: Handler> Shared<H> {
         let size = self.size.load(Ordering::SeqCst);
         let target = (e.id % size as u64) as usize;
         let old = m.group;
-        let mut outcome = outcome;
-        if outcome == Outcome::Continue {
+        let next = match outcome {
+            Outcome::Continue => Next::Input,
+            Outcome::WantWrite => Next::Write,
+            Outcome::Yield => Next::Again,
+            Outcome::Close => return Err(CloseReason::Handler),
+        };
+        {
             let m = &mut *m;
             let edge_armed = m.edge && m.registered && old == target;
-            match m.phase.settle(edge_armed, &mut m.pending) {
+            match m.phase.settle(next, edge_armed, &mut m.pending) {
                 Settle::Requeue => {
-                    self.groups[old]
-                        .edge_requeues
-                        .fetch_add(1, Ordering::Relaxed);
-                    outcome = Outcome::Yield;
+                    if next == Next::Input {
+                        self.groups[old]
+                            .edge_requeues
+                            .fetch_add(1, Ordering::Relaxed);
+                    }
+                    let (gid, p, must, holder) = (m.group, m.prio, m.must_run, m.holder);
+                    let mut inner = self.groups[gid].lock();
+                    inner.core.push_placed(
+                        (e.clone(), Action::Event),
+                        p,
+                        must,
+                        holder,
+                        Instant::now(),
+                    );
+                    self.after_queue(gid, &mut inner.core);
+                    return Ok(());
                 }
                 Settle::Idle => {
                     self.groups[old].edge_idles.fetch_add(1, Ordering::Relaxed);
@@ -1520,19 +1554,6 @@ impl<H: Handler> Shared<H> {
                 }
                 Settle::Arm => {}
             }
-        } else {
-            // Queued again, or armed one-shot for writability: the next run reads what came.
-            m.pending = false;
-        }
-        if outcome == Outcome::Yield {
-            m.phase = Phase::Queued;
-            let (gid, p, must, holder) = (m.group, m.prio, m.must_run, m.holder);
-            let mut inner = self.groups[gid].lock();
-            inner
-                .core
-                .push_placed((e.clone(), Action::Event), p, must, holder, Instant::now());
-            self.after_queue(gid, &mut inner.core);
-            return Ok(());
         }
         // SAFETY: the fd stays open until `Handler::close`, which only runs after `close_entry`
         // deleted it from epoll.
@@ -1640,6 +1661,7 @@ impl<H: Handler> Shared<H> {
             }
         }
         let now = Instant::now();
+        let mut idle = Vec::new();
         for e in self.all_entries() {
             let mut m = lock(&e.meta);
             if m.deadline.is_some_and(|d| d <= now) && m.phase.claim() {
@@ -1650,6 +1672,96 @@ impl<H: Handler> Shared<H> {
                     .core
                     .push((e.clone(), Action::Timeout), Prio::High, must, now);
                 self.after_queue(gid, &mut inner.core);
+            } else if m.phase == Phase::Idle && m.registered && !m.writable {
+                drop(m);
+                idle.push(e);
+            } else {
+                m.suspect = None;
+            }
+        }
+        self.sweep(idle, now);
+    }
+
+    /// The safety net: finds idle connections whose socket is readable (input, end of file or
+    /// an error) although epoll never reported them, and queues them, counting
+    /// `recovered_events` and logging an error: every such event is a lost wake-up, a bug.
+    ///
+    /// One `poll(2)` over the sockets of every idle connection armed for readability. A
+    /// readable one is only a suspect: its report may be on its way (in the listener's hands,
+    /// or in the ready list of a listener about to wake up). It is recovered at a later tick
+    /// if it never left `Idle` meanwhile (a run clears the mark), is still readable, at least
+    /// [`RECOVER_AFTER`] passed, and its group's epoll was polled to completion twice since
+    /// the mark: the second of those polls began after the mark, when the input was already
+    /// there, so a report in the ready list would have been collected and claimed before the
+    /// count moved. The listener is notified at the mark, and again while the count lags, so
+    /// that an idle group's listener, asleep in `epoll_wait`, polls anyway.
+    fn sweep(self: &Arc<Self>, idle: Vec<Arc<ConnEntry<H::Conn>>>, now: Instant) {
+        if idle.is_empty() {
+            return;
+        }
+        let mut fds: Vec<libc::pollfd> = idle
+            .iter()
+            .map(|e| libc::pollfd {
+                fd: e.fd,
+                events: libc::POLLIN | libc::POLLRDHUP,
+                revents: 0,
+            })
+            .collect();
+        // SAFETY: a valid array of `fds.len()` pollfds; a zero timeout never blocks. An fd
+        // closed and reused meanwhile only misleads about a connection that is `Closed` by
+        // then, which the phase check below skips.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
+        if n < 0 {
+            return;
+        }
+        let mut notify = vec![false; self.groups.len()];
+        for (e, p) in idle.iter().zip(&fds) {
+            let mut m = lock(&e.meta);
+            let readable =
+                p.revents & (libc::POLLIN | libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0;
+            if !readable || m.phase != Phase::Idle || !m.registered || m.writable {
+                m.suspect = None;
+                continue;
+            }
+            let gid = m.group;
+            let polls = self.groups[gid].polls.load(Ordering::SeqCst);
+            match m.suspect {
+                None => {
+                    m.suspect = Some((polls, now));
+                    notify[gid] = true;
+                }
+                Some((seen, since))
+                    if polls >= seen + 2
+                        && now.saturating_duration_since(since) >= RECOVER_AFTER =>
+                {
+                    if !m.phase.claim() {
+                        continue;
+                    }
+                    m.suspect = None;
+                    let (prio, must, holder) = (m.prio, m.must_run, m.holder);
+                    tracing::error!(
+                        conn = e.id,
+                        group = gid,
+                        edge = m.edge,
+                        "thread pool: an idle connection's socket was readable but epoll never \
+                         reported it; queued by the safety net (Threadpool_recovered_events)"
+                    );
+                    let mut inner = self.groups[gid].lock();
+                    inner.core.counters.recovered_events += 1;
+                    inner.core.io_since_tick = true;
+                    inner
+                        .core
+                        .push_placed((e.clone(), Action::Event), prio, must, holder, now);
+                    self.after_queue(gid, &mut inner.core);
+                }
+                Some(_) => notify[gid] = true,
+            }
+        }
+        for (gid, n) in notify.into_iter().enumerate() {
+            if n {
+                if let Some(p) = self.groups[gid].poller.get() {
+                    let _ = p.notify();
+                }
             }
         }
     }
@@ -1664,6 +1776,7 @@ impl<H: Handler> Shared<H> {
             return;
         }
         let claimed = self.claim(gid, events);
+        self.groups[gid].polls.fetch_add(1, Ordering::SeqCst);
         let mut inner = self.groups[gid].lock();
         inner.core.counters.polls_by_worker += 1;
         if claimed.is_empty() {

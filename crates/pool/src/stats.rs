@@ -134,4 +134,11 @@ impl PoolStats {
     pub fn waits_of(&self, kind: WaitKind) -> u64 {
         self.waits[kind.index()]
     }
+    /// [`crate::Counters::recovered_events`] summed over groups: must stay zero.
+    pub fn recovered_events(&self) -> u64 {
+        self.groups
+            .iter()
+            .map(|g| g.counters.recovered_events)
+            .sum()
+    }
 }

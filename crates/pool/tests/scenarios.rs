@@ -2,6 +2,7 @@
 
 mod common;
 
+use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -1142,6 +1143,75 @@ fn input_arriving_while_its_connection_runs_is_not_lost() {
     for i in 0..5 {
         assert_eq!(c.cmd(&format!("echo {i}")), i.to_string());
     }
+}
+
+/// Input whose only report arrives while its connection runs a command the client pipelined
+/// with another: the command ends with the other one still buffered, so the connection is
+/// queued again (`Yield`), and that run only executes the buffered command, without reading
+/// the socket. The report must survive the yield: the connection is queued again after that
+/// run too, and the new input runs. (The pool once dropped the report at the yield: the
+/// connection settled edge-triggered with the input, or a client's COM_QUIT and FIN, unread
+/// in its socket, and stayed so until `wait_timeout`: issue 15.) Also with `quit`: the
+/// connection must be closed.
+#[test]
+fn input_reported_during_a_run_survives_a_yield() {
+    for last in ["echo after", "quit"] {
+        let (srv, mut c) = unbusy_client();
+        srv.state.one_per_run.store(true, Ordering::SeqCst);
+        c.stream.write_all(b"sleep 300\necho between\n").unwrap();
+        let s = srv.wait_for(ms(3000), |s| {
+            s.groups[0].waiting == 1 && s.groups[0].has_listener
+        });
+        assert_eq!(s.groups[0].waiting, 1, "{s:?}");
+        c.send(last);
+        assert_eq!(c.read_line().as_deref(), Some("slept"));
+        assert_eq!(c.read_line().as_deref(), Some("between"));
+        if last == "quit" {
+            assert_eq!(c.read_line(), None, "still open after quit");
+            assert_eq!(
+                srv.wait_closed(c.id, ms(5000)),
+                Some(CloseReason::Handler),
+                "{:?}",
+                srv.stats()
+            );
+        } else {
+            assert_eq!(c.read_line().as_deref(), Some("after"));
+            for i in 0..3 {
+                assert_eq!(c.cmd(&format!("echo {i}")), i.to_string());
+            }
+        }
+        assert_eq!(srv.stats().recovered_events(), 0);
+    }
+}
+
+/// The safety net: a handler breaks its `reads_to_end` promise once (it reads 8 bytes of a
+/// longer command and says the socket is empty), so the edge-triggered socket, which reported
+/// the command's arrival once, reports nothing more. The timer's sweep finds the idle
+/// connection readable, and after its margin (one second and two completed polls of the
+/// group) queues it: the command is answered, `recovered_events` counts it, and the
+/// connection works normally afterwards.
+#[test]
+fn the_safety_net_recovers_input_epoll_never_reports() {
+    let mut cfg = config(1);
+    cfg.linger = Duration::ZERO;
+    cfg.stall_limit = ms(20);
+    let srv = Server::start(cfg);
+    srv.state.allow_recovered.store(true, Ordering::SeqCst);
+    let mut c = srv.connect();
+    assert_eq!(c.cmd("echo warm"), "warm");
+    assert_eq!(c.cmd("echo armed"), "armed");
+    assert_eq!(srv.stats().recovered_events(), 0);
+    srv.state.lie_once.store(true, Ordering::SeqCst);
+    let t = Instant::now();
+    assert_eq!(c.cmd("echo 0123456789abcdef"), "0123456789abcdef");
+    let took = t.elapsed();
+    assert_eq!(srv.stats().recovered_events(), 1, "{:?}", srv.stats());
+    // Not before the margin: a report on its way is never taken for a lost one.
+    assert!(took >= ms(1000), "recovered after {took:?}");
+    for i in 0..3 {
+        assert_eq!(c.cmd(&format!("echo {i}")), i.to_string());
+    }
+    assert_eq!(srv.stats().recovered_events(), 1);
 }
 
 /// A command longer than the handler's read buffer (4 KiB) arrives in one burst, so its socket

@@ -66,6 +66,15 @@ pub struct State {
     /// `await_input` reads the next command into the connection's buffer (as the server does)
     /// instead of only polling the socket.
     pub consume_on_linger: AtomicBool,
+    /// Run one command per `handle` and yield when more complete commands are buffered (as
+    /// the server does), instead of running every buffered line at once.
+    pub one_per_run: AtomicBool,
+    /// Break the `reads_to_end` promise once: the next read takes at most 8 bytes and claims
+    /// to have found the socket empty (for the safety-net test).
+    pub lie_once: AtomicBool,
+    /// The test provokes recovered events on purpose (otherwise dropping the server asserts
+    /// that there were none).
+    pub allow_recovered: AtomicBool,
 }
 
 pub struct LineHandler {
@@ -192,11 +201,13 @@ impl Handler for LineHandler {
         // A line already read (by a consuming `await_input`) runs without touching the socket.
         if !c.inbuf.contains(&b'\n') {
             let mut buf = [0u8; 4096];
-            match c.stream.read(&mut buf) {
+            let lie = self.state.lie_once.swap(false, Ordering::SeqCst);
+            let limit = if lie { 8 } else { buf.len() };
+            match c.stream.read(&mut buf[..limit]) {
                 Ok(0) => return Outcome::Close,
                 Ok(n) => {
                     c.inbuf.extend_from_slice(&buf[..n]);
-                    c.read_full = n == buf.len();
+                    c.read_full = !lie && n == buf.len();
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
                     c.read_full = false;
@@ -205,7 +216,9 @@ impl Handler for LineHandler {
                 Err(_) => return Outcome::Close,
             }
         }
-        // Run every complete line (the client waits for each reply, so usually one).
+        // Run every complete line (the client waits for each reply, so usually one), or only
+        // the first one (`one_per_run`).
+        let one = self.state.one_per_run.load(Ordering::Relaxed);
         while let Some(pos) = c.inbuf.iter().position(|&b| b == b'\n') {
             let line: Vec<u8> = c.inbuf.drain(..=pos).collect();
             let line = String::from_utf8_lossy(&line[..line.len() - 1]).to_string();
@@ -220,6 +233,13 @@ impl Handler for LineHandler {
                 Ok(true) => {}
                 Ok(false) => return Outcome::WantWrite,
                 Err(_) => return Outcome::Close,
+            }
+            if one && c.inbuf.contains(&b'\n') {
+                // The next command is already here: the socket need not be read for it.
+                return Outcome::Yield;
+            }
+            if one {
+                break;
             }
         }
         // A full read may have left bytes in the socket, which an edge-triggered registration
@@ -418,7 +438,12 @@ impl Drop for Server {
         if let Some(a) = self.acceptor.take() {
             let _ = a.join();
         }
+        let recovered = self.pool.stats().recovered_events();
         self.pool.shutdown();
+        // The safety net must never have had to act: a recovered event is a lost wake-up.
+        if !std::thread::panicking() && !self.state.allow_recovered.load(Ordering::SeqCst) {
+            assert_eq!(recovered, 0, "the pool's safety net recovered lost events");
+        }
     }
 }
 

@@ -276,6 +276,26 @@ pub enum ResultError {
 }
 
 impl ResultFile {
+    /// The file name `run`, `step` and `soak` save a result under (`stamp`: something unique,
+    /// the tool uses Unix milliseconds). Sweeps name theirs with [`crate::method::sweep_file_name`].
+    pub fn file_name(&self, stamp: &str) -> String {
+        use crate::method::sanitize;
+        match self {
+            Self::Run(r) => format!(
+                "run-{}-{}-{}-{stamp}.json",
+                sanitize(&r.label),
+                r.workload,
+                r.threads
+            ),
+            Self::Step(s) => format!("step-{}-{}-{stamp}.json", sanitize(&s.label), s.workload),
+            Self::Soak(s) => format!(
+                "soak-{}-{}-{stamp}.json",
+                sanitize(&s.run.label),
+                s.run.workload
+            ),
+        }
+    }
+
     pub fn save(&self, path: &Path) -> Result<(), ResultError> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| ResultError::Io {

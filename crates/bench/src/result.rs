@@ -345,11 +345,57 @@ pub enum ResultError {
         path: String,
         source: std::io::Error,
     },
-    #[error("{path}: not a shoal-bench result: {source}")]
-    Json {
+    /// Not JSON at all.
+    #[error("{path}: not valid JSON: {source}")]
+    NotJson {
         path: String,
         source: serde_json::Error,
     },
+    /// JSON, but not a result file (no string `kind` field).
+    #[error("{path}: not a shoal-bench result (no \"kind\" field)")]
+    NotAResult { path: String },
+    /// A result file (it has a `kind`) whose content does not read back.
+    #[error("{path}: unreadable shoal-bench result (kind \"{kind}\"): {source}")]
+    Json {
+        path: String,
+        kind: String,
+        source: serde_json::Error,
+    },
+}
+
+impl ResultError {
+    /// The file the error is about.
+    pub fn path(&self) -> &str {
+        match self {
+            Self::Io { path, .. }
+            | Self::NotJson { path, .. }
+            | Self::NotAResult { path }
+            | Self::Json { path, .. } => path,
+        }
+    }
+
+    /// The same error about `path`.
+    fn at(mut self, p: &Path) -> Self {
+        match &mut self {
+            Self::Io { path, .. }
+            | Self::NotJson { path, .. }
+            | Self::NotAResult { path }
+            | Self::Json { path, .. } => *path = p.display().to_string(),
+        }
+        self
+    }
+
+    /// Why the file could not be used, without the path.
+    pub fn reason(&self) -> String {
+        match self {
+            Self::Io { source, .. } => source.to_string(),
+            Self::NotJson { source, .. } => format!("not valid JSON: {source}"),
+            Self::NotAResult { .. } => "not a shoal-bench result (no \"kind\" field)".into(),
+            Self::Json { kind, source, .. } => {
+                format!("unreadable shoal-bench result (kind \"{kind}\"): {source}")
+            }
+        }
+    }
 }
 
 impl ResultFile {
@@ -392,9 +438,29 @@ impl ResultFile {
             path: path.display().to_string(),
             source: e,
         })?;
-        serde_json::from_str(&s).map_err(|e| ResultError::Json {
-            path: path.display().to_string(),
-            source: e,
+        Self::parse(&s).map_err(|e| e.at(path))
+    }
+
+    /// Parses the text of a result file; errors carry an empty path (see [`ResultError::at`]).
+    pub fn parse(s: &str) -> Result<Self, ResultError> {
+        serde_json::from_str(s).map_err(|source| {
+            // Only on failure: tell "not JSON" and "not ours" apart from a broken result.
+            match serde_json::from_str::<serde_json::Value>(s) {
+                Err(source) => ResultError::NotJson {
+                    path: String::new(),
+                    source,
+                },
+                Ok(v) => match v.get("kind").and_then(|k| k.as_str()) {
+                    None => ResultError::NotAResult {
+                        path: String::new(),
+                    },
+                    Some(kind) => ResultError::Json {
+                        path: String::new(),
+                        kind: kind.to_string(),
+                        source,
+                    },
+                },
+            }
         })
     }
 }
@@ -755,6 +821,36 @@ mod tests {
             .unwrap_err();
             assert!(e.to_string().contains(bad), "{e}");
         }
+    }
+
+    #[test]
+    fn unreadable_files_say_why() {
+        let d = fixtures::dir("why");
+        let mut broken =
+            serde_json::to_value(ResultFile::Run(Box::new(fixtures::run("x", 1, 1.0)))).unwrap();
+        broken["summary"]["errors_by_code"]["deadlock"] = 1.into();
+        let bad = broken.to_string();
+        for (name, text, want) in [
+            (
+                "trunc.json",
+                "{\"kind\": \"run\", \"label\":",
+                "not valid JSON",
+            ),
+            ("other.json", "{\"name\": \"x\"}", "no \"kind\" field"),
+            ("bad.json", bad.as_str(), "kind \"run\""),
+        ] {
+            let p = d.join(name);
+            std::fs::write(&p, text).unwrap();
+            let e = ResultFile::load(&p).unwrap_err();
+            assert_eq!(e.path(), p.display().to_string());
+            assert!(e.reason().contains(want), "{name}: {}", e.reason());
+            assert!(e.to_string().starts_with(&p.display().to_string()), "{e}");
+        }
+        assert!(ResultFile::load(&d.join("bad.json"))
+            .unwrap_err()
+            .reason()
+            .contains("\"deadlock\" is not a MySQL error code"));
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]

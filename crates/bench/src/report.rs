@@ -281,6 +281,14 @@ fn opt1(v: Option<f64>) -> String {
     v.map(f1).unwrap_or_else(|| "n/a".into())
 }
 
+/// `1213: 18, 1205: 2` (empty when there were no errors).
+fn error_codes(m: &BTreeMap<u16, u64>) -> String {
+    m.iter()
+        .map(|(c, n)| format!("{c}: {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn run_row(r: &RunResult) -> Vec<String> {
     let s = &r.summary;
     let y = &r.sys;
@@ -300,6 +308,7 @@ fn run_row(r: &RunResult) -> Vec<String> {
         format!("{:.2}", s.latency_ms.p99),
         format!("{:.2}", s.latency_ms.max),
         format!("{} / {} / {}", s.ignored_errors, s.errors, s.reconnects),
+        error_codes(&s.errors_by_code),
         format!(
             "{:.0}/{:.0}/{:.0}",
             y.cpu_user_pct, y.cpu_sys_pct, y.cpu_iowait_pct
@@ -322,7 +331,7 @@ fn run_row(r: &RunResult) -> Vec<String> {
     ]
 }
 
-const RUN_HEAD: [&str; 17] = [
+const RUN_HEAD: [&str; 18] = [
     "config",
     "workload",
     "clients",
@@ -334,6 +343,7 @@ const RUN_HEAD: [&str; 17] = [
     "p99 ms",
     "max ms",
     "ignored / failed / reconn",
+    "errors by code",
     "cpu us/sy/wa %",
     "cs/s",
     "server cpu %",
@@ -536,6 +546,8 @@ pub fn render(l: &Loaded) -> Result<Rendered, ReportError> {
                 "p90 ms",
                 "p99 ms",
                 "success %",
+                "ignored / failed / reconn",
+                "errors by code",
                 "cpu %",
                 "iowait %",
                 "healthy",
@@ -554,6 +566,11 @@ pub fn render(l: &Loaded) -> Result<Rendered, ReportError> {
                         format!("{:.2}", st.summary.latency_ms.p90),
                         format!("{:.2}", st.summary.latency_ms.p99),
                         format!("{:.3}", st.summary.success_pct),
+                        format!(
+                            "{} / {} / {}",
+                            st.summary.ignored_errors, st.summary.errors, st.summary.reconnects
+                        ),
+                        error_codes(&st.summary.errors_by_code),
                         f1(st.cpu_pct),
                         f1(st.sys.cpu_iowait_pct),
                         if st.healthy { "yes" } else { "no" }.into(),
@@ -565,6 +582,17 @@ pub fn render(l: &Loaded) -> Result<Rendered, ReportError> {
         html.push_str(&t.html());
         md.push_str(&t.md());
         md.push('\n');
+        if let Some(c) = &s.confirmation {
+            html.push_str("<p>Confirmation run:</p>");
+            md.push_str("Confirmation run:\n\n");
+            let t = Table {
+                head: RUN_HEAD.iter().map(|s| s.to_string()).collect(),
+                rows: vec![run_row(c)],
+            };
+            html.push_str(&t.html());
+            md.push_str(&t.md());
+            md.push('\n');
+        }
         let tps = Series {
             name: "TPS".into(),
             points: s
@@ -723,6 +751,96 @@ mod tests {
     use super::*;
 
     use crate::result::fixtures;
+
+    /// Writes a run (closed loop, one open loop), the runs of a 2 x 2 sweep, a step test and
+    /// a soak, all of which saw errors, the way the tool saves them.
+    fn write_results(dir: &Path) -> Vec<ResultFile> {
+        let mut files = Vec::new();
+        let mut open = fixtures::run("open", 64, 1100.0);
+        open.rate = 1200.0;
+        for (i, f) in [
+            ResultFile::Run(Box::new(fixtures::run("", 64, 1000.0))),
+            ResultFile::Run(Box::new(open)),
+            ResultFile::Step(Box::new(fixtures::step())),
+            ResultFile::Soak(Box::new(fixtures::soak())),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            f.save(&dir.join(f.file_name(&format!("17000000000{i:02}"))))
+                .unwrap();
+            files.push(f);
+        }
+        for cfg in ["oversub3", "oversub10"] {
+            for t in [8, 512] {
+                let mut r = fixtures::run(cfg, t, 100.0 + t as f64);
+                r.summary.errors_by_code.insert(1040, t as u64);
+                let f = ResultFile::Run(Box::new(r));
+                f.save(&dir.join(crate::method::sweep_file_name(cfg, t, 1)))
+                    .unwrap();
+                files.push(f);
+            }
+        }
+        files
+    }
+
+    #[test]
+    fn results_with_errors_load_from_a_directory_and_report() {
+        let d = fixtures::dir("report");
+        let written = write_results(&d);
+        let l = load(std::slice::from_ref(&d)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(l.skipped, vec![]);
+        // Everything written was read, equal field for field.
+        let mut read: Vec<ResultFile> = l
+            .runs
+            .iter()
+            .map(|r| ResultFile::Run(Box::new(r.clone())))
+            .chain(
+                l.steps
+                    .iter()
+                    .map(|s| ResultFile::Step(Box::new(s.clone()))),
+            )
+            .chain(
+                l.soaks
+                    .iter()
+                    .map(|s| ResultFile::Soak(Box::new(s.clone()))),
+            )
+            .collect();
+        assert_eq!(read.len(), written.len());
+        for w in &written {
+            let i = read
+                .iter()
+                .position(|r| r == w)
+                .unwrap_or_else(|| panic!("not read back: {w:?}"));
+            read.remove(i);
+        }
+        // The report shows the errors by code of runs, steps, the confirmation run and the soak.
+        let out = d.join("out").join("report.html");
+        let r = write(std::slice::from_ref(&d), &out).unwrap_or_else(|e| panic!("{e}"));
+        let page = std::fs::read_to_string(&out).unwrap();
+        assert_eq!(page, r.html);
+        for want in [
+            "errors by code",
+            "1062: 3, 1205: 2, 1213: 18",
+            "1040: 512, 1062: 3, 1205: 2, 1213: 18",
+            "1020: 7, 1062: 11, 1213: 250",
+            "1213: 5, 2013: 1",
+            "1205: 6, 1213: 40, 1927: 2",
+            "TPS vs connections",
+            "oversub10",
+            "Stepped load",
+            "Confirmation run",
+            "Soak",
+            "DRIFT",
+        ] {
+            assert!(page.contains(want), "report lacks {want:?}");
+        }
+        assert!(!page.contains("Skipped files"));
+        let md = std::fs::read_to_string(out.with_extension("md")).unwrap();
+        assert!(md.contains("| 1213: 5, 2013: 1 |"), "{md}");
+        assert!(d.join("out/report_svg/tps_vs_connections.svg").exists());
+        let _ = std::fs::remove_dir_all(&d);
+    }
 
     #[test]
     fn directory_load_names_every_skipped_file_and_why() {

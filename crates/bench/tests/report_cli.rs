@@ -50,6 +50,10 @@ fn reports_a_run_with_errors_and_warns_about_a_corrupt_file() {
     let page = std::fs::read_to_string(&out).unwrap();
     assert!(page.contains("Skipped files") && page.contains("corrupt.json"));
     assert!(page.contains("oltp_read_write"));
+    assert!(
+        page.contains("1062: 3, 1205: 2, 1213: 18"),
+        "no errors by code"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 

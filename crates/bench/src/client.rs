@@ -18,7 +18,7 @@ use mysql_async::{Conn, Opts, OptsBuilder, Params, Statement, Value};
 use std::time::Duration;
 
 /// How to reach the server (sysbench's `--mysql-*` options).
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ConnOpts {
     pub host: String,
     pub port: u16,

@@ -374,9 +374,9 @@ fn stamp() -> String {
     format!("{t}")
 }
 
-fn save(dir: &Option<PathBuf>, name: String, r: ResultFile) -> Result<(), String> {
+fn save(dir: &Option<PathBuf>, r: ResultFile) -> Result<(), String> {
     if let Some(d) = dir {
-        let p = d.join(name);
+        let p = d.join(r.file_name(&stamp()));
         r.save(&p).map_err(|e| e.to_string())?;
         eprintln!("result written to {}", p.display());
     }
@@ -408,14 +408,7 @@ fn real_main() -> Result<ExitCode, String> {
             let r = rt
                 .block_on(method::run_point(&spec))
                 .map_err(|e| e.to_string())?;
-            let name = format!(
-                "run-{}-{}-{}-{}.json",
-                method::sanitize(&r.label),
-                r.workload,
-                r.threads,
-                stamp()
-            );
-            save(&c.output, name, ResultFile::Run(Box::new(r)))?;
+            save(&c.output, ResultFile::Run(Box::new(r)))?;
         }
         Cmd::Step(s) => {
             let base = s.common.spec(1.0)?;
@@ -440,13 +433,7 @@ fn real_main() -> Result<ExitCode, String> {
             let r = rt
                 .block_on(method::step(&spec))
                 .map_err(|e| e.to_string())?;
-            let name = format!(
-                "step-{}-{}-{}.json",
-                method::sanitize(&r.label),
-                r.workload,
-                stamp()
-            );
-            save(&s.common.output, name, ResultFile::Step(Box::new(r)))?;
+            save(&s.common.output, ResultFile::Step(Box::new(r)))?;
         }
         Cmd::Soak(s) => {
             let spec = s.common.spec(10.0)?;
@@ -461,13 +448,7 @@ fn real_main() -> Result<ExitCode, String> {
                 .block_on(method::soak(&spec, &lim))
                 .map_err(|e| e.to_string())?;
             let pass = r.verdict.pass;
-            let name = format!(
-                "soak-{}-{}-{}.json",
-                method::sanitize(&r.run.label),
-                r.run.workload,
-                stamp()
-            );
-            save(&s.common.output, name, ResultFile::Soak(Box::new(r)))?;
+            save(&s.common.output, ResultFile::Soak(Box::new(r)))?;
             if !pass {
                 return Ok(ExitCode::from(3));
             }

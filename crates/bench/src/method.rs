@@ -900,7 +900,7 @@ pub async fn sweep(spec: &SweepSpec) -> Result<Vec<RunResult>, MethodError> {
                     res.summary.errors
                 );
                 if let Some(dir) = &spec.output_dir {
-                    let p = dir.join(format!("run-{}-{t}-r{}.json", sanitize(&cfg.name), rep + 1));
+                    let p = dir.join(sweep_file_name(&cfg.name, t, rep + 1));
                     ResultFile::Run(Box::new(res.clone())).save(&p)?;
                 }
                 out.push(res);
@@ -908,6 +908,12 @@ pub async fn sweep(spec: &SweepSpec) -> Result<Vec<RunResult>, MethodError> {
         }
     }
     Ok(out)
+}
+
+/// The file a sweep saves the run of configuration `config` at `threads` clients, repetition
+/// `rep` (from 1) under: `run-NAME-THREADS-rREP.json`.
+pub fn sweep_file_name(config: &str, threads: usize, rep: usize) -> String {
+    format!("run-{}-{threads}-r{rep}.json", sanitize(config))
 }
 
 /// A file-name-safe version of a label.

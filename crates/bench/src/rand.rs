@@ -46,7 +46,7 @@ impl FromStr for RandType {
 }
 
 /// Parameters of the id distribution (sysbench's `--rand-*` options).
-#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RandSpec {
     pub kind: RandType,
     /// `--rand-spec-iter`: uniform draws summed for gaussian-like values.

@@ -22,10 +22,30 @@ pub enum ReportError {
         path: String,
         source: std::io::Error,
     },
-    #[error("no result files found in {0}")]
+    /// The inputs hold no `*.json` file at all.
+    #[error("no result files (*.json) in {0}")]
     Empty(String),
+    /// There were JSON files, but every one was skipped.
+    #[error("no result could be read from {inputs}; skipped {}:{}", .skipped.len(), list_skipped(.skipped))]
+    NothingLoaded {
+        inputs: String,
+        skipped: Vec<Skipped>,
+    },
     #[error("plot '{0}': {1}")]
     Plot(String, String),
+}
+
+/// A file of a directory that [`load`] did not use, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skipped {
+    pub path: PathBuf,
+    pub reason: String,
+}
+
+fn list_skipped(v: &[Skipped]) -> String {
+    v.iter()
+        .map(|s| format!("\n  {}: {}", s.path.display(), s.reason))
+        .collect()
 }
 
 /// Loaded results, by kind.
@@ -34,6 +54,10 @@ pub struct Loaded {
     pub runs: Vec<RunResult>,
     pub steps: Vec<StepResult>,
     pub soaks: Vec<SoakResult>,
+    /// Files found in the input directories that were not loaded (not JSON, not a result, or
+    /// a result that does not read back). Files named on the command line are never skipped:
+    /// any error with them fails the load.
+    pub skipped: Vec<Skipped>,
 }
 
 fn io_err(p: &Path) -> impl FnOnce(std::io::Error) -> ReportError + '_ {
@@ -43,41 +67,55 @@ fn io_err(p: &Path) -> impl FnOnce(std::io::Error) -> ReportError + '_ {
     }
 }
 
-/// Loads result files from files or directories (non-recursive; other JSON files are skipped).
+/// Loads result files from files or directories (a directory's `*.json` files, not
+/// recursive). A file given by name must load; a directory's file that does not load is
+/// recorded in [`Loaded::skipped`] with the reason, and [`write`] prints it as a warning.
+/// Fails when nothing at all loaded, naming every skipped file and why.
 pub fn load(paths: &[PathBuf]) -> Result<Loaded, ReportError> {
-    let mut files = Vec::new();
+    // (file, given by name)
+    let mut files: Vec<(PathBuf, bool)> = Vec::new();
     for p in paths {
         if p.is_dir() {
-            let mut v: Vec<PathBuf> = std::fs::read_dir(p)
-                .map_err(io_err(p))?
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|e| e == "json"))
-                .collect();
+            let mut v: Vec<PathBuf> = Vec::new();
+            for e in std::fs::read_dir(p).map_err(io_err(p))? {
+                let path = e.map_err(io_err(p))?.path();
+                if path.extension().is_some_and(|e| e == "json") && !path.is_dir() {
+                    v.push(path);
+                }
+            }
             v.sort();
-            files.extend(v);
+            files.extend(v.into_iter().map(|f| (f, false)));
         } else {
-            files.push(p.clone());
+            files.push((p.clone(), true));
         }
     }
     let mut l = Loaded::default();
-    for f in &files {
+    for (f, named) in &files {
         match ResultFile::load(f) {
             Ok(ResultFile::Run(r)) => l.runs.push(*r),
             Ok(ResultFile::Step(s)) => l.steps.push(*s),
             Ok(ResultFile::Soak(s)) => l.soaks.push(*s),
-            Err(ResultError::Json { .. }) if paths.iter().all(|p| p != f) => {}
-            Err(e) => return Err(e.into()),
+            Err(e) if *named => return Err(e.into()),
+            Err(e) => l.skipped.push(Skipped {
+                path: f.clone(),
+                reason: e.reason(),
+            }),
         }
     }
     if l.runs.is_empty() && l.steps.is_empty() && l.soaks.is_empty() {
-        return Err(ReportError::Empty(
-            paths
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-        ));
+        let inputs = paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Err(if l.skipped.is_empty() {
+            ReportError::Empty(inputs)
+        } else {
+            ReportError::NothingLoaded {
+                inputs,
+                skipped: l.skipped,
+            }
+        });
     }
     Ok(l)
 }
@@ -243,6 +281,14 @@ fn opt1(v: Option<f64>) -> String {
     v.map(f1).unwrap_or_else(|| "n/a".into())
 }
 
+/// `1213: 18, 1205: 2` (empty when there were no errors).
+fn error_codes(m: &BTreeMap<u16, u64>) -> String {
+    m.iter()
+        .map(|(c, n)| format!("{c}: {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn run_row(r: &RunResult) -> Vec<String> {
     let s = &r.summary;
     let y = &r.sys;
@@ -262,6 +308,7 @@ fn run_row(r: &RunResult) -> Vec<String> {
         format!("{:.2}", s.latency_ms.p99),
         format!("{:.2}", s.latency_ms.max),
         format!("{} / {} / {}", s.ignored_errors, s.errors, s.reconnects),
+        error_codes(&s.errors_by_code),
         format!(
             "{:.0}/{:.0}/{:.0}",
             y.cpu_user_pct, y.cpu_sys_pct, y.cpu_iowait_pct
@@ -284,7 +331,7 @@ fn run_row(r: &RunResult) -> Vec<String> {
     ]
 }
 
-const RUN_HEAD: [&str; 17] = [
+const RUN_HEAD: [&str; 18] = [
     "config",
     "workload",
     "clients",
@@ -296,6 +343,7 @@ const RUN_HEAD: [&str; 17] = [
     "p99 ms",
     "max ms",
     "ignored / failed / reconn",
+    "errors by code",
     "cpu us/sy/wa %",
     "cs/s",
     "server cpu %",
@@ -329,6 +377,26 @@ pub fn render(l: &Loaded) -> Result<Rendered, ReportError> {
         let _ = writeln!(md, "![{name}](SVGDIR/{name})\n");
         svgs.push((name, svg));
     };
+
+    if !l.skipped.is_empty() {
+        let line = format!(
+            "{} file(s) in the input directories were not loaded:",
+            l.skipped.len()
+        );
+        let _ = write!(html, "<h2>Skipped files</h2><p>{}</p><ul>", esc(&line));
+        let _ = writeln!(md, "## Skipped files\n\n{line}\n");
+        for sk in &l.skipped {
+            let _ = write!(
+                html,
+                "<li>{}: {}</li>",
+                esc(&sk.path.display().to_string()),
+                esc(&sk.reason)
+            );
+            let _ = writeln!(md, "- `{}`: {}", sk.path.display(), sk.reason);
+        }
+        html.push_str("</ul>");
+        md.push('\n');
+    }
 
     if !l.runs.is_empty() {
         html.push_str("<h2>Runs</h2>");
@@ -478,6 +546,8 @@ pub fn render(l: &Loaded) -> Result<Rendered, ReportError> {
                 "p90 ms",
                 "p99 ms",
                 "success %",
+                "ignored / failed / reconn",
+                "errors by code",
                 "cpu %",
                 "iowait %",
                 "healthy",
@@ -496,6 +566,11 @@ pub fn render(l: &Loaded) -> Result<Rendered, ReportError> {
                         format!("{:.2}", st.summary.latency_ms.p90),
                         format!("{:.2}", st.summary.latency_ms.p99),
                         format!("{:.3}", st.summary.success_pct),
+                        format!(
+                            "{} / {} / {}",
+                            st.summary.ignored_errors, st.summary.errors, st.summary.reconnects
+                        ),
+                        error_codes(&st.summary.errors_by_code),
                         f1(st.cpu_pct),
                         f1(st.sys.cpu_iowait_pct),
                         if st.healthy { "yes" } else { "no" }.into(),
@@ -507,6 +582,17 @@ pub fn render(l: &Loaded) -> Result<Rendered, ReportError> {
         html.push_str(&t.html());
         md.push_str(&t.md());
         md.push('\n');
+        if let Some(c) = &s.confirmation {
+            html.push_str("<p>Confirmation run:</p>");
+            md.push_str("Confirmation run:\n\n");
+            let t = Table {
+                head: RUN_HEAD.iter().map(|s| s.to_string()).collect(),
+                rows: vec![run_row(c)],
+            };
+            html.push_str(&t.html());
+            md.push_str(&t.md());
+            md.push('\n');
+        }
         let tps = Series {
             name: "TPS".into(),
             points: s
@@ -630,8 +716,12 @@ pub fn render(l: &Loaded) -> Result<Rendered, ReportError> {
 }
 
 /// Renders and writes `out` (HTML), `out` with `.md`, and the SVGs in `<stem>_svg/`.
+/// Warns on stderr about every skipped file.
 pub fn write(paths: &[PathBuf], out: &Path) -> Result<Rendered, ReportError> {
     let l = load(paths)?;
+    for sk in &l.skipped {
+        eprintln!("WARNING: skipped {}: {}", sk.path.display(), sk.reason);
+    }
     let mut r = render(&l)?;
     let stem = out
         .file_stem()
@@ -659,6 +749,174 @@ pub fn write(paths: &[PathBuf], out: &Path) -> Result<Rendered, ReportError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::result::fixtures;
+
+    /// Writes a run (closed loop, one open loop), the runs of a 2 x 2 sweep, a step test and
+    /// a soak, all of which saw errors, the way the tool saves them.
+    fn write_results(dir: &Path) -> Vec<ResultFile> {
+        let mut files = Vec::new();
+        let mut open = fixtures::run("open", 64, 1100.0);
+        open.rate = 1200.0;
+        for (i, f) in [
+            ResultFile::Run(Box::new(fixtures::run("", 64, 1000.0))),
+            ResultFile::Run(Box::new(open)),
+            ResultFile::Step(Box::new(fixtures::step())),
+            ResultFile::Soak(Box::new(fixtures::soak())),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            f.save(&dir.join(f.file_name(&format!("17000000000{i:02}"))))
+                .unwrap();
+            files.push(f);
+        }
+        for cfg in ["oversub3", "oversub10"] {
+            for t in [8, 512] {
+                let mut r = fixtures::run(cfg, t, 100.0 + t as f64);
+                r.summary.errors_by_code.insert(1040, t as u64);
+                let f = ResultFile::Run(Box::new(r));
+                f.save(&dir.join(crate::method::sweep_file_name(cfg, t, 1)))
+                    .unwrap();
+                files.push(f);
+            }
+        }
+        files
+    }
+
+    #[test]
+    fn results_with_errors_load_from_a_directory_and_report() {
+        let d = fixtures::dir("report");
+        let written = write_results(&d);
+        let l = load(std::slice::from_ref(&d)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(l.skipped, vec![]);
+        // Everything written was read, equal field for field.
+        let mut read: Vec<ResultFile> = l
+            .runs
+            .iter()
+            .map(|r| ResultFile::Run(Box::new(r.clone())))
+            .chain(
+                l.steps
+                    .iter()
+                    .map(|s| ResultFile::Step(Box::new(s.clone()))),
+            )
+            .chain(
+                l.soaks
+                    .iter()
+                    .map(|s| ResultFile::Soak(Box::new(s.clone()))),
+            )
+            .collect();
+        assert_eq!(read.len(), written.len());
+        for w in &written {
+            let i = read
+                .iter()
+                .position(|r| r == w)
+                .unwrap_or_else(|| panic!("not read back: {w:?}"));
+            read.remove(i);
+        }
+        // The report shows the errors by code of runs, steps, the confirmation run and the soak.
+        let out = d.join("out").join("report.html");
+        let r = write(std::slice::from_ref(&d), &out).unwrap_or_else(|e| panic!("{e}"));
+        let page = std::fs::read_to_string(&out).unwrap();
+        assert_eq!(page, r.html);
+        for want in [
+            "errors by code",
+            "1062: 3, 1205: 2, 1213: 18",
+            "1040: 512, 1062: 3, 1205: 2, 1213: 18",
+            "1020: 7, 1062: 11, 1213: 250",
+            "1213: 5, 2013: 1",
+            "1205: 6, 1213: 40, 1927: 2",
+            "TPS vs connections",
+            "oversub10",
+            "Stepped load",
+            "Confirmation run",
+            "Soak",
+            "DRIFT",
+        ] {
+            assert!(page.contains(want), "report lacks {want:?}");
+        }
+        assert!(!page.contains("Skipped files"));
+        let md = std::fs::read_to_string(out.with_extension("md")).unwrap();
+        assert!(md.contains("| 1213: 5, 2013: 1 |"), "{md}");
+        assert!(d.join("out/report_svg/tps_vs_connections.svg").exists());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn directory_load_names_every_skipped_file_and_why() {
+        let d = fixtures::dir("skipped");
+        let good = ResultFile::Run(Box::new(fixtures::run("good", 16, 500.0)));
+        good.save(&d.join("run-good.json")).unwrap();
+        std::fs::write(
+            d.join("corrupt.json"),
+            "{\"kind\": \"run\", \"label\": \"tru",
+        )
+        .unwrap();
+        std::fs::write(d.join("notes.json"), "[1, 2, 3]").unwrap();
+        let mut v = serde_json::to_value(&good).unwrap();
+        v["summary"]["errors_by_code"] = serde_json::json!({"1213": "many"});
+        std::fs::write(d.join("run-edited.json"), v.to_string()).unwrap();
+        std::fs::write(d.join("README.txt"), "not looked at").unwrap();
+        let l = load(std::slice::from_ref(&d)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(l.runs.len(), 1);
+        assert_eq!(ResultFile::Run(Box::new(l.runs[0].clone())), good);
+        let names: Vec<String> = l
+            .skipped
+            .iter()
+            .map(|s| s.path.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["corrupt.json", "notes.json", "run-edited.json"]);
+        assert!(
+            l.skipped[0].reason.contains("not valid JSON"),
+            "{:?}",
+            l.skipped
+        );
+        assert!(l.skipped[1].reason.contains("not a shoal-bench result"));
+        assert!(
+            l.skipped[2].reason.contains("kind \"run\"") && l.skipped[2].reason.contains("many"),
+            "{:?}",
+            l.skipped
+        );
+        // The report says so too.
+        let html = render(&l).unwrap().html;
+        assert!(html.contains("Skipped files"));
+        for s in &l.skipped {
+            assert!(html.contains(&esc(&s.path.display().to_string())));
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn directory_with_nothing_readable_fails_naming_each_file() {
+        let d = fixtures::dir("nothing");
+        std::fs::write(d.join("a.json"), "{").unwrap();
+        std::fs::write(d.join("b.json"), "{\"kind\": \"sweep\"}").unwrap();
+        let e = load(std::slice::from_ref(&d))
+            .err()
+            .expect("nothing loadable must fail");
+        let msg = e.to_string();
+        assert!(matches!(&e, ReportError::NothingLoaded { skipped, .. } if skipped.len() == 2));
+        for want in [
+            d.join("a.json").display().to_string(),
+            "not valid JSON".into(),
+            d.join("b.json").display().to_string(),
+            "unknown variant `sweep`".into(),
+        ] {
+            assert!(msg.contains(&want), "{msg}");
+        }
+        // A file named on the command line is not skipped: its error is the error.
+        let e = load(&[d.join("b.json")]).err().unwrap().to_string();
+        assert!(e.contains("b.json") && e.contains("sweep"), "{e}");
+        // A directory without any JSON file says that.
+        let empty = fixtures::dir("empty");
+        let e = load(std::slice::from_ref(&empty))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("no result files (*.json)"), "{e}");
+        let _ = std::fs::remove_dir_all(&d);
+        let _ = std::fs::remove_dir_all(&empty);
+    }
 
     #[test]
     fn chart_contains_data() {

@@ -84,7 +84,9 @@ pub async fn snapshot(
     })
 }
 
-/// Numeric, non-zero differences after - before.
+/// Numeric, non-zero, finite differences after - before. (Rust parses "nan" and "inf" as
+/// numbers; JSON has no such values, so one would be written as null and the result file
+/// would not read back.)
 pub fn status_delta(
     before: &BTreeMap<String, String>,
     after: &BTreeMap<String, String>,
@@ -95,7 +97,7 @@ pub fn status_delta(
             let a: f64 = v.parse().ok()?;
             let b: f64 = before.get(k)?.parse().ok()?;
             let d = a - b;
-            (d != 0.0).then(|| (k.clone(), d))
+            (d != 0.0 && d.is_finite()).then(|| (k.clone(), d))
         })
         .collect()
 }
@@ -109,4 +111,45 @@ pub async fn set_globals(
         conn.query_drop(format!("SET GLOBAL {k}={v}")).await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_delta_keeps_finite_numeric_changes() {
+        let m = |v: &[(&str, &str)]| -> BTreeMap<String, String> {
+            v.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let before = m(&[
+            ("Com_select", "100"),
+            ("Uptime", "5"),
+            ("Ssl_version", ""),
+            ("Odd", "nan"),
+            ("Huge", "1"),
+        ]);
+        let after = m(&[
+            ("Com_select", "1900"),
+            ("Uptime", "5"),
+            ("Ssl_version", "TLSv1.3"),
+            ("Odd", "nan"),
+            ("Huge", "inf"),
+            ("New", "7"),
+        ]);
+        let d = status_delta(&before, &after);
+        assert_eq!(
+            d,
+            [("Com_select".to_string(), 1800.0)].into_iter().collect()
+        );
+        // Why: a NaN is written as null, and then the whole file does not read back.
+        let mut r = crate::result::fixtures::run("x", 1, 1.0);
+        r.status_delta.insert("Odd".into(), f64::NAN);
+        let f = crate::result::ResultFile::Run(Box::new(r));
+        let text = serde_json::to_string(&f).unwrap();
+        assert!(text.contains("\"Odd\":null"), "{text}");
+        assert!(crate::result::ResultFile::parse(&text).is_err());
+    }
 }

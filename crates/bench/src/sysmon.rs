@@ -30,7 +30,7 @@ fn hz() -> f64 {
 }
 
 /// One reading of a process.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ProcSample {
     pub pid: u32,
     /// utime in ticks.
@@ -46,7 +46,7 @@ pub struct ProcSample {
 }
 
 /// Machine-wide counters.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MachineSample {
     pub user: u64,
     pub nice: u64,
@@ -71,7 +71,7 @@ pub struct Sample {
 }
 
 /// What happened between two samples.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SysDelta {
     pub secs: f64,
     /// Machine CPU in % of all CPUs.

@@ -256,7 +256,7 @@ impl Op {
 }
 
 /// Workload options (sysbench's `oltp_common.lua` options).
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct WorkloadOpts {
     pub tables: u32,
     pub table_size: u32,

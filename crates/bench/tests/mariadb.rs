@@ -679,9 +679,33 @@ fn sweep_step_soak_and_report() {
     assert!(k["verdict"]["rss_change_pct"].is_number());
     // soak with a zero tolerance for thread growth is allowed to fail only through drift
     // reasons; exit code 3 signals drift.
-    // report over everything
-    let html = dir.join("out").join("report.html");
+    // a run that sees errors (such results once could not be read back for the report):
+    // without AUTO_INCREMENT, every oltp_insert after the first inserts id 0 again and fails
+    // with a duplicate key (1062)
+    srv.sql("ALTER TABLE sbtest1 MODIFY id INTEGER NOT NULL");
     bench_ok(
+        &args(
+            &c,
+            &[
+                "run",
+                "oltp_insert",
+                "--table-size=1000",
+                "--threads=2",
+                "--time=1",
+                "--label=dupkey",
+                &format!("--output={}", dir.display()),
+                "--quiet",
+            ],
+        ),
+        T,
+    );
+    let e = load_json(&dir, "run-dupkey-");
+    let dups = e["summary"]["errors_by_code"]["1062"].as_u64().unwrap_or(0);
+    assert!(dups > 0, "no duplicate keys: {}", e["summary"]);
+    assert_eq!(e["summary"]["errors"].as_u64().unwrap(), dups);
+    // report over everything: every file loads (none skipped)
+    let html = dir.join("out").join("report.html");
+    let (ok, out, err) = bench(
         &[
             "report".into(),
             dir.display().to_string(),
@@ -689,7 +713,10 @@ fn sweep_step_soak_and_report() {
         ],
         T,
     );
+    assert!(ok, "report failed\nstdout:\n{out}\nstderr:\n{err}");
+    assert!(!err.contains("skipped"), "{err}");
     let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("dupkey") && page.contains(&format!("1062: {dups}")));
     assert!(page.contains("<svg"), "no svg in report");
     assert!(page.contains("TPS vs connections"));
     assert!(page.contains("Stepped load"));

@@ -7,6 +7,7 @@
 # SERVERS selects the sides (default: all three); PORT must be free (checked).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/scripts/lib.sh"
 SHOAL=${SHOAL:-${CARGO_TARGET_DIR:-/var/tmp/shoal-target}/release/shoal}
 WORK=${WORK:-/var/tmp/shoal-vs-mariadb}
 TABLES=${TABLES:-8}; SIZE=${SIZE:-10000}; TIME=${TIME:-10}; THREADS=${THREADS:-"8 64"}
@@ -50,8 +51,10 @@ for srv in $SERVERS; do
   for wl in oltp_point_select oltp_read_write; do
     for n in $THREADS; do
       c0=$(cpu_of $SERVER)
-      sysbench $wl "${SB[@]}" --threads=$n --time=$TIME --histogram=on run >"$WORK/$srv-$wl-$n.log" 2>&1 || true
+      sysbench $wl "${SB[@]}" --threads=$n --time=$TIME --histogram=on run >"$WORK/$srv-$wl-$n.log" 2>&1 \
+        || { tail -20 "$WORK/$srv-$wl-$n.log" >&2; echo "FAIL: $srv $wl $n: sysbench run failed" >&2; exit 1; }
       c1=$(cpu_of $SERVER)
+      check_drained $PORT
       tps=$(awk '/transactions:/{gsub(/\(/,"",$3); print $3; exit}' "$WORK/$srv-$wl-$n.log")
       trx=$(awk '/transactions:/{print $2; exit}' "$WORK/$srv-$wl-$n.log")
       p95=$(awk '/95th percentile:/{print $3; exit}' "$WORK/$srv-$wl-$n.log")

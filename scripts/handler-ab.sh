@@ -59,7 +59,8 @@ for r in $(seq "$ROUNDS"); do
   for h in $order; do
     start "$h"
     out=$(${CLI_PIN[@]+"${CLI_PIN[@]}"} "$BENCH" run "$WL" "${CONN[@]}" --threads="$THREADS" --time="$TIME" --warmup-time=2 \
-      --client-nice=-10 --connect-concurrency=128 $BENCH_EXTRA 2>&1) || true
+      --client-nice=-10 --connect-concurrency=128 $BENCH_EXTRA 2>&1) \
+      || { echo "$out" >&2; echo "FAIL: round $r $h: shoal-bench run failed" >&2; exit 1; }
     echo "$out" >"$W/last-$h.txt"
     tps=$(echo "$out" | sed -n 's/.*transactions: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p')
     p99=$(echo "$out" | sed -n 's/.*99th percentile: *//p')
@@ -75,6 +76,7 @@ for r in $(seq "$ROUNDS"); do
          'Threadpool_edge_idles','Threadpool_edge_requeues')" | tr '\n\t' ' =' | sed 's/^/    /'
       echo
     fi
+    check_drained "$P"
     stop
   done
 done

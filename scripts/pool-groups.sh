@@ -14,6 +14,7 @@
 #   WINDOW=run CLIENT_NICE=0 scripts/pool-groups.sh 2048 --innodb-buffer-pool-size=11M
 #   WINDOW=run BENCH_EXTRA="--client-threads=2 --report-interval=1" scripts/pool-groups.sh 2048 ...
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 TARGET=${CARGO_TARGET_DIR:-/var/tmp/shoal-target}
 SHOAL=${SHOAL:-$TARGET/release/shoal}
 BENCH=${BENCH:-$TARGET/release/shoal-bench}
@@ -39,7 +40,7 @@ if [ "$WINDOW" = run ]; then
   # The warm-up ends 4 s after the connections are up (a second or two for thousands).
   sleep 6.5
   mariadb -h127.0.0.1 -P$P -uroot -e 'FLUSH THREAD_POOL_LATENCY'
-  wait $B || true
+  wait $B || { cat "$W/groups-bench.txt" >&2; echo "FAIL: shoal-bench run failed" >&2; exit 1; }
 else
   sleep $((TIME + 4 - 2))
   mariadb -h127.0.0.1 -P$P -uroot -e 'FLUSH THREAD_POOL_LATENCY'
@@ -48,5 +49,6 @@ fi
 mariadb -h127.0.0.1 -P$P -uroot -e "SELECT * FROM information_schema.THREAD_POOL_LATENCY;
   SELECT * FROM information_schema.THREAD_POOL_GROUPS;
   SHOW GLOBAL STATUS LIKE 'Threadpool_balanced'"
-wait $B || true
+wait $B || { cat "$W/groups-bench.txt" >&2; echo "FAIL: shoal-bench run failed" >&2; exit 1; }
 grep -E '^\[|transactions:|percentile' "$W/groups-bench.txt"
+check_drained "$P"

@@ -11,6 +11,7 @@
 #
 # Results: $WORK/results/<cache>/*.json (full shoal-bench results) and $WORK/matrix.md.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TARGET=${CARGO_TARGET_DIR:-/var/tmp/shoal-target}
 SHOAL=${SHOAL:-$TARGET/release/shoal}
@@ -78,10 +79,11 @@ wait_drained() {
   for _ in $(seq 240); do
     local n
     n=$(mariadb -h127.0.0.1 -P$PORT -uroot -N -e "SHOW GLOBAL STATUS LIKE 'Threads_connected'" 2>/dev/null | awk '{print $2}')
-    [ -n "$n" ] && [ "$n" -le 1 ] && return
+    [ -n "$n" ] && [ "$n" -le 1 ] && break
     sleep 0.5
   done
-  echo "  (connections still open after 120 s)"
+  # Then the same check every script makes: nothing left open, in CLOSE-WAIT or recovered.
+  check_drained $PORT 1
 }
 
 CONN=(--mysql-host=127.0.0.1 --mysql-port=$PORT --mysql-user=root --mysql-db=sbtest

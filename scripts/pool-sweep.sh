@@ -9,6 +9,7 @@
 #   scripts/pool-sweep.sh pool-of-threads "8 32 128 512 1024 2048 4096 4096 2048 1024 512 128 32 8"
 #   WL=oltp_read_write EXTRA=--innodb-buffer-pool-size=11M scripts/pool-sweep.sh pool-of-threads "8 2048"
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 TARGET=${CARGO_TARGET_DIR:-/var/tmp/shoal-target}
 SHOAL=${SHOAL:-$TARGET/release/shoal}
 BENCH=${BENCH:-$TARGET/release/shoal-bench}
@@ -38,7 +39,8 @@ for n in $points; do
   c0=$(awk '{print $14+$15}' /proc/$S/stat)
   out=$(${CLI_PIN[@]+"${CLI_PIN[@]}"} "$BENCH" run "$WL" --mysql-host=127.0.0.1 --mysql-port=$P --mysql-user=root \
     --mysql-db=sbtest --tables=8 --table-size=50000 --threads="$n" --time="$TIME" \
-    --warmup-time="$WARMUP" --client-nice=-10 --connect-concurrency=128 $BENCH_EXTRA 2>&1) || true
+    --warmup-time="$WARMUP" --client-nice=-10 --connect-concurrency=128 $BENCH_EXTRA 2>&1) \
+    || { echo "$out" >&2; echo "FAIL: $h n=$n: shoal-bench run failed" >&2; exit 1; }
   c1=$(awk '{print $14+$15}' /proc/$S/stat)
   tps=$(echo "$out" | sed -n 's/.*transactions: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p')
   q=$(echo "$out" | sed -n 's/.*queries: *\([0-9]*\).*/\1/p' | head -1)
@@ -59,5 +61,5 @@ print('srv_us=%.1f cli_us=%.1f' % (sum(s)*1e4/t, c*1e4/t) if t else 'srv_us=? cl
       END{printf "srv_queue_p99=%.1fms srv_exec_p99=%.1fms", q/1000, x/1000}')"
   fi
   echo "$h n=$n tps=$tps p99=${p99}ms server_cpu_ticks=$((c1 - c0)) us_per_query=$(python3 -c "print(round(($c1-$c0)*1e4/max(1,int('${q:-0}' or 0)),1))") $per"
-  sleep 2
+  check_drained "$P"
 done

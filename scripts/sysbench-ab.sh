@@ -53,10 +53,13 @@ for r in $(seq "$ROUNDS"); do
   for h in $order; do
     rm -rf "$W/run"; mkdir -p "$W/run"; cp -a "$W/base/data" "$W/run/data"
     start "$W/run" "$h"
-    sysbench "$WL" "${SB[@]}" --threads="$THREADS" --time="$WARMUP" run >/dev/null 2>&1 || true
+    sysbench "$WL" "${SB[@]}" --threads="$THREADS" --time="$WARMUP" run >"$W/run/warmup.log" 2>&1 \
+      || { cat "$W/run/warmup.log" >&2; echo "FAIL: round $r $h: warm-up failed" >&2; exit 1; }
     t0=$(ticks)
-    out=$(sysbench "$WL" "${SB[@]}" --threads="$THREADS" --time="$TIME" --percentile=99 run 2>&1) || true
+    out=$(sysbench "$WL" "${SB[@]}" --threads="$THREADS" --time="$TIME" --percentile=99 run 2>&1) \
+      || { echo "$out" >&2; echo "FAIL: round $r $h: sysbench run failed" >&2; exit 1; }
     t1=$(ticks)
+    check_drained "$P"
     stop
     tps=$(echo "$out" | sed -n 's/.*transactions: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p')
     p99=$(echo "$out" | sed -n 's/.*99th percentile: *//p')

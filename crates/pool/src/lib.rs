@@ -135,6 +135,13 @@
 //! in CLOSE-WAIT until `wait_timeout`. The loom model `loom_edge_report_survives_a_yield`
 //! fails with that behaviour.
 //!
+//! A handler's read that comes back short proves the socket held no more *data*, not that it
+//! held nothing: `recv` stops at the peer's FIN and reports the end of file only on the next
+//! call, and a FIN that arrived with the last command shared that command's one report. So
+//! before a connection settles idle edge-triggered, the pool checks its socket with one
+//! `poll(2)` (much cheaper than the `epoll_ctl` re-arm it replaces) and queues it again if
+//! anything is there (`edge_requeues`).
+//!
 //! ## The safety net (`recovered_events`)
 //!
 //! Every tick, after the rescue polls, the timer checks the sockets of all idle connections

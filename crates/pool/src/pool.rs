@@ -607,6 +607,19 @@ pub fn poll_readable(fd: RawFd, timeout: Duration) -> bool {
     r > 0 && p.revents != 0
 }
 
+/// Whether `fd` has input (or an end of file, or an error) now. A failed `poll` counts as
+/// input: the caller then queues the connection, and the handler finds out.
+fn socket_has_input(fd: RawFd) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN | libc::POLLRDHUP,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd; a zero timeout never blocks.
+    let r = unsafe { libc::poll(&mut p, 1, 0) };
+    r != 0
+}
+
 fn percentiles(h: &Histogram<u64>) -> Percentiles {
     if h.is_empty() {
         return Percentiles::default();
@@ -1529,7 +1542,18 @@ impl<H: Handler> Shared<H> {
         {
             let m = &mut *m;
             let edge_armed = m.edge && m.registered && old == target;
-            match m.phase.settle(next, edge_armed, &mut m.pending) {
+            let mut settle = m.phase.settle(next, edge_armed, &mut m.pending);
+            if settle == Settle::Idle && socket_has_input(e.fd) {
+                // The handler's last read came back short, which says nothing of an end of
+                // file behind the data: `recv` stops at the peer's FIN and reports it only on
+                // the next call, and a FIN that arrived with the data (before their one report
+                // was collected) is reported no more. One `poll(2)`, far cheaper than the
+                // re-arm it replaces, decides: queue it again, and the next run reads the end
+                // of file (or input that came meanwhile; its report finds it queued).
+                m.phase = Phase::Queued;
+                settle = Settle::Requeue;
+            }
+            match settle {
                 Settle::Requeue => {
                     if next == Next::Input {
                         self.groups[old]

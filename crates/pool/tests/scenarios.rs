@@ -1184,6 +1184,35 @@ fn input_reported_during_a_run_survives_a_yield() {
     }
 }
 
+/// A command and the client's FIN arriving together (a client that sends its last command and
+/// shuts down its side, or closes without reading the answer): the edge-triggered socket
+/// reports them once, the handler's read returns the command (a short read: `recv` stops at
+/// the FIN and reports it only on the next call), and nothing reports the end of file again.
+/// The connection must still be closed: before it settles, the pool checks that the socket
+/// has nothing left. (Without that check it stayed open, in CLOSE-WAIT: issue 15.)
+#[test]
+fn a_command_and_end_of_file_arriving_together_close_the_connection() {
+    let (srv, _warm) = unbusy_client();
+    for i in 0..20 {
+        let mut c = srv.connect();
+        c.stream.set_read_timeout(Some(ms(5000))).unwrap();
+        assert_eq!(c.cmd("echo warm"), "warm");
+        assert_eq!(c.cmd("echo armed"), "armed");
+        c.stream
+            .write_all(format!("echo last{i}\n").as_bytes())
+            .unwrap();
+        c.stream.shutdown(std::net::Shutdown::Write).unwrap();
+        assert_eq!(c.read_line(), Some(format!("last{i}")));
+        assert_eq!(c.read_line(), None, "connection {i} still open");
+        assert_eq!(
+            srv.wait_closed(c.id, ms(5000)),
+            Some(CloseReason::Handler),
+            "connection {i}: {:?}",
+            srv.stats()
+        );
+    }
+}
+
 /// The safety net: a handler breaks its `reads_to_end` promise once (it reads 8 bytes of a
 /// longer command and says the socket is empty), so the edge-triggered socket, which reported
 /// the command's arrival once, reports nothing more. The timer's sweep finds the idle

@@ -356,6 +356,7 @@ pub fn status_rows(st: &PoolStats) -> Vec<(String, String)> {
         c.arms += x.arms;
         c.edge_idles += x.edge_idles;
         c.edge_requeues += x.edge_requeues;
+        c.recovered_events += x.recovered_events;
     }
     let sum = |f: fn(&shoal_pool::GroupStats) -> usize| -> u64 {
         st.groups.iter().map(f).sum::<usize>() as u64
@@ -401,6 +402,7 @@ pub fn status_rows(st: &PoolStats) -> Vec<(String, String)> {
         ("Threadpool_arms", c.arms),
         ("Threadpool_edge_idles", c.edge_idles),
         ("Threadpool_edge_requeues", c.edge_requeues),
+        ("Threadpool_recovered_events", c.recovered_events),
     ];
     let mut out: Vec<(String, String)> = rows
         .drain(..)

@@ -134,9 +134,40 @@ impl Shoal {
     }
 }
 
+impl Shoal {
+    /// `Threadpool_recovered_events` of a running pool server: `None` when the server is not
+    /// running, does not run the pool, or no connection can be had.
+    pub fn recovered_events(&self) -> Option<u64> {
+        use mysql::prelude::Queryable;
+        self.child.as_ref()?;
+        let opts = mysql::OptsBuilder::from_opts(self.mysql_opts())
+            .tcp_connect_timeout(Some(Duration::from_secs(5)))
+            .read_timeout(Some(Duration::from_secs(10)));
+        let mut c = mysql::Conn::new(opts).ok()?;
+        let row: Option<(String, String)> = c
+            .query_first("SHOW GLOBAL STATUS LIKE 'Threadpool_recovered_events'")
+            .ok()?;
+        row?.1.parse().ok()
+    }
+}
+
 impl Drop for Shoal {
+    /// Stops the server; first checks that the pool's safety net never had to act (a lost
+    /// wake-up: a bug, whatever the test was about).
     fn drop(&mut self) {
+        let recovered = if std::thread::panicking() {
+            None
+        } else {
+            self.recovered_events()
+        };
         self.stop();
+        if let Some(n) = recovered.filter(|&n| n > 0) {
+            let log = self.stderr();
+            if self.owns_dir {
+                let _ = std::fs::remove_dir_all(&self.dir);
+            }
+            panic!("Threadpool_recovered_events = {n}: the pool lost readiness reports\n{log}");
+        }
         if self.owns_dir {
             let _ = std::fs::remove_dir_all(&self.dir);
         }

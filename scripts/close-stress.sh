@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The connection-closing stress of issue 15 at a length the suite cannot afford: the randomized
+# close test of crates/server/tests/close.rs (48 clients in tight loops closing at random moments
+# in every way a client can, against both handlers and three pool settings), ROUNDS times, two
+# copies at once, beside a CPU hog of one spinning process per core. Each copy gets its own
+# seed (printed, and reproducible with SHOAL_CLOSE_SEED) and SECS seconds of load per
+# configuration. Exits non-zero on the first failing round.
+#
+#   ROUNDS=5 SECS=5 scripts/close-stress.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-5}; SECS=${SECS:-5}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/shoal-target}
+bin=$(cargo test --release -p shoal --test close --no-run --message-format=json 2>/dev/null |
+  python3 -c 'import json,sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "close":
+        print(m["executable"])')
+[ -x "$bin" ] || { echo "could not build the close test"; exit 1; }
+hogs=()
+cleanup() { for p in "${hogs[@]}"; do kill "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+for _ in $(seq "$(nproc)"); do
+  (while :; do :; done) &
+  hogs+=($!)
+done
+for r in $(seq "$ROUNDS"); do
+  pids=()
+  for copy in 1 2; do
+    seed=$(( (RANDOM << 30) ^ (RANDOM << 15) ^ RANDOM ^ (r << 40) ^ (copy << 50) ))
+    SHOAL_CLOSE_SECS=$SECS SHOAL_CLOSE_SEED=$seed "$bin" --test-threads=1 \
+      clients_closing_at_random_moments >"/tmp/close-stress-$r-$copy.log" 2>&1 &
+    pids+=($!)
+    echo "round $r copy $copy: seed $seed"
+  done
+  for i in 0 1; do
+    if ! wait "${pids[$i]}"; then
+      echo "FAIL: round $r copy $((i + 1)) (log /tmp/close-stress-$r-$((i + 1)).log):"
+      tail -30 "/tmp/close-stress-$r-$((i + 1)).log"
+      exit 1
+    fi
+  done
+  grep -h "sessions, all gone" "/tmp/close-stress-$r-1.log" "/tmp/close-stress-$r-2.log" | sed 's/^/  /'
+done
+echo "close stress: $ROUNDS rounds x 2 copies passed"

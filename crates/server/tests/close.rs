@@ -66,7 +66,9 @@ fn poll_until(secs: u64, mut f: impl FnMut() -> bool) -> Option<Duration> {
 
 /// What the server still holds, for a failure message.
 fn diagnosis(c: &mut mysql::Conn, port: u16) -> String {
-    let rows: Vec<(u64, String, String, u64, Option<String>, Option<String>)> = c
+    // (id, user, command, time, state, info)
+    type Row = (u64, String, String, u64, Option<String>, Option<String>);
+    let rows: Vec<Row> = c
         .query::<mysql::Row, _>("SHOW FULL PROCESSLIST")
         .map(|rows| {
             rows.into_iter()

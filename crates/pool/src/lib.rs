@@ -153,8 +153,9 @@
 //! the timer queues it, counts [`Counters::recovered_events`] and logs an error. It is a
 //! safety net, not a mechanism: every recovery is a lost wake-up, a bug in the pool or in a
 //! handler's [`Handler::reads_to_end`] promise, and the test suites assert the counter stays
-//! zero (the scenario `the_safety_net_recovers_input_epoll_never_reports` breaks the promise
-//! on purpose). Its cost is one `poll(2)` over the idle sockets per stall limit.
+//! zero (the scenario `the_safety_net_recovers_input_epoll_never_reports` drops a report on
+//! purpose with the hidden fault-injection hook `Pool::lose_next_report`). Its cost is one
+//! `poll(2)` over the idle sockets per stall limit.
 //!
 //! ## Work stealing (`work_stealing`, off by default)
 //!

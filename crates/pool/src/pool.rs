@@ -86,6 +86,8 @@ struct ConnMeta {
     /// The safety net found the connection idle with a readable socket: the group's poll
     /// count and the time then. Cleared when the connection runs (see [`Shared::sweep`]).
     suspect: Option<(u64, Instant)>,
+    /// [`Pool::lose_next_report`]: the next report is dropped (fault injection for tests).
+    lose_report: bool,
 }
 
 struct ConnEntry<C> {
@@ -319,6 +321,18 @@ impl<H: Handler> Pool<H> {
     /// `SLEEP()`, is the handler's business). Returns whether the id was found.
     pub fn kill(&self, conn_id: u64) -> bool {
         self.shared.kill(conn_id)
+    }
+
+    /// Fault injection for tests of the safety net: the next readiness report of the
+    /// connection is dropped by the listener, as a lost wake-up would drop it. Returns whether
+    /// the id was found. Not for production use.
+    #[doc(hidden)]
+    pub fn lose_next_report(&self, conn_id: u64) -> bool {
+        let Some(e) = self.shared.lookup(conn_id) else {
+            return false;
+        };
+        lock(&e.meta).lose_report = true;
+        true
     }
 
     /// `SET GLOBAL thread_pool_size`: connections migrate at their next re-arm.
@@ -898,6 +912,7 @@ impl<H: Handler> Shared<H> {
                 lingering: false,
                 last_end: None,
                 suspect: None,
+                lose_report: false,
             }),
             conn: Mutex::new(Some(conn)),
         });
@@ -1239,6 +1254,9 @@ impl<H: Handler> Shared<H> {
             };
             let mut guard = lock(&e.meta);
             let m = &mut *guard;
+            if std::mem::take(&mut m.lose_report) {
+                continue;
+            }
             if m.registered && m.group == gid && m.phase.report(m.edge, &mut m.pending) {
                 m.writable = false;
                 let (p, must, holder) = (m.prio, m.must_run, m.holder);

@@ -24,6 +24,15 @@ use mysql::prelude::Queryable;
 use rand::{Rng, SeedableRng};
 use support::{global_status as status, Raw, Shoal};
 
+/// The tests of this file run one at a time: the randomized one brings its own CPU hog, and
+/// 128 sysbench threads logging in beside it and the suite's own hog could miss sysbench's
+/// fixed 30-second start-up limit.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Server sockets on `port` in CLOSE-WAIT: the client's FIN arrived, the server never closed.
 fn close_wait_sockets(port: u16) -> usize {
     let mut n = 0;
@@ -291,6 +300,7 @@ fn configurations() -> Vec<(&'static str, Vec<&'static str>)> {
 /// leave), under every configuration.
 #[test]
 fn input_behind_a_pipelined_command_is_read_after_the_yield() {
+    let _serial = serial();
     for (what, args) in configurations() {
         let pool = what.starts_with("pool");
         let s = Shoal::start("close-yield", &args);
@@ -333,6 +343,7 @@ fn input_behind_a_pipelined_command_is_read_after_the_yield() {
 /// reading its answer. The server answers and closes; nothing is left in CLOSE-WAIT.
 #[test]
 fn a_command_followed_by_end_of_file_is_answered_and_closed() {
+    let _serial = serial();
     for (what, args) in configurations() {
         let pool = what.starts_with("pool");
         let s = Shoal::start("close-eof", &args);
@@ -366,6 +377,7 @@ fn a_command_followed_by_end_of_file_is_answered_and_closed() {
 /// then COM_QUIT and FIN, written back to back. Also the same while another command runs.
 #[test]
 fn statement_closes_then_quit_leave_nothing_behind() {
+    let _serial = serial();
     for (what, args) in configurations() {
         let pool = what.starts_with("pool");
         let s = Shoal::start("close-stmts", &args);
@@ -511,6 +523,7 @@ fn random_session(port: u16, rng: &mut rand::rngs::StdRng, slow: bool) {
 /// the seed (default: from the clock, printed).
 #[test]
 fn clients_closing_at_random_moments_leave_nothing_behind() {
+    let _serial = serial();
     let secs: u64 = std::env::var("SHOAL_CLOSE_SECS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -604,6 +617,7 @@ fn clients_closing_at_random_moments_leave_nothing_behind() {
 /// be gone afterwards. Skipped when sysbench is not installed.
 #[test]
 fn sysbench_read_write_leaves_no_connection_behind() {
+    let _serial = serial();
     if std::process::Command::new("sysbench")
         .arg("--version")
         .output()

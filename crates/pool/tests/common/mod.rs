@@ -69,9 +69,6 @@ pub struct State {
     /// Run one command per `handle` and yield when more complete commands are buffered (as
     /// the server does), instead of running every buffered line at once.
     pub one_per_run: AtomicBool,
-    /// Break the `reads_to_end` promise once: the next read takes at most 8 bytes and claims
-    /// to have found the socket empty (for the safety-net test).
-    pub lie_once: AtomicBool,
     /// The test provokes recovered events on purpose (otherwise dropping the server asserts
     /// that there were none).
     pub allow_recovered: AtomicBool,
@@ -201,13 +198,11 @@ impl Handler for LineHandler {
         // A line already read (by a consuming `await_input`) runs without touching the socket.
         if !c.inbuf.contains(&b'\n') {
             let mut buf = [0u8; 4096];
-            let lie = self.state.lie_once.swap(false, Ordering::SeqCst);
-            let limit = if lie { 8 } else { buf.len() };
-            match c.stream.read(&mut buf[..limit]) {
+            match c.stream.read(&mut buf) {
                 Ok(0) => return Outcome::Close,
                 Ok(n) => {
                     c.inbuf.extend_from_slice(&buf[..n]);
-                    c.read_full = !lie && n == buf.len();
+                    c.read_full = n == buf.len();
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
                     c.read_full = false;

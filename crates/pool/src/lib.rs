@@ -104,7 +104,7 @@
 //! came back short or would block), a connection that is *not busy* (its command did not
 //! follow the previous one within the linger window: a loaded group, or a quiet client) is
 //! armed **edge-triggered** instead, and stays armed: after its next commands it goes back to
-//! `Idle` under its own lock with no syscall at all ([`core::Phase::settle`],
+//! `Idle` under its own lock with no `epoll_ctl`, only a `poll(2)` for a hang-up ([`core::Phase::settle`],
 //! `Counters::edge_idles`).
 //!
 //! The price of an armed socket is that it reports every arrival of input, also while the
@@ -137,10 +137,11 @@
 //!
 //! A handler's read that comes back short proves the socket held no more *data*, not that it
 //! held nothing: `recv` stops at the peer's FIN and reports the end of file only on the next
-//! call, and a FIN that arrived with the last command shared that command's one report. So
-//! before a connection settles idle edge-triggered, the pool checks its socket with one
-//! `poll(2)` (much cheaper than the `epoll_ctl` re-arm it replaces) and queues it again if
-//! anything is there (`edge_requeues`).
+//! call, and a FIN that arrived with the last command shared that command's one report. (Data
+//! that arrives after the read is reported anew.) So before a connection settles idle
+//! edge-triggered, the pool asks its socket for a hang-up with one `poll(2)` for `POLLRDHUP`
+//! (much cheaper than the `epoll_ctl` re-arm it replaces) and queues it again if the peer has
+//! shut down its side (`edge_requeues`): the next run reads the end of file and closes.
 //!
 //! ## The safety net (`recovered_events`)
 //!
@@ -399,7 +400,7 @@ pub trait Handler: Send + Sync + 'static {
     /// to the end: its last read came back short of its buffer, or would block. (Bytes it read
     /// but did not run yet are its own business: it returns [`Outcome::Yield`] for them, and
     /// for a read that filled its buffer.) Then the pool may keep the socket of a connection
-    /// under load armed edge-triggered, and a command ends with no syscall (see the crate doc,
+    /// under load armed edge-triggered, and a command ends with no `epoll_ctl` (see the crate doc,
     /// "Edge-triggered sockets"). The default, `false`, re-arms the socket one-shot after every
     /// command, which notices input left in the socket whatever the handler read.
     fn reads_to_end(&self) -> bool {

@@ -66,7 +66,7 @@ struct ConnMeta {
     /// The fd is in `group`'s epoll.
     registered: bool,
     /// Registered edge-triggered for readability: armed for good, so the connection goes back
-    /// to `Idle` after a command with no syscall (see the crate doc, "Edge-triggered sockets").
+    /// to `Idle` after a command with no `epoll_ctl` (see the crate doc, "Edge-triggered sockets").
     /// `false`: one-shot, disarmed from its first report until the next `epoll_ctl`.
     edge: bool,
     /// An edge report arrived while the connection was queued or running ([`Phase::report`]):
@@ -621,17 +621,18 @@ pub fn poll_readable(fd: RawFd, timeout: Duration) -> bool {
     r > 0 && p.revents != 0
 }
 
-/// Whether `fd` has input (or an end of file, or an error) now. A failed `poll` counts as
-/// input: the caller then queues the connection, and the handler finds out.
-fn socket_has_input(fd: RawFd) -> bool {
+/// Whether the peer of socket `fd` has shut down its side (a FIN received), hung up or left an
+/// error, whether or not data is still unread in front of it. A failed `poll` counts as a
+/// hang-up: the caller then queues the connection, and the handler finds out.
+fn peer_hung_up(fd: RawFd) -> bool {
     let mut p = libc::pollfd {
         fd,
-        events: libc::POLLIN | libc::POLLRDHUP,
+        events: libc::POLLRDHUP,
         revents: 0,
     };
     // SAFETY: one valid pollfd; a zero timeout never blocks.
     let r = unsafe { libc::poll(&mut p, 1, 0) };
-    r != 0
+    r < 0 || p.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
 }
 
 fn percentiles(h: &Histogram<u64>) -> Percentiles {
@@ -1514,7 +1515,7 @@ impl<H: Handler> Shared<H> {
     /// Puts a connection back to wait for its next event (migrating it to its new group after a
     /// resize), or queues it again on [`Outcome::Yield`] or when input arrived while it ran.
     /// `prefer_edge`: when its socket must be armed for input, arm it edge-triggered (it then
-    /// stays armed, and the following commands settle without a syscall) rather than one-shot.
+    /// stays armed, and the following commands settle without an `epoll_ctl`) rather than one-shot.
     fn rearm(
         self: &Arc<Self>,
         e: &Arc<ConnEntry<H::Conn>>,
@@ -1561,13 +1562,14 @@ impl<H: Handler> Shared<H> {
             let m = &mut *m;
             let edge_armed = m.edge && m.registered && old == target;
             let mut settle = m.phase.settle(next, edge_armed, &mut m.pending);
-            if settle == Settle::Idle && socket_has_input(e.fd) {
+            if settle == Settle::Idle && peer_hung_up(e.fd) {
                 // The handler's last read came back short, which says nothing of an end of
                 // file behind the data: `recv` stops at the peer's FIN and reports it only on
                 // the next call, and a FIN that arrived with the data (before their one report
-                // was collected) is reported no more. One `poll(2)`, far cheaper than the
-                // re-arm it replaces, decides: queue it again, and the next run reads the end
-                // of file (or input that came meanwhile; its report finds it queued).
+                // was collected) is reported no more. (Data is different: data that arrives
+                // after a read is reported again, to a listener that finds the connection
+                // running or idle.) One `poll(2)` for a hang-up, far cheaper than the re-arm
+                // it replaces, decides: queue it again, and the next run reads the end of file.
                 m.phase = Phase::Queued;
                 settle = Settle::Requeue;
             }

@@ -210,13 +210,11 @@ fn main() {
     } else {
         None
     };
-    let listeners = match listener::Listeners::bind(&server) {
-        Ok(l) => l,
-        Err(e) => fail(e),
-    };
     let handler = handler::per_thread::PerThread::new(server.clone(), shutdown.clone());
     // pool-of-threads: the pool takes every non-admin connection (admin/extra port connections
-    // still get their own thread in the accept loop).
+    // still get their own thread in the accept loop). Started before the listeners are bound:
+    // once a client can connect, the pool's status, information_schema tables and metrics
+    // exist (a scrape right after the port opened once missed every `Threadpool_*` row).
     let pool = if handling == "pool-of-threads" {
         match handler::pool::PoolHandling::start(&server) {
             Ok(p) => Some(p),
@@ -224,6 +222,10 @@ fn main() {
         }
     } else {
         None
+    };
+    let listeners = match listener::Listeners::bind(&server) {
+        Ok(l) => l,
+        Err(e) => fail(e),
     };
     let dispatch: handler::Dispatch = match &pool {
         Some(p) => p.clone().into(),

@@ -892,12 +892,7 @@ impl Translator<'_> {
             | sp::Value::DoubleQuotedString(s)
             | sp::Value::NationalStringLiteral(s)
             | sp::Value::EscapedStringLiteral(s) => Value::Str(s),
-            sp::Value::HexStringLiteral(h) => {
-                let bytes: Vec<u8> = (0..h.len() / 2)
-                    .filter_map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).ok())
-                    .collect();
-                Value::Str(String::from_utf8_lossy(&bytes).into_owned())
-            }
+            sp::Value::HexStringLiteral(h) => Value::Str(hex_literal(&h)?),
             sp::Value::Boolean(b) => Value::Int(b as i64),
             sp::Value::Null => Value::Null,
             sp::Value::Placeholder(ph) => {
@@ -1228,6 +1223,25 @@ impl Translator<'_> {
             other => return Err(unsupported(other.to_string())),
         })
     }
+}
+
+/// The bytes of a hex literal (`X'hh..'` or `0xhh..`) as text. A character that is not a hex
+/// digit (only `X'..'` can hold one: sqlparser ends `0x..` at the first) is a syntax error as in
+/// MySQL, never a slice inside a multi-byte character. An odd digit count reads as if led by
+/// `0`, as MySQL reads `0xabc`.
+fn hex_literal(h: &str) -> Result<String, SqlError> {
+    let digits = h.as_bytes();
+    if !digits.iter().all(u8::is_ascii_hexdigit) {
+        return Err(SqlError::Syntax(format!("X'{h}'")));
+    }
+    let nibble = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
+    let (head, rest) = digits.split_at(digits.len() % 2);
+    let bytes: Vec<u8> = head
+        .iter()
+        .map(|&c| nibble(c))
+        .chain(rest.chunks(2).map(|p| nibble(p[0]) << 4 | nibble(p[1])))
+        .collect();
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 fn cast_type(dt: &sp::DataType) -> Result<CastType, SqlError> {

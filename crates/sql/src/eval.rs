@@ -1144,8 +1144,13 @@ fn cast(ctx: &mut dyn Context, v: Value, t: CastType, e: &Expr) -> Result<Value,
     })
 }
 
-/// Evaluates an expression.
+/// Evaluates an expression (on a new stack segment when the current one runs low: see
+/// [`crate::depth`]).
 pub fn eval(e: &Expr, ctx: &mut dyn Context) -> Result<Value, SqlError> {
+    crate::depth::with_stack(|| eval_level(e, ctx))
+}
+
+fn eval_level(e: &Expr, ctx: &mut dyn Context) -> Result<Value, SqlError> {
     match e {
         Expr::Literal(v) => Ok(v.clone()),
         Expr::Column(c) => ctx.column(c),
@@ -1352,6 +1357,10 @@ pub fn eval(e: &Expr, ctx: &mut dyn Context) -> Result<Value, SqlError> {
 /// Best-effort static type of an expression (for column metadata at PREPARE time and for
 /// all-NULL result columns).
 pub fn static_type(e: &Expr) -> SqlType {
+    crate::depth::with_stack(|| static_type_level(e))
+}
+
+fn static_type_level(e: &Expr) -> SqlType {
     match e {
         Expr::Literal(v) => v.sql_type(),
         Expr::Binary(op, a, b) => match op {

@@ -726,3 +726,44 @@ fn trim_is_linear_and_character_safe() {
         "|a|a | a"
     );
 }
+
+/// `one(sql)` on a thread with a pool worker's 2 MiB stack (a stack overflow aborts the test
+/// binary, which fails the run).
+fn on_worker_stack(sql: String) -> String {
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || one(&sql))
+        .unwrap()
+        .join()
+        .unwrap()
+}
+
+#[test]
+fn long_operator_chains_answer_or_fail_with_1436() {
+    let plus = |n: usize| format!("SELECT 1{}", "+1".repeat(n - 1));
+    assert_eq!(on_worker_stack(plus(1_000)), "1000");
+    assert_eq!(on_worker_stack(plus(4_000)), "4000");
+    assert_eq!(on_worker_stack(plus(10_000)), "ERR 1436");
+    assert_eq!(on_worker_stack(plus(100_000)), "ERR 1436");
+    let or = |n: usize| format!("SELECT 'hit' WHERE {}1 = 1", "1 = 0 OR ".repeat(n - 1));
+    assert_eq!(on_worker_stack(or(1_000)), "hit");
+    assert_eq!(on_worker_stack(or(10_000)), "ERR 1436");
+    assert_eq!(on_worker_stack(or(100_000)), "ERR 1436");
+    // Chains that alternate operator kinds, through the own front (DO / SET), and a syntax
+    // error after a deep chain (sqlparser drops the tree it built).
+    let mixed = format!("SELECT 1{}", " IS NULL + 1".repeat(1_000));
+    assert_eq!(on_worker_stack(mixed), "1");
+    let set = format!("SET @x = 1{}", "+1".repeat(100_000));
+    assert_eq!(on_worker_stack(set), "ERR 1436");
+    let bad = format!("SELECT 1{} +", "+1".repeat(3_000));
+    assert_eq!(on_worker_stack(bad), "ERR 1064");
+    // 1690's message prints the deep operand.
+    let ovf = format!("SELECT 1{}+9223372036854775807", "+1".repeat(3_000));
+    assert_eq!(on_worker_stack(ovf), "ERR 1690");
+    // Wide is not deep: long IN lists and many select items are fine.
+    let list: Vec<String> = (0..20_000).map(|i| i.to_string()).collect();
+    let wide = format!("SELECT 19999 IN ({})", list.join(","));
+    assert_eq!(on_worker_stack(wide), "1");
+    let items = format!("SELECT 1{}", ", 1+1+1".repeat(5_000));
+    assert!(on_worker_stack(items).starts_with("1|3|3"));
+}

@@ -43,10 +43,17 @@ fn perr(e: ParserError) -> SqlError {
 }
 
 /// Parses one statement (no trailing `;` splitting: see `split.rs`).
+///
+/// Expression depth is bounded first ([`crate::depth`]): too deep is 1436, never a stack
+/// overflow.
 pub fn parse(sql: &str) -> Result<Parsed, SqlError> {
     if is_blank(sql) {
         return Err(SqlError::EmptyQuery);
     }
+    crate::depth::guarded(sql, || parse_checked(sql))
+}
+
+fn parse_checked(sql: &str) -> Result<Parsed, SqlError> {
     let dialect = MySqlDialect {};
     let mut p = Parser::new(&dialect).try_with_sql(sql).map_err(perr)?;
     let mut t = Translator {
@@ -936,6 +943,10 @@ impl Translator<'_> {
     }
 
     fn expr(&mut self, e: sp::Expr) -> Result<Expr, SqlError> {
+        crate::depth::with_stack(|| self.expr_level(e))
+    }
+
+    fn expr_level(&mut self, e: sp::Expr) -> Result<Expr, SqlError> {
         use sp::Expr as E;
         let b = |x: Expr| Box::new(x);
         Ok(match e {

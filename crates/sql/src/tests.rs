@@ -767,3 +767,95 @@ fn long_operator_chains_answer_or_fail_with_1436() {
     let items = format!("SELECT 1{}", ", 1+1+1".repeat(5_000));
     assert!(on_worker_stack(items).starts_with("1|3|3"));
 }
+
+#[test]
+fn string_and_date_functions_never_panic_on_edge_inputs() {
+    let args = [
+        "NULL",
+        "''",
+        "'abc'",
+        "'h\u{e9}\u{20ac}\u{1f600}x'",
+        "'\u{1f600}'",
+        "'2020-01-01 10:00:00.\u{e9}\u{20ac}\u{20ac}'",
+        "'2020-01-01 10:00:00.\u{1f600}\u{1f600}'",
+        "'2020-01-01T'",
+        "'9999-12-31 23:59:59.999999999'",
+        "'-'",
+        "'%_\\\\'",
+        "0",
+        "1",
+        "-1",
+        "3",
+        "2.5",
+        "-2.5e300",
+        "9223372036854775807",
+        "-9223372036854775808",
+        "18446744073709551617",
+        "170141183460469231731687303715884105727",
+        "-170141183460469231731687303715884105727",
+        "99999999999999999999999999999999999999999999",
+    ];
+    let funcs: [(&str, usize); 21] = [
+        ("SUBSTRING", 2),
+        ("SUBSTRING", 3),
+        ("LEFT", 2),
+        ("RIGHT", 2),
+        ("LPAD", 3),
+        ("RPAD", 3),
+        ("REPEAT", 2),
+        ("REPLACE", 3),
+        ("CONCAT", 2),
+        ("CONCAT_WS", 3),
+        ("TRIM", 1),
+        ("LTRIM", 1),
+        ("UPPER", 1),
+        ("HEX", 1),
+        ("UNIX_TIMESTAMP", 1),
+        ("LENGTH", 1),
+        ("CHAR_LENGTH", 1),
+        ("ROUND", 2),
+        ("TRUNCATE", 2),
+        ("MOD", 2),
+        ("ABS", 1),
+    ];
+    let mut sqls = Vec::new();
+    for (f, n) in funcs {
+        // Every argument position sees every edge value, the others a fixed multi-byte string
+        // or a small number (all combinations for 2 arguments).
+        for a in &args {
+            for b in &args {
+                let call = match n {
+                    1 => format!("{f}({a})"),
+                    2 => format!("{f}({a}, {b})"),
+                    _ => format!("{f}({a}, {b}, {a}), {f}('h\u{e9}llo', {a}, {b})"),
+                };
+                sqls.push(format!("SELECT {call}"));
+            }
+        }
+    }
+    for a in &args {
+        for b in &args {
+            sqls.push(format!("SELECT {a} LIKE {b}, {a} LIKE {b} ESCAPE '\u{e9}'"));
+            sqls.push(format!(
+                "SELECT TRIM(LEADING {a} FROM {b}), TRIM(TRAILING {a} FROM {b}), TRIM({a} FROM {b})"
+            ));
+        }
+        sqls.push(format!(
+            "SELECT CAST({a} AS DATETIME), CAST({a} AS DATE), CAST({a} AS SIGNED), CAST({a} AS UNSIGNED), CAST({a} AS DECIMAL(10,2)), CAST({a} AS DOUBLE), CAST({a} AS CHAR)"
+        ));
+        sqls.push(format!("SELECT X'{a}'"));
+    }
+    let mut panics = Vec::new();
+    for sql in &sqls {
+        let r = std::panic::catch_unwind(|| with_warnings(sql, Some(1 << 20)));
+        if r.is_err() {
+            panics.push(sql.clone());
+        }
+    }
+    assert!(
+        panics.is_empty(),
+        "{} panics, e.g. {:?}",
+        panics.len(),
+        &panics[..panics.len().min(5)]
+    );
+}

@@ -8,11 +8,12 @@
 //! so a 2 KB statement used to abort the whole server (SIGABRT on stack overflow).
 //!
 //! The bound, before sqlparser builds anything: [`nesting_bound`] reads the statement's tokens
+//! (the same tokens the parser then gets, so a statement is still tokenized once)
 //! and computes an upper bound of the depth any expression tree built from them can have (every
 //! operator or keyword token may add a level, every bracket pair one; commas separate siblings).
 //! Above [`MAX_DEPTH`] the statement is refused with MySQL's error 1436
 //! (`ER_STACK_OVERRUN_NEED_MORE`, SQLSTATE HY000), as MySQL/MariaDB refuse an expression too
-//! deep for their thread stack. Under it, [`guarded`] runs parse + translate on a stack with
+//! deep for their thread stack. Under it, [`with_room`] runs parse + translate on a stack with
 //! room for that depth (a separate segment via `stacker` only when the current stack has too
 //! little left) for sqlparser's `span()` and `Drop`, while the translators, the evaluator,
 //! `Display` and `static_type` grow theirs level by level ([`with_stack`]; sqlparser's parser
@@ -25,7 +26,8 @@
 
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::keywords::Keyword;
-use sqlparser::tokenizer::{Token, Tokenizer};
+use sqlparser::parser::ParserError;
+use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
 use crate::error::SqlError;
 
@@ -61,8 +63,16 @@ impl Level {
     }
 }
 
-/// An upper bound of the nesting depth of any expression in `sql`, from its tokens alone (0 when
-/// it does not tokenize: sqlparser then fails before it builds a tree).
+/// Tokenizes `sql` with the MySQL dialect exactly as `Parser::try_with_sql` does; give the
+/// tokens to [`check`] and then to `Parser::with_tokens_with_locations`.
+pub fn tokenize(sql: &str) -> Result<Vec<TokenWithSpan>, ParserError> {
+    Tokenizer::new(&MySqlDialect {}, sql)
+        .with_unescape(true)
+        .tokenize_with_location()
+        .map_err(ParserError::from)
+}
+
+/// An upper bound of the nesting depth of any expression sqlparser can build from `tokens`.
 ///
 /// Within one comma-separated item of one bracket level, each token that is not a literal, an
 /// identifier, a comma or a bracket counts as an operator that may add one level; a bracket
@@ -70,11 +80,7 @@ impl Level {
 /// `SELECT` count too); what matters is that no tree sqlparser can build from these tokens is
 /// deeper, since its other nesting (prefix operators, function calls, subqueries) also consumes
 /// a token per level.
-pub fn nesting_bound(sql: &str) -> usize {
-    let dialect = MySqlDialect {};
-    let Ok(tokens) = Tokenizer::new(&dialect, sql).tokenize() else {
-        return 0;
-    };
+pub fn nesting_bound(tokens: &[TokenWithSpan]) -> usize {
     let mut stack = vec![Level::default()];
     let close = |stack: &mut Vec<Level>| {
         if let Some(l) = stack.pop() {
@@ -84,8 +90,8 @@ pub fn nesting_bound(sql: &str) -> usize {
             }
         }
     };
-    for t in &tokens {
-        match t {
+    for t in tokens {
+        match &t.token {
             Token::Whitespace(_) => {}
             Token::LParen | Token::LBracket | Token::LBrace => stack.push(Level::default()),
             Token::RParen | Token::RBracket | Token::RBrace if stack.len() > 1 => close(&mut stack),
@@ -133,26 +139,19 @@ pub fn stack_overrun(bound: usize) -> SqlError {
     )
 }
 
-/// Statements up to this many bytes are not scanned: their length bounds their depth, and that
-/// fits the stack budget of a worker without a new segment.
-const SCAN_FROM: usize = 256;
-
-/// The nesting bound of `sql`, or 1436 if it is over [`MAX_DEPTH`].
-pub fn check(sql: &str) -> Result<usize, SqlError> {
-    if sql.len() <= SCAN_FROM {
-        return Ok(sql.len());
-    }
-    let bound = nesting_bound(sql);
+/// The nesting bound of a statement's `tokens` (one pass over them), or 1436 if it is over
+/// [`MAX_DEPTH`].
+pub fn check(tokens: &[TokenWithSpan]) -> Result<usize, SqlError> {
+    let bound = nesting_bound(tokens);
     if bound > MAX_DEPTH {
         return Err(stack_overrun(bound));
     }
     Ok(bound)
 }
 
-/// Parses and translates `sql` with `f` after [`check`], on a stack with room for its depth
-/// (a new segment only when the current stack has too little left).
-pub fn guarded<R>(sql: &str, f: impl FnOnce() -> Result<R, SqlError>) -> Result<R, SqlError> {
-    let bound = check(sql)?;
+/// Runs `f` (parse and translate a statement whose [`check`] gave `bound`) on a stack with room
+/// for that depth: a new segment only when the current stack has too little left.
+pub fn with_room<R>(bound: usize, f: impl FnOnce() -> R) -> R {
     let need = BASE_STACK + bound * BYTES_PER_LEVEL;
     stacker::maybe_grow(need, need, f)
 }
@@ -167,6 +166,14 @@ pub fn with_stack<R>(f: impl FnOnce() -> R) -> R {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn nesting_bound(sql: &str) -> usize {
+        tokenize(sql).map(|t| super::nesting_bound(&t)).unwrap_or(0)
+    }
+
+    fn check(sql: &str) -> Result<usize, SqlError> {
+        super::check(&tokenize(sql).unwrap())
+    }
 
     #[test]
     fn bound_counts_operators_per_item_and_brackets() {

@@ -17,7 +17,7 @@ use sqlparser::ast as sp;
 use sqlparser::ast::Spanned;
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::{Parser, ParserError};
-use sqlparser::tokenizer::{Location, Token};
+use sqlparser::tokenizer::{Location, Token, TokenWithSpan};
 
 use crate::ast::*;
 use crate::decimal::Decimal;
@@ -50,12 +50,14 @@ pub fn parse(sql: &str) -> Result<Parsed, SqlError> {
     if is_blank(sql) {
         return Err(SqlError::EmptyQuery);
     }
-    crate::depth::guarded(sql, || parse_checked(sql))
+    let tokens = crate::depth::tokenize(sql).map_err(perr)?;
+    let bound = crate::depth::check(&tokens)?;
+    crate::depth::with_room(bound, || parse_tokens(sql, tokens))
 }
 
-fn parse_checked(sql: &str) -> Result<Parsed, SqlError> {
+fn parse_tokens(sql: &str, tokens: Vec<TokenWithSpan>) -> Result<Parsed, SqlError> {
     let dialect = MySqlDialect {};
-    let mut p = Parser::new(&dialect).try_with_sql(sql).map_err(perr)?;
+    let mut p = Parser::new(&dialect).with_tokens_with_locations(tokens);
     let mut t = Translator {
         sql,
         params: 0,
@@ -73,7 +75,8 @@ fn parse_checked(sql: &str) -> Result<Parsed, SqlError> {
         p.next_token();
         t.own_statement(&head, &mut p)?
     } else {
-        let mut stmts = Parser::parse_sql(&dialect, sql).map_err(perr)?;
+        // `p` has only been peeked at: this is `Parser::parse_sql` on the same tokens.
+        let mut stmts = p.parse_statements().map_err(perr)?;
         if stmts.len() != 1 {
             return Err(SqlError::Syntax(
                 "multiple statements in one command".into(),

@@ -2,7 +2,16 @@
 //!
 //! [`eval`] walks our AST against a [`Context`] that supplies everything outside the expression:
 //! variables, parameters of a prepared statement, the current row (for `SHOW ... WHERE`), session
-//! facts (database, user, connection id, LAST_INSERT_ID) and the kill flag for `SLEEP()`.
+//! facts (database, user, connection id, LAST_INSERT_ID), the kill flag (KILL QUERY and
+//! `max_execution_time`, polled by `SLEEP()`, `BENCHMARK()` and `LIKE`), `max_allowed_packet`
+//! and a sink for warnings (`SHOW WARNINGS`).
+//!
+//! Hardening rules: positions, lengths and counts from SQL are saturated, never wrapped (any
+//! i128 is a valid argument); strings are cut by characters, never by a byte index inside one;
+//! a string result over `max_allowed_packet` is NULL with warning 1301 (CONCAT, CONCAT_WS,
+//! REPLACE, REPEAT, LPAD, RPAD, as MySQL); matching and trimming are polynomial (no
+//! backtracking blow-up); the recursion in [`eval`] grows its stack when low
+//! ([`crate::depth`]).
 //!
 //! Numeric rules (see `value.rs` for coercion): integer `+ - *` are checked and overflow is
 //! error 1690 as in MySQL (`BIGINT value is out of range in '(a + b)'`); an UNSIGNED operand makes

@@ -125,6 +125,12 @@ impl Context for RowCtx<'_> {
     fn div_precision(&self) -> u32 {
         self.outer.div_precision()
     }
+    fn warn(&mut self, code: u16, message: String) {
+        self.outer.warn(code, message)
+    }
+    fn max_allowed_packet(&mut self) -> u64 {
+        self.outer.max_allowed_packet()
+    }
 }
 
 /// The result of executing one statement.

@@ -28,6 +28,9 @@ fn unsupported(what: impl Into<String>) -> SqlError {
 }
 
 /// Parses one table statement. Returns the statement and its number of `?` placeholders.
+///
+/// Expression depth is bounded first (`shoal_sql::depth`): a statement too deep for a worker's
+/// stack is 1436, never a stack overflow.
 pub fn parse_table_statement(sql: &str) -> Result<(TableStmt, usize), SqlError> {
     let text = sql.trim().trim_end_matches(';').trim();
     if text.is_empty() {
@@ -36,10 +39,25 @@ pub fn parse_table_statement(sql: &str) -> Result<(TableStmt, usize), SqlError> 
     if let Some(s) = parse_show_like(text)? {
         return Ok((s, 0));
     }
-    let mut stmts = Parser::parse_sql(&MySqlDialect {}, text).map_err(|e| {
-        let msg = e.to_string();
-        SqlError::Syntax(msg.trim_start_matches("sql parser error: ").to_string())
-    })?;
+    let tokens = shoal_sql::depth::tokenize(text).map_err(syntax_error)?;
+    let bound = shoal_sql::depth::check(&tokens)?;
+    shoal_sql::depth::with_room(bound, || parse_tokens(text, tokens))
+}
+
+fn syntax_error(e: sqlparser::parser::ParserError) -> SqlError {
+    let msg = e.to_string();
+    SqlError::Syntax(msg.trim_start_matches("sql parser error: ").to_string())
+}
+
+fn parse_tokens(
+    text: &str,
+    tokens: Vec<sqlparser::tokenizer::TokenWithSpan>,
+) -> Result<(TableStmt, usize), SqlError> {
+    // `Parser::parse_sql` on the tokens already checked.
+    let mut stmts = Parser::new(&MySqlDialect {})
+        .with_tokens_with_locations(tokens)
+        .parse_statements()
+        .map_err(syntax_error)?;
     if stmts.len() != 1 {
         return Err(SqlError::Syntax(text.chars().take(80).collect()));
     }
@@ -1006,7 +1024,17 @@ impl Translator {
         }))
     }
 
+    /// One expression (on a new stack segment when the current one runs low).
     fn expr(
+        &mut self,
+        e: &sp::Expr,
+        scope: Scope,
+        aggs: &mut Vec<AggCall>,
+    ) -> Result<Expr, SqlError> {
+        shoal_sql::depth::with_stack(|| self.expr_level(e, scope, aggs))
+    }
+
+    fn expr_level(
         &mut self,
         e: &sp::Expr,
         scope: Scope,

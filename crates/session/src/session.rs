@@ -530,6 +530,12 @@ impl Context for Ctx<'_> {
     fn div_precision(&self) -> u32 {
         self.s.hot().div_precision
     }
+    fn warn(&mut self, code: u16, message: String) {
+        self.s.diag.push(("Warning", code, message));
+    }
+    fn max_allowed_packet(&mut self) -> u64 {
+        self.s.hot().max_allowed_packet
+    }
 }
 
 impl Session {
@@ -864,14 +870,7 @@ impl Session {
             Err(e) => Err(e),
         };
         match r {
-            Ok(mut resp) => {
-                let w = self.diag.iter().filter(|d| d.0 != "Error").count() as u16;
-                match &mut resp {
-                    Response::Ok(o) => o.warnings = w,
-                    Response::Rows(rs) => rs.warnings = w,
-                }
-                Ok(resp)
-            }
+            Ok(resp) => Ok(self.with_warning_count(resp)),
             Err(e) => {
                 self.diag = vec![("Error", e.code(), e.to_string())];
                 Err(e)
@@ -881,6 +880,16 @@ impl Session {
 
     fn warn(&mut self, code: u16, msg: String) {
         self.diag.push(("Note", code, msg));
+    }
+
+    /// A response with the statement's warning count (notes and warnings in `diag`).
+    fn with_warning_count(&self, mut resp: Response) -> Response {
+        let w = self.diag.iter().filter(|d| d.0 != "Error").count() as u16;
+        match &mut resp {
+            Response::Ok(o) => o.warnings = w,
+            Response::Rows(rs) => rs.warnings = w,
+        }
+        resp
     }
 
     fn execute_statement(
@@ -1695,7 +1704,7 @@ impl Session {
                     counters.queries.fetch_add(1, Ordering::Relaxed);
                     match self.run_table(&[]) {
                         Err(te) if te.code() == 1064 => Err(e),
-                        other => other,
+                        other => other.map(|resp| self.with_warning_count(resp)),
                     }
                 }
                 Err(e) => Err(e),

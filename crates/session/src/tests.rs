@@ -964,3 +964,64 @@ fn prepared_table_statements_share_their_columns() {
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn evaluator_warnings_reach_show_warnings_and_the_packet() {
+    let server = Server::new();
+    let (mut s, _) = root(&server);
+    s.command_begin(0x03);
+    let mut r = s.query("SELECT REPEAT('ab', 33554433)", false);
+    s.command_end();
+    match r.remove(0) {
+        Ok(Response::Rows(rs)) => {
+            assert_eq!(rs.warnings, 1);
+            assert_eq!(text(&rs.rows[0][0]), "NULL");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        one(&mut s, "SHOW WARNINGS"),
+        "Warning|1301|Result of repeat() was larger than max_allowed_packet (67108864) - truncated"
+    );
+    // The session's max_allowed_packet is the one that counts.
+    assert_eq!(one(&mut s, "SET GLOBAL max_allowed_packet = 4096"), "");
+    let (mut s2, _) = root(&server);
+    assert_eq!(
+        one(
+            &mut s2,
+            "SELECT CONCAT(REPEAT('a', 3000), REPEAT('b', 2000))"
+        ),
+        "NULL"
+    );
+    assert_eq!(
+        one(&mut s2, "SHOW WARNINGS"),
+        "Warning|1301|Result of concat() was larger than max_allowed_packet (4096) - truncated"
+    );
+    assert_eq!(
+        one(
+            &mut s,
+            "SELECT UNIX_TIMESTAMP('2020-01-01 10:00:00.\u{e9}\u{20ac}\u{20ac}')"
+        ),
+        "1577872800"
+    );
+    assert_eq!(
+        one(&mut s, "SHOW WARNINGS"),
+        "Warning|1292|Truncated incorrect datetime value: '2020-01-01 10:00:00.\u{e9}\u{20ac}\u{20ac}'"
+    );
+}
+
+#[test]
+fn deep_expressions_answer_or_fail_with_1436_on_a_worker_stack() {
+    let got = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(|| {
+            let server = Server::new();
+            let (mut s, _) = root(&server);
+            [1_000, 10_000, 100_000]
+                .map(|n| one(&mut s, &format!("SELECT 1{}", "+1".repeat(n - 1))))
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(got, ["1000", "ERR 1436", "ERR 1436"]);
+}

@@ -165,6 +165,12 @@ pub enum Expr {
 impl fmt::Display for Expr {
     /// Renders the expression the way MySQL prints it in error messages (`(a + b)`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        crate::depth::with_stack(|| self.fmt_level(f))
+    }
+}
+
+impl Expr {
+    fn fmt_level(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Expr::Literal(Value::Str(s)) => write!(f, "'{s}'"),
             Expr::Literal(v) => write!(f, "{v}"),

@@ -2,7 +2,16 @@
 //!
 //! [`eval`] walks our AST against a [`Context`] that supplies everything outside the expression:
 //! variables, parameters of a prepared statement, the current row (for `SHOW ... WHERE`), session
-//! facts (database, user, connection id, LAST_INSERT_ID) and the kill flag for `SLEEP()`.
+//! facts (database, user, connection id, LAST_INSERT_ID), the kill flag (KILL QUERY and
+//! `max_execution_time`, polled by `SLEEP()`, `BENCHMARK()` and `LIKE`), `max_allowed_packet`
+//! and a sink for warnings (`SHOW WARNINGS`).
+//!
+//! Hardening rules: positions, lengths and counts from SQL are saturated, never wrapped (any
+//! i128 is a valid argument); strings are cut by characters, never by a byte index inside one;
+//! a string result over `max_allowed_packet` is NULL with warning 1301 (CONCAT, CONCAT_WS,
+//! REPLACE, REPEAT, LPAD, RPAD, as MySQL); matching and trimming are polynomial (no
+//! backtracking blow-up); the recursion in [`eval`] grows its stack when low
+//! ([`crate::depth`]).
 //!
 //! Numeric rules (see `value.rs` for coercion): integer `+ - *` are checked and overflow is
 //! error 1690 as in MySQL (`BIGINT value is out of range in '(a + b)'`); an UNSIGNED operand makes
@@ -59,6 +68,46 @@ pub trait Context {
     fn div_precision(&self) -> u32 {
         4
     }
+    /// Records a warning of the running statement (for `SHOW WARNINGS`). The default drops it.
+    fn warn(&mut self, _code: u16, _message: String) {}
+    /// `max_allowed_packet`: the largest string a function may build (larger results are NULL
+    /// with warning 1301). The default reads the session variable.
+    fn max_allowed_packet(&mut self) -> u64 {
+        self.system_var(VarScope::Session, "max_allowed_packet")
+            .ok()
+            .and_then(|v| v.to_i128())
+            .map(|v| v.clamp(1024, 1 << 30) as u64)
+            .unwrap_or(DEFAULT_MAX_ALLOWED_PACKET)
+    }
+}
+
+/// `max_allowed_packet` when the context cannot tell (shoal's default, 64 MiB).
+pub const DEFAULT_MAX_ALLOWED_PACKET: u64 = 64 << 20;
+
+/// The smallest `max_allowed_packet` MySQL accepts: shorter results need no look at the variable.
+const MIN_MAX_ALLOWED_PACKET: u128 = 1024;
+
+/// Whether a string result of `len` bytes built by `func` would exceed `max_allowed_packet`; if
+/// so, pushes warning 1301 as MySQL does (the caller then returns NULL).
+fn over_packet(ctx: &mut dyn Context, func: &str, len: u128) -> bool {
+    if len <= MIN_MAX_ALLOWED_PACKET {
+        return false;
+    }
+    let max = ctx.max_allowed_packet();
+    if len <= max as u128 {
+        return false;
+    }
+    ctx.warn(
+        1301,
+        format!("Result of {func}() was larger than max_allowed_packet ({max}) - truncated"),
+    );
+    true
+}
+
+/// An integer argument as a count of characters or repetitions: negative values are 0, values
+/// beyond `usize` saturate (never wrap).
+fn count_arg(n: i128) -> usize {
+    usize::try_from(n.max(0)).unwrap_or(usize::MAX)
 }
 
 fn out_of_range(kind: &'static str, op: BinOp, a: &Expr, b: &Expr) -> SqlError {
@@ -242,31 +291,96 @@ fn args_range(name: &str, args: &[Expr], lo: usize, hi: usize) -> Result<(), Sql
     Ok(())
 }
 
+/// One element of a LIKE pattern.
+#[derive(Clone, Copy, PartialEq)]
+enum LikeTok {
+    /// A literal character (already lower-cased).
+    Lit(char),
+    /// `_`: any one character.
+    One,
+    /// `%`: any run of characters.
+    Any,
+}
+
+/// How many matcher steps pass between two looks at the kill flag.
+const LIKE_KILL_CHECK: u64 = 1 << 16;
+
 /// `LIKE` matching: `%` any run, `_` one character, `escape` quotes the next character;
 /// case-insensitive like utf8mb4_general_ci.
 pub fn like(s: &str, pattern: &str, escape: char) -> bool {
+    like_interruptible(s, pattern, escape, &mut || false).unwrap_or(false)
+}
+
+/// [`like`] that asks `killed` every [`LIKE_KILL_CHECK`] steps and gives up (None) when it
+/// says yes.
+///
+/// The classic greedy wildcard matcher: on a mismatch it backtracks only to the last `%`, which
+/// is enough because an earlier `%` could only absorb less. Worst case O(len(s) * len(pattern))
+/// steps, never exponential (the former recursive matcher was exponential in the number of `%`).
+pub fn like_interruptible(
+    s: &str,
+    pattern: &str,
+    escape: char,
+    killed: &mut dyn FnMut() -> bool,
+) -> Option<bool> {
     let s: Vec<char> = s.chars().flat_map(char::to_lowercase).collect();
-    let p: Vec<char> = pattern.chars().flat_map(char::to_lowercase).collect();
-    fn m(s: &[char], p: &[char], esc: char) -> bool {
-        if p.is_empty() {
-            return s.is_empty();
-        }
-        match p[0] {
+    let mut p: Vec<LikeTok> = Vec::new();
+    let mut it = pattern.chars().peekable();
+    while let Some(c) = it.next() {
+        match c {
+            c if c == escape && it.peek().is_some() => {
+                let q = it.next().unwrap_or(c);
+                p.extend(q.to_lowercase().map(LikeTok::Lit));
+            }
             '%' => {
-                let rest = &p[1..];
-                if rest.is_empty() {
-                    return true;
+                if p.last() != Some(&LikeTok::Any) {
+                    p.push(LikeTok::Any);
                 }
-                (0..=s.len()).any(|i| m(&s[i..], rest, esc))
             }
-            '_' => !s.is_empty() && m(&s[1..], &p[1..], esc),
-            c if c == esc && p.len() > 1 => {
-                !s.is_empty() && s[0] == p[1] && m(&s[1..], &p[2..], esc)
-            }
-            c => !s.is_empty() && s[0] == c && m(&s[1..], &p[1..], esc),
+            '_' => p.push(LikeTok::One),
+            c => p.extend(c.to_lowercase().map(LikeTok::Lit)),
         }
     }
-    m(&s, &p, escape)
+    let (mut i, mut j) = (0usize, 0usize);
+    // After the last `%` seen: (pattern position after it, subject position it absorbs up to).
+    let mut star: Option<(usize, usize)> = None;
+    let mut steps = 0u64;
+    while i < s.len() {
+        steps += 1;
+        if steps.is_multiple_of(LIKE_KILL_CHECK) && killed() {
+            return None;
+        }
+        match p.get(j) {
+            Some(LikeTok::Any) => {
+                star = Some((j + 1, i));
+                j += 1;
+                continue;
+            }
+            Some(LikeTok::One) => {
+                i += 1;
+                j += 1;
+                continue;
+            }
+            Some(LikeTok::Lit(c)) if *c == s[i] => {
+                i += 1;
+                j += 1;
+                continue;
+            }
+            _ => {}
+        }
+        match star {
+            Some((pj, si)) => {
+                star = Some((pj, si + 1));
+                i = si + 1;
+                j = pj;
+            }
+            None => return Some(false),
+        }
+    }
+    while p.get(j) == Some(&LikeTok::Any) {
+        j += 1;
+    }
+    Some(j == p.len())
 }
 
 fn text(v: &Value) -> Option<String> {
@@ -329,41 +443,49 @@ fn hex_of(v: &Value) -> Value {
     }
 }
 
+/// `SUBSTRING(s, pos[, len])` by characters. Positions and lengths of any size (i128) are safe:
+/// a position outside the string or a length <= 0 gives '', a length past the end gives the
+/// rest of the string (MySQL/MariaDB).
 fn chars_sub(s: &str, pos: i128, len: Option<i128>) -> String {
-    let chars: Vec<char> = s.chars().collect();
-    let n = chars.len() as i128;
+    let n = s.chars().count() as i128;
     let start = if pos > 0 {
         pos - 1
     } else if pos < 0 {
-        n + pos
+        n.saturating_add(pos)
     } else {
         return String::new();
     };
     if start < 0 || start >= n {
         return String::new();
     }
-    let end = match len {
+    let take = match len {
         Some(l) if l <= 0 => return String::new(),
-        Some(l) => (start + l).min(n),
-        None => n,
+        Some(l) => l.min(n - start),
+        None => n - start,
     };
-    chars[start as usize..end as usize].iter().collect()
+    s.chars().skip(start as usize).take(take as usize).collect()
 }
 
-fn pad(s: &str, len: i128, padstr: &str, left: bool) -> Value {
+/// `LPAD`/`RPAD`. `len` is in characters; NULL for a negative length, an empty pad string that
+/// would be needed, or a result over `max_allowed_packet` (warning 1301; like MariaDB, the
+/// limit is checked against `len` times the 4 bytes a utf8mb4 character may take).
+fn pad(ctx: &mut dyn Context, func: &str, s: &str, len: i128, padstr: &str, left: bool) -> Value {
     if len < 0 {
         return Value::Null;
     }
-    let chars: Vec<char> = s.chars().collect();
-    let len = len as usize;
-    if chars.len() >= len {
-        return Value::Str(chars[..len].iter().collect());
+    // MariaDB clamps the count to INT_MAX32.
+    let len = count_arg(len.min(i32::MAX as i128));
+    let have = s.chars().count();
+    if have >= len {
+        return Value::Str(s.chars().take(len).collect());
+    }
+    if over_packet(ctx, func, len as u128 * 4) {
+        return Value::Null;
     }
     if padstr.is_empty() {
         return Value::Null;
     }
-    let need = len - chars.len();
-    let fill: String = padstr.chars().cycle().take(need).collect();
+    let fill: String = padstr.chars().cycle().take(len - have).collect();
     Value::Str(if left {
         format!("{fill}{s}")
     } else {
@@ -426,48 +548,106 @@ fn round_value(v: &Value, d: i128, truncate: bool) -> Value {
     }
 }
 
-fn parse_datetime(s: &str) -> Option<DateTime> {
-    let s = s.trim();
-    let (date, time) = match s.find([' ', 'T']) {
-        Some(p) => (&s[..p], Some(&s[p + 1..])),
-        None => (s, None),
+/// A date/time string as MariaDB reads it.
+enum ParsedDateTime {
+    /// The whole string was a valid value.
+    Exact(DateTime),
+    /// A valid value followed by characters that are not part of it (warning 1292
+    /// `Truncated incorrect datetime value`).
+    Truncated(DateTime),
+    /// Not a valid date/time (NULL, warning 1292 `Incorrect datetime value`).
+    Invalid,
+}
+
+/// Parses `YYYY-MM-DD[( |T)hh[:mm[:ss[.ffffff]]]]` from the start of `s` (surrounding spaces
+/// ignored). Works on bytes and only ever stops at ASCII characters, so any text (multi-byte
+/// characters, huge digit runs) is safe.
+fn parse_datetime(s: &str) -> ParsedDateTime {
+    let b = s.trim().as_bytes();
+    let mut i = 0usize;
+    // A run of digits as a number (None: no digit, or too large to be valid anyway).
+    let num = |i: &mut usize| -> Option<u32> {
+        let start = *i;
+        let mut v: u32 = 0;
+        while *i < b.len() && b[*i].is_ascii_digit() {
+            v = v.saturating_mul(10).saturating_add((b[*i] - b'0') as u32);
+            *i += 1;
+        }
+        (*i > start).then_some(v)
     };
-    let mut dp = date.split('-');
-    let year: u16 = dp.next()?.parse().ok()?;
-    let month: u8 = dp.next()?.parse().ok()?;
-    let day: u8 = dp.next()?.parse().ok()?;
-    let (mut hour, mut minute, mut second, mut micro) = (0u8, 0u8, 0u8, 0u32);
-    if let Some(t) = time {
-        let (hms, frac) = match t.find('.') {
-            Some(p) => (&t[..p], Some(&t[p + 1..])),
-            None => (t, None),
-        };
-        let mut tp = hms.split(':');
-        hour = tp.next()?.parse().ok()?;
-        minute = tp.next().unwrap_or("0").parse().ok()?;
-        second = tp.next().unwrap_or("0").parse().ok()?;
-        if let Some(f) = frac {
-            let f = format!("{f:0<6}");
-            micro = f[..6].parse().ok()?;
+    let Some(year) = num(&mut i) else {
+        return ParsedDateTime::Invalid;
+    };
+    let field = |i: &mut usize, sep: u8| -> Option<u32> {
+        if *i < b.len() && b[*i] == sep {
+            *i += 1;
+            num(i)
+        } else {
+            None
+        }
+    };
+    let (Some(month), Some(day)) = (field(&mut i, b'-'), field(&mut i, b'-')) else {
+        return ParsedDateTime::Invalid;
+    };
+    let (mut hour, mut minute, mut second, mut micro) = (0u32, 0u32, 0u32, 0u32);
+    if i + 1 < b.len() && (b[i] == b' ' || b[i] == b'T') && b[i + 1].is_ascii_digit() {
+        i += 1;
+        hour = num(&mut i).unwrap_or(0);
+        if let Some(m) = field(&mut i, b':') {
+            minute = m;
+            if let Some(sec) = field(&mut i, b':') {
+                second = sec;
+                if i < b.len() && b[i] == b'.' {
+                    i += 1;
+                    let mut scale = 100_000;
+                    while i < b.len() && b[i].is_ascii_digit() {
+                        micro += (b[i] - b'0') as u32 * scale;
+                        scale /= 10;
+                        i += 1;
+                    }
+                }
+            }
         }
     }
-    if !(1..=12).contains(&month)
+    if year > 9999
+        || !(1..=12).contains(&month)
         || !(1..=31).contains(&day)
         || hour > 23
         || minute > 59
         || second > 59
     {
-        return None;
+        return ParsedDateTime::Invalid;
     }
-    Some(DateTime {
-        year,
-        month,
-        day,
-        hour,
-        minute,
-        second,
+    let d = DateTime {
+        year: year as u16,
+        month: month as u8,
+        day: day as u8,
+        hour: hour as u8,
+        minute: minute as u8,
+        second: second as u8,
         micro,
-    })
+    };
+    if i < b.len() {
+        ParsedDateTime::Truncated(d)
+    } else {
+        ParsedDateTime::Exact(d)
+    }
+}
+
+/// A string as a DATETIME the way CAST and UNIX_TIMESTAMP read it: NULL for an invalid value,
+/// the valid prefix for trailing garbage, each with MariaDB's warning 1292.
+fn datetime_of(ctx: &mut dyn Context, s: &str) -> Option<DateTime> {
+    match parse_datetime(s) {
+        ParsedDateTime::Exact(d) => Some(d),
+        ParsedDateTime::Truncated(d) => {
+            ctx.warn(1292, format!("Truncated incorrect datetime value: '{s}'"));
+            Some(d)
+        }
+        ParsedDateTime::Invalid => {
+            ctx.warn(1292, format!("Incorrect datetime value: '{s}'"));
+            None
+        }
+    }
 }
 
 /// Evaluates a function call.
@@ -528,7 +708,13 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
             if any_null {
                 Value::Null
             } else {
-                Value::Str(vals.iter().filter_map(text).collect())
+                let parts: Vec<String> = vals.iter().filter_map(text).collect();
+                let len: usize = parts.iter().map(String::len).sum();
+                if over_packet(ctx, "concat", len as u128) {
+                    Value::Null
+                } else {
+                    Value::Str(parts.concat())
+                }
             }
         }
         "CONCAT_WS" => {
@@ -538,8 +724,15 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
             if vals[0].is_null() {
                 Value::Null
             } else {
+                let sep = s(0);
                 let parts: Vec<String> = vals[1..].iter().filter_map(text).collect();
-                Value::Str(parts.join(&s(0)))
+                let len = parts.iter().map(|p| p.len() as u128).sum::<u128>()
+                    + sep.len() as u128 * parts.len().saturating_sub(1) as u128;
+                if over_packet(ctx, "concat_ws", len) {
+                    Value::Null
+                } else {
+                    Value::Str(parts.join(&sep))
+                }
             }
         }
         "LENGTH" | "OCTET_LENGTH" => {
@@ -591,8 +784,7 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
             if any_null {
                 Value::Null
             } else {
-                let n = int(1).max(0) as usize;
-                Value::Str(s(0).chars().take(n).collect())
+                Value::Str(s(0).chars().take(count_arg(int(1))).collect())
             }
         }
         "RIGHT" => {
@@ -600,9 +792,9 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
             if any_null {
                 Value::Null
             } else {
-                let c: Vec<char> = s(0).chars().collect();
-                let n = (int(1).max(0) as usize).min(c.len());
-                Value::Str(c[c.len() - n..].iter().collect())
+                let t = s(0);
+                let skip = t.chars().count().saturating_sub(count_arg(int(1)));
+                Value::Str(t.chars().skip(skip).collect())
             }
         }
         "TRIM" | "LTRIM" | "RTRIM" => {
@@ -623,20 +815,23 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
                 } else {
                     " ".to_string()
                 };
-                let mut t = s(0);
+                // Linear: move two byte offsets by whole `rem`s (so they stay on character
+                // boundaries), copy once at the end.
+                let t = s(0);
+                let (mut a, mut z) = (0, t.len());
                 if !rem.is_empty() {
                     if mode == 0 || mode == 1 {
-                        while t.starts_with(&rem) {
-                            t = t[rem.len()..].to_string();
+                        while t[a..z].starts_with(rem.as_str()) {
+                            a += rem.len();
                         }
                     }
                     if mode == 0 || mode == 2 {
-                        while t.ends_with(&rem) {
-                            t.truncate(t.len() - rem.len());
+                        while t[a..z].ends_with(rem.as_str()) {
+                            z -= rem.len();
                         }
                     }
                 }
-                Value::Str(t)
+                Value::Str(t[a..z].to_string())
             }
         }
         "REPLACE" => {
@@ -646,7 +841,14 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
             } else if s(1).is_empty() {
                 Value::Str(s(0))
             } else {
-                Value::Str(s(0).replace(&s(1), &s(2)))
+                let (t, from, to) = (s(0), s(1), s(2));
+                let hits = t.matches(from.as_str()).count() as u128;
+                let len = t.len() as u128 - hits * from.len() as u128 + hits * to.len() as u128;
+                if over_packet(ctx, "replace", len) {
+                    Value::Null
+                } else {
+                    Value::Str(t.replace(&from, &to))
+                }
             }
         }
         "REPEAT" => {
@@ -654,15 +856,15 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
             if any_null {
                 Value::Null
             } else {
-                let n = int(1).max(0) as usize;
-                if s(0).len().saturating_mul(n) > 64 << 20 {
-                    return Err(SqlError::other(
-                        1301,
-                        "HY000",
-                        "Result of repeat() was larger than max_allowed_packet (67108864) - truncated",
-                    ));
+                // MariaDB clamps the count to INT_MAX32; a result over max_allowed_packet is NULL
+                // with warning 1301.
+                let n = count_arg(int(1).min(i32::MAX as i128));
+                let t = s(0);
+                if over_packet(ctx, "repeat", t.len() as u128 * n as u128) {
+                    Value::Null
+                } else {
+                    Value::Str(t.repeat(n))
                 }
-                Value::Str(s(0).repeat(n))
             }
         }
         "LPAD" | "RPAD" => {
@@ -670,10 +872,8 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
             if any_null {
                 Value::Null
             } else {
-                if int(1) > 64 << 20 {
-                    return Ok(Value::Null);
-                }
-                pad(&s(0), int(1), &s(2), name == "LPAD")
+                let func = name.to_ascii_lowercase();
+                pad(ctx, &func, &s(0), int(1), &s(2), name == "LPAD")
             }
         }
         "HEX" => {
@@ -717,7 +917,7 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
                 match &vals[0] {
                     Value::Null => Value::Null,
                     Value::Date(d) | Value::DateTime(d) => Value::Int(d.to_unix()),
-                    Value::Str(x) => match parse_datetime(x) {
+                    Value::Str(x) => match datetime_of(ctx, x) {
                         Some(d) => Value::Int(d.to_unix()),
                         None => Value::Null,
                     },
@@ -890,7 +1090,7 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
     })
 }
 
-fn cast(v: Value, t: CastType, e: &Expr) -> Result<Value, SqlError> {
+fn cast(ctx: &mut dyn Context, v: Value, t: CastType, e: &Expr) -> Result<Value, SqlError> {
     if v.is_null() {
         return Ok(Value::Null);
     }
@@ -936,7 +1136,7 @@ fn cast(v: Value, t: CastType, e: &Expr) -> Result<Value, SqlError> {
         CastType::Date | CastType::DateTime => {
             let d = match &v {
                 Value::Date(d) | Value::DateTime(d) => Some(*d),
-                other => parse_datetime(&other.to_text().unwrap_or_default()),
+                other => datetime_of(ctx, &other.to_text().unwrap_or_default()),
             };
             match d {
                 None => Value::Null,
@@ -953,8 +1153,13 @@ fn cast(v: Value, t: CastType, e: &Expr) -> Result<Value, SqlError> {
     })
 }
 
-/// Evaluates an expression.
+/// Evaluates an expression (on a new stack segment when the current one runs low: see
+/// [`crate::depth`]).
 pub fn eval(e: &Expr, ctx: &mut dyn Context) -> Result<Value, SqlError> {
+    crate::depth::with_stack(|| eval_level(e, ctx))
+}
+
+fn eval_level(e: &Expr, ctx: &mut dyn Context) -> Result<Value, SqlError> {
     match e {
         Expr::Literal(v) => Ok(v.clone()),
         Expr::Column(c) => ctx.column(c),
@@ -1122,9 +1327,11 @@ pub fn eval(e: &Expr, ctx: &mut dyn Context) -> Result<Value, SqlError> {
             let v = eval(x, ctx)?;
             let pv = eval(p, ctx)?;
             match (v.to_text(), pv.to_text()) {
-                (Some(s), Some(pat)) => Ok(Value::from_bool(
-                    like(&s, &pat, esc.unwrap_or('\\')) != *neg,
-                )),
+                (Some(s), Some(pat)) => {
+                    let m = like_interruptible(&s, &pat, esc.unwrap_or('\\'), &mut || ctx.killed())
+                        .ok_or(SqlError::Interrupted)?;
+                    Ok(Value::from_bool(m != *neg))
+                }
                 _ => Ok(Value::Null),
             }
         }
@@ -1151,7 +1358,7 @@ pub fn eval(e: &Expr, ctx: &mut dyn Context) -> Result<Value, SqlError> {
         Expr::Function(name, args) => function(name, args, ctx),
         Expr::Cast(x, t) => {
             let v = eval(x, ctx)?;
-            cast(v, *t, e)
+            cast(ctx, v, *t, e)
         }
     }
 }
@@ -1159,6 +1366,10 @@ pub fn eval(e: &Expr, ctx: &mut dyn Context) -> Result<Value, SqlError> {
 /// Best-effort static type of an expression (for column metadata at PREPARE time and for
 /// all-NULL result columns).
 pub fn static_type(e: &Expr) -> SqlType {
+    crate::depth::with_stack(|| static_type_level(e))
+}
+
+fn static_type_level(e: &Expr) -> SqlType {
     match e {
         Expr::Literal(v) => v.sql_type(),
         Expr::Binary(op, a, b) => match op {

@@ -6,11 +6,13 @@
 //! model the MySQL way) and translates it into [`ast::Statement`], rejecting what we cannot run
 //! with 1064/1235; [`plan::Prepared`] holds a parsed statement for COM_STMT_PREPARE so it is parsed
 //! once; [`exec`] evaluates SELECTs over a [`eval::Context`] supplied by the session and reports
-//! table access through the [`catalog::Catalog`] boundary.
+//! table access through the [`catalog::Catalog`] boundary. [`depth`] bounds expression nesting
+//! before anything recursive runs (1436 instead of a stack overflow on a 2 MiB worker).
 
 pub mod ast;
 pub mod catalog;
 pub mod decimal;
+pub mod depth;
 pub mod error;
 pub mod eval;
 pub mod exec;

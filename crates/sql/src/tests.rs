@@ -18,6 +18,10 @@ struct TestCtx {
     kill_after: Option<u64>,
     /// How many times `killed()` was asked.
     kill_polls: std::cell::Cell<u64>,
+    /// `@@max_allowed_packet` (None: unknown variable, the evaluator's default applies).
+    max_allowed_packet: Option<u64>,
+    /// Warnings pushed by the evaluator.
+    warnings: Vec<(u16, String)>,
 }
 
 impl Context for TestCtx {
@@ -25,6 +29,9 @@ impl Context for TestCtx {
         match (scope, name) {
             (_, "version_comment") => Ok(Value::Str("shoal test".into())),
             (VarScope::Global, "max_connections") => Ok(Value::UInt(151)),
+            (_, "max_allowed_packet") if self.max_allowed_packet.is_some() => {
+                Ok(Value::UInt(self.max_allowed_packet.unwrap_or_default()))
+            }
             _ => Err(SqlError::other(
                 1193,
                 "HY000",
@@ -69,6 +76,9 @@ impl Context for TestCtx {
         let n = self.kill_polls.get() + 1;
         self.kill_polls.set(n);
         self.kill_after.is_some_and(|k| n > k)
+    }
+    fn warn(&mut self, code: u16, message: String) {
+        self.warnings.push((code, message));
     }
 }
 
@@ -459,4 +469,393 @@ fn benchmark_honours_the_kill_flag() {
     assert_eq!(e.code(), 1317);
     // Polled once per 1024 evaluations: three polls, not a trillion iterations.
     assert_eq!(c.kill_polls.get(), 3);
+}
+
+/// The first row of `sql` as text (or `ERR code`) and the warnings it pushed, with
+/// `@@max_allowed_packet` = `packet`.
+fn with_warnings(sql: &str, packet: Option<u64>) -> (String, Vec<(u16, String)>) {
+    let mut c = TestCtx {
+        max_allowed_packet: packet,
+        ..TestCtx::default()
+    };
+    let r = match run(&mut c, sql) {
+        Ok((_, _, v)) => v.join("|"),
+        Err(e) => format!("ERR {}", e.code()),
+    };
+    (r, c.warnings)
+}
+
+/// Runs `f` on its own thread and fails if it takes longer than `secs` (a hang is a failure,
+/// not a stuck test run).
+fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(secs))
+        .expect("took too long")
+}
+
+#[test]
+fn substring_left_right_take_any_position_safely() {
+    // MariaDB: a length past the end is the rest of the string; a position outside it is ''.
+    let huge = "170141183460469231731687303715884105727";
+    assert_eq!(one(&format!("SELECT SUBSTRING('abc', 2, {huge})")), "bc");
+    assert_eq!(one(&format!("SELECT SUBSTRING('abc', {huge})")), "");
+    assert_eq!(one(&format!("SELECT SUBSTRING('abc', -{huge})")), "");
+    assert_eq!(
+        one(&format!("SELECT SUBSTRING('abc', -{huge}, {huge})")),
+        ""
+    );
+    assert_eq!(one(&format!("SELECT SUBSTRING('abc', 1, -{huge})")), "");
+    assert_eq!(one("SELECT SUBSTRING('abc', 2, 9223372036854775807)"), "bc");
+    assert_eq!(one("SELECT SUBSTRING('h\u{e9}llo', 2, 3)"), "\u{e9}ll");
+    assert_eq!(one("SELECT SUBSTRING('h\u{e9}llo', -4, 2)"), "\u{e9}l");
+    assert_eq!(one("SELECT MID('abc', 3, 18446744073709551615)"), "c");
+    // 2^64 + 1 no longer wraps to 1 on the way to a character count.
+    assert_eq!(
+        one("SELECT LEFT('h\u{e9}llo', 18446744073709551617)"),
+        "h\u{e9}llo"
+    );
+    assert_eq!(
+        one("SELECT RIGHT('h\u{e9}llo', 18446744073709551617)"),
+        "h\u{e9}llo"
+    );
+    assert_eq!(
+        one("SELECT LEFT('h\u{e9}llo', 2), RIGHT('h\u{e9}llo', 4)"),
+        "h\u{e9}|\u{e9}llo"
+    );
+    assert_eq!(one("SELECT LEFT('abc', -1), RIGHT('abc', -5)"), "|");
+}
+
+#[test]
+fn datetime_strings_with_multibyte_garbage_do_not_panic() {
+    // MariaDB reads the valid prefix and warns that it truncated the rest.
+    let (v, w) = with_warnings(
+        "SELECT UNIX_TIMESTAMP('2020-01-01 10:00:00.\u{e9}\u{20ac}\u{20ac}')",
+        None,
+    );
+    assert_eq!(v, "1577872800");
+    assert_eq!(
+        w,
+        vec![(
+            1292,
+            "Truncated incorrect datetime value: '2020-01-01 10:00:00.\u{e9}\u{20ac}\u{20ac}'"
+                .into()
+        )]
+    );
+    let (v, w) = with_warnings(
+        "SELECT CAST('2020-01-01 10:00:00.\u{1f600}\u{1f600}' AS DATETIME)",
+        None,
+    );
+    assert_eq!(v, "2020-01-01 10:00:00");
+    assert_eq!(w.len(), 1);
+    assert_eq!(w[0].0, 1292);
+    let (v, w) = with_warnings("SELECT CAST('\u{1f600}2020-01-01' AS DATE)", None);
+    assert_eq!(v, "NULL");
+    assert_eq!(
+        w,
+        vec![(
+            1292,
+            "Incorrect datetime value: '\u{1f600}2020-01-01'".into()
+        )]
+    );
+    // Fractions: digits past the sixth are dropped, none at all is fine.
+    assert_eq!(
+        one("SELECT UNIX_TIMESTAMP('2020-01-01 10:00:00.'), UNIX_TIMESTAMP('2020-01-01 10:00:00.1234567')"),
+        "1577872800|1577872800"
+    );
+    assert_eq!(
+        one("SELECT UNIX_TIMESTAMP('99999999999999999999-01-01')"),
+        "NULL"
+    );
+    assert_eq!(
+        one("SELECT CAST('2020-13-01' AS DATE), CAST('2020-01-01' AS DATE)"),
+        "NULL|2020-01-01"
+    );
+}
+
+#[test]
+fn hex_literals_never_slice_inside_a_character() {
+    assert_eq!(one("SELECT X'a\u{e9}'"), "ERR 1064");
+    assert_eq!(one("SELECT X'4g'"), "ERR 1064");
+    assert_eq!(one("SELECT X'4142'"), "AB");
+    assert_eq!(one("SELECT HEX(0x414)"), "0414");
+}
+
+#[test]
+fn string_results_over_max_allowed_packet_are_null_with_1301() {
+    let w1301 = |f: &str| {
+        vec![(
+            1301,
+            format!("Result of {f}() was larger than max_allowed_packet (2048) - truncated"),
+        )]
+    };
+    let p = Some(2048);
+    let len = |sql: &str| with_warnings(sql, p);
+    assert_eq!(
+        len("SELECT LENGTH(REPEAT('ab', 1024))"),
+        ("2048".into(), vec![])
+    );
+    assert_eq!(
+        len("SELECT REPEAT('ab', 1025)"),
+        ("NULL".into(), w1301("repeat"))
+    );
+    // Clamped, not wrapped, and NULL rather than an error.
+    assert_eq!(
+        len("SELECT REPEAT('ab', 18446744073709551617)"),
+        ("NULL".into(), w1301("repeat"))
+    );
+    assert_eq!(
+        len("SELECT REPEAT('', 18446744073709551617)"),
+        ("".into(), vec![])
+    );
+    assert_eq!(len("SELECT REPEAT('ab', -1)"), ("".into(), vec![]));
+    assert_eq!(
+        len("SELECT CONCAT(REPEAT('a', 1500), REPEAT('b', 1500))"),
+        ("NULL".into(), w1301("concat"))
+    );
+    assert_eq!(
+        len("SELECT LENGTH(CONCAT_WS(',', REPEAT('a', 1024), REPEAT('b', 1023)))"),
+        ("2048".into(), vec![])
+    );
+    assert_eq!(
+        len("SELECT CONCAT_WS(',', REPEAT('a', 1024), REPEAT('b', 1024))"),
+        ("NULL".into(), w1301("concat_ws"))
+    );
+    assert_eq!(
+        len("SELECT REPLACE(REPEAT('a', 1000), 'a', 'xyz')"),
+        ("NULL".into(), w1301("replace"))
+    );
+    assert_eq!(
+        len("SELECT LENGTH(REPLACE(REPEAT('a', 1000), 'a', 'xy'))"),
+        ("2000".into(), vec![])
+    );
+    // LPAD/RPAD count 4 bytes per character of the requested length (utf8mb4), as MariaDB.
+    assert_eq!(
+        len("SELECT CHAR_LENGTH(LPAD('x', 512, 'y'))"),
+        ("512".into(), vec![])
+    );
+    assert_eq!(
+        len("SELECT LPAD('x', 513, 'y')"),
+        ("NULL".into(), w1301("lpad"))
+    );
+    assert_eq!(
+        len("SELECT RPAD('x', 513, 'y')"),
+        ("NULL".into(), w1301("rpad"))
+    );
+    assert_eq!(
+        len("SELECT RPAD('x', 18446744073709551617, 'y')"),
+        ("NULL".into(), w1301("rpad"))
+    );
+    assert_eq!(
+        len("SELECT LPAD('hello', 3, 'y'), RPAD('x', -1, 'y'), LPAD('ab', 4, 'xy')"),
+        ("hel|NULL|xyab".into(), vec![])
+    );
+    // The session default (64 MiB) applies when the context does not say.
+    let (v, w) = with_warnings("SELECT LENGTH(REPEAT('ab', 33554433))", None);
+    assert_eq!(v, "NULL");
+    assert_eq!(
+        w,
+        vec![(
+            1301,
+            "Result of repeat() was larger than max_allowed_packet (67108864) - truncated".into()
+        )]
+    );
+}
+
+#[test]
+fn like_matches_in_polynomial_time() {
+    for (sql, want) in [
+        ("SELECT 'abc' LIKE 'a%c', 'abc' LIKE 'a_c', 'ABC' LIKE 'a%', 'abc' LIKE 'ab'", "1|1|1|0"),
+        ("SELECT 'a%c' LIKE 'a\\\\%c', 'abc' LIKE 'a\\\\%c', 'a_c' LIKE 'a|_c' ESCAPE '|'", "1|0|1"),
+        ("SELECT '' LIKE '%', '' LIKE '_', 'abc' LIKE '%%c', 'abc' LIKE '%b'", "1|0|1|0"),
+        ("SELECT 'mississippi' LIKE '%iss%ipp%', 'mississippi' LIKE '%iss%ipp', 'h\u{c9}llo' LIKE 'h_llo'", "1|0|1"),
+        ("SELECT 'aab' LIKE '%ab', 'aaab' LIKE 'a%a_b', 'ab' LIKE '%a%b%'", "1|1|1"),
+    ] {
+        assert_eq!(one(sql), want, "{sql}");
+    }
+    // 90 characters against 45 `%a`s and a final `b`: exponential for the old recursive
+    // matcher (55 s in the issue), microseconds now.
+    let r = within(20, || {
+        one(&format!(
+            "SELECT '{}' LIKE '{}b'",
+            "a".repeat(90),
+            "%a".repeat(45)
+        ))
+    });
+    assert_eq!(r, "0");
+    let r = within(20, || {
+        one(&format!(
+            "SELECT '{}' LIKE '{}'",
+            "a".repeat(5000),
+            "%a".repeat(2000)
+        ))
+    });
+    assert_eq!(r, "1");
+}
+
+#[test]
+fn like_honours_the_kill_flag() {
+    // O(n*m) = 3000 * 1500 steps: long enough to be asked about KILL along the way.
+    let mut c = TestCtx {
+        kill_after: Some(0),
+        ..TestCtx::default()
+    };
+    let sql = format!(
+        "SELECT '{}' LIKE '%{}b'",
+        "a".repeat(3000),
+        "a".repeat(1500)
+    );
+    assert_eq!(run(&mut c, &sql).unwrap_err(), SqlError::Interrupted);
+    assert!(c.kill_polls.get() >= 1);
+}
+
+#[test]
+fn trim_is_linear_and_character_safe() {
+    let r = within(20, || {
+        one("SELECT LENGTH(TRIM(LEADING 'ab' FROM CONCAT(REPEAT('ab', 2000000), 'x')))")
+    });
+    assert_eq!(r, "1");
+    assert_eq!(
+        one("SELECT TRIM(TRAILING 'xy' FROM 'axyxy'), TRIM(BOTH '\u{e9}' FROM '\u{e9}\u{e9}a\u{e9}\u{e9}'), TRIM('  a  ')"),
+        "a|a|a"
+    );
+    assert_eq!(
+        one("SELECT TRIM(LEADING 'ab' FROM 'abab'), TRIM(BOTH 'aa' FROM 'aaa'), LTRIM('  a '), RTRIM(' a  ')"),
+        "|a|a | a"
+    );
+}
+
+/// `one(sql)` on a thread with a pool worker's 2 MiB stack (a stack overflow aborts the test
+/// binary, which fails the run).
+fn on_worker_stack(sql: String) -> String {
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || one(&sql))
+        .unwrap()
+        .join()
+        .unwrap()
+}
+
+#[test]
+fn long_operator_chains_answer_or_fail_with_1436() {
+    let plus = |n: usize| format!("SELECT 1{}", "+1".repeat(n - 1));
+    assert_eq!(on_worker_stack(plus(1_000)), "1000");
+    assert_eq!(on_worker_stack(plus(4_000)), "4000");
+    assert_eq!(on_worker_stack(plus(10_000)), "ERR 1436");
+    assert_eq!(on_worker_stack(plus(100_000)), "ERR 1436");
+    let or = |n: usize| format!("SELECT 'hit' WHERE {}1 = 1", "1 = 0 OR ".repeat(n - 1));
+    assert_eq!(on_worker_stack(or(1_000)), "hit");
+    assert_eq!(on_worker_stack(or(10_000)), "ERR 1436");
+    assert_eq!(on_worker_stack(or(100_000)), "ERR 1436");
+    // Chains that alternate operator kinds, through the own front (DO / SET), and a syntax
+    // error after a deep chain (sqlparser drops the tree it built).
+    let mixed = format!("SELECT 1{}", " IS NULL + 1".repeat(1_000));
+    assert_eq!(on_worker_stack(mixed), "1");
+    let set = format!("SET @x = 1{}", "+1".repeat(100_000));
+    assert_eq!(on_worker_stack(set), "ERR 1436");
+    let bad = format!("SELECT 1{} +", "+1".repeat(3_000));
+    assert_eq!(on_worker_stack(bad), "ERR 1064");
+    // 1690's message prints the deep operand.
+    let ovf = format!("SELECT 1{}+9223372036854775807", "+1".repeat(3_000));
+    assert_eq!(on_worker_stack(ovf), "ERR 1690");
+    // Wide is not deep: long IN lists and many select items are fine.
+    let list: Vec<String> = (0..20_000).map(|i| i.to_string()).collect();
+    let wide = format!("SELECT 19999 IN ({})", list.join(","));
+    assert_eq!(on_worker_stack(wide), "1");
+    let items = format!("SELECT 1{}", ", 1+1+1".repeat(5_000));
+    assert!(on_worker_stack(items).starts_with("1|3|3"));
+}
+
+#[test]
+fn string_and_date_functions_never_panic_on_edge_inputs() {
+    let args = [
+        "NULL",
+        "''",
+        "'abc'",
+        "'h\u{e9}\u{20ac}\u{1f600}x'",
+        "'\u{1f600}'",
+        "'2020-01-01 10:00:00.\u{e9}\u{20ac}\u{20ac}'",
+        "'2020-01-01 10:00:00.\u{1f600}\u{1f600}'",
+        "'2020-01-01T'",
+        "'9999-12-31 23:59:59.999999999'",
+        "'-'",
+        "'%_\\\\'",
+        "0",
+        "1",
+        "-1",
+        "3",
+        "2.5",
+        "-2.5e300",
+        "9223372036854775807",
+        "-9223372036854775808",
+        "18446744073709551617",
+        "170141183460469231731687303715884105727",
+        "-170141183460469231731687303715884105727",
+        "99999999999999999999999999999999999999999999",
+    ];
+    let funcs: [(&str, usize); 21] = [
+        ("SUBSTRING", 2),
+        ("SUBSTRING", 3),
+        ("LEFT", 2),
+        ("RIGHT", 2),
+        ("LPAD", 3),
+        ("RPAD", 3),
+        ("REPEAT", 2),
+        ("REPLACE", 3),
+        ("CONCAT", 2),
+        ("CONCAT_WS", 3),
+        ("TRIM", 1),
+        ("LTRIM", 1),
+        ("UPPER", 1),
+        ("HEX", 1),
+        ("UNIX_TIMESTAMP", 1),
+        ("LENGTH", 1),
+        ("CHAR_LENGTH", 1),
+        ("ROUND", 2),
+        ("TRUNCATE", 2),
+        ("MOD", 2),
+        ("ABS", 1),
+    ];
+    let mut sqls = Vec::new();
+    for (f, n) in funcs {
+        // Every argument position sees every edge value, the others a fixed multi-byte string
+        // or a small number (all combinations for 2 arguments).
+        for a in &args {
+            for b in &args {
+                let call = match n {
+                    1 => format!("{f}({a})"),
+                    2 => format!("{f}({a}, {b})"),
+                    _ => format!("{f}({a}, {b}, {a}), {f}('h\u{e9}llo', {a}, {b})"),
+                };
+                sqls.push(format!("SELECT {call}"));
+            }
+        }
+    }
+    for a in &args {
+        for b in &args {
+            sqls.push(format!("SELECT {a} LIKE {b}, {a} LIKE {b} ESCAPE '\u{e9}'"));
+            sqls.push(format!(
+                "SELECT TRIM(LEADING {a} FROM {b}), TRIM(TRAILING {a} FROM {b}), TRIM({a} FROM {b})"
+            ));
+        }
+        sqls.push(format!(
+            "SELECT CAST({a} AS DATETIME), CAST({a} AS DATE), CAST({a} AS SIGNED), CAST({a} AS UNSIGNED), CAST({a} AS DECIMAL(10,2)), CAST({a} AS DOUBLE), CAST({a} AS CHAR)"
+        ));
+        sqls.push(format!("SELECT X'{a}'"));
+    }
+    let mut panics = Vec::new();
+    for sql in &sqls {
+        let r = std::panic::catch_unwind(|| with_warnings(sql, Some(1 << 20)));
+        if r.is_err() {
+            panics.push(sql.clone());
+        }
+    }
+    assert!(
+        panics.is_empty(),
+        "{} panics, e.g. {:?}",
+        panics.len(),
+        &panics[..panics.len().min(5)]
+    );
 }

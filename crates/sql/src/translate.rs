@@ -17,7 +17,7 @@ use sqlparser::ast as sp;
 use sqlparser::ast::Spanned;
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::{Parser, ParserError};
-use sqlparser::tokenizer::{Location, Token};
+use sqlparser::tokenizer::{Location, Token, TokenWithSpan};
 
 use crate::ast::*;
 use crate::decimal::Decimal;
@@ -43,12 +43,21 @@ fn perr(e: ParserError) -> SqlError {
 }
 
 /// Parses one statement (no trailing `;` splitting: see `split.rs`).
+///
+/// Expression depth is bounded first ([`crate::depth`]): too deep is 1436, never a stack
+/// overflow.
 pub fn parse(sql: &str) -> Result<Parsed, SqlError> {
     if is_blank(sql) {
         return Err(SqlError::EmptyQuery);
     }
+    let tokens = crate::depth::tokenize(sql).map_err(perr)?;
+    let bound = crate::depth::check(&tokens)?;
+    crate::depth::with_room(bound, || parse_tokens(sql, tokens))
+}
+
+fn parse_tokens(sql: &str, tokens: Vec<TokenWithSpan>) -> Result<Parsed, SqlError> {
     let dialect = MySqlDialect {};
-    let mut p = Parser::new(&dialect).try_with_sql(sql).map_err(perr)?;
+    let mut p = Parser::new(&dialect).with_tokens_with_locations(tokens);
     let mut t = Translator {
         sql,
         params: 0,
@@ -66,7 +75,8 @@ pub fn parse(sql: &str) -> Result<Parsed, SqlError> {
         p.next_token();
         t.own_statement(&head, &mut p)?
     } else {
-        let mut stmts = Parser::parse_sql(&dialect, sql).map_err(perr)?;
+        // `p` has only been peeked at: this is `Parser::parse_sql` on the same tokens.
+        let mut stmts = p.parse_statements().map_err(perr)?;
         if stmts.len() != 1 {
             return Err(SqlError::Syntax(
                 "multiple statements in one command".into(),
@@ -892,12 +902,7 @@ impl Translator<'_> {
             | sp::Value::DoubleQuotedString(s)
             | sp::Value::NationalStringLiteral(s)
             | sp::Value::EscapedStringLiteral(s) => Value::Str(s),
-            sp::Value::HexStringLiteral(h) => {
-                let bytes: Vec<u8> = (0..h.len() / 2)
-                    .filter_map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).ok())
-                    .collect();
-                Value::Str(String::from_utf8_lossy(&bytes).into_owned())
-            }
+            sp::Value::HexStringLiteral(h) => Value::Str(hex_literal(&h)?),
             sp::Value::Boolean(b) => Value::Int(b as i64),
             sp::Value::Null => Value::Null,
             sp::Value::Placeholder(ph) => {
@@ -941,6 +946,10 @@ impl Translator<'_> {
     }
 
     fn expr(&mut self, e: sp::Expr) -> Result<Expr, SqlError> {
+        crate::depth::with_stack(|| self.expr_level(e))
+    }
+
+    fn expr_level(&mut self, e: sp::Expr) -> Result<Expr, SqlError> {
         use sp::Expr as E;
         let b = |x: Expr| Box::new(x);
         Ok(match e {
@@ -1228,6 +1237,25 @@ impl Translator<'_> {
             other => return Err(unsupported(other.to_string())),
         })
     }
+}
+
+/// The bytes of a hex literal (`X'hh..'` or `0xhh..`) as text. A character that is not a hex
+/// digit (only `X'..'` can hold one: sqlparser ends `0x..` at the first) is a syntax error as in
+/// MySQL, never a slice inside a multi-byte character. An odd digit count reads as if led by
+/// `0`, as MySQL reads `0xabc`.
+fn hex_literal(h: &str) -> Result<String, SqlError> {
+    let digits = h.as_bytes();
+    if !digits.iter().all(u8::is_ascii_hexdigit) {
+        return Err(SqlError::Syntax(format!("X'{h}'")));
+    }
+    let nibble = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
+    let (head, rest) = digits.split_at(digits.len() % 2);
+    let bytes: Vec<u8> = head
+        .iter()
+        .map(|&c| nibble(c))
+        .chain(rest.chunks(2).map(|p| nibble(p[0]) << 4 | nibble(p[1])))
+        .collect();
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 fn cast_type(dt: &sp::DataType) -> Result<CastType, SqlError> {

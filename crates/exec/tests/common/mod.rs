@@ -50,6 +50,8 @@ pub fn engine(tag: &str) -> (TempDir, Arc<TableEngine>) {
 pub struct Ctx {
     pub last_id: u64,
     pub vars: std::collections::HashMap<String, Value>,
+    /// Warnings the evaluator pushed.
+    pub warnings: Vec<(u16, String)>,
 }
 
 impl Context for Ctx {
@@ -92,6 +94,9 @@ impl Context for Ctx {
     }
     fn killed(&self) -> bool {
         false
+    }
+    fn warn(&mut self, code: u16, message: String) {
+        self.warnings.push((code, message));
     }
 }
 

@@ -72,6 +72,10 @@ pub struct RunSpec {
     pub server_pid: Option<u32>,
     pub client_threads: usize,
     pub output: Output,
+    /// Seconds between plain progress lines when stderr is not a terminal.
+    pub progress_every_s: f64,
+    /// What the progress line calls this run (e.g. `mariadb sweep oversub3`).
+    pub tag: String,
 }
 
 fn now_unix() -> f64 {

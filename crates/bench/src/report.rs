@@ -7,7 +7,7 @@
 //! stepped-load curves (TPS and p90 per step, with the p90 threshold); soak time series
 //! (TPS, server RSS and thread count).
 
-use crate::result::{ResultError, ResultFile, RunResult, SoakResult, StepResult};
+use crate::result::{EnvInfo, ResultError, ResultFile, RunResult, SoakResult, StepResult};
 use plotters::prelude::*;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -54,6 +54,8 @@ pub struct Loaded {
     pub runs: Vec<RunResult>,
     pub steps: Vec<StepResult>,
     pub soaks: Vec<SoakResult>,
+    /// Plans' records of the servers and machine.
+    pub envs: Vec<EnvInfo>,
     /// Files found in the input directories that were not loaded (not JSON, not a result, or
     /// a result that does not read back). Files named on the command line are never skipped:
     /// any error with them fails the load.
@@ -67,34 +69,110 @@ fn io_err(p: &Path) -> impl FnOnce(std::io::Error) -> ReportError + '_ {
     }
 }
 
+/// The `*.json` files of a directory (not recursive), sorted.
+fn json_files(dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
+    let mut v: Vec<PathBuf> = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(io_err(dir))? {
+        let path = e.map_err(io_err(dir))?.path();
+        if path.extension().is_some_and(|e| e == "json") && !path.is_dir() {
+            v.push(path);
+        }
+    }
+    v.sort();
+    Ok(v)
+}
+
+/// A plan's output directory: it holds the plan (`plan.toml`) and one subdirectory of
+/// results per server.
+pub fn is_plan_dir(p: &Path) -> bool {
+    p.join(crate::plan::PLAN_COPY).is_file()
+}
+
+fn prefix_label(label: &mut String, source: &str) {
+    if !source.is_empty() {
+        *label = if label.is_empty() {
+            source.to_string()
+        } else {
+            format!("{source}/{label}")
+        };
+    }
+}
+
 /// Loads result files from files or directories (a directory's `*.json` files, not
-/// recursive). A file given by name must load; a directory's file that does not load is
-/// recorded in [`Loaded::skipped`] with the reason, and [`write`] prints it as a warning.
-/// Fails when nothing at all loaded, naming every skipped file and why.
+/// recursive; a plan's output directory also each server's subdirectory). A file given by
+/// name must load; a directory's file that does not load is recorded in
+/// [`Loaded::skipped`] with the reason, and [`write`] prints it as a warning. Fails when
+/// nothing at all loaded, naming every skipped file and why.
+///
+/// Sources: results of a plan's server subdirectory are labelled `SERVER/label`; with more
+/// than one input, every label is also prefixed with the input's name (`A/...`, `B/...`), so
+/// `report A/ B/` overlays the inputs as separate lines.
 pub fn load(paths: &[PathBuf]) -> Result<Loaded, ReportError> {
-    // (file, given by name)
-    let mut files: Vec<(PathBuf, bool)> = Vec::new();
+    // (file, given by name, source)
+    let mut files: Vec<(PathBuf, bool, String)> = Vec::new();
+    let multi = paths.len() > 1;
     for p in paths {
+        let input = if multi {
+            p.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| p.display().to_string())
+        } else {
+            String::new()
+        };
         if p.is_dir() {
-            let mut v: Vec<PathBuf> = Vec::new();
-            for e in std::fs::read_dir(p).map_err(io_err(p))? {
-                let path = e.map_err(io_err(p))?.path();
-                if path.extension().is_some_and(|e| e == "json") && !path.is_dir() {
-                    v.push(path);
+            files.extend(
+                json_files(p)?
+                    .into_iter()
+                    .map(|f| (f, false, input.clone())),
+            );
+            if is_plan_dir(p) {
+                let mut subs: Vec<PathBuf> = std::fs::read_dir(p)
+                    .map_err(io_err(p))?
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|d| d.is_dir() && d.join(crate::plan::SERVER_MARK).exists())
+                    .collect();
+                subs.sort();
+                for d in subs {
+                    let server = d
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    let src = if input.is_empty() {
+                        server
+                    } else {
+                        format!("{input}/{server}")
+                    };
+                    files.extend(json_files(&d)?.into_iter().map(|f| (f, false, src.clone())));
                 }
             }
-            v.sort();
-            files.extend(v.into_iter().map(|f| (f, false)));
         } else {
-            files.push((p.clone(), true));
+            files.push((p.clone(), true, input));
         }
     }
     let mut l = Loaded::default();
-    for (f, named) in &files {
+    for (f, named, src) in &files {
         match ResultFile::load(f) {
-            Ok(ResultFile::Run(r)) => l.runs.push(*r),
-            Ok(ResultFile::Step(s)) => l.steps.push(*s),
-            Ok(ResultFile::Soak(s)) => l.soaks.push(*s),
+            Ok(ResultFile::Run(mut r)) => {
+                prefix_label(&mut r.label, src);
+                l.runs.push(*r)
+            }
+            Ok(ResultFile::Step(mut s)) => {
+                prefix_label(&mut s.label, src);
+                if let Some(c) = s.confirmation.as_mut() {
+                    prefix_label(&mut c.label, src);
+                }
+                l.steps.push(*s)
+            }
+            Ok(ResultFile::Soak(mut s)) => {
+                prefix_label(&mut s.run.label, src);
+                l.soaks.push(*s)
+            }
+            Ok(ResultFile::Env(mut e)) => {
+                if !src.is_empty() {
+                    e.server = src.clone();
+                }
+                l.envs.push(*e)
+            }
             Err(e) if *named => return Err(e.into()),
             Err(e) => l.skipped.push(Skipped {
                 path: f.clone(),

@@ -171,6 +171,10 @@ pub struct ServerSection {
     /// SET GLOBAL assignments applied before every phase on this server.
     #[serde(default)]
     pub settings: BTreeMap<String, toml::Value>,
+    /// Whether the sweep runs on this server (a one-thread-per-connection server has no
+    /// pool to sweep); without it, step/confirm/soak use the server's own settings.
+    #[serde(default = "yes")]
+    pub sweep: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -334,6 +338,9 @@ pub struct SoakSection {
     pub min_success: Option<f64>,
 }
 
+fn yes() -> bool {
+    true
+}
 fn one() -> u32 {
     1
 }
@@ -672,11 +679,18 @@ impl Plan {
     /// Measurement seconds per server: (lower bound, upper bound). The step phase runs
     /// until a threshold breaks, between one step and `max_threads`.
     pub fn duration_s(&self) -> (f64, f64) {
+        self.servers.iter().fold((0.0, 0.0), |(lo, hi), s| {
+            let (a, b) = self.server_duration_s(s);
+            (lo + a, hi + b)
+        })
+    }
+
+    fn server_duration_s(&self, srv: &ServerSection) -> (f64, f64) {
         let mut lo = 0.0;
         if let Some(b) = &self.baseline {
             lo += b.warmup + b.time;
         }
-        if let Some(s) = &self.sweep {
+        if let (Some(s), true) = (&self.sweep, srv.sweep) {
             lo += (s.warmup + s.time) * (s.threads.len() * s.configs.len() * s.repeat) as f64;
         }
         let mut hi = lo;
@@ -697,8 +711,7 @@ impl Plan {
             lo += s.warmup + s.time;
             hi += s.warmup + s.time;
         }
-        let n = self.servers.len() as f64;
-        (lo * n, hi * n)
+        (lo, hi)
     }
 
     fn confirm_time(&self) -> f64 {
@@ -985,7 +998,11 @@ impl Ctx<'_> {
     /// Before anything runs: every variable the plan sets exists on the server and can be
     /// changed at run time (set to its current value; a read-only one is refused).
     async fn preflight(&self) -> Result<(), PlanError> {
-        let mut names: BTreeSet<String> = self.plan.swept_vars();
+        let mut names: BTreeSet<String> = if self.server.sweep {
+            self.plan.swept_vars()
+        } else {
+            BTreeSet::new()
+        };
         names.extend(self.server.settings.keys().map(|k| k.to_ascii_lowercase()));
         if names.is_empty() {
             return Ok(());
@@ -1119,6 +1136,9 @@ impl Ctx<'_> {
 
     /// The configuration for step, confirm and soak.
     fn chosen(&self) -> Option<&SweepConfig> {
+        if !self.server.sweep {
+            return None;
+        }
         let st = self.plan.step.as_ref()?;
         let sw = self.plan.sweep.as_ref()?;
         match st.config.as_str() {
@@ -1363,7 +1383,7 @@ async fn run_server(
     }
 
     // sweep
-    if let Some(sw) = &plan.sweep {
+    if let (Some(sw), true) = (&plan.sweep, srv.sweep) {
         let o = phase(&ctx.pd, "sweep", || async {
             let mut files = Vec::new();
             for c in &sw.configs {
@@ -1945,6 +1965,42 @@ interval = 10
             .to_string();
         assert!(e.contains("different plan"), "{e}");
         let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn shipped_plans_are_valid_and_have_their_shape() {
+        let src = Plan::parse(include_str!("../plans/source-shape.toml"), "source-shape")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(src.phases().len(), 7);
+        let st = src.step.as_ref().unwrap();
+        assert_eq!((st.start, st.step, st.time), (40, 40, 300.0));
+        let t = src.thresholds.thresholds();
+        assert_eq!(
+            (
+                t.max_cpu_pct,
+                t.max_iowait_pct,
+                t.min_success_pct,
+                t.max_p90_ms
+            ),
+            (70.0, 30.0, 99.99, 100.0)
+        );
+        assert_eq!(src.confirm_time(), 300.0);
+        assert!(src.soak.as_ref().unwrap().time >= 12.0 * 3600.0);
+        let quick = Plan::parse(include_str!("../plans/quick.toml"), "quick")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(quick.phases(), src.phases());
+        // About 10 minutes of measurement per server, whenever the step phase stops.
+        let (lo, hi) = quick.duration_s();
+        let n = quick.servers.len() as f64;
+        assert!(lo / n >= 7.0 * 60.0 && hi / n <= 11.0 * 60.0, "{lo} {hi}");
+    }
+
+    #[test]
+    fn a_server_without_sweep_skips_it() {
+        let f = full().replace("port = 3307", "port = 3307\nsweep = false");
+        let p = Plan::parse(&f, "f").unwrap();
+        // no sweep time for it: 10 + 3..9 + 3 + 60
+        assert_eq!(p.duration_s(), (76.0, 82.0));
     }
 
     #[test]

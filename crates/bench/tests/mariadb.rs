@@ -682,7 +682,7 @@ fn sweep_step_soak_and_report() {
     // a run that sees errors (such results once could not be read back for the report):
     // without AUTO_INCREMENT, every oltp_insert after the first inserts id 0 again and fails
     // with a duplicate key (1062)
-    srv.sql("ALTER TABLE sbtest1 MODIFY id INTEGER NOT NULL");
+    srv.sql("ALTER TABLE sbtest.sbtest1 MODIFY id INTEGER NOT NULL");
     bench_ok(
         &args(
             &c,

@@ -793,6 +793,36 @@ pub(crate) mod fixtures {
         }
     }
 
+    pub fn env() -> EnvInfo {
+        EnvInfo {
+            server: "srv".into(),
+            plan: "fixture plan".into(),
+            started_unix: 1700000000.5,
+            version: "10.11.19-MariaDB".into(),
+            variables: [
+                ("thread_handling".to_string(), "pool-of-threads".to_string()),
+                ("thread_pool_size".into(), "2".into()),
+                ("innodb_buffer_pool_size".into(), "33554432".into()),
+            ]
+            .into_iter()
+            .collect(),
+            machine: Machine {
+                cpu_model: "Test CPU".into(),
+                cpus: 2,
+                mem_total_mb: 24000.0,
+                kernel: "6.1".into(),
+            },
+            workload: "oltp_read_write".into(),
+            tables: 4,
+            table_size: 100000,
+            data_bytes: Some(100_000_000),
+            buffer_pool_bytes: Some(33554432),
+            conn: run("x", 1, 1.0).conn,
+            client_threads: 2,
+            tool_version: "0.1.0".into(),
+        }
+    }
+
     pub fn soak() -> SoakResult {
         let mut run = run("soaked", 52, 700.0);
         run.summary.errors_by_code = codes(&[(1213, 40), (1205, 6), (1927, 2)]);
@@ -870,6 +900,21 @@ mod tests {
         assert_eq!(back, f);
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["run"]["summary"]["errors_by_code"]["1927"], 2);
+    }
+
+    #[test]
+    fn env_reads_back() {
+        let f = ResultFile::Env(Box::new(fixtures::env()));
+        let (back, text) = round_trip(&f, "env");
+        assert_eq!(back, f);
+        assert!(text.contains("\"kind\": \"env\""));
+        let ResultFile::Env(e) = back else { panic!() };
+        assert_eq!(e.data_size(), (100_000_000, false));
+        let est = EnvInfo {
+            data_bytes: None,
+            ..*e
+        };
+        assert_eq!(est.data_size(), (4 * 100_000 * 230, true));
     }
 
     #[test]

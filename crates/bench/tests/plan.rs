@@ -333,7 +333,20 @@ fn run_reduced(shipped: &str, server: &str, port: u16) -> PathBuf {
     assert_eq!(soak["verdict"]["pass"], true, "{}", soak["verdict"]);
     assert!(soak["run"]["intervals"].as_array().unwrap().len() >= 3);
     let page = std::fs::read_to_string(out.join("report.html")).unwrap();
-    for want in [server, "Stepped load", "Soak", "<svg"] {
+    let version = env["version"].as_str().unwrap();
+    for want in [
+        server,
+        "Environment",
+        version,
+        "TPS vs connections",
+        "knee 5",
+        "Stepped load",
+        "Soak",
+        "Best setting per concurrency band",
+        "Capacity at the thresholds",
+        "confirmed,",
+        "Load generator",
+    ] {
         assert!(page.contains(want), "report lacks {want:?}");
     }
     out

@@ -1343,12 +1343,12 @@ async fn run_server(
         let e = environment(&ctx).await?;
         let (bytes, est) = e.data_size();
         let note = format!(
-            "{} ; data {:.0} MB{} ; buffer pool {}",
+            "{}; data {}{}; buffer pool {}",
             e.version,
-            bytes as f64 / 1048576.0,
+            crate::report::fmt_bytes(bytes),
             if est { " (estimated)" } else { "" },
             e.buffer_pool_bytes
-                .map(|b| format!("{:.0} MB", b as f64 / 1048576.0))
+                .map(crate::report::fmt_bytes)
                 .unwrap_or_else(|| "n/a".into())
         );
         Ok((

@@ -279,10 +279,10 @@ fn run_reduced(shipped: &str, server: &str, port: u16) -> PathBuf {
     let text = reduced(shipped, server, port);
     std::fs::write(&file, &text).unwrap();
     let out = work.join("out");
-    let (ok, so, _se, secs) = plan(&file, &out);
+    let (ok, so, se, secs) = plan(&file, &out);
     assert!(
         ok,
-        "plan failed after {secs:.1}s\nstdout:\n{so}\nstderr:\n{_se}"
+        "plan failed after {secs:.1}s\nstdout:\n{so}\nstderr:\n{se}"
     );
     eprintln!("{shipped} against {server}: {secs:.1}s");
     let sd = out.join(server);
@@ -332,6 +332,21 @@ fn run_reduced(shipped: &str, server: &str, port: u16) -> PathBuf {
     let soak = json(&sd.join("soak.json"));
     assert_eq!(soak["verdict"]["pass"], true, "{}", soak["verdict"]);
     assert!(soak["run"]["intervals"].as_array().unwrap().len() >= 3);
+    // Not on a terminal: plain progress lines (progress_interval = 1 s), with elapsed/total,
+    // TPS, p99 and errors; the step phase's total is an upper bound.
+    let base_line = se
+        .lines()
+        .find(|l| l.starts_with(&format!("[{server} baseline] elapsed")))
+        .unwrap_or_else(|| panic!("no baseline progress line:\n{se}"));
+    for want in ["s/1s (", " clients 2 tps ", " p99 ", " ms errors 0 "] {
+        assert!(base_line.contains(want), "{want:?} not in {base_line:?}");
+    }
+    assert!(
+        se.lines()
+            .any(|l| l.starts_with(&format!("[{server} step (")) && l.contains("s/≤3s")),
+        "no step progress line:\n{se}"
+    );
+    assert!(!se.contains('\r'), "carriage returns off a terminal");
     let page = std::fs::read_to_string(out.join("report.html")).unwrap();
     let version = env["version"].as_str().unwrap();
     for want in [

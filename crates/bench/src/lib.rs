@@ -6,11 +6,14 @@
 //! [`client`] is one connection with its prepared statements; [`engine`] runs N clients in a
 //! closed or open loop; [`sysmon`] reads /proc; [`server`] snapshots SHOW GLOBAL STATUS and the
 //! thread-pool tables; [`method`] implements run/step/soak/sweep; [`result`] is the JSON
-//! format; [`report`] renders it; [`prepare`] creates and drops the tables.
+//! format; [`report`] renders it; [`prepare`] creates and drops the tables; [`plan`] runs the whole
+//! sequence (prepare, environment, baseline, sweep, step, confirm, soak, report) from a TOML
+//! plan, resumably.
 
 pub mod client;
 pub mod engine;
 pub mod method;
+pub mod plan;
 pub mod prepare;
 pub mod rand;
 pub mod report;

@@ -6,6 +6,7 @@ use clap::{Args, Parser, Subcommand};
 use shoal_bench::client::{ConnOpts, PsMode};
 use shoal_bench::engine::EngineCfg;
 use shoal_bench::method::{self, Output, RunSpec, ServerConfig, SoakLimits, StepSpec, SweepSpec};
+use shoal_bench::plan::{self, Plan};
 use shoal_bench::rand::{RandSpec, RandType};
 use shoal_bench::result::{ResultFile, Thresholds};
 use shoal_bench::workload::{Workload, WorkloadDef, WorkloadOpts};
@@ -38,8 +39,29 @@ enum Cmd {
     Soak(SoakArgs),
     /// Concurrencies x server configurations, with warm-up and repetitions.
     Sweep(SweepArgs),
-    /// Render stored results as HTML (SVG plots) and markdown.
+    /// Render stored results as HTML (SVG plots) and markdown; several inputs are overlaid.
     Report(ReportArgs),
+    /// Run a whole capacity-test plan (TOML): prepare, environment, baseline, sweep, step,
+    /// confirm, soak, report. Resumable: finished phases are not run again.
+    Plan(PlanArgs),
+}
+
+#[derive(Args, Clone)]
+struct PlanArgs {
+    /// The plan file (TOML; keys in docs/BENCH.md).
+    plan: PathBuf,
+    /// Directory for the results, phase markers and the report.
+    #[arg(long)]
+    output: Option<PathBuf>,
+    /// Only validate the plan and print its phases and duration.
+    #[arg(long)]
+    check: bool,
+    /// Continue in a directory that was started with a different version of the plan.
+    #[arg(long)]
+    accept_changed_plan: bool,
+    /// No progress lines or phase messages.
+    #[arg(long)]
+    quiet: bool,
 }
 
 fn parse_bool(s: &str) -> Result<bool, String> {
@@ -160,6 +182,10 @@ struct Common {
     /// Seconds clients may finish their current event after the end before being cut off.
     #[arg(long, default_value_t = 5.0)]
     forced_shutdown: f64,
+    /// Seconds between plain progress lines on stderr when it is not a terminal (on a
+    /// terminal one status line is updated in place).
+    #[arg(long, default_value_t = 10.0)]
+    progress_interval: f64,
     /// No progress line, no per-table messages.
     #[arg(long)]
     quiet: bool,
@@ -260,6 +286,12 @@ impl Common {
                 lines: self.report_interval > 0.0,
                 progress: !self.quiet,
                 summary: true,
+            },
+            progress_every_s: self.progress_interval,
+            tag: if self.label.is_empty() {
+                self.workload.name().to_string()
+            } else {
+                self.label.clone()
             },
         })
     }
@@ -475,6 +507,36 @@ fn real_main() -> Result<ExitCode, String> {
             };
             rt.block_on(method::sweep(&spec))
                 .map_err(|e| e.to_string())?;
+        }
+        Cmd::Plan(p) => {
+            let (plan, text) = Plan::load(&p.plan).map_err(|e| e.to_string())?;
+            if p.check {
+                let (lo, hi) = plan.duration_s();
+                println!(
+                    "plan '{}' is valid: {} server(s); phases per server: {}; measurement {} to {}",
+                    plan.name,
+                    plan.servers.len(),
+                    plan.phases().join(", "),
+                    plan::fmt_duration(lo),
+                    plan::fmt_duration(hi)
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            let dir = p
+                .output
+                .ok_or("plan: --output=DIR is required (results, phase markers, report)")?;
+            let rt = runtime(plan.load.client_threads, plan.load.client_nice);
+            let opts = plan::PlanOpts {
+                dir,
+                quiet: p.quiet,
+                accept_changed_plan: p.accept_changed_plan,
+            };
+            let out = rt
+                .block_on(plan::run(&plan, &text, &opts))
+                .map_err(|e| e.to_string())?;
+            if out.drift {
+                return Ok(ExitCode::from(3));
+            }
         }
         Cmd::Report(r) => {
             let out = report::write(&r.inputs, &r.output).map_err(|e| e.to_string())?;

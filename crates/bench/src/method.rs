@@ -72,6 +72,10 @@ pub struct RunSpec {
     pub server_pid: Option<u32>,
     pub client_threads: usize,
     pub output: Output,
+    /// Seconds between plain progress lines when stderr is not a terminal.
+    pub progress_every_s: f64,
+    /// What the progress line calls this run (e.g. `mariadb sweep oversub3`).
+    pub tag: String,
 }
 
 fn now_unix() -> f64 {
@@ -113,6 +117,45 @@ pub struct Monitor {
     tty: bool,
     /// Total planned seconds (for the progress line).
     pub planned_s: f64,
+    /// `planned_s` is an upper bound (a step test stops at the first broken threshold).
+    pub planned_is_max: bool,
+    /// What the progress line calls this run.
+    pub tag: String,
+    /// Seconds between plain progress lines when stderr is not a terminal.
+    pub progress_every_s: f64,
+    /// Intervals not yet summarised by a plain progress line.
+    pending: usize,
+    last_progress: Instant,
+}
+
+/// One progress line: `[tag] elapsed 12s/60s (20%) clients 8 tps 812.3 p99 15.2 ms errors 0 (0.0/s)`.
+/// `tps` and `err_per_s` are means and `p99` the worst over the intervals it covers;
+/// `errors` is the run's total of failed events.
+#[allow(clippy::too_many_arguments)]
+pub fn progress_line(
+    tag: &str,
+    elapsed: f64,
+    planned: f64,
+    planned_is_max: bool,
+    clients: usize,
+    tps: f64,
+    p99: f64,
+    errors: u64,
+    err_per_s: f64,
+) -> String {
+    let total = if planned > 0.0 {
+        format!(
+            "/{}{:.0}s ({:.0}%)",
+            if planned_is_max { "≤" } else { "" },
+            planned,
+            (100.0 * elapsed / planned).min(100.0)
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "[{tag}] elapsed {elapsed:.0}s{total} clients {clients} tps {tps:.1} p99 {p99:.1} ms errors {errors} ({err_per_s:.1}/s)"
+    )
 }
 
 impl Monitor {
@@ -139,7 +182,18 @@ impl Monitor {
             output,
             tty: std::io::stderr().is_terminal(),
             planned_s: 0.0,
+            planned_is_max: false,
+            tag: String::new(),
+            progress_every_s: 10.0,
+            pending: 0,
+            last_progress: now,
         }
+    }
+
+    /// Sets what the progress line calls the run and how often it is printed off a terminal.
+    pub fn progress(&mut self, tag: &str, every_s: f64) {
+        self.tag = tag.to_string();
+        self.progress_every_s = every_s;
     }
 
     /// Records a warning; only the first one of a category is printed and stored, later ones
@@ -234,25 +288,52 @@ impl Monitor {
                 }
             );
         } else if self.output.progress && self.tty {
-            let el = iv.t;
-            let frac = if self.planned_s > 0.0 {
-                (el / self.planned_s).min(1.0)
-            } else {
-                0.0
-            };
-            let filled = (frac * 20.0) as usize;
-            eprint!(
-                "\r[{}{}] {:>5.0}s/{:.0}s thds {} tps {:.1} p95 {:.1} ms err {:.1}/s   ",
-                "#".repeat(filled),
-                ".".repeat(20 - filled),
-                el,
+            // One line, rewritten in place.
+            let line = progress_line(
+                &self.tag,
+                iv.t,
                 self.planned_s,
+                self.planned_is_max,
                 iv.threads,
                 iv.tps,
-                iv.latency_ms.p95,
-                iv.errors_per_s
+                iv.latency_ms.p99,
+                c.errors,
+                iv.errors_per_s,
             );
+            eprint!("\r{line}\x1b[K");
             let _ = std::io::stderr().flush();
+        } else if self.output.progress {
+            // Not a terminal: one plain line per progress period, over its intervals.
+            self.pending += 1;
+            if now.duration_since(self.last_progress).as_secs_f64() + 1e-3 >= self.progress_every_s
+            {
+                let n = self.pending;
+                let recent = self.intervals[self.intervals.len() + 1 - n..]
+                    .iter()
+                    .chain(std::iter::once(&iv));
+                let (mut tps, mut p99, mut eps) = (0.0, 0.0f64, 0.0);
+                for i in recent {
+                    tps += i.tps / n as f64;
+                    eps += i.errors_per_s / n as f64;
+                    p99 = p99.max(i.latency_ms.p99);
+                }
+                eprintln!(
+                    "{}",
+                    progress_line(
+                        &self.tag,
+                        iv.t,
+                        self.planned_s,
+                        self.planned_is_max,
+                        iv.threads,
+                        tps,
+                        p99,
+                        c.errors,
+                        eps,
+                    )
+                );
+                self.pending = 0;
+                self.last_progress = now;
+            }
         }
         self.intervals.push(iv);
         self.last_counts = c;
@@ -314,6 +395,7 @@ pub async fn run_point(spec: &RunSpec) -> Result<RunResult, MethodError> {
     let mut before = snap(&mut adm, true).await;
     let mut mon = Monitor::new(&eng, pid, spec.client_threads, spec.interval_s, spec.output);
     mon.planned_s = spec.warmup_s + spec.time_s;
+    mon.progress(&spec.tag, spec.progress_every_s);
     let mut c0 = eng.counts();
     let mut s0 = sysmon::sample(pid);
     eng.go();
@@ -510,6 +592,12 @@ pub async fn step(spec: &StepSpec) -> Result<StepResult, MethodError> {
     let mut eng = Engine::new(base.engine.clone());
     eng.add_clients(spec.start_threads.max(1)).await?;
     let mut mon = Monitor::new(&eng, pid, base.client_threads, base.interval_s, base.output);
+    mon.progress(&base.tag, base.progress_every_s);
+    let n_steps = (spec.max_threads.saturating_sub(spec.start_threads))
+        .checked_div(spec.step_threads)
+        .map_or(1, |n| n + 1);
+    mon.planned_s = n_steps as f64 * (spec.settle_s + spec.step_s);
+    mon.planned_is_max = true;
     eng.go();
     let mut steps: Vec<StepRecord> = Vec::new();
     let stop_reason;
@@ -932,6 +1020,29 @@ pub fn sanitize(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_line_has_elapsed_total_tps_p99_errors() {
+        let l = progress_line(
+            "mariadb sweep a",
+            12.4,
+            60.0,
+            false,
+            8,
+            812.34,
+            15.25,
+            3,
+            0.5,
+        );
+        assert_eq!(
+            l,
+            "[mariadb sweep a] elapsed 12s/60s (21%) clients 8 tps 812.3 p99 15.2 ms errors 3 (0.5/s)"
+        );
+        let l = progress_line("step", 30.0, 300.0, true, 80, 1.0, 2.0, 0, 0.0);
+        assert!(l.contains("elapsed 30s/≤300s (10%)"), "{l}");
+        let l = progress_line("run", 5.0, 0.0, false, 1, 1.0, 2.0, 0, 0.0);
+        assert!(l.contains("elapsed 5s clients"), "{l}");
+    }
 
     #[test]
     fn parses_configs() {

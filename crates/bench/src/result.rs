@@ -329,6 +329,87 @@ pub struct SoakResult {
     pub verdict: SoakVerdict,
 }
 
+/// The machine the tool ran on (the server's too when it is reached over loopback).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Machine {
+    pub cpu_model: String,
+    pub cpus: u32,
+    pub mem_total_mb: f64,
+    pub kernel: String,
+}
+
+impl Machine {
+    /// From /proc.
+    pub fn read() -> Self {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let cpu_model = cpuinfo
+            .lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                (k.trim() == "model name").then(|| v.trim().to_string())
+            })
+            .unwrap_or_default();
+        let mem_total_mb = std::fs::read_to_string("/proc/meminfo")
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+            .map(|kb| kb / 1024.0)
+            .unwrap_or(0.0);
+        Self {
+            cpu_model,
+            cpus: crate::sysmon::cpus(),
+            mem_total_mb,
+            kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
+        }
+    }
+}
+
+/// What a plan's `environment` phase records about one server: version, variables, the
+/// machine, and the data size against the buffer pool.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct EnvInfo {
+    /// The plan's name for the server.
+    pub server: String,
+    pub plan: String,
+    pub started_unix: f64,
+    /// `SELECT VERSION()`.
+    pub version: String,
+    /// SHOW GLOBAL VARIABLES.
+    pub variables: BTreeMap<String, String>,
+    pub machine: Machine,
+    pub workload: String,
+    pub tables: u32,
+    pub table_size: u32,
+    /// Data + index bytes of the sbtest tables from information_schema.TABLES, when the
+    /// server reports them.
+    pub data_bytes: Option<u64>,
+    /// `innodb_buffer_pool_size`, when the server has it.
+    pub buffer_pool_bytes: Option<u64>,
+    pub conn: ConnOpts,
+    /// The load generator's runtime worker threads.
+    pub client_threads: usize,
+    pub tool_version: String,
+}
+
+impl EnvInfo {
+    /// Data size: reported by the server, or estimated from the rows (sysbench rows are about
+    /// 190 bytes of data plus the secondary index, ~230 bytes per row in InnoDB). The flag
+    /// says whether it is an estimate.
+    pub fn data_size(&self) -> (u64, bool) {
+        match self.data_bytes {
+            Some(b) if b > 0 => (b, false),
+            _ => (
+                u64::from(self.tables) * u64::from(self.table_size) * 230,
+                true,
+            ),
+        }
+    }
+}
+
 /// Any stored result file.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
@@ -336,6 +417,8 @@ pub enum ResultFile {
     Run(Box<RunResult>),
     Step(Box<StepResult>),
     Soak(Box<SoakResult>),
+    /// A plan's record of the server and machine.
+    Env(Box<EnvInfo>),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -416,6 +499,7 @@ impl ResultFile {
                 sanitize(&s.run.label),
                 s.run.workload
             ),
+            Self::Env(e) => format!("env-{}-{stamp}.json", sanitize(&e.server)),
         }
     }
 
@@ -709,6 +793,36 @@ pub(crate) mod fixtures {
         }
     }
 
+    pub fn env() -> EnvInfo {
+        EnvInfo {
+            server: "srv".into(),
+            plan: "fixture plan".into(),
+            started_unix: 1700000000.5,
+            version: "10.11.19-MariaDB".into(),
+            variables: [
+                ("thread_handling".to_string(), "pool-of-threads".to_string()),
+                ("thread_pool_size".into(), "2".into()),
+                ("innodb_buffer_pool_size".into(), "33554432".into()),
+            ]
+            .into_iter()
+            .collect(),
+            machine: Machine {
+                cpu_model: "Test CPU".into(),
+                cpus: 2,
+                mem_total_mb: 24000.0,
+                kernel: "6.1".into(),
+            },
+            workload: "oltp_read_write".into(),
+            tables: 4,
+            table_size: 100000,
+            data_bytes: Some(100_000_000),
+            buffer_pool_bytes: Some(33554432),
+            conn: run("x", 1, 1.0).conn,
+            client_threads: 2,
+            tool_version: "0.1.0".into(),
+        }
+    }
+
     pub fn soak() -> SoakResult {
         let mut run = run("soaked", 52, 700.0);
         run.summary.errors_by_code = codes(&[(1213, 40), (1205, 6), (1927, 2)]);
@@ -786,6 +900,21 @@ mod tests {
         assert_eq!(back, f);
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["run"]["summary"]["errors_by_code"]["1927"], 2);
+    }
+
+    #[test]
+    fn env_reads_back() {
+        let f = ResultFile::Env(Box::new(fixtures::env()));
+        let (back, text) = round_trip(&f, "env");
+        assert_eq!(back, f);
+        assert!(text.contains("\"kind\": \"env\""));
+        let ResultFile::Env(e) = back else { panic!() };
+        assert_eq!(e.data_size(), (100_000_000, false));
+        let est = EnvInfo {
+            data_bytes: None,
+            ..*e
+        };
+        assert_eq!(est.data_size(), (4 * 100_000 * 230, true));
     }
 
     #[test]

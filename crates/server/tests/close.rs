@@ -207,18 +207,6 @@ fn prepare(r: &mut Raw, sql: &str) -> Option<u32> {
     Some(id)
 }
 
-/// The text value of a one-row, one-column result set's first packet's row.
-fn single_value(r: &mut Raw) -> String {
-    let (_, count) = r.read_packet().expect("column count");
-    assert_eq!(count, [1], "{:?}", String::from_utf8_lossy(&count));
-    r.read_packet().expect("column definition");
-    assert_eq!(r.read_packet().expect("EOF").1[0], 0xFE);
-    let (_, row) = r.read_packet().expect("row");
-    assert_eq!(r.read_packet().expect("EOF").1[0], 0xFE);
-    let len = row[0] as usize;
-    String::from_utf8_lossy(&row[1..1 + len]).into_owned()
-}
-
 /// Waits until connection `id` runs a statement (its process-list INFO starts with `prefix`).
 fn await_running(c: &mut mysql::Conn, id: u64, prefix: &str) {
     let found = poll_until(30, || {
@@ -241,7 +229,7 @@ fn await_running(c: &mut mysql::Conn, id: u64, prefix: &str) {
 
 fn connection_id(r: &mut Raw) -> u64 {
     r.s.write_all(&com_query("SELECT CONNECTION_ID()")).unwrap();
-    single_value(r).parse().unwrap()
+    r.single_value().parse().unwrap()
 }
 
 /// The servers every test here runs against: both handlers, and the pool with each way of
@@ -318,8 +306,8 @@ fn input_behind_a_pipelined_command_is_read_after_the_yield() {
             } else {
                 r.s.write_all(&com_query("SELECT 2")).unwrap();
             }
-            assert_eq!(single_value(&mut r), "0", "{what}: the sleep");
-            assert_eq!(single_value(&mut r), "1", "{what}: the pipelined command");
+            assert_eq!(r.single_value(), "0", "{what}: the sleep");
+            assert_eq!(r.single_value(), "1", "{what}: the pipelined command");
             if quit {
                 // The server closes: end of stream.
                 let mut rest = Vec::new();
@@ -329,7 +317,7 @@ fn input_behind_a_pipelined_command_is_read_after_the_yield() {
                 assert_all_closed(&mut mon, &s, pool, what);
             } else {
                 assert_eq!(
-                    single_value(&mut r),
+                    r.single_value(),
                     "2",
                     "{what}: the command sent during the run"
                 );
@@ -352,13 +340,13 @@ fn a_command_followed_by_end_of_file_is_answered_and_closed() {
             let mut r = Raw::logged_in(s.port, "root");
             r.s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
             r.s.write_all(&com_query(&format!("SELECT {i}"))).unwrap();
-            assert_eq!(single_value(&mut r), i.to_string());
+            assert_eq!(r.single_value(), i.to_string());
             let mut w = com_query(&format!("SELECT {i} + 1"));
             if i % 2 == 0 {
                 // Half-close: the answer must still come, then the end of the stream.
                 r.s.write_all(&w).unwrap();
                 r.s.shutdown(Shutdown::Write).unwrap();
-                assert_eq!(single_value(&mut r), (i + 1).to_string(), "{what}");
+                assert_eq!(r.single_value(), (i + 1).to_string(), "{what}");
                 let mut rest = Vec::new();
                 r.s.read_to_end(&mut rest)
                     .unwrap_or_else(|e| panic!("{what}: no end of stream after a half-close: {e}"));

@@ -1112,19 +1112,6 @@ fn edge_triggered_sockets_under_the_server_handler() {
     }
 }
 
-/// Reads one text result set of a single-column, single-row query (no `CLIENT_DEPRECATE_EOF`):
-/// the row's value.
-fn raw_single_value(r: &mut Raw) -> String {
-    let (_, count) = r.read_packet().expect("column count");
-    assert_eq!(count, [1], "{:?}", String::from_utf8_lossy(&count));
-    r.read_packet().expect("column definition");
-    assert_eq!(r.read_packet().expect("EOF").1[0], 0xFE);
-    let (_, row) = r.read_packet().expect("row");
-    assert_eq!(r.read_packet().expect("EOF").1[0], 0xFE);
-    let len = row[0] as usize;
-    String::from_utf8_lossy(&row[1..1 + len]).into_owned()
-}
-
 /// Pipelined commands whose first one fills the server's read buffer exactly (16 KiB, then 32
 /// and 64 KiB: it doubles after a full read). The read ends on a command boundary with the next
 /// command still in the socket, and the socket reported only once: the handler must say the
@@ -1150,11 +1137,7 @@ fn pipelined_command_behind_a_full_read_is_answered() {
             both.extend_from_slice(p);
         }
         std::io::Write::write_all(&mut r.s, &both).unwrap();
-        assert_eq!(raw_single_value(&mut r), fill.to_string());
-        assert_eq!(
-            raw_single_value(&mut r),
-            "7",
-            "the pipelined command ({size})"
-        );
+        assert_eq!(r.single_value(), fill.to_string());
+        assert_eq!(r.single_value(), "7", "the pipelined command ({size})");
     }
 }

@@ -246,6 +246,19 @@ impl Raw {
         r
     }
 
+    /// Reads one text result set of a single-column, single-row query (no
+    /// `CLIENT_DEPRECATE_EOF`): the row's value.
+    pub fn single_value(&mut self) -> String {
+        let (_, count) = self.read_packet().expect("column count");
+        assert_eq!(count, [1], "{:?}", String::from_utf8_lossy(&count));
+        self.read_packet().expect("column definition");
+        assert_eq!(self.read_packet().expect("EOF").1[0], 0xFE);
+        let (_, row) = self.read_packet().expect("row");
+        assert_eq!(self.read_packet().expect("EOF").1[0], 0xFE);
+        let len = row[0] as usize;
+        String::from_utf8_lossy(&row[1..1 + len]).into_owned()
+    }
+
     /// Reads the greeting, returns the 20-byte scramble.
     pub fn greeting(&mut self) -> Vec<u8> {
         let (seq, g) = self.read_packet().expect("greeting");

@@ -3,160 +3,15 @@
 //! Skipped, with a message, only when `mariadbd` is not installed.
 
 use serde_json::Value;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_shoal-bench");
 
-fn mariadbd() -> Option<PathBuf> {
-    for p in [
-        "/usr/sbin/mariadbd",
-        "/usr/bin/mariadbd",
-        "/usr/local/bin/mariadbd",
-    ] {
-        if Path::new(p).exists() {
-            return Some(p.into());
-        }
-    }
-    None
-}
+mod common;
 
-/// A private MariaDB instance, killed and removed on drop.
-struct Server {
-    child: Child,
-    dir: PathBuf,
-    port: u16,
-}
-
-static SEQ: AtomicUsize = AtomicUsize::new(0);
-
-impl Server {
-    /// Starts a server, or returns None (after printing why) if MariaDB is not installed.
-    fn start() -> Option<Server> {
-        let Some(bin) = mariadbd() else {
-            eprintln!("SKIPPED: mariadbd is not installed (apt-get install mariadb-server)");
-            return None;
-        };
-        let dir = std::env::temp_dir().join(format!(
-            "shoal-bench-test-{}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::SeqCst)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("data")).unwrap();
-        // A free port: bind :0, read it, release it (tiny race, retried below).
-        for _attempt in 0..5 {
-            let port = TcpListener::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-                .port();
-            let mut cmd = Command::new(&bin);
-            cmd.arg("--no-defaults")
-                .arg(format!("--datadir={}", dir.join("data").display()))
-                .arg(format!("--socket={}", dir.join("sock").display()))
-                .arg(format!("--pid-file={}", dir.join("pid").display()))
-                .arg(format!("--log-error={}", dir.join("err.log").display()))
-                .arg(format!("--port={port}"))
-                .args([
-                    "--bind-address=127.0.0.1",
-                    "--user=root",
-                    "--skip-grant-tables",
-                    "--skip-log-bin",
-                    "--innodb-buffer-pool-size=32M",
-                    "--innodb-log-file-size=16M",
-                    "--innodb-flush-log-at-trx-commit=2",
-                    "--max-prepared-stmt-count=1048576",
-                    "--max-connections=2000",
-                    "--performance-schema=OFF",
-                ])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
-            // Die with the test thread if the test process goes away without dropping us.
-            unsafe {
-                use std::os::unix::process::CommandExt;
-                cmd.pre_exec(|| {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                    Ok(())
-                });
-            }
-            let child = cmd.spawn().expect("spawn mariadbd");
-            let mut s = Server {
-                child,
-                dir: dir.clone(),
-                port,
-            };
-            if s.wait_ready(Duration::from_secs(60)) {
-                s.sql("CREATE DATABASE IF NOT EXISTS sbtest");
-                return Some(s);
-            }
-            let log = std::fs::read_to_string(dir.join("err.log")).unwrap_or_default();
-            eprintln!("mariadbd did not start on port {port}, retrying:\n{log}");
-            let _ = s.child.kill();
-            let _ = s.child.wait();
-            std::mem::forget(s);
-        }
-        panic!("could not start mariadbd");
-    }
-
-    fn wait_ready(&mut self, limit: Duration) -> bool {
-        let t0 = Instant::now();
-        while t0.elapsed() < limit {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return false;
-            }
-            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
-                && self.try_sql("SELECT 1").is_some()
-            {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        false
-    }
-
-    fn try_sql(&self, q: &str) -> Option<String> {
-        let out = Command::new("mariadb")
-            .args(["-h127.0.0.1", "-uroot", "-N", "-B"])
-            .arg(format!("-P{}", self.port))
-            .arg("-e")
-            .arg(q)
-            .output()
-            .ok()?;
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
-    }
-
-    /// Runs SQL with the mariadb CLI, returning tab-separated output.
-    fn sql(&self, q: &str) -> String {
-        self.try_sql(q).unwrap_or_else(|| panic!("SQL failed: {q}"))
-    }
-
-    fn conn_args(&self) -> Vec<String> {
-        vec![
-            format!("--mysql-port={}", self.port),
-            "--mysql-host=127.0.0.1".into(),
-            "--mysql-user=root".into(),
-            "--mysql-db=sbtest".into(),
-        ]
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
+use common::Server;
 
 /// Runs shoal-bench with a time limit; returns (success, stdout, stderr).
 fn bench(args: &[String], limit: Duration) -> (bool, String, String) {
@@ -230,14 +85,7 @@ fn load_json(dir: &Path, prefix: &str) -> Value {
 }
 
 fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "shoal-bench-out-{}-{}-{name}",
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::SeqCst)
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::tmpdir("shoal-bench-out", name)
 }
 
 fn delta(r: &Value, name: &str) -> u64 {
@@ -252,7 +100,9 @@ const T: Duration = Duration::from_secs(120);
 
 #[test]
 fn every_workload_prepares_runs_and_cleans_up() {
-    let Some(srv) = Server::start() else { return };
+    let Some(srv) = Server::mariadb(&["--max-connections=2000"]) else {
+        return;
+    };
     let c = srv.conn_args();
     let out = bench_ok(
         &args(
@@ -342,7 +192,9 @@ fn every_workload_prepares_runs_and_cleans_up() {
 
 #[test]
 fn com_counters_match_the_statement_mix() {
-    let Some(srv) = Server::start() else { return };
+    let Some(srv) = Server::mariadb(&["--max-connections=2000"]) else {
+        return;
+    };
     let c = srv.conn_args();
     bench_ok(
         &args(
@@ -458,7 +310,9 @@ fn com_counters_match_the_statement_mix() {
 
 #[test]
 fn open_loop_measures_from_intended_start() {
-    let Some(srv) = Server::start() else { return };
+    let Some(srv) = Server::mariadb(&["--max-connections=2000"]) else {
+        return;
+    };
     let c = srv.conn_args();
     bench_ok(
         &args(
@@ -543,7 +397,9 @@ fn open_loop_measures_from_intended_start() {
 
 #[test]
 fn sweep_step_soak_and_report() {
-    let Some(srv) = Server::start() else { return };
+    let Some(srv) = Server::mariadb(&["--max-connections=2000"]) else {
+        return;
+    };
     let c = srv.conn_args();
     bench_ok(
         &args(

@@ -6,137 +6,26 @@
 //! Skipped, with the reason printed, only when `mariadbd` or the shoal binary is missing. The
 //! shoal binary: `$SHOAL_BIN`, else `shoal` next to `shoal-bench`.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+mod common;
+
+use common::{free_port, Server};
 
 const BIN: &str = env!("CARGO_BIN_EXE_shoal-bench");
 const PLANS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/plans");
 
-static SEQ: AtomicUsize = AtomicUsize::new(0);
-
 fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "shoal-bench-plan-{}-{}-{name}",
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::SeqCst)
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::tmpdir("shoal-bench-plan", name)
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+fn mariadb() -> Option<Server> {
+    Server::mariadb(&["--thread-handling=pool-of-threads"])
 }
 
-/// A private server process, killed and its directory removed on drop.
-struct Srv {
-    child: Child,
-    dir: PathBuf,
-    port: u16,
-}
-
-impl Drop for Srv {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn sql(port: u16, q: &str) -> Option<String> {
-    let out = Command::new("mariadb")
-        .args(["-h127.0.0.1", "-uroot", "-N", "-B"])
-        .arg(format!("-P{port}"))
-        .arg("-e")
-        .arg(q)
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-fn die_with_parent(cmd: &mut Command) {
-    // SAFETY: prctl in the child before exec; no allocation.
-    unsafe {
-        use std::os::unix::process::CommandExt;
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
-}
-
-fn wait_ready(s: &mut Srv, what: &str) {
-    let t0 = Instant::now();
-    loop {
-        if let Ok(Some(st)) = s.child.try_wait() {
-            panic!("{what} exited at start: {st}");
-        }
-        if sql(s.port, "SELECT 1").is_some() {
-            break;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "{what} did not start"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    sql(s.port, "CREATE DATABASE IF NOT EXISTS sbtest").expect("create database");
-}
-
-fn mariadb() -> Option<Srv> {
-    let Some(bin) = ["/usr/sbin/mariadbd", "/usr/bin/mariadbd"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
-    else {
-        eprintln!("SKIPPED: mariadbd is not installed (apt-get install mariadb-server)");
-        return None;
-    };
-    let dir = tmpdir("mariadb");
-    std::fs::create_dir_all(dir.join("data")).unwrap();
-    let port = free_port();
-    let mut cmd = Command::new(bin);
-    cmd.arg("--no-defaults")
-        .arg(format!("--datadir={}", dir.join("data").display()))
-        .arg(format!("--socket={}", dir.join("sock").display()))
-        .arg(format!("--pid-file={}", dir.join("pid").display()))
-        .arg(format!("--log-error={}", dir.join("err.log").display()))
-        .arg(format!("--port={port}"))
-        .args([
-            "--bind-address=127.0.0.1",
-            "--user=root",
-            "--skip-grant-tables",
-            "--skip-log-bin",
-            "--innodb-buffer-pool-size=32M",
-            "--innodb-log-file-size=16M",
-            "--innodb-flush-log-at-trx-commit=2",
-            "--max-prepared-stmt-count=1048576",
-            "--performance-schema=OFF",
-            "--thread-handling=pool-of-threads",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    die_with_parent(&mut cmd);
-    let mut s = Srv {
-        child: cmd.spawn().expect("spawn mariadbd"),
-        dir,
-        port,
-    };
-    wait_ready(&mut s, "mariadbd");
-    Some(s)
-}
-
-fn shoal() -> Option<Srv> {
+fn shoal() -> Option<Server> {
     let bin = std::env::var_os("SHOAL_BIN")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(BIN).with_file_name("shoal"));
@@ -158,17 +47,8 @@ fn shoal() -> Option<Srv> {
         .arg(format!("--socket={}", dir.join("s.sock").display()))
         .arg(format!("--datadir={}", dir.join("data").display()))
         .arg("--thread-handling=pool-of-threads")
-        .arg("--innodb-flush-log-at-trx-commit=2")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    die_with_parent(&mut cmd);
-    let mut s = Srv {
-        child: cmd.spawn().expect("spawn shoal"),
-        dir,
-        port,
-    };
-    wait_ready(&mut s, "shoal");
-    Some(s)
+        .arg("--innodb-flush-log-at-trx-commit=2");
+    Some(Server::spawn(cmd, dir, port, "shoal"))
 }
 
 /// A shipped plan cut down to seconds: same phases and sweep configurations (their settings

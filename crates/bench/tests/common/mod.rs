@@ -22,13 +22,23 @@ pub fn tmpdir(prefix: &str, name: &str) -> PathBuf {
     d
 }
 
-/// A free port: bind :0, read it, release it (a tiny race; [`Server::mariadb`] retries).
+/// A free port: bind :0, read it, release it (a tiny race with other processes;
+/// [`Server::mariadb`] retries). Ports this process already gave out are not given again: the
+/// kernel may hand a released port to the next caller on another test thread.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let p = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if !given.contains(&p) {
+            given.push(p);
+            return p;
+        }
+    }
 }
 
 /// The child is killed when the test process goes away without dropping its [`Server`].

@@ -8,12 +8,24 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// A port nothing listens on: bind :0, read it, release it. The kernel may hand the same
+/// released port to the next caller, and tests run on two threads, so ports already given out
+/// by this process are never given again (two servers of one test run once got the same port:
+/// one failed to bind and the test talked to the other).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let p = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if !given.contains(&p) {
+            given.push(p);
+            return p;
+        }
+    }
 }
 
 pub struct Shoal {
@@ -57,8 +69,15 @@ impl Shoal {
             format!("--datadir={}", dir.join("data").display()),
         ];
         args.extend(extra.iter().map(|s| s.to_string()));
+        // The readiness line below is logged at info by the `shoal` target: keep it whatever
+        // filter the caller set.
+        let filter = match std::env::var("SHOAL_LOG") {
+            Ok(f) if !f.is_empty() => format!("{f},shoal=info"),
+            _ => "info".to_string(),
+        };
         let child = Command::new(env!("CARGO_BIN_EXE_shoal"))
             .args(&args)
+            .env("SHOAL_LOG", filter)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
@@ -74,7 +93,11 @@ impl Shoal {
         };
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            // Ready when *this* child says so (it logs after binding every listener) and the
+            // port answers: a connect alone could reach another process that took the port.
+            if s.stderr().contains("ready for connections")
+                && TcpStream::connect(("127.0.0.1", port)).is_ok()
+            {
                 break;
             }
             if let Some(st) = s.child.as_mut().unwrap().try_wait().unwrap() {

@@ -1,204 +1,132 @@
-//! The SQL behaviour suite over the wire: starts the real `shoal` binary (free port, temp datadir
-//! and socket) once per thread handling and runs every fixture in `tests/sql/*.test` through the
-//! `mysql` crate, one fresh connection per fixture file. Fixture format: tests/sql/README.md.
+//! The SQL behaviour suite over the wire: every fixture of `tests/sql/*.test` (format and checker:
+//! `tests/sql/fixture.rs`, documented in tests/sql/README.md) through the `mysql` crate, one fresh
+//! connection per file, plain SELECTs re-run through the binary protocol.
 //!
-//! Thread handlings come from `SHOAL_SUITE_THREAD_HANDLING` (comma-separated), default
-//! `one-thread-per-connection`; add `pool-of-threads` once the pool is wired into the server.
+//! - `sql_suite`: the real `shoal` binary (free port, temp datadir and socket) once per thread
+//!   handling in `SHOAL_SUITE_THREAD_HANDLING` (comma-separated; default both).
+//! - `sql_suite_against_mariadb`: the same fixtures against a private MariaDB, the oracle: every
+//!   block's main expectation must be MariaDB's answer (`shoal:` overrides are ignored there,
+//!   `# shoal-only` blocks skipped). Skips, saying so, where MariaDB is not installed.
 
 mod support;
+
+#[path = "../../../tests/sql/fixture.rs"]
+mod fixture;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use fixture::{Outcome, Side, Target};
 use mysql::prelude::Queryable;
 use mysql::{Conn, Value};
 use support::Shoal;
 
-/// One block of a fixture file.
-#[derive(Debug)]
-enum Block {
-    Ok(String),
-    Error(u16, String),
-    Query {
-        sql: String,
-        columns: bool,
-        rowcount: bool,
-        expected: Vec<String>,
-    },
-}
-
-fn parse_fixture(text: &str) -> Vec<(usize, Block)> {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < lines.len() {
-        let l = lines[i].trim_end();
-        if l.is_empty() || l.starts_with('#') {
-            i += 1;
-            continue;
-        }
-        let start = i + 1;
-        let head: Vec<&str> = l.split_whitespace().collect();
-        i += 1;
-        let mut sql = Vec::new();
-        while i < lines.len() && !lines[i].trim().is_empty() && lines[i].trim_end() != "----" {
-            sql.push(lines[i]);
-            i += 1;
-        }
-        let sql = sql.join("\n");
-        let block = match head.as_slice() {
-            ["statement", "ok"] => Block::Ok(sql),
-            ["statement", "error", code] => Block::Error(code.parse().expect("error code"), sql),
-            ["query", rest @ ..] => {
-                let mut expected = Vec::new();
-                if i < lines.len() && lines[i].trim_end() == "----" {
-                    i += 1;
-                    while i < lines.len() && !lines[i].trim().is_empty() {
-                        expected.push(lines[i].trim_end().to_string());
-                        i += 1;
-                    }
-                }
-                Block::Query {
-                    sql,
-                    columns: rest.contains(&"columns"),
-                    rowcount: rest.contains(&"rowcount"),
-                    expected,
-                }
-            }
-            other => panic!("line {start}: unknown directive {other:?}"),
-        };
-        out.push((start, block));
-    }
-    out
+fn fixture_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/sql")
 }
 
 /// A connection with generous timeouts (a fixture may run slow statements).
-fn connect(server: &Shoal) -> Conn {
-    let opts = server
-        .mysql_opts()
+fn connect(opts: mysql::OptsBuilder) -> Conn {
+    let opts = opts
         .read_timeout(Some(Duration::from_secs(30)))
         .write_timeout(Some(Duration::from_secs(30)));
-    Conn::new(opts).expect("connect to shoal")
+    Conn::new(opts).expect("connect")
 }
 
-fn render(v: &Value) -> String {
+fn render(v: &Value) -> Option<String> {
     match v {
-        Value::NULL => "NULL".into(),
-        Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
-        Value::Int(i) => i.to_string(),
-        Value::UInt(u) => u.to_string(),
-        Value::Float(f) => f.to_string(),
-        Value::Double(d) => d.to_string(),
-        other => format!("{other:?}"),
+        Value::NULL => None,
+        Value::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
+        Value::Int(i) => Some(i.to_string()),
+        Value::UInt(u) => Some(u.to_string()),
+        Value::Float(f) => Some(f.to_string()),
+        Value::Double(d) => Some(d.to_string()),
+        other => Some(other.as_sql(true).trim_matches('\'').to_string()),
     }
 }
 
-/// Runs one statement; rows rendered as ` | `-joined lines (plus the header line first).
-fn run(conn: &mut Conn, sql: &str) -> Result<(String, Vec<String>), mysql::Error> {
-    let mut result = conn.query_iter(sql)?;
-    let mut header = String::new();
-    let mut rows = Vec::new();
-    if let Some(set) = result.iter() {
-        header = set
-            .columns()
-            .as_ref()
-            .iter()
-            .map(|c| c.name_str().into_owned())
-            .collect::<Vec<_>>()
-            .join(" | ");
-        for row in set {
-            let row = row?;
-            let vals: Vec<String> = row.unwrap().iter().map(render).collect();
-            rows.push(vals.join(" | ").trim_end().to_string());
-        }
+fn error_of(e: mysql::Error) -> (u16, String) {
+    match e {
+        mysql::Error::MySqlError(e) => (e.code, e.message),
+        other => panic!("not a server error: {other}"),
     }
-    drop(result);
-    Ok((header, rows))
 }
 
-/// Runs one SELECT through the binary protocol (COM_STMT_PREPARE + EXECUTE).
-fn run_prepared(conn: &mut Conn, sql: &str) -> Result<Vec<String>, mysql::Error> {
-    let mut result = conn.exec_iter(sql, ())?;
-    let mut rows = Vec::new();
-    if let Some(set) = result.iter() {
-        for row in set {
-            let vals: Vec<String> = row?.unwrap().iter().map(render).collect();
-            rows.push(vals.join(" | ").trim_end().to_string());
-        }
-    }
-    Ok(rows)
-}
+/// One connection as a fixture target.
+struct Wire(Conn);
 
-fn run_fixture(conn: &mut Conn, path: &Path, failures: &mut Vec<String>) {
-    let text = std::fs::read_to_string(path).unwrap();
-    let file = path.file_name().unwrap().to_string_lossy().into_owned();
-    for (line, block) in parse_fixture(&text) {
-        let name = format!("{file}:{line}");
-        match &block {
-            Block::Ok(sql) => {
-                if let Err(e) = run(conn, sql) {
-                    failures.push(format!("{name}: {sql}\n  expected success, got {e}"));
-                }
+impl Wire {
+    fn collect<P: mysql::prelude::Protocol>(
+        mut r: mysql::QueryResult<'_, '_, '_, P>,
+    ) -> Result<Outcome, mysql::Error> {
+        let mut o = Outcome {
+            affected: r.affected_rows(),
+            insert_id: r.last_insert_id().unwrap_or(0),
+            info: r.info_str().into_owned(),
+            ..Outcome::default()
+        };
+        let columns = r.columns();
+        if !columns.as_ref().is_empty() {
+            o.columns = columns
+                .as_ref()
+                .iter()
+                .map(|c| c.name_str().into_owned())
+                .collect();
+            let mut rows = Vec::new();
+            for row in r.by_ref() {
+                rows.push(row?.unwrap().iter().map(render).collect());
             }
-            Block::Error(code, sql) => match run(conn, sql) {
-                Err(mysql::Error::MySqlError(e)) if e.code == *code => {}
-                other => failures.push(format!(
-                    "{name}: {sql}\n  expected error {code}, got {other:?}"
-                )),
-            },
-            Block::Query {
-                sql,
-                columns,
-                rowcount,
-                expected,
-            } => match run(conn, sql) {
-                Ok((header, rows)) => {
-                    let actual: Vec<String> = if *rowcount {
-                        vec![rows.len().to_string()]
-                    } else if *columns {
-                        std::iter::once(header).chain(rows).collect()
-                    } else {
-                        rows
-                    };
-                    if &actual != expected {
-                        failures.push(format!(
-                            "{name}: {sql}\n  expected {expected:?}\n  actual   {actual:?}"
-                        ));
-                    }
-                    // Plain SELECT results must be the same over the binary protocol.
-                    let plain = !*rowcount && !*columns;
-                    if plain && sql.trim_start().to_ascii_uppercase().starts_with("SELECT") {
-                        match run_prepared(conn, sql) {
-                            Ok(rows) if &rows == expected => {}
-                            other => failures.push(format!(
-                                "{name} (prepared): {sql}\n  expected {expected:?}\n  actual   {other:?}"
-                            )),
-                        }
-                    }
-                }
-                Err(e) => failures.push(format!("{name}: {sql}\n  expected rows, got {e}")),
-            },
+            o.rows = Some(rows);
         }
+        // Drain further result sets (multi-statement texts are not fixtures, but be safe).
+        while r.iter().is_some() {
+            for row in r.by_ref() {
+                row?;
+            }
+        }
+        Ok(o)
     }
 }
 
-fn fixtures() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/sql");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "test"))
-        .collect();
-    files.sort();
-    assert!(files.len() >= 4, "fixtures missing in {}", dir.display());
-    files
+impl Target for Wire {
+    fn run(&mut self, sql: &str) -> Result<Outcome, (u16, String)> {
+        self.0
+            .query_iter(sql)
+            .and_then(Wire::collect)
+            .map_err(error_of)
+    }
+
+    fn run_prepared(&mut self, sql: &str) -> Option<Result<Outcome, (u16, String)>> {
+        Some(
+            self.0
+                .exec_iter(sql, ())
+                .and_then(Wire::collect)
+                .map_err(error_of),
+        )
+    }
+}
+
+fn finish(what: &str, report: fixture::Report, extra: &str) {
+    eprintln!(
+        "{what}: {} blocks ran, {} divergences from MariaDB (shoal: overrides), {} skipped, {} failures",
+        report.ran,
+        report.divergences,
+        report.skipped,
+        report.failures.len()
+    );
+    assert!(report.ran > 100, "only {} blocks ran", report.ran);
+    assert!(
+        report.failures.is_empty(),
+        "{what}: {} failures:\n{}\n{extra}",
+        report.failures.len(),
+        report.failures.join("\n")
+    );
 }
 
 #[test]
 fn sql_suite() {
     let handlings = std::env::var("SHOAL_SUITE_THREAD_HANDLING")
         .unwrap_or_else(|_| "one-thread-per-connection,pool-of-threads".into());
-    let mut failures = Vec::new();
     for handling in handlings
         .split(',')
         .map(str::trim)
@@ -211,22 +139,41 @@ fn sql_suite() {
                 &format!("--thread-handling={handling}"),
             ],
         );
-        for f in fixtures() {
-            let mut conn = connect(&server);
-            let before = failures.len();
-            run_fixture(&mut conn, &f, &mut failures);
-            for x in &mut failures[before..] {
-                *x = format!("[{handling}] {x}");
-            }
+        let mut report = fixture::Report::default();
+        for f in fixture::files(&fixture_dir()) {
+            let mut target = Wire(connect(server.mysql_opts()));
+            report.absorb(fixture::run_file(&f, &mut target, Side::Shoal));
         }
-        if !failures.is_empty() {
-            eprintln!("server log:\n{}", server.stderr());
-        }
+        let log = if report.failures.is_empty() {
+            String::new()
+        } else {
+            format!("server log:\n{}", server.stderr())
+        };
+        finish(&format!("shoal [{handling}]"), report, &log);
     }
-    assert!(
-        failures.is_empty(),
-        "{} failures:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+}
+
+#[test]
+fn sql_suite_against_mariadb() {
+    let Some(m) = shoal_testkit::MariaDb::start(&shoal_testkit::MariaDbOptions {
+        install: true,
+        // shoal's character set; MariaDB's own default is latin1.
+        extra: vec![
+            "--character-set-server=utf8mb4".into(),
+            "--collation-server=utf8mb4_general_ci".into(),
+        ],
+    }) else {
+        return;
+    };
+    let opts = mysql::OptsBuilder::new()
+        .ip_or_hostname(Some("127.0.0.1"))
+        .tcp_port(m.port)
+        .user(Some("root"))
+        .prefer_socket(false);
+    let mut report = fixture::Report::default();
+    for f in fixture::files(&fixture_dir()) {
+        let mut target = Wire(connect(opts.clone()));
+        report.absorb(fixture::run_file(&f, &mut target, Side::MariaDb));
+    }
+    finish("MariaDB", report, &m.log());
 }

@@ -78,7 +78,7 @@ const COLLATIONS: &[(&str, &str, u32, bool)] = &[
     ("utf8mb4_0900_ai_ci", "utf8mb4", 255, true),
 ];
 
-/// sql_mode flags MySQL 8 knows.
+/// sql_mode flags MySQL 8 knows, in the order of their bits (the order `@@sql_mode` prints).
 const SQL_MODES: &[&str] = &[
     "REAL_AS_FLOAT",
     "PIPES_AS_CONCAT",
@@ -1746,13 +1746,37 @@ fn normalize_sql_mode(v: &SetValue) -> Result<SetValue, SqlError> {
             ))
         }
     };
-    let mut out: Vec<&str> = Vec::new();
+    // MySQL stores the modes as bits and prints them in bit order (the order of SQL_MODES);
+    // the combination modes add their parts and keep their own bit.
+    let mut on = [false; SQL_MODES.len()];
+    let mut set = |m: &str| {
+        if let Some(i) = SQL_MODES.iter().position(|x| *x == m) {
+            on[i] = true;
+        }
+    };
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         match SQL_MODES.iter().find(|m| m.eq_ignore_ascii_case(part)) {
             Some(m) => {
-                if !out.contains(m) {
-                    out.push(m)
-                }
+                set(m);
+                let parts: &[&str] = match *m {
+                    "ANSI" => &[
+                        "REAL_AS_FLOAT",
+                        "PIPES_AS_CONCAT",
+                        "ANSI_QUOTES",
+                        "IGNORE_SPACE",
+                        "ONLY_FULL_GROUP_BY",
+                    ],
+                    "TRADITIONAL" => &[
+                        "STRICT_TRANS_TABLES",
+                        "STRICT_ALL_TABLES",
+                        "NO_ZERO_IN_DATE",
+                        "NO_ZERO_DATE",
+                        "ERROR_FOR_DIVISION_BY_ZERO",
+                        "NO_ENGINE_SUBSTITUTION",
+                    ],
+                    _ => &[],
+                };
+                parts.iter().for_each(|p| set(p));
             }
             None => {
                 return Err(SqlError::other(
@@ -1763,6 +1787,11 @@ fn normalize_sql_mode(v: &SetValue) -> Result<SetValue, SqlError> {
             }
         }
     }
+    let out: Vec<&str> = SQL_MODES
+        .iter()
+        .zip(on)
+        .filter_map(|(m, on)| on.then_some(*m))
+        .collect();
     Ok(SetValue::Str(out.join(",")))
 }
 

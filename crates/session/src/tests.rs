@@ -208,7 +208,7 @@ fn system_variables_set_and_show() {
     );
     assert_eq!(
         one(&mut s, "SELECT @@session.sql_mode"),
-        "STRICT_TRANS_TABLES,ANSI_QUOTES"
+        "ANSI_QUOTES,STRICT_TRANS_TABLES"
     );
     assert_eq!(
         one(
@@ -677,145 +677,70 @@ fn startup_options() {
 }
 
 /// One block of a fixture file (see tests/sql/README.md).
-#[derive(Debug)]
-enum Block {
-    Ok(String),
-    Error(u16, String),
-    Query {
-        sql: String,
-        columns: bool,
-        rowcount: bool,
-        expected: Vec<String>,
-    },
-}
+#[path = "../../../tests/sql/fixture.rs"]
+mod fixture;
 
-fn parse_fixture(text: &str) -> Vec<(usize, Block)> {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < lines.len() {
-        let l = lines[i].trim_end();
-        if l.is_empty() || l.starts_with('#') {
-            i += 1;
-            continue;
-        }
-        let start = i + 1;
-        let head: Vec<&str> = l.split_whitespace().collect();
-        i += 1;
-        let mut sql = Vec::new();
-        while i < lines.len() && !lines[i].trim().is_empty() && lines[i].trim_end() != "----" {
-            sql.push(lines[i]);
-            i += 1;
-        }
-        let sql = sql.join("\n");
-        let block = match head.as_slice() {
-            ["statement", "ok"] => Block::Ok(sql),
-            ["statement", "error", code] => Block::Error(code.parse().expect("error code"), sql),
-            ["query", rest @ ..] => {
-                let mut expected = Vec::new();
-                if i < lines.len() && lines[i].trim_end() == "----" {
-                    i += 1;
-                    while i < lines.len() && !lines[i].trim().is_empty() {
-                        expected.push(lines[i].trim_end().to_string());
-                        i += 1;
-                    }
-                }
-                Block::Query {
-                    sql,
-                    columns: rest.contains(&"columns"),
-                    rowcount: rest.contains(&"rowcount"),
-                    expected,
-                }
-            }
-            other => panic!("line {start}: unknown directive {other:?}"),
-        };
-        out.push((start, block));
-    }
-    out
-}
+/// One session of an in-process server as a fixture target.
+struct InProcess(Session);
 
-fn render(v: &PValue) -> String {
-    match v {
-        PValue::Double(d) => shoal_sql::value::format_double(*d),
-        PValue::Date(y, mo, d, h, mi, s, _) => {
-            format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}")
+impl fixture::Target for InProcess {
+    fn run(&mut self, sql: &str) -> Result<fixture::Outcome, (u16, String)> {
+        self.0.command_begin(0x03);
+        let r = self.0.query(sql, false).remove(0);
+        self.0.command_end();
+        match r {
+            Err(e) => Err((e.code, e.message)),
+            Ok(Response::Ok(ok)) => Ok(fixture::Outcome {
+                affected: ok.affected_rows,
+                insert_id: ok.last_insert_id,
+                info: ok.info,
+                ..Default::default()
+            }),
+            Ok(Response::Rows(rs)) => Ok(fixture::Outcome {
+                columns: rs.columns.iter().map(|c| c.name.clone()).collect(),
+                // As the text protocol renders them (the protocol crate's own encoder).
+                rows: Some(
+                    rs.rows
+                        .iter()
+                        .map(|r| {
+                            r.iter()
+                                .zip(rs.columns.iter())
+                                .map(|(v, c)| {
+                                    shoal_proto::values::text_of(v, c.column_type, c.decimals)
+                                        .map(|b| String::from_utf8_lossy(&b).into_owned())
+                                })
+                                .collect()
+                        })
+                        .collect(),
+                ),
+                ..Default::default()
+            }),
         }
-        other => text(other),
     }
 }
 
-/// Runs every fixture of tests/sql in-process (the wire runner is crates/server/tests/sql_suite.rs).
+/// Runs every fixture of tests/sql in-process, each file on a fresh server with a real table
+/// engine (the wire and MariaDB runners are in crates/server/tests/sql_suite.rs).
 #[test]
 fn fixtures_pass_in_process() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/sql");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "test"))
-        .collect();
-    files.sort();
-    assert!(files.len() >= 4, "fixtures missing in {}", dir.display());
-    let mut failures = Vec::new();
-    for f in files {
-        let server = Server::new();
-        let (mut s, _) = root(&server);
-        let text = std::fs::read_to_string(&f).unwrap();
-        for (line, block) in parse_fixture(&text) {
-            let name = format!("{}:{line}", f.file_name().unwrap().to_string_lossy());
-            let (sql, r) = match &block {
-                Block::Ok(sql) | Block::Error(_, sql) | Block::Query { sql, .. } => {
-                    s.command_begin(0x03);
-                    let mut r = s.query(sql, false);
-                    s.command_end();
-                    (sql.clone(), r.remove(0))
-                }
-            };
-            match (&block, r) {
-                (Block::Ok(_), Ok(_)) => {}
-                (Block::Error(code, _), Err(e)) if e.code == *code => {}
-                (
-                    Block::Query {
-                        columns,
-                        rowcount,
-                        expected,
-                        ..
-                    },
-                    Ok(resp),
-                ) => {
-                    let (names, rows): (Vec<String>, Vec<String>) = match resp {
-                        Response::Rows(rs) => (
-                            rs.columns.iter().map(|c| c.name.clone()).collect(),
-                            rs.rows
-                                .iter()
-                                .map(|r| r.iter().map(render).collect::<Vec<_>>().join(" | "))
-                                .collect(),
-                        ),
-                        Response::Ok(_) => (vec![], vec![]),
-                    };
-                    let actual: Vec<String> = if *rowcount {
-                        vec![rows.len().to_string()]
-                    } else if *columns {
-                        std::iter::once(names.join(" | ")).chain(rows).collect()
-                    } else {
-                        rows
-                    };
-                    let actual: Vec<String> =
-                        actual.iter().map(|l| l.trim_end().to_string()).collect();
-                    if &actual != expected {
-                        failures.push(format!(
-                            "{name}: {sql}\n  expected {expected:?}\n  actual   {actual:?}"
-                        ));
-                    }
-                }
-                (b, r) => failures.push(format!("{name}: {sql}\n  expected {b:?}\n  got {r:?}")),
-            }
-        }
+    let mut report = fixture::Report::default();
+    for f in fixture::files(&dir) {
+        let tag = format!("fixture-{}", f.file_stem().unwrap().to_string_lossy());
+        let (server, data) = table_server(&tag);
+        let (s, _) = root(&server);
+        let mut target = InProcess(s);
+        report.absorb(fixture::run_file(&f, &mut target, fixture::Side::Shoal));
+        drop(target);
+        drop(server);
+        let _ = std::fs::remove_dir_all(&data);
     }
+    assert!(report.ran > 100, "only {} blocks ran", report.ran);
     assert!(
-        failures.is_empty(),
+        report.failures.is_empty(),
         "{} fixture failures:\n{}",
-        failures.len(),
-        failures.join("\n")
+        report.failures.len(),
+        report.failures.join("\n")
     );
 }
 

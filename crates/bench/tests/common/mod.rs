@@ -2,67 +2,11 @@
 //! or any server the test spawns), SQL through the `mariadb` CLI, temporary directories.
 #![allow(dead_code)]
 
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-static SEQ: AtomicUsize = AtomicUsize::new(0);
-
-/// A fresh, empty directory under the system's temp dir, unique per process and call.
-pub fn tmpdir(prefix: &str, name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "{prefix}-{}-{}-{name}",
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::SeqCst)
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// A free port: bind :0, read it, release it (a tiny race with other processes;
-/// [`Server::mariadb`] retries). Ports this process already gave out are not given again: the
-/// kernel may hand a released port to the next caller on another test thread.
-pub fn free_port() -> u16 {
-    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
-    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
-    loop {
-        let p = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        if !given.contains(&p) {
-            given.push(p);
-            return p;
-        }
-    }
-}
-
-/// The child is killed when the test process goes away without dropping its [`Server`].
-pub fn die_with_parent(cmd: &mut Command) {
-    // SAFETY: prctl in the child before exec; no allocation.
-    unsafe {
-        use std::os::unix::process::CommandExt;
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
-}
-
-fn mariadbd() -> Option<PathBuf> {
-    [
-        "/usr/sbin/mariadbd",
-        "/usr/bin/mariadbd",
-        "/usr/local/bin/mariadbd",
-    ]
-    .iter()
-    .map(PathBuf::from)
-    .find(|p| Path::new(p).exists())
-}
+pub use shoal_testkit::{die_with_parent, free_port, tmpdir};
 
 /// A private server process, killed and its directory removed on drop.
 pub struct Server {
@@ -94,38 +38,21 @@ impl Server {
     /// with the tests' options plus `extra`, ready with an `sbtest` schema; `None` (after
     /// printing why) if MariaDB is not installed.
     pub fn mariadb(extra: &[&str]) -> Option<Server> {
-        let Some(bin) = mariadbd() else {
+        let Some(bin) = shoal_testkit::mariadbd() else {
             eprintln!("SKIPPED: mariadbd is not installed (apt-get install mariadb-server)");
             return None;
         };
         let dir = tmpdir("shoal-bench-test", "mariadb");
         std::fs::create_dir_all(dir.join("data")).unwrap();
+        let opts = shoal_testkit::MariaDbOptions {
+            install: false,
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+        };
         for _attempt in 0..5 {
             let port = free_port();
-            let mut cmd = Command::new(&bin);
-            cmd.arg("--no-defaults")
-                .arg(format!("--datadir={}", dir.join("data").display()))
-                .arg(format!("--socket={}", dir.join("sock").display()))
-                .arg(format!("--pid-file={}", dir.join("pid").display()))
-                .arg(format!("--log-error={}", dir.join("err.log").display()))
-                .arg(format!("--port={port}"))
-                .args([
-                    "--bind-address=127.0.0.1",
-                    "--user=root",
-                    "--skip-grant-tables",
-                    "--skip-log-bin",
-                    "--innodb-buffer-pool-size=32M",
-                    "--innodb-log-file-size=16M",
-                    "--innodb-flush-log-at-trx-commit=2",
-                    "--max-prepared-stmt-count=1048576",
-                    "--performance-schema=OFF",
-                ])
-                .args(extra)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
-            die_with_parent(&mut cmd);
+            let cmd = shoal_testkit::MariaDb::command(&bin, &dir, port, &opts);
             let mut s = Server {
-                child: cmd.spawn().expect("spawn mariadbd"),
+                child: { cmd }.spawn().expect("spawn mariadbd"),
                 dir: dir.clone(),
                 port,
             };

@@ -3,30 +3,12 @@
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A port nothing listens on: bind :0, read it, release it. The kernel may hand the same
-/// released port to the next caller, and tests run on two threads, so ports already given out
-/// by this process are never given again (two servers of one test run once got the same port:
-/// one failed to bind and the test talked to the other).
-pub fn free_port() -> u16 {
-    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
-    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
-    loop {
-        let p = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        if !given.contains(&p) {
-            given.push(p);
-            return p;
-        }
-    }
-}
+pub use shoal_testkit::free_port;
 
 pub struct Shoal {
     pub port: u16,

@@ -12,7 +12,9 @@
 //! Anything outside the supported subset is rejected here with 1235 (joins, subqueries, UNION,
 //! multi-table UPDATE/DELETE, INSERT ... SELECT) or 1064 (not parseable), never run wrongly.
 
-use shoal_sql::ast::{BinOp, CastType, Expr, UnOp};
+use shoal_sql::ast::Expr;
+use shoal_sql::translate::expr::call_args;
+use shoal_sql::translate::{ExprScope, SourceText};
 use shoal_sql::value::Value;
 use shoal_sql::SqlError;
 use shoal_store::{ColumnDef, ColumnDefault, ColumnType, IndexSpec, LockMode, TableSpec};
@@ -61,7 +63,10 @@ fn parse_tokens(
     if stmts.len() != 1 {
         return Err(SqlError::Syntax(text.chars().take(80).collect()));
     }
-    let mut tr = Translator { params: 0 };
+    let mut tr = Translator {
+        params: 0,
+        src: SourceText::new(text),
+    };
     let st = tr.statement(stmts.remove(0))?;
     Ok((st, tr.params))
 }
@@ -243,8 +248,11 @@ fn parse_show_like(text: &str) -> Result<Option<TableStmt>, SqlError> {
 // ---------------------------------------------------------------------------------------------
 // sqlparser translation.
 
-struct Translator {
+struct Translator<'a> {
+    /// `?` placeholders seen so far.
     params: usize,
+    /// The statement text: result columns are named as written.
+    src: SourceText<'a>,
 }
 
 fn ident(i: &sp::Ident) -> String {
@@ -453,7 +461,7 @@ enum Scope {
     OnDup,
 }
 
-impl Translator {
+impl Translator<'_> {
     fn statement(&mut self, st: sp::Statement) -> Result<TableStmt, SqlError> {
         match st {
             sp::Statement::Query(q) => self.select(*q),
@@ -750,13 +758,7 @@ impl Translator {
                 sp::SelectItem::Wildcard(_) => items.push(ProjItem::Star),
                 sp::SelectItem::QualifiedWildcard(..) => items.push(ProjItem::Star),
                 sp::SelectItem::UnnamedExpr(e) => {
-                    let name = match e {
-                        sp::Expr::Identifier(i) => i.value.clone(),
-                        sp::Expr::CompoundIdentifier(v) => {
-                            v.last().map(|i| i.value.clone()).unwrap_or_default()
-                        }
-                        other => other.to_string(),
-                    };
+                    let name = self.src.column_name(e);
                     items.push(ProjItem::Expr {
                         expr: self.expr(e, Scope::Aggregate, &mut aggs)?,
                         name,
@@ -989,266 +991,48 @@ impl Translator {
         })))
     }
 
-    fn exprs(
-        &mut self,
-        v: &[sp::Expr],
-        scope: Scope,
-        aggs: &mut Vec<AggCall>,
-    ) -> Result<Vec<Expr>, SqlError> {
-        v.iter().map(|e| self.expr(e, scope, aggs)).collect()
-    }
-
-    fn literal(&mut self, v: &sp::Value) -> Result<Expr, SqlError> {
-        Ok(Expr::Literal(match v {
-            sp::Value::Number(s, _) => number(s)?,
-            sp::Value::SingleQuotedString(s) | sp::Value::DoubleQuotedString(s) => {
-                Value::Str(s.clone())
-            }
-            sp::Value::Boolean(b) => Value::Int(i64::from(*b)),
-            sp::Value::Null => Value::Null,
-            sp::Value::Placeholder(_) => {
-                self.params += 1;
-                return Ok(Expr::Param(self.params - 1));
-            }
-            sp::Value::HexStringLiteral(h) => {
-                let bytes: Option<Vec<u8>> = (0..h.len())
-                    .step_by(2)
-                    .map(|i| h.get(i..i + 2).and_then(|x| u8::from_str_radix(x, 16).ok()))
-                    .collect();
-                Value::Str(
-                    String::from_utf8_lossy(&bytes.ok_or_else(|| SqlError::Syntax(h.clone()))?)
-                        .into_owned(),
-                )
-            }
-            other => return Err(unsupported(format!("literal {other}"))),
-        }))
-    }
-
-    /// One expression (on a new stack segment when the current one runs low).
+    /// One expression, through the SQL crate's translator (the one every statement uses), with
+    /// this clause's rules for aggregates and `VALUES()`.
     fn expr(
         &mut self,
         e: &sp::Expr,
         scope: Scope,
         aggs: &mut Vec<AggCall>,
     ) -> Result<Expr, SqlError> {
-        shoal_sql::depth::with_stack(|| self.expr_level(e, scope, aggs))
-    }
-
-    fn expr_level(
-        &mut self,
-        e: &sp::Expr,
-        scope: Scope,
-        aggs: &mut Vec<AggCall>,
-    ) -> Result<Expr, SqlError> {
-        use sp::Expr as E;
-        let b = Box::new;
-        Ok(match e {
-            E::Identifier(i) => Expr::Column(ident(i)),
-            E::CompoundIdentifier(v) => match v.len() {
-                1..=3 => Expr::Column(v.last().map(ident).unwrap_or_default()),
-                _ => return Err(SqlError::Syntax(e.to_string())),
-            },
-            E::Value(v) => self.literal(&v.value)?,
-            E::Nested(x) => self.expr(x, scope, aggs)?,
-            E::IsNull(x) => Expr::IsNull(b(self.expr(x, scope, aggs)?), false),
-            E::IsNotNull(x) => Expr::IsNull(b(self.expr(x, scope, aggs)?), true),
-            E::IsTrue(x) => Expr::IsBool(b(self.expr(x, scope, aggs)?), true, false),
-            E::IsNotTrue(x) => Expr::IsBool(b(self.expr(x, scope, aggs)?), true, true),
-            E::IsFalse(x) => Expr::IsBool(b(self.expr(x, scope, aggs)?), false, false),
-            E::IsNotFalse(x) => Expr::IsBool(b(self.expr(x, scope, aggs)?), false, true),
-            E::In {
-                expr,
-                target,
-                negated,
-                ..
-            } => match target {
-                sp::InTarget::List(list) => Expr::InList(
-                    b(self.expr(expr, scope, aggs)?),
-                    self.exprs(list, scope, aggs)?,
-                    *negated,
-                ),
-                sp::InTarget::Subquery(_) => return Err(unsupported("subqueries")),
-                _ => return Err(unsupported(format!("expression {e}"))),
-            },
-            E::Subquery(_) | E::Exists { .. } => return Err(unsupported("subqueries")),
-            E::Between {
-                expr,
-                negated,
-                low,
-                high,
-            } => Expr::Between(
-                b(self.expr(expr, scope, aggs)?),
-                b(self.expr(low, scope, aggs)?),
-                b(self.expr(high, scope, aggs)?),
-                *negated,
-            ),
-            E::Like {
-                negated,
-                any: false,
-                expr,
-                pattern,
-                escape_char,
-            } => {
-                let esc = match escape_char.as_deref() {
-                    None => None,
-                    Some(E::Value(v)) => match &v.value {
-                        sp::Value::SingleQuotedString(s) if s.chars().count() == 1 => {
-                            s.chars().next()
-                        }
-                        _ => return Err(unsupported("LIKE ... ESCAPE expression")),
-                    },
-                    Some(_) => return Err(unsupported("LIKE ... ESCAPE expression")),
-                };
-                Expr::Like(
-                    b(self.expr(expr, scope, aggs)?),
-                    b(self.expr(pattern, scope, aggs)?),
-                    esc,
-                    *negated,
-                )
-            }
-            E::BinaryOp { left, op, right } => {
-                let op = match op {
-                    sp::BinaryOperator::Plus => BinOp::Add,
-                    sp::BinaryOperator::Minus => BinOp::Sub,
-                    sp::BinaryOperator::Multiply => BinOp::Mul,
-                    sp::BinaryOperator::Divide => BinOp::Div,
-                    sp::BinaryOperator::MyIntegerDivide | sp::BinaryOperator::DuckIntegerDivide => {
-                        BinOp::IntDiv
-                    }
-                    sp::BinaryOperator::Modulo => BinOp::Mod,
-                    sp::BinaryOperator::Eq => BinOp::Eq,
-                    sp::BinaryOperator::NotEq => BinOp::NotEq,
-                    sp::BinaryOperator::Lt => BinOp::Lt,
-                    sp::BinaryOperator::LtEq => BinOp::LtEq,
-                    sp::BinaryOperator::Gt => BinOp::Gt,
-                    sp::BinaryOperator::GtEq => BinOp::GtEq,
-                    sp::BinaryOperator::Spaceship => BinOp::NullSafeEq,
-                    sp::BinaryOperator::And => BinOp::And,
-                    sp::BinaryOperator::Or => BinOp::Or,
-                    sp::BinaryOperator::Xor => BinOp::Xor,
-                    sp::BinaryOperator::BitwiseAnd => BinOp::BitAnd,
-                    sp::BinaryOperator::BitwiseOr => BinOp::BitOr,
-                    sp::BinaryOperator::BitwiseXor | sp::BinaryOperator::PGBitwiseXor => {
-                        BinOp::BitXor
-                    }
-                    sp::BinaryOperator::PGBitwiseShiftLeft => BinOp::ShiftLeft,
-                    sp::BinaryOperator::PGBitwiseShiftRight => BinOp::ShiftRight,
-                    other => return Err(unsupported(format!("operator {other}"))),
-                };
-                Expr::Binary(
-                    op,
-                    b(self.expr(left, scope, aggs)?),
-                    b(self.expr(right, scope, aggs)?),
-                )
-            }
-            E::UnaryOp { op, expr } => {
-                let x = self.expr(expr, scope, aggs)?;
-                match op {
-                    sp::UnaryOperator::Minus => match x {
-                        Expr::Literal(Value::Int(i)) => Expr::Literal(Value::Int(-i)),
-                        Expr::Literal(Value::UInt(u)) if u == 1u64 << 63 => {
-                            Expr::Literal(Value::Int(i64::MIN))
-                        }
-                        x => Expr::Unary(UnOp::Neg, b(x)),
-                    },
-                    sp::UnaryOperator::Plus => x,
-                    sp::UnaryOperator::Not | sp::UnaryOperator::BangNot => {
-                        Expr::Unary(UnOp::Not, b(x))
-                    }
-                    sp::UnaryOperator::BitwiseNot => Expr::Unary(UnOp::BitNot, b(x)),
-                    other => return Err(unsupported(format!("operator {other}"))),
-                }
-            }
-            E::Case {
-                operand,
-                conditions,
-                else_result,
-                ..
-            } => {
-                let op = operand
-                    .as_ref()
-                    .map(|o| self.expr(o, scope, aggs))
-                    .transpose()?
-                    .map(b);
-                let mut whens = Vec::new();
-                for c in conditions {
-                    whens.push((
-                        self.expr(&c.condition, scope, aggs)?,
-                        self.expr(&c.result, scope, aggs)?,
-                    ));
-                }
-                let el = else_result
-                    .as_ref()
-                    .map(|o| self.expr(o, scope, aggs))
-                    .transpose()?
-                    .map(b);
-                Expr::Case(op, whens, el)
-            }
-            E::Cast {
-                expr, data_type, ..
-            } => {
-                let t = match data_type {
-                    sp::DataType::Signed | sp::DataType::SignedInteger => CastType::Signed,
-                    sp::DataType::Unsigned | sp::DataType::UnsignedInteger => CastType::Unsigned,
-                    sp::DataType::Char(_) | sp::DataType::Varchar(_) => CastType::Char,
-                    sp::DataType::Date => CastType::Date,
-                    sp::DataType::Datetime(_) => CastType::DateTime,
-                    sp::DataType::Double(_) | sp::DataType::Float(_) | sp::DataType::Real => {
-                        CastType::Double
-                    }
-                    sp::DataType::Decimal(i) => CastType::Decimal(match i {
-                        sp::ExactNumberInfo::PrecisionAndScale(_, s) => *s as u8,
-                        _ => 0,
-                    }),
-                    other => return Err(unsupported(format!("CAST AS {other}"))),
-                };
-                Expr::Cast(b(self.expr(expr, scope, aggs)?), t)
-            }
-            E::Function(f) => return self.function(f, scope, aggs),
-            other => return Err(unsupported(format!("expression {other}"))),
-        })
-    }
-
-    fn function(
-        &mut self,
-        f: &sp::Function,
-        scope: Scope,
-        aggs: &mut Vec<AggCall>,
-    ) -> Result<Expr, SqlError> {
-        let name = last_name(&f.name)?.to_ascii_uppercase();
-        if f.over.is_some() {
-            return Err(unsupported("window functions"));
-        }
-        let (args, distinct, star) = match &f.args {
-            sp::FunctionArguments::None => (Vec::new(), false, false),
-            sp::FunctionArguments::Subquery(_) => return Err(unsupported("subqueries")),
-            sp::FunctionArguments::List(l) => {
-                let distinct = matches!(
-                    l.duplicate_treatment,
-                    Some(sp::DuplicateTreatment::Distinct)
-                );
-                let mut args = Vec::new();
-                let mut star = false;
-                for a in &l.args {
-                    match a {
-                        sp::FunctionArg::Unnamed(sp::FunctionArgExpr::Expr(e)) => {
-                            args.push(e.clone())
-                        }
-                        sp::FunctionArg::Unnamed(sp::FunctionArgExpr::Wildcard) => star = true,
-                        other => return Err(unsupported(format!("function argument {other}"))),
-                    }
-                }
-                (args, distinct, star)
-            }
+        let mut cx = ExprCx {
+            params: &mut self.params,
+            scope,
+            aggs,
         };
-        if let Some(func) = agg_func(&name) {
-            if scope != Scope::Aggregate {
+        shoal_sql::translate::expr::expr(&mut cx, e)
+    }
+}
+
+/// The context of one expression in a table statement: placeholders count for the statement,
+/// aggregates are collected where the clause allows them, `VALUES(col)` names the inserted row
+/// in ON DUPLICATE KEY UPDATE.
+struct ExprCx<'t> {
+    params: &'t mut usize,
+    scope: Scope,
+    aggs: &'t mut Vec<AggCall>,
+}
+
+impl ExprScope for ExprCx<'_> {
+    fn next_param(&mut self) -> usize {
+        *self.params += 1;
+        *self.params - 1
+    }
+
+    fn special_function(&mut self, name: &str, f: &sp::Function) -> Result<Option<Expr>, SqlError> {
+        if let Some(func) = agg_func(name) {
+            if self.scope != Scope::Aggregate {
                 return Err(SqlError::other(
                     1111,
                     "HY000",
                     "Invalid use of group function",
                 ));
             }
+            let (args, distinct, star) = call_args(f)?;
             let arg = if star {
                 if func != AggFunc::Count {
                     return Err(SqlError::Syntax(format!("{name}(*)")));
@@ -1256,53 +1040,35 @@ impl Translator {
                 None
             } else {
                 if args.len() != 1 {
-                    return Err(SqlError::ParamCount(name));
+                    return Err(SqlError::ParamCount(name.to_string()));
                 }
-                // Aggregates inside aggregates are invalid.
-                Some(self.expr(&args[0], Scope::Plain, &mut Vec::new())?)
+                // Aggregates inside aggregates are invalid (1111 from the plain scope).
+                let mut inner = ExprCx {
+                    params: self.params,
+                    scope: Scope::Plain,
+                    aggs: &mut Vec::new(),
+                };
+                Some(shoal_sql::translate::expr::expr(&mut inner, args[0])?)
             };
-            aggs.push(AggCall {
+            self.aggs.push(AggCall {
                 func,
                 arg,
                 distinct,
             });
-            return Ok(Expr::Column(format!("{AGG_PREFIX}{}", aggs.len() - 1)));
+            return Ok(Some(Expr::Column(format!(
+                "{AGG_PREFIX}{}",
+                self.aggs.len() - 1
+            ))));
         }
-        if name == "VALUES" && scope == Scope::OnDup {
+        if name == "VALUES" && self.scope == Scope::OnDup {
+            let (args, _, _) = call_args(f)?;
             if let [sp::Expr::Identifier(i)] = args.as_slice() {
-                return Ok(Expr::Column(format!("{VALUES_PREFIX}{}", i.value)));
+                return Ok(Some(Expr::Column(format!("{VALUES_PREFIX}{}", i.value))));
             }
             return Err(SqlError::Syntax("VALUES() takes a column name".into()));
         }
-        if distinct || star {
-            return Err(SqlError::Syntax(format!("{name}(DISTINCT/*)")));
-        }
-        let args = self.exprs(&args, scope, aggs)?;
-        Ok(Expr::Function(name, args))
+        Ok(None)
     }
-}
-
-fn number(s: &str) -> Result<Value, SqlError> {
-    if s.contains(['e', 'E']) {
-        return s
-            .parse::<f64>()
-            .map(Value::Double)
-            .map_err(|_| SqlError::Syntax(s.to_string()));
-    }
-    if s.contains('.') {
-        return shoal_sql::decimal::Decimal::parse(s)
-            .map(Value::Decimal)
-            .ok_or_else(|| SqlError::Syntax(s.to_string()));
-    }
-    if let Ok(i) = s.parse::<i64>() {
-        return Ok(Value::Int(i));
-    }
-    if let Ok(u) = s.parse::<u64>() {
-        return Ok(Value::UInt(u));
-    }
-    shoal_sql::decimal::Decimal::parse(s)
-        .map(Value::Decimal)
-        .ok_or_else(|| SqlError::Syntax(s.to_string()))
 }
 
 /// UNIQUE / KEY / INDEX table constraints as index specs (`None` for other constraints).

@@ -14,16 +14,19 @@
 //! using sqlparser's spans), the alias if given, and a string literal's value for a bare literal.
 
 use sqlparser::ast as sp;
-use sqlparser::ast::Spanned;
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::{Parser, ParserError};
-use sqlparser::tokenizer::{Location, Token, TokenWithSpan};
+use sqlparser::tokenizer::{Token, TokenWithSpan};
+
+pub mod expr;
+pub mod names;
+
+pub use expr::{cast_type, hex_literal, number_literal, ExprScope, PlainScope};
+pub use names::SourceText;
 
 use crate::ast::*;
-use crate::decimal::Decimal;
 use crate::error::SqlError;
 use crate::split::is_blank;
-use crate::value::Value;
 
 /// A parsed statement and the number of `?` placeholders in it.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,9 +62,8 @@ fn parse_tokens(sql: &str, tokens: Vec<TokenWithSpan>) -> Result<Parsed, SqlErro
     let dialect = MySqlDialect {};
     let mut p = Parser::new(&dialect).with_tokens_with_locations(tokens);
     let mut t = Translator {
-        sql,
+        src: SourceText::new(sql),
         params: 0,
-        lines: line_starts(sql),
     };
     let head = peek_word(&p, 0).unwrap_or_default();
     let second = peek_word(&p, 1).unwrap_or_default();
@@ -88,16 +90,6 @@ fn parse_tokens(sql: &str, tokens: Vec<TokenWithSpan>) -> Result<Parsed, SqlErro
         statement,
         params: t.params,
     })
-}
-
-fn line_starts(sql: &str) -> Vec<usize> {
-    let mut v = vec![0];
-    for (i, b) in sql.bytes().enumerate() {
-        if b == b'\n' {
-            v.push(i + 1);
-        }
-    }
-    v
 }
 
 fn peek_word(p: &Parser, n: usize) -> Option<String> {
@@ -155,107 +147,22 @@ fn unsupported(what: impl Into<String>) -> SqlError {
 }
 
 struct Translator<'a> {
-    sql: &'a str,
+    /// The statement text, for column names as written.
+    src: SourceText<'a>,
+    /// `?` placeholders seen so far.
     params: usize,
-    lines: Vec<usize>,
+}
+
+impl ExprScope for Translator<'_> {
+    fn next_param(&mut self) -> usize {
+        self.params += 1;
+        self.params - 1
+    }
 }
 
 impl Translator<'_> {
-    fn offset(&self, l: Location) -> Option<usize> {
-        if l.line == 0 {
-            return None;
-        }
-        let start = *self.lines.get(l.line as usize - 1)?;
-        let line = &self.sql[start..];
-        let col = l.column as usize - 1;
-        Some(
-            start
-                + line
-                    .char_indices()
-                    .nth(col)
-                    .map(|(i, _)| i)
-                    .unwrap_or(line.len()),
-        )
-    }
-
-    /// The source text an expression was written as (MySQL's column name), if spans allow.
-    /// sqlparser's spans end before a function's closing parenthesis (and cover only the name
-    /// of `NOW()`), so the end is extended until parentheses balance.
-    fn source_text(&self, e: &sp::Expr) -> Option<String> {
-        let span = e.span();
-        let a = self.offset(span.start)?;
-        let mut b = self.offset(span.end)?;
-        if a >= b || b > self.sql.len() {
-            return None;
-        }
-        let bytes = self.sql.as_bytes();
-        let balance = |from: usize, to: usize| -> i64 {
-            let mut bal = 0i64;
-            let mut quote: Option<u8> = None;
-            for &c in &bytes[from..to] {
-                match quote {
-                    Some(q) if c == q => quote = None,
-                    Some(_) => {}
-                    None => match c {
-                        b'\'' | b'"' | b'`' => quote = Some(c),
-                        b'(' => bal += 1,
-                        b')' => bal -= 1,
-                        _ => {}
-                    },
-                }
-            }
-            bal
-        };
-        if matches!(e, sp::Expr::Function(_)) {
-            // `NOW()`: the span covers `NOW` only; take the argument list too.
-            let mut j = b;
-            while j < bytes.len() && bytes[j].is_ascii_whitespace() {
-                j += 1;
-            }
-            if balance(a, b) == 0 && j < bytes.len() && bytes[j] == b'(' {
-                b = j + 1;
-            }
-        }
-        let mut guard = 0;
-        while balance(a, b) > 0 && guard < 64 {
-            guard += 1;
-            let mut quote: Option<u8> = None;
-            let mut j = b;
-            while j < bytes.len() {
-                let c = bytes[j];
-                match quote {
-                    Some(q) if c == q => quote = None,
-                    Some(_) => {}
-                    None if c == b'\'' || c == b'"' || c == b'`' => quote = Some(c),
-                    None if c == b')' => break,
-                    None => {}
-                }
-                j += 1;
-            }
-            if j >= bytes.len() {
-                return None;
-            }
-            b = j + 1;
-        }
-        Some(self.sql[a..b].trim().to_string())
-    }
-
-    fn column_name(&self, e: &sp::Expr) -> String {
-        match e {
-            sp::Expr::Value(v) => match &v.value {
-                sp::Value::SingleQuotedString(s) | sp::Value::DoubleQuotedString(s) => {
-                    return s.clone()
-                }
-                sp::Value::Null => return "NULL".into(),
-                _ => {}
-            },
-            sp::Expr::Identifier(i) => return i.value.clone(),
-            sp::Expr::CompoundIdentifier(ids) if !ids[0].value.starts_with("@@") => {
-                return ids.last().map(|i| i.value.clone()).unwrap_or_default()
-            }
-            _ => {}
-        }
-        self.source_text(e).unwrap_or_else(|| e.to_string())
+    fn expr(&mut self, e: sp::Expr) -> Result<Expr, SqlError> {
+        expr::expr(self, &e)
     }
 
     fn own_statement(&mut self, head: &str, p: &mut Parser) -> Result<Statement, SqlError> {
@@ -387,7 +294,7 @@ impl Translator<'_> {
     fn user_statement(&mut self, create: bool, _p: &mut Parser) -> Result<Statement, SqlError> {
         // `'u'@'h'` does not tokenize reliably with the MySQL dialect (identifiers may start
         // with '@'), so user specifications are scanned from the raw text.
-        let toks = user_lex(self.sql)?;
+        let toks = user_lex(self.src.sql)?;
         let mut i = 2; // CREATE|DROP USER
         let word = |i: usize, w: &str| matches!(toks.get(i), Some(UTok::Word(x)) if x.eq_ignore_ascii_case(w));
         let cond = if create && word(i, "IF") && word(i + 1, "NOT") && word(i + 2, "EXISTS") {
@@ -838,7 +745,7 @@ impl Translator<'_> {
         for it in sel.projection {
             match it {
                 sp::SelectItem::UnnamedExpr(e) => {
-                    let n = self.column_name(&e);
+                    let n = self.src.column_name(&e);
                     items.push(SelectItem {
                         expr: self.expr(e)?,
                         name: n,
@@ -893,423 +800,6 @@ impl Translator<'_> {
             limit,
             offset,
         })
-    }
-
-    fn literal(&mut self, v: sp::Value) -> Result<Expr, SqlError> {
-        Ok(Expr::Literal(match v {
-            sp::Value::Number(n, _) => number_literal(&n)?,
-            sp::Value::SingleQuotedString(s)
-            | sp::Value::DoubleQuotedString(s)
-            | sp::Value::NationalStringLiteral(s)
-            | sp::Value::EscapedStringLiteral(s) => Value::Str(s),
-            sp::Value::HexStringLiteral(h) => Value::Str(hex_literal(&h)?),
-            sp::Value::Boolean(b) => Value::Int(b as i64),
-            sp::Value::Null => Value::Null,
-            sp::Value::Placeholder(ph) => {
-                if ph != "?" {
-                    return Err(SqlError::Syntax(ph));
-                }
-                let i = self.params;
-                self.params += 1;
-                return Ok(Expr::Param(i));
-            }
-            other => return Err(unsupported(format!("literal {other}"))),
-        }))
-    }
-
-    fn args(&mut self, f: sp::FunctionArguments) -> Result<Vec<Expr>, SqlError> {
-        match f {
-            sp::FunctionArguments::None => Ok(vec![]),
-            sp::FunctionArguments::Subquery(_) => Err(unsupported("subqueries")),
-            sp::FunctionArguments::List(l) => {
-                if l.duplicate_treatment.is_some() {
-                    return Err(unsupported("DISTINCT in aggregate functions"));
-                }
-                if !l.clauses.is_empty() {
-                    return Err(unsupported("function argument clauses"));
-                }
-                let mut out = Vec::new();
-                for a in l.args {
-                    match a {
-                        sp::FunctionArg::Unnamed(sp::FunctionArgExpr::Expr(e)) => {
-                            out.push(self.expr(e)?)
-                        }
-                        sp::FunctionArg::Unnamed(sp::FunctionArgExpr::Wildcard) => {
-                            out.push(Expr::Column("*".into()))
-                        }
-                        other => return Err(unsupported(other.to_string())),
-                    }
-                }
-                Ok(out)
-            }
-        }
-    }
-
-    fn expr(&mut self, e: sp::Expr) -> Result<Expr, SqlError> {
-        crate::depth::with_stack(|| self.expr_level(e))
-    }
-
-    fn expr_level(&mut self, e: sp::Expr) -> Result<Expr, SqlError> {
-        use sp::Expr as E;
-        let b = |x: Expr| Box::new(x);
-        Ok(match e {
-            E::Identifier(i) => {
-                if i.quote_style.is_none() && i.value.starts_with("@@") {
-                    Expr::SysVar(VarScope::Default, i.value[2..].to_ascii_lowercase())
-                } else if i.quote_style.is_none() && i.value.starts_with('@') {
-                    Expr::UserVar(i.value[1..].to_string())
-                } else if i.quote_style.is_none() {
-                    match i.value.to_ascii_uppercase().as_str() {
-                        "CURRENT_TIMESTAMP" | "CURRENT_DATE" | "CURRENT_TIME" | "CURRENT_USER"
-                        | "LOCALTIME" | "LOCALTIMESTAMP" => {
-                            Expr::Function(i.value.to_ascii_uppercase(), vec![])
-                        }
-                        _ => Expr::Column(i.value),
-                    }
-                } else {
-                    Expr::Column(i.value)
-                }
-            }
-            E::CompoundIdentifier(ids) => {
-                let first = &ids[0];
-                if first.quote_style.is_none() && first.value.starts_with("@@") && ids.len() == 2 {
-                    let scope = match first.value[2..].to_ascii_lowercase().as_str() {
-                        "global" | "persist" => VarScope::Global,
-                        "session" | "local" => VarScope::Session,
-                        _ => {
-                            return Err(SqlError::Syntax(format!(
-                                "{}.{}",
-                                first.value, ids[1].value
-                            )))
-                        }
-                    };
-                    Expr::SysVar(scope, ids[1].value.to_ascii_lowercase())
-                } else {
-                    Expr::Column(ids.last().map(|i| i.value.clone()).unwrap_or_default())
-                }
-            }
-            E::Value(v) => self.literal(v.value)?,
-            E::Nested(x) => self.expr(*x)?,
-            E::Collate { expr, .. } => self.expr(*expr)?,
-            E::Prefixed { value, .. } => self.expr(*value)?,
-            E::UnaryOp { op, expr } => {
-                let x = self.expr(*expr)?;
-                match op {
-                    sp::UnaryOperator::Plus => x,
-                    sp::UnaryOperator::Minus => match x {
-                        // Fold `-<literal>` so that -9223372036854775808 is a BIGINT.
-                        Expr::Literal(Value::UInt(u)) if u == 1u64 << 63 => {
-                            Expr::Literal(Value::Int(i64::MIN))
-                        }
-                        Expr::Literal(Value::Int(i)) => Expr::Literal(Value::Int(-i)),
-                        Expr::Literal(Value::Decimal(d)) => {
-                            Expr::Literal(Value::Decimal(d.negated()))
-                        }
-                        Expr::Literal(Value::Double(d)) => Expr::Literal(Value::Double(-d)),
-                        other => Expr::Unary(UnOp::Neg, b(other)),
-                    },
-                    sp::UnaryOperator::Not | sp::UnaryOperator::BangNot => {
-                        Expr::Unary(UnOp::Not, b(x))
-                    }
-                    sp::UnaryOperator::BitwiseNot => Expr::Unary(UnOp::BitNot, b(x)),
-                    other => return Err(unsupported(format!("operator {other}"))),
-                }
-            }
-            E::BinaryOp { left, op, right } => {
-                use sp::BinaryOperator as O;
-                if op == O::Assignment {
-                    let l = self.expr(*left)?;
-                    let r = self.expr(*right)?;
-                    return match l {
-                        Expr::UserVar(n) => Ok(Expr::AssignUserVar(n, b(r))),
-                        _ => Err(SqlError::Syntax(":=".into())),
-                    };
-                }
-                let op = match op {
-                    O::Plus => BinOp::Add,
-                    O::Minus => BinOp::Sub,
-                    O::Multiply => BinOp::Mul,
-                    O::Divide => BinOp::Div,
-                    O::Modulo => BinOp::Mod,
-                    O::MyIntegerDivide | O::DuckIntegerDivide => BinOp::IntDiv,
-                    O::Eq => BinOp::Eq,
-                    O::NotEq => BinOp::NotEq,
-                    O::Lt => BinOp::Lt,
-                    O::LtEq => BinOp::LtEq,
-                    O::Gt => BinOp::Gt,
-                    O::GtEq => BinOp::GtEq,
-                    O::Spaceship => BinOp::NullSafeEq,
-                    O::And => BinOp::And,
-                    // Without PIPES_AS_CONCAT in sql_mode, `||` is OR in MySQL.
-                    O::Or | O::StringConcat => BinOp::Or,
-                    O::Xor => BinOp::Xor,
-                    O::BitwiseAnd => BinOp::BitAnd,
-                    O::BitwiseOr => BinOp::BitOr,
-                    O::BitwiseXor | O::PGBitwiseXor => BinOp::BitXor,
-                    O::PGBitwiseShiftLeft => BinOp::ShiftLeft,
-                    O::PGBitwiseShiftRight => BinOp::ShiftRight,
-                    other => return Err(unsupported(format!("operator {other}"))),
-                };
-                let l = self.expr(*left)?;
-                let r = self.expr(*right)?;
-                Expr::Binary(op, b(l), b(r))
-            }
-            E::IsNull(x) => Expr::IsNull(b(self.expr(*x)?), false),
-            E::IsNotNull(x) => Expr::IsNull(b(self.expr(*x)?), true),
-            E::IsUnknown(x) => Expr::IsNull(b(self.expr(*x)?), false),
-            E::IsNotUnknown(x) => Expr::IsNull(b(self.expr(*x)?), true),
-            E::IsTrue(x) => Expr::IsBool(b(self.expr(*x)?), true, false),
-            E::IsNotTrue(x) => Expr::IsBool(b(self.expr(*x)?), true, true),
-            E::IsFalse(x) => Expr::IsBool(b(self.expr(*x)?), false, false),
-            E::IsNotFalse(x) => Expr::IsBool(b(self.expr(*x)?), false, true),
-            E::In {
-                expr,
-                target,
-                negated,
-                ..
-            } => {
-                let x = self.expr(*expr)?;
-                match target {
-                    sp::InTarget::List(list) => {
-                        let l = list
-                            .into_iter()
-                            .map(|e| self.expr(e))
-                            .collect::<Result<_, _>>()?;
-                        Expr::InList(b(x), l, negated)
-                    }
-                    _ => return Err(unsupported("subqueries")),
-                }
-            }
-            E::Between {
-                expr,
-                negated,
-                low,
-                high,
-            } => {
-                let x = self.expr(*expr)?;
-                let l = self.expr(*low)?;
-                let h = self.expr(*high)?;
-                Expr::Between(b(x), b(l), b(h), negated)
-            }
-            E::Like {
-                negated,
-                any,
-                expr,
-                pattern,
-                escape_char,
-            }
-            | E::ILike {
-                negated,
-                any,
-                expr,
-                pattern,
-                escape_char,
-            } => {
-                if any {
-                    return Err(unsupported("LIKE ANY"));
-                }
-                let x = self.expr(*expr)?;
-                let pat = self.expr(*pattern)?;
-                let esc = match escape_char {
-                    None => None,
-                    Some(e) => match self.expr(*e)? {
-                        Expr::Literal(Value::Str(s)) if s.chars().count() == 1 => s.chars().next(),
-                        _ => {
-                            return Err(SqlError::other(
-                                1210,
-                                "HY000",
-                                "Incorrect arguments to ESCAPE",
-                            ))
-                        }
-                    },
-                };
-                Expr::Like(b(x), b(pat), esc, negated)
-            }
-            E::Case {
-                operand,
-                conditions,
-                else_result,
-                ..
-            } => {
-                let op = operand.map(|o| self.expr(*o)).transpose()?.map(Box::new);
-                let mut whens = Vec::new();
-                for c in conditions {
-                    let w = self.expr(c.condition)?;
-                    let t = self.expr(c.result)?;
-                    whens.push((w, t));
-                }
-                let el = else_result
-                    .map(|e| self.expr(*e))
-                    .transpose()?
-                    .map(Box::new);
-                Expr::Case(op, whens, el)
-            }
-            E::Function(f) => {
-                if f.over.is_some() || f.filter.is_some() || !f.within_group.is_empty() {
-                    return Err(unsupported("window and filtered functions"));
-                }
-                if !matches!(f.parameters, sp::FunctionArguments::None) {
-                    return Err(unsupported("parametric functions"));
-                }
-                let fname = Self::object_name(&f.name);
-                if let Some(db) = &fname.db {
-                    return Err(SqlError::UnknownFunction(format!("{db}.{}", fname.name)));
-                }
-                let args = self.args(f.args)?;
-                Expr::Function(fname.name.to_ascii_uppercase(), args)
-            }
-            E::Cast {
-                expr,
-                data_type,
-                format,
-                ..
-            } => {
-                if format.is_some() {
-                    return Err(unsupported("CAST ... FORMAT"));
-                }
-                let x = self.expr(*expr)?;
-                Expr::Cast(b(x), cast_type(&data_type)?)
-            }
-            E::Convert {
-                expr,
-                data_type,
-                charset,
-                ..
-            } => {
-                let x = self.expr(*expr)?;
-                match (data_type, charset) {
-                    (Some(dt), _) => Expr::Cast(b(x), cast_type(&dt)?),
-                    (None, _) => x,
-                }
-            }
-            E::Substring {
-                expr,
-                substring_from,
-                substring_for,
-                ..
-            } => {
-                let mut args = vec![self.expr(*expr)?];
-                args.push(match substring_from {
-                    Some(f) => self.expr(*f)?,
-                    None => Expr::Literal(Value::Int(1)),
-                });
-                if let Some(n) = substring_for {
-                    args.push(self.expr(*n)?);
-                }
-                Expr::Function("SUBSTRING".into(), args)
-            }
-            E::Trim {
-                expr,
-                trim_where,
-                trim_what,
-                trim_characters,
-            } => {
-                if trim_characters.is_some() {
-                    return Err(unsupported("TRIM with a character list"));
-                }
-                let x = self.expr(*expr)?;
-                let mode = match trim_where {
-                    None | Some(sp::TrimWhereField::Both) => 0,
-                    Some(sp::TrimWhereField::Leading) => 1,
-                    Some(sp::TrimWhereField::Trailing) => 2,
-                };
-                let mut args = vec![x, Expr::Literal(Value::Int(mode))];
-                if let Some(w) = trim_what {
-                    args.push(self.expr(*w)?);
-                }
-                Expr::Function("TRIM".into(), args)
-            }
-            E::Ceil { expr, .. } => Expr::Function("CEIL".into(), vec![self.expr(*expr)?]),
-            E::Floor { expr, .. } => Expr::Function("FLOOR".into(), vec![self.expr(*expr)?]),
-            E::IsDistinctFrom(a, c) => {
-                let x = self.expr(*a)?;
-                let y = self.expr(*c)?;
-                Expr::Unary(UnOp::Not, b(Expr::Binary(BinOp::NullSafeEq, b(x), b(y))))
-            }
-            E::IsNotDistinctFrom(a, c) => {
-                let x = self.expr(*a)?;
-                let y = self.expr(*c)?;
-                Expr::Binary(BinOp::NullSafeEq, b(x), b(y))
-            }
-            E::Subquery(_) | E::Exists { .. } => return Err(unsupported("subqueries")),
-            E::Tuple(v) => return Err(SqlError::OperandColumns(v.len().min(1))),
-            E::Interval(_) => return Err(unsupported("INTERVAL expressions")),
-            other => return Err(unsupported(other.to_string())),
-        })
-    }
-}
-
-/// The bytes of a hex literal (`X'hh..'` or `0xhh..`) as text. A character that is not a hex
-/// digit (only `X'..'` can hold one: sqlparser ends `0x..` at the first) is a syntax error as in
-/// MySQL, never a slice inside a multi-byte character. An odd digit count reads as if led by
-/// `0`, as MySQL reads `0xabc`.
-fn hex_literal(h: &str) -> Result<String, SqlError> {
-    let digits = h.as_bytes();
-    if !digits.iter().all(u8::is_ascii_hexdigit) {
-        return Err(SqlError::Syntax(format!("X'{h}'")));
-    }
-    let nibble = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
-    let (head, rest) = digits.split_at(digits.len() % 2);
-    let bytes: Vec<u8> = head
-        .iter()
-        .map(|&c| nibble(c))
-        .chain(rest.chunks(2).map(|p| nibble(p[0]) << 4 | nibble(p[1])))
-        .collect();
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
-}
-
-fn cast_type(dt: &sp::DataType) -> Result<CastType, SqlError> {
-    let s = dt.to_string().to_ascii_uppercase();
-    let base = s.split('(').next().unwrap_or("").trim().to_string();
-    Ok(match base.as_str() {
-        "SIGNED" | "SIGNED INTEGER" | "INT" | "INTEGER" | "BIGINT" => CastType::Signed,
-        "UNSIGNED" | "UNSIGNED INTEGER" | "INT UNSIGNED" | "BIGINT UNSIGNED" => CastType::Unsigned,
-        "CHAR" | "VARCHAR" | "NCHAR" | "TEXT" | "BINARY" | "CHARACTER" => CastType::Char,
-        "DOUBLE" | "FLOAT" | "REAL" | "DOUBLE PRECISION" => CastType::Double,
-        "DATE" => CastType::Date,
-        "DATETIME" | "TIMESTAMP" => CastType::DateTime,
-        "DECIMAL" | "NUMERIC" | "DEC" => {
-            let scale = s
-                .split(',')
-                .nth(1)
-                .and_then(|x| x.trim_end_matches(')').trim().parse::<u8>().ok())
-                .unwrap_or(0);
-            if scale > 30 {
-                return Err(SqlError::other(
-                    1425,
-                    "42000",
-                    format!("Too big scale {scale} specified. Maximum is 30."),
-                ));
-            }
-            CastType::Decimal(scale)
-        }
-        _ => return Err(unsupported(format!("CAST AS {s}"))),
-    })
-}
-
-/// A numeric literal: BIGINT if it fits, BIGINT UNSIGNED if it fits that, DECIMAL for a fraction
-/// or a longer integer, DOUBLE with an exponent.
-pub fn number_literal(n: &str) -> Result<Value, SqlError> {
-    if n.contains(['e', 'E']) {
-        return n
-            .parse::<f64>()
-            .map(Value::Double)
-            .map_err(|_| SqlError::Syntax(n.into()));
-    }
-    if !n.contains('.') {
-        if let Ok(i) = n.parse::<i64>() {
-            return Ok(Value::Int(i));
-        }
-        if let Ok(u) = n.parse::<u64>() {
-            return Ok(Value::UInt(u));
-        }
-    }
-    match Decimal::parse(n) {
-        Some(d) => Ok(Value::Decimal(d)),
-        None => n
-            .parse::<f64>()
-            .map(Value::Double)
-            .map_err(|_| SqlError::Syntax(n.into())),
     }
 }
 

@@ -1,0 +1,168 @@
+//! Column names as MySQL prints them: an unaliased select item is named by its text exactly as
+//! written (`1+1`, `COUNT( * )`), sliced out of the statement with sqlparser's spans; a bare
+//! string literal by its value, a column reference by its name.
+
+use sqlparser::ast as sp;
+use sqlparser::ast::Spanned;
+use sqlparser::tokenizer::Location;
+
+/// A statement's text with its line starts, to map sqlparser's line/column spans to bytes.
+#[derive(Debug, Clone)]
+pub struct SourceText<'a> {
+    pub sql: &'a str,
+    /// Byte offset of each line's start.
+    lines: Vec<usize>,
+}
+
+impl<'a> SourceText<'a> {
+    pub fn new(sql: &'a str) -> SourceText<'a> {
+        let mut lines = vec![0];
+        for (i, b) in sql.bytes().enumerate() {
+            if b == b'\n' {
+                lines.push(i + 1);
+            }
+        }
+        SourceText { sql, lines }
+    }
+
+    fn offset(&self, l: Location) -> Option<usize> {
+        if l.line == 0 {
+            return None;
+        }
+        let start = *self.lines.get(l.line as usize - 1)?;
+        let line = &self.sql[start..];
+        let col = l.column as usize - 1;
+        Some(
+            start
+                + line
+                    .char_indices()
+                    .nth(col)
+                    .map(|(i, _)| i)
+                    .unwrap_or(line.len()),
+        )
+    }
+
+    /// The start of the function name whose argument list holds byte `at`: back to the nearest
+    /// unmatched `(` (outside quotes, as far as a backward scan can tell), then over the word
+    /// before it.
+    fn call_start(bytes: &[u8], at: usize) -> Option<usize> {
+        let mut depth = 0i32;
+        let mut j = at;
+        let open = loop {
+            if j == 0 {
+                return None;
+            }
+            j -= 1;
+            match bytes[j] {
+                b')' => depth += 1,
+                b'(' if depth == 0 => break j,
+                b'(' => depth -= 1,
+                _ => {}
+            }
+        };
+        let mut k = open;
+        while k > 0 && bytes[k - 1].is_ascii_whitespace() {
+            k -= 1;
+        }
+        let end = k;
+        while k > 0 && (bytes[k - 1].is_ascii_alphanumeric() || bytes[k - 1] == b'_') {
+            k -= 1;
+        }
+        (k < end).then_some(k)
+    }
+
+    /// The source text an expression was written as (MySQL's column name), if spans allow.
+    /// sqlparser's spans end before a function's closing parenthesis (and cover only the name
+    /// of `NOW()`), so the end is extended until parentheses balance.
+    fn source_text(&self, e: &sp::Expr) -> Option<String> {
+        let span = e.span();
+        let mut a = self.offset(span.start)?;
+        let mut b = self.offset(span.end)?;
+        if a >= b || b > self.sql.len() {
+            return None;
+        }
+        let bytes = self.sql.as_bytes();
+        if matches!(
+            e,
+            sp::Expr::Substring { .. }
+                | sp::Expr::Trim { .. }
+                | sp::Expr::Ceil { .. }
+                | sp::Expr::Floor { .. }
+                | sp::Expr::Position { .. }
+                | sp::Expr::Extract { .. }
+        ) {
+            // Keyword forms (`SUBSTRING(x FROM 2)`, `TRIM(LEADING 'a' FROM x)`): the span starts
+            // inside the parentheses; the name is the word before the opening one.
+            a = Self::call_start(bytes, a)?;
+        }
+        let balance = |from: usize, to: usize| -> i64 {
+            let mut bal = 0i64;
+            let mut quote: Option<u8> = None;
+            for &c in &bytes[from..to] {
+                match quote {
+                    Some(q) if c == q => quote = None,
+                    Some(_) => {}
+                    None => match c {
+                        b'\'' | b'"' | b'`' => quote = Some(c),
+                        b'(' => bal += 1,
+                        b')' => bal -= 1,
+                        _ => {}
+                    },
+                }
+            }
+            bal
+        };
+        if matches!(e, sp::Expr::Function(_)) {
+            // `NOW()`: the span covers `NOW` only; take the argument list too.
+            let mut j = b;
+            while j < bytes.len() && bytes[j].is_ascii_whitespace() {
+                j += 1;
+            }
+            if balance(a, b) == 0 && j < bytes.len() && bytes[j] == b'(' {
+                b = j + 1;
+            }
+        }
+        let mut guard = 0;
+        while balance(a, b) > 0 && guard < 64 {
+            guard += 1;
+            let mut quote: Option<u8> = None;
+            let mut j = b;
+            while j < bytes.len() {
+                let c = bytes[j];
+                match quote {
+                    Some(q) if c == q => quote = None,
+                    Some(_) => {}
+                    None if c == b'\'' || c == b'"' || c == b'`' => quote = Some(c),
+                    None if c == b')' => break,
+                    None => {}
+                }
+                j += 1;
+            }
+            if j >= bytes.len() {
+                return None;
+            }
+            b = j + 1;
+        }
+        Some(self.sql[a..b].trim().to_string())
+    }
+
+    /// MySQL's column name for an unaliased select item: a string literal's value, a column's
+    /// name, otherwise the expression as written.
+    pub fn column_name(&self, e: &sp::Expr) -> String {
+        match e {
+            sp::Expr::Value(v) => match &v.value {
+                sp::Value::SingleQuotedString(s) | sp::Value::DoubleQuotedString(s) => {
+                    return s.clone()
+                }
+                sp::Value::Null => return "NULL".into(),
+                _ => {}
+            },
+            sp::Expr::Identifier(i) => return i.value.clone(),
+            sp::Expr::CompoundIdentifier(ids) if !ids[0].value.starts_with("@@") => {
+                return ids.last().map(|i| i.value.clone()).unwrap_or_default()
+            }
+            _ => {}
+        }
+        self.source_text(e).unwrap_or_else(|| e.to_string())
+    }
+}

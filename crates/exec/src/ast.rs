@@ -22,20 +22,7 @@ pub struct TableRef {
     pub name: String,
 }
 
-/// Aggregate functions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AggFunc {
-    /// COUNT(*) when the argument is `None`, else COUNT(expr).
-    Count,
-    /// SUM.
-    Sum,
-    /// AVG.
-    Avg,
-    /// MIN.
-    Min,
-    /// MAX.
-    Max,
-}
+pub use shoal_sql::ast::AggFunc;
 
 /// One aggregate call of a SELECT.
 #[derive(Debug, Clone, PartialEq)]
@@ -155,6 +142,9 @@ pub enum AlterOp {
 /// A table statement.
 #[derive(Debug, Clone)]
 pub enum TableStmt {
+    /// A query the single-table SELECT does not cover (joins, subqueries, derived tables,
+    /// UNION, no table): run by the query engine ([`crate::query`]).
+    Query(Box<shoal_sql::ast::Query>),
     /// CREATE TABLE.
     CreateTable {
         /// Database (None = current).
@@ -243,7 +233,7 @@ impl TableStmt {
             TableStmt::ShowColumns { .. } => "show_fields",
             TableStmt::ShowIndex(_) => "show_keys",
             TableStmt::Analyze(_) => "analyze",
-            TableStmt::Select(_) => "select",
+            TableStmt::Select(_) | TableStmt::Query(_) => "select",
             TableStmt::Insert(i) if i.replace => "replace",
             TableStmt::Insert(_) => "insert",
             TableStmt::Update(_) => "update",

@@ -232,6 +232,9 @@ fn mark_columns(e: &Expr, names: &[String], mask: &mut [bool]) {
             els.iter().for_each(|x| mark_columns(x, names, mask));
         }
         Expr::Function(_, args) => args.iter().for_each(|x| mark_columns(x, names, mask)),
+        // Only the query engine has these (it binds columns to slots itself).
+        Expr::QColumn(_, c) => mark_columns(&Expr::Column(c.clone()), names, mask),
+        Expr::Slot(_) | Expr::Aggregate(_) | Expr::Subquery(_) => mask.fill(true),
     }
 }
 
@@ -261,7 +264,7 @@ pub(crate) fn needed_columns(sel: &SelectStmt, names: &[String]) -> Option<Vec<b
 }
 
 /// Sort key comparison: NULL first, `compare` for the rest.
-fn cmp_keys(a: &[Value], b: &[Value], desc: &[bool]) -> Ordering {
+pub(crate) fn cmp_keys(a: &[Value], b: &[Value], desc: &[bool]) -> Ordering {
     for ((x, y), d) in a.iter().zip(b).zip(desc) {
         let o = match (x.is_null(), y.is_null()) {
             (true, true) => Ordering::Equal,
@@ -279,7 +282,7 @@ fn cmp_keys(a: &[Value], b: &[Value], desc: &[bool]) -> Ordering {
 
 /// A hashable key for grouping and DISTINCT: equal under SQL comparison (case-insensitive
 /// strings, trailing spaces ignored, `1 = 1.0`).
-fn group_key(vals: &[Value]) -> String {
+pub(crate) fn group_key(vals: &[Value]) -> String {
     let mut s = String::new();
     for v in vals {
         match v {
@@ -334,7 +337,7 @@ fn to_limit(
 
 /// Aggregate accumulator.
 #[derive(Debug, Clone)]
-struct Acc {
+pub(crate) struct Acc {
     count: i64,
     /// Integer sum (exact) while all inputs are integers.
     isum: i128,
@@ -345,7 +348,7 @@ struct Acc {
 }
 
 impl Acc {
-    fn new(distinct: bool) -> Acc {
+    pub(crate) fn new(distinct: bool) -> Acc {
         Acc {
             count: 0,
             isum: 0,
@@ -356,7 +359,7 @@ impl Acc {
         }
     }
 
-    fn add(&mut self, func: AggFunc, v: Value) -> Result<(), SqlError> {
+    pub(crate) fn add(&mut self, func: AggFunc, v: Value) -> Result<(), SqlError> {
         if v.is_null() {
             return Ok(());
         }
@@ -407,7 +410,7 @@ impl Acc {
         Ok(())
     }
 
-    fn finish(&self, func: AggFunc, div_prec: u32) -> Value {
+    pub(crate) fn finish(&self, func: AggFunc, div_prec: u32) -> Value {
         match func {
             AggFunc::Count => Value::Int(self.count),
             _ if self.count == 0 => Value::Null,

@@ -34,12 +34,17 @@
 //! # Pipeline
 //!
 //! 1. [`translate`]: sqlparser (`MySqlDialect`) -> [`ast::TableStmt`], expressions into
-//!    `shoal_sql::ast::Expr`; a small hand-written front for SHOW/DESCRIBE/ANALYZE. Joins,
-//!    subqueries, UNION, INSERT ... SELECT are 1235.
+//!    `shoal_sql::ast::Expr` through the SQL crate's one expression translator; a small
+//!    hand-written front for SHOW/DESCRIBE/ANALYZE/CHECK. A SELECT the single-table form does
+//!    not cover (joins, subqueries, derived tables, UNION, no table) becomes
+//!    [`ast::TableStmt::Query`] for the [`query`] engine. INSERT ... SELECT and multi-table
+//!    UPDATE/DELETE are 1235.
 //! 2. [`plan`]: access path per statement (primary-key point/IN/range, secondary-index
 //!    prefix/IN/range, full scan), chosen once at PREPARE; values bound at EXECUTE.
 //! 3. [`exec`]: scans through the store transaction, re-applies the full WHERE, then
 //!    aggregates/sorts/projects (SELECT) or writes (INSERT/UPDATE/DELETE/REPLACE).
+//!    [`query`]: binds names to slots of one row frame, plans nested-loop joins with
+//!    per-table access paths, runs subqueries (cached when uncorrelated).
 //! 4. [`session`]: transactions per session (autocommit, statement savepoints, deadlock ends
 //!    the transaction, KILL), DDL with implicit commit, SHOW statements ([`show`]) and
 //!    `information_schema.SCHEMATA/TABLES/COLUMNS`.
@@ -55,6 +60,7 @@ pub mod ast;
 pub mod convert;
 pub mod exec;
 pub mod plan;
+pub mod query;
 pub mod session;
 pub mod show;
 pub mod translate;

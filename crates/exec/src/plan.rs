@@ -114,7 +114,11 @@ pub fn conjuncts(e: &Expr) -> Vec<&Expr> {
 /// Whether an expression reads no column (may still read parameters and variables).
 pub fn is_row_independent(e: &Expr) -> bool {
     match e {
-        Expr::Column(_) | Expr::AssignUserVar(..) => false,
+        Expr::Column(_) | Expr::QColumn(..) | Expr::AssignUserVar(..) => false,
+        // A bound column of a source read earlier (the query engine's nested loops), or of an
+        // enclosing query: constant while this table is read.
+        Expr::Slot(_) => true,
+        Expr::Aggregate(_) | Expr::Subquery(_) => false,
         Expr::Literal(_) | Expr::Param(_) | Expr::SysVar(..) | Expr::UserVar(_) => true,
         Expr::Unary(_, a) | Expr::IsNull(a, _) | Expr::IsBool(a, _, _) | Expr::Cast(a, _) => {
             is_row_independent(a)

@@ -32,6 +32,7 @@ use crate::ast::*;
 use crate::convert::{column_info, flags, sql_type_of, store_err, ColumnInfo};
 use crate::exec::{Exec, ExecOutput, Source};
 use crate::plan::{choose_access, Access};
+use crate::query::QueryPlan;
 use crate::show;
 use crate::translate::parse_table_statement;
 
@@ -148,6 +149,8 @@ pub struct Plan {
     names: Vec<String>,
     /// The columns of `names` a SELECT reads (`None`: all), computed once here.
     needed: Option<Vec<bool>>,
+    /// The bound query of a [`TableStmt::Query`].
+    query: Option<Arc<QueryPlan>>,
 }
 
 impl Plan {
@@ -319,7 +322,13 @@ impl TableSession {
             let def = store.table(&d, &t.name).map_err(store_err)?;
             Ok((d, def))
         };
+        let mut query = None;
         match &stmt {
+            TableStmt::Query(q) => {
+                let qp = crate::query::prepare(store, q, db.as_deref())?;
+                columns = qp.columns.clone();
+                query = Some(Arc::new(qp));
+            }
             TableStmt::Select(sel) => {
                 let d = resolve_db(&sel.table, &db)?;
                 if is_info_schema(&d) {
@@ -364,6 +373,7 @@ impl TableSession {
             access,
             names,
             needed,
+            query,
         }))
     }
 
@@ -620,6 +630,23 @@ fn run_dml(
     params: &[Value],
     ctx: &mut dyn Context,
 ) -> Result<ExecOutput, SqlError> {
+    if let (TableStmt::Query(q), Some(qp)) = (&plan.stmt, &plan.query) {
+        // Re-bound when a table it reads was altered since PREPARE.
+        let stale = qp.tables.iter().any(|(d, n, def)| {
+            store
+                .table(d, n)
+                .map_or(true, |now| !Arc::ptr_eq(&now, def) && *now != **def)
+        });
+        let (qp, columns) = if stale {
+            let fresh = crate::query::prepare(store, q, plan.db.as_deref())?;
+            let cols: Arc<[ColumnInfo]> = fresh.columns.clone().into();
+            (Arc::new(fresh), cols)
+        } else {
+            (qp.clone(), plan.columns.clone())
+        };
+        let rows = crate::query::execute(&qp, store, txn, params, ctx)?;
+        return Ok(ExecOutput::Rows { columns, rows });
+    }
     let mut ex = Exec { txn, ctx, params };
     match &plan.stmt {
         TableStmt::Select(sel) => {
@@ -761,10 +788,13 @@ fn walk(e: &Expr, f: &mut dyn FnMut(&str)) {
             }
         }
         Expr::Function(_, args) => args.iter().for_each(|x| walk(x, f)),
+        Expr::QColumn(_, c) => f(c),
+        // The query engine's forms (never in a single-table statement).
+        Expr::Slot(_) | Expr::Aggregate(_) | Expr::Subquery(_) => {}
     }
 }
 
-fn key_flags(def: &TableDef, i: usize) -> u16 {
+pub(crate) fn key_flags(def: &TableDef, i: usize) -> u16 {
     let mut fl = 0;
     if def.primary_key.as_ref().is_some_and(|pk| pk.contains(&i)) {
         fl |= flags::PRI_KEY;
@@ -808,7 +838,18 @@ fn expr_type(e: &Expr, def: &TableDef, sel: &SelectStmt) -> SqlType {
             .column_index(c)
             .map(|i| sql_type_of(def.columns[i].ty))
             .unwrap_or(SqlType::Str),
-        other => static_type(other),
+        // Typed through its columns and aggregates (`SUM(d) - MAX(d)` is DECIMAL, `id + 1` an
+        // integer), not as if they were strings.
+        other => crate::query::bind::map_expr(other, &mut |x| {
+            Ok(match x {
+                Expr::Column(_) => Some(Expr::Literal(crate::query::bind::sample(expr_type(
+                    x, def, sel,
+                )))),
+                _ => None,
+            })
+        })
+        .map(|t| static_type(&t))
+        .unwrap_or(SqlType::Str),
     }
 }
 

@@ -65,6 +65,7 @@ fn parse_tokens(
     }
     let mut tr = Translator {
         params: 0,
+        qualifiers: None,
         src: SourceText::new(text),
     };
     let st = tr.statement(stmts.remove(0))?;
@@ -251,6 +252,9 @@ fn parse_show_like(text: &str) -> Result<Option<TableStmt>, SqlError> {
 struct Translator<'a> {
     /// `?` placeholders seen so far.
     params: usize,
+    /// The names a column may be qualified with (the statement's table and its alias); `None`
+    /// before the table is known.
+    qualifiers: Option<Vec<String>>,
     /// The statement text: result columns are named as written.
     src: SourceText<'a>,
 }
@@ -304,6 +308,26 @@ fn single_table(from: &[sp::TableWithJoins]) -> Result<TableRef, SqlError> {
         } => table_ref(name),
         sp::TableFactor::Derived { .. } => Err(unsupported("subqueries in FROM")),
         other => Err(unsupported(format!("table expression {other}"))),
+    }
+}
+
+/// The names a column of a single-table statement may be qualified with: the table's name and
+/// its alias.
+fn qualifier_names(from: &[sp::TableWithJoins]) -> Option<Vec<String>> {
+    match &from.first()?.relation {
+        sp::TableFactor::Table { name, alias, .. } => {
+            // An alias hides the table's own name, as in MySQL.
+            let shown = match alias {
+                Some(a) => Some(a.name.value.clone()),
+                None => name
+                    .0
+                    .last()
+                    .and_then(|p| p.as_ident())
+                    .map(|i| i.value.clone()),
+            };
+            Some(shown.into_iter().collect())
+        }
+        _ => None,
     }
 }
 
@@ -464,7 +488,21 @@ enum Scope {
 impl Translator<'_> {
     fn statement(&mut self, st: sp::Statement) -> Result<TableStmt, SqlError> {
         match st {
-            sp::Statement::Query(q) => self.select(*q),
+            sp::Statement::Query(q) => {
+                // The single-table SELECT (with its cached access path and column mask) where it
+                // applies; everything it does not cover goes to the query engine, which covers
+                // it all. The translation has no side effects besides numbering `?`s.
+                let params = self.params;
+                match self.select((*q).clone()) {
+                    Err(SqlError::Unsupported(_)) => {
+                        self.params = params;
+                        let query =
+                            shoal_sql::translate::query::query(&self.src, &mut self.params, &q)?;
+                        Ok(TableStmt::Query(Box::new(query)))
+                    }
+                    other => other,
+                }
+            }
             sp::Statement::Insert(i) => self.insert(i),
             sp::Statement::Update(u) => self.update(u),
             sp::Statement::Delete(d) => self.delete(d),
@@ -746,6 +784,7 @@ impl Translator<'_> {
             return Err(unsupported("SELECT without a table in the table executor"));
         }
         let table = single_table(&sel.from)?;
+        self.qualifiers = qualifier_names(&sel.from);
         let distinct = match &sel.distinct {
             None | Some(sp::Distinct::All) => false,
             Some(sp::Distinct::Distinct) => true,
@@ -756,7 +795,30 @@ impl Translator<'_> {
         for it in &sel.projection {
             match it {
                 sp::SelectItem::Wildcard(_) => items.push(ProjItem::Star),
-                sp::SelectItem::QualifiedWildcard(..) => items.push(ProjItem::Star),
+                sp::SelectItem::QualifiedWildcard(kind, _) => {
+                    let q = match kind {
+                        sp::SelectItemQualifiedWildcardKind::ObjectName(n) => {
+                            n.0.last()
+                                .and_then(|p| p.as_ident())
+                                .map(|i| i.value.clone())
+                                .unwrap_or_default()
+                        }
+                        other => other.to_string(),
+                    };
+                    let q = q.as_str();
+                    let known = self
+                        .qualifiers
+                        .as_ref()
+                        .is_some_and(|n| n.iter().any(|n| n.eq_ignore_ascii_case(q)));
+                    if !known {
+                        return Err(SqlError::other(
+                            1051,
+                            "42S02",
+                            format!("Unknown table '{q}'"),
+                        ));
+                    }
+                    items.push(ProjItem::Star)
+                }
                 sp::SelectItem::UnnamedExpr(e) => {
                     let name = self.src.column_name(e);
                     items.push(ProjItem::Expr {
@@ -941,6 +1003,7 @@ impl Translator<'_> {
             return Err(unsupported("multi-table UPDATE"));
         }
         let table = single_table(std::slice::from_ref(&u.table))?;
+        self.qualifiers = qualifier_names(std::slice::from_ref(&u.table));
         let sets = self.assignments(&u.assignments, Scope::Plain)?;
         let mut none = Vec::new();
         let filter = u
@@ -971,6 +1034,7 @@ impl Translator<'_> {
             sp::FromTable::WithFromKeyword(v) | sp::FromTable::WithoutKeyword(v) => v,
         };
         let table = single_table(from)?;
+        self.qualifiers = qualifier_names(from);
         let mut none = Vec::new();
         let filter = d
             .selection
@@ -1001,6 +1065,7 @@ impl Translator<'_> {
     ) -> Result<Expr, SqlError> {
         let mut cx = ExprCx {
             params: &mut self.params,
+            qualifiers: self.qualifiers.as_deref(),
             scope,
             aggs,
         };
@@ -1013,6 +1078,8 @@ impl Translator<'_> {
 /// in ON DUPLICATE KEY UPDATE.
 struct ExprCx<'t> {
     params: &'t mut usize,
+    /// See [`Translator::qualifiers`].
+    qualifiers: Option<&'t [String]>,
     scope: Scope,
     aggs: &'t mut Vec<AggCall>,
 }
@@ -1021,6 +1088,18 @@ impl ExprScope for ExprCx<'_> {
     fn next_param(&mut self) -> usize {
         *self.params += 1;
         *self.params - 1
+    }
+
+    fn column(&mut self, qualifier: Option<&str>, name: &str) -> Result<Expr, SqlError> {
+        if let (Some(q), Some(names)) = (qualifier, self.qualifiers) {
+            if !names.iter().any(|n| n.eq_ignore_ascii_case(q)) {
+                return Err(SqlError::UnknownColumn(
+                    format!("{q}.{name}"),
+                    "field list".into(),
+                ));
+            }
+        }
+        Ok(Expr::Column(name.to_string()))
     }
 
     fn special_function(&mut self, name: &str, f: &sp::Function) -> Result<Option<Expr>, SqlError> {
@@ -1045,6 +1124,7 @@ impl ExprScope for ExprCx<'_> {
                 // Aggregates inside aggregates are invalid (1111 from the plain scope).
                 let mut inner = ExprCx {
                     params: self.params,
+                    qualifiers: self.qualifiers,
                     scope: Scope::Plain,
                     aggs: &mut Vec::new(),
                 };

@@ -160,6 +160,180 @@ pub enum Expr {
     Function(String, Vec<Expr>),
     /// `CAST(x AS type)`.
     Cast(Box<Expr>, CastType),
+    /// A column reference with its qualifier as written (`t.c`; `db.t.c` keeps `t`). Only the
+    /// query translator ([`crate::translate::query`]) keeps qualifiers; the query engine's
+    /// binder resolves them to [`Expr::Slot`].
+    QColumn(Option<String>, String),
+    /// A bound column: slot `n` of the executing statement's row frame (query engine).
+    Slot(usize),
+    /// An aggregate call (query engine; the binder replaces it by a slot).
+    Aggregate(Box<Aggregate>),
+    /// A subquery used as a value (query engine).
+    Subquery(Box<Subquery>),
+}
+
+/// Aggregate functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AggFunc {
+    /// COUNT(*) when the argument is `None`, else COUNT(expr).
+    Count,
+    /// SUM.
+    Sum,
+    /// AVG.
+    Avg,
+    /// MIN.
+    Min,
+    /// MAX.
+    Max,
+}
+
+impl AggFunc {
+    /// The function of an (upper-case) name, if it is an aggregate.
+    pub fn of(name: &str) -> Option<AggFunc> {
+        Some(match name {
+            "COUNT" => AggFunc::Count,
+            "SUM" => AggFunc::Sum,
+            "AVG" => AggFunc::Avg,
+            "MIN" => AggFunc::Min,
+            "MAX" => AggFunc::Max,
+            _ => return None,
+        })
+    }
+}
+
+/// An aggregate call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Aggregate {
+    pub func: AggFunc,
+    /// Argument (`None` = `COUNT(*)`).
+    pub arg: Option<Expr>,
+    /// `DISTINCT` inside the call.
+    pub distinct: bool,
+}
+
+/// How a subquery is used.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SubqueryKind {
+    /// `(SELECT ..)` as a value: one column, at most one row (1242), NULL without rows.
+    Scalar,
+    /// `EXISTS (SELECT ..)` (`NOT EXISTS` is `NOT` around it).
+    Exists,
+    /// `operand [NOT] IN (SELECT ..)`.
+    In { operand: Expr, negated: bool },
+    /// `operand op ANY|SOME|ALL (SELECT ..)`.
+    Compare { operand: Expr, op: BinOp, all: bool },
+}
+
+/// A subquery expression.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Subquery {
+    pub kind: SubqueryKind,
+    pub query: Query,
+    /// Its number within the statement, given by the binder (0 until bound).
+    pub id: usize,
+}
+
+/// Row locks a query takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RowLock {
+    /// Consistent (non-locking) read.
+    #[default]
+    None,
+    /// `LOCK IN SHARE MODE` / `FOR SHARE`.
+    Share,
+    /// `FOR UPDATE`.
+    Update,
+}
+
+/// A query: a SELECT or a UNION of them, ordered and limited.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Query {
+    pub body: QueryBody,
+    /// ORDER BY (expression, descending).
+    pub order_by: Vec<(Expr, bool)>,
+    pub limit: Option<Expr>,
+    pub offset: Option<Expr>,
+    pub lock: RowLock,
+}
+
+/// The body of a query.
+#[derive(Debug, Clone, PartialEq)]
+pub enum QueryBody {
+    Select(Box<QuerySelect>),
+    /// `left UNION [ALL] right`.
+    Union {
+        all: bool,
+        left: Box<QueryBody>,
+        right: Box<QueryBody>,
+    },
+    /// A parenthesized query with its own ORDER BY / LIMIT.
+    Query(Box<Query>),
+}
+
+/// One SELECT block.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuerySelect {
+    pub distinct: bool,
+    pub items: Vec<QueryItem>,
+    /// FROM: comma-separated table expressions (empty: no table).
+    pub from: Vec<TableExpr>,
+    pub filter: Option<Expr>,
+    pub group_by: Vec<Expr>,
+    pub having: Option<Expr>,
+}
+
+/// One SELECT list item.
+#[derive(Debug, Clone, PartialEq)]
+pub enum QueryItem {
+    /// `*` or `t.*`.
+    Wildcard(Option<String>),
+    /// An expression, its header (alias or text as written), whether an alias was given.
+    Expr {
+        expr: Expr,
+        name: String,
+        aliased: bool,
+    },
+}
+
+/// A FROM-clause item.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TableExpr {
+    /// `[db.]name [AS alias]`.
+    Table {
+        db: Option<String>,
+        name: String,
+        alias: Option<String>,
+    },
+    /// `(SELECT ..) AS alias`.
+    Derived { query: Box<Query>, alias: String },
+    /// A join of two table expressions.
+    Join {
+        left: Box<TableExpr>,
+        right: Box<TableExpr>,
+        kind: JoinKind,
+        cond: JoinCond,
+    },
+}
+
+/// Join kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinKind {
+    /// `[INNER] JOIN`, `CROSS JOIN`, `STRAIGHT_JOIN`.
+    Inner,
+    /// `LEFT [OUTER] JOIN`.
+    Left,
+    /// `RIGHT [OUTER] JOIN`.
+    Right,
+}
+
+/// How a join matches rows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JoinCond {
+    /// Every pair (CROSS JOIN, JOIN without ON).
+    None,
+    On(Expr),
+    Using(Vec<String>),
+    Natural,
 }
 
 impl fmt::Display for Expr {
@@ -223,6 +397,18 @@ impl Expr {
                 write!(f, ")")
             }
             Expr::Cast(e, t) => write!(f, "cast({e} as {t:?})"),
+            Expr::QColumn(Some(t), c) => write!(f, "`{t}`.`{c}`"),
+            Expr::QColumn(None, c) => write!(f, "`{c}`"),
+            Expr::Slot(n) => write!(f, "#{n}"),
+            Expr::Aggregate(a) => {
+                let name = format!("{:?}", a.func).to_ascii_lowercase();
+                let d = if a.distinct { "distinct " } else { "" };
+                match &a.arg {
+                    None => write!(f, "{name}(*)"),
+                    Some(x) => write!(f, "{name}({d}{x})"),
+                }
+            }
+            Expr::Subquery(_) => write!(f, "(subquery)"),
         }
     }
 }

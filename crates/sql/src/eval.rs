@@ -22,7 +22,7 @@
 use std::cmp::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::ast::{BinOp, CastType, Expr, UnOp, VarScope};
+use crate::ast::{AggFunc, BinOp, CastType, Expr, UnOp, VarScope};
 use crate::decimal::Decimal;
 use crate::error::SqlError;
 use crate::value::{compare, format_double, str_to_f64, str_to_i128, DateTime, SqlType, Value};
@@ -45,6 +45,17 @@ pub trait Context {
             name.to_string(),
             "field list".into(),
         ))
+    }
+    /// Slot `i` of the query engine's row frame (a bound column).
+    fn slot(&self, i: usize) -> Result<Value, SqlError> {
+        Err(SqlError::Unsupported(format!(
+            "bound column #{i} outside a query"
+        )))
+    }
+    /// The value of a subquery (the query engine runs it, with the current row as its outer
+    /// row when correlated).
+    fn subquery(&mut self, _q: &crate::ast::Subquery) -> Result<Value, SqlError> {
+        Err(SqlError::Unsupported("subqueries here".into()))
     }
     /// Current database.
     fn database(&self) -> Option<String>;
@@ -1162,7 +1173,14 @@ pub fn eval(e: &Expr, ctx: &mut dyn Context) -> Result<Value, SqlError> {
 fn eval_level(e: &Expr, ctx: &mut dyn Context) -> Result<Value, SqlError> {
     match e {
         Expr::Literal(v) => Ok(v.clone()),
-        Expr::Column(c) => ctx.column(c),
+        Expr::Column(c) | Expr::QColumn(_, c) => ctx.column(c),
+        Expr::Slot(i) => ctx.slot(*i),
+        Expr::Subquery(q) => ctx.subquery(q),
+        Expr::Aggregate(_) => Err(SqlError::other(
+            1111,
+            "HY000",
+            "Invalid use of group function",
+        )),
         Expr::Param(i) => ctx.param(*i),
         Expr::SysVar(scope, name) => ctx.system_var(*scope, name),
         Expr::UserVar(n) => Ok(ctx.user_var(n)),
@@ -1435,6 +1453,23 @@ fn static_type_level(e: &Expr) -> SqlType {
             .map(|(_, t)| static_type(t))
             .unwrap_or(SqlType::Str),
         Expr::AssignUserVar(_, x) => static_type(x),
+        Expr::Aggregate(a) => {
+            let arg = a.arg.as_ref().map(static_type).unwrap_or(SqlType::Int);
+            match a.func {
+                AggFunc::Count => SqlType::Int,
+                AggFunc::Min | AggFunc::Max => arg,
+                AggFunc::Sum => match arg {
+                    SqlType::Int | SqlType::UInt => SqlType::Decimal(0),
+                    SqlType::Decimal(s) => SqlType::Decimal(s),
+                    _ => SqlType::Double,
+                },
+                AggFunc::Avg => match arg {
+                    SqlType::Int | SqlType::UInt => SqlType::Decimal(4),
+                    SqlType::Decimal(s) => SqlType::Decimal(s + 4),
+                    _ => SqlType::Double,
+                },
+            }
+        }
         _ => SqlType::Str,
     }
 }

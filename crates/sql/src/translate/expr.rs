@@ -26,6 +26,17 @@ pub trait ExprScope {
     /// The number of the next `?` placeholder (they are numbered in textual order).
     fn next_param(&mut self) -> usize;
 
+    /// A column reference: `qualifier` is the table (or alias) written before it, if any. The
+    /// default drops the qualifier (single-table statements).
+    fn column(&mut self, _qualifier: Option<&str>, name: &str) -> Result<Expr, SqlError> {
+        Ok(Expr::Column(name.to_string()))
+    }
+
+    /// A subquery used as a value; only the query engine's context has them.
+    fn subquery(&mut self, _kind: SubqueryKind, _q: &sp::Query) -> Result<Expr, SqlError> {
+        Err(unsupported("subqueries"))
+    }
+
     /// A function call the context handles itself (`name` is upper case): aggregates, `VALUES()`.
     /// `Ok(None)` translates it as an ordinary function.
     fn special_function(
@@ -169,10 +180,10 @@ fn expr_level(cx: &mut dyn ExprScope, e: &sp::Expr) -> Result<Expr, SqlError> {
                     | "LOCALTIME" | "LOCALTIMESTAMP" => {
                         Expr::Function(i.value.to_ascii_uppercase(), vec![])
                     }
-                    _ => Expr::Column(i.value.clone()),
+                    _ => cx.column(None, &i.value)?,
                 }
             } else {
-                Expr::Column(i.value.clone())
+                cx.column(None, &i.value)?
             }
         }
         E::CompoundIdentifier(ids) => {
@@ -193,7 +204,9 @@ fn expr_level(cx: &mut dyn ExprScope, e: &sp::Expr) -> Result<Expr, SqlError> {
                 // db.table.column is the longest column reference.
                 return Err(SqlError::Syntax(e.to_string()));
             } else {
-                Expr::Column(ids.last().map(|i| i.value.clone()).unwrap_or_default())
+                let q = (ids.len() >= 2).then(|| ids[ids.len() - 2].value.as_str());
+                let name = ids.last().map(|i| i.value.as_str()).unwrap_or_default();
+                cx.column(q, name)?
             }
         }
         E::Value(v) => literal(cx, &v.value)?,
@@ -275,7 +288,14 @@ fn expr_level(cx: &mut dyn ExprScope, e: &sp::Expr) -> Result<Expr, SqlError> {
             let x = expr(cx, x)?;
             match target {
                 sp::InTarget::List(list) => Expr::InList(b(x), exprs(cx, list)?, *negated),
-                _ => return Err(unsupported("subqueries")),
+                sp::InTarget::Subquery(q) => cx.subquery(
+                    SubqueryKind::In {
+                        operand: x,
+                        negated: *negated,
+                    },
+                    q,
+                )?,
+                _ => return Err(unsupported("IN over this kind of list")),
             }
         }
         E::Between {
@@ -418,7 +438,43 @@ fn expr_level(cx: &mut dyn ExprScope, e: &sp::Expr) -> Result<Expr, SqlError> {
             let y = expr(cx, c)?;
             Expr::Binary(BinOp::NullSafeEq, b(x), b(y))
         }
-        E::Subquery(_) | E::Exists { .. } => return Err(unsupported("subqueries")),
+        E::Subquery(q) => cx.subquery(SubqueryKind::Scalar, q)?,
+        E::Exists { subquery, negated } => {
+            let e = cx.subquery(SubqueryKind::Exists, subquery)?;
+            if *negated {
+                Expr::Unary(UnOp::Not, b(e))
+            } else {
+                e
+            }
+        }
+        E::AnyOp {
+            left,
+            compare_op,
+            right,
+            ..
+        }
+        | E::AllOp {
+            left,
+            compare_op,
+            right,
+        } => {
+            let all = matches!(e, E::AllOp { .. });
+            let sp::Expr::Subquery(q) = right.as_ref() else {
+                return Err(unsupported("ANY/ALL over an array"));
+            };
+            use sp::BinaryOperator as O;
+            let op = match compare_op {
+                O::Eq => BinOp::Eq,
+                O::NotEq => BinOp::NotEq,
+                O::Lt => BinOp::Lt,
+                O::LtEq => BinOp::LtEq,
+                O::Gt => BinOp::Gt,
+                O::GtEq => BinOp::GtEq,
+                other => return Err(unsupported(format!("{other} ANY/ALL"))),
+            };
+            let operand = expr(cx, left)?;
+            cx.subquery(SubqueryKind::Compare { operand, op, all }, q)?
+        }
         E::Tuple(v) => return Err(SqlError::OperandColumns(v.len().min(1))),
         E::Interval(_) => return Err(unsupported("INTERVAL expressions")),
         other => return Err(unsupported(other.to_string())),

@@ -20,6 +20,7 @@ use sqlparser::tokenizer::{Token, TokenWithSpan};
 
 pub mod expr;
 pub mod names;
+pub mod query;
 
 pub use expr::{cast_type, hex_literal, number_literal, ExprScope, PlainScope};
 pub use names::SourceText;

@@ -1,0 +1,1158 @@
+//! Name resolution, typing and planning of a query (see the module essay in `mod.rs`).
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+use std::sync::Arc;
+
+use shoal_sql::ast::{
+    Aggregate, BinOp, Expr, JoinCond, JoinKind, Query, QueryBody, QueryItem, QuerySelect, RowLock,
+    Subquery, SubqueryKind, TableExpr,
+};
+use shoal_sql::decimal::Decimal;
+use shoal_sql::eval::static_type;
+use shoal_sql::value::{DateTime, SqlType, Value};
+use shoal_sql::SqlError;
+use shoal_store::{Engine, LockMode};
+
+use super::*;
+use crate::convert::{column_info, sql_type_of, store_err, ColumnInfo};
+use crate::plan::{choose_access, conjuncts};
+use crate::show;
+
+/// Rebuilds `e`, letting `f` replace any node (it sees parents before children; a replaced
+/// node's children are not visited).
+pub(crate) fn map_expr(
+    e: &Expr,
+    f: &mut dyn FnMut(&Expr) -> Result<Option<Expr>, SqlError>,
+) -> Result<Expr, SqlError> {
+    shoal_sql::depth::with_stack(|| map_level(e, f))
+}
+
+fn map_level(
+    e: &Expr,
+    f: &mut dyn FnMut(&Expr) -> Result<Option<Expr>, SqlError>,
+) -> Result<Expr, SqlError> {
+    if let Some(x) = f(e)? {
+        return Ok(x);
+    }
+    let mut m = |x: &Expr| -> Result<Box<Expr>, SqlError> { Ok(Box::new(map_expr(x, f)?)) };
+    Ok(match e {
+        Expr::Literal(_)
+        | Expr::Column(_)
+        | Expr::Param(_)
+        | Expr::SysVar(..)
+        | Expr::UserVar(_)
+        | Expr::QColumn(..)
+        | Expr::Slot(_) => e.clone(),
+        Expr::AssignUserVar(n, x) => Expr::AssignUserVar(n.clone(), m(x)?),
+        Expr::Unary(op, x) => Expr::Unary(*op, m(x)?),
+        Expr::Binary(op, x, y) => Expr::Binary(*op, m(x)?, m(y)?),
+        Expr::IsNull(x, n) => Expr::IsNull(m(x)?, *n),
+        Expr::IsBool(x, v, n) => Expr::IsBool(m(x)?, *v, *n),
+        Expr::InList(x, l, n) => {
+            let x = m(x)?;
+            let l = l
+                .iter()
+                .map(|y| m(y).map(|b| *b))
+                .collect::<Result<Vec<_>, _>>()?;
+            Expr::InList(x, l, *n)
+        }
+        Expr::Between(x, lo, hi, n) => Expr::Between(m(x)?, m(lo)?, m(hi)?, *n),
+        Expr::Like(x, p, esc, n) => Expr::Like(m(x)?, m(p)?, *esc, *n),
+        Expr::Case(o, w, el) => {
+            let o = o.as_ref().map(|x| m(x)).transpose()?;
+            let mut arms = Vec::new();
+            for (a, b) in w {
+                arms.push((*m(a)?, *m(b)?));
+            }
+            let el = el.as_ref().map(|x| m(x)).transpose()?;
+            Expr::Case(o, arms, el)
+        }
+        Expr::Function(n, args) => Expr::Function(
+            n.clone(),
+            args.iter()
+                .map(|y| m(y).map(|b| *b))
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+        Expr::Cast(x, t) => Expr::Cast(m(x)?, *t),
+        Expr::Aggregate(a) => Expr::Aggregate(Box::new(Aggregate {
+            func: a.func,
+            arg: a.arg.as_ref().map(|x| m(x).map(|b| *b)).transpose()?,
+            distinct: a.distinct,
+        })),
+        Expr::Subquery(s) => {
+            let kind = match &s.kind {
+                SubqueryKind::In { operand, negated } => SubqueryKind::In {
+                    operand: *m(operand)?,
+                    negated: *negated,
+                },
+                SubqueryKind::Compare { operand, op, all } => SubqueryKind::Compare {
+                    operand: *m(operand)?,
+                    op: *op,
+                    all: *all,
+                },
+                k => k.clone(),
+            };
+            Expr::Subquery(Box::new(Subquery {
+                kind,
+                query: s.query.clone(),
+                id: s.id,
+            }))
+        }
+    })
+}
+
+/// Calls `f` on every node of `e` (subquery operands included, not the subquery's own query).
+pub(crate) fn visit_expr(e: &Expr, f: &mut dyn FnMut(&Expr)) {
+    // map_expr with a visitor that never replaces: one traversal to maintain.
+    let _ = map_expr(e, &mut |x| {
+        f(x);
+        Ok(None)
+    });
+}
+
+/// `a AND b AND ...` of a list (`None` if empty).
+fn and_all(v: Vec<Expr>) -> Option<Expr> {
+    v.into_iter()
+        .reduce(|a, b| Expr::Binary(BinOp::And, Box::new(a), Box::new(b)))
+}
+
+fn unknown_column(q: Option<&str>, name: &str, clause: &str) -> SqlError {
+    let full = match q {
+        Some(t) => format!("{t}.{name}"),
+        None => name.to_string(),
+    };
+    SqlError::UnknownColumn(full, clause.to_string())
+}
+
+fn ambiguous(name: &str, clause: &str) -> SqlError {
+    SqlError::other(
+        1052,
+        "23000",
+        format!("Column '{name}' in {clause} is ambiguous"),
+    )
+}
+
+/// What a result column of a source looks like.
+#[derive(Debug, Clone)]
+struct Col {
+    name: String,
+    slot: usize,
+    /// Hidden from unqualified lookup (the second copy of a `USING` column).
+    hidden: bool,
+}
+
+/// A FROM-clause source as names see it.
+#[derive(Debug)]
+struct SourceInfo {
+    /// The alias, else the table name.
+    name: String,
+    cols: Vec<Col>,
+}
+
+/// One SELECT block being bound: its sources, for name resolution.
+#[derive(Debug)]
+struct Level {
+    sources: Vec<SourceInfo>,
+    /// A derived table's top block: names do not resolve outside it.
+    barrier: bool,
+}
+
+/// The context of an expression: which clause (for 1054's message), whether aggregates may
+/// appear, and the select list's aliases (HAVING and GROUP BY fall back to them).
+struct Clause<'x> {
+    name: &'static str,
+    aggs: bool,
+    aliases: &'x [(String, Expr)],
+}
+
+impl Clause<'_> {
+    fn plain(name: &'static str) -> Clause<'static> {
+        Clause {
+            name,
+            aggs: false,
+            aliases: &[],
+        }
+    }
+}
+
+/// A subquery being bound: slots below `first_slot` belong to enclosing queries.
+struct SubFrame {
+    first_slot: usize,
+    outer: BTreeSet<usize>,
+}
+
+struct Binder<'e> {
+    store: &'e Engine,
+    db: Option<String>,
+    nslots: usize,
+    /// Per slot: SQL type, and the column description when it is a source column.
+    slot_types: Vec<SqlType>,
+    slot_info: Vec<Option<ColumnInfo>>,
+    subs: Vec<Option<SubPlan>>,
+    /// First result column type of each subquery (scalar subqueries' type).
+    sub_types: Vec<SqlType>,
+    levels: Vec<Level>,
+    /// Aggregates of the SELECT blocks being bound (innermost last).
+    aggs: Vec<Vec<BoundAgg>>,
+    frames: Vec<SubFrame>,
+    tables: Vec<(String, String, Arc<TableDef>)>,
+}
+
+/// A bound query with its result columns.
+struct Bound {
+    node: QNode,
+    names: Vec<String>,
+    infos: Vec<ColumnInfo>,
+}
+
+fn lock_mode(l: RowLock) -> LockMode {
+    match l {
+        RowLock::None => LockMode::None,
+        RowLock::Share => LockMode::Shared,
+        RowLock::Update => LockMode::Exclusive,
+    }
+}
+
+/// A value of type `ty` (to type an expression through `static_type`).
+pub(crate) fn sample(ty: SqlType) -> Value {
+    match ty {
+        SqlType::Null => Value::Null,
+        SqlType::Int => Value::Int(0),
+        SqlType::UInt => Value::UInt(0),
+        SqlType::Decimal(s) => Value::Decimal(Decimal {
+            mant: 0,
+            scale: u32::from(s),
+        }),
+        SqlType::Double => Value::Double(0.0),
+        SqlType::Str => Value::Str(String::new()),
+        SqlType::Date => Value::Date(DateTime::from_unix(0, 0)),
+        SqlType::DateTime => Value::DateTime(DateTime::from_unix(0, 0)),
+    }
+}
+
+/// Binds and plans `q`; unqualified tables are in `db`.
+pub fn prepare(store: &Engine, q: &Query, db: Option<&str>) -> Result<QueryPlan, SqlError> {
+    let mut b = Binder {
+        store,
+        db: db.map(str::to_string),
+        nslots: 0,
+        slot_types: Vec::new(),
+        slot_info: Vec::new(),
+        subs: Vec::new(),
+        sub_types: Vec::new(),
+        levels: Vec::new(),
+        aggs: Vec::new(),
+        frames: Vec::new(),
+        tables: Vec::new(),
+    };
+    let bound = b.query(q, false, lock_mode(q.lock))?;
+    let columns = bound
+        .infos
+        .into_iter()
+        .zip(bound.names)
+        .map(|(mut i, n)| {
+            i.name = n;
+            i
+        })
+        .collect();
+    Ok(QueryPlan {
+        columns,
+        root: bound.node,
+        subqueries: b
+            .subs
+            .into_iter()
+            .map(|s| s.expect("every subquery is bound"))
+            .collect(),
+        slots: b.nslots,
+        tables: b.tables,
+    })
+}
+
+impl Binder<'_> {
+    fn alloc(&mut self, ty: SqlType, info: Option<ColumnInfo>) -> usize {
+        self.nslots += 1;
+        self.slot_types.push(ty);
+        self.slot_info.push(info);
+        self.nslots - 1
+    }
+
+    /// The static type of a bound expression.
+    fn type_of(&self, e: &Expr) -> SqlType {
+        if let Expr::Slot(s) = e {
+            return self.slot_types[*s];
+        }
+        let typed = map_expr(e, &mut |x| {
+            Ok(match x {
+                Expr::Slot(s) => Some(Expr::Literal(sample(self.slot_types[*s]))),
+                Expr::Subquery(q) if q.kind == SubqueryKind::Scalar => {
+                    Some(Expr::Literal(sample(self.sub_types[q.id])))
+                }
+                Expr::Subquery(_) => Some(Expr::Literal(Value::Int(0))),
+                _ => None,
+            })
+        });
+        typed.map(|t| static_type(&t)).unwrap_or(SqlType::Str)
+    }
+
+    /// The result description of a bound select item.
+    fn info_of(&self, e: &Expr, name: &str) -> ColumnInfo {
+        if let Expr::Slot(s) = e {
+            if let Some(i) = &self.slot_info[*s] {
+                let mut i = i.clone();
+                i.name = name.to_string();
+                return i;
+            }
+        }
+        ColumnInfo::expr(name, self.type_of(e))
+    }
+
+    fn query(&mut self, q: &Query, barrier: bool, lock: LockMode) -> Result<Bound, SqlError> {
+        let (body, names, infos, order) = match &q.body {
+            QueryBody::Select(s) => {
+                let (sel, names, infos, order) = self.select(s, &q.order_by, barrier, lock)?;
+                (Body::Select(sel), names, infos, order)
+            }
+            other => {
+                let (body, names, infos) = self.body(other, barrier, lock)?;
+                let mut order = Vec::new();
+                for (e, desc) in &q.order_by {
+                    order.push((output_key(e, &names, None)?, *desc));
+                }
+                (body, names, infos, order)
+            }
+        };
+        let limit = q
+            .limit
+            .as_ref()
+            .map(|e| self.expr(e, &Clause::plain("field list")))
+            .transpose()?;
+        let offset = q
+            .offset
+            .as_ref()
+            .map(|e| self.expr(e, &Clause::plain("field list")))
+            .transpose()?;
+        Ok(Bound {
+            node: QNode {
+                body,
+                order,
+                limit,
+                offset,
+                width: names.len(),
+            },
+            names,
+            infos,
+        })
+    }
+
+    /// A UNION member or parenthesized query (ORDER BY handled by the caller).
+    fn body(
+        &mut self,
+        b: &QueryBody,
+        barrier: bool,
+        lock: LockMode,
+    ) -> Result<(Body, Vec<String>, Vec<ColumnInfo>), SqlError> {
+        match b {
+            QueryBody::Select(s) => {
+                let (sel, names, infos, _) = self.select(s, &[], barrier, lock)?;
+                Ok((Body::Select(sel), names, infos))
+            }
+            QueryBody::Query(q) => {
+                let bound = self.query(q, barrier, lock)?;
+                Ok((Body::Query(Box::new(bound.node)), bound.names, bound.infos))
+            }
+            QueryBody::Union { all, left, right } => {
+                let (l, names, infos) = self.body(left, barrier, lock)?;
+                let (r, rnames, _) = self.body(right, barrier, lock)?;
+                if names.len() != rnames.len() {
+                    return Err(SqlError::other(
+                        1222,
+                        "21000",
+                        "The used SELECT statements have a different number of columns",
+                    ));
+                }
+                Ok((
+                    Body::Union {
+                        all: *all,
+                        left: Box::new(l),
+                        right: Box::new(r),
+                    },
+                    names,
+                    infos,
+                ))
+            }
+        }
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn select(
+        &mut self,
+        s: &QuerySelect,
+        order_by: &[(Expr, bool)],
+        barrier: bool,
+        lock: LockMode,
+    ) -> Result<
+        (
+            Box<SelectPlan>,
+            Vec<String>,
+            Vec<ColumnInfo>,
+            Vec<(SortKey, bool)>,
+        ),
+        SqlError,
+    > {
+        self.levels.push(Level {
+            sources: Vec::new(),
+            barrier,
+        });
+        self.aggs.push(Vec::new());
+        let r = self.select_in_level(s, order_by, lock);
+        self.levels.pop();
+        let aggs = self.aggs.pop().unwrap_or_default();
+        let (mut sel, names, infos, order) = r?;
+        sel.grouped = !sel.group_by.is_empty() || !aggs.is_empty();
+        sel.aggs = aggs;
+        Ok((sel, names, infos, order))
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn select_in_level(
+        &mut self,
+        s: &QuerySelect,
+        order_by: &[(Expr, bool)],
+        lock: LockMode,
+    ) -> Result<
+        (
+            Box<SelectPlan>,
+            Vec<String>,
+            Vec<ColumnInfo>,
+            Vec<(SortKey, bool)>,
+        ),
+        SqlError,
+    > {
+        let first_slot = self.nslots;
+        let mut leaves: Vec<Leaf> = Vec::new();
+        let mut pooled: Vec<Expr> = Vec::new();
+        let mut star: Vec<usize> = Vec::new();
+        let mut from = Source::OneRow;
+        for (i, te) in s.from.iter().enumerate() {
+            let (src, st) = self.table_expr(te, &mut leaves, &mut pooled, false, lock)?;
+            star.extend(st);
+            from = if i == 0 {
+                src
+            } else {
+                Source::Join {
+                    left: Box::new(from),
+                    right: Box::new(src),
+                    left_join: false,
+                    on: None,
+                    null_slots: Vec::new(),
+                }
+            };
+        }
+        let slots = first_slot..self.nslots;
+
+        // The select list.
+        let mut items = Vec::new();
+        let mut names = Vec::new();
+        let mut infos = Vec::new();
+        let mut aliases: Vec<(String, Expr)> = Vec::new();
+        for it in &s.items {
+            match it {
+                QueryItem::Wildcard(None) => {
+                    if s.from.is_empty() {
+                        return Err(SqlError::other(1096, "HY000", "No tables used"));
+                    }
+                    for &slot in &star {
+                        let info = self.slot_info[slot].clone().expect("source column");
+                        names.push(info.name.clone());
+                        infos.push(info);
+                        items.push(Expr::Slot(slot));
+                    }
+                }
+                QueryItem::Wildcard(Some(t)) => {
+                    let level = self.levels.last().expect("level");
+                    let src = level
+                        .sources
+                        .iter()
+                        .find(|x| x.name == *t)
+                        .or_else(|| {
+                            level
+                                .sources
+                                .iter()
+                                .find(|x| x.name.eq_ignore_ascii_case(t))
+                        })
+                        .ok_or_else(|| {
+                            SqlError::other(1051, "42S02", format!("Unknown table '{t}'"))
+                        })?;
+                    let slots: Vec<usize> = src.cols.iter().map(|c| c.slot).collect();
+                    for slot in slots {
+                        let info = self.slot_info[slot].clone().expect("source column");
+                        names.push(info.name.clone());
+                        infos.push(info);
+                        items.push(Expr::Slot(slot));
+                    }
+                }
+                QueryItem::Expr {
+                    expr,
+                    name,
+                    aliased,
+                } => {
+                    let b = self.expr(
+                        expr,
+                        &Clause {
+                            name: "field list",
+                            aggs: true,
+                            aliases: &[],
+                        },
+                    )?;
+                    infos.push(self.info_of(&b, name));
+                    names.push(name.clone());
+                    if *aliased {
+                        aliases.push((name.clone(), b.clone()));
+                    }
+                    items.push(b);
+                }
+            }
+        }
+
+        let filter = s
+            .filter
+            .as_ref()
+            .map(|f| self.expr(f, &Clause::plain("where clause")))
+            .transpose()?;
+        let mut group_by = Vec::new();
+        for g in &s.group_by {
+            group_by.push(match position(g) {
+                Some(n) => items
+                    .get(n.wrapping_sub(1))
+                    .cloned()
+                    .ok_or_else(|| unknown_column(None, &n.to_string(), "group statement"))?,
+                None => self.expr(
+                    g,
+                    &Clause {
+                        name: "group statement",
+                        aggs: false,
+                        aliases: &aliases,
+                    },
+                )?,
+            });
+        }
+        let having = s
+            .having
+            .as_ref()
+            .map(|h| {
+                self.expr(
+                    h,
+                    &Clause {
+                        name: "having clause",
+                        aggs: true,
+                        aliases: &aliases,
+                    },
+                )
+            })
+            .transpose()?;
+        let mut order = Vec::new();
+        for (e, desc) in order_by {
+            let key = match output_key(e, &names, Some(&aliases)) {
+                Ok(k) => k,
+                Err(_) => SortKey::Expr(self.expr(
+                    e,
+                    &Clause {
+                        name: "order clause",
+                        aggs: true,
+                        aliases: &aliases,
+                    },
+                )?),
+            };
+            order.push((key, *desc));
+        }
+
+        // Push WHERE and inner-join ON conjuncts down to the leaves.
+        let mut exec_order = Vec::new();
+        leaf_order(&from, &mut exec_order);
+        let mut residual = Vec::new();
+        let mut all: Vec<Expr> = pooled;
+        if let Some(f) = &filter {
+            all.extend(conjuncts(f).into_iter().cloned());
+        }
+        for c in all {
+            let refs = self.slots_of(&c);
+            let target = exec_order
+                .iter()
+                .rev()
+                .find(|&&l| refs.iter().any(|s| leaves[l].slots.contains(s)))
+                .or(exec_order.first())
+                .copied();
+            match target {
+                Some(l) if !leaves[l].null_side => push_filter(&mut leaves[l].filter, c),
+                _ => residual.push(c),
+            }
+        }
+        for leaf in &mut leaves {
+            if let LeafKind::Table { def, .. } = &leaf.kind {
+                if let Some(f) = &leaf.filter {
+                    let base = leaf.slots.start;
+                    let range = leaf.slots.clone();
+                    let access_form = map_expr(f, &mut |x| {
+                        Ok(match x {
+                            Expr::Slot(s) if range.contains(s) => {
+                                Some(Expr::Column(def.columns[*s - base].name.clone()))
+                            }
+                            _ => None,
+                        })
+                    })?;
+                    leaf.access = choose_access(def, Some(&access_form));
+                }
+            }
+        }
+        let plan = SelectPlan {
+            from,
+            leaves,
+            filter: and_all(residual),
+            grouped: false,
+            group_by,
+            aggs: Vec::new(),
+            having,
+            items,
+            distinct: s.distinct,
+            slots,
+        };
+        Ok((Box::new(plan), names, infos, order))
+    }
+
+    /// Every slot `e` reads, including the outer slots its subqueries read.
+    fn slots_of(&self, e: &Expr) -> Vec<usize> {
+        let mut out = Vec::new();
+        visit_expr(e, &mut |x| match x {
+            Expr::Slot(s) => out.push(*s),
+            Expr::Subquery(q) => {
+                if let Some(Some(sp)) = self.subs.get(q.id) {
+                    out.extend(sp.outer.iter().copied());
+                }
+            }
+            _ => {}
+        });
+        out
+    }
+
+    /// Registers a source in the current level; returns its columns' slots.
+    fn add_source(
+        &mut self,
+        name: &str,
+        cols: Vec<(String, SqlType, ColumnInfo)>,
+    ) -> (Range<usize>, usize) {
+        let start = self.nslots;
+        let mut out = Vec::new();
+        for (n, ty, info) in cols {
+            let slot = self.alloc(ty, Some(info));
+            out.push(Col {
+                name: n,
+                slot,
+                hidden: false,
+            });
+        }
+        let level = self.levels.last_mut().expect("level");
+        level.sources.push(SourceInfo {
+            name: name.to_string(),
+            cols: out,
+        });
+        (start..self.nslots, level.sources.len() - 1)
+    }
+
+    /// Binds one FROM item: returns its join tree and its `*` columns, in order.
+    fn table_expr(
+        &mut self,
+        te: &TableExpr,
+        leaves: &mut Vec<Leaf>,
+        pooled: &mut Vec<Expr>,
+        null_side: bool,
+        lock: LockMode,
+    ) -> Result<(Source, Vec<usize>), SqlError> {
+        match te {
+            TableExpr::Table { db, name, alias } => {
+                let d = db
+                    .clone()
+                    .or_else(|| self.db.clone())
+                    .ok_or(SqlError::NoDatabase)?;
+                let shown = alias.clone().unwrap_or_else(|| name.clone());
+                let (kind, cols) = if d.eq_ignore_ascii_case("information_schema") {
+                    let (names, infos, _) = show::info_schema(self.store, name)?;
+                    let cols = names
+                        .into_iter()
+                        .zip(infos)
+                        .map(|(n, mut i)| {
+                            i.table = shown.clone();
+                            let ty = if i.column_type == crate::convert::mysql_type::LONGLONG {
+                                SqlType::Int
+                            } else {
+                                SqlType::Str
+                            };
+                            (n, ty, i)
+                        })
+                        .collect();
+                    (LeafKind::System { name: name.clone() }, cols)
+                } else {
+                    let def = self.store.table(&d, name).map_err(store_err)?;
+                    self.tables.push((d.clone(), name.clone(), def.clone()));
+                    let cols = def
+                        .columns
+                        .iter()
+                        .enumerate()
+                        .map(|(i, c)| {
+                            let info = column_info(
+                                &d,
+                                &shown,
+                                &c.name,
+                                c,
+                                crate::session::key_flags(&def, i),
+                            );
+                            (c.name.clone(), sql_type_of(c.ty), info)
+                        })
+                        .collect();
+                    (LeafKind::Table { def, lock }, cols)
+                };
+                let (slots, _) = self.add_source(&shown, cols);
+                leaves.push(Leaf {
+                    kind,
+                    slots: slots.clone(),
+                    filter: None,
+                    access: Access::FullScan,
+                    null_side,
+                });
+                Ok((Source::Leaf(leaves.len() - 1), slots.collect()))
+            }
+            TableExpr::Derived { query, alias } => {
+                let bound = self.query(query, true, LockMode::None)?;
+                let cols = bound
+                    .names
+                    .iter()
+                    .zip(&bound.infos)
+                    .enumerate()
+                    .map(|(i, (n, info))| {
+                        let mut info = info.clone();
+                        info.name = n.clone();
+                        info.table = alias.clone();
+                        info.schema = String::new();
+                        let ty = self.derived_type(&bound.node, i, &info);
+                        (n.clone(), ty, info)
+                    })
+                    .collect();
+                let (slots, _) = self.add_source(alias, cols);
+                leaves.push(Leaf {
+                    kind: LeafKind::Derived(Box::new(bound.node)),
+                    slots: slots.clone(),
+                    filter: None,
+                    access: Access::FullScan,
+                    null_side,
+                });
+                Ok((Source::Leaf(leaves.len() - 1), slots.collect()))
+            }
+            TableExpr::Join {
+                left,
+                right,
+                kind,
+                cond,
+            } => {
+                let first_source = self.levels.last().expect("level").sources.len();
+                let (l, lstar) = self.table_expr(
+                    left,
+                    leaves,
+                    pooled,
+                    null_side || *kind == JoinKind::Right,
+                    lock,
+                )?;
+                let mid_source = self.levels.last().expect("level").sources.len();
+                let (r, rstar) = self.table_expr(
+                    right,
+                    leaves,
+                    pooled,
+                    null_side || *kind == JoinKind::Left,
+                    lock,
+                )?;
+                let end_source = self.levels.last().expect("level").sources.len();
+                let (cond_expr, star) = match cond {
+                    JoinCond::None => (None, [lstar, rstar].concat()),
+                    JoinCond::On(e) => (
+                        Some(self.expr(e, &Clause::plain("on clause"))?),
+                        [lstar, rstar].concat(),
+                    ),
+                    JoinCond::Using(cols) => self.using(
+                        cols,
+                        first_source..mid_source,
+                        mid_source..end_source,
+                        *kind,
+                        &lstar,
+                        &rstar,
+                    )?,
+                    JoinCond::Natural => {
+                        let lnames = self.visible_names(first_source..mid_source);
+                        let rnames = self.visible_names(mid_source..end_source);
+                        let common: Vec<String> = lnames
+                            .into_iter()
+                            .filter(|n| rnames.iter().any(|r| r.eq_ignore_ascii_case(n)))
+                            .collect();
+                        if common.is_empty() {
+                            (None, [lstar, rstar].concat())
+                        } else {
+                            self.using(
+                                &common,
+                                first_source..mid_source,
+                                mid_source..end_source,
+                                *kind,
+                                &lstar,
+                                &rstar,
+                            )?
+                        }
+                    }
+                };
+                let src = match kind {
+                    JoinKind::Inner => {
+                        let mut on = None;
+                        if let Some(c) = cond_expr {
+                            if null_side {
+                                on = Some(c);
+                            } else {
+                                pooled.extend(conjuncts(&c).into_iter().cloned());
+                            }
+                        }
+                        Source::Join {
+                            left: Box::new(l),
+                            right: Box::new(r),
+                            left_join: false,
+                            on,
+                            null_slots: Vec::new(),
+                        }
+                    }
+                    JoinKind::Left | JoinKind::Right => {
+                        let (outer, inner) = if *kind == JoinKind::Left {
+                            (l, r)
+                        } else {
+                            (r, l)
+                        };
+                        let mut null_slots = Vec::new();
+                        leaf_slots(&inner, leaves, &mut null_slots);
+                        let on = match (&inner, cond_expr) {
+                            (Source::Leaf(i), Some(c)) => {
+                                push_filter(&mut leaves[*i].filter, c);
+                                None
+                            }
+                            (_, c) => c,
+                        };
+                        Source::Join {
+                            left: Box::new(outer),
+                            right: Box::new(inner),
+                            left_join: true,
+                            on,
+                            null_slots,
+                        }
+                    }
+                };
+                Ok((src, star))
+            }
+        }
+    }
+
+    /// The type a derived table's column has: its select item's type.
+    fn derived_type(&self, _node: &QNode, _i: usize, info: &ColumnInfo) -> SqlType {
+        use crate::convert::mysql_type as t;
+        match info.column_type {
+            t::TINY | t::SHORT | t::INT24 | t::LONG | t::LONGLONG => {
+                if info.flags & crate::convert::flags::UNSIGNED != 0 {
+                    SqlType::UInt
+                } else {
+                    SqlType::Int
+                }
+            }
+            t::NEWDECIMAL => SqlType::Decimal(info.decimals),
+            t::FLOAT | t::DOUBLE => SqlType::Double,
+            t::DATE => SqlType::Date,
+            t::DATETIME | t::TIMESTAMP => SqlType::DateTime,
+            t::NULL => SqlType::Null,
+            _ => SqlType::Str,
+        }
+    }
+
+    fn visible_names(&self, sources: Range<usize>) -> Vec<String> {
+        let level = self.levels.last().expect("level");
+        level.sources[sources]
+            .iter()
+            .flat_map(|s| s.cols.iter().filter(|c| !c.hidden).map(|c| c.name.clone()))
+            .collect()
+    }
+
+    /// The one visible column `name` among `sources` (1054 / 1052 otherwise).
+    fn find_in(&self, sources: Range<usize>, name: &str) -> Result<(usize, usize), SqlError> {
+        let level = self.levels.last().expect("level");
+        let mut found = None;
+        for si in sources {
+            for (ci, c) in level.sources[si].cols.iter().enumerate() {
+                if !c.hidden && c.name.eq_ignore_ascii_case(name) {
+                    if found.is_some() {
+                        return Err(ambiguous(name, "from clause"));
+                    }
+                    found = Some((si, ci));
+                }
+            }
+        }
+        found.ok_or_else(|| unknown_column(None, name, "from clause"))
+    }
+
+    /// `USING (cols)`: the equalities, the second copies hidden, and `*`'s column order (the
+    /// shared columns first, as MySQL lists them).
+    fn using(
+        &mut self,
+        cols: &[String],
+        lsources: Range<usize>,
+        rsources: Range<usize>,
+        kind: JoinKind,
+        lstar: &[usize],
+        rstar: &[usize],
+    ) -> Result<(Option<Expr>, Vec<usize>), SqlError> {
+        let mut eqs = Vec::new();
+        let mut shared = Vec::new();
+        let mut drop_slots = Vec::new();
+        for name in cols {
+            let (ls, lc) = self.find_in(lsources.clone(), name)?;
+            let (rs, rc) = self.find_in(rsources.clone(), name)?;
+            let level = self.levels.last_mut().expect("level");
+            let lslot = level.sources[ls].cols[lc].slot;
+            let rslot = level.sources[rs].cols[rc].slot;
+            eqs.push(Expr::Binary(
+                BinOp::Eq,
+                Box::new(Expr::Slot(lslot)),
+                Box::new(Expr::Slot(rslot)),
+            ));
+            // The copy from the side that is never NULL-extended is the one names see.
+            if kind == JoinKind::Right {
+                level.sources[ls].cols[lc].hidden = true;
+                shared.push(rslot);
+            } else {
+                level.sources[rs].cols[rc].hidden = true;
+                shared.push(lslot);
+            }
+            drop_slots.push(lslot);
+            drop_slots.push(rslot);
+        }
+        let mut star = shared;
+        star.extend(
+            lstar
+                .iter()
+                .chain(rstar)
+                .filter(|s| !drop_slots.contains(s)),
+        );
+        Ok((and_all(eqs), star))
+    }
+
+    /// Resolves a column name: this block's sources, then enclosing blocks' (a correlated
+    /// reference), then the select list's aliases where the clause allows.
+    fn resolve(
+        &mut self,
+        q: Option<&str>,
+        name: &str,
+        clause: &Clause<'_>,
+    ) -> Result<Expr, SqlError> {
+        for li in (0..self.levels.len()).rev() {
+            let level = &self.levels[li];
+            let mut found: Option<usize> = None;
+            for src in &level.sources {
+                let matches_src = match q {
+                    None => true,
+                    Some(t) => src.name == t || src.name.eq_ignore_ascii_case(t),
+                };
+                if !matches_src {
+                    continue;
+                }
+                for c in &src.cols {
+                    if (q.is_some() || !c.hidden) && c.name.eq_ignore_ascii_case(name) {
+                        if found.is_some() && found != Some(c.slot) {
+                            return Err(ambiguous(name, clause.name));
+                        }
+                        found = Some(c.slot);
+                    }
+                }
+            }
+            if let Some(slot) = found {
+                for f in &mut self.frames {
+                    if slot < f.first_slot {
+                        f.outer.insert(slot);
+                    }
+                }
+                return Ok(Expr::Slot(slot));
+            }
+            if li + 1 == self.levels.len() && q.is_none() {
+                // HAVING / GROUP BY may name a select-list alias of this block.
+                if let Some((_, e)) = clause
+                    .aliases
+                    .iter()
+                    .find(|(a, _)| a.eq_ignore_ascii_case(name))
+                {
+                    return Ok(e.clone());
+                }
+            }
+            if level.barrier {
+                break;
+            }
+        }
+        Err(unknown_column(q, name, clause.name))
+    }
+
+    /// Binds an expression of the current block.
+    fn expr(&mut self, e: &Expr, clause: &Clause<'_>) -> Result<Expr, SqlError> {
+        map_expr(e, &mut |x| {
+            Ok(Some(match x {
+                Expr::QColumn(q, name) => self.resolve(q.as_deref(), name, clause)?,
+                Expr::Column(name) => self.resolve(None, name, clause)?,
+                Expr::Aggregate(a) => {
+                    if !clause.aggs || self.aggs.is_empty() {
+                        return Err(SqlError::other(
+                            1111,
+                            "HY000",
+                            "Invalid use of group function",
+                        ));
+                    }
+                    let arg = a
+                        .arg
+                        .as_ref()
+                        .map(|x| {
+                            self.expr(
+                                x,
+                                &Clause {
+                                    name: clause.name,
+                                    aggs: false,
+                                    aliases: &[],
+                                },
+                            )
+                        })
+                        .transpose()?;
+                    let ty = self.type_of(&Expr::Aggregate(Box::new(Aggregate {
+                        func: a.func,
+                        arg: arg.clone(),
+                        distinct: a.distinct,
+                    })));
+                    let slot = self.alloc(ty, None);
+                    self.aggs
+                        .last_mut()
+                        .expect("aggregate scope")
+                        .push(BoundAgg {
+                            func: a.func,
+                            arg,
+                            distinct: a.distinct,
+                            slot,
+                        });
+                    Expr::Slot(slot)
+                }
+                Expr::Subquery(s) => self.subquery(s, clause)?,
+                _ => return Ok(None),
+            }))
+        })
+    }
+
+    fn subquery(&mut self, s: &Subquery, clause: &Clause<'_>) -> Result<Expr, SqlError> {
+        let kind = match &s.kind {
+            SubqueryKind::In { operand, negated } => SubqueryKind::In {
+                operand: self.expr(operand, clause)?,
+                negated: *negated,
+            },
+            SubqueryKind::Compare { operand, op, all } => SubqueryKind::Compare {
+                operand: self.expr(operand, clause)?,
+                op: *op,
+                all: *all,
+            },
+            k => k.clone(),
+        };
+        let id = self.subs.len();
+        self.subs.push(None);
+        self.sub_types.push(SqlType::Null);
+        self.frames.push(SubFrame {
+            first_slot: self.nslots,
+            outer: BTreeSet::new(),
+        });
+        // An aggregate inside the subquery belongs to the subquery's own blocks.
+        let bound = self.query(&s.query, false, LockMode::None);
+        let frame = self.frames.pop().expect("frame");
+        let bound = bound?;
+        if kind != SubqueryKind::Exists && bound.node.width != 1 {
+            return Err(SqlError::OperandColumns(1));
+        }
+        self.sub_types[id] = bound
+            .infos
+            .first()
+            .map(|i| self.derived_type(&bound.node, 0, i))
+            .unwrap_or(SqlType::Null);
+        let outer: Vec<usize> = frame.outer.into_iter().collect();
+        self.subs[id] = Some(SubPlan {
+            node: bound.node,
+            correlated: !outer.is_empty(),
+            outer,
+        });
+        Ok(Expr::Subquery(Box::new(Subquery {
+            kind,
+            query: s.query.clone(),
+            id,
+        })))
+    }
+}
+
+/// `ORDER BY 2` or `ORDER BY alias` as an output column (`Err` when it is neither).
+fn output_key(
+    e: &Expr,
+    names: &[String],
+    aliases: Option<&[(String, Expr)]>,
+) -> Result<SortKey, SqlError> {
+    if let Some(n) = position(e) {
+        return if n >= 1 && n <= names.len() {
+            Ok(SortKey::Output(n - 1))
+        } else {
+            Err(unknown_column(None, &n.to_string(), "order clause"))
+        };
+    }
+    let name = match e {
+        Expr::QColumn(None, n) | Expr::Column(n) => n,
+        _ => return Err(unknown_column(None, &e.to_string(), "order clause")),
+    };
+    let hit = match aliases {
+        // A SELECT block: only aliases given with AS name an output column here.
+        Some(al) => al
+            .iter()
+            .position(|(a, _)| a.eq_ignore_ascii_case(name))
+            .and_then(|_| names.iter().position(|n| n.eq_ignore_ascii_case(name))),
+        None => names.iter().position(|n| n.eq_ignore_ascii_case(name)),
+    };
+    hit.map(SortKey::Output)
+        .ok_or_else(|| unknown_column(None, name, "order clause"))
+}
+
+/// An integer literal (a column position in ORDER BY / GROUP BY).
+fn position(e: &Expr) -> Option<usize> {
+    match e {
+        Expr::Literal(Value::Int(i)) => usize::try_from(*i).ok(),
+        Expr::Literal(Value::UInt(u)) => usize::try_from(*u).ok(),
+        _ => None,
+    }
+}
+
+fn push_filter(slot: &mut Option<Expr>, c: Expr) {
+    *slot = Some(match slot.take() {
+        None => c,
+        Some(f) => Expr::Binary(BinOp::And, Box::new(f), Box::new(c)),
+    });
+}
+
+/// Leaves in execution order.
+fn leaf_order(s: &Source, out: &mut Vec<usize>) {
+    match s {
+        Source::OneRow => {}
+        Source::Leaf(i) => out.push(*i),
+        Source::Join { left, right, .. } => {
+            leaf_order(left, out);
+            leaf_order(right, out);
+        }
+    }
+}
+
+/// The slots of every leaf under `s`.
+fn leaf_slots(s: &Source, leaves: &[Leaf], out: &mut Vec<Range<usize>>) {
+    let mut order = Vec::new();
+    leaf_order(s, &mut order);
+    out.extend(order.into_iter().map(|i| leaves[i].slots.clone()));
+}

@@ -1,0 +1,176 @@
+//! The query engine: SELECT with any FROM clause — joins (inner, comma, `USING`, `NATURAL`,
+//! LEFT/RIGHT), derived tables, `UNION [ALL]`, subqueries in expressions (scalar, `IN`,
+//! `EXISTS`, `ANY/ALL`, correlated or not), aggregates over any of them — over stored tables and
+//! `information_schema`, in one snapshot of the session's transaction.
+//!
+//! # Binding ([`bind`])
+//! A query arrives as `shoal_sql::ast::Query` with names as written. The binder resolves every
+//! name once, at PREPARE: each source (a stored table, an information_schema table, a derived
+//! table) gets a range of **slots** in one statement-wide row frame, and every column reference
+//! becomes `Expr::Slot(n)`; aggregates get slots of their own. A subquery is bound with its
+//! enclosing query as the outer scope, so a correlated reference is just a slot of the outer
+//! row: nothing is copied per row. Errors come from here: 1054 unknown column (naming the
+//! clause), 1052 ambiguous column, 1146, 1046, 1111 (aggregate where none may be), 1241/1242.
+//!
+//! # Planning (also [`bind`])
+//! The FROM clause becomes a tree of nested-loop joins over **leaves**, executed left to right
+//! (a RIGHT JOIN runs as the LEFT JOIN with its sides swapped). WHERE is split into conjuncts;
+//! each goes to the leaf that binds the last of its columns, where it filters rows as early as
+//! possible, unless that leaf is on the null-supplying side of a LEFT JOIN (then it must see the
+//! null-extended row and stays in the select's residual filter). A LEFT JOIN's ON conjuncts go
+//! into its right leaf. A stored leaf's conjuncts pick its access path with the single-table
+//! planner ([`crate::plan::choose_access`]): columns of earlier leaves count as constants,
+//! so `t2.k = t1.a` becomes an index lookup into `t2` per row of `t1` (an index nested-loop
+//! join) and `id IN (..)` a multi-point read. The path only narrows what is read; the leaf's
+//! conjuncts are re-checked on every row.
+//!
+//! # Execution ([`run`])
+//! Push-based: a source calls back for every row it puts in the frame, and a callback returning
+//! `false` stops the whole pipeline (LIMIT without ORDER BY, EXISTS, the second row of a scalar
+//! subquery). Each leaf reads its matching rows from the store in one go (the transaction is
+//! free again before the next leaf runs), so nested loops never hold a store iterator across
+//! another read. Uncorrelated subqueries run once per execution and are cached; correlated ones
+//! run per outer row. Grouping keeps the first row of each group and one accumulator per
+//! aggregate, as the single-table executor does.
+
+pub(crate) mod bind;
+pub(crate) mod run;
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use shoal_sql::ast::{AggFunc, Expr};
+use shoal_store::{LockMode, TableDef};
+
+use crate::convert::ColumnInfo;
+use crate::plan::Access;
+
+pub use bind::prepare;
+pub use run::execute;
+
+/// A bound, planned query: immutable, shared by every execution of a prepared statement.
+#[derive(Debug)]
+pub struct QueryPlan {
+    /// Result columns.
+    pub columns: Vec<ColumnInfo>,
+    /// The top query.
+    pub(crate) root: QNode,
+    /// Subqueries by id (`Subquery::id`).
+    pub(crate) subqueries: Vec<SubPlan>,
+    /// Slots in the row frame.
+    pub(crate) slots: usize,
+    /// The stored tables as bound: the plan is rebuilt when one of them changed.
+    pub(crate) tables: Vec<(String, String, Arc<TableDef>)>,
+}
+
+/// A query: a body, ordered and limited.
+#[derive(Debug)]
+pub(crate) struct QNode {
+    pub body: Body,
+    pub order: Vec<(SortKey, bool)>,
+    pub limit: Option<Expr>,
+    pub offset: Option<Expr>,
+    /// Output columns.
+    pub width: usize,
+}
+
+#[derive(Debug)]
+pub(crate) enum Body {
+    Select(Box<SelectPlan>),
+    Union {
+        all: bool,
+        left: Box<Body>,
+        right: Box<Body>,
+    },
+    Query(Box<QNode>),
+}
+
+/// What an ORDER BY item sorts by.
+#[derive(Debug)]
+pub(crate) enum SortKey {
+    /// An output column (a position, an alias, a UNION's column).
+    Output(usize),
+    /// An expression over the row (or group).
+    Expr(Expr),
+}
+
+/// One SELECT block.
+#[derive(Debug)]
+pub(crate) struct SelectPlan {
+    pub from: Source,
+    pub leaves: Vec<Leaf>,
+    /// What WHERE leaves for after the joins (conditions on null-supplying sides).
+    pub filter: Option<Expr>,
+    pub grouped: bool,
+    pub group_by: Vec<Expr>,
+    pub aggs: Vec<BoundAgg>,
+    pub having: Option<Expr>,
+    pub items: Vec<Expr>,
+    pub distinct: bool,
+    /// The frame slots of this block's sources (kept per group).
+    pub slots: Range<usize>,
+}
+
+/// An aggregate call with its result slot.
+#[derive(Debug)]
+pub(crate) struct BoundAgg {
+    pub func: AggFunc,
+    pub arg: Option<Expr>,
+    pub distinct: bool,
+    pub slot: usize,
+}
+
+/// The join tree of a SELECT block.
+#[derive(Debug)]
+pub(crate) enum Source {
+    /// No FROM: one empty row.
+    OneRow,
+    /// `SelectPlan::leaves[i]`.
+    Leaf(usize),
+    /// Nested loop: every row of `left`, then every row of `right` that passes `on`; with
+    /// `left_join`, a left row without a match once with `null_slots` set to NULL.
+    Join {
+        left: Box<Source>,
+        right: Box<Source>,
+        left_join: bool,
+        on: Option<Expr>,
+        null_slots: Vec<Range<usize>>,
+    },
+}
+
+/// A row source of the FROM clause.
+#[derive(Debug)]
+pub(crate) struct Leaf {
+    pub kind: LeafKind,
+    /// Its columns' slots.
+    pub slots: Range<usize>,
+    /// Conjuncts checked on each of its rows.
+    pub filter: Option<Expr>,
+    /// How a stored table is read.
+    pub access: Access,
+    /// Inside the right side of a LEFT JOIN (its rows may be null-extended).
+    pub null_side: bool,
+}
+
+#[derive(Debug)]
+pub(crate) enum LeafKind {
+    Table {
+        def: Arc<TableDef>,
+        lock: LockMode,
+    },
+    /// An information_schema table, materialised per execution.
+    System {
+        name: String,
+    },
+    Derived(Box<QNode>),
+}
+
+/// A subquery of the statement.
+#[derive(Debug)]
+pub(crate) struct SubPlan {
+    pub node: QNode,
+    /// Reads slots of an enclosing query: run per outer row, never cached.
+    pub correlated: bool,
+    /// The enclosing queries' slots it reads.
+    pub outer: Vec<usize>,
+}

@@ -1,0 +1,565 @@
+//! Executes a [`QueryPlan`] (see the module essay in `mod.rs`): nested loops that push each row
+//! into the frame and call back, grouping, sorting, subqueries.
+
+use std::cmp::Ordering;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use shoal_sql::ast::{BinOp, Expr, Subquery, SubqueryKind, VarScope};
+use shoal_sql::eval::{eval, Context};
+use shoal_sql::value::{compare, DateTime, Value};
+use shoal_sql::SqlError;
+use shoal_store::{Engine, KeyRange, LockMode, Row, Transaction};
+
+use super::*;
+use crate::convert::{datum_to_value, store_err};
+use crate::exec::{cmp_keys, group_key, Acc};
+use crate::plan::{resolve, KeyName, Resolved};
+use crate::show;
+
+/// How many rows pass between two looks at the kill flag (and statement deadline).
+const KILL_CHECK_ROWS: u64 = 256;
+
+/// Runs `plan` in `txn` with `params`; `env` is the session's context (variables, NOW(), ...).
+pub fn execute(
+    plan: &QueryPlan,
+    store: &Engine,
+    txn: &mut Transaction,
+    params: &[Value],
+    env: &mut dyn Context,
+) -> Result<Vec<Vec<Value>>, SqlError> {
+    let mut r = Runner {
+        plan,
+        store,
+        txn,
+        env,
+        params,
+        frame: vec![Value::Null; plan.slots],
+        cache: vec![None; plan.subqueries.len()],
+        derived: HashMap::new(),
+        visited: 0,
+    };
+    r.node(&plan.root, None)
+}
+
+type Rows = Arc<Vec<Vec<Value>>>;
+
+/// Callback for each row a source puts in the frame; `false` stops the pipeline.
+type Visit<'f, 'p, 'a> = dyn FnMut(&mut Runner<'p, 'a>) -> Result<bool, SqlError> + 'f;
+
+struct Runner<'p, 'a> {
+    plan: &'p QueryPlan,
+    store: &'a Engine,
+    txn: &'a mut Transaction,
+    env: &'a mut dyn Context,
+    params: &'a [Value],
+    /// The statement's row frame: every bound column and aggregate.
+    frame: Vec<Value>,
+    /// Results of uncorrelated subqueries, by id.
+    cache: Vec<Option<Rows>>,
+    /// Derived tables' rows (never correlated: computed once per execution).
+    derived: HashMap<*const QNode, Rows>,
+    visited: u64,
+}
+
+/// The evaluation context of the running statement: slots from the frame, subqueries through
+/// the runner, everything else from the session.
+struct Ev<'r, 'p, 'a> {
+    r: &'r mut Runner<'p, 'a>,
+}
+
+impl Context for Ev<'_, '_, '_> {
+    fn system_var(&mut self, scope: VarScope, name: &str) -> Result<Value, SqlError> {
+        self.r.env.system_var(scope, name)
+    }
+    fn user_var(&self, name: &str) -> Value {
+        self.r.env.user_var(name)
+    }
+    fn set_user_var(&mut self, name: &str, v: Value) {
+        self.r.env.set_user_var(name, v)
+    }
+    fn param(&self, i: usize) -> Result<Value, SqlError> {
+        self.r
+            .params
+            .get(i)
+            .cloned()
+            .ok_or_else(|| SqlError::WrongArguments("mysqld_stmt_execute".into()))
+    }
+    fn slot(&self, i: usize) -> Result<Value, SqlError> {
+        Ok(self.r.frame[i].clone())
+    }
+    fn subquery(&mut self, q: &Subquery) -> Result<Value, SqlError> {
+        self.r.subquery(q)
+    }
+    fn database(&self) -> Option<String> {
+        self.r.env.database()
+    }
+    fn user(&self) -> String {
+        self.r.env.user()
+    }
+    fn current_user(&self) -> String {
+        self.r.env.current_user()
+    }
+    fn connection_id(&self) -> u64 {
+        self.r.env.connection_id()
+    }
+    fn last_insert_id(&self) -> u64 {
+        self.r.env.last_insert_id()
+    }
+    fn set_last_insert_id(&mut self, v: u64) {
+        self.r.env.set_last_insert_id(v)
+    }
+    fn now(&self) -> DateTime {
+        self.r.env.now()
+    }
+    fn version(&self) -> String {
+        self.r.env.version()
+    }
+    fn killed(&self) -> bool {
+        self.r.env.killed()
+    }
+    fn div_precision(&self) -> u32 {
+        self.r.env.div_precision()
+    }
+    fn warn(&mut self, code: u16, message: String) {
+        self.r.env.warn(code, message)
+    }
+    fn max_allowed_packet(&mut self) -> u64 {
+        self.r.env.max_allowed_packet()
+    }
+}
+
+/// `v op x` as SQL compares (NULL: unknown).
+fn holds(op: BinOp, v: &Value, x: &Value) -> Option<bool> {
+    let o = compare(v, x)?;
+    Some(match op {
+        BinOp::Eq => o == Ordering::Equal,
+        BinOp::NotEq => o != Ordering::Equal,
+        BinOp::Lt => o == Ordering::Less,
+        BinOp::LtEq => o != Ordering::Greater,
+        BinOp::Gt => o == Ordering::Greater,
+        BinOp::GtEq => o != Ordering::Less,
+        _ => return None,
+    })
+}
+
+fn bool_value(b: Option<bool>) -> Value {
+    match b {
+        Some(b) => Value::Int(i64::from(b)),
+        None => Value::Null,
+    }
+}
+
+impl<'p, 'a> Runner<'p, 'a> {
+    fn eval(&mut self, e: &Expr) -> Result<Value, SqlError> {
+        let mut ev = Ev { r: self };
+        eval(e, &mut ev)
+    }
+
+    fn holds(&mut self, e: &Option<Expr>) -> Result<bool, SqlError> {
+        match e {
+            None => Ok(true),
+            Some(e) => Ok(self.eval(e)?.truth() == Some(true)),
+        }
+    }
+
+    /// Counts a row; every few hundred, looks at KILL QUERY and max_execution_time.
+    fn tick(&mut self) -> Result<(), SqlError> {
+        self.visited += 1;
+        if self.visited.is_multiple_of(KILL_CHECK_ROWS) && self.env.killed() {
+            return Err(SqlError::Interrupted);
+        }
+        Ok(())
+    }
+
+    fn count(&mut self, e: &Option<Expr>) -> Result<Option<usize>, SqlError> {
+        let Some(e) = e else {
+            return Ok(None);
+        };
+        let v = self.eval(e)?;
+        match (&v, v.to_i128()) {
+            (Value::Int(_) | Value::UInt(_), Some(n)) if n >= 0 => {
+                Ok(Some(usize::try_from(n).unwrap_or(usize::MAX)))
+            }
+            _ => Err(SqlError::WrongArguments("LIMIT".into())),
+        }
+    }
+
+    /// A query's rows; `stop` caps how many the caller needs.
+    fn node(&mut self, n: &'p QNode, stop: Option<usize>) -> Result<Vec<Vec<Value>>, SqlError> {
+        let limit = self.count(&n.limit)?;
+        let offset = self.count(&n.offset)?.unwrap_or(0);
+        let needed = match (limit, stop) {
+            (Some(l), Some(s)) => Some(l.min(s)),
+            (l, s) => l.or(s),
+        };
+        let desc: Vec<bool> = n.order.iter().map(|(_, d)| *d).collect();
+        let mut rows: Vec<(Vec<Value>, Vec<Value>)> = match &n.body {
+            Body::Select(s) => {
+                let early = (n.order.is_empty() && !s.grouped && !s.distinct)
+                    .then(|| needed.map(|k| k.saturating_add(offset)))
+                    .flatten();
+                self.select(s, &n.order, early)?
+            }
+            other => {
+                let rows = self.body(other)?;
+                let mut out = Vec::with_capacity(rows.len());
+                for row in rows {
+                    let keys = self.keys(&n.order, &row)?;
+                    out.push((keys, row));
+                }
+                out
+            }
+        };
+        if !n.order.is_empty() {
+            rows.sort_by(|a, b| cmp_keys(&a.0, &b.0, &desc));
+        }
+        let it = rows.into_iter().skip(offset).map(|(_, r)| r);
+        Ok(match needed {
+            Some(k) => it.take(k).collect(),
+            None => it.collect(),
+        })
+    }
+
+    fn body(&mut self, b: &'p Body) -> Result<Vec<Vec<Value>>, SqlError> {
+        match b {
+            Body::Select(s) => Ok(self
+                .select(s, &[], None)?
+                .into_iter()
+                .map(|(_, r)| r)
+                .collect()),
+            Body::Query(q) => self.node(q, None),
+            Body::Union { all, left, right } => {
+                let mut rows = self.body(left)?;
+                rows.extend(self.body(right)?);
+                if !*all {
+                    let mut seen = HashSet::new();
+                    rows.retain(|r| seen.insert(group_key(r)));
+                }
+                Ok(rows)
+            }
+        }
+    }
+
+    /// ORDER BY keys of the row in the frame (projected as `row`).
+    fn keys(
+        &mut self,
+        order: &'p [(SortKey, bool)],
+        row: &[Value],
+    ) -> Result<Vec<Value>, SqlError> {
+        let mut keys = Vec::with_capacity(order.len());
+        for (k, _) in order {
+            keys.push(match k {
+                SortKey::Output(i) => row[*i].clone(),
+                SortKey::Expr(e) => self.eval(e)?,
+            });
+        }
+        Ok(keys)
+    }
+
+    fn project(&mut self, s: &'p SelectPlan) -> Result<Vec<Value>, SqlError> {
+        let mut row = Vec::with_capacity(s.items.len());
+        for e in &s.items {
+            row.push(self.eval(e)?);
+        }
+        Ok(row)
+    }
+
+    /// A SELECT block's rows with their sort keys; `early` stops after that many.
+    #[allow(clippy::type_complexity)]
+    fn select(
+        &mut self,
+        s: &'p SelectPlan,
+        order: &'p [(SortKey, bool)],
+        early: Option<usize>,
+    ) -> Result<Vec<(Vec<Value>, Vec<Value>)>, SqlError> {
+        let mut out: Vec<(Vec<Value>, Vec<Value>)> = Vec::new();
+        let mut seen: HashSet<String> = HashSet::new();
+        if early == Some(0) {
+            return Ok(out);
+        }
+        if !s.grouped {
+            self.source(&s.from, s, &mut |r| {
+                if !r.holds(&s.filter)? || !r.holds(&s.having)? {
+                    return Ok(true);
+                }
+                let row = r.project(s)?;
+                if s.distinct && !seen.insert(group_key(&row)) {
+                    return Ok(true);
+                }
+                let keys = r.keys(order, &row)?;
+                out.push((keys, row));
+                Ok(early.is_none_or(|n| out.len() < n))
+            })?;
+            return Ok(out);
+        }
+        let mut index: HashMap<String, usize> = HashMap::new();
+        let mut groups: Vec<(Vec<Value>, Vec<Acc>)> = Vec::new();
+        self.source(&s.from, s, &mut |r| {
+            if !r.holds(&s.filter)? {
+                return Ok(true);
+            }
+            let mut key = Vec::with_capacity(s.group_by.len());
+            for g in &s.group_by {
+                key.push(r.eval(g)?);
+            }
+            let k = group_key(&key);
+            let gi = match index.get(&k) {
+                Some(&i) => i,
+                None => {
+                    index.insert(k, groups.len());
+                    groups.push((
+                        r.frame[s.slots.clone()].to_vec(),
+                        s.aggs.iter().map(|a| Acc::new(a.distinct)).collect(),
+                    ));
+                    groups.len() - 1
+                }
+            };
+            for (ai, a) in s.aggs.iter().enumerate() {
+                let v = match &a.arg {
+                    None => Value::Int(1),
+                    Some(e) => r.eval(e)?,
+                };
+                groups[gi].1[ai].add(a.func, v)?;
+            }
+            Ok(true)
+        })?;
+        if groups.is_empty() && s.group_by.is_empty() {
+            groups.push((
+                vec![Value::Null; s.slots.len()],
+                s.aggs.iter().map(|a| Acc::new(a.distinct)).collect(),
+            ));
+        }
+        let div = self.env.div_precision();
+        for (snapshot, accs) in groups {
+            self.frame[s.slots.clone()].clone_from_slice(&snapshot);
+            for (a, acc) in s.aggs.iter().zip(&accs) {
+                self.frame[a.slot] = acc.finish(a.func, div);
+            }
+            if !self.holds(&s.having)? {
+                continue;
+            }
+            let row = self.project(s)?;
+            if s.distinct && !seen.insert(group_key(&row)) {
+                continue;
+            }
+            let keys = self.keys(order, &row)?;
+            out.push((keys, row));
+        }
+        Ok(out)
+    }
+
+    /// Puts every row of `src` in the frame and calls `f`; `Ok(false)` if `f` stopped it.
+    fn source(
+        &mut self,
+        src: &'p Source,
+        s: &'p SelectPlan,
+        f: &mut Visit<'_, 'p, 'a>,
+    ) -> Result<bool, SqlError> {
+        match src {
+            Source::OneRow => f(self),
+            Source::Leaf(i) => self.leaf(&s.leaves[*i], f),
+            Source::Join {
+                left,
+                right,
+                left_join,
+                on,
+                null_slots,
+            } => self.source(left, s, &mut |r| {
+                let mut matched = false;
+                let go_on = r.source(right, s, &mut |r2| {
+                    if !r2.holds(on)? {
+                        return Ok(true);
+                    }
+                    matched = true;
+                    f(r2)
+                })?;
+                if !go_on {
+                    return Ok(false);
+                }
+                if *left_join && !matched {
+                    for range in null_slots {
+                        for v in &mut r.frame[range.clone()] {
+                            *v = Value::Null;
+                        }
+                    }
+                    return f(r);
+                }
+                Ok(true)
+            }),
+        }
+    }
+
+    fn leaf(&mut self, leaf: &'p Leaf, f: &mut Visit<'_, 'p, 'a>) -> Result<bool, SqlError> {
+        let base = leaf.slots.start;
+        match &leaf.kind {
+            LeafKind::Table { def, lock } => {
+                let resolved = {
+                    let mut ev = Ev { r: self };
+                    resolve(&leaf.access, def, &mut ev)?
+                };
+                let rows = self.fetch(def, resolved, *lock)?;
+                for row in rows {
+                    self.tick()?;
+                    for (i, d) in row.values.iter().enumerate() {
+                        self.frame[base + i] = datum_to_value(d);
+                    }
+                    if self.holds(&leaf.filter)? && !f(self)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            LeafKind::System { name } => {
+                let (_, _, rows) = show::info_schema(self.store, name)?;
+                self.rows(&rows, leaf, f)
+            }
+            LeafKind::Derived(node) => {
+                let key: *const QNode = &**node;
+                let rows = match self.derived.get(&key) {
+                    Some(r) => r.clone(),
+                    None => {
+                        let r: Rows = Arc::new(self.node(node, None)?);
+                        self.derived.insert(key, r.clone());
+                        r
+                    }
+                };
+                self.rows(&rows, leaf, f)
+            }
+        }
+    }
+
+    fn rows(
+        &mut self,
+        rows: &[Vec<Value>],
+        leaf: &'p Leaf,
+        f: &mut Visit<'_, 'p, 'a>,
+    ) -> Result<bool, SqlError> {
+        let base = leaf.slots.start;
+        for row in rows {
+            self.tick()?;
+            self.frame[base..base + row.len()].clone_from_slice(row);
+            if self.holds(&leaf.filter)? && !f(self)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The rows an access path reaches, read in one go (the transaction is free again for the
+    /// next leaf of a nested loop).
+    fn fetch(
+        &mut self,
+        def: &TableDef,
+        resolved: Resolved,
+        lock: LockMode,
+    ) -> Result<Vec<Row>, SqlError> {
+        let ranges = match resolved {
+            Resolved::Empty => return Ok(Vec::new()),
+            Resolved::PkPoint(k) => {
+                return Ok(self
+                    .txn
+                    .get(def, &k, lock)
+                    .map_err(store_err)?
+                    .into_iter()
+                    .collect())
+            }
+            Resolved::FullScan => vec![(KeyName::Primary, KeyRange::all())],
+            Resolved::Range(k, r) => vec![(k, r)],
+            Resolved::Ranges(k, rs) => rs.into_iter().map(|r| (k.clone(), r)).collect(),
+        };
+        let mut out = Vec::new();
+        for (key, range) in ranges {
+            let push = |r: Row| {
+                out.push(r);
+                Ok(true)
+            };
+            match &key {
+                KeyName::Primary => self.txn.scan_pk_with(def, &range, lock, push),
+                KeyName::Index(n) => self.txn.scan_index_with(def, n, &range, lock, push),
+            }
+            .map_err(store_err)?;
+        }
+        Ok(out)
+    }
+
+    /// The value of a subquery expression.
+    fn subquery(&mut self, q: &Subquery) -> Result<Value, SqlError> {
+        let plan = self.plan;
+        let sp = &plan.subqueries[q.id];
+        let rows: Rows = match &self.cache[q.id] {
+            Some(r) if !sp.correlated => r.clone(),
+            _ => {
+                // A correlated subquery stops as soon as its answer is known.
+                let stop = match (&q.kind, sp.correlated) {
+                    (SubqueryKind::Exists, true) => Some(1),
+                    (SubqueryKind::Scalar, true) => Some(2),
+                    _ => None,
+                };
+                let r: Rows = Arc::new(self.node(&sp.node, stop)?);
+                if !sp.correlated {
+                    self.cache[q.id] = Some(r.clone());
+                }
+                r
+            }
+        };
+        match &q.kind {
+            SubqueryKind::Scalar => match rows.len() {
+                0 => Ok(Value::Null),
+                1 => Ok(rows[0][0].clone()),
+                _ => Err(SqlError::other(
+                    1242,
+                    "21000",
+                    "Subquery returns more than 1 row",
+                )),
+            },
+            SubqueryKind::Exists => Ok(Value::Int(i64::from(!rows.is_empty()))),
+            SubqueryKind::In { operand, negated } => {
+                let v = self.eval(operand)?;
+                let found = if rows.is_empty() {
+                    Some(false)
+                } else if v.is_null() {
+                    None
+                } else {
+                    let mut unknown = false;
+                    let mut hit = false;
+                    for r in rows.iter() {
+                        match holds(BinOp::Eq, &v, &r[0]) {
+                            Some(true) => {
+                                hit = true;
+                                break;
+                            }
+                            Some(false) => {}
+                            None => unknown = true,
+                        }
+                    }
+                    if hit {
+                        Some(true)
+                    } else if unknown {
+                        None
+                    } else {
+                        Some(false)
+                    }
+                };
+                Ok(bool_value(if *negated { found.map(|b| !b) } else { found }))
+            }
+            SubqueryKind::Compare { operand, op, all } => {
+                let v = self.eval(operand)?;
+                let mut unknown = false;
+                for r in rows.iter() {
+                    match holds(*op, &v, &r[0]) {
+                        Some(true) if !*all => return Ok(Value::Int(1)),
+                        Some(false) if *all => return Ok(Value::Int(0)),
+                        None => unknown = true,
+                        _ => {}
+                    }
+                }
+                Ok(if unknown {
+                    Value::Null
+                } else {
+                    Value::Int(i64::from(*all))
+                })
+            }
+        }
+    }
+}

@@ -171,7 +171,8 @@ fn parse_show_like(text: &str) -> Result<Option<TableStmt>, SqlError> {
             let mut names = &w[i + 1..];
             if first == "CHECK" {
                 // Trailing options (unquoted keywords, as MySQL's grammar has them).
-                const OPTIONS: [&str; 6] = ["QUICK", "FAST", "MEDIUM", "EXTENDED", "CHANGED", "UPGRADE"];
+                const OPTIONS: [&str; 6] =
+                    ["QUICK", "FAST", "MEDIUM", "EXTENDED", "CHANGED", "UPGRADE"];
                 while let Some(last) = names.last() {
                     if !OPTIONS.iter().any(|o| last.eq_ignore_ascii_case(o)) {
                         break;

@@ -51,11 +51,8 @@ fn setup(s: &Srv) {
     c.query_drop("CREATE TABLE ck.t2 (a INT, b VARCHAR(10), KEY ia (a))")
         .unwrap();
     for i in 1..=40 {
-        c.query_drop(format!(
-            "INSERT INTO ck.t1 VALUES ({i}, {}, 'c{i}')",
-            i % 5
-        ))
-        .unwrap();
+        c.query_drop(format!("INSERT INTO ck.t1 VALUES ({i}, {}, 'c{i}')", i % 5))
+            .unwrap();
         c.query_drop(format!("INSERT INTO ck.t2 VALUES ({}, 'b{i}')", i % 3))
             .unwrap();
     }
@@ -89,7 +86,15 @@ fn check_table_statement() {
         .collect();
     assert_eq!(got, want);
     c.query_drop("USE ck").unwrap();
-    for opt in ["", "FAST", "MEDIUM", "EXTENDED", "CHANGED", "FOR UPGRADE", "quick"] {
+    for opt in [
+        "",
+        "FAST",
+        "MEDIUM",
+        "EXTENDED",
+        "CHANGED",
+        "FOR UPGRADE",
+        "quick",
+    ] {
         let rows: Vec<(String, String, String, String)> =
             c.query(format!("CHECK TABLE t1, t2 {opt}")).unwrap();
         assert_eq!(rows.len(), 2, "{opt}: {rows:?}");
@@ -146,7 +151,10 @@ fn mariadb_check_reports_ok_missing_and_corrupt_tables() {
             shoal_store::Datum::Int(11),
             shoal_store::Datum::Int(6),
         ]));
-        assert!(db.get(&key).unwrap().is_some(), "the entry to delete exists");
+        assert!(
+            db.get(&key).unwrap().is_some(),
+            "the entry to delete exists"
+        );
         db.delete(&key).unwrap();
     }
     let s = Srv::start_in(&dir, &[]);
@@ -163,7 +171,10 @@ fn mariadb_check_reports_ok_missing_and_corrupt_tables() {
         "error : Corrupt",
         "ck.t2 OK",
     ] {
-        assert!(lines.iter().any(|l| l == want), "no line {want:?} in:\n{out}");
+        assert!(
+            lines.iter().any(|l| l == want),
+            "no line {want:?} in:\n{out}"
+        );
     }
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);

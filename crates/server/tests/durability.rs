@@ -39,7 +39,9 @@ fn strace_unusable() -> Option<String> {
         .args(["-f", "-o", "/dev/null", "true"])
         .output()
     {
-        Err(e) => Some(format!("strace not runnable ({e}); scripts/deps.sh installs it")),
+        Err(e) => Some(format!(
+            "strace not runnable ({e}); scripts/deps.sh installs it"
+        )),
         Ok(o) if !o.status.success() => Some(format!(
             "strace cannot trace here: {}",
             String::from_utf8_lossy(&o.stderr).trim()

@@ -38,8 +38,8 @@ pub mod lock;
 pub mod stats;
 pub mod txn;
 
-pub use check::{CheckProblem, CheckReport};
 pub use catalog::{ColumnDef, ColumnDefault, IndexDef, IndexSpec, TableDef, TableSpec};
+pub use check::{CheckProblem, CheckReport};
 pub use datum::{ColumnType, Date, DateTime, Datum, Decimal};
 pub use engine::{Engine, EngineConfig};
 pub use error::{Result, StoreError};

@@ -66,9 +66,10 @@ impl Shoal {
         Shoal::start_wrapped(dir, &[], extra)
     }
 
-    /// [`Shoal::start_in`] under a wrapper program (`wrapper` is its command line, e.g.
-    /// `strace -f -o FILE`, to which the server's command line is appended). The wrapper must
-    /// run the server as its direct child and exit when it exits.
+    /// [`Shoal::start_in`] under a wrapper program (`wrapper` is its command line, to which
+    /// the server's command line is appended). The wrapper either becomes the server (`env
+    /// VAR=value`, which execs it) or runs it as its direct child and exits when it exits
+    /// (`strace -f -o FILE`).
     pub fn start_wrapped(dir: &Path, wrapper: &[String], extra: &[&str]) -> Shoal {
         let port = free_port();
         let socket = dir.join(format!("s{port}.sock"));
@@ -129,11 +130,16 @@ impl Shoal {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
-        if !wrapper.is_empty() {
-            let pid = s.child.as_ref().unwrap().id();
+        let exe = |pid: u32| std::fs::canonicalize(format!("/proc/{pid}/exe")).ok();
+        let shoal = std::fs::canonicalize(env!("CARGO_BIN_EXE_shoal")).ok();
+        let pid = s.child.as_ref().unwrap().id();
+        if !wrapper.is_empty() && exe(pid) != shoal {
             let children =
                 std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap();
-            s.server_pid = children.split_whitespace().next().map(|p| p.parse().unwrap());
+            s.server_pid = children
+                .split_whitespace()
+                .next()
+                .map(|p| p.parse().unwrap());
             assert!(s.server_pid.is_some(), "wrapper {wrapper:?} has no child");
         }
         s

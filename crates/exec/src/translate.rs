@@ -173,7 +173,8 @@ fn parse_show_like(text: &str) -> Result<Option<TableStmt>, SqlError> {
                 // Trailing options (unquoted keywords, as MySQL's grammar has them).
                 const OPTIONS: [&str; 6] =
                     ["QUICK", "FAST", "MEDIUM", "EXTENDED", "CHANGED", "UPGRADE"];
-                while let Some(last) = names.last() {
+                // A lone name is a table (`CHECK TABLE quick`: the words are not reserved).
+                while let Some(last) = names.last().filter(|_| names.len() > 1) {
                     if !OPTIONS.iter().any(|o| last.eq_ignore_ascii_case(o)) {
                         break;
                     }

@@ -59,6 +59,12 @@ const DEFAULT_CYCLES: usize = 6;
 const WORKERS: usize = 6;
 /// `acct` rows per worker.
 const ACCT_ROWS: usize = 8;
+/// Every item's `pad`: its tag and 600 bytes of filler, about 2 KiB of writes per transaction, so a
+/// cycle fills a memtable of the 5 MiB buffer pool about every other time and the crashes
+/// also meet memtable flushes and compactions.
+fn pad(tag: &str) -> String {
+    format!("{tag}:{}", "pad".repeat(200))
+}
 
 /// What one worker's rows must hold.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -175,10 +181,10 @@ fn run_worker(
         let values: Vec<String> = txn
             .inserts
             .iter()
-            .map(|(i, tag)| format!("({i}, {id}, {w}, '{tag}')"))
+            .map(|(i, tag)| format!("({i}, {id}, {w}, '{tag}', '{}')", pad(tag)))
             .collect();
         statements.push(format!(
-            "INSERT INTO crash.items (id, txn, w, tag) VALUES {}",
+            "INSERT INTO crash.items (id, txn, w, tag, pad) VALUES {}",
             values.join(", ")
         ));
         if let Some(d) = txn.delete {
@@ -270,9 +276,11 @@ fn read_state(c: &mut Conn) -> Vec<Model> {
         assert_eq!(owner as usize, w);
         models[w].acct[i] = (txn, v);
     }
-    let items: Vec<(i64, i64, i64, String)> =
-        c.query("SELECT id, txn, w, tag FROM crash.items").unwrap();
-    for (id, txn, w, tag) in items {
+    let items: Vec<(i64, i64, i64, String, String)> = c
+        .query("SELECT id, txn, w, tag, pad FROM crash.items")
+        .unwrap();
+    for (id, txn, w, tag, pad) in items {
+        assert_eq!(pad, self::pad(&tag), "item {id}'s pad");
         models[w as usize].items.insert(id, (txn, tag));
     }
     let log: Vec<(i64, i64, i64)> = c.query("SELECT txn, w, n FROM crash.log").unwrap();
@@ -303,7 +311,7 @@ fn create_schema(c: &mut Conn) {
     .unwrap();
     c.query_drop(
         "CREATE TABLE crash.items (id BIGINT PRIMARY KEY, txn BIGINT NOT NULL, w INT NOT NULL, \
-         tag VARCHAR(40), UNIQUE KEY u_tag (tag), KEY k_txn (txn))",
+         tag VARCHAR(40), pad VARCHAR(700), UNIQUE KEY u_tag (tag), KEY k_txn (txn))",
     )
     .unwrap();
     c.query_drop(
@@ -377,16 +385,31 @@ fn file_sizes(dir: &Path) -> HashMap<PathBuf, u64> {
     out
 }
 
+/// What [`power_loss`] found and did.
+#[derive(Debug, Default)]
+struct PowerLoss {
+    /// Syncs in the journal.
+    syncs: usize,
+    /// SST files (memtable flushes, compactions) written and synced during the run.
+    tables_written: usize,
+    /// Files cut: (name, bytes dropped).
+    cuts: Vec<(String, u64)>,
+}
+
 /// Cuts every file under `data` back to the size its last sync covered, following the
 /// journal's renames; files the journal never mentions keep at most their size in `durable`
 /// (all synced before the run), files created during the run and never synced become empty.
-/// Returns the files cut (name, bytes dropped).
-fn power_loss(data: &Path, durable: &HashMap<PathBuf, u64>, journal: &Path) -> Vec<(String, u64)> {
+fn power_loss(data: &Path, durable: &HashMap<PathBuf, u64>, journal: &Path) -> PowerLoss {
     let mut synced: HashMap<PathBuf, u64> = HashMap::new();
     let text = std::fs::read_to_string(journal).unwrap_or_default();
+    let mut out = PowerLoss::default();
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("S ") {
             let (size, path) = rest.split_once(' ').expect("S size path");
+            out.syncs += 1;
+            if path.ends_with(".sst") && !synced.contains_key(Path::new(path)) {
+                out.tables_written += 1;
+            }
             synced.insert(PathBuf::from(path), size.parse().unwrap());
         } else if let Some(rest) = line.strip_prefix("R ") {
             let (from, to) = rest.split_once('\t').expect("R from\tto");
@@ -398,7 +421,6 @@ fn power_loss(data: &Path, durable: &HashMap<PathBuf, u64>, journal: &Path) -> V
             synced.insert(to, size);
         }
     }
-    let mut cuts = Vec::new();
     for (path, size) in file_sizes(data) {
         let keep = synced
             .get(&path)
@@ -409,11 +431,11 @@ fn power_loss(data: &Path, durable: &HashMap<PathBuf, u64>, journal: &Path) -> V
             let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
             f.set_len(keep).unwrap();
             let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            cuts.push((name, size - keep));
+            out.cuts.push((name, size - keep));
         }
     }
-    cuts.sort();
-    cuts
+    out.cuts.sort();
+    out
 }
 
 /// Runs `cycles` crash cycles of `kind` (module docs); returns a summary line.
@@ -435,6 +457,9 @@ fn run_cycles(kind: Crash, cycles: usize, seed: u64) -> String {
         let args = [
             format!("--thread-handling={}", modes[cycle % 2]),
             "--innodb-flush-log-at-trx-commit=1".to_string(),
+            // The smallest buffer pool: 1 MiB memtables, so memtable flushes (SST files,
+            // MANIFEST edits) happen within the cycles, not only at startup.
+            "--innodb-buffer-pool-size=5M".to_string(),
         ];
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         match (&shim, traced) {
@@ -456,7 +481,7 @@ fn run_cycles(kind: Crash, cycles: usize, seed: u64) -> String {
     s.stop_with(libc::SIGKILL);
     let (mut total_acked, mut total_commits, mut total_groups) = (0u64, 0u64, 0u64);
     let (mut in_flight_committed, mut in_flight_lost) = (0, 0);
-    let (mut cut_files, mut cut_bytes) = (0, 0);
+    let (mut cut_files, mut cut_bytes, mut tables_written) = (0, 0, 0);
     for cycle in 0..cycles {
         let ctx = format!("{kind:?} seed {seed}, cycle {cycle} ({})", modes[cycle % 2]);
         // What is on disk now counts as synced: sync(2) makes it so.
@@ -506,10 +531,15 @@ fn run_cycles(kind: Crash, cycles: usize, seed: u64) -> String {
         total_groups += groups;
         let mut lost = String::new();
         if kind == Crash::PowerLoss {
-            let cuts = power_loss(&data, &durable, &journal);
-            cut_files += cuts.len();
-            cut_bytes += cuts.iter().map(|c| c.1).sum::<u64>();
-            lost = format!(", power loss dropped unsynced bytes (file, bytes): {cuts:?}");
+            let pl = power_loss(&data, &durable, &journal);
+            cut_files += pl.cuts.len();
+            cut_bytes += pl.cuts.iter().map(|c| c.1).sum::<u64>();
+            tables_written += pl.tables_written;
+            lost = format!(
+                "; {} syncs journaled, {} SST files written; the power loss dropped unsynced \
+                 bytes (file, bytes): {:?}",
+                pl.syncs, pl.tables_written, pl.cuts
+            );
         }
 
         s = start(cycle, false);
@@ -563,7 +593,10 @@ fn run_cycles(kind: Crash, cycles: usize, seed: u64) -> String {
          {total_commits} commits in {total_groups} sync groups"
     );
     if kind == Crash::PowerLoss {
-        summary += &format!("; {cut_bytes} unsynced bytes in {cut_files} file cuts dropped");
+        summary += &format!(
+            "; {cut_bytes} unsynced bytes in {cut_files} file cuts dropped; {tables_written} \
+             SST files written under the journal"
+        );
     }
     summary
 }
@@ -590,7 +623,10 @@ fn kill_9_cycles_lose_no_acknowledged_transaction() {
 fn power_loss_cycles_lose_no_acknowledged_transaction() {
     let cycles = env_or("SHOAL_CRASH_CYCLES", DEFAULT_CYCLES);
     let seed = seed();
-    if let Err(why) = build_shim(&temp_dir("power-loss-shim")) {
+    let probe = temp_dir("power-loss-shim");
+    let built = build_shim(&probe);
+    let _ = std::fs::remove_dir_all(&probe);
+    if let Err(why) = built {
         eprintln!("SKIPPED: the power-loss shim cannot be built: {why}");
         return;
     }

@@ -118,8 +118,10 @@ struct WorkerEnd {
     server_error: Option<String>,
 }
 
+/// One worker: commits transactions on `c` until one fails (the kill). Connected by the
+/// caller, so every worker is in the game before the kill is timed.
 fn run_worker(
-    opts: mysql::OptsBuilder,
+    mut c: Conn,
     w: usize,
     cycle: usize,
     mut model: Model,
@@ -132,17 +134,6 @@ fn run_worker(
         in_flight: None,
         acked: 0,
         server_error: None,
-    };
-    let opts = opts
-        .read_timeout(Some(Duration::from_secs(60)))
-        .write_timeout(Some(Duration::from_secs(60)));
-    let mut c = match Conn::new(opts) {
-        Ok(c) => c,
-        Err(e) => {
-            end.server_error = Some(format!("worker {w}: connect: {e}"));
-            end.model = model;
-            return end;
-        }
     };
     let mut seq = 0i64;
     while !stop.load(Ordering::Relaxed) {
@@ -495,14 +486,14 @@ fn run_cycles(kind: Crash, cycles: usize, seed: u64) -> String {
         let acked = Arc::new(AtomicU64::new(0));
         let workers: Vec<_> = (0..WORKERS)
             .map(|w| {
-                let (opts, model, stop, acked) = (
-                    s.mysql_opts(),
-                    models[w].clone(),
-                    stop.clone(),
-                    acked.clone(),
-                );
+                let opts = s
+                    .mysql_opts()
+                    .read_timeout(Some(Duration::from_secs(60)))
+                    .write_timeout(Some(Duration::from_secs(60)));
+                let c = Conn::new(opts).unwrap_or_else(|e| panic!("{ctx}: connect: {e}"));
+                let (model, stop, acked) = (models[w].clone(), stop.clone(), acked.clone());
                 let wrng = StdRng::seed_from_u64(rng.gen());
-                std::thread::spawn(move || run_worker(opts, w, cycle, model, wrng, stop, acked))
+                std::thread::spawn(move || run_worker(c, w, cycle, model, wrng, stop, acked))
             })
             .collect();
         // Kill after a random number of acknowledged transactions, a few ms into the next.

@@ -2,7 +2,7 @@
 # Installs what building and testing shoal needs on a fresh Debian machine (idempotent, quiet).
 set -euo pipefail
 need=()
-for p in libclang-dev clang mariadb-client mariadb-server sysbench python3-venv chromium; do
+for p in libclang-dev clang mariadb-client mariadb-server sysbench python3-venv chromium strace gcc; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -208,6 +208,9 @@ pub enum TableStmt {
     ShowIndex(TableRef),
     /// ANALYZE TABLE t, ...
     Analyze(Vec<TableRef>),
+    /// CHECK TABLE t, ... [QUICK | FAST | MEDIUM | EXTENDED | CHANGED | FOR UPGRADE] (the
+    /// options are accepted and ignored: every check is the full one, see `shoal_store::check`).
+    Check(Vec<TableRef>),
     /// SELECT.
     Select(Box<SelectStmt>),
     /// INSERT / REPLACE.
@@ -233,6 +236,7 @@ impl TableStmt {
             TableStmt::ShowColumns { .. } => "show_fields",
             TableStmt::ShowIndex(_) => "show_keys",
             TableStmt::Analyze(_) => "analyze",
+            TableStmt::Check(_) => "check",
             TableStmt::Select(_) | TableStmt::Query(_) => "select",
             TableStmt::Insert(i) if i.replace => "replace",
             TableStmt::Insert(_) => "insert",

@@ -443,6 +443,13 @@ impl TableSession {
                     .collect::<Result<Vec<_>, SqlError>>()?;
                 return Ok(show::analyze(&store, &list));
             }
+            TableStmt::Check(ts) => {
+                let list = ts
+                    .iter()
+                    .map(|t| Ok((resolve_db(t, &plan.db)?, t.name.clone())))
+                    .collect::<Result<Vec<_>, SqlError>>()?;
+                return Ok(show::check(&store, &list));
+            }
             _ => {}
         }
         if self.txn.as_ref().is_some_and(|t| !t.is_active()) {

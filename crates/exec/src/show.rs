@@ -1,4 +1,4 @@
-//! SHOW statements, DESCRIBE, ANALYZE and the `information_schema` tables over the catalog.
+//! SHOW statements, DESCRIBE, ANALYZE, CHECK TABLE and the `information_schema` tables over the catalog.
 //!
 //! `information_schema.SCHEMATA`, `TABLES` and `COLUMNS` are materialised from the store's
 //! catalog at each query (they are small) and then queried by the ordinary SELECT executor,
@@ -9,7 +9,7 @@ use shoal_sql::catalog::SYSTEM_DATABASES;
 use shoal_sql::eval::like;
 use shoal_sql::value::Value;
 use shoal_sql::SqlError;
-use shoal_store::{ColumnDefault, ColumnType, Datum, Engine, TableDef};
+use shoal_store::{ColumnDefault, ColumnType, Datum, Engine, StoreError, TableDef};
 
 use crate::convert::{store_err, ColumnInfo};
 use crate::exec::ExecOutput;
@@ -36,7 +36,17 @@ pub fn show_tables(
     full: bool,
     pat: &Option<String>,
 ) -> Result<ExecOutput, SqlError> {
-    let names = engine.tables(db).map_err(store_err)?;
+    let names = match engine.tables(db) {
+        Ok(names) => names,
+        // `mysql`, `performance_schema`, `sys`: schemas that exist (SHOW DATABASES lists them,
+        // USE works) but hold no tables here; `mariadb-check --all-databases` lists each one.
+        Err(StoreError::NoSuchDatabase(_))
+            if SYSTEM_DATABASES.iter().any(|s| s.eq_ignore_ascii_case(db)) =>
+        {
+            Vec::new()
+        }
+        Err(e) => return Err(store_err(e)),
+    };
     let mut cols = vec![ColumnInfo::text(&format!("Tables_in_{db}"))];
     if full {
         cols.push(ColumnInfo::text("Table_type"));
@@ -281,6 +291,47 @@ pub fn analyze(engine: &Engine, tables: &[(String, String)]) -> ExecOutput {
             ],
         })
         .collect();
+    rows_out(cols, rows)
+}
+
+/// CHECK TABLE result rows, as MariaDB prints them: `status | OK` for a consistent table; for a
+/// damaged one an `error` row per problem the store's checker names (at most
+/// `shoal_store::check::MAX_REPORTED_PROBLEMS`, then a count of the rest) and a final
+/// `error | Corrupt`; for a missing table `Error | Table 'db.t' doesn't exist` (also when the
+/// database is missing) and `status | Operation failed`.
+pub fn check(engine: &Engine, tables: &[(String, String)]) -> ExecOutput {
+    let cols = ["Table", "Op", "Msg_type", "Msg_text"]
+        .iter()
+        .map(|n| ColumnInfo::text(n))
+        .collect();
+    let mut rows = Vec::new();
+    for (db, t) in tables {
+        let name = format!("{db}.{t}");
+        let mut row = |kind: &str, text: &str| {
+            rows.push(vec![s(&name), s("check"), s(kind), s(text)]);
+        };
+        match engine.check_table(db, t) {
+            Ok(r) if r.is_ok() => row("status", "OK"),
+            Ok(r) => {
+                for p in &r.problems {
+                    row("error", &p.to_string());
+                }
+                let hidden = r.problem_count - r.problems.len() as u64;
+                if hidden > 0 {
+                    row("error", &format!("{hidden} more problems not shown"));
+                }
+                row("error", "Corrupt");
+            }
+            Err(StoreError::NoSuchTable { .. } | StoreError::NoSuchDatabase(_)) => {
+                row("Error", &format!("Table '{name}' doesn't exist"));
+                row("status", "Operation failed");
+            }
+            Err(e) => {
+                row("Error", &e.to_string());
+                row("status", "Operation failed");
+            }
+        }
+    }
     rows_out(cols, rows)
 }
 

@@ -2,7 +2,7 @@
 //!
 //! Most statements are parsed by sqlparser (`MySqlDialect`) and translated from its AST into
 //! ours; expressions become `shoal_sql::ast::Expr` (the SQL crate's evaluator runs them). The
-//! SHOW/DESCRIBE/ANALYZE forms are recognised by a small hand-written front first, because
+//! SHOW/DESCRIBE/ANALYZE/CHECK forms are recognised by a small hand-written front first, because
 //! they are simple and sqlparser models them differently across versions.
 //!
 //! `?` placeholders are numbered in textual order: the translation visits clauses in the order
@@ -73,7 +73,7 @@ fn parse_tokens(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Hand-written front: SHOW / DESCRIBE / ANALYZE.
+// Hand-written front: SHOW / DESCRIBE / ANALYZE / CHECK.
 
 fn words(text: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -174,14 +174,35 @@ fn parse_show_like(text: &str) -> Result<Option<TableStmt>, SqlError> {
             if !kw(w.get(i), "TABLE") {
                 return Err(syntax());
             }
-            let tables: Vec<TableRef> = w[i + 1..].iter().map(|s| table_ref_word(s)).collect();
+            let mut names = &w[i + 1..];
+            if first == "CHECK" {
+                // Trailing options (unquoted keywords, as MySQL's grammar has them).
+                const OPTIONS: [&str; 6] =
+                    ["QUICK", "FAST", "MEDIUM", "EXTENDED", "CHANGED", "UPGRADE"];
+                // A lone name is a table (`CHECK TABLE quick`: the words are not reserved).
+                while let Some(last) = names.last().filter(|_| names.len() > 1) {
+                    if !OPTIONS.iter().any(|o| last.eq_ignore_ascii_case(o)) {
+                        break;
+                    }
+                    let upgrade = last.eq_ignore_ascii_case("UPGRADE");
+                    names = &names[..names.len() - 1];
+                    if upgrade {
+                        if !names.last().is_some_and(|f| f.eq_ignore_ascii_case("FOR")) {
+                            return Err(syntax());
+                        }
+                        names = &names[..names.len() - 1];
+                    }
+                }
+            }
+            let tables: Vec<TableRef> = names.iter().map(|s| table_ref_word(s)).collect();
             if tables.is_empty() {
                 return Err(syntax());
             }
-            if first != "ANALYZE" {
-                return Err(unsupported(format!("{first} TABLE")));
+            match first.as_str() {
+                "ANALYZE" => Ok(Some(TableStmt::Analyze(tables))),
+                "CHECK" => Ok(Some(TableStmt::Check(tables))),
+                _ => Err(unsupported(format!("{first} TABLE"))),
             }
-            Ok(Some(TableStmt::Analyze(tables)))
         }
         "SHOW" => {
             let mut i = 1;

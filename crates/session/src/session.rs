@@ -415,6 +415,7 @@ fn dml_kind(sql: &str) -> &'static str {
         "update" => "update",
         "delete" => "delete",
         "replace" => "replace",
+        "check" => "check",
         _ => "select",
     }
 }

@@ -13,6 +13,7 @@ pub const COM_NAMES: &[&str] = &[
     "analyze",
     "begin",
     "change_db",
+    "check",
     "commit",
     "create_db",
     "create_index",

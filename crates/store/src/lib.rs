@@ -26,9 +26,10 @@
 //!
 //! Modules: [`datum`] (values and types), [`codec`] (key and row encodings), [`catalog`]
 //! (definitions and key layout), [`lock`] (row-lock manager), [`engine`] (open, DDL, group
-//! commit, counters), [`txn`] (transactions).
+//! commit, counters), [`txn`] (transactions), [`check`] (CHECK TABLE: rows against indexes).
 
 pub mod catalog;
+pub mod check;
 pub mod codec;
 pub mod datum;
 pub mod engine;
@@ -38,6 +39,7 @@ pub mod stats;
 pub mod txn;
 
 pub use catalog::{ColumnDef, ColumnDefault, IndexDef, IndexSpec, TableDef, TableSpec};
+pub use check::{CheckProblem, CheckReport};
 pub use datum::{ColumnType, Date, DateTime, Datum, Decimal};
 pub use engine::{Engine, EngineConfig};
 pub use error::{Result, StoreError};

@@ -18,6 +18,9 @@ pub struct Shoal {
     pub log: PathBuf,
     /// Whether drop removes `dir` (servers from [`Shoal::start`]).
     pub owns_dir: bool,
+    /// The server's own pid when `child` is a wrapper around it ([`Shoal::start_wrapped`]):
+    /// signals go to the server, and the wrapper is waited for.
+    pub server_pid: Option<u32>,
 }
 
 pub fn temp_dir(tag: &str) -> PathBuf {
@@ -42,6 +45,14 @@ impl Shoal {
     /// Starts the server on the datadir inside `dir` (kept on drop, so a test can restart a
     /// server on the same data); socket and log are named after the port.
     pub fn start_in(dir: &Path, extra: &[&str]) -> Shoal {
+        Shoal::start_wrapped(dir, &[], extra)
+    }
+
+    /// [`Shoal::start_in`] under a wrapper program (`wrapper` is its command line, to which
+    /// the server's command line is appended). The wrapper either becomes the server (`env
+    /// VAR=value`, which execs it) or runs it as its direct child and exits when it exits
+    /// (`strace -f -o FILE`).
+    pub fn start_wrapped(dir: &Path, wrapper: &[String], extra: &[&str]) -> Shoal {
         let port = free_port();
         let socket = dir.join(format!("s{port}.sock"));
         let log = dir.join(format!("stderr-{port}.log"));
@@ -57,7 +68,15 @@ impl Shoal {
             Ok(f) if !f.is_empty() => format!("{f},shoal=info"),
             _ => "info".to_string(),
         };
-        let child = Command::new(env!("CARGO_BIN_EXE_shoal"))
+        let mut cmd = match wrapper.split_first() {
+            Some((program, wargs)) => {
+                let mut c = Command::new(program);
+                c.args(wargs).arg(env!("CARGO_BIN_EXE_shoal"));
+                c
+            }
+            None => Command::new(env!("CARGO_BIN_EXE_shoal")),
+        };
+        let child = cmd
             .args(&args)
             .env("SHOAL_LOG", filter)
             .stdin(Stdio::null())
@@ -72,6 +91,7 @@ impl Shoal {
             child: Some(child),
             log,
             owns_dir: false,
+            server_pid: None,
         };
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
@@ -92,6 +112,18 @@ impl Shoal {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+        let exe = |pid: u32| std::fs::canonicalize(format!("/proc/{pid}/exe")).ok();
+        let shoal = std::fs::canonicalize(env!("CARGO_BIN_EXE_shoal")).ok();
+        let pid = s.child.as_ref().unwrap().id();
+        if !wrapper.is_empty() && exe(pid) != shoal {
+            let children =
+                std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap();
+            s.server_pid = children
+                .split_whitespace()
+                .next()
+                .map(|p| p.parse().unwrap());
+            assert!(s.server_pid.is_some(), "wrapper {wrapper:?} has no child");
+        }
         s
     }
 
@@ -108,8 +140,9 @@ impl Shoal {
     /// returns the exit status code.
     pub fn stop_with(&mut self, signal: i32) -> Option<i32> {
         let mut child = self.child.take()?;
+        let pid = self.server_pid.unwrap_or(child.id());
         unsafe {
-            libc::kill(child.id() as i32, signal);
+            libc::kill(pid as i32, signal);
         }
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
@@ -117,6 +150,9 @@ impl Shoal {
                 return st.code();
             }
             if Instant::now() > deadline {
+                unsafe {
+                    libc::kill(pid as i32, libc::SIGKILL);
+                }
                 let _ = child.kill();
                 let _ = child.wait();
                 return None;

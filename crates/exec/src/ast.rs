@@ -94,12 +94,31 @@ pub struct InsertStmt {
     pub columns: Vec<String>,
     /// Rows; `None` = `DEFAULT`.
     pub rows: Vec<Vec<Option<Expr>>>,
+    /// `INSERT ... SELECT`: the query whose rows are inserted (then `rows` is empty).
+    pub select: Option<Box<shoal_sql::ast::Query>>,
     /// INSERT IGNORE.
     pub ignore: bool,
     /// REPLACE.
     pub replace: bool,
     /// ON DUPLICATE KEY UPDATE assignments.
     pub on_dup: Vec<(String, Expr)>,
+}
+
+/// `UPDATE t1 JOIN t2 ... SET ...` or `DELETE t1 FROM t1 JOIN t2 ...` /
+/// `DELETE FROM t1 USING t1 JOIN t2 ...`: the joined rows come from the query engine, then each
+/// target row is changed once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MultiStmt {
+    /// DELETE (else UPDATE).
+    pub delete: bool,
+    /// DELETE's target tables, as written (aliases or names).
+    pub targets: Vec<String>,
+    /// The table references.
+    pub from: Vec<shoal_sql::ast::TableExpr>,
+    /// UPDATE's assignments: (qualifier, column, value).
+    pub sets: Vec<(Option<String>, String, Expr)>,
+    /// WHERE.
+    pub filter: Option<Expr>,
 }
 
 /// UPDATE (single table).
@@ -142,6 +161,8 @@ pub enum AlterOp {
 /// A table statement.
 #[derive(Debug, Clone)]
 pub enum TableStmt {
+    /// A multi-table UPDATE or DELETE (run through the query engine).
+    Multi(Box<MultiStmt>),
     /// A query the single-table SELECT does not cover (joins, subqueries, derived tables,
     /// UNION, no table): run by the query engine ([`crate::query`]).
     Query(Box<shoal_sql::ast::Query>),
@@ -237,6 +258,8 @@ impl TableStmt {
             TableStmt::ShowIndex(_) => "show_keys",
             TableStmt::Analyze(_) => "analyze",
             TableStmt::Check(_) => "check",
+            TableStmt::Multi(m) if m.delete => "delete_multi",
+            TableStmt::Multi(_) => "update_multi",
             TableStmt::Select(_) | TableStmt::Query(_) => "select",
             TableStmt::Insert(i) if i.replace => "replace",
             TableStmt::Insert(_) => "insert",

@@ -149,8 +149,10 @@ pub struct Plan {
     names: Vec<String>,
     /// The columns of `names` a SELECT reads (`None`: all), computed once here.
     needed: Option<Vec<bool>>,
-    /// The bound query of a [`TableStmt::Query`].
+    /// The bound query of a [`TableStmt::Query`] or of an `INSERT ... SELECT`.
     query: Option<Arc<QueryPlan>>,
+    /// A bound multi-table UPDATE/DELETE.
+    multi: Option<Arc<crate::query::dml::MultiPlan>>,
 }
 
 impl Plan {
@@ -323,11 +325,24 @@ impl TableSession {
             Ok((d, def))
         };
         let mut query = None;
+        let mut multi = None;
         match &stmt {
             TableStmt::Query(q) => {
                 let qp = crate::query::prepare(store, q, db.as_deref())?;
                 columns = qp.columns.clone();
                 query = Some(Arc::new(qp));
+            }
+            TableStmt::Multi(m) => {
+                multi = Some(Arc::new(crate::query::dml::prepare_multi(
+                    store,
+                    m,
+                    db.as_deref(),
+                )?));
+            }
+            TableStmt::Insert(i) if i.select.is_some() => {
+                table_of(&i.table)?;
+                let q = i.select.as_ref().expect("checked");
+                query = Some(Arc::new(crate::query::prepare(store, q, db.as_deref())?));
             }
             TableStmt::Select(sel) => {
                 let d = resolve_db(&sel.table, &db)?;
@@ -374,6 +389,7 @@ impl TableSession {
             names,
             needed,
             query,
+            multi,
         }))
     }
 
@@ -630,6 +646,10 @@ fn current_access<'p>(
     Ok((def, Cow::Owned(a)))
 }
 
+fn query_is_stale(store: &Engine, qp: &QueryPlan) -> bool {
+    qp.is_stale(store)
+}
+
 fn run_dml(
     store: &Engine,
     plan: &Plan,
@@ -637,14 +657,16 @@ fn run_dml(
     params: &[Value],
     ctx: &mut dyn Context,
 ) -> Result<ExecOutput, SqlError> {
+    if let (TableStmt::Multi(m), Some(mp)) = (&plan.stmt, &plan.multi) {
+        if mp.is_stale(store) {
+            let fresh = crate::query::dml::prepare_multi(store, m, plan.db.as_deref())?;
+            return crate::query::dml::execute_multi(&fresh, store, txn, params, ctx);
+        }
+        return crate::query::dml::execute_multi(mp, store, txn, params, ctx);
+    }
     if let (TableStmt::Query(q), Some(qp)) = (&plan.stmt, &plan.query) {
         // Re-bound when a table it reads was altered since PREPARE.
-        let stale = qp.tables.iter().any(|(d, n, def)| {
-            store
-                .table(d, n)
-                .map_or(true, |now| !Arc::ptr_eq(&now, def) && *now != **def)
-        });
-        let (qp, columns) = if stale {
+        let (qp, columns) = if query_is_stale(store, qp) {
             let fresh = crate::query::prepare(store, q, plan.db.as_deref())?;
             let cols: Arc<[ColumnInfo]> = fresh.columns.clone().into();
             (Arc::new(fresh), cols)
@@ -703,7 +725,29 @@ fn run_dml(
                 return Err(access_denied(&d));
             }
             let def = store.table(&d, &i.table.name).map_err(store_err)?;
-            ex.insert(i, &def)
+            match (&i.select, &plan.query) {
+                (Some(q), Some(qp)) => {
+                    // INSERT ... SELECT: the query's rows are read completely first (so
+                    // selecting from the target table sees none of the new rows), then
+                    // inserted as if they were a VALUES list.
+                    let fresh;
+                    let qp = if query_is_stale(store, qp) {
+                        fresh = crate::query::prepare(store, q, plan.db.as_deref())?;
+                        &fresh
+                    } else {
+                        &**qp
+                    };
+                    let rows = crate::query::execute(qp, store, ex.txn, params, &mut *ex.ctx)?;
+                    let mut with_rows = (**i).clone();
+                    with_rows.select = None;
+                    with_rows.rows = rows
+                        .into_iter()
+                        .map(|r| r.into_iter().map(|v| Some(Expr::Literal(v))).collect())
+                        .collect();
+                    ex.insert(&with_rows, &def)
+                }
+                _ => ex.insert(i, &def),
+            }
         }
         _ => Err(SqlError::Unsupported("statement".into())),
     }

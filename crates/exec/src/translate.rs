@@ -942,6 +942,97 @@ impl Translator<'_> {
         }
     }
 
+    /// `UPDATE t1 JOIN t2 ON ... SET ... [WHERE ...]`.
+    fn multi_update(&mut self, u: &sp::Update) -> Result<TableStmt, SqlError> {
+        if !u.order_by.is_empty() || u.limit.is_some() {
+            return Err(SqlError::other(
+                1221,
+                "HY000",
+                "Incorrect usage of UPDATE and ORDER BY / LIMIT",
+            ));
+        }
+        let from = shoal_sql::translate::query::from_clause(
+            &self.src,
+            &mut self.params,
+            std::slice::from_ref(&u.table),
+        )?;
+        let mut sets = Vec::new();
+        for a in &u.assignments {
+            let parts = match &a.target {
+                sp::AssignmentTarget::ColumnName(n) => object_parts(n)?,
+                other => return Err(unsupported(format!("assignment to {other}"))),
+            };
+            let (q, col) = match parts.as_slice() {
+                [c] => (None, c.clone()),
+                [.., t, c] => (Some(t.clone()), c.clone()),
+                [] => return Err(SqlError::Syntax("SET".into())),
+            };
+            let v = shoal_sql::translate::query::query_expr(&self.src, &mut self.params, &a.value)?;
+            sets.push((q, col, v));
+        }
+        let filter = u
+            .selection
+            .as_ref()
+            .map(|e| shoal_sql::translate::query::query_expr(&self.src, &mut self.params, e))
+            .transpose()?;
+        Ok(TableStmt::Multi(Box::new(MultiStmt {
+            delete: false,
+            targets: Vec::new(),
+            from,
+            sets,
+            filter,
+        })))
+    }
+
+    /// `DELETE t1[, t2] FROM <tables> [WHERE ...]` and `DELETE FROM t1[, t2] USING <tables>`.
+    fn multi_delete(
+        &mut self,
+        d: &sp::Delete,
+        from: &[sp::TableWithJoins],
+    ) -> Result<TableStmt, SqlError> {
+        if !d.order_by.is_empty() || d.limit.is_some() {
+            return Err(SqlError::other(
+                1221,
+                "HY000",
+                "Incorrect usage of multi-table DELETE and ORDER BY / LIMIT",
+            ));
+        }
+        let name_of = |n: &sp::ObjectName| -> Result<String, SqlError> { last_name(n) };
+        let (targets, refs): (Vec<String>, &[sp::TableWithJoins]) = match &d.using {
+            Some(using) => {
+                let mut t = Vec::new();
+                for twj in from {
+                    match &twj.relation {
+                        sp::TableFactor::Table { name, .. } => t.push(name_of(name)?),
+                        other => return Err(SqlError::Syntax(other.to_string())),
+                    }
+                }
+                (t, using.as_slice())
+            }
+            None if !d.tables.is_empty() => (
+                d.tables.iter().map(name_of).collect::<Result<_, _>>()?,
+                from,
+            ),
+            None => {
+                // DELETE FROM t1, t2 ... without targets is not MySQL syntax.
+                return Err(SqlError::Syntax("DELETE FROM with several tables".into()));
+            }
+        };
+        let from = shoal_sql::translate::query::from_clause(&self.src, &mut self.params, refs)?;
+        let filter = d
+            .selection
+            .as_ref()
+            .map(|e| shoal_sql::translate::query::query_expr(&self.src, &mut self.params, e))
+            .transpose()?;
+        Ok(TableStmt::Multi(Box::new(MultiStmt {
+            delete: true,
+            targets,
+            from,
+            sets: Vec::new(),
+            filter,
+        })))
+    }
+
     fn assignments(
         &mut self,
         a: &[sp::Assignment],
@@ -969,6 +1060,7 @@ impl Translator<'_> {
             .map(last_name)
             .collect::<Result<Vec<_>, _>>()?;
         let mut rows = Vec::new();
+        let mut select = None;
         let mut columns = columns;
         if !i.assignments.is_empty() {
             // INSERT ... SET a = 1, b = 2
@@ -998,7 +1090,10 @@ impl Translator<'_> {
                         rows.push(row);
                     }
                 }
-                _ => return Err(unsupported("INSERT ... SELECT")),
+                _ => {
+                    let q = shoal_sql::translate::query::query(&self.src, &mut self.params, src)?;
+                    select = Some(Box::new(q));
+                }
             }
         }
         let on_dup = match &i.on {
@@ -1013,6 +1108,7 @@ impl Translator<'_> {
             table,
             columns,
             rows,
+            select,
             ignore: i.ignore,
             replace: i.replace_into,
             on_dup,
@@ -1021,7 +1117,10 @@ impl Translator<'_> {
 
     fn update(&mut self, u: sp::Update) -> Result<TableStmt, SqlError> {
         if u.from.is_some() {
-            return Err(unsupported("multi-table UPDATE"));
+            return Err(unsupported("UPDATE ... FROM"));
+        }
+        if !u.table.joins.is_empty() {
+            return self.multi_update(&u);
         }
         let table = single_table(std::slice::from_ref(&u.table))?;
         self.qualifiers = qualifier_names(std::slice::from_ref(&u.table));
@@ -1048,12 +1147,16 @@ impl Translator<'_> {
     }
 
     fn delete(&mut self, d: sp::Delete) -> Result<TableStmt, SqlError> {
-        if !d.tables.is_empty() || d.using.is_some() {
-            return Err(unsupported("multi-table DELETE"));
-        }
         let from = match &d.from {
             sp::FromTable::WithFromKeyword(v) | sp::FromTable::WithoutKeyword(v) => v,
         };
+        if !d.tables.is_empty()
+            || d.using.is_some()
+            || from.len() > 1
+            || from.iter().any(|t| !t.joins.is_empty())
+        {
+            return self.multi_delete(&d, from);
+        }
         let table = single_table(from)?;
         self.qualifiers = qualifier_names(from);
         let mut none = Vec::new();

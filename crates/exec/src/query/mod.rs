@@ -34,6 +34,7 @@
 //! aggregate, as the single-table executor does.
 
 pub(crate) mod bind;
+pub mod dml;
 pub(crate) mod run;
 
 use std::ops::Range;
@@ -61,6 +62,17 @@ pub struct QueryPlan {
     pub(crate) slots: usize,
     /// The stored tables as bound: the plan is rebuilt when one of them changed.
     pub(crate) tables: Vec<(String, String, Arc<TableDef>)>,
+}
+
+impl QueryPlan {
+    /// Whether a table it was bound to was altered (or dropped) since: then it is bound again.
+    pub fn is_stale(&self, store: &shoal_store::Engine) -> bool {
+        self.tables.iter().any(|(d, n, def)| {
+            store
+                .table(d, n)
+                .map_or(true, |now| !Arc::ptr_eq(&now, def) && *now != **def)
+        })
+    }
 }
 
 /// A query: a body, ordered and limited.

@@ -73,6 +73,25 @@ impl ExprScope for QueryScope<'_, '_> {
     }
 }
 
+/// A FROM clause (of a multi-table UPDATE or DELETE): comma items and their joins.
+pub fn from_clause(
+    src: &SourceText<'_>,
+    params: &mut usize,
+    from: &[sp::TableWithJoins],
+) -> Result<Vec<TableExpr>, SqlError> {
+    let mut cx = QueryScope { src, params };
+    from.iter().map(|t| table_with_joins(&mut cx, t)).collect()
+}
+
+/// An expression with the query engine's names (qualifiers kept, subqueries allowed).
+pub fn query_expr(
+    src: &SourceText<'_>,
+    params: &mut usize,
+    e: &sp::Expr,
+) -> Result<Expr, SqlError> {
+    expr(&mut QueryScope { src, params }, e)
+}
+
 /// Translates a query; `params` counts the statement's placeholders.
 pub fn query(src: &SourceText<'_>, params: &mut usize, q: &sp::Query) -> Result<Query, SqlError> {
     if q.with.is_some() {

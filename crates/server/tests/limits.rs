@@ -71,7 +71,7 @@ fn accept_survives_running_out_of_descriptors(handling: &str) {
     // listen queue is full (a server that stopped accepting).
     let mut clients = Vec::new();
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], srv.port));
-    let mut connect = |clients: &mut Vec<TcpStream>| {
+    let connect = |clients: &mut Vec<TcpStream>| {
         if let Ok(c) = TcpStream::connect_timeout(&addr, Duration::from_secs(2)) {
             clients.push(c);
         }

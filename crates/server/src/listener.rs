@@ -226,12 +226,14 @@ impl Listeners {
             let ms = timeout.as_millis().clamp(1, 100) as libc::c_int;
             // SAFETY: `fds` is a valid array of pollfd for the duration of the call.
             let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
-            if n < 0 {
+            if n <= 0 {
                 continue;
             }
-            let now = Instant::now();
-            for p in ports.iter_mut() {
-                if p.paused_until.is_some_and(|t| t > now) {
+            // Only listeners with a connection waiting: out of descriptors, `accept` fails even
+            // on an empty queue (the descriptor is allocated first), and an admin port would
+            // give up its reserve for nobody.
+            for (p, f) in ports.iter_mut().zip(&fds) {
+                if f.revents == 0 {
                     continue;
                 }
                 p.paused_until = None;
@@ -389,7 +391,7 @@ impl Port {
             ""
         };
         tracing::error!(
-            "accept() on {what} failed: {e}{hint}; {} failure(s) in the last second, \
+            "accept() on {what} failed: {e}{hint}; {} failure(s) since the last such message, \
              retrying in {:?}; waiting clients stay queued",
             self.unlogged,
             self.backoff

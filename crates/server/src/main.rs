@@ -107,9 +107,10 @@ fn open_tables(server: &Arc<Server>, datadir: &std::path::Path) {
 /// - 20 fixed: stdin/stdout/stderr (3), the listeners (TCP, Unix socket, admin port, extra port,
 ///   metrics: 5), metrics requests in flight (`MAX_REQUESTS` = 4), slack (8).
 ///
-/// With the defaults and `pool-of-threads` on 2 CPUs (151 connections, 2 groups): 2 * (151 + 1 + 1) + 4 + (1024 + 32) +
-/// 2 * 2 + 20 = 1390. (Until issue 17 the need was taken as `max_connections +
-/// extra_max_connections + 1024`, one descriptor per connection: 1176, short by 214.)
+/// With the defaults and `pool-of-threads` on 2 CPUs (151 connections, 2 groups):
+/// 2 * (151 + 1 + 1) + 4 + (1024 + 32) + 2 * 2 + 20 = 1390. (Until issue 17 the need was taken
+/// as `max_connections + extra_max_connections + 1024`, one descriptor per connection: 1176,
+/// short by 214.)
 fn open_files_needed(vars: &shoal_session::vars::Vars) -> u64 {
     let connections =
         vars.get("max_connections").as_u64() + 1 + vars.get("extra_max_connections").as_u64();

@@ -32,6 +32,9 @@
 //! `mysql_native_password`) → `Command` → `Closed`. Anything unparseable before authentication is
 //! answered with ERR 1043 (bad handshake) and closes; wrong sequence ids get ERR 1156; a message
 //! above `max_allowed_packet` gets ERR 1153; all three close the connection, as MySQL does.
+//! COM_STMT_SEND_LONG_DATA keeps at most `max_allowed_packet` bytes per parameter: past that the
+//! statement's long data is dropped and its executions fail with ERR 1105 until COM_STMT_RESET
+//! (MySQL's and MariaDB's behaviour; the connection stays usable).
 //!
 //! # EOF versus OK
 //!
@@ -164,8 +167,12 @@ struct Statement {
     params: u16,
     /// Parameter types (type byte, unsigned) bound by the last execute with new_params_bound=1.
     types: Option<Vec<(u8, bool)>>,
-    /// COM_STMT_SEND_LONG_DATA chunks per parameter.
+    /// COM_STMT_SEND_LONG_DATA chunks per parameter, each at most `max_allowed_packet` bytes.
     long_data: HashMap<u16, Vec<u8>>,
+    /// A parameter's long data outgrew `max_allowed_packet`: its data was dropped, further
+    /// chunks are ignored, and every COM_STMT_EXECUTE fails with [`long_data_too_long`] until
+    /// COM_STMT_RESET (MySQL's and MariaDB's `STMT_ERROR` state).
+    long_data_error: bool,
 }
 
 /// Login data kept between the handshake response and the auth-switch response.
@@ -833,12 +840,18 @@ impl<B: Backend> Connection<B> {
                 let (Some(id), Some(param)) = (r.u32(), r.u16()) else {
                     return self.malformed();
                 };
+                let max = self.backend.max_allowed_packet();
                 if let Some(st) = self.statements.get_mut(id) {
-                    if param < st.params {
-                        st.long_data
-                            .entry(param)
-                            .or_default()
-                            .extend_from_slice(r.rest());
+                    if param < st.params && !st.long_data_error {
+                        let chunk = r.rest();
+                        let data = st.long_data.entry(param).or_default();
+                        if data.len() + chunk.len() > max {
+                            // Memory stays bounded: nothing more is kept for this statement.
+                            st.long_data = HashMap::new();
+                            st.long_data_error = true;
+                        } else {
+                            data.extend_from_slice(chunk);
+                        }
                     }
                 }
             }
@@ -859,6 +872,7 @@ impl<B: Backend> Connection<B> {
                 match self.statements.get_mut(id) {
                     Some(st) => {
                         st.long_data.clear();
+                        st.long_data_error = false;
                         self.send_ok(&OkInfo::default(), false, 0x00);
                     }
                     None => self.send_err(&unknown_stmt(id, "mysqld_stmt_reset")),
@@ -984,6 +998,10 @@ impl<B: Backend> Connection<B> {
             self.send_err(&unknown_stmt(id, "mysqld_stmt_execute"));
             return Progress::Continue;
         };
+        if st.long_data_error {
+            self.send_err(&long_data_too_long());
+            return Progress::Continue;
+        }
         let params = match bind_params(st, &mut r) {
             Ok(p) => p,
             Err(BindError::Malformed) => return self.malformed(),
@@ -1070,6 +1088,18 @@ fn bind_params(st: &mut Statement, r: &mut Reader<'_>) -> Result<Vec<Value>, Bin
         }
     }
     Ok(params)
+}
+
+/// The error of COM_STMT_EXECUTE after a parameter's COM_STMT_SEND_LONG_DATA chunks outgrew
+/// `max_allowed_packet`: MySQL's and MariaDB's (ER_UNKNOWN_ERROR with this text; the
+/// connection stays usable).
+fn long_data_too_long() -> ErrorInfo {
+    ErrorInfo::new(
+        1105,
+        "HY000",
+        "Parameter of prepared statement which is set through mysql_send_long_data() is longer \
+         than 'max_allowed_packet' bytes",
+    )
 }
 
 fn unknown_stmt(id: u32, what: &str) -> ErrorInfo {

@@ -154,10 +154,16 @@ pub struct SocketControl {
 }
 
 impl SocketControl {
-    /// A control for `stream` (a cloned handle is kept).
+    /// A control for `stream` (a cloned handle is kept; without one, when no file descriptor
+    /// is left for it, KILL and shutdown cannot interrupt a blocked read).
     pub fn new(stream: &Stream) -> SocketControl {
+        SocketControl::with_handle(stream.try_clone().ok())
+    }
+
+    /// A control that shuts `handle` (another handle on the connection's socket) down.
+    fn with_handle(handle: Option<Stream>) -> SocketControl {
         SocketControl {
-            stream: stream.try_clone().ok(),
+            stream: handle,
             shut: AtomicBool::new(false),
             on_shutdown: std::sync::OnceLock::new(),
         }
@@ -207,6 +213,10 @@ pub enum TimeoutKind {
     Idle,
     /// Inside a partly received command: `net_read_timeout`.
     NetRead,
+    /// A reply only partly written (the client does not read): `net_write_timeout`. Only the
+    /// thread pool waits for writability with a deadline; one thread per connection blocks in
+    /// `send` with `SO_SNDTIMEO` instead.
+    NetWrite,
 }
 
 /// ER_CLIENT_INTERACTION_TIMEOUT, sent before closing an idle connection (MySQL 8).
@@ -254,6 +264,31 @@ impl Client {
     /// connection count (`max_connections`, +1 reserved for root; `admin` connections are always
     /// admitted) and queues the greeting.
     pub fn accept(server: &Arc<Server>, stream: Stream, host: String, admin: bool) -> Client {
+        let handle = stream.try_clone().ok();
+        Client::accept_with(server, stream, handle, host, admin)
+    }
+
+    /// Like [`Client::accept`], with `handle`, a second handle on the socket (`try_clone`), for
+    /// KILL and shutdown. Every connection costs these two file descriptors: the accept loop
+    /// gets the handle itself and treats a failure like a failed `accept` (out of descriptors),
+    /// rather than admit a connection that could not be interrupted.
+    pub fn accept_with_handle(
+        server: &Arc<Server>,
+        stream: Stream,
+        handle: Stream,
+        host: String,
+        admin: bool,
+    ) -> Client {
+        Client::accept_with(server, stream, Some(handle), host, admin)
+    }
+
+    fn accept_with(
+        server: &Arc<Server>,
+        stream: Stream,
+        handle: Option<Stream>,
+        host: String,
+        admin: bool,
+    ) -> Client {
         server.status().connections.fetch_add(1, Ordering::Relaxed);
         let count = server.connection_count();
         let max = server.max_connections();
@@ -269,7 +304,7 @@ impl Client {
         };
         let refusing = matches!(admission, Admission::Refuse(_));
         let id = server.next_connection_id();
-        let control = Arc::new(SocketControl::new(&stream));
+        let control = Arc::new(SocketControl::with_handle(handle));
         let mut session = server.open_session(id, host.clone(), control.clone());
         // Exempt from the session's own max_connections check.
         session.set_admin(admin);
@@ -379,7 +414,9 @@ impl Client {
 
     /// Which timeout applies to the next read.
     pub fn timeout_kind(&self) -> TimeoutKind {
-        if !self.conn.is_authenticated() {
+        if !self.conn.pending_output().is_empty() && self.conn.is_authenticated() {
+            TimeoutKind::NetWrite
+        } else if !self.conn.is_authenticated() {
             TimeoutKind::Connect
         } else if self.conn.buffered_input() > 0 {
             TimeoutKind::NetRead
@@ -393,6 +430,7 @@ impl Client {
         let d = match self.timeout_kind() {
             TimeoutKind::Connect => self.server.connect_timeout(),
             TimeoutKind::NetRead => self.server.net_read_timeout(),
+            TimeoutKind::NetWrite => self.conn.backend().net_write_timeout(),
             TimeoutKind::Idle => self.conn.backend().idle_timeout(),
         };
         d.max(Duration::from_millis(1))
@@ -499,7 +537,9 @@ impl Client {
     }
 
     /// Closes after a timeout: an idle authenticated connection gets ER_CLIENT_INTERACTION_TIMEOUT
-    /// (4031) first, as MySQL 8 does; a handshake or half-read command is just dropped.
+    /// (4031) first, as MySQL 8 does; a handshake, a half-read command or a reply the client
+    /// stopped reading (`net_write_timeout`) is just dropped. A logged-in connection closed here
+    /// counts in `Aborted_clients`.
     pub fn close_timed_out(&mut self) {
         if self.timeout_kind() == TimeoutKind::Idle {
             self.conn.close_with_error(&interaction_timeout_error());

@@ -91,14 +91,49 @@ fn open_tables(server: &Arc<Server>, datadir: &std::path::Path) {
     }));
 }
 
-/// Like mysqld: raise the soft RLIMIT_NOFILE so that every allowed connection (plus the extra/admin
-/// ones and RocksDB's files) can have a socket, up to the hard limit, and show the limit obtained in
-/// `open_files_limit`. A shell default of 1024 would otherwise refuse the 1000th client with EMFILE.
+/// File descriptors the server needs: mysqld sizes `open_files_limit` as at least
+/// `10 + max_connections + 2 * table_open_cache`; counted the same way for shoal:
+///
+/// - 2 per connection: its socket and the second handle on it that KILL and shutdown use
+///   (`Client::accept_with_handle`). The handlers add none (a thread per connection needs no
+///   descriptor; the pool's are per group, below). Connections: `max_connections`, + 1 for the
+///   root reserve, + `extra_max_connections` (the extra port), + [`listener::ADMIN_RESERVE`]
+///   descriptors held back for the admin ports;
+/// - RocksDB (our table cache): at most `MAX_OPEN_FILES` SST files open, + 32 for its own (WAL,
+///   MANIFEST, CURRENT, LOCK, info LOG, directories, files being written by a flush or
+///   compaction);
+/// - the thread pool: 2 per group (its epoll and the eventfd that wakes it), `thread_pool_size`
+///   groups (a group added later with `SET GLOBAL thread_pool_size` costs 2 more);
+/// - 20 fixed: stdin/stdout/stderr (3), the listeners (TCP, Unix socket, admin port, extra port,
+///   metrics: 5), metrics requests in flight (`MAX_REQUESTS` = 4), slack (8).
+///
+/// With the defaults and `pool-of-threads` on 2 CPUs (151 connections, 2 groups):
+/// 2 * (151 + 1 + 1) + 4 + (1024 + 32) + 2 * 2 + 20 = 1390. (Until issue 17 the need was taken
+/// as `max_connections + extra_max_connections + 1024`, one descriptor per connection: 1176,
+/// short by 214.)
+fn open_files_needed(vars: &shoal_session::vars::Vars) -> u64 {
+    let connections =
+        vars.get("max_connections").as_u64() + 1 + vars.get("extra_max_connections").as_u64();
+    let pool_groups = if vars
+        .get("thread_handling")
+        .display()
+        .eq_ignore_ascii_case("pool-of-threads")
+    {
+        vars.get("thread_pool_size").as_u64()
+    } else {
+        0
+    };
+    let rocksdb = shoal_exec::MAX_OPEN_FILES as u64 + 32;
+    2 * connections + listener::ADMIN_RESERVE as u64 + rocksdb + 2 * pool_groups + 20
+}
+
+/// Like mysqld: raise the soft RLIMIT_NOFILE to what the configuration needs
+/// ([`open_files_needed`]) or `open_files_limit` if larger, up to the hard limit, and show the
+/// limit obtained in `open_files_limit`. A shell default of 1024 would otherwise refuse the
+/// 500th client with EMFILE. Short of the need, a warning says how many connections fit.
 fn raise_open_files_limit(server: &Server) {
     let vars = &server.vars;
-    // What the configured connections need, and what was asked for (never less than the need).
-    let needed =
-        vars.get("max_connections").as_u64() + vars.get("extra_max_connections").as_u64() + 1024;
+    let needed = open_files_needed(vars);
     let wanted = vars.get("open_files_limit").as_u64().max(needed);
     let mut lim = libc::rlimit {
         rlim_cur: 0,
@@ -119,11 +154,15 @@ fn raise_open_files_limit(server: &Server) {
         }
     }
     if lim.rlim_cur < needed {
+        let max = vars.get("max_connections").as_u64();
+        let short = needed - lim.rlim_cur;
         tracing::warn!(
             "could not raise the open files limit to {needed} (hard limit {}): it is {}; \
-             connections beyond that fail",
+             about {} of max_connections={max} connections fit (2 descriptors each), those \
+             beyond fail to connect until others close",
             lim.rlim_max,
-            lim.rlim_cur
+            lim.rlim_cur,
+            max.saturating_sub(short.div_ceil(2))
         );
     }
     let _ = vars.set_startup("open_files_limit", &lim.rlim_cur.to_string());

@@ -6,19 +6,34 @@
 //! connection handlers: `GET /metrics` renders every numeric `SHOW GLOBAL STATUS` row as
 //! `mysql_global_status_<name>` (the names mysqld_exporter uses, so existing dashboards work;
 //! `Threadpool_*`, `Shoal_waits_*` and the pool's latency percentiles included) plus `mysql_up 1`.
-//! Requests are served one at a time with short socket timeouts: a scrape is small, and a client
-//! that never sends its request line cannot hold the thread for more than a second.
+//!
+//! Limits, so that no client can starve the scrapes or the server's memory: each request runs on
+//! its own short-lived thread, at most [`MAX_REQUESTS`] at once (one more gets `503` at once);
+//! the request head (request line and headers) must arrive whole within [`REQUEST_TIMEOUT`]
+//! (`408` otherwise: a client trickling a byte at a time gains nothing) and be at most
+//! [`MAX_HEAD`] bytes (`431` otherwise; the server never buffers more than that). After an
+//! error answer the rest of the input is read and discarded for a moment, so that closing does
+//! not reset the connection before the client has read the answer.
 //!
 //! Counters and gauges are not told apart (mysqld's status does not say which is which); every
 //! series is exported `untyped`, as mysqld_exporter does for the status it does not know.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use shoal_session::Server;
+
+/// Most requests served at once; one more is answered `503` by the accept thread.
+pub const MAX_REQUESTS: usize = 4;
+/// Longest request head (request line and headers, with the blank line that ends them).
+pub const MAX_HEAD: usize = 8 * 1024;
+/// Time for the whole request head to arrive, counted from accept (not per read).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the input after an error answer is read and discarded before closing.
+const DRAIN: Duration = Duration::from_secs(1);
 
 /// Binds `address:port` and serves scrapes until `shutdown` is set.
 pub fn spawn(
@@ -29,16 +44,13 @@ pub fn spawn(
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     let listener = TcpListener::bind((address, port))?;
     listener.set_nonblocking(true)?;
+    let active = Arc::new(AtomicUsize::new(0));
     std::thread::Builder::new()
         .name("metrics".into())
         .spawn(move || {
             while !shutdown.load(Ordering::Acquire) {
                 match listener.accept() {
-                    Ok((stream, _)) => {
-                        if let Err(e) = serve(&server, stream) {
-                            tracing::debug!("metrics request failed: {e}");
-                        }
-                    }
+                    Ok((stream, _)) => dispatch(&server, stream, &active),
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                         std::thread::sleep(Duration::from_millis(50));
                     }
@@ -49,6 +61,40 @@ pub fn spawn(
                 }
             }
         })
+}
+
+/// Decrements the count of running requests when a request thread ends (even by a panic).
+struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Serves `stream` on a thread of its own, or answers `503` at once when [`MAX_REQUESTS`] run.
+fn dispatch(server: &Arc<Server>, stream: TcpStream, active: &Arc<AtomicUsize>) {
+    if active.fetch_add(1, Ordering::AcqRel) >= MAX_REQUESTS {
+        active.fetch_sub(1, Ordering::AcqRel);
+        // Best effort and never blocking the accept thread.
+        let _ = stream.set_nonblocking(true);
+        let _ = respond(&stream, "503 Service Unavailable", "text/plain", "busy\n");
+        return;
+    }
+    let slot = Slot(active.clone());
+    let server = server.clone();
+    let spawned = std::thread::Builder::new()
+        .name("metrics-request".into())
+        .spawn(move || {
+            let _slot = slot;
+            if let Err(e) = serve(&server, stream) {
+                tracing::debug!("metrics request failed: {e}");
+            }
+        });
+    if let Err(e) = spawned {
+        // The closure (and its slot) was dropped: the count is right again.
+        tracing::warn!("metrics: cannot start a request thread: {e}");
+    }
 }
 
 /// The exposition text for the current global status.
@@ -78,20 +124,98 @@ fn sanitize(name: &str) -> String {
         .collect()
 }
 
-fn serve(server: &Server, stream: TcpStream) -> std::io::Result<()> {
-    stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(Duration::from_secs(1)))?;
-    stream.set_write_timeout(Some(Duration::from_secs(2)))?;
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut request = String::new();
-    reader.read_line(&mut request)?;
-    // Drain the headers (bounded by the read timeout and a line count).
-    for _ in 0..100 {
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 || line == "\r\n" || line == "\n" {
-            break;
+/// Why a request head could not be read.
+#[derive(Debug, thiserror::Error)]
+enum HeadError {
+    /// Longer than [`MAX_HEAD`].
+    #[error("request head longer than {MAX_HEAD} bytes")]
+    TooLarge,
+    /// Not complete within [`REQUEST_TIMEOUT`].
+    #[error("request head not complete within {REQUEST_TIMEOUT:?}")]
+    Timeout,
+    /// The client closed before the head was complete.
+    #[error("client closed before the end of the request head")]
+    Closed,
+    /// A socket error.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// Reads the request head (up to and without the blank line that ends it) by `deadline`,
+/// never buffering more than [`MAX_HEAD`] bytes.
+fn read_head(stream: &mut TcpStream, deadline: Instant) -> Result<Vec<u8>, HeadError> {
+    let mut head = Vec::with_capacity(1024);
+    let mut buf = [0u8; 2048];
+    loop {
+        if let Some(end) = head_end(&head) {
+            head.truncate(end);
+            return Ok(head);
+        }
+        if head.len() >= MAX_HEAD {
+            return Err(HeadError::TooLarge);
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(HeadError::Timeout);
+        }
+        stream.set_read_timeout(Some(left))?;
+        let want = buf.len().min(MAX_HEAD - head.len());
+        match stream.read(&mut buf[..want]) {
+            Ok(0) => return Err(HeadError::Closed),
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(HeadError::Timeout)
+            }
+            Err(e) => return Err(e.into()),
         }
     }
+}
+
+/// Where the head ends: the first empty line (`\r\n\r\n`, or bare `\n\n`).
+fn head_end(head: &[u8]) -> Option<usize> {
+    let crlf = head.windows(4).position(|w| w == b"\r\n\r\n");
+    let lf = head.windows(2).position(|w| w == b"\n\n");
+    match (crlf, lf) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+fn respond(mut w: &TcpStream, status: &str, ctype: &str, body: &str) -> std::io::Result<()> {
+    write!(
+        w,
+        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    w.flush()
+}
+
+fn serve(server: &Server, mut stream: TcpStream) -> std::io::Result<()> {
+    let deadline = Instant::now() + REQUEST_TIMEOUT;
+    stream.set_nonblocking(false)?;
+    stream.set_write_timeout(Some(Duration::from_secs(2)))?;
+    let head = match read_head(&mut stream, deadline) {
+        Ok(h) => h,
+        Err(e) => {
+            let status = match e {
+                HeadError::TooLarge => "431 Request Header Fields Too Large",
+                HeadError::Timeout => "408 Request Timeout",
+                HeadError::Closed | HeadError::Io(_) => return Ok(()),
+            };
+            tracing::debug!("metrics request refused: {e}");
+            respond(&stream, status, "text/plain", &format!("{e}\n"))?;
+            drain(&mut stream);
+            return Ok(());
+        }
+    };
+    let head = String::from_utf8_lossy(&head);
+    let request = head.lines().next().unwrap_or("");
     let mut parts = request.split_ascii_whitespace();
     let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
     let path = path.split('?').next().unwrap_or("");
@@ -112,18 +236,40 @@ fn serve(server: &Server, stream: TcpStream) -> std::io::Result<()> {
             "only GET is served here\n".to_string(),
         ),
     };
-    let mut w = stream;
-    write!(
-        w,
-        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )?;
-    w.flush()
+    respond(&stream, status, ctype, &body)
+}
+
+/// After an error answer: stop sending, then read and discard what the client still sends,
+/// for up to [`DRAIN`], so that the close does not reset the connection (and lose the answer)
+/// while its input is unread.
+fn drain(stream: &mut TcpStream) {
+    let _ = stream.shutdown(Shutdown::Write);
+    let until = Instant::now() + DRAIN;
+    let mut buf = [0u8; 8192];
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+            return;
+        }
+        match stream.read(&mut buf) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::sanitize;
+    use super::{head_end, sanitize};
+
+    #[test]
+    fn the_head_ends_at_the_first_empty_line() {
+        assert_eq!(head_end(b"GET / HTTP/1.1\r\nHost: x\r\n\r\nrest"), Some(25));
+        assert_eq!(head_end(b"GET / HTTP/1.0\n\n"), Some(14));
+        assert_eq!(head_end(b"GET / HTTP/1.1\r\nHost: x\r\n"), None);
+    }
 
     #[test]
     fn names_follow_prometheus_rules() {

@@ -29,7 +29,7 @@
 //! lock held, so they may take their own locks (the pool takes its group locks).
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use shoal_sql::ast::{Expr, Select};
 use shoal_sql::error::SqlError;
@@ -72,7 +72,7 @@ impl Hooks {
     pub fn virtual_table(&self, db: &str, table: &str) -> Option<VirtualTableFn> {
         self.tables
             .read()
-            .unwrap()
+            .unwrap_or_else(PoisonError::into_inner)
             .get(&(db.to_ascii_lowercase(), table.to_ascii_lowercase()))
             .cloned()
     }
@@ -83,7 +83,7 @@ impl Hooks {
         let mut v: Vec<String> = self
             .tables
             .read()
-            .unwrap()
+            .unwrap_or_else(PoisonError::into_inner)
             .keys()
             .filter(|(d, _)| *d == db)
             .map(|(_, t)| t.to_ascii_uppercase())
@@ -96,14 +96,18 @@ impl Hooks {
     pub fn flushable(&self, name: &str) -> Option<FlushFn> {
         self.flushables
             .read()
-            .unwrap()
+            .unwrap_or_else(PoisonError::into_inner)
             .get(&name.to_ascii_uppercase())
             .cloned()
     }
 
     /// Extra state text per connection id (empty without a provider).
     pub fn process_states(&self) -> HashMap<u32, String> {
-        let f = self.process_state.read().unwrap().clone();
+        let f = self
+            .process_state
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         f.map(|f| f()).unwrap_or_default()
     }
 }
@@ -114,7 +118,7 @@ impl Server {
         self.hooks
             .tables
             .write()
-            .unwrap()
+            .unwrap_or_else(PoisonError::into_inner)
             .insert((db.to_ascii_lowercase(), name.to_ascii_lowercase()), f);
     }
 
@@ -123,13 +127,17 @@ impl Server {
         self.hooks
             .flushables
             .write()
-            .unwrap()
+            .unwrap_or_else(PoisonError::into_inner)
             .insert(name.to_ascii_uppercase(), f);
     }
 
     /// Installs the provider of extra SHOW PROCESSLIST state (replaces a previous one).
     pub fn set_process_state_provider(&self, f: ProcessStateFn) {
-        *self.hooks.process_state.write().unwrap() = Some(f);
+        *self
+            .hooks
+            .process_state
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(f);
     }
 
     /// The hook registries.

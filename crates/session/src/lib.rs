@@ -16,7 +16,14 @@
 //! [`Server::set_catalog`]). A [`Session`] is per connection, owned by the protocol state and
 //! moved between threads between commands; it keeps its variable copy, user variables, prepared
 //! statements, current database and transaction flag, and executes statements (see `session.rs`).
+//!
+//! Server-wide locks (process list, accounts, variables, hooks, counters) are taken with
+//! `unwrap_or_else(PoisonError::into_inner)`: a connection that panics while holding one (the
+//! handlers catch the panic and close only that connection) must not make every later
+//! connection panic on the poisoned lock. Each critical section leaves its data consistent at
+//! every point a panic could interrupt it (single inserts, removals and assignments).
 
+pub mod fault;
 pub mod hooks;
 pub mod session;
 pub mod status;
@@ -29,7 +36,7 @@ mod tests;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 pub use session::{SchedulingHint, Session, ThreadPoolPriority};
@@ -139,6 +146,8 @@ pub struct Server {
     hooks: hooks::Hooks,
     /// The table engine (tables, transactions); `None` until the server plugs one in.
     tables: RwLock<Option<Arc<shoal_exec::TableEngine>>>,
+    /// Test-only fault injection is enabled ([`fault`], `SHOAL_FAULT_INJECTION=1`).
+    fault_injection: bool,
 }
 
 impl Server {
@@ -161,6 +170,7 @@ impl Server {
             catalog: RwLock::new(Arc::new(MemCatalog::new())),
             hooks: hooks::Hooks::default(),
             tables: RwLock::new(None),
+            fault_injection: fault::enabled_from_env(),
         })
     }
 
@@ -169,7 +179,10 @@ impl Server {
         let n = name.trim().to_ascii_lowercase().replace('-', "_");
         match n.as_str() {
             "root_password" => {
-                let mut accts = self.accounts.write().unwrap();
+                let mut accts = self
+                    .accounts
+                    .write()
+                    .unwrap_or_else(PoisonError::into_inner);
                 for a in accts.iter_mut().filter(|a| a.user == "root") {
                     a.stage2 = users::stage2(value);
                 }
@@ -277,6 +290,11 @@ impl Server {
         self.started.elapsed()
     }
 
+    /// Whether test-only fault injection is enabled (see [`fault`]).
+    pub fn fault_injection(&self) -> bool {
+        self.fault_injection
+    }
+
     /// A fresh connection id (never 0).
     pub fn next_connection_id(&self) -> u32 {
         loop {
@@ -294,7 +312,10 @@ impl Server {
 
     /// Number of open sessions (`Threads_connected`).
     pub fn connection_count(&self) -> u32 {
-        self.processes.lock().unwrap().len() as u32
+        self.processes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len() as u32
     }
 
     /// Registers a connection in the process list and returns its session.
@@ -321,7 +342,10 @@ impl Server {
             table_kill: Mutex::new(None),
         });
         let n = {
-            let mut p = self.processes.lock().unwrap();
+            let mut p = self
+                .processes
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             p.insert(id, entry.clone());
             p.len() as u64
         };
@@ -332,18 +356,30 @@ impl Server {
     }
 
     pub(crate) fn unregister(&self, id: u32) {
-        self.processes.lock().unwrap().remove(&id);
+        self.processes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&id);
     }
 
     /// The process-list entry of connection `id`.
     pub fn process(&self, id: u32) -> Option<Arc<ProcessEntry>> {
-        self.processes.lock().unwrap().get(&id).cloned()
+        self.processes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&id)
+            .cloned()
     }
 
     /// Snapshot of the process list, ordered by id.
     pub fn processes(&self) -> Vec<Arc<ProcessEntry>> {
-        let mut v: Vec<Arc<ProcessEntry>> =
-            self.processes.lock().unwrap().values().cloned().collect();
+        let mut v: Vec<Arc<ProcessEntry>> = self
+            .processes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect();
         v.sort_by_key(|p| p.id);
         v
     }
@@ -359,7 +395,14 @@ impl Server {
         let entry = self.process(id).ok_or_else(|| {
             shoal_proto::ErrorInfo::new(1094, "HY000", format!("Unknown thread id: {id}"))
         })?;
-        if !is_super && entry.info.lock().unwrap().user != by_user {
+        if !is_super
+            && entry
+                .info
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .user
+                != by_user
+        {
             return Err(shoal_proto::ErrorInfo::new(
                 1095,
                 "HY000",
@@ -380,7 +423,12 @@ impl Server {
             entry.control.shutdown();
         }
         if entry.running.load(Ordering::Acquire) || !query_only {
-            if let Some(k) = entry.table_kill.lock().unwrap().as_ref() {
+            if let Some(k) = entry
+                .table_kill
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .as_ref()
+            {
                 k.kill();
             }
         }
@@ -389,24 +437,30 @@ impl Server {
 
     /// The catalog (databases and tables).
     pub fn catalog(&self) -> Arc<dyn Catalog> {
-        self.catalog.read().unwrap().clone()
+        self.catalog
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Replaces the catalog (the storage engine plugs in here at startup).
     pub fn set_catalog(&self, catalog: Arc<dyn Catalog>) {
-        *self.catalog.write().unwrap() = catalog;
+        *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = catalog;
     }
 
     /// Plugs in the table engine: its catalog becomes the server's, and every session gets a
     /// [`shoal_exec::TableSession`] for table statements and transactions.
     pub fn set_table_engine(&self, engine: Arc<shoal_exec::TableEngine>) {
         self.set_catalog(engine.catalog());
-        *self.tables.write().unwrap() = Some(engine);
+        *self.tables.write().unwrap_or_else(PoisonError::into_inner) = Some(engine);
     }
 
     /// The table engine, if one is plugged in.
     pub fn table_engine(&self) -> Option<Arc<shoal_exec::TableEngine>> {
-        self.tables.read().unwrap().clone()
+        self.tables
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Registers a callback for changes of GLOBAL variables (thread pool, storage).
@@ -422,7 +476,7 @@ impl Server {
     /// Finds the account for `user` connecting from `host` (most specific host pattern first:
     /// patterns without wildcards before those with).
     pub fn find_account(&self, user: &str, host: &str) -> Option<Account> {
-        let accts = self.accounts.read().unwrap();
+        let accts = self.accounts.read().unwrap_or_else(PoisonError::into_inner);
         let mut matching: Vec<&Account> = accts
             .iter()
             .filter(|a| a.user == user && users::host_matches(&a.host, host))
@@ -433,7 +487,10 @@ impl Server {
 
     /// CREATE USER; false if it exists already.
     pub fn create_account(&self, user: &str, host: &str, password: &str) -> bool {
-        let mut accts = self.accounts.write().unwrap();
+        let mut accts = self
+            .accounts
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
         if accts
             .iter()
             .any(|a| a.user == user && a.host.eq_ignore_ascii_case(host))
@@ -451,7 +508,10 @@ impl Server {
 
     /// DROP USER; false if it did not exist.
     pub fn drop_account(&self, user: &str, host: &str) -> bool {
-        let mut accts = self.accounts.write().unwrap();
+        let mut accts = self
+            .accounts
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
         let before = accts.len();
         accts.retain(|a| !(a.user == user && a.host.eq_ignore_ascii_case(host)));
         accts.len() != before
@@ -485,7 +545,11 @@ impl Server {
             ("Uptime", self.uptime().as_secs()),
             (
                 "Uptime_since_flush_status",
-                self.status_flushed.lock().unwrap().elapsed().as_secs(),
+                self.status_flushed
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .elapsed()
+                    .as_secs(),
             ),
         ]
         .into_iter()
@@ -533,7 +597,10 @@ impl Server {
         shoal_wait::reset_counts();
         c.max_used_connections
             .store(u64::from(self.connection_count()), r);
-        *self.status_flushed.lock().unwrap() = Instant::now();
+        *self
+            .status_flushed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Instant::now();
     }
 
     /// Current global value of a variable as text (for other crates).

@@ -28,7 +28,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use shoal_proto::{
@@ -759,7 +759,11 @@ impl Session {
         if self.table.is_none() {
             let engine = self.server.table_engine()?;
             let ts = engine.session();
-            *self.entry.table_kill.lock().unwrap() = Some(ts.kill_handle());
+            *self
+                .entry
+                .table_kill
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(ts.kill_handle());
             self.table = Some(ts);
         }
         let hot = self.hot();
@@ -814,7 +818,11 @@ impl Session {
     }
 
     fn set_process_text(&self, text: Option<Arc<str>>) {
-        let mut info = self.entry.info.lock().unwrap();
+        let mut info = self
+            .entry
+            .info
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         info.state = if text.is_some() { "executing" } else { "" };
         info.text = text;
     }
@@ -1061,7 +1069,11 @@ impl Session {
                     Ok(()) => {
                         if self.db.as_deref() == Some(name.as_str()) {
                             self.db = None;
-                            self.entry.info.lock().unwrap().db = None;
+                            self.entry
+                                .info
+                                .lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .db = None;
                         }
                         Ok(ok(tables))
                     }
@@ -1309,7 +1321,11 @@ impl Session {
             return Err(SqlError::UnknownDatabase(db.to_string()));
         }
         self.db = Some(db.to_string());
-        self.entry.info.lock().unwrap().db = Some(db.to_string());
+        self.entry
+            .info
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .db = Some(db.to_string());
         Ok(())
     }
 
@@ -1554,7 +1570,11 @@ impl Session {
                     .processes()
                     .into_iter()
                     .map(|p| {
-                        let i = p.info.lock().unwrap().clone();
+                        let i = p
+                            .info
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .clone();
                         let text = i.text.map(|t| {
                             if *full {
                                 t.to_string()
@@ -1692,6 +1712,9 @@ impl Session {
             self.set_process_text(Some(text.clone()));
             self.cur_sql = text;
             self.cur_stmt = None;
+            if self.server.fault_injection() {
+                crate::fault::check(&self.server, part);
+            }
             let r = match shoal_sql::parse(part) {
                 Ok(p) if p.params > 0 => Err(SqlError::Syntax("?".into())),
                 Ok(p) => self.run(&p.statement, &[]),
@@ -1853,7 +1876,11 @@ impl Backend for Session {
         self.is_super = account.super_user;
         self.interactive = login.interactive;
         self.hot.set(None);
-        let mut info = self.entry.info.lock().unwrap();
+        let mut info = self
+            .entry
+            .info
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         info.user = self.user.clone();
         info.db = self.db.clone();
         info.command = "Sleep";
@@ -2071,7 +2098,11 @@ impl Backend for Session {
                 .fetch_add(1, Ordering::Relaxed);
         }
         self.entry.running.store(true, Ordering::Release);
-        let mut info = self.entry.info.lock().unwrap();
+        let mut info = self
+            .entry
+            .info
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         info.command = match command {
             COM_QUERY => "Query",
             COM_STMT_EXECUTE => "Execute",
@@ -2104,7 +2135,11 @@ impl Backend for Session {
             Ordering::AcqRel,
             Ordering::Acquire,
         );
-        let mut info = self.entry.info.lock().unwrap();
+        let mut info = self
+            .entry
+            .info
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         info.command = "Sleep";
         info.state = "";
         info.text = None;
@@ -2134,7 +2169,11 @@ impl Backend for Session {
             if let Some(ts) = self.table.as_mut() {
                 ts.rollback();
             }
-            *self.entry.table_kill.lock().unwrap() = None;
+            *self
+                .entry
+                .table_kill
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = None;
             let n = self.prepared.len() as u64;
             self.prepared.clear();
             self.server

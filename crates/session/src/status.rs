@@ -5,7 +5,7 @@
 //! across counters is not promised (MySQL gives no such promise either).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// Statement kinds counted as `Com_<name>`; index = position.
 pub const COM_NAMES: &[&str] = &[
@@ -109,12 +109,19 @@ impl StatusCounters {
 
     /// Registers a provider of extra status rows.
     pub fn add_provider(&self, p: StatusProvider) {
-        self.providers.lock().unwrap().push(Arc::new(p));
+        self.providers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Arc::new(p));
     }
 
     /// Runs every provider.
     pub fn provided(&self, out: &mut Vec<(String, String)>) {
-        let ps: Vec<Arc<StatusProvider>> = self.providers.lock().unwrap().clone();
+        let ps: Vec<Arc<StatusProvider>> = self
+            .providers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         for p in ps {
             p(out);
         }

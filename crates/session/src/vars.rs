@@ -14,7 +14,7 @@
 //! callback runs after the new value is stored, on the thread that executed the statement.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 /// Type and domain of a variable.
 #[derive(Debug, Clone)]
@@ -127,6 +127,10 @@ pub enum VarError {
     /// 1228.
     #[error("Variable '{0}' is a SESSION variable and can't be used with SET GLOBAL")]
     SessionOnly(String),
+    /// 1621: `SET SESSION` of a variable whose session value is a read-only copy of the global
+    /// one taken at connect time (`max_allowed_packet`, `net_buffer_length`).
+    #[error("SESSION variable '{0}' is read-only. Use SET GLOBAL to assign the value")]
+    SessionReadOnly(String),
     /// 1238 on read of a session-only variable as global (MySQL: 1238 with this text).
     #[error("Variable '{0}' is a SESSION variable")]
     NoGlobalValue(String),
@@ -144,6 +148,7 @@ impl VarError {
         match self {
             VarError::Unknown(_) => 1193,
             VarError::ReadOnly(_) | VarError::NoGlobalValue(_) => 1238,
+            VarError::SessionReadOnly(_) => 1621,
             VarError::GlobalOnly(_) => 1229,
             VarError::SessionOnly(_) => 1228,
             VarError::BadValue(..) => 1231,
@@ -156,11 +161,18 @@ impl VarError {
         match self {
             VarError::Unknown(_) => "HY000",
             VarError::ReadOnly(_) | VarError::NoGlobalValue(_) => "HY000",
+            VarError::SessionReadOnly(_) => "HY000",
             VarError::GlobalOnly(_) | VarError::SessionOnly(_) => "HY000",
             VarError::BadValue(..) | VarError::WrongType(_) => "42000",
         }
     }
 }
+
+/// Variables of both scopes whose session value cannot be set: a session gets a copy of the
+/// global value at connect time and keeps it (MySQL and MariaDB: `SET SESSION` is error 1621).
+/// The protocol layer sizes its packet limit from the session's `max_allowed_packet`, so a
+/// client may not raise its own.
+pub const SESSION_READ_ONLY: &[&str] = &["max_allowed_packet", "net_buffer_length"];
 
 /// One variable's definition.
 #[derive(Debug, Clone)]
@@ -455,7 +467,7 @@ impl Vars {
         if d.scope == Scope::Session {
             return Err(VarError::NoGlobalValue(d.name.to_string()));
         }
-        Ok(self.global.read().unwrap()[d.name].clone())
+        Ok(self.global.read().unwrap_or_else(PoisonError::into_inner)[d.name].clone())
     }
 
     /// Global value of a variable known to exist (panics on a typo: for compiled-in names).
@@ -477,7 +489,7 @@ impl Vars {
                 if global || d.scope == Scope::Session {
                     Ok(d.default.clone())
                 } else {
-                    Ok(self.global.read().unwrap()[d.name].clone())
+                    Ok(self.global.read().unwrap_or_else(PoisonError::into_inner)[d.name].clone())
                 }
             }
             SetValue::Null => match d.ty {
@@ -571,8 +583,15 @@ impl Vars {
     }
 
     fn store_global(&self, name: &'static str, v: VarValue) {
-        self.global.write().unwrap().insert(name, v.clone());
-        let subs: Vec<Arc<Subscriber>> = self.subscribers.lock().unwrap().clone();
+        self.global
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(name, v.clone());
+        let subs: Vec<Arc<Subscriber>> = self
+            .subscribers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         for s in subs {
             s(name, &v);
         }
@@ -580,12 +599,15 @@ impl Vars {
 
     /// Registers a callback run after every change of a GLOBAL value (`SET GLOBAL`, startup).
     pub fn subscribe(&self, f: Subscriber) {
-        self.subscribers.lock().unwrap().push(Arc::new(f));
+        self.subscribers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Arc::new(f));
     }
 
     /// A session's initial copy of every session-capable variable.
     pub fn session_copy(&self) -> SessionVars {
-        let g = self.global.read().unwrap();
+        let g = self.global.read().unwrap_or_else(PoisonError::into_inner);
         let mut values = HashMap::new();
         for d in self.defs.values() {
             match d.scope {
@@ -685,6 +707,9 @@ impl SessionVars {
         if !d.dynamic {
             return Err(VarError::ReadOnly(d.name.to_string()));
         }
+        if SESSION_READ_ONLY.contains(&d.name) {
+            return Err(VarError::SessionReadOnly(d.name.to_string()));
+        }
         let v = vars.validate(d, value, false)?;
         self.values.insert(d.name, v);
         self.generation = next_generation();
@@ -738,6 +763,20 @@ mod tests {
                 .code(),
             1232
         );
+        assert_eq!(
+            s.set(&v, "max_allowed_packet", &SetValue::Int(4096))
+                .unwrap_err()
+                .code(),
+            1621
+        );
+        assert_eq!(
+            s.set(&v, "net_buffer_length", &SetValue::Default)
+                .unwrap_err()
+                .code(),
+            1621
+        );
+        v.set_global("max_allowed_packet", &SetValue::Int(4096))
+            .unwrap();
         s.set(&v, "autocommit", &SetValue::Str("off".into()))
             .unwrap();
         assert_eq!(s.get(&v, "autocommit").unwrap(), VarValue::Bool(false));
@@ -762,14 +801,16 @@ mod tests {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let s2 = seen.clone();
         v.subscribe(Box::new(move |n, val| {
-            s2.lock().unwrap().push((n.to_string(), val.clone()))
+            s2.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((n.to_string(), val.clone()))
         }));
         v.set_startup("thread-handling", "pool-of-threads").unwrap();
         v.set_startup("innodb_buffer_pool_size", "1G").unwrap();
         assert_eq!(v.get("innodb_buffer_pool_size"), VarValue::UInt(1 << 30));
         assert!(v.set_startup("thread_handling", "bogus").is_err());
         v.set_global("thread_pool_size", &SetValue::Int(7)).unwrap();
-        let seen = seen.lock().unwrap();
+        let seen = seen.lock().unwrap_or_else(PoisonError::into_inner);
         assert_eq!(seen.len(), 3);
         assert_eq!(seen[2], ("thread_pool_size".to_string(), VarValue::UInt(7)));
     }

@@ -96,7 +96,7 @@ pub(crate) type Snap = rocksdb::SnapshotWithThreadMode<'static, DB>;
 pub(crate) type SnapIter = rocksdb::DBRawIteratorWithThreadMode<'static, DB>;
 
 /// Most SST files open at once (bounds the table cache; see the memory budget above).
-const MAX_OPEN_FILES: i32 = 1024;
+pub const MAX_OPEN_FILES: i32 = 1024;
 
 /// The memtables' share of the block cache: a quarter of it, at least 1 MiB and at most
 /// 64 MiB (3 × the default 16 MiB write buffer, plus room for one being flushed).

@@ -5,10 +5,16 @@
 //! Threads are reused through a thread cache (`thread_cache_size`): a thread whose connection
 //! ended parks itself (counted in `Threads_cached`) and the next accepted connection is handed to
 //! a parked thread before a new one is created (`Threads_created`).
+//!
+//! A panic while serving a connection is caught ([`serve`]): the connection is dropped while
+//! unwinding (which does its accounting and leaves the process list, so `Threads_connected`
+//! and `Aborted_clients` stay right), the panic is logged, and the thread goes back to the
+//! cache. Uncaught, it would end the thread, and a second panic during that unwinding (for
+//! instance on a lock the first one poisoned) would abort the whole server.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
 use shoal_session::Server;
@@ -54,7 +60,11 @@ impl PerThread {
     /// Hands a new connection to a cached thread, or to a new one.
     pub fn dispatch(&self, client: Client) {
         {
-            let mut st = self.inner.state.lock().unwrap();
+            let mut st = self
+                .inner
+                .state
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             if st.idle > st.pending.len() {
                 st.pending.push_back(client);
                 self.inner.cv.notify_one();
@@ -77,7 +87,11 @@ impl PerThread {
 
     /// Wakes every cached thread so it exits (server shutdown).
     pub fn stop_cache(&self) {
-        let _g = self.inner.state.lock().unwrap();
+        let _g = self
+            .inner
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         self.inner.cv.notify_all();
     }
 }
@@ -87,7 +101,7 @@ fn thread_main(inner: Arc<Inner>, first: Client) {
     while let Some(client) = next.take() {
         serve(client, &inner.server, &inner.shutdown);
         // Park in the thread cache, or exit.
-        let mut st = inner.state.lock().unwrap();
+        let mut st = inner.state.lock().unwrap_or_else(PoisonError::into_inner);
         let cache = inner.server.thread_cache_size() as usize;
         if st.idle >= cache || inner.shutdown.load(Ordering::Acquire) {
             return;
@@ -106,7 +120,7 @@ fn thread_main(inner: Arc<Inner>, first: Client) {
             if inner.shutdown.load(Ordering::Acquire) {
                 break;
             }
-            st = inner.cv.wait(st).unwrap();
+            st = inner.cv.wait(st).unwrap_or_else(PoisonError::into_inner);
         }
         st.idle -= 1;
         inner
@@ -117,8 +131,26 @@ fn thread_main(inner: Arc<Inner>, first: Client) {
     }
 }
 
-/// Serves one connection to the end on the current thread (also used by the admin port).
-pub fn serve(mut client: Client, server: &Server, shutdown: &AtomicBool) {
+/// Serves one connection to the end on the current thread (also used by the admin port). A
+/// panic closes the connection and is logged; it does not leave this function.
+pub fn serve(client: Client, server: &Server, shutdown: &AtomicBool) {
+    let id = client.id();
+    let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        serve_loop(client, server, shutdown)
+    }));
+    if served.is_err() {
+        // Unwound out of a raw `wait_begin` without its `wait_end`: balance the wait reports.
+        while shoal_wait::in_wait() {
+            shoal_wait::wait_end();
+        }
+        tracing::error!(
+            "connection {id}: panicked while being served (see the panic message above); \
+             closed it, the server goes on"
+        );
+    }
+}
+
+fn serve_loop(mut client: Client, server: &Server, shutdown: &AtomicBool) {
     let _ = client.stream().set_write_timeout(Some(
         server.net_write_timeout().max(Duration::from_millis(1)),
     ));

@@ -22,7 +22,12 @@
 //!   otherwise the session's `wait_timeout`/`interactive_timeout`. The pool's timer queues an
 //!   expired connection HIGH and calls `timed_out`, which sends ER_CLIENT_INTERACTION_TIMEOUT
 //!   (4031) to an idle authenticated connection (handshakes are just dropped), as
-//!   `per_thread` does.
+//!   `per_thread` does. A reply the client does not read (the socket stays unwritable) gets
+//!   the same treatment with `net_write_timeout`, counted from the last write that made
+//!   progress (`WantWrite` re-arms with a new deadline after each): the connection is closed
+//!   and counted in `Aborted_clients`, as one thread per connection does with `SO_SNDTIMEO`.
+//!   Without it a client that asked for a big result and never read it held its connection
+//!   until `wait_timeout` (8 hours).
 //! * `priority`: from [`shoal_session::Session::scheduling_hint`]: an open transaction
 //!   (`in_transaction`, also implicit ones under autocommit=0) and row locks held by the table
 //!   engine's transaction (`holds_locks`) drive the high queue (while tickets last) and the
@@ -35,7 +40,8 @@
 //!   accounting (Aborted_clients for a logged-in connection that did not COM_QUIT, i.e. killed
 //!   or timed out ones; Aborted_connects for failed handshakes) and disconnects the session
 //!   (which rolls its transaction back and leaves the process list). At server shutdown the
-//!   client first gets ER_SERVER_SHUTDOWN (1053).
+//!   client first gets ER_SERVER_SHUTDOWN (1053). A handler call that panicked (the pool catches
+//!   it) closes just that connection, logged as an error.
 //!
 //! # KILL
 //!
@@ -175,8 +181,14 @@ impl Handler for ServerHandler {
     }
 
     fn close(&self, mut conn: PoolConn, reason: CloseReason) {
-        if reason == CloseReason::Shutdown {
-            conn.client.close_with_error(&shutdown_error());
+        match reason {
+            CloseReason::Shutdown => conn.client.close_with_error(&shutdown_error()),
+            CloseReason::Panicked => tracing::error!(
+                "connection {}: panicked while being served (see the panic message above); \
+                 closed it, the server goes on",
+                conn.client.id()
+            ),
+            _ => {}
         }
         // Dropping the client does the accounting and disconnects the session.
         drop(conn);

@@ -42,10 +42,27 @@ impl Shoal {
         s
     }
 
+    /// Like [`Shoal::start`], with `configure` applied to the command before it is spawned
+    /// (environment, resource limits: see [`limit_open_files`]).
+    pub fn start_with(tag: &str, extra: &[&str], configure: impl FnOnce(&mut Command)) -> Shoal {
+        let mut s = Shoal::start_in_with(&temp_dir(tag), extra, configure);
+        s.owns_dir = true;
+        s
+    }
+
     /// Starts the server on the datadir inside `dir` (kept on drop, so a test can restart a
     /// server on the same data); socket and log are named after the port.
     pub fn start_in(dir: &Path, extra: &[&str]) -> Shoal {
-        Shoal::start_wrapped(dir, &[], extra)
+        Shoal::launch(dir, &[], extra, |_| {})
+    }
+
+    /// [`Shoal::start_in`] with `configure` applied to the command before it is spawned.
+    pub fn start_in_with(
+        dir: &Path,
+        extra: &[&str],
+        configure: impl FnOnce(&mut Command),
+    ) -> Shoal {
+        Shoal::launch(dir, &[], extra, configure)
     }
 
     /// [`Shoal::start_in`] under a wrapper program (`wrapper` is its command line, to which
@@ -53,6 +70,15 @@ impl Shoal {
     /// VAR=value`, which execs it) or runs it as its direct child and exits when it exits
     /// (`strace -f -o FILE`).
     pub fn start_wrapped(dir: &Path, wrapper: &[String], extra: &[&str]) -> Shoal {
+        Shoal::launch(dir, wrapper, extra, |_| {})
+    }
+
+    fn launch(
+        dir: &Path,
+        wrapper: &[String],
+        extra: &[&str],
+        configure: impl FnOnce(&mut Command),
+    ) -> Shoal {
         let port = free_port();
         let socket = dir.join(format!("s{port}.sock"));
         let log = dir.join(format!("stderr-{port}.log"));
@@ -71,19 +97,18 @@ impl Shoal {
         let mut cmd = match wrapper.split_first() {
             Some((program, wargs)) => {
                 let mut c = Command::new(program);
-                c.args(wargs).arg(env!("CARGO_BIN_EXE_shoal"));
+                c.args(wargs).arg(shoal_binary());
                 c
             }
-            None => Command::new(env!("CARGO_BIN_EXE_shoal")),
+            None => Command::new(shoal_binary()),
         };
-        let child = cmd
-            .args(&args)
+        cmd.args(&args)
             .env("SHOAL_LOG", filter)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("spawn shoal");
+            .stderr(std::fs::File::create(&log).unwrap());
+        configure(&mut cmd);
+        let child = cmd.spawn().expect("spawn shoal");
         let mut s = Shoal {
             port,
             socket,
@@ -215,9 +240,57 @@ impl Drop for Shoal {
     }
 }
 
+/// The binary the tests start: `SHOAL_TEST_BINARY` when set (for instance an older build, to
+/// see a new test fail on it), else the one cargo built.
+pub fn shoal_binary() -> PathBuf {
+    match std::env::var_os("SHOAL_TEST_BINARY") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => PathBuf::from(env!("CARGO_BIN_EXE_shoal")),
+    }
+}
+
+/// Makes `cmd` start with `RLIMIT_NOFILE` = `n` (soft and hard: the server cannot raise it).
+pub fn limit_open_files(cmd: &mut Command, n: u64) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only setrlimit(2), async-signal-safe, runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let lim = libc::rlimit {
+                rlim_cur: n,
+                rlim_max: n,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// A `/proc/PID/status` value in kB (`VmRSS`, `VmHWM`, ...).
+pub fn proc_status_kb(pid: u32, field: &str) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
+}
+
+/// CPU time (user + system) the process `pid` used so far.
+pub fn cpu_time(pid: u32) -> Duration {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // After the command name in parentheses: state is field 3, utime 14 and stime 15.
+    let rest = &text[text.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = rest.split_ascii_whitespace().collect();
+    let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+    // SAFETY: sysconf has no side effects.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Duration::from_nanos(ticks * 1_000_000_000 / hz)
+}
+
 /// Runs the shoal binary with arguments to completion (bounded); (status, stdout, stderr).
 pub fn run_shoal(args: &[&str]) -> (Option<i32>, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_shoal"))
+    let mut child = Command::new(shoal_binary())
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

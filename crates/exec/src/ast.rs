@@ -156,6 +156,10 @@ pub enum AlterOp {
     AddIndex(IndexSpec),
     /// DROP INDEX/KEY.
     DropIndex(String),
+    /// ADD [CONSTRAINT name] FOREIGN KEY.
+    AddForeignKey(shoal_store::ForeignKeySpec),
+    /// DROP FOREIGN KEY name.
+    DropForeignKey(String),
 }
 
 /// A table statement.

@@ -169,6 +169,8 @@ impl ExecOutput {
 
 /// What one execution needs: the transaction, the session's context and the parameters.
 pub struct Exec<'a> {
+    /// The store (foreign keys look up other tables).
+    pub store: &'a shoal_store::Engine,
     /// The open transaction.
     pub txn: &'a mut Transaction,
     /// Session context.
@@ -568,7 +570,9 @@ impl Exec<'_> {
             resolve(access, table, &mut rc)?
         };
         let mut err: Option<SqlError> = None;
-        let Exec { txn, ctx, params } = self;
+        let Exec {
+            txn, ctx, params, ..
+        } = self;
         let mut ev = RowEval {
             ctx: &mut **ctx,
             params,
@@ -819,6 +823,7 @@ impl Exec<'_> {
             &u.limit,
             &names,
         )?;
+        let fks = crate::fk::Fks::of(self.store, table, &mut *self.ctx)?;
         let (mut matched, mut changed) = (0u64, 0u64);
         for (n, (row, mut vals)) in rows.into_iter().enumerate() {
             matched += 1;
@@ -833,8 +838,16 @@ impl Exec<'_> {
                 vals[*p] = datum_to_value(&d);
                 new[*p] = d;
             }
-            if new != row.values && self.txn.update(table, &row.key, new).map_err(store_err)? {
+            if new != row.values
+                && self
+                    .txn
+                    .update(table, &row.key, new.clone())
+                    .map_err(store_err)?
+            {
                 changed += 1;
+                if let Some(f) = &fks {
+                    f.after_update(self.txn, table, &row.values, &new, 0)?;
+                }
             }
         }
         Ok(ExecOutput::Ok {
@@ -861,8 +874,12 @@ impl Exec<'_> {
             &d.limit,
             &names,
         )?;
+        let fks = crate::fk::Fks::of(self.store, table, &mut *self.ctx)?;
         let mut n = 0;
         for (row, _) in rows {
+            if let Some(f) = &fks {
+                f.before_delete(self.txn, table, &row.values, 0)?;
+            }
             if self.txn.delete(table, &row.key).map_err(store_err)? {
                 n += 1;
             }
@@ -892,6 +909,7 @@ impl Exec<'_> {
                 .ok_or_else(|| SqlError::UnknownColumn(c.clone(), "field list".into()))?;
             dup_sets.push((p, e));
         }
+        let fks = crate::fk::Fks::of(self.store, table, &mut *self.ctx)?;
         let now = self.ctx.now();
         let mut affected = 0u64;
         let mut first_id = 0u64;
@@ -949,6 +967,9 @@ impl Exec<'_> {
                 };
                 match outcome {
                     InsertOutcome::Inserted { auto_id, .. } => {
+                        if let Some(f) = &fks {
+                            f.after_insert(self.txn, table, &proposed)?;
+                        }
                         affected += 1;
                         if let Some(id) = auto_id {
                             if first_id == 0 {
@@ -963,6 +984,9 @@ impl Exec<'_> {
                         key_name,
                     } => {
                         if ins.replace {
+                            if let Some(f) = &fks {
+                                f.before_delete(self.txn, table, &existing.values, 0)?;
+                            }
                             self.txn.delete(table, &existing.key).map_err(store_err)?;
                             affected += 1;
                             continue;
@@ -990,8 +1014,11 @@ impl Exec<'_> {
                             }
                             if new != existing.values {
                                 self.txn
-                                    .update(table, &existing.key, new)
+                                    .update(table, &existing.key, new.clone())
                                     .map_err(store_err)?;
+                                if let Some(f) = &fks {
+                                    f.after_update(self.txn, table, &existing.values, &new, 0)?;
+                                }
                                 affected += 2;
                             }
                             break;

@@ -59,6 +59,7 @@
 pub mod ast;
 pub mod convert;
 pub mod exec;
+pub(crate) mod fk;
 pub mod plan;
 pub mod query;
 pub mod session;

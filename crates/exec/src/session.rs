@@ -419,7 +419,7 @@ impl TableSession {
         match &plan.stmt {
             s if s.is_ddl() => {
                 self.commit()?;
-                return self.ddl(&store, plan);
+                return self.ddl(&store, plan, ctx);
             }
             TableStmt::ShowTables { db, full, like } => {
                 let d = db
@@ -508,7 +508,12 @@ impl TableSession {
         }
     }
 
-    fn ddl(&mut self, store: &Engine, plan: &Plan) -> Result<ExecOutput, SqlError> {
+    fn ddl(
+        &mut self,
+        store: &Engine,
+        plan: &Plan,
+        ctx: &mut dyn Context,
+    ) -> Result<ExecOutput, SqlError> {
         let db = |t: &TableRef| resolve_db(t, &plan.db);
         match &plan.stmt {
             TableStmt::CreateTable {
@@ -563,6 +568,28 @@ impl TableSession {
                         format!("Unknown table '{}'", missing.join(",")),
                     ));
                 }
+                if crate::fk::checks_on(ctx) {
+                    // A table other tables reference stays (unless they go with it).
+                    let dropping: Vec<(String, String)> = tables
+                        .iter()
+                        .map(|t| Ok((db(t)?, t.name.to_ascii_lowercase())))
+                        .collect::<Result<_, SqlError>>()?;
+                    for (d, n) in &dropping {
+                        for (child, fi) in store.referencing(d, n) {
+                            let child_key = (child.db.clone(), child.name.to_ascii_lowercase());
+                            if !dropping.contains(&child_key) {
+                                return Err(SqlError::other(
+                                    3730,
+                                    "HY000",
+                                    format!(
+                                        "Cannot drop table '{n}' referenced by a foreign key constraint '{}' on table '{}'.",
+                                        child.foreign_keys[fi].name, child.name
+                                    ),
+                                ));
+                            }
+                        }
+                    }
+                }
                 for t in tables {
                     let d = db(t)?;
                     match store.drop_table(&d, &t.name) {
@@ -597,6 +624,14 @@ impl TableSession {
                         AlterOp::DropIndex(n) => {
                             store.drop_index(&d, &table.name, n).map_err(store_err)?;
                         }
+                        AlterOp::AddForeignKey(spec) => {
+                            self.add_foreign_key(store, &d, &table.name, spec, ctx)?;
+                        }
+                        AlterOp::DropForeignKey(n) => {
+                            store
+                                .drop_foreign_key(&d, &table.name, n)
+                                .map_err(store_err)?;
+                        }
                     }
                 }
                 Ok(ExecOutput::Ok {
@@ -608,6 +643,95 @@ impl TableSession {
             }
             _ => Err(SqlError::Unsupported("statement".into())),
         }
+    }
+}
+
+impl TableSession {
+    /// ALTER TABLE ADD FOREIGN KEY: the child's index first (InnoDB adds one when none has the
+    /// key's columns leading), then, under `foreign_key_checks`, every existing row must find
+    /// its parent (1452), then the key itself.
+    fn add_foreign_key(
+        &mut self,
+        store: &Engine,
+        db: &str,
+        table: &str,
+        spec: &shoal_store::ForeignKeySpec,
+        ctx: &mut dyn Context,
+    ) -> Result<(), SqlError> {
+        let def = store.table(db, table).map_err(store_err)?;
+        let cols = spec
+            .columns
+            .iter()
+            .map(|c| {
+                def.column_index(c).ok_or_else(|| {
+                    SqlError::other(
+                        1072,
+                        "42000",
+                        format!("Key column '{c}' doesn't exist in table"),
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if def.key_with_prefix(&cols).is_none() {
+            let name = spec.name.clone().unwrap_or_else(|| spec.columns[0].clone());
+            store
+                .create_index(
+                    db,
+                    table,
+                    shoal_store::IndexSpec {
+                        name,
+                        columns: spec.columns.clone(),
+                        unique: false,
+                    },
+                )
+                .map_err(store_err)?;
+        }
+        if crate::fk::checks_on(ctx) && !spec.columns.is_empty() {
+            let q = |n: &str| format!("`{}`", n.replace('`', "``"));
+            let pdb = spec.ref_db.clone().unwrap_or_else(|| db.to_string());
+            let not_null: Vec<String> = spec
+                .columns
+                .iter()
+                .map(|c| format!("c.{} IS NOT NULL", q(c)))
+                .collect();
+            let eqs: Vec<String> = spec
+                .columns
+                .iter()
+                .zip(&spec.ref_columns)
+                .map(|(c, r)| format!("p.{} = c.{}", q(r), q(c)))
+                .collect();
+            let sql = format!(
+                "SELECT 1 FROM {}.{} AS c WHERE {} AND NOT EXISTS (SELECT 1 FROM {}.{} AS p WHERE {}) LIMIT 1",
+                q(db),
+                q(table),
+                not_null.join(" AND "),
+                q(&pdb),
+                q(&spec.ref_table),
+                eqs.join(" AND ")
+            );
+            let (stmt, _) = parse_table_statement(&sql)?;
+            if let TableStmt::Query(query) = stmt {
+                let plan = crate::query::prepare(store, &query, Some(db))?;
+                let mut txn = store.begin(shoal_store::Isolation::ReadCommitted);
+                let rows = crate::query::execute(&plan, store, &mut txn, &[], ctx)?;
+                txn.rollback();
+                if !rows.is_empty() {
+                    let name = spec.name.clone().unwrap_or_else(|| format!("{table}_ibfk"));
+                    return Err(SqlError::other(
+                        1452,
+                        "23000",
+                        format!(
+                            "Cannot add or update a child row: a foreign key constraint fails (`{db}`.`{table}`, CONSTRAINT `{name}` FOREIGN KEY ({}) REFERENCES {} ({}))",
+                            spec.columns.iter().map(|c| q(c)).collect::<Vec<_>>().join(", "),
+                            q(&spec.ref_table),
+                            spec.ref_columns.iter().map(|c| q(c)).collect::<Vec<_>>().join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        store.add_foreign_key(db, table, spec).map_err(store_err)?;
+        Ok(())
     }
 }
 
@@ -676,7 +800,12 @@ fn run_dml(
         let rows = crate::query::execute(&qp, store, txn, params, ctx)?;
         return Ok(ExecOutput::Rows { columns, rows });
     }
-    let mut ex = Exec { txn, ctx, params };
+    let mut ex = Exec {
+        store,
+        txn,
+        ctx,
+        params,
+    };
     match &plan.stmt {
         TableStmt::Select(sel) => {
             let d = resolve_db(&sel.table, &plan.db)?;

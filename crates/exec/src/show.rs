@@ -146,6 +146,37 @@ pub fn create_table_text(t: &TableDef, next_auto: Option<u64>) -> String {
             cols(&ix.columns)
         ));
     }
+    for fk in &t.foreign_keys {
+        let refs = fk
+            .ref_columns
+            .iter()
+            .map(|c| q(c))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let parent = if fk.ref_db == t.db {
+            q(&fk.ref_table)
+        } else {
+            format!("{}.{}", q(&fk.ref_db), q(&fk.ref_table))
+        };
+        let mut l = format!(
+            "  CONSTRAINT {} FOREIGN KEY ({}) REFERENCES {parent} ({refs})",
+            q(&fk.name),
+            fk.columns
+                .iter()
+                .map(|&i| q(&t.columns[i].name))
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
+        for (what, a) in [("DELETE", fk.on_delete), ("UPDATE", fk.on_update)] {
+            match a {
+                shoal_store::FkAction::Cascade => l.push_str(&format!(" ON {what} CASCADE")),
+                shoal_store::FkAction::SetNull => l.push_str(&format!(" ON {what} SET NULL")),
+                shoal_store::FkAction::NoAction => l.push_str(&format!(" ON {what} NO ACTION")),
+                shoal_store::FkAction::Restrict => {}
+            }
+        }
+        lines.push(l);
+    }
     let mut text = format!(
         "CREATE TABLE {} (\n{}\n) ENGINE=InnoDB",
         q(&t.name),

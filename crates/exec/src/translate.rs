@@ -332,6 +332,37 @@ fn single_table(from: &[sp::TableWithJoins]) -> Result<TableRef, SqlError> {
     }
 }
 
+/// `[CONSTRAINT name] FOREIGN KEY (cols) REFERENCES [db.]table (cols) [ON DELETE ..] [ON UPDATE ..]`.
+fn foreign_key_spec(
+    fk: &sp::ForeignKeyConstraint,
+) -> Result<shoal_store::ForeignKeySpec, SqlError> {
+    let action = |a: &Option<sp::ReferentialAction>| -> Result<shoal_store::FkAction, SqlError> {
+        Ok(match a {
+            None | Some(sp::ReferentialAction::Restrict) => shoal_store::FkAction::Restrict,
+            Some(sp::ReferentialAction::NoAction) => shoal_store::FkAction::NoAction,
+            Some(sp::ReferentialAction::Cascade) => shoal_store::FkAction::Cascade,
+            Some(sp::ReferentialAction::SetNull) => shoal_store::FkAction::SetNull,
+            // InnoDB refuses SET DEFAULT.
+            Some(sp::ReferentialAction::SetDefault) => {
+                return Err(unsupported("ON DELETE/UPDATE SET DEFAULT"))
+            }
+        })
+    };
+    let t = table_ref(&fk.foreign_table)?;
+    if fk.referred_columns.is_empty() {
+        return Err(SqlError::Syntax("REFERENCES without columns".into()));
+    }
+    Ok(shoal_store::ForeignKeySpec {
+        name: fk.name.as_ref().map(ident),
+        columns: fk.columns.iter().map(ident).collect(),
+        ref_db: t.db,
+        ref_table: t.name,
+        ref_columns: fk.referred_columns.iter().map(ident).collect(),
+        on_delete: action(&fk.on_delete)?,
+        on_update: action(&fk.on_update)?,
+    })
+}
+
 /// The names a column of a single-table statement may be qualified with: the table's name and
 /// its alias.
 fn qualifier_names(from: &[sp::TableWithJoins]) -> Option<Vec<String>> {
@@ -579,11 +610,18 @@ impl Translator<'_> {
                 let mut ops = Vec::new();
                 for op in at.operations {
                     match op {
+                        sp::AlterTableOperation::AddConstraint {
+                            constraint: sp::TableConstraint::ForeignKey(fk),
+                            ..
+                        } => ops.push(AlterOp::AddForeignKey(foreign_key_spec(&fk)?)),
                         sp::AlterTableOperation::AddConstraint { constraint, .. } => ops.push(
                             AlterOp::AddIndex(index_constraint(&constraint)?.ok_or_else(|| {
                                 unsupported(format!("ALTER TABLE ADD {constraint}"))
                             })?),
                         ),
+                        sp::AlterTableOperation::DropForeignKey { name, .. } => {
+                            ops.push(AlterOp::DropForeignKey(ident(&name)))
+                        }
                         sp::AlterTableOperation::DropIndex { name } => {
                             ops.push(AlterOp::DropIndex(ident(&name)))
                         }
@@ -654,6 +692,8 @@ impl Translator<'_> {
                     sp::ColumnOption::CharacterSet(_)
                     | sp::ColumnOption::Collation(_)
                     | sp::ColumnOption::Comment(_) => {}
+                    // MySQL parses and ignores a column's inline REFERENCES clause.
+                    sp::ColumnOption::ForeignKey(_) => {}
                     other => return Err(unsupported(format!("column option {other}"))),
                 }
             }
@@ -673,6 +713,9 @@ impl Translator<'_> {
                         ));
                     }
                     spec.primary_key = index_columns(&pk.columns)?;
+                }
+                sp::TableConstraint::ForeignKey(fk) => {
+                    spec.foreign_keys.push(foreign_key_spec(fk)?);
                 }
                 other => match index_constraint(other)? {
                     Some(ix) => spec.indexes.push(ix),

@@ -48,6 +48,7 @@ fn main() {
                     unique: false,
                 }],
                 auto_increment_start: None,
+                foreign_keys: Vec::new(),
             },
         )
         .unwrap();

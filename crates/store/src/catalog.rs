@@ -67,6 +67,51 @@ pub struct IndexDef {
     pub unique: bool,
 }
 
+/// What a foreign key does to referencing rows when the referenced row is deleted or its key
+/// changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum FkAction {
+    /// Refuse (1451). `NO ACTION` is the same in InnoDB (checks are never deferred).
+    #[default]
+    Restrict,
+    /// Delete the referencing rows / update their key columns too.
+    Cascade,
+    /// Set the referencing columns to NULL.
+    SetNull,
+    /// `NO ACTION`: as RESTRICT, kept apart for SHOW CREATE TABLE.
+    NoAction,
+}
+
+/// A FOREIGN KEY of a (child) table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ForeignKeyDef {
+    /// Constraint name (`<table>_ibfk_<n>` when not given).
+    pub name: String,
+    /// Positions of the referencing columns in [`TableDef::columns`].
+    pub columns: Vec<usize>,
+    /// Referenced table.
+    pub ref_db: String,
+    pub ref_table: String,
+    /// Referenced columns, by name (the referenced table's definition may be replaced).
+    pub ref_columns: Vec<String>,
+    pub on_delete: FkAction,
+    pub on_update: FkAction,
+}
+
+/// A FOREIGN KEY to create, by column names.
+#[derive(Debug, Clone)]
+pub struct ForeignKeySpec {
+    /// Constraint name; `None` = generated.
+    pub name: Option<String>,
+    pub columns: Vec<String>,
+    /// Referenced database (`None` = the child's).
+    pub ref_db: Option<String>,
+    pub ref_table: String,
+    pub ref_columns: Vec<String>,
+    pub on_delete: FkAction,
+    pub on_update: FkAction,
+}
+
 /// A table definition. Shared as `Arc<TableDef>`; DDL replaces the Arc, it never mutates one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TableDef {
@@ -84,6 +129,9 @@ pub struct TableDef {
     pub indexes: Vec<IndexDef>,
     /// First AUTO_INCREMENT value (table option `AUTO_INCREMENT=n`, default 1).
     pub auto_increment_start: u64,
+    /// FOREIGN KEYs of this table (absent in catalogs written before they existed).
+    #[serde(default)]
+    pub foreign_keys: Vec<ForeignKeyDef>,
 }
 
 /// The type of the hidden row id key.
@@ -93,6 +141,22 @@ pub const HIDDEN_PK_TYPE: ColumnType = ColumnType::Int {
 };
 
 impl TableDef {
+    /// A key (`None` = the primary key) whose leading columns are `cols`, in order: what a
+    /// foreign key needs on both of its tables.
+    pub fn key_with_prefix(&self, cols: &[usize]) -> Option<Option<&IndexDef>> {
+        if self
+            .primary_key
+            .as_ref()
+            .is_some_and(|pk| pk.len() >= cols.len() && pk[..cols.len()] == *cols)
+        {
+            return Some(None);
+        }
+        self.indexes
+            .iter()
+            .find(|ix| ix.columns.len() >= cols.len() && ix.columns[..cols.len()] == *cols)
+            .map(Some)
+    }
+
     /// Position of the AUTO_INCREMENT column, if any.
     pub fn auto_increment_column(&self) -> Option<usize> {
         self.columns.iter().position(|c| c.auto_increment)
@@ -196,6 +260,8 @@ pub struct TableSpec {
     pub indexes: Vec<IndexSpec>,
     /// Table option `AUTO_INCREMENT=n` (None = 1).
     pub auto_increment_start: Option<u64>,
+    /// FOREIGN KEY constraints.
+    pub foreign_keys: Vec<ForeignKeySpec>,
 }
 
 /// An index to create, by column names.

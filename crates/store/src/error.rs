@@ -69,6 +69,15 @@ pub enum StoreError {
     /// A table definition the storage cannot hold (1075/1068/...: reported as 1064-free 1235).
     #[error("Invalid table definition: {0}")]
     BadDefinition(String),
+    /// A FOREIGN KEY definition MySQL refuses (1822 missing index, 3780 incompatible columns,
+    /// 1830 SET NULL on a NOT NULL column, 1826 duplicate name, 1091 no such constraint).
+    #[error("{message}")]
+    ForeignKey {
+        /// MySQL error code.
+        code: u16,
+        /// MySQL's message.
+        message: String,
+    },
     /// The on-disk data could not be decoded (1034-like; reported as 1030).
     #[error("Corrupt data: {0}")]
     Corrupt(String),
@@ -105,6 +114,7 @@ impl StoreError {
             StoreError::NullNotAllowed(_) => 1048,
             StoreError::BadValue { .. } => 1366,
             StoreError::BadDefinition(_) => 1235,
+            StoreError::ForeignKey { code, .. } => *code,
             StoreError::Corrupt(_) => 1030,
             StoreError::Locked(_) => 1105,
             StoreError::CommitFailed(_) => 1180,

@@ -38,7 +38,10 @@ pub mod lock;
 pub mod stats;
 pub mod txn;
 
-pub use catalog::{ColumnDef, ColumnDefault, IndexDef, IndexSpec, TableDef, TableSpec};
+pub use catalog::{
+    ColumnDef, ColumnDefault, FkAction, ForeignKeyDef, ForeignKeySpec, IndexDef, IndexSpec,
+    TableDef, TableSpec,
+};
 pub use check::{CheckProblem, CheckReport};
 pub use datum::{ColumnType, Date, DateTime, Datum, Decimal};
 pub use engine::{Engine, EngineConfig};

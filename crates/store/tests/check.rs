@@ -68,6 +68,7 @@ fn setup(dir: &Path, n: i64) -> (Engine, std::sync::Arc<TableDef>) {
                     unique: false,
                 }],
                 auto_increment_start: None,
+                foreign_keys: Vec::new(),
             },
         )
         .unwrap();

@@ -72,6 +72,7 @@ fn catalog_ddl_and_restart_keep_data() {
             primary_key: vec!["a".into(), "b".into()],
             indexes: vec![],
             auto_increment_start: None,
+            foreign_keys: Vec::new(),
         };
         let typed = e.create_table("sbtest", spec).unwrap();
         let mut txn = e.begin(Isolation::RepeatableRead);
@@ -478,6 +479,7 @@ fn create_and_drop_index_over_existing_rows_and_hidden_pk() {
         primary_key: vec![],
         indexes: vec![],
         auto_increment_start: None,
+        foreign_keys: Vec::new(),
     };
     let t = e.create_table("db", spec).unwrap();
     assert!(t.has_hidden_pk());

@@ -199,6 +199,10 @@ pub fn execute_multi(
     ctx: &mut dyn Context,
 ) -> Result<ExecOutput, SqlError> {
     let rows = super::execute(&plan.query, store, txn, params, ctx)?;
+    let mut fks = Vec::with_capacity(plan.targets.len());
+    for t in &plan.targets {
+        fks.push(crate::fk::Fks::of(store, &t.def, ctx)?);
+    }
     let mut seen: Vec<HashSet<String>> = plan.targets.iter().map(|_| HashSet::new()).collect();
     let (mut matched, mut changed, mut deleted) = (0u64, 0u64, 0u64);
     for (n, row) in rows.iter().enumerate() {
@@ -226,6 +230,9 @@ pub fn execute_multi(
                 continue; // deleted through another target naming the same table
             };
             if plan.delete {
+                if let Some(f) = &fks[ti] {
+                    f.before_delete(txn, &t.def, &cur.values, 0)?;
+                }
                 if txn.delete(&t.def, &cur.key).map_err(store_err)? {
                     deleted += 1;
                 }
@@ -241,8 +248,15 @@ pub fn execute_multi(
                 }
                 new[*pos] = d;
             }
-            if new != cur.values && txn.update(&t.def, &cur.key, new).map_err(store_err)? {
+            if new != cur.values
+                && txn
+                    .update(&t.def, &cur.key, new.clone())
+                    .map_err(store_err)?
+            {
                 changed += 1;
+                if let Some(f) = &fks[ti] {
+                    f.after_update(txn, &t.def, &cur.values, &new, 0)?;
+                }
             }
         }
     }

@@ -89,6 +89,7 @@ pub fn sbtest_spec(name: &str, unique_c: bool) -> TableSpec {
         primary_key: vec!["id".into()],
         indexes,
         auto_increment_start: None,
+        foreign_keys: Vec::new(),
     }
 }
 

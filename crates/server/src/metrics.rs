@@ -266,7 +266,7 @@ mod tests {
 
     #[test]
     fn the_head_ends_at_the_first_empty_line() {
-        assert_eq!(head_end(b"GET / HTTP/1.1\r\nHost: x\r\n\r\nrest"), Some(25));
+        assert_eq!(head_end(b"GET / HTTP/1.1\r\nHost: x\r\n\r\nrest"), Some(23));
         assert_eq!(head_end(b"GET / HTTP/1.0\n\n"), Some(14));
         assert_eq!(head_end(b"GET / HTTP/1.1\r\nHost: x\r\n"), None);
     }

@@ -136,5 +136,8 @@ fn concurrent_writers_leave_no_orphans() {
         .unwrap()
         .unwrap();
     eprintln!("seed {seed}: {children} children survive, {refused} statements refused");
-    assert!(refused > 0, "the storm never hit a constraint (seed {seed})");
+    assert!(
+        refused > 0,
+        "the storm never hit a constraint (seed {seed})"
+    );
 }

@@ -309,8 +309,14 @@ fn idle_workers_retire_after_idle_timeout() {
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(500));
-    let peak = status(&mut c, "Threadpool_threads");
+    // Poll (a loaded machine may start the sleepers late); the threads they forced stay until
+    // the idle timeout, so the count cannot fall back meanwhile.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut peak = status(&mut c, "Threadpool_threads");
+    while peak < 4 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        peak = status(&mut c, "Threadpool_threads");
+    }
     assert!(peak >= 4, "sleepers should have forced threads: {peak}");
     for h in hs {
         h.join().unwrap();

@@ -273,7 +273,22 @@ fn concurrency_over_the_wire() {
         let r = b.query_drop("UPDATE t.k SET v = 0 WHERE id = 2");
         (b, r, t0.elapsed())
     });
-    std::thread::sleep(Duration::from_millis(500));
+    // Kill only once the UPDATE is waiting for the row (a KILL QUERY before it started would be
+    // a no-op and the wait would run into the 50 s timeout).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let row: Option<(String, String)> = c
+            .query_first("SHOW GLOBAL STATUS LIKE 'Innodb_row_lock_current_waits'")
+            .unwrap();
+        if row.is_some_and(|(_, v)| v != "0") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the UPDATE never waited for the row"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     c.query_drop(format!("KILL QUERY {b_id}")).unwrap();
     let (mut b, r, waited) = waiter.join().unwrap();
     assert_eq!(err_code(&r.unwrap_err()), 1317);

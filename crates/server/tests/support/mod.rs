@@ -44,7 +44,7 @@ impl Shoal {
 
     /// Like [`Shoal::start`], with `configure` applied to the command before it is spawned
     /// (environment, resource limits: see [`limit_open_files`]).
-    pub fn start_with(tag: &str, extra: &[&str], configure: impl FnOnce(&mut Command)) -> Shoal {
+    pub fn start_with(tag: &str, extra: &[&str], configure: impl Fn(&mut Command)) -> Shoal {
         let mut s = Shoal::start_in_with(&temp_dir(tag), extra, configure);
         s.owns_dir = true;
         s
@@ -57,11 +57,7 @@ impl Shoal {
     }
 
     /// [`Shoal::start_in`] with `configure` applied to the command before it is spawned.
-    pub fn start_in_with(
-        dir: &Path,
-        extra: &[&str],
-        configure: impl FnOnce(&mut Command),
-    ) -> Shoal {
+    pub fn start_in_with(dir: &Path, extra: &[&str], configure: impl Fn(&mut Command)) -> Shoal {
         Shoal::launch(dir, &[], extra, configure)
     }
 
@@ -73,12 +69,32 @@ impl Shoal {
         Shoal::launch(dir, wrapper, extra, |_| {})
     }
 
+    /// Starts the server; a port taken by another process between [`free_port`] and the
+    /// server's bind (tests of two suites running at once) is retried on a fresh one.
     fn launch(
         dir: &Path,
         wrapper: &[String],
         extra: &[&str],
-        configure: impl FnOnce(&mut Command),
+        configure: impl Fn(&mut Command),
     ) -> Shoal {
+        for attempt in 1.. {
+            match Shoal::launch_once(dir, wrapper, extra, &configure) {
+                Ok(s) => return s,
+                Err(log) if attempt < 5 && log.contains("in use") => {
+                    eprintln!("shoal could not bind (attempt {attempt}), retrying: {log}");
+                }
+                Err(log) => panic!("shoal exited early: {log}"),
+            }
+        }
+        unreachable!()
+    }
+
+    fn launch_once(
+        dir: &Path,
+        wrapper: &[String],
+        extra: &[&str],
+        configure: &dyn Fn(&mut Command),
+    ) -> Result<Shoal, String> {
         let port = free_port();
         let socket = dir.join(format!("s{port}.sock"));
         let log = dir.join(format!("stderr-{port}.log"));
@@ -128,7 +144,8 @@ impl Shoal {
                 break;
             }
             if let Some(st) = s.child.as_mut().unwrap().try_wait().unwrap() {
-                panic!("shoal exited early ({st}): {}", s.stderr());
+                s.child = None;
+                return Err(format!("({st}) {}", s.stderr()));
             }
             assert!(
                 Instant::now() < deadline,
@@ -149,7 +166,7 @@ impl Shoal {
                 .map(|p| p.parse().unwrap());
             assert!(s.server_pid.is_some(), "wrapper {wrapper:?} has no child");
         }
-        s
+        Ok(s)
     }
 
     pub fn stderr(&self) -> String {

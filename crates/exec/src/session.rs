@@ -39,6 +39,8 @@ use crate::translate::parse_table_statement;
 /// The SQL table layer over one store [`Engine`].
 pub struct TableEngine {
     store: Engine,
+    /// Tables other subsystems provide (the thread pool's), for the query engine.
+    system: std::sync::RwLock<Option<Arc<dyn crate::query::SystemTables>>>,
 }
 
 impl TableEngine {
@@ -49,7 +51,24 @@ impl TableEngine {
 
     /// Wraps an already open store.
     pub fn new(store: Engine) -> Arc<TableEngine> {
-        Arc::new(TableEngine { store })
+        Arc::new(TableEngine {
+            store,
+            system: std::sync::RwLock::new(None),
+        })
+    }
+
+    /// Installs the provider of other subsystems' tables (queries can then join, group and
+    /// count them like stored tables).
+    pub fn set_system_tables(&self, s: Arc<dyn crate::query::SystemTables>) {
+        *self.system.write().unwrap_or_else(|e| e.into_inner()) = Some(s);
+    }
+
+    /// The provider of other subsystems' tables, if installed.
+    pub fn system_tables(&self) -> Option<Arc<dyn crate::query::SystemTables>> {
+        self.system
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The underlying store (status variables, settings).
@@ -319,6 +338,7 @@ impl TableSession {
         let mut columns = Vec::new();
         let mut access = None;
         let store = &self.engine.store;
+        let system = self.engine.system_tables();
         let table_of = |t: &TableRef| -> Result<(String, Arc<TableDef>), SqlError> {
             let d = resolve_db(t, &db)?;
             let def = store.table(&d, &t.name).map_err(store_err)?;
@@ -328,7 +348,7 @@ impl TableSession {
         let mut multi = None;
         match &stmt {
             TableStmt::Query(q) => {
-                let qp = crate::query::prepare(store, q, db.as_deref())?;
+                let qp = crate::query::prepare(store, system.as_ref(), q, db.as_deref())?;
                 columns = qp.columns.clone();
                 query = Some(Arc::new(qp));
             }
@@ -342,7 +362,12 @@ impl TableSession {
             TableStmt::Insert(i) if i.select.is_some() => {
                 table_of(&i.table)?;
                 let q = i.select.as_ref().expect("checked");
-                query = Some(Arc::new(crate::query::prepare(store, q, db.as_deref())?));
+                query = Some(Arc::new(crate::query::prepare(
+                    store,
+                    system.as_ref(),
+                    q,
+                    db.as_deref(),
+                )?));
             }
             TableStmt::Select(sel) => {
                 let d = resolve_db(&sel.table, &db)?;
@@ -478,7 +503,8 @@ impl TableSession {
         self.kill.killed.store(false, Ordering::SeqCst);
         let mut txn = self.txn.take().expect("opened above");
         let sp = txn.begin_statement();
-        let result = run_dml(&store, plan, &mut txn, params, ctx);
+        let system = self.engine.system_tables();
+        let result = run_dml(&store, system, plan, &mut txn, params, ctx);
         let autocommit_stmt = self.autocommit && !self.explicit;
         match result {
             Ok(out) => {
@@ -711,7 +737,7 @@ impl TableSession {
             );
             let (stmt, _) = parse_table_statement(&sql)?;
             if let TableStmt::Query(query) = stmt {
-                let plan = crate::query::prepare(store, &query, Some(db))?;
+                let plan = crate::query::prepare(store, None, &query, Some(db))?;
                 let mut txn = store.begin(shoal_store::Isolation::ReadCommitted);
                 let rows = crate::query::execute(&plan, store, &mut txn, &[], ctx)?;
                 txn.rollback();
@@ -776,6 +802,7 @@ fn query_is_stale(store: &Engine, qp: &QueryPlan) -> bool {
 
 fn run_dml(
     store: &Engine,
+    system: Option<Arc<dyn crate::query::SystemTables>>,
     plan: &Plan,
     txn: &mut Transaction,
     params: &[Value],
@@ -791,7 +818,7 @@ fn run_dml(
     if let (TableStmt::Query(q), Some(qp)) = (&plan.stmt, &plan.query) {
         // Re-bound when a table it reads was altered since PREPARE.
         let (qp, columns) = if query_is_stale(store, qp) {
-            let fresh = crate::query::prepare(store, q, plan.db.as_deref())?;
+            let fresh = crate::query::prepare(store, system.as_ref(), q, plan.db.as_deref())?;
             let cols: Arc<[ColumnInfo]> = fresh.columns.clone().into();
             (Arc::new(fresh), cols)
         } else {
@@ -861,7 +888,8 @@ fn run_dml(
                     // inserted as if they were a VALUES list.
                     let fresh;
                     let qp = if query_is_stale(store, qp) {
-                        fresh = crate::query::prepare(store, q, plan.db.as_deref())?;
+                        fresh =
+                            crate::query::prepare(store, system.as_ref(), q, plan.db.as_deref())?;
                         &fresh
                     } else {
                         &**qp

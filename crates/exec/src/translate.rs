@@ -848,6 +848,15 @@ impl Translator<'_> {
             return Err(unsupported("SELECT without a table in the table executor"));
         }
         let table = single_table(&sel.from)?;
+        if table
+            .db
+            .as_deref()
+            .is_some_and(|d| d.eq_ignore_ascii_case("information_schema"))
+        {
+            // The query engine reads every information_schema table, the other subsystems'
+            // included (the thread pool's), and aggregates, orders and joins them.
+            return Err(unsupported("information_schema through the query engine"));
+        }
         self.qualifiers = qualifier_names(&sel.from);
         let distinct = match &sel.distinct {
             None | Some(sp::Distinct::All) => false,

@@ -124,6 +124,39 @@ fn basic_queries_prepared_statements_status_and_tables() {
         .query("SELECT * FROM information_schema.THREAD_POOL_QUEUES")
         .unwrap();
     assert!(q.is_empty() || q[0].columns_ref().len() == 5);
+    // The pool's tables through the query engine: counted, grouped, ordered, joined (issue 16:
+    // these were 1235 and 1146).
+    let groups = c
+        .query::<(i64, i64), _>(
+            "SELECT GROUP_ID, CONNECTIONS FROM information_schema.THREAD_POOL_GROUPS",
+        )
+        .unwrap();
+    let n: i64 = c
+        .query_first("SELECT COUNT(*) FROM information_schema.THREAD_POOL_STATS")
+        .unwrap()
+        .unwrap();
+    assert_eq!(n as usize, stats.len());
+    let by_group: Vec<(i64, i64)> = c
+        .query(
+            "SELECT GROUP_ID, COUNT(*) FROM information_schema.THREAD_POOL_QUEUES \
+             GROUP BY GROUP_ID ORDER BY GROUP_ID",
+        )
+        .unwrap();
+    assert_eq!(by_group.iter().map(|r| r.1).sum::<i64>() as usize, q.len());
+    let ordered: Vec<i64> = c
+        .query("SELECT GROUP_ID FROM information_schema.THREAD_POOL_GROUPS ORDER BY GROUP_ID DESC")
+        .unwrap();
+    let mut expect: Vec<i64> = groups.iter().map(|g| g.0).collect();
+    expect.sort_by(|a, b| b.cmp(a));
+    assert_eq!(ordered, expect);
+    let joined: i64 = c
+        .query_first(
+            "SELECT COUNT(*) FROM information_schema.THREAD_POOL_GROUPS g \
+             JOIN information_schema.THREAD_POOL_STATS s ON s.GROUP_ID = g.GROUP_ID",
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(joined as usize, stats.len());
     // thread_handling is read-only; pool variables are settable.
     assert_eq!(
         err_of(c.query_drop("SET GLOBAL thread_handling = 'one-thread-per-connection'")),

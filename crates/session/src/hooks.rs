@@ -56,6 +56,32 @@ pub type FlushFn = Arc<dyn Fn() + Send + Sync>;
 /// Extra process-list state per connection id.
 pub type ProcessStateFn = Arc<dyn Fn() -> HashMap<u32, String> + Send + Sync>;
 
+/// The virtual tables as the query engine's [`shoal_exec::query::SystemTables`]: a SELECT the
+/// simple path below cannot answer (aggregates, GROUP BY, ORDER BY, joins) runs there.
+pub struct HookTables(pub Arc<Hooks>);
+
+impl shoal_exec::query::SystemTables for HookTables {
+    fn get(&self, db: &str, table: &str) -> Option<(Vec<String>, Vec<Vec<Value>>)> {
+        self.0.virtual_table(db, table).map(|f| {
+            let t = f();
+            (t.columns, t.rows)
+        })
+    }
+}
+
+/// Whether a SELECT on a virtual table needs the query engine (it aggregates).
+pub fn needs_query_engine(sel: &Select) -> bool {
+    let mut agg = false;
+    for it in &sel.items {
+        shoal_exec::query::visit_expr(&it.expr, &mut |e| {
+            if let Expr::Function(name, _) = e {
+                agg |= shoal_sql::ast::AggFunc::of(name).is_some();
+            }
+        });
+    }
+    agg
+}
+
 /// The registries (one per [`Server`]).
 #[derive(Default)]
 pub struct Hooks {

@@ -143,7 +143,7 @@ pub struct Server {
     status_flushed: Mutex<Instant>,
     catalog: RwLock<Arc<dyn Catalog>>,
     /// Virtual tables and process-state hooks (see [`hooks`]).
-    hooks: hooks::Hooks,
+    hooks: Arc<hooks::Hooks>,
     /// The table engine (tables, transactions); `None` until the server plugs one in.
     tables: RwLock<Option<Arc<shoal_exec::TableEngine>>>,
     /// Test-only fault injection is enabled ([`fault`], `SHOAL_FAULT_INJECTION=1`).
@@ -168,7 +168,7 @@ impl Server {
             started: Instant::now(),
             status_flushed: Mutex::new(Instant::now()),
             catalog: RwLock::new(Arc::new(MemCatalog::new())),
-            hooks: hooks::Hooks::default(),
+            hooks: Arc::new(hooks::Hooks::default()),
             tables: RwLock::new(None),
             fault_injection: fault::enabled_from_env(),
         })
@@ -452,6 +452,8 @@ impl Server {
     /// [`shoal_exec::TableSession`] for table statements and transactions.
     pub fn set_table_engine(&self, engine: Arc<shoal_exec::TableEngine>) {
         self.set_catalog(engine.catalog());
+        // The query engine reads the virtual tables (the pool's information_schema tables) too.
+        engine.set_system_tables(Arc::new(hooks::HookTables(self.hooks.clone())));
         *self.tables.write().unwrap_or_else(PoisonError::into_inner) = Some(engine);
     }
 

@@ -914,6 +914,9 @@ impl Session {
                     return self.run_table(params);
                 }
                 if let Some(vt) = self.virtual_table_of(sel) {
+                    if crate::hooks::needs_query_engine(sel) && self.has_tables() {
+                        return self.run_table(params);
+                    }
                     let table = vt();
                     let r = crate::hooks::select_virtual(sel, table, |e, names, row| {
                         eval(
@@ -2007,7 +2010,11 @@ impl Backend for Session {
         };
         let is_table = match &p.statement {
             Statement::TableStatement(_, _) => true,
-            Statement::Select(sel) => sel.from.is_some() && self.virtual_table_of(sel).is_none(),
+            Statement::Select(sel) => {
+                sel.from.is_some()
+                    && (self.virtual_table_of(sel).is_none()
+                        || crate::hooks::needs_query_engine(sel))
+            }
             _ => false,
         };
         let mut columns: Vec<Column> = p.columns.iter().map(|c| column_of(c, &[])).collect();

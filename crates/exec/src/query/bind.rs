@@ -103,7 +103,7 @@ fn map_level(
 }
 
 /// Calls `f` on every node of `e` (subquery operands included, not the subquery's own query).
-pub(crate) fn visit_expr(e: &Expr, f: &mut dyn FnMut(&Expr)) {
+pub fn visit_expr(e: &Expr, f: &mut dyn FnMut(&Expr)) {
     // map_expr with a visitor that never replaces: one traversal to maintain.
     let _ = map_expr(e, &mut |x| {
         f(x);
@@ -184,6 +184,8 @@ struct SubFrame {
 
 struct Binder<'e> {
     store: &'e Engine,
+    /// Tables other subsystems provide.
+    system: Option<Arc<dyn SystemTables>>,
     db: Option<String>,
     nslots: usize,
     /// Per slot: SQL type, and the column description when it is a source column.
@@ -231,10 +233,17 @@ pub(crate) fn sample(ty: SqlType) -> Value {
     }
 }
 
-/// Binds and plans `q`; unqualified tables are in `db`.
-pub fn prepare(store: &Engine, q: &Query, db: Option<&str>) -> Result<QueryPlan, SqlError> {
+/// Binds and plans `q`; unqualified tables are in `db`; `system` provides the tables of other
+/// subsystems.
+pub fn prepare(
+    store: &Engine,
+    system: Option<&Arc<dyn SystemTables>>,
+    q: &Query,
+    db: Option<&str>,
+) -> Result<QueryPlan, SqlError> {
     let mut b = Binder {
         store,
+        system: system.cloned(),
         db: db.map(str::to_string),
         nslots: 0,
         slot_types: Vec::new(),
@@ -675,7 +684,38 @@ impl Binder<'_> {
                     .or_else(|| self.db.clone())
                     .ok_or(SqlError::NoDatabase)?;
                 let shown = alias.clone().unwrap_or_else(|| name.clone());
-                let (kind, cols) = if d.eq_ignore_ascii_case("information_schema") {
+                let provided = self
+                    .system
+                    .as_ref()
+                    .and_then(|sys| sys.get(&d, name).map(|t| (sys.clone(), t)));
+                let (kind, cols) = if let Some((from, (names, rows))) = provided {
+                    // Types from the values (a provided table has no declared types).
+                    let cols = names
+                        .iter()
+                        .enumerate()
+                        .map(|(i, n)| {
+                            let ty = rows
+                                .iter()
+                                .map(|r| r[i].sql_type())
+                                .find(|t| *t != SqlType::Null)
+                                .unwrap_or(SqlType::Str);
+                            let mut info = ColumnInfo::expr(n, ty);
+                            info.table = shown.clone();
+                            info.org_table = name.clone();
+                            info.schema = d.clone();
+                            info.org_name = n.clone();
+                            (n.clone(), ty, info)
+                        })
+                        .collect();
+                    (
+                        LeafKind::Provided {
+                            db: d.clone(),
+                            name: name.clone(),
+                            from,
+                        },
+                        cols,
+                    )
+                } else if d.eq_ignore_ascii_case("information_schema") {
                     let (names, infos, _) = show::info_schema(self.store, name)?;
                     let cols = names
                         .into_iter()

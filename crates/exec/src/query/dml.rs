@@ -183,7 +183,7 @@ pub fn prepare_multi(
         lock: RowLock::Update,
     };
     Ok(MultiPlan {
-        query: super::prepare(store, &query, db)?,
+        query: super::prepare(store, None, &query, db)?,
         delete: m.delete,
         targets,
         sets,

@@ -46,8 +46,19 @@ use shoal_store::{LockMode, TableDef};
 use crate::convert::ColumnInfo;
 use crate::plan::Access;
 
-pub use bind::prepare;
+pub use bind::{prepare, visit_expr};
 pub use run::execute;
+
+/// Tables other subsystems provide (the thread pool's `information_schema.THREAD_POOL_*`):
+/// read whole at each execution, joinable and aggregatable like any other source.
+pub trait SystemTables: Send + Sync {
+    /// Column names and rows of `db.table` (case-insensitive), if it is one of them.
+    fn get(
+        &self,
+        db: &str,
+        table: &str,
+    ) -> Option<(Vec<String>, Vec<Vec<shoal_sql::value::Value>>)>;
+}
 
 /// A bound, planned query: immutable, shared by every execution of a prepared statement.
 #[derive(Debug)]
@@ -164,7 +175,6 @@ pub(crate) struct Leaf {
     pub null_side: bool,
 }
 
-#[derive(Debug)]
 pub(crate) enum LeafKind {
     Table {
         def: Arc<TableDef>,
@@ -174,7 +184,24 @@ pub(crate) enum LeafKind {
     System {
         name: String,
     },
+    /// A table of [`SystemTables`], read at each execution.
+    Provided {
+        db: String,
+        name: String,
+        from: Arc<dyn SystemTables>,
+    },
     Derived(Box<QNode>),
+}
+
+impl std::fmt::Debug for LeafKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LeafKind::Table { def, lock } => write!(f, "Table({}.{}, {lock:?})", def.db, def.name),
+            LeafKind::System { name } => write!(f, "System({name})"),
+            LeafKind::Provided { db, name, .. } => write!(f, "Provided({db}.{name})"),
+            LeafKind::Derived(n) => write!(f, "Derived({n:?})"),
+        }
+    }
 }
 
 /// A subquery of the statement.

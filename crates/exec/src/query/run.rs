@@ -414,6 +414,10 @@ impl<'p, 'a> Runner<'p, 'a> {
                 let (_, _, rows) = show::info_schema(self.store, name)?;
                 self.rows(&rows, leaf, f)
             }
+            LeafKind::Provided { db, name, from } => {
+                let rows = from.get(db, name).map(|(_, r)| r).unwrap_or_default();
+                self.rows(&rows, leaf, f)
+            }
             LeafKind::Derived(node) => {
                 let key: *const QNode = &**node;
                 let rows = match self.derived.get(&key) {

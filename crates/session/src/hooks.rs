@@ -69,7 +69,7 @@ impl shoal_exec::query::SystemTables for HookTables {
     }
 }
 
-/// Whether a SELECT on a virtual table needs the query engine (it aggregates).
+/// Whether a SELECT on a virtual table, or on no table, needs the query engine (it aggregates).
 pub fn needs_query_engine(sel: &Select) -> bool {
     let mut agg = false;
     for it in &sel.items {

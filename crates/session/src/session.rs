@@ -930,7 +930,11 @@ impl Session {
                     })?;
                     return Ok(Response::Rows(to_result_set(r, 0)));
                 }
-                if sel.from.is_some() && self.has_tables() {
+                // A table-less SELECT that aggregates (`SELECT COUNT(*)`) runs in the query
+                // engine over its one empty row, like any other source.
+                if (sel.from.is_some() || crate::hooks::needs_query_engine(sel))
+                    && self.has_tables()
+                {
                     return self.run_table(params);
                 }
                 let catalog = self.server.catalog();
@@ -2011,9 +2015,8 @@ impl Backend for Session {
         let is_table = match &p.statement {
             Statement::TableStatement(_, _) => true,
             Statement::Select(sel) => {
-                sel.from.is_some()
-                    && (self.virtual_table_of(sel).is_none()
-                        || crate::hooks::needs_query_engine(sel))
+                (sel.from.is_some() && self.virtual_table_of(sel).is_none())
+                    || crate::hooks::needs_query_engine(sel)
             }
             _ => false,
         };

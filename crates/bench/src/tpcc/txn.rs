@@ -9,7 +9,7 @@
 //!
 //! | transaction | statements |
 //! |---|---|
-//! | New-Order | customer ⋈ warehouse by key; district `FOR UPDATE`; district `d_next_o_id + 1`; INSERT orders, new_order; per line: item by key (none: ROLLBACK, the 1 % invalid item), stock `FOR UPDATE`, UPDATE stock, INSERT order_line |
+//! | New-Order | warehouse ⋈ customer by key; district `FOR UPDATE`; district `d_next_o_id + 1`; INSERT orders, new_order; per line: item by key (none: ROLLBACK, the 1 % invalid item), stock `FOR UPDATE`, UPDATE stock, INSERT order_line |
 //! | Payment | UPDATE warehouse `w_ytd`; its address; UPDATE district `d_ytd`; its address; customers by last name `ORDER BY c_first` (60 %: the middle one) or by id; customer `FOR UPDATE`; (bad credit: its `c_data`) UPDATE customer; INSERT history |
 //! | Order-Status | customer by last name or id; its last order (`ORDER BY o_id DESC LIMIT 1` on the orders index); the order's lines |
 //! | Delivery | per district: oldest new_order `ORDER BY no_o_id LIMIT 1 FOR UPDATE`; DELETE it; the order `FOR UPDATE`; UPDATE `o_carrier_id`; UPDATE order lines' `ol_delivery_d`; `SUM(ol_amount)`; UPDATE customer balance and delivery count |
@@ -171,8 +171,11 @@ impl Stmt {
             Begin => "BEGIN",
             Commit => "COMMIT",
             Rollback => "ROLLBACK",
+            // warehouse first: a server that joins in FROM order (shoal) then looks the
+            // customer up by its whole primary key; `customer, warehouse` makes it scan every
+            // customer for the one that matches (see docs/BENCH.md).
             NoCustomerWarehouse => {
-                "SELECT c_discount, c_last, c_credit, w_tax FROM customer, warehouse \
+                "SELECT c_discount, c_last, c_credit, w_tax FROM warehouse, customer \
                  WHERE w_id = ? AND c_w_id = w_id AND c_d_id = ? AND c_id = ?"
             }
             NoDistrict => {

@@ -24,6 +24,11 @@
 //! fresh random values and are counted; a lost connection is reconnected (statements prepared
 //! again) and the event restarted; any other error fails the event (counted by code, and the
 //! client rolls back its open transaction) and the client goes on with the next event.
+//!
+//! tpcc events are TPC-C transactions run by [`crate::tpcc::txn::execute`] (their statements
+//! depend on what earlier ones returned, so they are not a list of [`Op`]s); after an ignored
+//! error the client sends ROLLBACK and runs the same transaction again, and completed
+//! transactions are also counted by type (tpmC).
 
 use crate::client::{Client, ConnOpts, ExecError, PsMode};
 use crate::rand::Rng;

@@ -1768,6 +1768,10 @@ interval = 10
                 "unknown workload 'oltp_nope'",
             ),
             (
+                f.replace("oltp_read_only", "tpcc"),
+                "tpcc is not supported in plans yet",
+            ),
+            (
                 f.replace("port = 3307", "port = 3307\nprot = 1"),
                 "unknown field `prot`",
             ),

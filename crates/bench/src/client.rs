@@ -12,7 +12,8 @@
 //! 1205 (lock wait timeout) and 1020 (record changed) are "ignored" (the event is restarted),
 //! lost connections are reconnected, everything else is an error of the event.
 
-use crate::workload::{Op, Param, StmtKind, WorkloadDef, N_KINDS};
+use crate::tpcc::txn::Stmt;
+use crate::workload::{Op, Param, StmtKind, Workload, WorkloadDef, N_KINDS};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Params, Statement, Value};
 use std::time::Duration;
@@ -153,6 +154,8 @@ pub struct Client {
     pub conn: Conn,
     /// `stmts[kind][table-1]` (tables only for per-table kinds; BEGIN/COMMIT at index 0).
     stmts: Vec<Vec<Statement>>,
+    /// tpcc: its own statements, indexed like [`crate::tpcc::txn::Stmt::ALL`].
+    own: Vec<Statement>,
     mode: PsMode,
     /// Scratch buffer for text queries.
     sql: String,
@@ -174,6 +177,7 @@ impl Client {
         let mut c = Self {
             conn,
             stmts: (0..N_KINDS).map(|_| Vec::new()).collect(),
+            own: Vec::new(),
             mode,
             sql: String::with_capacity(512),
             params: Vec::with_capacity(4),
@@ -190,8 +194,59 @@ impl Client {
                     c.stmts[kind as usize].push(st);
                 }
             }
+            if def.workload == Workload::Tpcc {
+                for s in Stmt::ALL {
+                    let st = c
+                        .conn
+                        .prep(s.sql())
+                        .await
+                        .map_err(|e| classify(e, ignore))?;
+                    c.own.push(st);
+                }
+            }
         }
         Ok(c)
+    }
+
+    /// Runs one of the workload's own statements ([`Stmt`]) with `params` and returns its
+    /// rows: as the prepared statement (`--db-ps-mode=auto`), or as a text query with the
+    /// values written as literals. `self.conn.affected_rows()` tells what it changed.
+    pub async fn exec_own(
+        &mut self,
+        s: Stmt,
+        params: Vec<Value>,
+        ignore: &[u16],
+    ) -> Result<Vec<Vec<Value>>, ExecError> {
+        let rows: Vec<mysql_async::Row> = match self.own.get(s as usize) {
+            Some(st) if self.mode == PsMode::Auto => {
+                let st = st.clone();
+                let params = if params.is_empty() {
+                    Params::Empty
+                } else {
+                    Params::Positional(params)
+                };
+                self.conn.exec(&st, params).await
+            }
+            _ => {
+                self.sql.clear();
+                let mut vals = params.iter();
+                for ch in s.sql().chars() {
+                    match ch {
+                        '?' => match vals.next() {
+                            Some(v) => self.sql.push_str(&v.as_sql(false)),
+                            None => self.sql.push_str("NULL"),
+                        },
+                        c => self.sql.push(c),
+                    }
+                }
+                let sql = std::mem::take(&mut self.sql);
+                let r = self.conn.query(sql.as_str()).await;
+                self.sql = sql;
+                r
+            }
+        }
+        .map_err(|e| classify(e, ignore))?;
+        Ok(rows.into_iter().map(|r| r.unwrap()).collect())
     }
 
     /// Executes one operation, reading (and discarding) its result set.
@@ -241,7 +296,8 @@ impl Client {
 
     /// Closes the prepared statements and the connection (sysbench `thread_done`).
     pub async fn close(mut self) {
-        for list in std::mem::take(&mut self.stmts) {
+        let own = std::mem::take(&mut self.own);
+        for list in std::mem::take(&mut self.stmts).into_iter().chain([own]) {
             for st in list {
                 if self.conn.close(st).await.is_err() {
                     return;

@@ -24,11 +24,18 @@
 //! fresh random values and are counted; a lost connection is reconnected (statements prepared
 //! again) and the event restarted; any other error fails the event (counted by code, and the
 //! client rolls back its open transaction) and the client goes on with the next event.
+//!
+//! tpcc events are TPC-C transactions run by [`crate::tpcc::txn::execute`] (their statements
+//! depend on what earlier ones returned, so they are not a list of [`Op`]s); after an ignored
+//! error the client sends ROLLBACK and runs the same transaction again, and completed
+//! transactions are also counted by type (tpmC).
 
 use crate::client::{Client, ConnOpts, ExecError, PsMode};
 use crate::rand::Rng;
 use crate::result::{Latency, Summary};
-use crate::workload::{Class, Op, StmtKind, WorkloadDef, ALL_KINDS, N_KINDS};
+use crate::tpcc::txn::{self as tpcc, Kind, Outcome, Stmt, Tally, Terminal, Txn, KINDS};
+use crate::tpcc::Scale;
+use crate::workload::{Class, Op, StmtKind, Workload, WorkloadDef, ALL_KINDS, N_KINDS};
 use hdrhistogram::Histogram;
 use mysql_async::Opts;
 use std::collections::BTreeMap;
@@ -78,6 +85,10 @@ pub struct Counts {
     pub reconnects: u64,
     pub kinds: [u64; N_KINDS],
     pub codes: BTreeMap<u16, u64>,
+    /// tpcc: completed transactions by [`tpcc::txn::Kind`], then New-Orders rolled back.
+    pub txns: [u64; 6],
+    /// The workload is tpcc (the summary gets tpmC and transactions by type).
+    pub tpcc: bool,
 }
 
 impl Counts {
@@ -97,7 +108,13 @@ impl Counts {
             }
         }
         codes.retain(|_, v| *v > 0);
+        let mut txns = [0; 6];
+        for (i, t) in txns.iter_mut().enumerate() {
+            *t = self.txns[i] - o.txns[i];
+        }
         Counts {
+            txns,
+            tpcc: self.tpcc,
             events: self.events - o.events,
             reads: self.reads - o.reads,
             writes: self.writes - o.writes,
@@ -139,6 +156,18 @@ impl Counts {
                 .map(|k| (k.name().to_string(), self.kinds[*k as usize]))
                 .collect(),
             max_queue_depth: max_queue,
+            tpmc: self
+                .tpcc
+                .then(|| self.txns[Kind::NewOrder as usize] as f64 * 60.0 / secs),
+            transactions_by_type: if self.tpcc {
+                KINDS
+                    .iter()
+                    .map(|k| (k.name().to_string(), self.txns[*k as usize]))
+                    .chain([("new_order_rolled_back".to_string(), self.txns[5])])
+                    .collect()
+            } else {
+                BTreeMap::new()
+            },
         }
     }
 }
@@ -168,6 +197,8 @@ struct Shared {
     reconnects: AtomicU64,
     kinds: [AtomicU64; N_KINDS],
     codes: Mutex<BTreeMap<u16, u64>>,
+    /// tpcc: completed transactions by type, then New-Orders rolled back.
+    txns: [AtomicU64; 6],
     hists: Mutex<Hists>,
     /// Open loop: events produced and taken.
     produced: AtomicU64,
@@ -177,6 +208,26 @@ struct Shared {
     /// Clients currently running.
     running: AtomicUsize,
     last_error: Mutex<Option<String>>,
+}
+
+impl Shared {
+    fn count_done(&self, k: StmtKind) {
+        match k.class() {
+            Class::Read => self.reads.fetch_add(1, Relaxed),
+            Class::Write => self.writes.fetch_add(1, Relaxed),
+            Class::Other => self.other.fetch_add(1, Relaxed),
+        };
+    }
+}
+
+impl Tally for Shared {
+    fn sent(&self, k: StmtKind) {
+        self.kinds[k as usize].fetch_add(1, Relaxed);
+    }
+
+    fn done(&self, k: StmtKind) {
+        self.count_done(k);
+    }
 }
 
 type Queue = Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<Instant>>>;
@@ -219,6 +270,7 @@ impl Engine {
                 reconnects: AtomicU64::new(0),
                 kinds: Default::default(),
                 codes: Mutex::new(BTreeMap::new()),
+                txns: Default::default(),
                 hists: Mutex::new(Hists {
                     interval: new_hist(),
                     window: new_hist(),
@@ -336,6 +388,8 @@ impl Engine {
             reconnects: s.reconnects.load(Relaxed),
             kinds,
             codes: s.codes.lock().expect("codes").clone(),
+            txns: std::array::from_fn(|i| s.txns[i].load(Relaxed)),
+            tpcc: self.cfg.def.workload == Workload::Tpcc,
         }
     }
 
@@ -459,6 +513,8 @@ async fn client_task(
     let mut rng = Rng::new(cfg.seed, id as u64);
     let mut ops: Vec<Op> = Vec::with_capacity(32);
     let has_trx = cfg.def.prepared_kinds().contains(&StmtKind::Begin);
+    let tpcc_scale = (cfg.def.workload == Workload::Tpcc).then(|| Scale::from_opts(&cfg.def.opts));
+    let terminal = Terminal::new(id, cfg.def.opts.warehouses);
     let result = 'events: loop {
         if shared.stop.load(Relaxed) {
             break Some(client);
@@ -481,24 +537,39 @@ async fn client_task(
                 }
             }
         };
+        // tpcc: the transaction is drawn once and run again, with the same inputs, after a
+        // retried error.
+        let txn: Option<Txn> = tpcc_scale.map(|s| tpcc::draw(&mut rng, &s, terminal));
         loop {
-            cfg.def.event(&mut rng, &mut ops);
-            let mut failed = None;
-            for op in &ops {
-                shared.kinds[op.kind as usize].fetch_add(1, Relaxed);
-                match client.exec_op(op, &cfg.ignore).await {
-                    // Counted per statement, so long transactions show up in QPS at once.
-                    Ok(()) => match op.kind.class() {
-                        Class::Read => shared.reads.fetch_add(1, Relaxed),
-                        Class::Write => shared.writes.fetch_add(1, Relaxed),
-                        Class::Other => shared.other.fetch_add(1, Relaxed),
-                    },
-                    Err(e) => {
-                        failed = Some(e);
-                        break;
+            let failed = match &txn {
+                Some(t) => match tpcc::execute(&mut client, t, &cfg.ignore, &*shared).await {
+                    Ok(outcome) => {
+                        let i = match outcome {
+                            Outcome::Committed => t.kind() as usize,
+                            Outcome::RolledBack => 5,
+                        };
+                        shared.txns[i].fetch_add(1, Relaxed);
+                        None
                     }
-                };
-            }
+                    Err(e) => Some(e),
+                },
+                None => {
+                    cfg.def.event(&mut rng, &mut ops);
+                    let mut failed = None;
+                    for op in &ops {
+                        shared.kinds[op.kind as usize].fetch_add(1, Relaxed);
+                        match client.exec_op(op, &cfg.ignore).await {
+                            // Counted per statement, so long transactions show up in QPS at once.
+                            Ok(()) => shared.count_done(op.kind),
+                            Err(e) => {
+                                failed = Some(e);
+                                break;
+                            }
+                        };
+                    }
+                    failed
+                }
+            };
             let Some(err) = failed else {
                 let lat = intended.elapsed().as_micros().max(1) as u64;
                 {
@@ -518,6 +589,15 @@ async fn client_task(
             match err {
                 ExecError::Ignored { .. } => {
                     shared.ignored.fetch_add(1, Relaxed);
+                    if txn.is_some() {
+                        // A lock wait timeout (1205) rolls back only the statement: end the
+                        // transaction before it runs again, or its first half would commit.
+                        shared.sent(StmtKind::Rollback);
+                        let rb = client.exec_own(Stmt::Rollback, vec![], &cfg.ignore).await;
+                        if rb.is_ok() {
+                            shared.done(StmtKind::Rollback);
+                        }
+                    }
                     if shared.stop.load(Relaxed) {
                         break 'events Some(client);
                     }
@@ -542,7 +622,7 @@ async fn client_task(
                 other => {
                     *shared.last_error.lock().expect("last_error") = Some(other.to_string());
                     shared.errors.fetch_add(1, Relaxed);
-                    if has_trx {
+                    if has_trx || txn.is_some() {
                         let _ = client.rollback().await;
                     }
                     break;

@@ -8,7 +8,8 @@
 //! thread-pool tables; [`method`] implements run/step/soak/sweep; [`result`] is the JSON
 //! format; [`report`] renders it; [`prepare`] creates and drops the tables; [`plan`] runs the whole
 //! sequence (prepare, environment, baseline, sweep, step, confirm, soak, report) from a TOML
-//! plan, resumably.
+//! plan, resumably. [`tpcc`] is TPC-C's order-entry workload (schema, load, the five
+//! transactions, consistency check).
 
 pub mod client;
 pub mod engine;
@@ -20,4 +21,5 @@ pub mod report;
 pub mod result;
 pub mod server;
 pub mod sysmon;
+pub mod tpcc;
 pub mod workload;

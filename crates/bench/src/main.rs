@@ -10,7 +10,7 @@ use shoal_bench::plan::{self, Plan};
 use shoal_bench::rand::{RandSpec, RandType};
 use shoal_bench::result::{ResultFile, Thresholds};
 use shoal_bench::workload::{Workload, WorkloadDef, WorkloadOpts};
-use shoal_bench::{prepare, report};
+use shoal_bench::{prepare, report, tpcc};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -27,12 +27,15 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Create and fill the sbtestN tables.
+    /// Create and fill the sbtestN tables (tpcc: its nine tables).
     Prepare(Common),
     /// One measured point.
     Run(Common),
-    /// Drop the sbtestN tables.
+    /// Drop the sbtestN tables (tpcc: its nine tables).
     Cleanup(Common),
+    /// tpcc: check TPC-C's consistency conditions 1-4; exits non-zero naming each condition
+    /// and district that fails.
+    Check(Common),
     /// Stepped load until a health threshold breaks; knee and confirmation run.
     Step(StepArgs),
     /// Long fixed load with a drift verdict.
@@ -75,7 +78,7 @@ fn parse_bool(s: &str) -> Result<bool, String> {
 #[derive(Args, Clone)]
 struct Common {
     /// Workload: oltp_read_write, oltp_read_only, oltp_write_only, oltp_point_select,
-    /// oltp_update_index, oltp_update_non_index, oltp_insert, oltp_delete.
+    /// oltp_update_index, oltp_update_non_index, oltp_insert, oltp_delete, tpcc.
     workload: Workload,
     #[arg(long, default_value = "127.0.0.1")]
     mysql_host: String,
@@ -93,6 +96,16 @@ struct Common {
     /// Errors that restart the event (comma-separated codes).
     #[arg(long, default_value = "1213,1020,1205")]
     mysql_ignore_errors: String,
+    /// tpcc: warehouses to load (prepare; default 1). run/step/soak/sweep read it from the
+    /// database; a value given there must match.
+    #[arg(long)]
+    warehouses: Option<u32>,
+    /// tpcc: items, and stock rows per warehouse (prepare; default 100000 as in TPC-C).
+    #[arg(long)]
+    scale_items: Option<u32>,
+    /// tpcc: customers and initial orders per district (prepare; default 3000 as in TPC-C).
+    #[arg(long)]
+    scale_customers: Option<u32>,
     #[arg(long, default_value_t = 1)]
     tables: u32,
     #[arg(long, default_value_t = 10_000)]
@@ -224,6 +237,9 @@ impl Common {
                 create_secondary: self.create_secondary,
                 secondary: self.secondary,
                 mysql_storage_engine: self.mysql_storage_engine.clone(),
+                warehouses: self.warehouses.unwrap_or(1),
+                scale_items: self.scale_items.unwrap_or(tpcc::SPEC_ITEMS),
+                scale_customers: self.scale_customers.unwrap_or(tpcc::SPEC_CUSTOMERS),
                 rand: RandSpec {
                     kind: self.rand_type,
                     iter: self.rand_spec_iter,
@@ -415,6 +431,40 @@ fn save(dir: &Option<PathBuf>, r: ResultFile) -> Result<(), String> {
     Ok(())
 }
 
+/// tpcc: the scale of the loaded database goes into the workload options (the keying of the
+/// transactions depends on it); a scale option that was given must match it.
+fn tpcc_scale(rt: &tokio::runtime::Runtime, c: &Common, spec: &mut RunSpec) -> Result<(), String> {
+    if c.workload != Workload::Tpcc {
+        return Ok(());
+    }
+    let s = rt.block_on(async {
+        let mut conn = mysql_async::Conn::new(c.conn().to_opts(true))
+            .await
+            .map_err(|e| format!("connect to {}: {e}", c.conn().describe()))?;
+        let s = tpcc::detect_scale(&mut conn).await;
+        let _ = conn.disconnect().await;
+        s
+    })?;
+    for (opt, given, found) in [
+        ("--warehouses", c.warehouses, s.warehouses),
+        ("--scale-items", c.scale_items, s.items),
+        ("--scale-customers", c.scale_customers, s.customers),
+    ] {
+        if let Some(g) = given {
+            if g != found {
+                return Err(format!(
+                    "{opt}={g}, but the database was prepared with {found} (leave it out to use the database's)"
+                ));
+            }
+        }
+    }
+    let o = &mut spec.engine.def.opts;
+    o.warehouses = s.warehouses;
+    o.scale_items = s.items;
+    o.scale_customers = s.customers;
+    Ok(())
+}
+
 fn real_main() -> Result<ExitCode, String> {
     let cli = Cli::parse();
     match cli.cmd {
@@ -431,20 +481,72 @@ fn real_main() -> Result<ExitCode, String> {
         }
         Cmd::Cleanup(c) => {
             let rt = runtime(c.client_threads, c.client_nice);
-            rt.block_on(prepare::cleanup(&c.conn(), c.tables, c.threads, c.quiet))
-                .map_err(|e| e.to_string())?;
+            if c.workload == Workload::Tpcc {
+                rt.block_on(prepare::cleanup_tpcc(&c.conn(), c.quiet))
+            } else {
+                rt.block_on(prepare::cleanup(&c.conn(), c.tables, c.threads, c.quiet))
+            }
+            .map_err(|e| e.to_string())?;
+        }
+        Cmd::Check(c) => {
+            if c.workload != Workload::Tpcc {
+                return Err(format!(
+                    "check: only tpcc has consistency conditions, not {}",
+                    c.workload.name()
+                ));
+            }
+            let rt = runtime(c.client_threads, c.client_nice);
+            let rep = rt.block_on(async {
+                let mut conn = mysql_async::Conn::new(c.conn().to_opts(true))
+                    .await
+                    .map_err(|e| format!("connect to {}: {e}", c.conn().describe()))?;
+                let r = tpcc::check::check(&mut conn).await;
+                let _ = conn.disconnect().await;
+                r
+            })?;
+            for (i, cond) in tpcc::check::CONDITIONS.iter().enumerate() {
+                let n = rep
+                    .failures
+                    .iter()
+                    .filter(|f| usize::from(f.condition) == i + 1)
+                    .count();
+                let over = if i == 0 {
+                    format!("{} warehouses", rep.warehouses)
+                } else {
+                    format!("{} districts", rep.districts)
+                };
+                if n == 0 {
+                    println!("condition {} ({cond}): OK over {over}", i + 1);
+                } else {
+                    println!("condition {} ({cond}): FAILED in {n} of {over}", i + 1);
+                }
+            }
+            if rep.empty_new_order > 0 {
+                println!(
+                    "({} districts have no undelivered order: max(NO_O_ID) was not compared there)",
+                    rep.empty_new_order
+                );
+            }
+            if !rep.failures.is_empty() {
+                for f in &rep.failures {
+                    eprintln!("FAILED: {f}");
+                }
+                return Ok(ExitCode::from(4));
+            }
         }
         Cmd::Run(c) => {
-            let spec = c.spec(1.0)?;
+            let mut spec = c.spec(1.0)?;
             let rt = runtime(spec.client_threads, c.client_nice);
+            tpcc_scale(&rt, &c, &mut spec)?;
             let r = rt
                 .block_on(method::run_point(&spec))
                 .map_err(|e| e.to_string())?;
             save(&c.output, ResultFile::Run(Box::new(r)))?;
         }
         Cmd::Step(s) => {
-            let base = s.common.spec(1.0)?;
+            let mut base = s.common.spec(1.0)?;
             let rt = runtime(base.client_threads, s.common.client_nice);
+            tpcc_scale(&rt, &s.common, &mut base)?;
             let spec = StepSpec {
                 start_threads: base.threads,
                 step_threads: s.step_threads,
@@ -468,8 +570,9 @@ fn real_main() -> Result<ExitCode, String> {
             save(&s.common.output, ResultFile::Step(Box::new(r)))?;
         }
         Cmd::Soak(s) => {
-            let spec = s.common.spec(10.0)?;
+            let mut spec = s.common.spec(10.0)?;
             let rt = runtime(spec.client_threads, s.common.client_nice);
+            tpcc_scale(&rt, &s.common, &mut spec)?;
             let lim = SoakLimits {
                 max_tps_drop_pct: s.max_tps_drop,
                 max_rss_growth_pct: s.max_rss_growth,
@@ -486,8 +589,9 @@ fn real_main() -> Result<ExitCode, String> {
             }
         }
         Cmd::Sweep(s) => {
-            let base = s.common.spec(1.0)?;
+            let mut base = s.common.spec(1.0)?;
             let rt = runtime(base.client_threads, s.common.client_nice);
+            tpcc_scale(&rt, &s.common, &mut base)?;
             let configs = if s.configs.is_empty() {
                 vec![ServerConfig {
                     name: "default".into(),

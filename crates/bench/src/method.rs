@@ -499,6 +499,22 @@ pub fn print_summary(r: &RunResult) {
         "    transactions:                        {:<8} ({:.2} per sec.)",
         s.events, s.tps
     );
+    if let Some(tpmc) = s.tpmc {
+        println!(
+            "    tpmC:                                {tpmc:.1} (New-Order commits per minute)"
+        );
+        let t = &s.transactions_by_type;
+        let n = |k: &str| t.get(k).copied().unwrap_or(0);
+        println!(
+            "    by type:                             new_order {} (+{} rolled back), payment {}, order_status {}, delivery {}, stock_level {}",
+            n("new_order"),
+            n("new_order_rolled_back"),
+            n("payment"),
+            n("order_status"),
+            n("delivery"),
+            n("stock_level")
+        );
+    }
     println!(
         "    queries:                             {:<8} ({:.2} per sec.)",
         s.queries, s.qps

@@ -514,7 +514,11 @@ impl Plan {
         if self.name.trim().is_empty() {
             return Err("name is empty".into());
         }
-        self.workload.def()?;
+        if self.workload.def()?.workload == Workload::Tpcc {
+            return Err(
+                "workload: tpcc is not supported in plans yet (use prepare/run/check tpcc)".into(),
+            );
+        }
         if self.workload.tables == 0 || self.workload.table_size == 0 {
             return Err("workload: tables and table_size must be > 0".into());
         }
@@ -1762,6 +1766,10 @@ interval = 10
             (
                 f.replace("oltp_read_only", "oltp_nope"),
                 "unknown workload 'oltp_nope'",
+            ),
+            (
+                f.replace("oltp_read_only", "tpcc"),
+                "tpcc is not supported in plans yet",
             ),
             (
                 f.replace("port = 3307", "port = 3307\nprot = 1"),

@@ -2,9 +2,11 @@
 //! `oltp_common.lua` does (same DDL, same multi-row INSERTs of at most 512 KiB, `k` values from
 //! the configured distribution, secondary index `k_N` created after the load), in parallel:
 //! table i is handled by worker `(i - 1) % threads`, like sysbench's parallel prepare.
+//! `tpcc` has its own schema and loader ([`crate::tpcc::load`]).
 
 use crate::client::ConnOpts;
 use crate::rand::{Rng, C_TEMPLATE, PAD_TEMPLATE};
+use crate::tpcc;
 use crate::workload::{Workload, WorkloadDef};
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
@@ -25,6 +27,8 @@ pub enum PrepareError {
         table: u32,
         source: mysql_async::Error,
     },
+    #[error("tpcc: {0}")]
+    Tpcc(String),
 }
 
 async fn connect(c: &ConnOpts) -> Result<Conn, PrepareError> {
@@ -157,6 +161,9 @@ pub async fn prepare(
     seed: u64,
     quiet: bool,
 ) -> Result<(), PrepareError> {
+    if def.workload == Workload::Tpcc {
+        return prepare_tpcc(c, def, threads, seed, quiet).await;
+    }
     let threads = threads.max(1).min(def.opts.tables as usize);
     // Make sure the schema exists before the workers connect.
     let first = connect(c).await?;
@@ -184,6 +191,45 @@ pub async fn prepare(
         }
     }
     res
+}
+
+/// `prepare tpcc`: the nine tables, loaded by `threads` connections.
+async fn prepare_tpcc(
+    c: &ConnOpts,
+    def: &WorkloadDef,
+    threads: usize,
+    seed: u64,
+    quiet: bool,
+) -> Result<(), PrepareError> {
+    let scale = tpcc::Scale::from_opts(&def.opts);
+    scale.validate().map_err(PrepareError::Tpcc)?;
+    let mut first = connect(c).await?;
+    let mut conns = Vec::new();
+    for _ in 0..threads.max(1) {
+        conns.push(connect(c).await?);
+    }
+    let r = tpcc::load::load(
+        conns,
+        &mut first,
+        &def.opts.mysql_storage_engine,
+        &scale,
+        seed,
+        quiet,
+    )
+    .await
+    .map_err(|e| PrepareError::Tpcc(e.to_string()));
+    let _ = first.disconnect().await;
+    r
+}
+
+/// `cleanup tpcc`: drops the nine tables.
+pub async fn cleanup_tpcc(c: &ConnOpts, quiet: bool) -> Result<(), PrepareError> {
+    let mut conn = connect(c).await?;
+    let r = tpcc::cleanup(&mut conn, quiet)
+        .await
+        .map_err(|e| PrepareError::Tpcc(e.to_string()));
+    let _ = conn.disconnect().await;
+    r
 }
 
 /// Drops all tables (`DROP TABLE IF EXISTS sbtestN`), in parallel.

@@ -144,6 +144,15 @@ pub struct Summary {
     pub statements_by_kind: BTreeMap<String, u64>,
     /// Open loop: largest number of events waiting for a free client.
     pub max_queue_depth: u64,
+    /// tpcc: New-Order transactions committed per minute (TPC-C's tpmC, here without think
+    /// times and at the configured scale).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpmc: Option<f64>,
+    /// tpcc: completed transactions by type (`new_order`, `payment`, `order_status`,
+    /// `delivery`, `stock_level`; New-Orders rolled back on their invalid item are counted
+    /// under `new_order_rolled_back`, not `new_order`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub transactions_by_type: BTreeMap<String, u64>,
 }
 
 /// One per-interval line.
@@ -630,6 +639,10 @@ pub(crate) mod fixtures {
                 .into_iter()
                 .collect(),
             max_queue_depth: 7,
+            tpmc: Some(tps * 0.45 * 60.0),
+            transactions_by_type: [("new_order".to_string(), 45), ("payment".into(), 43)]
+                .into_iter()
+                .collect(),
         }
     }
 

@@ -28,9 +28,11 @@ pub enum Workload {
     OltpUpdateNonIndex,
     OltpInsert,
     OltpDelete,
+    /// TPC-C's order-entry mix (see [`crate::tpcc`]).
+    Tpcc,
 }
 
-pub const ALL_WORKLOADS: [Workload; 8] = [
+pub const ALL_WORKLOADS: [Workload; 9] = [
     Workload::OltpReadWrite,
     Workload::OltpReadOnly,
     Workload::OltpWriteOnly,
@@ -39,6 +41,7 @@ pub const ALL_WORKLOADS: [Workload; 8] = [
     Workload::OltpUpdateNonIndex,
     Workload::OltpInsert,
     Workload::OltpDelete,
+    Workload::Tpcc,
 ];
 
 impl FromStr for Workload {
@@ -70,6 +73,7 @@ impl Workload {
             Self::OltpUpdateNonIndex => "oltp_update_non_index",
             Self::OltpInsert => "oltp_insert",
             Self::OltpDelete => "oltp_delete",
+            Self::Tpcc => "tpcc",
         }
     }
 }
@@ -90,9 +94,16 @@ pub enum StmtKind {
     Insert,
     /// oltp_insert: always a text query with auto-increment id 0.
     InsertText,
+    /// tpcc: ROLLBACK (New-Order's 1 % invalid item, and before retrying a transaction).
+    Rollback,
+    /// tpcc: the SELECTs, UPDATEs, INSERTs and DELETEs of its five transactions.
+    TpccSelect,
+    TpccUpdate,
+    TpccInsert,
+    TpccDelete,
 }
 
-pub const N_KINDS: usize = 12;
+pub const N_KINDS: usize = 17;
 
 pub const ALL_KINDS: [StmtKind; N_KINDS] = [
     StmtKind::Begin,
@@ -107,6 +118,11 @@ pub const ALL_KINDS: [StmtKind; N_KINDS] = [
     StmtKind::Delete,
     StmtKind::Insert,
     StmtKind::InsertText,
+    StmtKind::Rollback,
+    StmtKind::TpccSelect,
+    StmtKind::TpccUpdate,
+    StmtKind::TpccInsert,
+    StmtKind::TpccDelete,
 ];
 
 /// Read / write / other classification, as sysbench's `(r/w/o)` counters.
@@ -132,6 +148,11 @@ impl StmtKind {
             Self::Delete => "delete",
             Self::Insert => "insert",
             Self::InsertText => "insert_text",
+            Self::Rollback => "rollback",
+            Self::TpccSelect => "tpcc_select",
+            Self::TpccUpdate => "tpcc_update",
+            Self::TpccInsert => "tpcc_insert",
+            Self::TpccDelete => "tpcc_delete",
         }
     }
 
@@ -141,21 +162,30 @@ impl StmtKind {
             | Self::SimpleRange
             | Self::SumRange
             | Self::OrderRange
-            | Self::DistinctRange => Class::Read,
+            | Self::DistinctRange
+            | Self::TpccSelect => Class::Read,
             Self::IndexUpdate
             | Self::NonIndexUpdate
             | Self::Delete
             | Self::Insert
-            | Self::InsertText => Class::Write,
-            Self::Begin | Self::Commit => Class::Other,
+            | Self::InsertText
+            | Self::TpccUpdate
+            | Self::TpccInsert
+            | Self::TpccDelete => Class::Write,
+            Self::Begin | Self::Commit | Self::Rollback => Class::Other,
         }
     }
 
-    /// The statement text with `?` placeholders (for server-side prepare).
+    /// The statement text with `?` placeholders (for server-side prepare). The tpcc kinds
+    /// stand for many statements each ([`crate::tpcc::Stmt`] has their text).
     pub fn ps_sql(self, table: u32) -> String {
         match self {
             Self::Begin => "BEGIN".into(),
             Self::Commit => "COMMIT".into(),
+            Self::Rollback => "ROLLBACK".into(),
+            Self::TpccSelect | Self::TpccUpdate | Self::TpccInsert | Self::TpccDelete => {
+                String::new()
+            }
             Self::PointSelect => format!("SELECT c FROM sbtest{table} WHERE id=?"),
             Self::SimpleRange => format!("SELECT c FROM sbtest{table} WHERE id BETWEEN ? AND ?"),
             Self::SumRange => format!("SELECT SUM(k) FROM sbtest{table} WHERE id BETWEEN ? AND ?"),
@@ -176,7 +206,7 @@ impl StmtKind {
 
     /// True for kinds that are prepared per table.
     pub fn per_table(self) -> bool {
-        !matches!(self, Self::Begin | Self::Commit)
+        !matches!(self, Self::Begin | Self::Commit | Self::Rollback)
     }
 }
 
@@ -213,6 +243,12 @@ impl Op {
         let _ = match self.kind {
             StmtKind::Begin => write!(out, "BEGIN"),
             StmtKind::Commit => write!(out, "COMMIT"),
+            StmtKind::Rollback => write!(out, "ROLLBACK"),
+            // tpcc runs its statements itself (crate::tpcc), never as an `Op`.
+            StmtKind::TpccSelect
+            | StmtKind::TpccUpdate
+            | StmtKind::TpccInsert
+            | StmtKind::TpccDelete => Ok(()),
             StmtKind::PointSelect => write!(out, "SELECT c FROM sbtest{t} WHERE id={}", int(0)),
             StmtKind::SimpleRange => write!(
                 out,
@@ -276,6 +312,27 @@ pub struct WorkloadOpts {
     pub secondary: bool,
     pub mysql_storage_engine: String,
     pub rand: RandSpec,
+    /// tpcc: warehouses (`--warehouses`).
+    #[serde(default = "one")]
+    pub warehouses: u32,
+    /// tpcc: rows of `item` and of `stock` per warehouse (`--scale-items`; TPC-C: 100,000).
+    #[serde(default = "spec_items")]
+    pub scale_items: u32,
+    /// tpcc: customers (and initial orders) per district (`--scale-customers`; TPC-C: 3,000).
+    #[serde(default = "spec_customers")]
+    pub scale_customers: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn spec_items() -> u32 {
+    crate::tpcc::SPEC_ITEMS
+}
+
+fn spec_customers() -> u32 {
+    crate::tpcc::SPEC_CUSTOMERS
 }
 
 impl Default for WorkloadOpts {
@@ -299,6 +356,9 @@ impl Default for WorkloadOpts {
             secondary: false,
             mysql_storage_engine: "innodb".into(),
             rand: RandSpec::default(),
+            warehouses: 1,
+            scale_items: crate::tpcc::SPEC_ITEMS,
+            scale_customers: crate::tpcc::SPEC_CUSTOMERS,
         }
     }
 }
@@ -358,11 +418,16 @@ impl WorkloadDef {
             Workload::OltpUpdateNonIndex => vec![NonIndexUpdate],
             Workload::OltpInsert => vec![],
             Workload::OltpDelete => vec![Delete],
+            // tpcc prepares its own statements (crate::tpcc::Stmt).
+            Workload::Tpcc => vec![],
         }
     }
 
     /// Number of server-side statements one connection prepares.
     pub fn prepared_per_connection(&self) -> usize {
+        if self.workload == Workload::Tpcc {
+            return crate::tpcc::txn::Stmt::ALL.len();
+        }
         self.prepared_kinds()
             .iter()
             .map(|k| {
@@ -480,6 +545,9 @@ impl WorkloadDef {
                 self.push_n(out, rng, NonIndexUpdate, o.non_index_updates)
             }
             Workload::OltpDelete => self.push_n(out, rng, Delete, 1),
+            // tpcc transactions read what they write next; the engine runs them through
+            // crate::tpcc::Txn, not as a list of operations.
+            Workload::Tpcc => {}
             Workload::OltpInsert => {
                 let t = self.table(rng);
                 let k = self.id(rng);

@@ -2,8 +2,8 @@
 # tpcc on shoal and on MariaDB, same machine, same options, one after the other:
 #
 #   cargo build --release -p shoal -p shoal-bench
-#   crates/bench/scripts/tpcc-vs-mariadb.sh                    (defaults below)
-#   WAREHOUSES=2 THREADS=16 TIME=120 crates/bench/scripts/tpcc-vs-mariadb.sh
+#   scripts/tpcc-vs-mariadb.sh                    (defaults below)
+#   WAREHOUSES=2 THREADS=16 TIME=120 scripts/tpcc-vs-mariadb.sh
 #
 # For each server in SERVERS: start it on a fresh datadir (1 GB buffer pool, flush at every
 # commit, O_DIRECT, the given thread handling), `prepare tpcc` (WAREHOUSES at the spec's scale
@@ -13,8 +13,8 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../../.." && pwd)
-TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+ROOT=$(cd "$HERE/.." && pwd)
+TARGET=${CARGO_TARGET_DIR:-/var/tmp/shoal-target}
 BENCH=${BENCH:-$TARGET/release/shoal-bench}
 SHOAL=${SHOAL:-$TARGET/release/shoal}
 PORT=${PORT:-33410}

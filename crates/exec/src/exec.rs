@@ -635,6 +635,54 @@ impl Exec<'_> {
         err.map_or(Ok(()), Err)
     }
 
+    /// Whether the rows `access` reads come in the order of `order_by`: ascending column
+    /// references that continue the key the access path reads, right after the key columns it
+    /// fixes by equality. Decided on the path as resolved for this execution (a bound that does
+    /// not fit the key falls back to a full scan, in primary-key order).
+    fn arrives_in_order(
+        &mut self,
+        table: &TableDef,
+        access: &Access,
+        order_by: &[(Expr, bool)],
+    ) -> Result<bool, SqlError> {
+        if order_by.iter().any(|(_, desc)| *desc) {
+            return Ok(false);
+        }
+        let resolved = {
+            let mut rc = RowCtx {
+                outer: &mut *self.ctx,
+                params: self.params,
+                names: &[],
+                row: &[],
+                aggs: &[],
+                values_row: None,
+            };
+            resolve(access, table, &mut rc)?
+        };
+        let (key, fixed): (Vec<usize>, usize) = match (&resolved, access) {
+            (Resolved::Empty | Resolved::PkPoint(_), _) => return Ok(true),
+            (Resolved::FullScan, _) => match &table.primary_key {
+                Some(pk) => (pk.clone(), 0),
+                None => return Ok(false),
+            },
+            (Resolved::Range(k, _), Access::Range { prefix, .. }) => {
+                (crate::plan::key_columns(table, k), prefix.len())
+            }
+            (Resolved::Ranges(k, _), _) => (crate::plan::key_columns(table, k), 0),
+            _ => return Ok(false),
+        };
+        for (i, (e, _)) in order_by.iter().enumerate() {
+            let Expr::Column(c) = e else {
+                return Ok(false);
+            };
+            match (table.column_index(c), key.get(fixed + i)) {
+                (Some(p), Some(&k)) if p == k => {}
+                _ => return Ok(false),
+            }
+        }
+        Ok(true)
+    }
+
     /// Runs a SELECT over `source`; `names` are the source's column names.
     pub fn select(
         &mut self,
@@ -645,7 +693,14 @@ impl Exec<'_> {
         let grouped = sel.is_grouped();
         let limit = to_limit(&sel.limit, self.ctx, self.params)?;
         let offset = to_limit(&sel.offset, self.ctx, self.params)?.unwrap_or(0);
-        let early_stop = (!grouped && sel.order_by.is_empty() && !sel.distinct)
+        // Rows that arrive in ORDER BY's order need no sort, and LIMIT can stop the scan (a
+        // locking read then locks only the rows it returns, as InnoDB's index-order read does).
+        let in_order = !sel.order_by.is_empty()
+            && match &source {
+                Source::Table(t, access, _) => self.arrives_in_order(t, access, &sel.order_by)?,
+                Source::Rows(_) => false,
+            };
+        let early_stop = (!grouped && (sel.order_by.is_empty() || in_order) && !sel.distinct)
             .then(|| limit.map(|l| l.saturating_add(offset)))
             .flatten();
         let mut matched: Vec<Vec<Value>> = Vec::new();
@@ -748,7 +803,7 @@ impl Exec<'_> {
             let mut seen = std::collections::HashSet::new();
             out.retain(|(_, r)| seen.insert(group_key(r)));
         }
-        if !sel.order_by.is_empty() {
+        if !sel.order_by.is_empty() && !in_order {
             out.sort_by(|a, b| cmp_keys(&a.0, &b.0, &desc));
         }
         let it = out.into_iter().skip(offset).map(|(_, r)| r);

@@ -370,7 +370,8 @@ fn key_val(e: &Expr, ty: ColumnType, ctx: &mut dyn Context) -> Result<KeyVal, Sq
     })
 }
 
-fn key_columns(table: &TableDef, key: &KeyName) -> Vec<usize> {
+/// The column positions of a key, in key order.
+pub(crate) fn key_columns(table: &TableDef, key: &KeyName) -> Vec<usize> {
     match key {
         KeyName::Primary => table.primary_key.clone().unwrap_or_default(),
         KeyName::Index(n) => table

@@ -422,3 +422,42 @@ fn crash_recovery_keeps_acknowledged_commits() {
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `ORDER BY <next key column> LIMIT n FOR UPDATE` reads in key order and stops after n rows,
+/// so it locks those rows only (TPC-C's Delivery: the oldest new order of a district); another
+/// transaction can change the next row meanwhile. A full read-then-sort would lock the whole
+/// range and make the second UPDATE wait for the lock timeout (1205).
+#[test]
+fn ordered_limit_for_update_locks_only_the_rows_it_returns() {
+    let s = Srv::start("tables-ordered-lock", &[]);
+    let mut c = s.conn();
+    c.query_drop("CREATE DATABASE o").unwrap();
+    c.query_drop("CREATE TABLE o.no (w INT, d INT, o INT, PRIMARY KEY (w, d, o))")
+        .unwrap();
+    c.query_drop("INSERT INTO o.no VALUES (1, 1, 3), (1, 1, 4), (1, 1, 5), (1, 2, 1)")
+        .unwrap();
+    let mut a = s.conn();
+    a.query_drop("BEGIN").unwrap();
+    let first: Option<i64> = a
+        .query_first("SELECT o FROM o.no WHERE w = 1 AND d = 1 ORDER BY o LIMIT 1 FOR UPDATE")
+        .unwrap();
+    assert_eq!(first, Some(3));
+    // Same answers whatever the order the rows are read in.
+    let all: Vec<i64> = a
+        .query("SELECT o FROM o.no WHERE w = 1 AND d = 1 ORDER BY o LIMIT 1, 5")
+        .unwrap();
+    assert_eq!(all, vec![4, 5]);
+    let mut b = s.conn();
+    b.query_drop("SET innodb_lock_wait_timeout = 1").unwrap();
+    b.query_drop("UPDATE o.no SET o = 40 WHERE w = 1 AND d = 1 AND o = 4")
+        .unwrap();
+    assert_eq!(
+        err_code(
+            &b.query_drop("UPDATE o.no SET o = 30 WHERE w = 1 AND d = 1 AND o = 3")
+                .unwrap_err()
+        ),
+        1205,
+        "the row the locking read returned is locked"
+    );
+    a.query_drop("COMMIT").unwrap();
+}

@@ -584,8 +584,39 @@ impl Binder<'_> {
         if let Some(f) = &filter {
             all.extend(conjuncts(f).into_iter().cloned());
         }
-        for c in all {
-            let refs = self.slots_of(&c);
+        let refs_of: Vec<Vec<usize>> = all.iter().map(|c| self.slots_of(c)).collect();
+        // Join order, for inner joins only (outer joins keep theirs): greedily the leaf with
+        // the best access path given the leaves already placed — a key fixed by constants
+        // first, then the leaves its columns turn into index lookups. Ties keep FROM order.
+        if leaves.len() > 1 && all_inner(&from) {
+            let mut placed: Vec<usize> = Vec::new();
+            let mut rest = exec_order.clone();
+            while !rest.is_empty() {
+                let mut best = (i32::MIN, 0usize);
+                for (k, &l) in rest.iter().enumerate() {
+                    let score = leaf_score(&leaves, l, &placed, &all, &refs_of)?;
+                    if score > best.0 {
+                        best = (score, k);
+                    }
+                }
+                placed.push(rest.remove(best.1));
+            }
+            if placed != exec_order {
+                from = placed
+                    .iter()
+                    .map(|&l| Source::Leaf(l))
+                    .reduce(|a, b| Source::Join {
+                        left: Box::new(a),
+                        right: Box::new(b),
+                        left_join: false,
+                        on: None,
+                        null_slots: Vec::new(),
+                    })
+                    .expect("leaves");
+                exec_order = placed;
+            }
+        }
+        for (c, refs) in all.into_iter().zip(refs_of) {
             let target = exec_order
                 .iter()
                 .rev()
@@ -1176,6 +1207,67 @@ fn push_filter(slot: &mut Option<Expr>, c: Expr) {
         None => c,
         Some(f) => Expr::Binary(BinOp::And, Box::new(f), Box::new(c)),
     });
+}
+
+/// Whether a join tree is inner joins only (no LEFT/RIGHT join, no ON kept at a join node).
+fn all_inner(s: &Source) -> bool {
+    match s {
+        Source::OneRow | Source::Leaf(_) => true,
+        Source::Join {
+            left,
+            right,
+            left_join,
+            on,
+            ..
+        } => !*left_join && on.is_none() && all_inner(left) && all_inner(right),
+    }
+}
+
+/// How well leaf `l` can be read once the leaves `placed` are bound: the rank of the access
+/// path its usable conjuncts give (a point read 100, IN lists 70, key prefixes 50 and up, a
+/// full scan 0; not a stored table: 0).
+fn leaf_score(
+    leaves: &[Leaf],
+    l: usize,
+    placed: &[usize],
+    all: &[Expr],
+    refs_of: &[Vec<usize>],
+) -> Result<i32, SqlError> {
+    let LeafKind::Table { def, .. } = &leaves[l].kind else {
+        return Ok(0);
+    };
+    let own = leaves[l].slots.clone();
+    let bound = |s: &usize| own.contains(s) || placed.iter().any(|&p| leaves[p].slots.contains(s));
+    // A slot of a leaf not placed yet makes the conjunct unusable here.
+    let unplaced = |s: &usize| leaves.iter().any(|lf| lf.slots.contains(s)) && !bound(s);
+    let usable: Vec<Expr> = all
+        .iter()
+        .zip(refs_of)
+        .filter(|(_, r)| r.iter().any(|s| own.contains(s)) && !r.iter().any(unplaced))
+        .map(|(c, _)| c.clone())
+        .collect();
+    let Some(f) = and_all(usable) else {
+        return Ok(0);
+    };
+    let base = own.start;
+    let access_form = map_expr(&f, &mut |x| {
+        Ok(match x {
+            Expr::Slot(s) if own.contains(s) => {
+                Some(Expr::Column(def.columns[*s - base].name.clone()))
+            }
+            _ => None,
+        })
+    })?;
+    Ok(match choose_access(def, Some(&access_form)) {
+        Access::PkPoint(_) => 100,
+        Access::In { .. } => 70,
+        Access::Range { prefix, lo, hi, .. } => {
+            let bounded =
+                lo != crate::plan::BoundExpr::Unbounded || hi != crate::plan::BoundExpr::Unbounded;
+            50 + 10 * prefix.len() as i32 + i32::from(bounded) * 5
+        }
+        Access::FullScan => 0,
+    })
 }
 
 /// Leaves in execution order.

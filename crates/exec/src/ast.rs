@@ -165,6 +165,8 @@ pub enum AlterOp {
 /// A table statement.
 #[derive(Debug, Clone)]
 pub enum TableStmt {
+    /// `EXPLAIN SELECT ...`: the query engine's plan, one row per table read.
+    Explain(Box<shoal_sql::ast::Query>),
     /// A multi-table UPDATE or DELETE (run through the query engine).
     Multi(Box<MultiStmt>),
     /// A query the single-table SELECT does not cover (joins, subqueries, derived tables,
@@ -265,6 +267,7 @@ impl TableStmt {
             TableStmt::Multi(m) if m.delete => "delete_multi",
             TableStmt::Multi(_) => "update_multi",
             TableStmt::Select(_) | TableStmt::Query(_) => "select",
+            TableStmt::Explain(_) => "explain_other",
             TableStmt::Insert(i) if i.replace => "replace",
             TableStmt::Insert(_) => "insert",
             TableStmt::Update(_) => "update",

@@ -352,6 +352,11 @@ impl TableSession {
                 columns = qp.columns.clone();
                 query = Some(Arc::new(qp));
             }
+            TableStmt::Explain(q) => {
+                let qp = crate::query::prepare(store, system.as_ref(), q, db.as_deref())?;
+                columns = crate::query::explain::columns();
+                query = Some(Arc::new(qp));
+            }
             TableStmt::Multi(m) => {
                 multi = Some(Arc::new(crate::query::dml::prepare_multi(
                     store,
@@ -808,6 +813,19 @@ fn run_dml(
     params: &[Value],
     ctx: &mut dyn Context,
 ) -> Result<ExecOutput, SqlError> {
+    if let (TableStmt::Explain(q), Some(qp)) = (&plan.stmt, &plan.query) {
+        let fresh;
+        let qp = if qp.is_stale(store) {
+            fresh = crate::query::prepare(store, system.as_ref(), q, plan.db.as_deref())?;
+            &fresh
+        } else {
+            &**qp
+        };
+        return Ok(ExecOutput::Rows {
+            columns: plan.columns.clone(),
+            rows: crate::query::explain::rows(qp),
+        });
+    }
     if let (TableStmt::Multi(m), Some(mp)) = (&plan.stmt, &plan.multi) {
         if mp.is_stale(store) {
             let fresh = crate::query::dml::prepare_multi(store, m, plan.db.as_deref())?;

@@ -785,6 +785,7 @@ impl Binder<'_> {
                 let (slots, _) = self.add_source(&shown, cols);
                 leaves.push(Leaf {
                     kind,
+                    name: shown.clone(),
                     slots: slots.clone(),
                     filter: None,
                     access: Access::FullScan,
@@ -811,6 +812,7 @@ impl Binder<'_> {
                 let (slots, _) = self.add_source(alias, cols);
                 leaves.push(Leaf {
                     kind: LeafKind::Derived(Box::new(bound.node)),
+                    name: alias.clone(),
                     slots: slots.clone(),
                     filter: None,
                     access: Access::FullScan,

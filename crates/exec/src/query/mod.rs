@@ -35,6 +35,7 @@
 
 pub(crate) mod bind;
 pub mod dml;
+pub mod explain;
 pub(crate) mod run;
 
 use std::ops::Range;
@@ -165,6 +166,8 @@ pub(crate) enum Source {
 #[derive(Debug)]
 pub(crate) struct Leaf {
     pub kind: LeafKind,
+    /// The name queries use for it (alias or table name), for EXPLAIN.
+    pub name: String,
     /// Its columns' slots.
     pub slots: Range<usize>,
     /// Conjuncts checked on each of its rows.

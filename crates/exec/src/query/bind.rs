@@ -5,12 +5,12 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use shoal_sql::ast::{
-    Aggregate, BinOp, Expr, JoinCond, JoinKind, Query, QueryBody, QueryItem, QuerySelect, RowLock,
-    Subquery, SubqueryKind, TableExpr,
+    Aggregate, BinOp, CastType, Expr, JoinCond, JoinKind, Query, QueryBody, QueryItem, QuerySelect,
+    RowLock, Subquery, SubqueryKind, TableExpr,
 };
 use shoal_sql::decimal::Decimal;
 use shoal_sql::eval::static_type;
-use shoal_sql::value::{DateTime, SqlType, Value};
+use shoal_sql::value::{aggregate_type, DateTime, SqlType, Value};
 use shoal_sql::SqlError;
 use shoal_store::{Engine, LockMode};
 
@@ -314,7 +314,11 @@ impl Binder<'_> {
                 (Body::Select(sel), names, infos, order)
             }
             other => {
-                let (body, names, infos) = self.body(other, barrier, lock)?;
+                let (mut body, names, infos) = self.body(other, barrier, lock)?;
+                if let Body::Union { types, .. } = &body {
+                    let types = types.clone();
+                    chain_types(&mut body, &types);
+                }
                 let mut order = Vec::new();
                 for (e, desc) in &q.order_by {
                     order.push((output_key(e, &names, None)?, *desc));
@@ -362,8 +366,8 @@ impl Binder<'_> {
                 Ok((Body::Query(Box::new(bound.node)), bound.names, bound.infos))
             }
             QueryBody::Union { all, left, right } => {
-                let (l, names, infos) = self.body(left, barrier, lock)?;
-                let (r, rnames, _) = self.body(right, barrier, lock)?;
+                let (l, names, linfos) = self.body(left, barrier, lock)?;
+                let (r, rnames, rinfos) = self.body(right, barrier, lock)?;
                 if names.len() != rnames.len() {
                     return Err(SqlError::other(
                         1222,
@@ -371,11 +375,27 @@ impl Binder<'_> {
                         "The used SELECT statements have a different number of columns",
                     ));
                 }
+                // Each column's type aggregates the members' (MySQL: INT with DECIMAL(10,2) is
+                // DECIMAL(.., 2), a number with a string or a date is a string); the first
+                // member's description stays where the type does not change.
+                let mut types = Vec::new();
+                let mut infos = Vec::new();
+                for (i, (li, ri)) in linfos.into_iter().zip(&rinfos).enumerate() {
+                    let lt = info_type(&li);
+                    let ty = aggregate_type(lt, info_type(ri));
+                    types.push(ty);
+                    infos.push(if ty == lt {
+                        li
+                    } else {
+                        ColumnInfo::expr(&names[i], ty)
+                    });
+                }
                 Ok((
                     Body::Union {
                         all: *all,
                         left: Box::new(l),
                         right: Box::new(r),
+                        types,
                     },
                     names,
                     infos,
@@ -505,6 +525,7 @@ impl Binder<'_> {
                             aliases: &[],
                         },
                     )?;
+                    let b = type_results(&b, &mut |x| self.type_of(x))?;
                     infos.push(self.info_of(&b, name));
                     names.push(name.clone());
                     if *aliased {
@@ -555,14 +576,17 @@ impl Binder<'_> {
         for (e, desc) in order_by {
             let key = match output_key(e, &names, Some(&aliases)) {
                 Ok(k) => k,
-                Err(_) => SortKey::Expr(self.expr(
-                    e,
-                    &Clause {
-                        name: "order clause",
-                        aggs: true,
-                        aliases: &aliases,
-                    },
-                )?),
+                Err(_) => {
+                    let b = self.expr(
+                        e,
+                        &Clause {
+                            name: "order clause",
+                            aggs: true,
+                            aliases: &aliases,
+                        },
+                    )?;
+                    SortKey::Expr(type_results(&b, &mut |x| self.type_of(x))?)
+                }
             };
             order.push((key, *desc));
         }
@@ -792,7 +816,14 @@ impl Binder<'_> {
                             .filter(|n| rnames.iter().any(|r| r.eq_ignore_ascii_case(n)))
                             .collect();
                         if common.is_empty() {
-                            (None, [lstar, rstar].concat())
+                            // Still a natural join: a RIGHT one lists the right side first, as
+                            // with shared columns (see `using`).
+                            let star = if *kind == JoinKind::Right {
+                                [rstar, lstar].concat()
+                            } else {
+                                [lstar, rstar].concat()
+                            };
+                            (None, star)
                         } else {
                             self.using(
                                 &common,
@@ -854,22 +885,7 @@ impl Binder<'_> {
 
     /// The type a derived table's column has: its select item's type.
     fn derived_type(&self, _node: &QNode, _i: usize, info: &ColumnInfo) -> SqlType {
-        use crate::convert::mysql_type as t;
-        match info.column_type {
-            t::TINY | t::SHORT | t::INT24 | t::LONG | t::LONGLONG => {
-                if info.flags & crate::convert::flags::UNSIGNED != 0 {
-                    SqlType::UInt
-                } else {
-                    SqlType::Int
-                }
-            }
-            t::NEWDECIMAL => SqlType::Decimal(info.decimals),
-            t::FLOAT | t::DOUBLE => SqlType::Double,
-            t::DATE => SqlType::Date,
-            t::DATETIME | t::TIMESTAMP => SqlType::DateTime,
-            t::NULL => SqlType::Null,
-            _ => SqlType::Str,
-        }
+        info_type(info)
     }
 
     fn visible_names(&self, sources: Range<usize>) -> Vec<String> {
@@ -897,8 +913,11 @@ impl Binder<'_> {
         found.ok_or_else(|| unknown_column(None, name, "from clause"))
     }
 
-    /// `USING (cols)`: the equalities, the second copies hidden, and `*`'s column order (the
-    /// shared columns first, as MySQL lists them).
+    /// `USING (cols)`: the equalities, the second copies hidden, and `*`'s column order, as
+    /// MySQL and MariaDB list it: the shared columns first, in the order of the first table
+    /// (not of the USING list), then the first table's other columns, then the second's. A
+    /// RIGHT JOIN runs as a LEFT JOIN with its sides swapped, so there the right side is the
+    /// first table.
     fn using(
         &mut self,
         cols: &[String],
@@ -933,11 +952,18 @@ impl Binder<'_> {
             drop_slots.push(lslot);
             drop_slots.push(rslot);
         }
+        let (first, second) = if kind == JoinKind::Right {
+            (rstar, lstar)
+        } else {
+            (lstar, rstar)
+        };
+        let pos = |s: &usize| first.iter().position(|x| x == s).unwrap_or(usize::MAX);
+        shared.sort_by_key(pos);
         let mut star = shared;
         star.extend(
-            lstar
+            first
                 .iter()
-                .chain(rstar)
+                .chain(second)
                 .filter(|s| !drop_slots.contains(s)),
         );
         Ok((and_all(eqs), star))
@@ -1131,6 +1157,40 @@ fn position(e: &Expr) -> Option<usize> {
     }
 }
 
+/// The value type of a result column as described to clients.
+fn info_type(info: &ColumnInfo) -> SqlType {
+    use crate::convert::mysql_type as t;
+    match info.column_type {
+        t::TINY | t::SHORT | t::INT24 | t::LONG | t::LONGLONG => {
+            if info.flags & crate::convert::flags::UNSIGNED != 0 {
+                SqlType::UInt
+            } else {
+                SqlType::Int
+            }
+        }
+        t::NEWDECIMAL => SqlType::Decimal(info.decimals),
+        t::FLOAT | t::DOUBLE => SqlType::Double,
+        t::DATE => SqlType::Date,
+        t::DATETIME | t::TIMESTAMP => SqlType::DateTime,
+        t::NULL => SqlType::Null,
+        _ => SqlType::Str,
+    }
+}
+
+/// Gives every UNION node of a chain (`a UNION b UNION c` nests to the left) the chain's final
+/// column types: an inner node's duplicates are then judged, and its rows converted, as the
+/// whole UNION's are.
+fn chain_types(b: &mut Body, final_types: &[SqlType]) {
+    if let Body::Union {
+        left, right, types, ..
+    } = b
+    {
+        *types = final_types.to_vec();
+        chain_types(left, final_types);
+        chain_types(right, final_types);
+    }
+}
+
 fn push_filter(slot: &mut Option<Expr>, c: Expr) {
     *slot = Some(match slot.take() {
         None => c,
@@ -1155,4 +1215,79 @@ fn leaf_slots(s: &Source, leaves: &[Leaf], out: &mut Vec<Range<usize>>) {
     let mut order = Vec::new();
     leaf_order(s, &mut order);
     out.extend(order.into_iter().map(|i| leaves[i].slots.clone()));
+}
+
+/// MySQL types IF, IFNULL, COALESCE and CASE by all of their possible results
+/// ([`shoal_sql::eval::result_type`]): `IFNULL(int_col, 1.75)` is DECIMAL(.., 2), so 3 shows as
+/// `3.00`; `IF(c, 'x', date_col)` is a string, so a date shows as its text. Returns `e` with the
+/// results of each such call that have another type converted to it (a CAST), so the values
+/// match the column type clients are told. `type_of` types a sub-expression as bound.
+pub(crate) fn type_results(
+    e: &Expr,
+    type_of: &mut dyn FnMut(&Expr) -> SqlType,
+) -> Result<Expr, SqlError> {
+    map_expr(e, &mut |x| match x {
+        Expr::Function(name, args)
+            if matches!(name.as_str(), "IF" | "IFNULL" | "COALESCE")
+                && args.len() > usize::from(name == "IF") =>
+        {
+            let mut args = args
+                .iter()
+                .map(|a| type_results(a, type_of))
+                .collect::<Result<Vec<_>, _>>()?;
+            // IF's first argument is its condition, not a result.
+            let first = usize::from(name == "IF");
+            let ty = args[first..]
+                .iter()
+                .map(|a| type_of(a))
+                .fold(SqlType::Null, aggregate_type);
+            for a in &mut args[first..] {
+                let own = std::mem::replace(a, Expr::Literal(Value::Null));
+                *a = conform(own, ty, type_of);
+            }
+            Ok(Some(Expr::Function(name.clone(), args)))
+        }
+        Expr::Case(operand, whens, el) => {
+            let operand = operand
+                .as_ref()
+                .map(|o| type_results(o, type_of).map(Box::new))
+                .transpose()?;
+            let mut arms = Vec::new();
+            for (w, t) in whens {
+                arms.push((type_results(w, type_of)?, type_results(t, type_of)?));
+            }
+            let el = el.as_ref().map(|x| type_results(x, type_of)).transpose()?;
+            let ty = arms
+                .iter()
+                .map(|(_, t)| t)
+                .chain(el.as_ref())
+                .map(|t| type_of(t))
+                .fold(SqlType::Null, aggregate_type);
+            let arms = arms
+                .into_iter()
+                .map(|(w, t)| (w, conform(t, ty, type_of)))
+                .collect();
+            let el = el.map(|x| Box::new(conform(x, ty, type_of)));
+            Ok(Some(Expr::Case(operand, arms, el)))
+        }
+        _ => Ok(None),
+    })
+}
+
+/// `e` converted to `ty` where its own type differs (NULL needs nothing; integers already
+/// read as integers).
+fn conform(e: Expr, ty: SqlType, type_of: &mut dyn FnMut(&Expr) -> SqlType) -> Expr {
+    let cast = match ty {
+        SqlType::Str => CastType::Char,
+        SqlType::Decimal(s) => CastType::Decimal(s),
+        SqlType::Double => CastType::Double,
+        SqlType::DateTime => CastType::DateTime,
+        _ => return e,
+    };
+    let own = type_of(&e);
+    if own == ty || own == SqlType::Null {
+        e
+    } else {
+        Expr::Cast(Box::new(e), cast)
+    }
 }

@@ -40,6 +40,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use shoal_sql::ast::{AggFunc, Expr};
+use shoal_sql::value::SqlType;
 use shoal_store::{LockMode, TableDef};
 
 use crate::convert::ColumnInfo;
@@ -81,6 +82,9 @@ pub(crate) enum Body {
         all: bool,
         left: Box<Body>,
         right: Box<Body>,
+        /// The result columns' types, aggregated over every member of the UNION chain (the
+        /// same on each of its nodes): rows are converted to them before duplicates go.
+        types: Vec<SqlType>,
     },
     Query(Box<QNode>),
 }

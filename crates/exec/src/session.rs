@@ -864,8 +864,7 @@ fn expr_type(e: &Expr, def: &TableDef, sel: &SelectStmt) -> SqlType {
 }
 
 /// A stored table's SELECT with IF / IFNULL / COALESCE / CASE results converted to the type
-/// MySQL gives the call (see [`crate::query::bind::type_results`]), in the select list and
-/// ORDER BY (which may name a select-list alias).
+/// MySQL gives the call (see [`crate::query::bind::type_results`]), in every clause.
 fn type_select(sel: &mut SelectStmt, db: &Option<String>, store: &Engine) -> Result<(), SqlError> {
     let d = resolve_db(&sel.table, db)?;
     if is_info_schema(&d) {
@@ -884,6 +883,19 @@ fn type_select(sel: &mut SelectStmt, db: &Option<String>, store: &Engine) -> Res
     }
     for (e, _) in &mut sel.order_by {
         *e = crate::query::bind::type_results(e, &mut type_of)?;
+    }
+    for e in sel
+        .filter
+        .iter_mut()
+        .chain(&mut sel.having)
+        .chain(&mut sel.group_by)
+    {
+        *e = crate::query::bind::type_results(e, &mut type_of)?;
+    }
+    for a in &mut sel.aggs {
+        if let Some(e) = &mut a.arg {
+            *e = crate::query::bind::type_results(e, &mut type_of)?;
+        }
     }
     Ok(())
 }

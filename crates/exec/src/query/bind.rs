@@ -525,7 +525,6 @@ impl Binder<'_> {
                             aliases: &[],
                         },
                     )?;
-                    let b = type_results(&b, &mut |x| self.type_of(x))?;
                     infos.push(self.info_of(&b, name));
                     names.push(name.clone());
                     if *aliased {
@@ -576,17 +575,14 @@ impl Binder<'_> {
         for (e, desc) in order_by {
             let key = match output_key(e, &names, Some(&aliases)) {
                 Ok(k) => k,
-                Err(_) => {
-                    let b = self.expr(
-                        e,
-                        &Clause {
-                            name: "order clause",
-                            aggs: true,
-                            aliases: &aliases,
-                        },
-                    )?;
-                    SortKey::Expr(type_results(&b, &mut |x| self.type_of(x))?)
-                }
+                Err(_) => SortKey::Expr(self.expr(
+                    e,
+                    &Clause {
+                        name: "order clause",
+                        aggs: true,
+                        aliases: &aliases,
+                    },
+                )?),
             };
             order.push((key, *desc));
         }
@@ -1023,7 +1019,15 @@ impl Binder<'_> {
     }
 
     /// Binds an expression of the current block.
+    /// Binds an expression of the current block, with IF / IFNULL / COALESCE / CASE results
+    /// of their MySQL type ([`type_results`]).
     fn expr(&mut self, e: &Expr, clause: &Clause<'_>) -> Result<Expr, SqlError> {
+        let b = self.bind_names(e, clause)?;
+        type_results(&b, &mut |x| self.type_of(x))
+    }
+
+    /// Names (and aggregates, subqueries) bound; see [`Binder::expr`].
+    fn bind_names(&mut self, e: &Expr, clause: &Clause<'_>) -> Result<Expr, SqlError> {
         map_expr(e, &mut |x| {
             Ok(Some(match x {
                 Expr::QColumn(q, name) => self.resolve(q.as_deref(), name, clause)?,
@@ -1096,7 +1100,20 @@ impl Binder<'_> {
         // An aggregate inside the subquery belongs to the subquery's own blocks.
         let bound = self.query(&s.query, false, LockMode::None);
         let frame = self.frames.pop().expect("frame");
-        let bound = bound?;
+        let mut bound = bound?;
+        // A UNION under IN / EXISTS / `= ANY` / `<> ALL` keeps its members' values as they
+        // are: MySQL and MariaDB push the equality into each member (IN to EXISTS), so `'a_b'
+        // IN (SELECT 0 UNION SELECT 'x')` compares 'a_b' with 0 as numbers, not as the
+        // UNION's string column. Scalar subqueries and `<`, `>` .. ANY / ALL (compared with
+        // the UNION's MIN / MAX) see the UNION's column type.
+        let per_member = match &kind {
+            SubqueryKind::Scalar => false,
+            SubqueryKind::Compare { op, .. } => matches!(op, BinOp::Eq | BinOp::NotEq),
+            _ => true,
+        };
+        if per_member {
+            chain_types(&mut bound.node.body, &[]);
+        }
         if kind != SubqueryKind::Exists && bound.node.width != 1 {
             return Err(SqlError::OperandColumns(1));
         }

@@ -83,7 +83,9 @@ pub(crate) enum Body {
         left: Box<Body>,
         right: Box<Body>,
         /// The result columns' types, aggregated over every member of the UNION chain (the
-        /// same on each of its nodes): rows are converted to them before duplicates go.
+        /// same on each of its nodes): rows are converted to them before duplicates go. Empty
+        /// (values kept as the members made them) under IN / EXISTS / `= ANY` / `<> ALL`,
+        /// where MySQL compares with each member's values.
         types: Vec<SqlType>,
     },
     Query(Box<QNode>),

@@ -527,6 +527,12 @@ struct Gen<'a> {
     /// Generating the members of a UNION under IN / ANY / ALL: they follow the subquery's
     /// grouping rules (see `select`).
     list_members: bool,
+    /// Column references may be unqualified (see `colref_if`).
+    plain_names: bool,
+    /// The column types a derived table's later UNION members must match in kind: MariaDB
+    /// 10.11 pushes a condition on a derived table into each UNION member, where `c < 'B'`
+    /// compares an INT member's values as numbers though the UNION's column is a string.
+    member_types: Option<Vec<Ty>>,
 }
 
 impl<'a> Gen<'a> {
@@ -544,6 +550,8 @@ impl<'a> Gen<'a> {
             strict: false,
             floor: 0,
             list_members: false,
+            plain_names: true,
+            member_types: None,
         }
     }
 
@@ -589,6 +597,20 @@ impl<'a> Gen<'a> {
                 .collect();
             if let Some((a, c)) = cands.choose(&mut self.rng).cloned() {
                 self.note(&a);
+                // At times unqualified, where the name is unique among the sources in reach:
+                // the current level (an ON clause sees its comma group only) and every
+                // enclosing one. Not derived tables' `c1..` (select-list aliases spell them).
+                let derived = c.name.len() > 1 && c.name.starts_with('c');
+                let unique = self
+                    .levels
+                    .iter()
+                    .flatten()
+                    .filter(|s| s.cols.iter().any(|x| x.name == c.name))
+                    .count()
+                    == 1;
+                if self.plain_names && unique && !derived && self.p(0.2) {
+                    return Some((c.name.clone(), c.ty));
+                }
                 return Some((format!("{a}.{}", c.name), c.ty));
             }
         }
@@ -846,19 +868,27 @@ impl<'a> Gen<'a> {
         } else {
             self.scalar()
         };
-        let op = ["=", "=", "<>", "<", "<=", ">", ">=", "<=>"][self.rng.gen_range(0..8)];
+        let mut op = ["=", "=", "<>", "<", "<=", ">", ">=", "<=>"][self.rng.gen_range(0..8)];
         let b = match self.rng.gen_range(0..100) {
             0..=54 => self.literal_for(ta),
             55..=89 => {
                 let pref = self.p(0.75);
                 match self.colref_if(true, &|t| ta.compatible(t) && (!pref || t == ta)) {
-                    Some((c, _)) => c,
+                    Some((c, tc)) => {
+                        if op == "=" && !eq_safe(ta, tc) {
+                            op = "<=";
+                        }
+                        c
+                    }
                     None => self.literal_for(ta),
                 }
             }
             _ => {
                 let (e, te) = self.scalar();
                 if ta.compatible(te) {
+                    if op == "=" && !eq_safe(ta, te) {
+                        op = "<=";
+                    }
                     e
                 } else {
                     self.literal_for(ta)
@@ -1003,6 +1033,8 @@ impl<'a> Gen<'a> {
             let paren = want != Want::List;
             let saved = std::mem::replace(&mut self.list_members, want == Want::List);
             let (l, tys) = self.member(w, pref, paren);
+            let kinds = (want == Want::Derived).then(|| tys.clone());
+            let saved_kinds = std::mem::replace(&mut self.member_types, kinds);
             let (r, _) = self.member(w, pref, paren);
             let mut b = Body::Union(self.p(0.5), Box::new(l), Box::new(r));
             // A third member only where no enclosing query exists: MariaDB 10.11 loses outer
@@ -1013,6 +1045,7 @@ impl<'a> Gen<'a> {
                 b = Body::Union(self.p(0.5), Box::new(b), Box::new(r2));
             }
             self.list_members = saved;
+            self.member_types = saved_kinds;
             (b, tys)
         } else {
             let inner = match want {
@@ -1055,12 +1088,15 @@ impl<'a> Gen<'a> {
         if q.order.is_some() && self.p(0.3) {
             if let Body::Sel(s) = &q.body {
                 if !s.distinct && s.group_by.is_empty() && !has_agg(s) && !s.from.is_empty() {
+                    // Qualified: ORDER BY resolves a bare name against the select list first.
                     let srcs = self.sources_of(s);
                     self.levels.push(srcs);
+                    let plain = std::mem::replace(&mut self.plain_names, false);
                     let e = self.tracked(|g| {
                         g.colref_if(false, &|_| true)
                             .unwrap_or(("1".into(), Ty::Int))
                     });
+                    self.plain_names = plain;
                     self.levels.pop();
                     q.order_prefix.push((e, self.p(0.5)));
                 }
@@ -1128,6 +1164,27 @@ impl<'a> Gen<'a> {
     ) -> (Sel, Vec<Ty>) {
         // Grouping rules of IN / ANY / ALL subqueries.
         let listy = want == Want::List || list_member;
+        // Item types a derived table's UNION member must match (its own subqueries do not).
+        let kinds = if want == Want::Member {
+            self.member_types.take()
+        } else {
+            None
+        };
+        let r = self.select_items(want, listy, kinds.as_deref(), width, pref);
+        if want == Want::Member {
+            self.member_types = kinds;
+        }
+        r
+    }
+
+    fn select_items(
+        &mut self,
+        want: Want,
+        listy: bool,
+        kinds: Option<&[Ty]>,
+        width: Option<usize>,
+        pref: Option<Ty>,
+    ) -> (Sel, Vec<Ty>) {
         self.levels.push(Vec::new());
         let ntables = match (want, self.rng.gen_range(0..100)) {
             (_, 0..=44) => 1,
@@ -1144,6 +1201,7 @@ impl<'a> Gen<'a> {
         let mut grouped = match want {
             Want::Scalar => true,
             Want::Exists => self.p(0.1),
+            _ if kinds.is_some() => false,
             _ => self.p(0.25),
         };
         // A grouped IN / ANY / ALL subquery selects its first GROUP BY column (see below),
@@ -1311,8 +1369,12 @@ impl<'a> Gen<'a> {
                 let mut ty = Ty::Int;
                 let e = self.tracked(|g| {
                     let strict = g.strict;
+                    let (pref, strict, first) = match kinds {
+                        Some(k) => (k.get(i).copied(), true, true),
+                        None => (pref, strict, i == 0),
+                    };
                     let r = match pref {
-                        Some(p) if i == 0 => {
+                        Some(p) if first => {
                             let r = if g.p(0.7) { None } else { Some(g.scalar()) };
                             match r {
                                 Some(r) if fits(p, r.1, strict) => r,
@@ -1340,10 +1402,13 @@ impl<'a> Gen<'a> {
                 let Some((inner, ti)) = g.colref_if(false, &|_| true) else {
                     return ("1".into(), Ty::Int);
                 };
-                let Some((outer, _)) = g.outer_colref(&|t| ti.compatible(t)) else {
+                let Some((outer, to)) = g.outer_colref(&|t| ti.compatible(t)) else {
                     return ("1".into(), Ty::Int);
                 };
-                let op = ["=", "=", "=", "<>", "<", ">="][g.rng.gen_range(0..6)];
+                let mut op = ["=", "=", "=", "<>", "<", ">="][g.rng.gen_range(0..6)];
+                if op == "=" && !eq_safe(ti, to) {
+                    op = "<=";
+                }
                 (format!("{inner} {op} {outer}"), Ty::Int)
             });
             if e.sql != "1" {
@@ -1504,7 +1569,11 @@ impl<'a> Gen<'a> {
                     .cloned()
             });
             if let Some((oa, oc)) = other {
-                let op = if self.p(0.85) { "=" } else { "<=" };
+                let op = if self.p(0.85) && eq_safe(nc.ty, oc.ty) {
+                    "="
+                } else {
+                    "<="
+                };
                 let (l, r) = (
                     format!("{}.{}", new.alias, nc.name),
                     format!("{oa}.{}", oc.name),
@@ -1576,6 +1645,14 @@ fn fractional(lit: &str) -> bool {
         .trim()
         .parse::<f64>()
         .is_ok_and(|f| f.fract() != 0.0)
+}
+
+/// Whether `=` may join values of these types: not an integer with a DECIMAL, a string or a
+/// DOUBLE. MariaDB 10.11 propagates `x = 3.25` through `x = int_col` into an index lookup of
+/// the truncated 3 on `int_col` (and a correlated `int_col = o.x` alike), never rechecking.
+fn eq_safe(a: Ty, b: Ty) -> bool {
+    let int = |t: Ty| matches!(t, Ty::Int | Ty::Big);
+    int(a) == int(b) || !(a.numeric() || a == Ty::Str) || !(b.numeric() || b == Ty::Str)
 }
 
 /// Whether a subquery column of type `t` may meet an operand of type `p`.

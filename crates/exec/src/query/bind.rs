@@ -156,6 +156,9 @@ struct Level {
     sources: Vec<SourceInfo>,
     /// A derived table's top block: names do not resolve outside it.
     barrier: bool,
+    /// While an ON clause is bound: the sources of its join, the only ones of this level it
+    /// sees (in `FROM a, b JOIN c ON ..` the ON sees `b` and `c`, not `a`, as in MySQL).
+    visible: Option<Range<usize>>,
 }
 
 /// The context of an expression: which clause (for 1054's message), whether aggregates may
@@ -423,6 +426,7 @@ impl Binder<'_> {
         self.levels.push(Level {
             sources: Vec::new(),
             barrier,
+            visible: None,
         });
         self.aggs.push(Vec::new());
         let r = self.select_in_level(s, order_by, lock);
@@ -792,10 +796,13 @@ impl Binder<'_> {
                 let end_source = self.levels.last().expect("level").sources.len();
                 let (cond_expr, star) = match cond {
                     JoinCond::None => (None, [lstar, rstar].concat()),
-                    JoinCond::On(e) => (
-                        Some(self.expr(e, &Clause::plain("on clause"))?),
-                        [lstar, rstar].concat(),
-                    ),
+                    JoinCond::On(e) => {
+                        let level = self.levels.last_mut().expect("level");
+                        let outer = level.visible.replace(first_source..end_source);
+                        let on = self.expr(e, &Clause::plain("on clause"));
+                        self.levels.last_mut().expect("level").visible = outer;
+                        (Some(on?), [lstar, rstar].concat())
+                    }
                     JoinCond::Using(cols) => self.using(
                         cols,
                         first_source..mid_source,
@@ -976,7 +983,10 @@ impl Binder<'_> {
         for li in (0..self.levels.len()).rev() {
             let level = &self.levels[li];
             let mut found: Option<usize> = None;
-            for src in &level.sources {
+            for (si, src) in level.sources.iter().enumerate() {
+                if level.visible.as_ref().is_some_and(|v| !v.contains(&si)) {
+                    continue;
+                }
                 let matches_src = match q {
                     None => true,
                     Some(t) => src.name == t || src.name.eq_ignore_ascii_case(t),

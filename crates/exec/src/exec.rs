@@ -305,7 +305,8 @@ pub(crate) fn group_key(vals: &[Value]) -> String {
                 }
                 s.push_str(&format!("D{m}e{sc}|"));
             }
-            Value::Double(f) => s.push_str(&format!("F{f}|")),
+            // -0 and 0 are one value (they compare equal).
+            Value::Double(f) => s.push_str(&format!("F{}|", if *f == 0.0 { 0.0 } else { *f })),
             other => s.push_str(&format!("T{}|", other.to_text().unwrap_or_default())),
         }
     }
@@ -365,6 +366,15 @@ impl Acc {
         if v.is_null() {
             return Ok(());
         }
+        // SUM and AVG add numbers: a string counts as its number, for DISTINCT too, as in
+        // MySQL (`AVG(DISTINCT s)` over 'a', 'b', '1', '01' sees 0 and 1 once each).
+        let v = match (func, v) {
+            (
+                AggFunc::Sum | AggFunc::Avg,
+                v @ (Value::Str(_) | Value::Date(_) | Value::DateTime(_)),
+            ) => Value::Double(v.to_f64().unwrap_or(0.0)),
+            (_, v) => v,
+        };
         if let Some(seen) = &mut self.seen {
             if !seen.insert(group_key(std::slice::from_ref(&v))) {
                 return Ok(());

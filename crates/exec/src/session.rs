@@ -333,8 +333,11 @@ impl TableSession {
     /// Parses, translates and plans a table statement. `current_db` resolves unqualified
     /// table names (for this plan's whole life, as MySQL resolves at PREPARE).
     pub fn prepare(&mut self, sql: &str, current_db: Option<&str>) -> Result<Arc<Plan>, SqlError> {
-        let (stmt, param_count) = parse_table_statement(sql)?;
+        let (mut stmt, param_count) = parse_table_statement(sql)?;
         let db = current_db.map(str::to_string);
+        if let TableStmt::Select(sel) = &mut stmt {
+            type_select(sel, &db, &self.engine.store)?;
+        }
         let mut columns = Vec::new();
         let mut access = None;
         let store = &self.engine.store;
@@ -1077,6 +1080,43 @@ fn expr_type(e: &Expr, def: &TableDef, sel: &SelectStmt) -> SqlType {
         .map(|t| static_type(&t))
         .unwrap_or(SqlType::Str),
     }
+}
+
+/// A stored table's SELECT with IF / IFNULL / COALESCE / CASE results converted to the type
+/// MySQL gives the call (see [`crate::query::bind::type_results`]), in every clause.
+fn type_select(sel: &mut SelectStmt, db: &Option<String>, store: &Engine) -> Result<(), SqlError> {
+    let d = resolve_db(&sel.table, db)?;
+    if is_info_schema(&d) {
+        return Ok(());
+    }
+    let Ok(def) = store.table(&d, &sel.table.name) else {
+        // Reported (1146) where the statement is planned.
+        return Ok(());
+    };
+    let typing = sel.clone();
+    let mut type_of = |x: &Expr| expr_type(x, &def, &typing);
+    for it in &mut sel.items {
+        if let ProjItem::Expr { expr, .. } = it {
+            *expr = crate::query::bind::type_results(expr, &mut type_of)?;
+        }
+    }
+    for (e, _) in &mut sel.order_by {
+        *e = crate::query::bind::type_results(e, &mut type_of)?;
+    }
+    for e in sel
+        .filter
+        .iter_mut()
+        .chain(&mut sel.having)
+        .chain(&mut sel.group_by)
+    {
+        *e = crate::query::bind::type_results(e, &mut type_of)?;
+    }
+    for a in &mut sel.aggs {
+        if let Some(e) = &mut a.arg {
+            *e = crate::query::bind::type_results(e, &mut type_of)?;
+        }
+    }
+    Ok(())
 }
 
 fn select_columns(sel: &SelectStmt, db: &str, def: &TableDef) -> Result<Vec<ColumnInfo>, SqlError> {

@@ -560,7 +560,7 @@ fn round_value(v: &Value, d: i128, truncate: bool) -> Value {
 }
 
 /// A date/time string as MariaDB reads it.
-enum ParsedDateTime {
+pub(crate) enum ParsedDateTime {
     /// The whole string was a valid value.
     Exact(DateTime),
     /// A valid value followed by characters that are not part of it (warning 1292
@@ -573,7 +573,7 @@ enum ParsedDateTime {
 /// Parses `YYYY-MM-DD[( |T)hh[:mm[:ss[.ffffff]]]]` from the start of `s` (surrounding spaces
 /// ignored). Works on bytes and only ever stops at ASCII characters, so any text (multi-byte
 /// characters, huge digit runs) is safe.
-fn parse_datetime(s: &str) -> ParsedDateTime {
+pub(crate) fn parse_datetime(s: &str) -> ParsedDateTime {
     let b = s.trim().as_bytes();
     let mut i = 0usize;
     // A run of digits as a number (None: no digit, or too large to be valid anyway).
@@ -1329,9 +1329,31 @@ fn eval_level(e: &Expr, ctx: &mut dyn Context) -> Result<Value, SqlError> {
             })
         }
         Expr::Between(x, lo, hi, neg) => {
-            let v = eval(x, ctx)?;
-            let l = eval(lo, ctx)?;
-            let h = eval(hi, ctx)?;
+            let (mut v, mut l, mut h) = (eval(x, ctx)?, eval(lo, ctx)?, eval(hi, ctx)?);
+            // MySQL compares all three operands under one type (`agg_cmp_type`): strings among
+            // numbers make it a comparison of doubles, the string pairs included, so
+            // `'1' BETWEEN 1.00 AND 'abc'` is `1 <= 0`, false (not `'1' <= 'abc'` as strings).
+            // With a date or datetime among them it is a temporal comparison, which `compare`
+            // makes pair by pair.
+            let ops = [&v, &l, &h];
+            let num = |v: &&Value| {
+                matches!(
+                    v,
+                    Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Double(_)
+                )
+            };
+            if ops.iter().any(num)
+                && ops.iter().any(|v| matches!(v, Value::Str(_)))
+                && !ops
+                    .iter()
+                    .any(|v| matches!(v, Value::Date(_) | Value::DateTime(_)))
+            {
+                for s in [&mut v, &mut l, &mut h] {
+                    if let Value::Str(t) = s {
+                        *s = Value::Double(str_to_f64(t).0);
+                    }
+                }
+            }
             let ge = compare(&v, &l).map(|o| o != Ordering::Less);
             let le = compare(&v, &h).map(|o| o != Ordering::Greater);
             let r = match (ge, le) {
@@ -1381,6 +1403,14 @@ fn eval_level(e: &Expr, ctx: &mut dyn Context) -> Result<Value, SqlError> {
     }
 }
 
+/// The type of a value that is one of `results` (IF, IFNULL, COALESCE, CASE): their types
+/// aggregated ([`crate::value::aggregate_type`]).
+pub fn result_type<'e>(results: impl Iterator<Item = &'e Expr>) -> SqlType {
+    results
+        .map(static_type)
+        .fold(SqlType::Null, crate::value::aggregate_type)
+}
+
 /// Best-effort static type of an expression (for column metadata at PREPARE time and for
 /// all-NULL result columns).
 pub fn static_type(e: &Expr) -> SqlType {
@@ -1395,6 +1425,10 @@ fn static_type_level(e: &Expr) -> SqlType {
                 match (static_type(a), static_type(b)) {
                     (SqlType::Double | SqlType::Str, _) | (_, SqlType::Double | SqlType::Str) => {
                         SqlType::Double
+                    }
+                    // A product's scale is the sum of its factors' (as its value's is).
+                    (SqlType::Decimal(x), SqlType::Decimal(y)) if *op == BinOp::Mul => {
+                        SqlType::Decimal(x.saturating_add(y).min(30))
                     }
                     (SqlType::Decimal(x), SqlType::Decimal(y)) => SqlType::Decimal(x.max(y)),
                     (SqlType::Decimal(x), _) | (_, SqlType::Decimal(x)) => SqlType::Decimal(x),
@@ -1414,7 +1448,11 @@ fn static_type_level(e: &Expr) -> SqlType {
             }
             _ => SqlType::Int,
         },
-        Expr::Unary(UnOp::Neg, x) => static_type(x),
+        // Minus a string is a DOUBLE, as the value is.
+        Expr::Unary(UnOp::Neg, x) => match static_type(x) {
+            SqlType::Str => SqlType::Double,
+            t => t,
+        },
         Expr::Unary(UnOp::BitNot, _) => SqlType::UInt,
         Expr::Unary(UnOp::Not, _)
         | Expr::IsNull(..)
@@ -1439,19 +1477,38 @@ fn static_type_level(e: &Expr) -> SqlType {
             "LENGTH" | "OCTET_LENGTH" | "CHAR_LENGTH" | "CHARACTER_LENGTH" | "UNIX_TIMESTAMP"
             | "SLEEP" | "ISNULL" | "BENCHMARK" => SqlType::Int,
             "CONNECTION_ID" | "LAST_INSERT_ID" => SqlType::UInt,
-            "ABS" | "CEIL" | "CEILING" | "FLOOR" | "ROUND" | "TRUNCATE" | "MOD" => {
-                args.first().map(static_type).unwrap_or(SqlType::Int)
+            // As the values are: of a string a DOUBLE; CEIL/FLOOR of a DECIMAL an integer;
+            // ROUND/TRUNCATE of a DECIMAL to n places DECIMAL(.., n).
+            "ABS" | "CEIL" | "CEILING" | "FLOOR" | "ROUND" | "TRUNCATE" => {
+                match (
+                    name.as_str(),
+                    args.first().map(static_type).unwrap_or(SqlType::Int),
+                    args.get(1),
+                ) {
+                    (_, SqlType::Str, _) => SqlType::Double,
+                    ("CEIL" | "CEILING" | "FLOOR", SqlType::Decimal(_), _) => SqlType::Int,
+                    ("ROUND", SqlType::Decimal(_), None) => SqlType::Decimal(0),
+                    ("ROUND" | "TRUNCATE", SqlType::Decimal(_), Some(Expr::Literal(v))) => {
+                        SqlType::Decimal(v.to_i128().unwrap_or(0).clamp(0, 30) as u8)
+                    }
+                    (_, t, _) => t,
+                }
             }
-            "IF" => args.get(1).map(static_type).unwrap_or(SqlType::Str),
-            "IFNULL" | "COALESCE" | "NULLIF" | "GREATEST" | "LEAST" => {
+            "MOD" if args.len() == 2 => static_type(&Expr::Binary(
+                BinOp::Mod,
+                Box::new(args[0].clone()),
+                Box::new(args[1].clone()),
+            )),
+            // Typed by all of their possible results, as MySQL does (`IFNULL(int, 1.75)` is
+            // DECIMAL(.., 2); `IF(c, 'x', date)` a string).
+            "IF" => result_type(args.iter().skip(1)),
+            "IFNULL" | "COALESCE" => result_type(args.iter()),
+            "NULLIF" | "GREATEST" | "LEAST" => {
                 args.first().map(static_type).unwrap_or(SqlType::Str)
             }
             _ => SqlType::Str,
         },
-        Expr::Case(_, whens, _) => whens
-            .first()
-            .map(|(_, t)| static_type(t))
-            .unwrap_or(SqlType::Str),
+        Expr::Case(_, whens, el) => result_type(whens.iter().map(|(_, t)| t).chain(el.as_deref())),
         Expr::AssignUserVar(_, x) => static_type(x),
         Expr::Aggregate(a) => {
             let arg = a.arg.as_ref().map(static_type).unwrap_or(SqlType::Int);

@@ -337,6 +337,51 @@ impl fmt::Display for Value {
     }
 }
 
+/// The type of a result column fed by values of types `a` and `b` (a UNION column), MySQL's
+/// aggregation for results: integers and decimals give DECIMAL with the larger scale (signed and
+/// unsigned integers mixed too), a DOUBLE among numbers gives DOUBLE, DATE with DATETIME gives
+/// DATETIME, and a string, or a temporal value among numbers, gives a string. NULL adds nothing.
+pub fn aggregate_type(a: SqlType, b: SqlType) -> SqlType {
+    use SqlType::*;
+    match (a, b) {
+        (Null, t) | (t, Null) => t,
+        (x, y) if x == y => x,
+        (Str, _) | (_, Str) => Str,
+        (Date | DateTime, Date | DateTime) => DateTime,
+        (Date | DateTime, _) | (_, Date | DateTime) => Str,
+        (Double, _) | (_, Double) => Double,
+        (Decimal(x), Decimal(y)) => Decimal(x.max(y)),
+        (Decimal(s), _) | (_, Decimal(s)) => Decimal(s),
+        // INT with INT UNSIGNED.
+        _ => Decimal(0),
+    }
+}
+
+/// `v` as a value of a column of type `ty` (see [`aggregate_type`]): what the client sees of a
+/// UNION column, so `1` in a DECIMAL(.., 2) column is `1.00` and a date in a string column is its
+/// text. Values that already fit are unchanged.
+pub fn coerce_to(v: Value, ty: SqlType) -> Value {
+    match (ty, v) {
+        (_, Value::Null) => Value::Null,
+        (SqlType::Str, v @ Value::Str(_)) => v,
+        (SqlType::Str, v) => Value::Str(v.to_text().unwrap_or_default()),
+        (SqlType::Decimal(s), v @ (Value::Int(_) | Value::UInt(_) | Value::Decimal(_))) => {
+            match v.to_decimal() {
+                Some(d) if d.scale < u32::from(s) => {
+                    d.rescale(u32::from(s)).map(Value::Decimal).unwrap_or(v)
+                }
+                Some(d) => Value::Decimal(d),
+                None => v,
+            }
+        }
+        (SqlType::Double, v @ (Value::Int(_) | Value::UInt(_) | Value::Decimal(_))) => {
+            Value::Double(v.to_f64().unwrap_or(0.0))
+        }
+        (SqlType::DateTime, Value::Date(d)) => Value::DateTime(d),
+        (_, v) => v,
+    }
+}
+
 fn is_numeric(v: &Value) -> bool {
     matches!(
         v,
@@ -358,6 +403,20 @@ pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
         (Str(x), Str(y)) => collate_cmp(x, y),
         (Date(_) | DateTime(_), Date(_) | DateTime(_) | Str(_))
         | (Str(_), Date(_) | DateTime(_)) => {
+            // A string that spells a whole date or datetime compares as that value, as in
+            // MySQL: `DATE '2020-01-05' = '2020-1-5'`, `< '2020-01-05 10:00'`.
+            let when = |v: &Value| match v {
+                Date(d) | DateTime(d) => Some(*d),
+                Str(s) => match crate::eval::parse_datetime(s) {
+                    crate::eval::ParsedDateTime::Exact(d) => Some(d),
+                    _ => None,
+                },
+                _ => None,
+            };
+            if let (Some(x), Some(y)) = (when(a), when(b)) {
+                return Some(x.cmp(&y));
+            }
+            // Anything else (not a date at all) as text, as before.
             let (x, y) = (a.to_text().unwrap(), b.to_text().unwrap());
             // Dates compare as datetimes: `2020-01-01` == `2020-01-01 00:00:00`.
             let norm = |s: String| {

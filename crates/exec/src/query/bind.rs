@@ -5,12 +5,12 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use shoal_sql::ast::{
-    Aggregate, BinOp, Expr, JoinCond, JoinKind, Query, QueryBody, QueryItem, QuerySelect, RowLock,
-    Subquery, SubqueryKind, TableExpr,
+    Aggregate, BinOp, CastType, Expr, JoinCond, JoinKind, Query, QueryBody, QueryItem, QuerySelect,
+    RowLock, Subquery, SubqueryKind, TableExpr,
 };
 use shoal_sql::decimal::Decimal;
 use shoal_sql::eval::static_type;
-use shoal_sql::value::{DateTime, SqlType, Value};
+use shoal_sql::value::{aggregate_type, DateTime, SqlType, Value};
 use shoal_sql::SqlError;
 use shoal_store::{Engine, LockMode};
 
@@ -156,6 +156,9 @@ struct Level {
     sources: Vec<SourceInfo>,
     /// A derived table's top block: names do not resolve outside it.
     barrier: bool,
+    /// While an ON clause is bound: the sources of its join, the only ones of this level it
+    /// sees (in `FROM a, b JOIN c ON ..` the ON sees `b` and `c`, not `a`, as in MySQL).
+    visible: Option<Range<usize>>,
 }
 
 /// The context of an expression: which clause (for 1054's message), whether aggregates may
@@ -323,7 +326,11 @@ impl Binder<'_> {
                 (Body::Select(sel), names, infos, order)
             }
             other => {
-                let (body, names, infos) = self.body(other, barrier, lock)?;
+                let (mut body, names, infos) = self.body(other, barrier, lock)?;
+                if let Body::Union { types, .. } = &body {
+                    let types = types.clone();
+                    chain_types(&mut body, &types);
+                }
                 let mut order = Vec::new();
                 for (e, desc) in &q.order_by {
                     order.push((output_key(e, &names, None)?, *desc));
@@ -371,8 +378,8 @@ impl Binder<'_> {
                 Ok((Body::Query(Box::new(bound.node)), bound.names, bound.infos))
             }
             QueryBody::Union { all, left, right } => {
-                let (l, names, infos) = self.body(left, barrier, lock)?;
-                let (r, rnames, _) = self.body(right, barrier, lock)?;
+                let (l, names, linfos) = self.body(left, barrier, lock)?;
+                let (r, rnames, rinfos) = self.body(right, barrier, lock)?;
                 if names.len() != rnames.len() {
                     return Err(SqlError::other(
                         1222,
@@ -380,11 +387,27 @@ impl Binder<'_> {
                         "The used SELECT statements have a different number of columns",
                     ));
                 }
+                // Each column's type aggregates the members' (MySQL: INT with DECIMAL(10,2) is
+                // DECIMAL(.., 2), a number with a string or a date is a string); the first
+                // member's description stays where the type does not change.
+                let mut types = Vec::new();
+                let mut infos = Vec::new();
+                for (i, (li, ri)) in linfos.into_iter().zip(&rinfos).enumerate() {
+                    let lt = info_type(&li);
+                    let ty = aggregate_type(lt, info_type(ri));
+                    types.push(ty);
+                    infos.push(if ty == lt {
+                        li
+                    } else {
+                        ColumnInfo::expr(&names[i], ty)
+                    });
+                }
                 Ok((
                     Body::Union {
                         all: *all,
                         left: Box::new(l),
                         right: Box::new(r),
+                        types,
                     },
                     names,
                     infos,
@@ -412,6 +435,7 @@ impl Binder<'_> {
         self.levels.push(Level {
             sources: Vec::new(),
             barrier,
+            visible: None,
         });
         self.aggs.push(Vec::new());
         let r = self.select_in_level(s, order_by, lock);
@@ -845,10 +869,13 @@ impl Binder<'_> {
                 let end_source = self.levels.last().expect("level").sources.len();
                 let (cond_expr, star) = match cond {
                     JoinCond::None => (None, [lstar, rstar].concat()),
-                    JoinCond::On(e) => (
-                        Some(self.expr(e, &Clause::plain("on clause"))?),
-                        [lstar, rstar].concat(),
-                    ),
+                    JoinCond::On(e) => {
+                        let level = self.levels.last_mut().expect("level");
+                        let outer = level.visible.replace(first_source..end_source);
+                        let on = self.expr(e, &Clause::plain("on clause"));
+                        self.levels.last_mut().expect("level").visible = outer;
+                        (Some(on?), [lstar, rstar].concat())
+                    }
                     JoinCond::Using(cols) => self.using(
                         cols,
                         first_source..mid_source,
@@ -865,7 +892,14 @@ impl Binder<'_> {
                             .filter(|n| rnames.iter().any(|r| r.eq_ignore_ascii_case(n)))
                             .collect();
                         if common.is_empty() {
-                            (None, [lstar, rstar].concat())
+                            // Still a natural join: a RIGHT one lists the right side first, as
+                            // with shared columns (see `using`).
+                            let star = if *kind == JoinKind::Right {
+                                [rstar, lstar].concat()
+                            } else {
+                                [lstar, rstar].concat()
+                            };
+                            (None, star)
                         } else {
                             self.using(
                                 &common,
@@ -927,22 +961,7 @@ impl Binder<'_> {
 
     /// The type a derived table's column has: its select item's type.
     fn derived_type(&self, _node: &QNode, _i: usize, info: &ColumnInfo) -> SqlType {
-        use crate::convert::mysql_type as t;
-        match info.column_type {
-            t::TINY | t::SHORT | t::INT24 | t::LONG | t::LONGLONG => {
-                if info.flags & crate::convert::flags::UNSIGNED != 0 {
-                    SqlType::UInt
-                } else {
-                    SqlType::Int
-                }
-            }
-            t::NEWDECIMAL => SqlType::Decimal(info.decimals),
-            t::FLOAT | t::DOUBLE => SqlType::Double,
-            t::DATE => SqlType::Date,
-            t::DATETIME | t::TIMESTAMP => SqlType::DateTime,
-            t::NULL => SqlType::Null,
-            _ => SqlType::Str,
-        }
+        info_type(info)
     }
 
     fn visible_names(&self, sources: Range<usize>) -> Vec<String> {
@@ -970,8 +989,11 @@ impl Binder<'_> {
         found.ok_or_else(|| unknown_column(None, name, "from clause"))
     }
 
-    /// `USING (cols)`: the equalities, the second copies hidden, and `*`'s column order (the
-    /// shared columns first, as MySQL lists them).
+    /// `USING (cols)`: the equalities, the second copies hidden, and `*`'s column order, as
+    /// MySQL and MariaDB list it: the shared columns first, in the order of the first table
+    /// (not of the USING list), then the first table's other columns, then the second's. A
+    /// RIGHT JOIN runs as a LEFT JOIN with its sides swapped, so there the right side is the
+    /// first table.
     fn using(
         &mut self,
         cols: &[String],
@@ -1006,11 +1028,18 @@ impl Binder<'_> {
             drop_slots.push(lslot);
             drop_slots.push(rslot);
         }
+        let (first, second) = if kind == JoinKind::Right {
+            (rstar, lstar)
+        } else {
+            (lstar, rstar)
+        };
+        let pos = |s: &usize| first.iter().position(|x| x == s).unwrap_or(usize::MAX);
+        shared.sort_by_key(pos);
         let mut star = shared;
         star.extend(
-            lstar
+            first
                 .iter()
-                .chain(rstar)
+                .chain(second)
                 .filter(|s| !drop_slots.contains(s)),
         );
         Ok((and_all(eqs), star))
@@ -1027,7 +1056,10 @@ impl Binder<'_> {
         for li in (0..self.levels.len()).rev() {
             let level = &self.levels[li];
             let mut found: Option<usize> = None;
-            for src in &level.sources {
+            for (si, src) in level.sources.iter().enumerate() {
+                if level.visible.as_ref().is_some_and(|v| !v.contains(&si)) {
+                    continue;
+                }
                 let matches_src = match q {
                     None => true,
                     Some(t) => src.name == t || src.name.eq_ignore_ascii_case(t),
@@ -1070,7 +1102,15 @@ impl Binder<'_> {
     }
 
     /// Binds an expression of the current block.
+    /// Binds an expression of the current block, with IF / IFNULL / COALESCE / CASE results
+    /// of their MySQL type ([`type_results`]).
     fn expr(&mut self, e: &Expr, clause: &Clause<'_>) -> Result<Expr, SqlError> {
+        let b = self.bind_names(e, clause)?;
+        type_results(&b, &mut |x| self.type_of(x))
+    }
+
+    /// Names (and aggregates, subqueries) bound; see [`Binder::expr`].
+    fn bind_names(&mut self, e: &Expr, clause: &Clause<'_>) -> Result<Expr, SqlError> {
         map_expr(e, &mut |x| {
             Ok(Some(match x {
                 Expr::QColumn(q, name) => self.resolve(q.as_deref(), name, clause)?,
@@ -1143,7 +1183,20 @@ impl Binder<'_> {
         // An aggregate inside the subquery belongs to the subquery's own blocks.
         let bound = self.query(&s.query, false, LockMode::None);
         let frame = self.frames.pop().expect("frame");
-        let bound = bound?;
+        let mut bound = bound?;
+        // A UNION under IN / EXISTS / `= ANY` / `<> ALL` keeps its members' values as they
+        // are: MySQL and MariaDB push the equality into each member (IN to EXISTS), so `'a_b'
+        // IN (SELECT 0 UNION SELECT 'x')` compares 'a_b' with 0 as numbers, not as the
+        // UNION's string column. Scalar subqueries and `<`, `>` .. ANY / ALL (compared with
+        // the UNION's MIN / MAX) see the UNION's column type.
+        let per_member = match &kind {
+            SubqueryKind::Scalar => false,
+            SubqueryKind::Compare { op, .. } => matches!(op, BinOp::Eq | BinOp::NotEq),
+            _ => true,
+        };
+        if per_member {
+            chain_types(&mut bound.node.body, &[]);
+        }
         if kind != SubqueryKind::Exists && bound.node.width != 1 {
             return Err(SqlError::OperandColumns(1));
         }
@@ -1201,6 +1254,40 @@ fn position(e: &Expr) -> Option<usize> {
         Expr::Literal(Value::Int(i)) => usize::try_from(*i).ok(),
         Expr::Literal(Value::UInt(u)) => usize::try_from(*u).ok(),
         _ => None,
+    }
+}
+
+/// The value type of a result column as described to clients.
+fn info_type(info: &ColumnInfo) -> SqlType {
+    use crate::convert::mysql_type as t;
+    match info.column_type {
+        t::TINY | t::SHORT | t::INT24 | t::LONG | t::LONGLONG => {
+            if info.flags & crate::convert::flags::UNSIGNED != 0 {
+                SqlType::UInt
+            } else {
+                SqlType::Int
+            }
+        }
+        t::NEWDECIMAL => SqlType::Decimal(info.decimals),
+        t::FLOAT | t::DOUBLE => SqlType::Double,
+        t::DATE => SqlType::Date,
+        t::DATETIME | t::TIMESTAMP => SqlType::DateTime,
+        t::NULL => SqlType::Null,
+        _ => SqlType::Str,
+    }
+}
+
+/// Gives every UNION node of a chain (`a UNION b UNION c` nests to the left) the chain's final
+/// column types: an inner node's duplicates are then judged, and its rows converted, as the
+/// whole UNION's are.
+fn chain_types(b: &mut Body, final_types: &[SqlType]) {
+    if let Body::Union {
+        left, right, types, ..
+    } = b
+    {
+        *types = final_types.to_vec();
+        chain_types(left, final_types);
+        chain_types(right, final_types);
     }
 }
 
@@ -1289,4 +1376,79 @@ fn leaf_slots(s: &Source, leaves: &[Leaf], out: &mut Vec<Range<usize>>) {
     let mut order = Vec::new();
     leaf_order(s, &mut order);
     out.extend(order.into_iter().map(|i| leaves[i].slots.clone()));
+}
+
+/// MySQL types IF, IFNULL, COALESCE and CASE by all of their possible results
+/// ([`shoal_sql::eval::result_type`]): `IFNULL(int_col, 1.75)` is DECIMAL(.., 2), so 3 shows as
+/// `3.00`; `IF(c, 'x', date_col)` is a string, so a date shows as its text. Returns `e` with the
+/// results of each such call that have another type converted to it (a CAST), so the values
+/// match the column type clients are told. `type_of` types a sub-expression as bound.
+pub(crate) fn type_results(
+    e: &Expr,
+    type_of: &mut dyn FnMut(&Expr) -> SqlType,
+) -> Result<Expr, SqlError> {
+    map_expr(e, &mut |x| match x {
+        Expr::Function(name, args)
+            if matches!(name.as_str(), "IF" | "IFNULL" | "COALESCE")
+                && args.len() > usize::from(name == "IF") =>
+        {
+            let mut args = args
+                .iter()
+                .map(|a| type_results(a, type_of))
+                .collect::<Result<Vec<_>, _>>()?;
+            // IF's first argument is its condition, not a result.
+            let first = usize::from(name == "IF");
+            let ty = args[first..]
+                .iter()
+                .map(|a| type_of(a))
+                .fold(SqlType::Null, aggregate_type);
+            for a in &mut args[first..] {
+                let own = std::mem::replace(a, Expr::Literal(Value::Null));
+                *a = conform(own, ty, type_of);
+            }
+            Ok(Some(Expr::Function(name.clone(), args)))
+        }
+        Expr::Case(operand, whens, el) => {
+            let operand = operand
+                .as_ref()
+                .map(|o| type_results(o, type_of).map(Box::new))
+                .transpose()?;
+            let mut arms = Vec::new();
+            for (w, t) in whens {
+                arms.push((type_results(w, type_of)?, type_results(t, type_of)?));
+            }
+            let el = el.as_ref().map(|x| type_results(x, type_of)).transpose()?;
+            let ty = arms
+                .iter()
+                .map(|(_, t)| t)
+                .chain(el.as_ref())
+                .map(|t| type_of(t))
+                .fold(SqlType::Null, aggregate_type);
+            let arms = arms
+                .into_iter()
+                .map(|(w, t)| (w, conform(t, ty, type_of)))
+                .collect();
+            let el = el.map(|x| Box::new(conform(x, ty, type_of)));
+            Ok(Some(Expr::Case(operand, arms, el)))
+        }
+        _ => Ok(None),
+    })
+}
+
+/// `e` converted to `ty` where its own type differs (NULL needs nothing; integers already
+/// read as integers).
+fn conform(e: Expr, ty: SqlType, type_of: &mut dyn FnMut(&Expr) -> SqlType) -> Expr {
+    let cast = match ty {
+        SqlType::Str => CastType::Char,
+        SqlType::Decimal(s) => CastType::Decimal(s),
+        SqlType::Double => CastType::Double,
+        SqlType::DateTime => CastType::DateTime,
+        _ => return e,
+    };
+    let own = type_of(&e);
+    if own == ty || own == SqlType::Null {
+        e
+    } else {
+        Expr::Cast(Box::new(e), cast)
+    }
 }

@@ -42,6 +42,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use shoal_sql::ast::{AggFunc, Expr};
+use shoal_sql::value::SqlType;
 use shoal_store::{LockMode, TableDef};
 
 use crate::convert::ColumnInfo;
@@ -105,6 +106,11 @@ pub(crate) enum Body {
         all: bool,
         left: Box<Body>,
         right: Box<Body>,
+        /// The result columns' types, aggregated over every member of the UNION chain (the
+        /// same on each of its nodes): rows are converted to them before duplicates go. Empty
+        /// (values kept as the members made them) under IN / EXISTS / `= ANY` / `<> ALL`,
+        /// where MySQL compares with each member's values.
+        types: Vec<SqlType>,
     },
     Query(Box<QNode>),
 }

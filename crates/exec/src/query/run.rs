@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use shoal_sql::ast::{BinOp, Expr, Subquery, SubqueryKind, VarScope};
 use shoal_sql::eval::{eval, Context};
-use shoal_sql::value::{compare, DateTime, Value};
+use shoal_sql::value::{coerce_to, compare, DateTime, Value};
 use shoal_sql::SqlError;
 use shoal_store::{Engine, KeyRange, LockMode, Row, Transaction};
 
@@ -229,9 +229,21 @@ impl<'p, 'a> Runner<'p, 'a> {
                 .map(|(_, r)| r)
                 .collect()),
             Body::Query(q) => self.node(q, None),
-            Body::Union { all, left, right } => {
+            Body::Union {
+                all,
+                left,
+                right,
+                types,
+            } => {
                 let mut rows = self.body(left)?;
                 rows.extend(self.body(right)?);
+                // The members' values as the UNION's column types (before duplicates go:
+                // `1` and `'1'` in a string column are one value).
+                for row in &mut rows {
+                    for (v, ty) in row.iter_mut().zip(types) {
+                        *v = coerce_to(std::mem::replace(v, Value::Null), *ty);
+                    }
+                }
                 if !*all {
                     let mut seen = HashSet::new();
                     rows.retain(|r| seen.insert(group_key(r)));

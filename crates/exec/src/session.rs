@@ -73,7 +73,7 @@ impl TableEngine {
             autocommit: true,
             isolation: Isolation::RepeatableRead,
             lock_wait_timeout: None,
-            access: Access::default(),
+            restrictions: Restrictions::default(),
             txn_read_only: false,
             next_read_only: None,
             select_limit: u64::MAX,
@@ -209,8 +209,8 @@ pub struct TableSession {
     isolation: Isolation,
     /// `innodb_lock_wait_timeout` for this session (None = engine default).
     lock_wait_timeout: Option<Duration>,
-    /// What the server's and the session's settings refuse (see [`Access`]).
-    access: Access,
+    /// What the server's and the session's settings refuse (see [`Restrictions`]).
+    restrictions: Restrictions,
     /// The open transaction is READ ONLY (decided when it opened).
     txn_read_only: bool,
     /// `SET TRANSACTION READ ONLY | READ WRITE` without a scope: the access mode of the next
@@ -223,7 +223,7 @@ pub struct TableSession {
 
 /// The settings that refuse statements, synced by the session layer before every use.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Access {
+pub struct Restrictions {
     /// `read_only` applies to this user (no SUPER / CONNECTION_ADMIN), or `super_read_only` is
     /// on: the option to name in 1290. Row changes and DDL are refused, and so is the COMMIT of
     /// a transaction that changed rows (MySQL rolls it back).
@@ -328,9 +328,9 @@ impl TableSession {
         Ok(())
     }
 
-    /// Settings that refuse statements (see [`Access`]).
-    pub fn set_access(&mut self, access: Access) {
-        self.access = access;
+    /// Settings that refuse statements (see [`Restrictions`]).
+    pub fn set_restrictions(&mut self, r: Restrictions) {
+        self.restrictions = r;
     }
 
     /// `SET TRANSACTION READ ONLY | READ WRITE` (no scope): the next transaction's access mode.
@@ -348,12 +348,12 @@ impl TableSession {
         self.select_limit = limit;
     }
 
-    /// COMMIT (no-op without a transaction). Under `read_only` (see [`Access`]) a transaction
+    /// COMMIT (no-op without a transaction). Under `read_only` (see [`Restrictions`]) a transaction
     /// that changed rows is rolled back instead, with 1290, as MySQL does.
     pub fn commit(&mut self) -> Result<(), SqlError> {
         self.explicit = false;
         let r = match self.txn.take() {
-            Some(mut t) if t.is_active() => match self.access.server_read_only {
+            Some(mut t) if t.is_active() => match self.restrictions.server_read_only {
                 Some(option) if t.has_writes() => {
                     t.rollback();
                     Err(read_only_error(option))
@@ -385,7 +385,7 @@ impl TableSession {
         self.txn_read_only = self
             .next_read_only
             .take()
-            .unwrap_or(self.access.session_read_only);
+            .unwrap_or(self.restrictions.session_read_only);
         let mut t = self.engine.store.begin(self.isolation);
         if let Some(d) = self.lock_wait_timeout {
             t.set_lock_wait_timeout(d);
@@ -501,13 +501,13 @@ impl TableSession {
         // Statements that do not touch rows.
         match &plan.stmt {
             s if s.is_ddl() => {
-                if let Some(option) = self.access.server_read_only {
+                if let Some(option) = self.restrictions.server_read_only {
                     return Err(read_only_error(option));
                 }
                 self.commit()?;
                 // The implicit commit ended any transaction: DDL runs in the session's mode.
                 self.next_read_only = None;
-                if self.access.session_read_only {
+                if self.restrictions.session_read_only {
                     return Err(read_only_transaction_error());
                 }
                 return self.ddl(&store, plan);
@@ -565,7 +565,7 @@ impl TableSession {
         }
         let writes = plan.stmt.writes_rows();
         if writes {
-            if let Some(option) = self.access.server_read_only {
+            if let Some(option) = self.restrictions.server_read_only {
                 return Err(read_only_error(option));
             }
         }

@@ -793,12 +793,12 @@ impl Session {
         }
         let hot = self.hot();
         let (autocommit, iso, timeout) = (hot.autocommit, hot.isolation, hot.lock_wait_timeout);
-        let access = shoal_exec::Access {
+        let restrictions = shoal_exec::Restrictions {
             server_read_only: self.server.read_only_for(self.is_super),
             session_read_only: hot.read_only,
         };
         let ts = self.table.as_mut()?;
-        ts.set_access(access);
+        ts.set_restrictions(restrictions);
         if ts.autocommit() != autocommit {
             // Turning autocommit on commits; an error there is reported by the SET itself.
             let _ = ts.set_autocommit(autocommit);
@@ -1870,8 +1870,9 @@ impl Session {
                 Ok(p) if p.params > 0 => Err(SqlError::Syntax("?".into())),
                 Ok(p) => self.run(&p.statement, &[]),
                 // Statements only the table engine knows (SHOW CREATE TABLE, DESCRIBE, ...):
-                // its answer wins unless it does not understand the text either.
-                Err(e) if self.has_tables() => {
+                // its answer wins unless it does not understand the text either. Transaction
+                // control is the session's alone: its syntax error stands.
+                Err(e) if self.has_tables() && !is_transaction_control(part) => {
                     self.stmt_time = now_datetime();
                     self.diag.clear();
                     let counters = &self.server.counters;
@@ -1895,6 +1896,18 @@ impl Session {
         }
         out
     }
+}
+
+/// Whether `sql` starts with START, BEGIN, COMMIT or ROLLBACK.
+fn is_transaction_control(sql: &str) -> bool {
+    let first = sql
+        .trim_start()
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .next()
+        .unwrap_or("");
+    ["START", "BEGIN", "COMMIT", "ROLLBACK"]
+        .iter()
+        .any(|k| k.eq_ignore_ascii_case(first))
 }
 
 fn check_db_name(name: &str) -> Result<(), SqlError> {

@@ -569,15 +569,20 @@ impl TableSession {
                 return Err(read_only_error(option));
             }
         }
+        // The access mode of the open transaction, or of the one this statement would open.
+        // Refused before that transaction opens, a statement leaves a `SET TRANSACTION READ
+        // ONLY` for the next one (MySQL and MariaDB).
+        let read_only = match &self.txn {
+            Some(_) => self.txn_read_only,
+            None => self
+                .next_read_only
+                .unwrap_or(self.restrictions.session_read_only),
+        };
+        if (writes || plan.stmt.locks_for_update()) && read_only {
+            return Err(read_only_transaction_error());
+        }
         if self.txn.is_none() {
             self.open_txn();
-        }
-        if (writes || plan.stmt.locks_for_update()) && self.txn_read_only {
-            // A statement of its own (autocommit) ends its transaction with it.
-            if self.autocommit && !self.explicit {
-                self.rollback();
-            }
-            return Err(read_only_transaction_error());
         }
         self.kill.killed.store(false, Ordering::SeqCst);
         let mut txn = self.txn.take().expect("opened above");

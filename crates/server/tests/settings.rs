@@ -206,6 +206,10 @@ fn read_only_transactions_refuse_writes() {
     c.query_drop("SET TRANSACTION READ ONLY").unwrap();
     assert_eq!(one_u64(&mut c, "SELECT @@transaction_read_only"), 0);
     assert_eq!(code(c.query_drop("INSERT INTO t VALUES (10, 100)")), 1792);
+    // Refused before its transaction started, the statement left the mode for the next one;
+    // a read uses it up.
+    assert_eq!(code(c.query_drop("INSERT INTO t VALUES (10, 100)")), 1792);
+    assert_eq!(count(&mut c, "SELECT * FROM t WHERE id = 1"), 1);
     c.query_drop("INSERT INTO t VALUES (10, 100)").unwrap();
     c.query_drop("SET @@transaction_read_only = 1").unwrap();
     c.query_drop("START TRANSACTION").unwrap();

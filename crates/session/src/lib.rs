@@ -165,6 +165,9 @@ pub struct Server {
     host_errors: Mutex<HashMap<String, u64>>,
 }
 
+/// Most client addresses whose connection errors are remembered (`max_connect_errors`).
+const HOST_CACHE_MAX: usize = 1024;
+
 /// The host cache's view of a client: TCP connections from an address other than loopback.
 /// MySQL leaves loopback (127.0.0.0/8, ::1) and Unix-socket connections out of the host cache,
 /// so they are never blocked; a test server (fault injection on) counts loopback too, so that
@@ -268,12 +271,18 @@ impl Server {
     /// MySQL.
     pub fn note_connect_error(&self, host: &str) {
         if let Some(ip) = host_cache_key(host, self.fault_injection) {
-            *self
+            let mut h = self
                 .host_errors
                 .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .entry(ip.to_string())
-                .or_insert(0) += 1;
+                .unwrap_or_else(PoisonError::into_inner);
+            // Bounded like MySQL's host cache: a new address past the bound replaces the one
+            // with the fewest errors.
+            if h.len() >= HOST_CACHE_MAX && !h.contains_key(ip) {
+                if let Some(k) = h.iter().min_by_key(|(_, n)| **n).map(|(k, _)| k.clone()) {
+                    h.remove(&k);
+                }
+            }
+            *h.entry(ip.to_string()).or_insert(0) += 1;
         }
     }
 

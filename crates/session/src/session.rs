@@ -2121,6 +2121,12 @@ impl Backend for Session {
             .prepared_stmt_count
             .fetch_sub(n, Ordering::Relaxed);
         self.vars = self.server.vars.session_copy();
+        // A pending `SET TRANSACTION READ ...` goes too: the next transaction has the
+        // session's (fresh) access mode.
+        let read_only = self.hot().read_only;
+        if let Some(ts) = self.table.as_mut() {
+            ts.set_next_read_only(read_only);
+        }
         self.diag.clear();
         self.last_insert_id = 0;
     }

@@ -815,6 +815,52 @@ mod tests {
     }
 
     #[test]
+    fn read_only_and_super_read_only_are_coupled() {
+        let v = Vars::new();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s2 = seen.clone();
+        v.subscribe(Box::new(move |n, val| {
+            s2.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((n.to_string(), val.as_bool()))
+        }));
+        let on = |x: &str| v.get(x).as_bool();
+        v.set_global("super_read_only", &SetValue::Int(1)).unwrap();
+        assert!(on("read_only") && on("super_read_only"));
+        v.set_global("super_read_only", &SetValue::Int(0)).unwrap();
+        assert!(on("read_only") && !on("super_read_only"));
+        v.set_global("super_read_only", &SetValue::Str("ON".into()))
+            .unwrap();
+        v.set_global("read_only", &SetValue::Str("OFF".into()))
+            .unwrap();
+        assert!(!on("read_only") && !on("super_read_only"));
+        v.set_startup("super-read-only", "").unwrap();
+        assert!(on("read_only") && on("super_read_only"));
+        // Subscribers see both halves, the implied one first.
+        assert_eq!(
+            seen.lock().unwrap_or_else(PoisonError::into_inner)[..3],
+            [
+                ("read_only".to_string(), true),
+                ("super_read_only".to_string(), true),
+                ("super_read_only".to_string(), false),
+            ]
+        );
+        // max_user_connections: shown per session, set globally only.
+        let mut s = v.session_copy();
+        assert_eq!(
+            s.set(&v, "max_user_connections", &SetValue::Int(3))
+                .unwrap_err()
+                .code(),
+            1621
+        );
+        assert_eq!(
+            v.set_startup("thread_stack", "128K").unwrap_err().code(),
+            1231
+        );
+        v.set_startup("thread_stack", "512K").unwrap();
+    }
+
+    #[test]
     fn session_copy_is_isolated_from_later_global_changes() {
         let v = Vars::new();
         let s = v.session_copy();

@@ -273,7 +273,10 @@ impl TableStmt {
     pub fn writes_rows(&self) -> bool {
         matches!(
             self,
-            TableStmt::Insert(_) | TableStmt::Update(_) | TableStmt::Delete(_) | TableStmt::Multi(_)
+            TableStmt::Insert(_)
+                | TableStmt::Update(_)
+                | TableStmt::Delete(_)
+                | TableStmt::Multi(_)
         )
     }
 

@@ -49,7 +49,10 @@ fn wait_for<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
         if let Some(v) = f() {
             return v;
         }
-        assert!(Instant::now() < deadline, "condition not reached in {limit:?}");
+        assert!(
+            Instant::now() < deadline,
+            "condition not reached in {limit:?}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -107,7 +110,10 @@ fn read_only_and_super_read_only_refuse_writes() {
     }
     // Reads still work, locking ones too (read_only refuses changes only).
     assert_eq!(count(&mut bob, "SELECT * FROM d.t"), 5);
-    assert_eq!(count(&mut bob, "SELECT * FROM d.t WHERE id = 1 FOR UPDATE"), 1);
+    assert_eq!(
+        count(&mut bob, "SELECT * FROM d.t WHERE id = 1 FOR UPDATE"),
+        1
+    );
     // The open transaction's change cannot be committed: rolled back with 1290 (MySQL).
     assert_eq!(code(bob_txn.query_drop("COMMIT")), 1290);
     assert_eq!(count(&mut root, "SELECT * FROM d.t WHERE id = 100"), 0);
@@ -176,7 +182,10 @@ fn read_only_transactions_refuse_writes() {
     c.query_drop("START TRANSACTION READ WRITE").unwrap();
     c.query_drop("INSERT INTO t VALUES (7, 70)").unwrap();
     c.query_drop("COMMIT").unwrap();
-    assert_eq!(code(c.query_drop("START TRANSACTION READ ONLY, READ WRITE")), 1064);
+    assert_eq!(
+        code(c.query_drop("START TRANSACTION READ ONLY, READ WRITE")),
+        1064
+    );
 
     // The session's access mode: transaction_read_only / tx_read_only.
     c.query_drop("SET SESSION TRANSACTION READ ONLY").unwrap();
@@ -184,7 +193,10 @@ fn read_only_transactions_refuse_writes() {
     assert_eq!(one_u64(&mut c, "SELECT @@session.tx_read_only"), 1);
     assert_eq!(one_u64(&mut c, "SELECT @@global.transaction_read_only"), 0);
     assert_eq!(code(c.query_drop("INSERT INTO t VALUES (8, 80)")), 1792);
-    assert_eq!(code(c.query_drop("CREATE TABLE u (a INT PRIMARY KEY)")), 1792);
+    assert_eq!(
+        code(c.query_drop("CREATE TABLE u (a INT PRIMARY KEY)")),
+        1792
+    );
     assert_eq!(code(c.query_drop("CREATE DATABASE e")), 1792);
     // An explicit READ WRITE transaction still may.
     c.query_drop("START TRANSACTION READ WRITE").unwrap();
@@ -196,7 +208,8 @@ fn read_only_transactions_refuse_writes() {
     c.query_drop("ROLLBACK").unwrap();
     c.query_drop("SET tx_read_only = OFF").unwrap();
     c.query_drop("INSERT INTO t VALUES (9, 90)").unwrap();
-    c.query_drop("SET SESSION transaction_read_only = 1").unwrap();
+    c.query_drop("SET SESSION transaction_read_only = 1")
+        .unwrap();
     assert_eq!(code(c.query_drop("DELETE FROM t")), 1792);
     c.query_drop("SET SESSION transaction_read_only = DEFAULT")
         .unwrap();
@@ -218,10 +231,14 @@ fn read_only_transactions_refuse_writes() {
     c.query_drop("INSERT INTO t VALUES (11, 110)").unwrap();
 
     // A new session starts from the global value.
-    c.query_drop("SET GLOBAL transaction_read_only = ON").unwrap();
+    c.query_drop("SET GLOBAL transaction_read_only = ON")
+        .unwrap();
     let mut c2 = s.conn();
     assert_eq!(one_u64(&mut c2, "SELECT @@transaction_read_only"), 1);
-    assert_eq!(code(c2.query_drop("INSERT INTO d.t VALUES (12, 120)")), 1792);
+    assert_eq!(
+        code(c2.query_drop("INSERT INTO d.t VALUES (12, 120)")),
+        1792
+    );
     c.query_drop("INSERT INTO t VALUES (12, 120)").unwrap();
     assert_eq!(count(&mut c, "SELECT * FROM t"), 12);
 }
@@ -230,8 +247,12 @@ fn read_only_transactions_refuse_writes() {
 fn max_user_connections_limits_each_account() {
     let s = Shoal::start("settings-muc", &[]);
     let mut root = s.conn();
-    root.query_drop("SET GLOBAL max_user_connections = 3").unwrap();
-    assert_eq!(one_u64(&mut root, "SELECT @@session.max_user_connections"), 3);
+    root.query_drop("SET GLOBAL max_user_connections = 3")
+        .unwrap();
+    assert_eq!(
+        one_u64(&mut root, "SELECT @@session.max_user_connections"),
+        3
+    );
     // The session value is shown, not set (1621, as in MySQL and MariaDB).
     assert_eq!(
         code(root.query_drop("SET SESSION max_user_connections = 10")),
@@ -248,7 +269,9 @@ fn max_user_connections_limits_each_account() {
     // Another account has its own count.
     root.query_drop("CREATE USER 'bob'@'%' IDENTIFIED BY 'pw'")
         .unwrap();
-    let bobs: Vec<mysql::Conn> = (0..3).map(|_| connect_as(&s, "bob", "pw").unwrap()).collect();
+    let bobs: Vec<mysql::Conn> = (0..3)
+        .map(|_| connect_as(&s, "bob", "pw").unwrap())
+        .collect();
     assert_eq!(code(connect_as(&s, "bob", "pw")), 1203);
     drop(bobs);
     // A closed connection frees its slot (the server notices the close asynchronously).
@@ -262,13 +285,16 @@ fn max_user_connections_limits_each_account() {
     let mut only = connect_as(&s, "one", "pw").unwrap();
     assert_eq!(one_u64(&mut only, "SELECT @@max_user_connections"), 1);
     assert_eq!(code(connect_as(&s, "one", "pw")), 1203);
-    root.query_drop("SET GLOBAL max_user_connections = 0").unwrap();
+    root.query_drop("SET GLOBAL max_user_connections = 0")
+        .unwrap();
     assert_eq!(code(connect_as(&s, "one", "pw")), 1203);
     // Not implemented resource limits are refused, not ignored.
     assert_eq!(
-        code(root.query_drop(
-            "CREATE USER 'two'@'%' IDENTIFIED BY 'pw' WITH MAX_QUERIES_PER_HOUR 10"
-        )),
+        code(
+            root.query_drop(
+                "CREATE USER 'two'@'%' IDENTIFIED BY 'pw' WITH MAX_QUERIES_PER_HOUR 10"
+            )
+        ),
         1235
     );
     drop(only);
@@ -337,7 +363,8 @@ fn max_connect_errors_blocks_a_host_until_flush_hosts() {
         .unwrap();
     assert_eq!(blocked.1, 2);
     // The count is compared with the current value: raising it unblocks.
-    root.query_drop("SET GLOBAL max_connect_errors = 4").unwrap();
+    root.query_drop("SET GLOBAL max_connect_errors = 4")
+        .unwrap();
     drop(s.conn());
     aborted_handshakes(&s, &mut root, 3);
     drop(s.conn());
@@ -347,7 +374,8 @@ fn max_connect_errors_blocks_a_host_until_flush_hosts() {
     root.query_drop("FLUSH HOSTS").unwrap();
     drop(s.conn());
     // The Unix socket has no host to block.
-    root.query_drop("SET GLOBAL max_connect_errors = 1").unwrap();
+    root.query_drop("SET GLOBAL max_connect_errors = 1")
+        .unwrap();
     aborted_handshakes(&s, &mut root, 1);
     assert_eq!(code(connect_as(&s, "root", "")), 1129);
     let local = mysql::OptsBuilder::new()
@@ -414,13 +442,12 @@ fn thread_stack_sizes_connection_threads() {
         assert_eq!(one_u64(&mut conns[0], &deep), 3000);
         let too_deep = format!("SELECT {}", vec!["1"; 20000].join("+"));
         assert_eq!(code(conns[0].query_drop(&too_deep)), 1436);
-        let nested = format!(
-            "SELECT {}1{}",
-            "(SELECT ".repeat(20),
-            ")".repeat(20)
-        );
+        let nested = format!("SELECT {}1{}", "(SELECT ".repeat(20), ")".repeat(20));
         assert_eq!(one_u64(&mut conns[1], &nested), 1);
-        assert_eq!(code(conns[2].query_drop("SET GLOBAL thread_stack = 1048576")), 1238);
+        assert_eq!(
+            code(conns[2].query_drop("SET GLOBAL thread_stack = 1048576")),
+            1238
+        );
     }
     // Below the floor: refused at startup, not raised silently.
     let dir = support::temp_dir("settings-stack-min");
@@ -455,11 +482,20 @@ fn sql_select_limit_caps_top_level_selects() {
     assert_eq!(count(&mut c, "SELECT * FROM t LIMIT 1"), 1);
     // Subqueries and derived tables are not limited; the top-level result is.
     assert_eq!(
-        one_u64(&mut c, "SELECT COUNT(*) FROM t WHERE id IN (SELECT id FROM t)"),
+        one_u64(
+            &mut c,
+            "SELECT COUNT(*) FROM t WHERE id IN (SELECT id FROM t)"
+        ),
         5
     );
-    assert_eq!(one_u64(&mut c, "SELECT COUNT(*) FROM (SELECT id FROM t) x"), 5);
-    assert_eq!(count(&mut c, "SELECT a.id FROM t a JOIN t b ON a.id = b.id"), 2);
+    assert_eq!(
+        one_u64(&mut c, "SELECT COUNT(*) FROM (SELECT id FROM t) x"),
+        5
+    );
+    assert_eq!(
+        count(&mut c, "SELECT a.id FROM t a JOIN t b ON a.id = b.id"),
+        2
+    );
     assert_eq!(count(&mut c, "SELECT 1 UNION SELECT 2 UNION SELECT 3"), 2);
     // INSERT ... SELECT copies everything.
     c.query_drop("INSERT INTO t2 SELECT * FROM t").unwrap();
@@ -475,16 +511,14 @@ fn sql_select_limit_caps_top_level_selects() {
     // DEFAULT: the global value (no limit).
     c.query_drop("SET sql_select_limit = DEFAULT").unwrap();
     assert_eq!(count(&mut c, "SELECT * FROM t"), 5);
-    assert_eq!(
-        one_u64(&mut c, "SELECT @@sql_select_limit"),
-        u64::MAX
-    );
+    assert_eq!(one_u64(&mut c, "SELECT @@sql_select_limit"), u64::MAX);
     // The global value is where new sessions start.
     c.query_drop("SET GLOBAL sql_select_limit = 3").unwrap();
     assert_eq!(count(&mut c, "SELECT * FROM t"), 5);
     let mut c2 = s.conn();
     assert_eq!(count(&mut c2, "SELECT * FROM d.t"), 3);
-    c.query_drop("SET GLOBAL sql_select_limit = DEFAULT").unwrap();
+    c.query_drop("SET GLOBAL sql_select_limit = DEFAULT")
+        .unwrap();
 }
 
 /// Two sessions lock rows 1 and 2, then each wants the other's row: the error code (0 for
@@ -498,8 +532,10 @@ fn crossing_updates(s: &Shoal) -> (u16, u16) {
             .unwrap();
         c.query_drop("BEGIN").unwrap();
     }
-    a.query_drop("UPDATE d.t SET v = v + 1 WHERE id = 1").unwrap();
-    b.query_drop("UPDATE d.t SET v = v + 1 WHERE id = 2").unwrap();
+    a.query_drop("UPDATE d.t SET v = v + 1 WHERE id = 1")
+        .unwrap();
+    b.query_drop("UPDATE d.t SET v = v + 1 WHERE id = 2")
+        .unwrap();
     let code_of = |r: mysql::Result<()>| match r {
         Ok(()) => 0,
         Err(mysql::Error::MySqlError(e)) => e.code,
@@ -535,7 +571,8 @@ fn innodb_deadlock_detect_off_means_lock_wait_timeouts() {
     let t0 = Instant::now();
     assert_eq!(crossing_updates(&s), (1213, 0));
     assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
-    root.query_drop("SET GLOBAL innodb_deadlock_detect = OFF").unwrap();
+    root.query_drop("SET GLOBAL innodb_deadlock_detect = OFF")
+        .unwrap();
     assert_eq!(one_u64(&mut root, "SELECT @@innodb_deadlock_detect"), 0);
     // Off: nobody looks for the cycle; both wait out innodb_lock_wait_timeout.
     let t0 = Instant::now();
@@ -546,6 +583,7 @@ fn innodb_deadlock_detect_off_means_lock_wait_timeouts() {
         .unwrap()
         .unwrap();
     assert_eq!(deadlocks.1, 1);
-    root.query_drop("SET GLOBAL innodb_deadlock_detect = ON").unwrap();
+    root.query_drop("SET GLOBAL innodb_deadlock_detect = ON")
+        .unwrap();
     assert_eq!(crossing_updates(&s), (1213, 0));
 }

@@ -956,7 +956,10 @@ impl Session {
                             },
                         )
                     })?;
-                    return Ok(Response::Rows(to_result_set(self.select_limited(sel, r), 0)));
+                    return Ok(Response::Rows(to_result_set(
+                        self.select_limited(sel, r),
+                        0,
+                    )));
                 }
                 if sel.from.is_some() && self.has_tables() {
                     return self.run_table(params);
@@ -964,7 +967,10 @@ impl Session {
                 let catalog = self.server.catalog();
                 let mut ctx = self.ctx(params);
                 let r = shoal_sql::exec::select(sel, &mut ctx, catalog.as_ref())?;
-                Ok(Response::Rows(to_result_set(self.select_limited(sel, r), 0)))
+                Ok(Response::Rows(to_result_set(
+                    self.select_limited(sel, r),
+                    0,
+                )))
             }
             Statement::Do(exprs) => {
                 let mut ctx = self.ctx(params);

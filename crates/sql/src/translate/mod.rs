@@ -374,14 +374,15 @@ impl Translator<'_> {
             while let Some(UTok::Word(w)) = toks.get(i) {
                 let option = w.to_ascii_uppercase();
                 let n = match toks.get(i + 1) {
-                    Some(UTok::Word(n)) => n
-                        .parse::<u64>()
-                        .map_err(|_| SqlError::Syntax(n.clone()))?,
+                    Some(UTok::Word(n)) => {
+                        n.parse::<u64>().map_err(|_| SqlError::Syntax(n.clone()))?
+                    }
                     other => return Err(SqlError::Syntax(format!("{other:?}"))),
                 };
                 match option.as_str() {
                     "MAX_USER_CONNECTIONS" => max_user_connections = n.min(u32::MAX as u64),
-                    "MAX_QUERIES_PER_HOUR" | "MAX_UPDATES_PER_HOUR"
+                    "MAX_QUERIES_PER_HOUR"
+                    | "MAX_UPDATES_PER_HOUR"
                     | "MAX_CONNECTIONS_PER_HOUR" => {
                         return Err(unsupported(format!("CREATE USER ... WITH {option}")))
                     }

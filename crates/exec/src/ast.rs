@@ -275,6 +275,41 @@ impl TableStmt {
         }
     }
 
+    /// Whether the statement changes rows (INSERT, REPLACE, UPDATE, DELETE, single- or
+    /// multi-table): refused under `read_only` (1290) and in a READ ONLY transaction (1792).
+    pub fn writes_rows(&self) -> bool {
+        matches!(
+            self,
+            TableStmt::Insert(_)
+                | TableStmt::Update(_)
+                | TableStmt::Delete(_)
+                | TableStmt::Multi(_)
+        )
+    }
+
+    /// Whether the statement is a `SELECT ... FOR UPDATE`: MySQL refuses it in a READ ONLY
+    /// transaction (1792) like a write; `LOCK IN SHARE MODE` is allowed.
+    pub fn locks_for_update(&self) -> bool {
+        match self {
+            TableStmt::Select(s) => s.lock == LockMode::Exclusive,
+            TableStmt::Query(q) => q.lock == shoal_sql::ast::RowLock::Update,
+            _ => false,
+        }
+    }
+
+    /// Whether the statement is a SELECT without a LIMIT of its own, whose rows go to the
+    /// client: `sql_select_limit` caps its result (not a subquery's, not INSERT ... SELECT's).
+    pub fn unlimited_select(&self) -> bool {
+        match self {
+            TableStmt::Select(s) => s.limit.is_none(),
+            TableStmt::Query(q) => {
+                q.limit.is_none()
+                    && !matches!(&q.body, shoal_sql::ast::QueryBody::Query(inner) if inner.limit.is_some())
+            }
+            _ => false,
+        }
+    }
+
     /// Whether the statement is DDL (implicitly commits an open transaction, as in MySQL).
     pub fn is_ddl(&self) -> bool {
         matches!(

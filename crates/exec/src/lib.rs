@@ -68,6 +68,9 @@ pub mod translate;
 
 pub use convert::ColumnInfo;
 pub use exec::ExecOutput;
-pub use session::{KillHandle, Plan, StoreCatalog, TableEngine, TableSession};
+pub use session::{
+    read_only_error, read_only_transaction_error, KillHandle, Plan, Restrictions, StoreCatalog,
+    TableEngine, TableSession,
+};
 pub use shoal_store::engine::MAX_OPEN_FILES;
 pub use shoal_store::{EngineConfig, Isolation};

@@ -92,6 +92,10 @@ impl TableEngine {
             autocommit: true,
             isolation: Isolation::RepeatableRead,
             lock_wait_timeout: None,
+            restrictions: Restrictions::default(),
+            txn_read_only: false,
+            next_read_only: None,
+            select_limit: u64::MAX,
             kill: Arc::new(KillState {
                 current: Mutex::new(None),
                 killed: AtomicBool::new(false),
@@ -224,7 +228,46 @@ pub struct TableSession {
     isolation: Isolation,
     /// `innodb_lock_wait_timeout` for this session (None = engine default).
     lock_wait_timeout: Option<Duration>,
+    /// What the server's and the session's settings refuse (see [`Restrictions`]).
+    restrictions: Restrictions,
+    /// The open transaction is READ ONLY (decided when it opened).
+    txn_read_only: bool,
+    /// `SET TRANSACTION READ ONLY | READ WRITE` without a scope: the access mode of the next
+    /// transaction only, consumed when it opens.
+    next_read_only: Option<bool>,
+    /// `sql_select_limit`: most rows a SELECT without a LIMIT of its own returns.
+    select_limit: u64,
     kill: Arc<KillState>,
+}
+
+/// The settings that refuse statements, synced by the session layer before every use.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Restrictions {
+    /// `read_only` applies to this user (no SUPER / CONNECTION_ADMIN), or `super_read_only` is
+    /// on: the option to name in 1290. Row changes and DDL are refused, and so is the COMMIT of
+    /// a transaction that changed rows (MySQL rolls it back).
+    pub server_read_only: Option<&'static str>,
+    /// The session's `transaction_read_only`: the access mode of transactions that do not
+    /// choose their own, and of DDL (which commits first and runs outside any transaction).
+    pub session_read_only: bool,
+}
+
+/// 1290 `ER_OPTION_PREVENTS_STATEMENT` for `option` (`--read-only`, `--super-read-only`).
+pub fn read_only_error(option: &str) -> SqlError {
+    SqlError::other(
+        1290,
+        "HY000",
+        format!("The MySQL server is running with the {option} option so it cannot execute this statement"),
+    )
+}
+
+/// 1792 `ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION`.
+pub fn read_only_transaction_error() -> SqlError {
+    SqlError::other(
+        1792,
+        "25006",
+        "Cannot execute statement in a READ ONLY transaction.",
+    )
 }
 
 fn resolve_db(t: &TableRef, db: &Option<String>) -> Result<String, SqlError> {
@@ -289,17 +332,53 @@ impl TableSession {
 
     /// BEGIN / START TRANSACTION: commits an open transaction, then opens a new one.
     pub fn begin(&mut self) -> Result<(), SqlError> {
+        self.begin_with(None)
+    }
+
+    /// START TRANSACTION with an access mode (`Some(true)` = READ ONLY, `Some(false)` = READ
+    /// WRITE; `None`: the next-transaction mode if one was set, else the session's).
+    pub fn begin_with(&mut self, read_only: Option<bool>) -> Result<(), SqlError> {
         self.commit()?;
+        if let Some(ro) = read_only {
+            self.next_read_only = Some(ro);
+        }
         self.open_txn();
         self.explicit = true;
         Ok(())
     }
 
-    /// COMMIT (no-op without a transaction).
+    /// Settings that refuse statements (see [`Restrictions`]).
+    pub fn set_restrictions(&mut self, r: Restrictions) {
+        self.restrictions = r;
+    }
+
+    /// `SET TRANSACTION READ ONLY | READ WRITE` (no scope): the next transaction's access mode.
+    pub fn set_next_read_only(&mut self, read_only: bool) {
+        self.next_read_only = Some(read_only);
+    }
+
+    /// Whether the open transaction is READ ONLY.
+    pub fn transaction_read_only(&self) -> bool {
+        self.in_transaction() && self.txn_read_only
+    }
+
+    /// `sql_select_limit` (`u64::MAX`: none).
+    pub fn set_select_limit(&mut self, limit: u64) {
+        self.select_limit = limit;
+    }
+
+    /// COMMIT (no-op without a transaction). Under `read_only` (see [`Restrictions`]) a transaction
+    /// that changed rows is rolled back instead, with 1290, as MySQL does.
     pub fn commit(&mut self) -> Result<(), SqlError> {
         self.explicit = false;
         let r = match self.txn.take() {
-            Some(mut t) if t.is_active() => t.commit().map_err(store_err),
+            Some(mut t) if t.is_active() => match self.restrictions.server_read_only {
+                Some(option) if t.has_writes() => {
+                    t.rollback();
+                    Err(read_only_error(option))
+                }
+                _ => t.commit().map_err(store_err),
+            },
             _ => Ok(()),
         };
         self.clear_kill_handle();
@@ -322,6 +401,10 @@ impl TableSession {
     }
 
     fn open_txn(&mut self) {
+        self.txn_read_only = self
+            .next_read_only
+            .take()
+            .unwrap_or(self.restrictions.session_read_only);
         let mut t = self.engine.store.begin(self.isolation);
         if let Some(d) = self.lock_wait_timeout {
             t.set_lock_wait_timeout(d);
@@ -451,7 +534,15 @@ impl TableSession {
         // Statements that do not touch rows.
         match &plan.stmt {
             s if s.is_ddl() => {
+                if let Some(option) = self.restrictions.server_read_only {
+                    return Err(read_only_error(option));
+                }
                 self.commit()?;
+                // The implicit commit ended any transaction: DDL runs in the session's mode.
+                self.next_read_only = None;
+                if self.restrictions.session_read_only {
+                    return Err(read_only_transaction_error());
+                }
                 return self.ddl(&store, plan, ctx);
             }
             TableStmt::ShowTables { db, full, like } => {
@@ -505,6 +596,24 @@ impl TableSession {
             self.txn = None;
             self.explicit = false;
         }
+        let writes = plan.stmt.writes_rows();
+        if writes {
+            if let Some(option) = self.restrictions.server_read_only {
+                return Err(read_only_error(option));
+            }
+        }
+        // The access mode of the open transaction, or of the one this statement would open.
+        // Refused before that transaction opens, a statement leaves a `SET TRANSACTION READ
+        // ONLY` for the next one (MySQL and MariaDB).
+        let read_only = match &self.txn {
+            Some(_) => self.txn_read_only,
+            None => self
+                .next_read_only
+                .unwrap_or(self.restrictions.session_read_only),
+        };
+        if (writes || plan.stmt.locks_for_update()) && read_only {
+            return Err(read_only_transaction_error());
+        }
         if self.txn.is_none() {
             self.open_txn();
         }
@@ -513,6 +622,15 @@ impl TableSession {
         let sp = txn.begin_statement();
         let system = self.engine.system_tables();
         let result = run_dml(&store, system, plan, &mut txn, params, ctx);
+        let result = match result {
+            Ok(ExecOutput::Rows { columns, mut rows })
+                if self.select_limit < rows.len() as u64 && plan.stmt.unlimited_select() =>
+            {
+                rows.truncate(self.select_limit as usize);
+                Ok(ExecOutput::Rows { columns, rows })
+            }
+            other => other,
+        };
         let autocommit_stmt = self.autocommit && !self.explicit;
         match result {
             Ok(out) => {

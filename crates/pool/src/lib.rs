@@ -478,6 +478,9 @@ pub struct Config {
     pub balance: Duration,
     /// Name prefix of pool threads.
     pub thread_name: String,
+    /// Stack size of worker threads in bytes (`thread_stack`); `None`: Rust's default (2 MiB
+    /// unless `RUST_MIN_STACK` says otherwise). Fixed at start.
+    pub stack_size: Option<usize>,
 }
 
 impl Default for Config {
@@ -504,6 +507,7 @@ impl Default for Config {
             balance: Duration::from_micros(2000),
             linger_threads: 16,
             thread_name: "shoal-pool".into(),
+            stack_size: None,
         }
     }
 }

@@ -235,6 +235,8 @@ struct Shared<H: Handler> {
     timer_lock: Mutex<()>,
     last_blocked_log: Mutex<Option<Instant>>,
     thread_name: String,
+    /// Worker stack size (`Config::stack_size`).
+    stack_size: Option<usize>,
 }
 
 /// A running thread pool. See the crate documentation.
@@ -294,6 +296,7 @@ impl<H: Handler> Pool<H> {
             timer_lock: Mutex::new(()),
             last_blocked_log: Mutex::new(None),
             thread_name: config.thread_name.clone(),
+            stack_size: config.stack_size,
         });
         // Create the pollers of the active groups now, so that an fd shortage shows at start.
         for g in &shared.groups[..config.size] {
@@ -454,6 +457,7 @@ impl<H: Handler> Pool<H> {
             linger: Duration::from_micros(s.linger_us.load(Ordering::SeqCst)),
             linger_threads: s.linger_threads.load(Ordering::SeqCst),
             thread_name: s.thread_name.clone(),
+            stack_size: s.stack_size,
         }
     }
 
@@ -869,9 +873,11 @@ impl<H: Handler> Shared<H> {
     fn spawn(self: &Arc<Self>, gid: usize, core: &mut GroupCore<Entry<H::Conn>, Arc<WorkerSlot>>) {
         self.total_threads.fetch_add(1, Ordering::SeqCst);
         let s = self.clone();
-        let r = std::thread::Builder::new()
-            .name(format!("{}-g{gid}", self.thread_name))
-            .spawn(move || s.worker_main(gid));
+        let mut b = std::thread::Builder::new().name(format!("{}-g{gid}", self.thread_name));
+        if let Some(size) = self.stack_size {
+            b = b.stack_size(size);
+        }
+        let r = b.spawn(move || s.worker_main(gid));
         match r {
             Ok(h) => {
                 let mut hs = lock(&self.handles);

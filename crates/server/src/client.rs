@@ -234,6 +234,31 @@ pub fn shutdown_error() -> ErrorInfo {
     ErrorInfo::new(1053, "08S01", "Server shutdown in progress")
 }
 
+/// Refuses a connection before the greeting, as mysqld refuses a blocked host: one error
+/// packet (sequence 0) in place of the handshake, then the socket is closed. Best effort: the
+/// packet is small enough for an empty socket buffer, and a client that is already gone is
+/// simply dropped.
+pub fn refuse_before_greeting(server: &Server, mut stream: Stream, e: &ErrorInfo) {
+    let st = server.status();
+    st.connections.fetch_add(1, Ordering::Relaxed);
+    st.aborted_connects.fetch_add(1, Ordering::Relaxed);
+    // No `#SQLSTATE`: the client's capabilities are not known yet (mysqld sends the same
+    // pre-4.1 form here).
+    let mut body = vec![0xff];
+    body.extend_from_slice(&e.code.to_le_bytes());
+    body.extend_from_slice(e.message.as_bytes());
+    let mut packet = Vec::with_capacity(body.len() + 4);
+    packet.extend_from_slice(&(body.len() as u32).to_le_bytes()[..3]);
+    packet.push(0);
+    packet.extend_from_slice(&body);
+    let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
+    if stream.write_all(&packet).is_ok() {
+        st.bytes_sent
+            .fetch_add(packet.len() as u64, Ordering::Relaxed);
+    }
+    stream.shutdown();
+}
+
 /// One client connection. See the module docs.
 pub struct Client {
     server: Arc<Server>,
@@ -249,6 +274,8 @@ pub struct Client {
     finished: bool,
     /// Set when the peer is gone (EOF, reset, write failure).
     peer_gone: bool,
+    /// The client's address as accepted (`ip:port`, or `localhost` for the Unix socket).
+    host: String,
     /// Thread-pool mode: the socket stays blocking (so [`Client::await_input`] can sleep in
     /// `recv` itself) and every other read and write passes `MSG_DONTWAIT`.
     dontwait: bool,
@@ -305,6 +332,7 @@ impl Client {
         let refusing = matches!(admission, Admission::Refuse(_));
         let id = server.next_connection_id();
         let control = Arc::new(SocketControl::with_handle(handle));
+        let peer = host.clone();
         let mut session = server.open_session(id, host.clone(), control.clone());
         // Exempt from the session's own max_connections check.
         session.set_admin(admin);
@@ -327,6 +355,7 @@ impl Client {
             conn,
             control,
             refusing,
+            host: peer,
             buf: vec![0u8; 16 * 1024],
             finished: false,
             peer_gone: false,
@@ -565,6 +594,17 @@ impl Client {
         self.finished = true;
         self.conn.shutdown();
         let st = self.server.status();
+        // max_connect_errors: an attempt that ended before its handshake completed (the client
+        // went away, timed out, or sent garbage) is a connection error of its host; a failed
+        // login is not (MySQL counts those apart and does not block for them).
+        if !self.conn.logged_in()
+            && !matches!(
+                self.conn.close_reason(),
+                Some(CloseReason::LoginFailed | CloseReason::Quit)
+            )
+        {
+            self.server.note_connect_error(&self.host);
+        }
         match self.conn.close_reason() {
             Some(CloseReason::Quit) => {}
             Some(CloseReason::LoginFailed) => {

@@ -239,7 +239,9 @@ impl Listeners {
                 p.paused_until = None;
                 loop {
                     match self.accept_client(p.kind, &server, &mut reserve) {
-                        Ok(c) => {
+                        // Refused before the greeting (a blocked host).
+                        Ok(None) => p.backoff = Duration::ZERO,
+                        Ok(Some(c)) => {
                             p.backoff = Duration::ZERO;
                             if p.kind.is_admin() {
                                 server
@@ -250,6 +252,7 @@ impl Listeners {
                                 let sd = shutdown.clone();
                                 let _ = std::thread::Builder::new()
                                     .name("shoal-admin".into())
+                                    .stack_size(server.thread_stack())
                                     .spawn(move || serve(c, &srv, &sd));
                             } else {
                                 handler.dispatch(c);
@@ -283,20 +286,29 @@ impl Listeners {
         kind: Kind,
         server: &Arc<Server>,
         reserve: &mut Reserve,
-    ) -> io::Result<Client> {
+    ) -> io::Result<Option<Client>> {
         let admin = kind.is_admin();
         let (stream, host) = match self.accept(kind) {
             Err(e) if admin && out_of_fds(&e) && reserve.release() => self.accept(kind)?,
             r => r?,
         };
+        // max_connect_errors: a blocked host gets 1129 instead of the greeting.
+        if let Some(e) = server.host_blocked(&host) {
+            server
+                .status()
+                .connection_errors_host_blocked
+                .fetch_add(1, Ordering::Relaxed);
+            crate::client::refuse_before_greeting(server, stream, &e);
+            return Ok(None);
+        }
         let handle = match stream.try_clone() {
             Err(e) if admin && out_of_fds(&e) && reserve.release() => stream.try_clone()?,
             // Dropping `stream` closes the connection: the client sees it closed at once.
             r => r?,
         };
-        Ok(Client::accept_with_handle(
+        Ok(Some(Client::accept_with_handle(
             server, stream, handle, host, admin,
-        ))
+        )))
     }
 
     /// One non-blocking `accept` on the listener of `kind`: the socket, switched to blocking, and

@@ -71,6 +71,9 @@ fn open_tables(server: &Arc<Server>, datadir: &std::path::Path) {
             ));
         }
     };
+    engine
+        .store()
+        .set_deadlock_detect(server.vars.get("innodb_deadlock_detect").as_bool());
     server.set_table_engine(engine.clone());
     let status_engine = engine.clone();
     server.add_status_provider(Box::new(move |out| {
@@ -87,6 +90,7 @@ fn open_tables(server: &Arc<Server>, datadir: &std::path::Path) {
             .store()
             .set_lock_wait_timeout(Duration::from_secs(value.as_u64())),
         "innodb_buffer_pool_size" => live.store().set_block_cache_bytes(value.as_u64() as usize),
+        "innodb_deadlock_detect" => live.store().set_deadlock_detect(value.as_bool()),
         _ => {}
     }));
 }

@@ -2,6 +2,10 @@
 //! command, to check that the connection handlers survive it (the connection is closed and
 //! logged, counters stay right, the server keeps serving).
 //!
+//! The same switch makes loopback clients subject to `max_connect_errors` (MySQL, and shoal
+//! otherwise, leave loopback out of the host cache), so that host blocking can be tested on one
+//! machine.
+//!
 //! Off unless the server process was started with `SHOAL_FAULT_INJECTION=1` in its environment
 //! (read once, by [`crate::Server::new`]); with it off the statements below are ordinary SQL
 //! and fail as unknown functions. With it on, a COM_QUERY statement that is exactly (case and

@@ -71,7 +71,15 @@ pub struct NetStatus {
     pub bytes_sent: AtomicU64,
     /// `Connection_errors_max_connections`: refused with 1040.
     pub connection_errors_max_connections: AtomicU64,
+    /// `Connection_errors_host_blocked`: refused with 1129 (`max_connect_errors`).
+    pub connection_errors_host_blocked: AtomicU64,
 }
+
+/// `read_only` / `super_read_only` as one atomic (read on every table statement): off,
+/// `read_only` (users without SUPER are refused), `super_read_only` (everyone is).
+const READ_ONLY_OFF: u8 = 0;
+const READ_ONLY_ON: u8 = 1;
+const READ_ONLY_SUPER: u8 = 2;
 
 /// Kill state of a connection.
 pub const KILL_NONE: u8 = 0;
@@ -104,6 +112,9 @@ pub struct ProcessEntry {
 pub struct ProcessInfo {
     /// Authenticated user ("unauthenticated user" before login).
     pub user: String,
+    /// Host pattern of the account the connection logged in as (`None` before login): with
+    /// `user`, the account `max_user_connections` counts connections of.
+    pub account_host: Option<String>,
     /// Current database.
     pub db: Option<String>,
     /// `Sleep`, `Query`, `Execute`, `Connect`, `Killed`, ...
@@ -148,20 +159,66 @@ pub struct Server {
     tables: RwLock<Option<Arc<shoal_exec::TableEngine>>>,
     /// Test-only fault injection is enabled ([`fault`], `SHOAL_FAULT_INJECTION=1`).
     fault_injection: bool,
+    /// `read_only` / `super_read_only` (`READ_ONLY_*`), kept in step by a variable subscriber.
+    read_only: Arc<AtomicU8>,
+    /// Consecutive interrupted connection attempts per client IP (`max_connect_errors`).
+    host_errors: Mutex<HashMap<String, u64>>,
+}
+
+/// Most client addresses whose connection errors are remembered (`max_connect_errors`).
+const HOST_CACHE_MAX: usize = 1024;
+
+/// The host cache's view of a client: TCP connections from an address other than loopback.
+/// MySQL leaves loopback (127.0.0.0/8, ::1) and Unix-socket connections out of the host cache,
+/// so they are never blocked; a test server (fault injection on) counts loopback too, so that
+/// the blocking can be tested on this machine.
+fn host_cache_key(host: &str, include_loopback: bool) -> Option<&str> {
+    let (ip, _port) = host.rsplit_once(':')?;
+    let ip = ip.trim_matches(['[', ']']);
+    let addr: std::net::IpAddr = ip.parse().ok()?;
+    (include_loopback || !addr.is_loopback()).then_some(ip)
 }
 
 impl Server {
     /// Server state with compiled-in defaults.
     pub fn new() -> Arc<Server> {
+        let read_only = Arc::new(AtomicU8::new(READ_ONLY_OFF));
+        let vars = Vars::new();
+        let ro = read_only.clone();
+        vars.subscribe(Box::new(move |name, value| {
+            // The store of a coupled pair reports both (see `Vars`); each updates its level.
+            match (name, value.as_bool()) {
+                ("read_only", true) => {
+                    let _ = ro.compare_exchange(
+                        READ_ONLY_OFF,
+                        READ_ONLY_ON,
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    );
+                }
+                ("read_only", false) => ro.store(READ_ONLY_OFF, Ordering::Release),
+                ("super_read_only", true) => ro.store(READ_ONLY_SUPER, Ordering::Release),
+                ("super_read_only", false) => {
+                    let _ = ro.compare_exchange(
+                        READ_ONLY_SUPER,
+                        READ_ONLY_ON,
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    );
+                }
+                _ => {}
+            }
+        }));
         Arc::new(Server {
             net: NetStatus::default(),
-            vars: Vars::new(),
+            vars,
             counters: StatusCounters::new(),
             accounts: RwLock::new(vec![Account {
                 user: "root".into(),
                 host: "localhost".into(),
                 stage2: None,
                 super_user: true,
+                max_user_connections: 0,
             }]),
             processes: Mutex::new(HashMap::new()),
             next_id: AtomicU32::new(1),
@@ -171,7 +228,117 @@ impl Server {
             hooks: Arc::new(hooks::Hooks::default()),
             tables: RwLock::new(None),
             fault_injection: fault::enabled_from_env(),
+            read_only,
+            host_errors: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The option that refuses writes for a user (`is_super`: SUPER / CONNECTION_ADMIN):
+    /// `--super-read-only` for everyone while `super_read_only` is on, `--read-only` for users
+    /// without SUPER while `read_only` is on; `None` when writes are allowed.
+    pub fn read_only_for(&self, is_super: bool) -> Option<&'static str> {
+        match self.read_only.load(Ordering::Acquire) {
+            READ_ONLY_SUPER => Some("--super-read-only"),
+            READ_ONLY_ON if !is_super => Some("--read-only"),
+            _ => None,
+        }
+    }
+
+    /// `max_connect_errors`: whether the client at `host` (`ip:port` as accepted) is blocked,
+    /// with the error to send it instead of the greeting (1129). See [`host_cache_key`].
+    pub fn host_blocked(&self, host: &str) -> Option<shoal_proto::ErrorInfo> {
+        let ip = host_cache_key(host, self.fault_injection)?;
+        let max = self.uint("max_connect_errors");
+        let errors = self
+            .host_errors
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(ip)
+            .copied()
+            .unwrap_or(0);
+        (errors >= max).then(|| {
+            shoal_proto::ErrorInfo::new(
+                1129,
+                "HY000",
+                format!("Host '{ip}' is blocked because of many connection errors; unblock with 'mysqladmin flush-hosts'"),
+            )
+        })
+    }
+
+    /// A connection attempt from `host` ended before its handshake completed (the client went
+    /// away, timed out, or sent garbage): one more consecutive error for its address. Failed
+    /// logins (wrong password, unknown database, too many connections) do not count, as in
+    /// MySQL.
+    pub fn note_connect_error(&self, host: &str) {
+        if let Some(ip) = host_cache_key(host, self.fault_injection) {
+            let mut h = self
+                .host_errors
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            // Bounded like MySQL's host cache: a new address past the bound replaces the one
+            // with the fewest errors.
+            if h.len() >= HOST_CACHE_MAX && !h.contains_key(ip) {
+                if let Some(k) = h.iter().min_by_key(|(_, n)| **n).map(|(k, _)| k.clone()) {
+                    h.remove(&k);
+                }
+            }
+            *h.entry(ip.to_string()).or_insert(0) += 1;
+        }
+    }
+
+    /// A login from `host` succeeded: its address's error count starts over.
+    pub fn note_login(&self, host: &str) {
+        if let Some(ip) = host_cache_key(host, self.fault_injection) {
+            let mut h = self
+                .host_errors
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if !h.is_empty() {
+                h.remove(ip);
+            }
+        }
+    }
+
+    /// `FLUSH HOSTS`: forgets every address's errors (unblocks all hosts).
+    pub fn flush_hosts(&self) {
+        self.host_errors
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+
+    /// Admits a login of `user`@`account_host` on the connection `entry` if the account has
+    /// fewer than `limit` connections (0 = no limit), and records the account in `entry`: the
+    /// count and the record happen under the process-list lock, so concurrent logins cannot
+    /// both take the last slot.
+    pub(crate) fn admit_user(
+        &self,
+        entry: &ProcessEntry,
+        user: &str,
+        account_host: &str,
+        limit: u64,
+    ) -> bool {
+        let p = self
+            .processes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if limit > 0 {
+            let count = p
+                .values()
+                .filter(|e| e.id != entry.id)
+                .filter(|e| {
+                    let i = e.info.lock().unwrap_or_else(PoisonError::into_inner);
+                    i.user == user && i.account_host.as_deref() == Some(account_host)
+                })
+                .count() as u64;
+            if count >= limit {
+                return false;
+            }
+        }
+        let mut info = entry.info.lock().unwrap_or_else(PoisonError::into_inner);
+        info.user = user.to_string();
+        info.account_host = Some(account_host.to_string());
+        true
     }
 
     /// Applies a startup option (a system variable or a server option such as `root-password`).
@@ -248,6 +415,11 @@ impl Server {
     /// `thread_handling` (`one-thread-per-connection` or `pool-of-threads`).
     pub fn thread_handling(&self) -> String {
         self.string("thread_handling")
+    }
+    /// `thread_stack`: the stack size of every connection thread (one-thread-per-connection,
+    /// admin and extra ports) and pool worker, in bytes (at least [`vars::MIN_THREAD_STACK`]).
+    pub fn thread_stack(&self) -> usize {
+        self.uint("thread_stack").max(vars::MIN_THREAD_STACK) as usize
     }
     /// `thread_cache_size`.
     pub fn thread_cache_size(&self) -> u32 {
@@ -330,6 +502,7 @@ impl Server {
             host,
             info: Mutex::new(ProcessInfo {
                 user: "unauthenticated user".into(),
+                account_host: None,
                 db: None,
                 command: "Connect",
                 since: Instant::now(),
@@ -489,6 +662,18 @@ impl Server {
 
     /// CREATE USER; false if it exists already.
     pub fn create_account(&self, user: &str, host: &str, password: &str) -> bool {
+        self.create_account_with(user, host, password, 0)
+    }
+
+    /// CREATE USER ... WITH MAX_USER_CONNECTIONS `max_user_connections` (0 = the global
+    /// `max_user_connections` applies); false if it exists already.
+    pub fn create_account_with(
+        &self,
+        user: &str,
+        host: &str,
+        password: &str,
+        max_user_connections: u64,
+    ) -> bool {
         let mut accts = self
             .accounts
             .write()
@@ -504,6 +689,7 @@ impl Server {
             host: host.to_string(),
             stage2: users::stage2(password),
             super_user: false,
+            max_user_connections,
         });
         true
     }
@@ -534,6 +720,10 @@ impl Server {
             (
                 "Connection_errors_max_connections",
                 n.connection_errors_max_connections.load(r),
+            ),
+            (
+                "Connection_errors_host_blocked",
+                n.connection_errors_host_blocked.load(r),
             ),
             ("Max_used_connections", c.max_used_connections.load(r)),
             ("Prepared_stmt_count", c.prepared_stmt_count.load(r)),
@@ -587,6 +777,7 @@ impl Server {
             &n.bytes_received,
             &n.bytes_sent,
             &n.connection_errors_max_connections,
+            &n.connection_errors_host_blocked,
             &c.questions,
             &c.queries,
             &c.slow_queries,

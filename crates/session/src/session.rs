@@ -155,6 +155,10 @@ struct HotVars {
     max_execution_time: u64,
     max_allowed_packet: u64,
     div_precision: u32,
+    /// `sql_select_limit`.
+    select_limit: u64,
+    /// `transaction_read_only` (the session's default access mode).
+    read_only: bool,
 }
 
 /// Per-connection state.
@@ -173,6 +177,8 @@ pub struct Session {
     account_host: String,
     /// Whether the account may kill anyone's threads and use the reserved connection slot.
     is_super: bool,
+    /// The account's `MAX_USER_CONNECTIONS` (0: the global `max_user_connections` applies).
+    account_limit: u64,
     /// Whether the login set CLIENT_INTERACTIVE.
     interactive: bool,
     /// Connection arrived on the admin/extra port: not subject to max_connections.
@@ -557,6 +563,7 @@ impl Session {
             host,
             account_host: String::new(),
             is_super: false,
+            account_limit: 0,
             interactive: false,
             admin: false,
             db: None,
@@ -695,9 +702,25 @@ impl Session {
             max_execution_time: self.var_u64("max_execution_time", 0),
             max_allowed_packet: self.var_u64("max_allowed_packet", 64 << 20),
             div_precision: self.var_u64("div_precision_increment", 4) as u32,
+            select_limit: self.var_u64("sql_select_limit", u64::MAX),
+            read_only: self
+                .vars
+                .get(&self.server.vars, "transaction_read_only")
+                .map(|v| v.as_bool())
+                .unwrap_or(false),
         };
         self.hot.set(Some(c));
         c
+    }
+
+    /// The connection limit of this session's account: its own `MAX_USER_CONNECTIONS`, else
+    /// the global `max_user_connections` (0 = none).
+    fn user_connection_limit(&self) -> u64 {
+        if self.account_limit > 0 {
+            self.account_limit
+        } else {
+            self.server.vars.get("max_user_connections").as_u64()
+        }
     }
 
     /// Current database.
@@ -741,6 +764,8 @@ impl Session {
             "last_insert_id" | "identity" => Value::UInt(self.last_insert_id),
             "timestamp" => Value::Double(self.stmt_time.to_unix() as f64),
             "pseudo_thread_id" => Value::UInt(self.entry.id as u64),
+            // The account's limit if it has one, else the current global value (MySQL).
+            "max_user_connections" => Value::UInt(self.user_connection_limit()),
             _ => var_to_value(self.vars.get(vars, lname).map_err(var_err)?),
         })
     }
@@ -768,13 +793,19 @@ impl Session {
         }
         let hot = self.hot();
         let (autocommit, iso, timeout) = (hot.autocommit, hot.isolation, hot.lock_wait_timeout);
+        let restrictions = shoal_exec::Restrictions {
+            server_read_only: self.server.read_only_for(self.is_super),
+            session_read_only: hot.read_only,
+        };
         let ts = self.table.as_mut()?;
+        ts.set_restrictions(restrictions);
         if ts.autocommit() != autocommit {
             // Turning autocommit on commits; an error there is reported by the SET itself.
             let _ = ts.set_autocommit(autocommit);
         }
         ts.set_isolation(iso);
         ts.set_lock_wait_timeout(Duration::from_secs(timeout));
+        ts.set_select_limit(hot.select_limit);
         Some(ts)
     }
 
@@ -928,7 +959,10 @@ impl Session {
                             },
                         )
                     })?;
-                    return Ok(Response::Rows(to_result_set(r, 0)));
+                    return Ok(Response::Rows(to_result_set(
+                        self.select_limited(sel, r),
+                        0,
+                    )));
                 }
                 // A table-less SELECT that aggregates (`SELECT COUNT(*)`) runs in the query
                 // engine over its one empty row, like any other source.
@@ -940,7 +974,10 @@ impl Session {
                 let catalog = self.server.catalog();
                 let mut ctx = self.ctx(params);
                 let r = shoal_sql::exec::select(sel, &mut ctx, catalog.as_ref())?;
-                Ok(Response::Rows(to_result_set(r, 0)))
+                Ok(Response::Rows(to_result_set(
+                    self.select_limited(sel, r),
+                    0,
+                )))
             }
             Statement::Do(exprs) => {
                 let mut ctx = self.ctx(params);
@@ -1015,19 +1052,26 @@ impl Session {
                 Ok(ok(0))
             }
             Statement::SetTransaction(scope, level, ro) => {
-                if self.in_transaction && scope.is_none() {
-                    return Err(SqlError::other(
-                        1568,
-                        "25001",
-                        "Transaction characteristics can't be changed while a transaction is in progress",
-                    ));
+                if scope.is_none() {
+                    self.check_no_transaction()?;
                 }
                 let global = *scope == Some(VarScope::Global);
                 if let Some(l) = level {
+                    // Without a scope MySQL sets the next transaction's level only; shoal sets
+                    // the session's (see docs/OPERATIONS.md).
                     self.set_system(global, "transaction_isolation", SetValue::Str(l.clone()))?;
                 }
                 if let Some(r) = ro {
-                    self.set_system(global, "transaction_read_only", SetValue::Int(*r as i128))?;
+                    if scope.is_none() {
+                        // The next transaction only (MySQL and MariaDB).
+                        self.set_next_read_only(*r);
+                    } else {
+                        self.set_system(
+                            global,
+                            "transaction_read_only",
+                            SetValue::Int(*r as i128),
+                        )?;
+                    }
                 }
                 Ok(ok(0))
             }
@@ -1058,6 +1102,7 @@ impl Session {
             }
             Statement::Flush(options) => self.flush(options),
             Statement::CreateDatabase(name, if_not_exists) => {
+                self.check_ddl_allowed()?;
                 check_db_name(name)?;
                 let catalog = self.server.catalog();
                 match catalog.create_database(name) {
@@ -1070,6 +1115,7 @@ impl Session {
                 }
             }
             Statement::DropDatabase(name, if_exists) => {
+                self.check_ddl_allowed()?;
                 let catalog = self.server.catalog();
                 let tables = catalog.tables(name).len() as u64;
                 match catalog.drop_database(name) {
@@ -1091,10 +1137,10 @@ impl Session {
                     Err(e) => Err(e.into()),
                 }
             }
-            Statement::Begin => {
+            Statement::Begin(read_only) => {
                 // BEGIN inside a transaction commits it first (implicit commit).
                 if let Some(ts) = self.table_session() {
-                    ts.begin()?;
+                    ts.begin_with(*read_only)?;
                 }
                 self.in_transaction = true;
                 Ok(ok(0))
@@ -1113,10 +1159,14 @@ impl Session {
                 }
                 Ok(ok(0))
             }
-            Statement::CreateUser(users, if_not_exists) => {
+            Statement::CreateUser(users, if_not_exists, max_user_connections) => {
                 self.require_super("CREATE USER")?;
+                self.check_writes_allowed()?;
                 for (u, h, pw) in users {
-                    if !self.server.create_account(u, h, pw) {
+                    if !self
+                        .server
+                        .create_account_with(u, h, pw, *max_user_connections)
+                    {
                         if *if_not_exists {
                             self.warn(
                                 3163,
@@ -1135,6 +1185,7 @@ impl Session {
             }
             Statement::DropUser(users, if_exists) => {
                 self.require_super("CREATE USER")?;
+                self.check_writes_allowed()?;
                 for (u, h) in users {
                     if !self.server.drop_account(u, h) {
                         if *if_exists {
@@ -1270,6 +1321,14 @@ impl Session {
                 resets.push(Arc::new(move || server.flush_status()) as FlushFn);
                 continue;
             }
+            // MySQL's FLUSH HOSTS (deprecated there in favour of TRUNCATE TABLE
+            // performance_schema.host_cache, which shoal does not have): unblocks every host
+            // `max_connect_errors` blocked.
+            if o == "HOSTS" {
+                let server = self.server.clone();
+                resets.push(Arc::new(move || server.flush_hosts()) as FlushFn);
+                continue;
+            }
             if let Some(f) = self.server.hooks().flushable(o) {
                 resets.push(f);
                 continue;
@@ -1285,6 +1344,59 @@ impl Session {
             f();
         }
         Ok(ok(0))
+    }
+
+    /// 1290 while `read_only` applies to this user or `super_read_only` is on.
+    fn check_writes_allowed(&self) -> Result<(), SqlError> {
+        match self.server.read_only_for(self.is_super) {
+            Some(option) => Err(shoal_exec::read_only_error(option)),
+            None => Ok(()),
+        }
+    }
+
+    /// CREATE / DROP DATABASE: 1290 under `read_only`, 1792 when the session's access mode
+    /// (`transaction_read_only`) is READ ONLY (DDL commits first and runs in the session's
+    /// mode, as in MySQL).
+    fn check_ddl_allowed(&self) -> Result<(), SqlError> {
+        self.check_writes_allowed()?;
+        if self.hot().read_only {
+            return Err(shoal_exec::read_only_transaction_error());
+        }
+        Ok(())
+    }
+
+    /// 1568 when a transaction is open (a change of the next transaction's characteristics).
+    fn check_no_transaction(&self) -> Result<(), SqlError> {
+        let open = match &self.table {
+            Some(ts) => ts.in_transaction(),
+            None => self.in_transaction,
+        };
+        if open {
+            return Err(SqlError::other(
+                1568,
+                "25001",
+                "Transaction characteristics can't be changed while a transaction is in progress",
+            ));
+        }
+        Ok(())
+    }
+
+    /// `SET TRANSACTION READ ONLY | READ WRITE` / `SET @@transaction_read_only` (no scope):
+    /// the next transaction's access mode.
+    fn set_next_read_only(&mut self, read_only: bool) {
+        if let Some(ts) = self.table_session() {
+            ts.set_next_read_only(read_only);
+        }
+    }
+
+    /// `sql_select_limit` applied to a result the session computed itself (no table engine, or
+    /// a virtual table): a SELECT without a LIMIT of its own returns at most that many rows.
+    fn select_limited(&self, sel: &shoal_sql::ast::Select, mut r: QueryResult) -> QueryResult {
+        let limit = self.hot().select_limit;
+        if sel.limit.is_none() && (r.rows.len() as u64) > limit {
+            r.rows.truncate(limit as usize);
+        }
+        r
     }
 
     fn require_super(&self, what: &str) -> Result<(), SqlError> {
@@ -1370,6 +1482,22 @@ impl Session {
         };
         if global {
             self.require_super_for_global()?;
+            if matches!(canonical, "read_only" | "super_read_only") {
+                let d = vars.def(canonical).expect("known variable");
+                let on = vars.validate(d, &value, true).map_err(var_err)?.as_bool();
+                // MySQL: turning read-only mode on needs the session to hold no transaction.
+                let open = match &self.table {
+                    Some(ts) => ts.in_transaction(),
+                    None => self.in_transaction,
+                };
+                if on && open {
+                    return Err(SqlError::other(
+                        1192,
+                        "HY000",
+                        "Can't execute the given command because you have active locked tables or an active transaction",
+                    ));
+                }
+            }
             return vars.set_global(canonical, &value).map_err(var_err);
         }
         match canonical {
@@ -1388,6 +1516,18 @@ impl Session {
                     self.in_transaction = false;
                     if let Some(ts) = self.table.as_mut() {
                         ts.set_autocommit(true)?;
+                    }
+                }
+                return Ok(());
+            }
+            "transaction_read_only" => {
+                self.vars.set(vars, canonical, &value).map_err(var_err)?;
+                // Outside a transaction the session's mode is also the next transaction's
+                // (replacing a `SET TRANSACTION READ ...` made before), as in MySQL.
+                let ro = self.hot().read_only;
+                if let Some(ts) = self.table.as_mut() {
+                    if !ts.in_transaction() {
+                        ts.set_next_read_only(ro);
                     }
                 }
                 return Ok(());
@@ -1429,7 +1569,24 @@ impl Session {
             }
             SetTarget::System(scope, name) => {
                 let v = self.set_value(value, params)?;
-                let def_scope = self.server.vars.def(name).map(|d| d.scope);
+                let def = self.server.vars.def(name);
+                if *scope == VarScope::Default
+                    && def.is_some_and(|d| d.name == "transaction_read_only")
+                {
+                    // `SET @@transaction_read_only`: the next transaction only (MySQL and
+                    // MariaDB), refused inside one.
+                    let d = def.expect("checked");
+                    let ro = self
+                        .server
+                        .vars
+                        .validate(d, &v, false)
+                        .map_err(var_err)?
+                        .as_bool();
+                    self.check_no_transaction()?;
+                    self.set_next_read_only(ro);
+                    return Ok(());
+                }
+                let def_scope = def.map(|d| d.scope);
                 let global = match scope {
                     VarScope::Global => true,
                     VarScope::Session => false,
@@ -1726,8 +1883,9 @@ impl Session {
                 Ok(p) if p.params > 0 => Err(SqlError::Syntax("?".into())),
                 Ok(p) => self.run(&p.statement, &[]),
                 // Statements only the table engine knows (SHOW CREATE TABLE, DESCRIBE, ...):
-                // its answer wins unless it does not understand the text either.
-                Err(e) if self.has_tables() => {
+                // its answer wins unless it does not understand the text either. Transaction
+                // control is the session's alone: its syntax error stands.
+                Err(e) if self.has_tables() && !is_transaction_control(part) => {
                     self.stmt_time = now_datetime();
                     self.diag.clear();
                     let counters = &self.server.counters;
@@ -1751,6 +1909,18 @@ impl Session {
         }
         out
     }
+}
+
+/// Whether `sql` starts with START, BEGIN, COMMIT or ROLLBACK.
+fn is_transaction_control(sql: &str) -> bool {
+    let first = sql
+        .trim_start()
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .next()
+        .unwrap_or("");
+    ["START", "BEGIN", "COMMIT", "ROLLBACK"]
+        .iter()
+        .any(|k| k.eq_ignore_ascii_case(first))
 }
 
 fn check_db_name(name: &str) -> Result<(), SqlError> {
@@ -1878,6 +2048,22 @@ impl Backend for Session {
             }
             self.db = Some(db.to_string());
         }
+        self.account_limit = account.max_user_connections;
+        let limit = self.user_connection_limit();
+        if !self
+            .server
+            .admit_user(&self.entry, login.user, &account.host, limit)
+        {
+            return Err(ErrorInfo::new(
+                1203,
+                "42000",
+                format!(
+                    "User {} already has more than 'max_user_connections' active connections",
+                    login.user
+                ),
+            ));
+        }
+        self.server.note_login(&self.entry.host);
         self.user = login.user.to_string();
         self.account_host = account.host.clone();
         self.is_super = account.super_user;
@@ -1888,7 +2074,6 @@ impl Backend for Session {
             .info
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        info.user = self.user.clone();
         info.db = self.db.clone();
         info.command = "Sleep";
         info.state = "";
@@ -1949,6 +2134,12 @@ impl Backend for Session {
             .prepared_stmt_count
             .fetch_sub(n, Ordering::Relaxed);
         self.vars = self.server.vars.session_copy();
+        // A pending `SET TRANSACTION READ ...` goes too: the next transaction has the
+        // session's (fresh) access mode.
+        let read_only = self.hot().read_only;
+        if let Some(ts) = self.table.as_mut() {
+            ts.set_next_read_only(read_only);
+        }
         self.diag.clear();
         self.last_insert_id = 0;
     }

@@ -20,8 +20,12 @@ pub struct Account {
     pub host: String,
     /// `SHA1(SHA1(password))`, or `None` for an empty password.
     pub stage2: Option<[u8; 20]>,
-    /// Whether the account has SUPER-like rights (KILL any thread, the reserved connection slot).
+    /// Whether the account has SUPER-like rights (KILL any thread, the reserved connection slot,
+    /// writes under `read_only`).
     pub super_user: bool,
+    /// `WITH MAX_USER_CONNECTIONS n`: most simultaneous connections of this account; 0 = the
+    /// global `max_user_connections` applies.
+    pub max_user_connections: u64,
 }
 
 /// `SHA1(SHA1(password))`, `None` for the empty password.

@@ -172,7 +172,19 @@ impl VarError {
 /// global value at connect time and keeps it (MySQL and MariaDB: `SET SESSION` is error 1621).
 /// The protocol layer sizes its packet limit from the session's `max_allowed_packet`, so a
 /// client may not raise its own.
-pub const SESSION_READ_ONLY: &[&str] = &["max_allowed_packet", "net_buffer_length"];
+/// `max_user_connections` too: its session value is the account's limit (or the global one),
+/// shown, not set (MySQL: 1621 as well).
+pub const SESSION_READ_ONLY: &[&str] = &[
+    "max_allowed_packet",
+    "net_buffer_length",
+    "max_user_connections",
+];
+
+/// The smallest `thread_stack` shoal runs connection threads with (512 KiB). MySQL's minimum is
+/// 128 KiB, but a Rust frame chain (session, executor, store, RocksDB) needs more before the SQL
+/// layer's own stack growth (`shoal_sql::depth`, which adds segments when less than 64 KiB are
+/// left) takes over; a smaller value is refused at startup (1231) rather than raised silently.
+pub const MIN_THREAD_STACK: u64 = 512 << 10;
 
 /// One variable's definition.
 #[derive(Debug, Clone)]
@@ -275,7 +287,8 @@ fn defs() -> Vec<VarDef> {
             s("one-thread-per-connection"),
         ),
         d("thread_cache_size", u(0, 16384), Global, true, V::UInt(9)),
-        d("thread_stack", u(131072, u64::MAX), Global, false, V::UInt(1048576)),
+        // The stack size of every connection thread and pool worker (see MIN_THREAD_STACK).
+        d("thread_stack", u(MIN_THREAD_STACK, 1 << 30), Global, false, V::UInt(1048576)),
         d("wait_timeout", u(1, 31536000), Both, true, V::UInt(28800)),
         d("interactive_timeout", u(1, 31536000), Both, true, V::UInt(28800)),
         d("connect_timeout", u(2, 31536000), Global, true, V::UInt(10)),
@@ -583,6 +596,24 @@ impl Vars {
     }
 
     fn store_global(&self, name: &'static str, v: VarValue) {
+        // MySQL couples the two: super_read_only=ON turns read_only on, read_only=OFF turns
+        // super_read_only off (both reported to subscribers).
+        let coupled = match (name, &v) {
+            ("super_read_only", VarValue::Bool(true)) => Some(("read_only", VarValue::Bool(true))),
+            ("read_only", VarValue::Bool(false)) => {
+                Some(("super_read_only", VarValue::Bool(false)))
+            }
+            _ => None,
+        };
+        if let Some((other, ov)) = coupled {
+            if self.global(other).ok().as_ref() != Some(&ov) {
+                self.store_one(other, ov);
+            }
+        }
+        self.store_one(name, v);
+    }
+
+    fn store_one(&self, name: &'static str, v: VarValue) {
         self.global
             .write()
             .unwrap_or_else(PoisonError::into_inner)
@@ -781,6 +812,52 @@ mod tests {
             .unwrap();
         assert_eq!(s.get(&v, "autocommit").unwrap(), VarValue::Bool(false));
         assert_eq!(v.get("autocommit"), VarValue::Bool(true));
+    }
+
+    #[test]
+    fn read_only_and_super_read_only_are_coupled() {
+        let v = Vars::new();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s2 = seen.clone();
+        v.subscribe(Box::new(move |n, val| {
+            s2.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((n.to_string(), val.as_bool()))
+        }));
+        let on = |x: &str| v.get(x).as_bool();
+        v.set_global("super_read_only", &SetValue::Int(1)).unwrap();
+        assert!(on("read_only") && on("super_read_only"));
+        v.set_global("super_read_only", &SetValue::Int(0)).unwrap();
+        assert!(on("read_only") && !on("super_read_only"));
+        v.set_global("super_read_only", &SetValue::Str("ON".into()))
+            .unwrap();
+        v.set_global("read_only", &SetValue::Str("OFF".into()))
+            .unwrap();
+        assert!(!on("read_only") && !on("super_read_only"));
+        v.set_startup("super-read-only", "").unwrap();
+        assert!(on("read_only") && on("super_read_only"));
+        // Subscribers see both halves, the implied one first.
+        assert_eq!(
+            seen.lock().unwrap_or_else(PoisonError::into_inner)[..3],
+            [
+                ("read_only".to_string(), true),
+                ("super_read_only".to_string(), true),
+                ("super_read_only".to_string(), false),
+            ]
+        );
+        // max_user_connections: shown per session, set globally only.
+        let mut s = v.session_copy();
+        assert_eq!(
+            s.set(&v, "max_user_connections", &SetValue::Int(3))
+                .unwrap_err()
+                .code(),
+            1621
+        );
+        assert_eq!(
+            v.set_startup("thread_stack", "128K").unwrap_err().code(),
+            1231
+        );
+        v.set_startup("thread_stack", "512K").unwrap();
     }
 
     #[test]

@@ -11,9 +11,10 @@ use crate::value::Value;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VarScope {
     /// `@@x` in an expression (session value, or global for global-only variables), or
-    /// `SET x` (session).
+    /// `SET @@x` (the session value; for `transaction_isolation` and `transaction_read_only`
+    /// the next transaction only, as in MySQL).
     Default,
-    /// `@@session.x`, `SET SESSION x`, `SET @@session.x`, `LOCAL`.
+    /// `@@session.x`, `SET SESSION x`, `SET @@session.x`, `LOCAL`, `SET x`.
     Session,
     /// `@@global.x`, `SET GLOBAL x`.
     Global,
@@ -535,14 +536,16 @@ pub enum Statement {
     CreateDatabase(String, bool),
     /// `DROP DATABASE [IF EXISTS] name`.
     DropDatabase(String, bool),
-    /// BEGIN / START TRANSACTION.
-    Begin,
+    /// BEGIN / START TRANSACTION: its access mode if given (`READ ONLY` = `Some(true)`,
+    /// `READ WRITE` = `Some(false)`).
+    Begin(Option<bool>),
     /// COMMIT.
     Commit,
     /// ROLLBACK.
     Rollback,
-    /// `CREATE USER [IF NOT EXISTS] 'u'@'h' IDENTIFIED BY 'p', ...`.
-    CreateUser(Vec<(String, String, String)>, bool),
+    /// `CREATE USER [IF NOT EXISTS] 'u'@'h' IDENTIFIED BY 'p', ... [WITH MAX_USER_CONNECTIONS n]`
+    /// (the users, IF NOT EXISTS, the connection limit: 0 = the global one).
+    CreateUser(Vec<(String, String, String)>, bool, u64),
     /// `DROP USER [IF EXISTS] 'u'@'h', ...`.
     DropUser(Vec<(String, String)>, bool),
     /// A statement on a table (INSERT/UPDATE/DELETE/CREATE TABLE/...): needs storage.
@@ -583,7 +586,7 @@ impl Statement {
             Statement::Flush(_) => "flush",
             Statement::CreateDatabase(..) => "create_db",
             Statement::DropDatabase(..) => "drop_db",
-            Statement::Begin => "begin",
+            Statement::Begin(_) => "begin",
             Statement::Commit => "commit",
             Statement::Rollback => "rollback",
             Statement::CreateUser(..) => "create_user",

@@ -411,7 +411,7 @@ fn session_statements_parse() {
         parse("create user 'bob'@'%' identified by 'pw'")
             .unwrap()
             .statement,
-        Statement::CreateUser(vec![("bob".into(), "%".into(), "pw".into())], false)
+        Statement::CreateUser(vec![("bob".into(), "%".into(), "pw".into())], false, 0)
     );
     assert_eq!(
         parse("DROP USER IF EXISTS bob@localhost")
@@ -421,8 +421,40 @@ fn session_statements_parse() {
     );
     assert_eq!(
         parse("START TRANSACTION").unwrap().statement,
-        Statement::Begin
+        Statement::Begin(None)
     );
+    assert_eq!(
+        parse("START TRANSACTION READ ONLY, WITH CONSISTENT SNAPSHOT")
+            .unwrap()
+            .statement,
+        Statement::Begin(Some(true))
+    );
+    assert_eq!(
+        parse("start transaction read write").unwrap().statement,
+        Statement::Begin(Some(false))
+    );
+    assert_eq!(
+        parse("START TRANSACTION READ ONLY, READ WRITE")
+            .unwrap_err()
+            .code(),
+        1064
+    );
+    match parse("SET @@transaction_read_only = 1, transaction_read_only = 0")
+        .unwrap()
+        .statement
+    {
+        Statement::Set(v) => {
+            assert_eq!(
+                v[0].0,
+                SetTarget::System(VarScope::Default, "transaction_read_only".into())
+            );
+            assert_eq!(
+                v[1].0,
+                SetTarget::System(VarScope::Session, "transaction_read_only".into())
+            );
+        }
+        other => panic!("{other:?}"),
+    }
     assert_eq!(
         parse("use `my db`").unwrap().statement,
         Statement::Use("my db".into())

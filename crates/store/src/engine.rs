@@ -355,6 +355,17 @@ impl Engine {
             .store(d.as_millis() as u64, Ordering::Relaxed);
     }
 
+    /// `innodb_deadlock_detect`: off, lock waits that would close a cycle are not refused with
+    /// 1213 but wait, and time out with 1205 after `innodb_lock_wait_timeout`.
+    pub fn set_deadlock_detect(&self, on: bool) {
+        self.inner.locks.set_deadlock_detect(on);
+    }
+
+    /// Current `innodb_deadlock_detect`.
+    pub fn deadlock_detect(&self) -> bool {
+        self.inner.locks.deadlock_detect()
+    }
+
     /// Status counters (MySQL names where they exist) plus block cache usage/capacity.
     pub fn status(&self) -> Vec<(&'static str, u64)> {
         let mut v = self.inner.stats.snapshot();

@@ -18,6 +18,9 @@
 //! wait would close a cycle: the requester is the victim and gets [`LockError::Deadlock`]
 //! without waiting (InnoDB picks a victim by weight; choosing the requester is simpler, always
 //! breaks the cycle, and needs no cross-thread abort). The caller rolls its transaction back.
+//! With detection off ([`LockManager::set_deadlock_detect`], `innodb_deadlock_detect=OFF`) the
+//! walk is skipped: every member of a cycle waits until its lock wait timeout
+//! ([`LockError::Timeout`], 1205), as in InnoDB.
 //!
 //! # Waiting
 //!
@@ -29,7 +32,7 @@
 
 use crate::stats::Stats;
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -88,14 +91,37 @@ struct State {
 }
 
 /// The lock table. One per engine.
-#[derive(Default)]
 pub struct LockManager {
     state: Mutex<State>,
+    /// `innodb_deadlock_detect`: when off, a request that would close a cycle waits like any
+    /// other and fails with [`LockError::Timeout`] after the lock wait timeout (as InnoDB does
+    /// with detection disabled).
+    detect: AtomicBool,
+}
+
+impl Default for LockManager {
+    fn default() -> Self {
+        LockManager {
+            state: Mutex::default(),
+            detect: AtomicBool::new(true),
+        }
+    }
 }
 
 impl LockManager {
     fn lock_state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Turns deadlock detection on or off (`innodb_deadlock_detect`); applies to waits that
+    /// start afterwards.
+    pub fn set_deadlock_detect(&self, on: bool) {
+        self.detect.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether deadlock detection is on.
+    pub fn deadlock_detect(&self) -> bool {
+        self.detect.load(Ordering::Relaxed)
     }
 
     /// Acquires `key` in `mode` for `txn`, waiting up to `timeout`. Re-acquiring a lock already
@@ -134,7 +160,7 @@ impl LockManager {
         };
         // Must wait: first make sure waiting cannot deadlock.
         let pos = if upgrade { 0 } else { entry.queue.len() };
-        if st.would_deadlock(txn, key, mode, pos) {
+        if self.detect.load(Ordering::Relaxed) && st.would_deadlock(txn, key, mode, pos) {
             stats.deadlocks.fetch_add(1, Ordering::Relaxed);
             if let Some(e) = st.locks.get(key) {
                 if e.holders.is_empty() && e.queue.is_empty() {

@@ -131,6 +131,52 @@ fn crossing_transactions_one_deadlock_victim_other_commits() {
 }
 
 #[test]
+fn deadlock_detection_off_means_both_wait_and_time_out() {
+    let (_d, e, t) = setup("nodetect");
+    assert!(e.deadlock_detect());
+    e.set_deadlock_detect(false);
+    let mut txn = e.begin(Isolation::RepeatableRead);
+    txn.insert(&t, row(1, 0, "a")).unwrap();
+    txn.insert(&t, row(2, 0, "b")).unwrap();
+    txn.commit().unwrap();
+    let barrier = Arc::new(Barrier::new(2));
+    let done = Arc::new(Barrier::new(2));
+    let run = |first: i64, second: i64| {
+        let (e, t, barrier, done) = (e.clone(), t.clone(), barrier.clone(), done.clone());
+        thread::spawn(move || {
+            let mut txn = e.begin(Isolation::RepeatableRead);
+            txn.set_lock_wait_timeout(Duration::from_millis(600));
+            // Distinct unique `c` values: only the rows are contended for.
+            txn.update(&t, &key(&t, first), row(first, 1, &format!("x{first}")))
+                .unwrap();
+            barrier.wait();
+            let t0 = Instant::now();
+            let r = txn.update(&t, &key(&t, second), row(second, 2, &format!("y{second}")));
+            let waited = t0.elapsed();
+            // A timeout fails only the statement: the transaction stays open (and keeps its
+            // lock until the other one has given up too).
+            let active = txn.is_active();
+            done.wait();
+            txn.rollback();
+            (r.map(|_| ()), waited, active)
+        })
+    };
+    let a = run(1, 2);
+    let b = run(2, 1);
+    let results = [a.join().unwrap(), b.join().unwrap()];
+    for (r, waited, active) in &results {
+        let err = r.as_ref().expect_err("each waits for the other");
+        assert!(matches!(err, StoreError::LockWaitTimeout), "{results:?}");
+        assert_eq!(err.mysql_code(), 1205);
+        assert!(*waited >= Duration::from_millis(500), "{waited:?}");
+        assert!(*active);
+    }
+    assert_eq!(e.status_value("Innodb_deadlocks").unwrap(), 0);
+    e.set_deadlock_detect(true);
+    assert!(e.deadlock_detect());
+}
+
+#[test]
 fn lock_wait_timeout_fails_only_the_statement() {
     let (_d, e, t) = setup("timeout");
     let mut txn = e.begin(Isolation::RepeatableRead);

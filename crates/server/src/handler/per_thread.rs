@@ -79,6 +79,7 @@ impl PerThread {
         let inner = self.inner.clone();
         let spawned = std::thread::Builder::new()
             .name("shoal-conn".into())
+            .stack_size(self.inner.server.thread_stack())
             .spawn(move || thread_main(inner, client));
         if let Err(e) = spawned {
             tracing::error!("cannot create a connection thread: {e}");

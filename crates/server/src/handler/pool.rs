@@ -281,6 +281,7 @@ pub fn config_from_server(server: &Server) -> Config {
             d.balance.as_micros() as u64,
         )),
         thread_name: "shoal-pool".into(),
+        stack_size: Some(server.thread_stack()),
     }
 }
 

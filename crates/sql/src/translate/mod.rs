@@ -210,26 +210,37 @@ impl Translator<'_> {
             }
             "BEGIN" => {
                 eat(p, "WORK");
-                Statement::Begin
+                Statement::Begin(None)
             }
             "START" => {
                 if !eat(p, "TRANSACTION") {
                     return Err(SqlError::Syntax("START".into()));
                 }
+                // Characteristics: WITH CONSISTENT SNAPSHOT, READ ONLY | READ WRITE (both
+                // access modes at once is a syntax error in MySQL and MariaDB).
+                let mut read_only = None;
                 loop {
-                    if eat_seq(p, &["WITH", "CONSISTENT", "SNAPSHOT"])
-                        || eat_seq(p, &["READ", "WRITE"])
-                        || eat_seq(p, &["READ", "ONLY"])
-                    {
-                        if !matches!(p.peek_token().token, Token::Comma) {
-                            break;
-                        }
-                        p.next_token();
+                    let mode = if eat_seq(p, &["WITH", "CONSISTENT", "SNAPSHOT"]) {
+                        None
+                    } else if eat_seq(p, &["READ", "WRITE"]) {
+                        Some(false)
+                    } else if eat_seq(p, &["READ", "ONLY"]) {
+                        Some(true)
                     } else {
                         break;
+                    };
+                    if let Some(m) = mode {
+                        if read_only.is_some() {
+                            return Err(SqlError::Syntax(String::new()));
+                        }
+                        read_only = Some(m);
                     }
+                    if !matches!(p.peek_token().token, Token::Comma) {
+                        break;
+                    }
+                    p.next_token();
                 }
-                Statement::Begin
+                Statement::Begin(read_only)
             }
             "COMMIT" | "ROLLBACK" => {
                 eat(p, "WORK");
@@ -350,11 +361,41 @@ impl Translator<'_> {
             match toks.get(i) {
                 Some(UTok::Comma) => i += 1,
                 None => break,
+                Some(UTok::Word(w)) if create && w.eq_ignore_ascii_case("WITH") => break,
                 Some(other) => return Err(SqlError::Syntax(format!("{other:?}"))),
             }
         }
+        // `WITH resource_option ...`: MAX_USER_CONNECTIONS is enforced; the per-hour limits are
+        // not implemented and refused (1235) rather than accepted and ignored.
+        let mut max_user_connections = 0;
+        if word(i, "WITH") {
+            i += 1;
+            let first = i;
+            while let Some(UTok::Word(w)) = toks.get(i) {
+                let option = w.to_ascii_uppercase();
+                let n = match toks.get(i + 1) {
+                    Some(UTok::Word(n)) => {
+                        n.parse::<u64>().map_err(|_| SqlError::Syntax(n.clone()))?
+                    }
+                    other => return Err(SqlError::Syntax(format!("{other:?}"))),
+                };
+                match option.as_str() {
+                    "MAX_USER_CONNECTIONS" => max_user_connections = n.min(u32::MAX as u64),
+                    "MAX_QUERIES_PER_HOUR"
+                    | "MAX_UPDATES_PER_HOUR"
+                    | "MAX_CONNECTIONS_PER_HOUR" => {
+                        return Err(unsupported(format!("CREATE USER ... WITH {option}")))
+                    }
+                    _ => return Err(SqlError::Syntax(w.clone())),
+                }
+                i += 2;
+            }
+            if i != toks.len() || i == first {
+                return Err(SqlError::Syntax(format!("{:?}", toks.get(i))));
+            }
+        }
         Ok(if create {
-            Statement::CreateUser(created, cond)
+            Statement::CreateUser(created, cond, max_user_connections)
         } else {
             Statement::DropUser(dropped, cond)
         })
@@ -453,7 +494,10 @@ impl Translator<'_> {
                         };
                         SetTarget::System(sc, var.to_ascii_lowercase())
                     } else {
-                        SetTarget::System(scope.unwrap_or(VarScope::Session), first)
+                        // `SET @@x` without a scope: the session value, except for the
+                        // transaction characteristics, where it means the next transaction
+                        // only (MySQL and MariaDB); the session tells them apart.
+                        SetTarget::System(scope.unwrap_or(VarScope::Default), first)
                     }
                 }
                 Token::Word(w) if w.quote_style.is_none() && w.value.starts_with('@') => {
@@ -472,7 +516,7 @@ impl Translator<'_> {
                     if p.consume_token(&Token::Period) {
                         n = format!("{n}.{}", name(p)?);
                     }
-                    SetTarget::System(scope.unwrap_or(VarScope::Default), n)
+                    SetTarget::System(scope.unwrap_or(VarScope::Session), n)
                 }
                 other => return Err(SqlError::Syntax(other.to_string())),
             };

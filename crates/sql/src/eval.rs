@@ -1381,6 +1381,33 @@ fn eval_level(e: &Expr, ctx: &mut dyn Context) -> Result<Value, SqlError> {
     }
 }
 
+/// The type of a result that is one of several values passed through unchanged (CASE, IF,
+/// IFNULL, COALESCE, GREATEST, LEAST, the branches of a UNION): MySQL's aggregation of result
+/// types, simplified. NULL does not count; one type stays itself; integers of both signs need a
+/// DECIMAL, integers with a DECIMAL are DECIMAL, any number with a DOUBLE is DOUBLE; DATE with
+/// DATETIME is DATETIME; any other mix (a string, a date with a number) is VARCHAR. The column
+/// type must be able to carry every branch's value: the binary protocol encodes values by their
+/// column's type, and a BIGINT column cannot carry a string (the client got "internal error"
+/// instead of the row).
+pub fn merge_types(a: SqlType, b: SqlType) -> SqlType {
+    use SqlType::*;
+    match (a, b) {
+        (Null, t) | (t, Null) => t,
+        (a, b) if a == b => a,
+        (Int, UInt) | (UInt, Int) => Decimal(0),
+        (Decimal(x), Decimal(y)) => Decimal(x.max(y)),
+        (Decimal(x), Int | UInt) | (Int | UInt, Decimal(x)) => Decimal(x),
+        (Double, Int | UInt | Decimal(_)) | (Int | UInt | Decimal(_), Double) => Double,
+        (Date, DateTime) | (DateTime, Date) => DateTime,
+        _ => Str,
+    }
+}
+
+/// [`merge_types`] over expressions.
+fn merged_type<'a>(exprs: impl Iterator<Item = &'a Expr>) -> SqlType {
+    exprs.fold(SqlType::Null, |acc, e| merge_types(acc, static_type(e)))
+}
+
 /// Best-effort static type of an expression (for column metadata at PREPARE time and for
 /// all-NULL result columns).
 pub fn static_type(e: &Expr) -> SqlType {
@@ -1391,9 +1418,12 @@ fn static_type_level(e: &Expr) -> SqlType {
     match e {
         Expr::Literal(v) => v.sql_type(),
         Expr::Binary(op, a, b) => match op {
+            // `arith` computes in DOUBLE unless both operands are exact numbers (strings and
+            // dates included).
             BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Mod => {
                 match (static_type(a), static_type(b)) {
-                    (SqlType::Double | SqlType::Str, _) | (_, SqlType::Double | SqlType::Str) => {
+                    (SqlType::Double | SqlType::Str | SqlType::Date | SqlType::DateTime, _)
+                    | (_, SqlType::Double | SqlType::Str | SqlType::Date | SqlType::DateTime) => {
                         SqlType::Double
                     }
                     (SqlType::Decimal(x), SqlType::Decimal(y)) => SqlType::Decimal(x.max(y)),
@@ -1403,7 +1433,8 @@ fn static_type_level(e: &Expr) -> SqlType {
                 }
             }
             BinOp::Div => match (static_type(a), static_type(b)) {
-                (SqlType::Double | SqlType::Str, _) | (_, SqlType::Double | SqlType::Str) => {
+                (SqlType::Double | SqlType::Str | SqlType::Date | SqlType::DateTime, _)
+                | (_, SqlType::Double | SqlType::Str | SqlType::Date | SqlType::DateTime) => {
                     SqlType::Double
                 }
                 (SqlType::Decimal(x), _) => SqlType::Decimal(x + 4),
@@ -1414,7 +1445,12 @@ fn static_type_level(e: &Expr) -> SqlType {
             }
             _ => SqlType::Int,
         },
-        Expr::Unary(UnOp::Neg, x) => static_type(x),
+        // -u of an unsigned value past 2^63 is a DECIMAL; -'x', -date are DOUBLE (as `eval`).
+        Expr::Unary(UnOp::Neg, x) => match static_type(x) {
+            SqlType::UInt => SqlType::Decimal(0),
+            t @ (SqlType::Null | SqlType::Int | SqlType::Decimal(_) | SqlType::Double) => t,
+            _ => SqlType::Double,
+        },
         Expr::Unary(UnOp::BitNot, _) => SqlType::UInt,
         Expr::Unary(UnOp::Not, _)
         | Expr::IsNull(..)
@@ -1439,19 +1475,34 @@ fn static_type_level(e: &Expr) -> SqlType {
             "LENGTH" | "OCTET_LENGTH" | "CHAR_LENGTH" | "CHARACTER_LENGTH" | "UNIX_TIMESTAMP"
             | "SLEEP" | "ISNULL" | "BENCHMARK" => SqlType::Int,
             "CONNECTION_ID" | "LAST_INSERT_ID" => SqlType::UInt,
-            "ABS" | "CEIL" | "CEILING" | "FLOOR" | "ROUND" | "TRUNCATE" | "MOD" => {
-                args.first().map(static_type).unwrap_or(SqlType::Int)
+            // A number keeps its type; `eval` turns anything else (a string, a date) into
+            // a DOUBLE.
+            "ABS" | "CEIL" | "CEILING" | "FLOOR" | "ROUND" | "TRUNCATE" => {
+                match args.first().map(static_type).unwrap_or(SqlType::Int) {
+                    t @ (SqlType::Null
+                    | SqlType::Int
+                    | SqlType::UInt
+                    | SqlType::Decimal(_)
+                    | SqlType::Double) => t,
+                    _ => SqlType::Double,
+                }
             }
-            "IF" => args.get(1).map(static_type).unwrap_or(SqlType::Str),
-            "IFNULL" | "COALESCE" | "NULLIF" | "GREATEST" | "LEAST" => {
-                args.first().map(static_type).unwrap_or(SqlType::Str)
-            }
+            "MOD" if args.len() == 2 => static_type(&Expr::Binary(
+                BinOp::Mod,
+                Box::new(args[0].clone()),
+                Box::new(args[1].clone()),
+            )),
+            "MOD" => SqlType::Int,
+            // These return one of their arguments' values unchanged: the column's type must
+            // hold every one of them.
+            "IF" => merged_type(args.iter().skip(1)),
+            "IFNULL" | "COALESCE" | "GREATEST" | "LEAST" => merged_type(args.iter()),
+            "NULLIF" => args.first().map(static_type).unwrap_or(SqlType::Str),
             _ => SqlType::Str,
         },
-        Expr::Case(_, whens, _) => whens
-            .first()
-            .map(|(_, t)| static_type(t))
-            .unwrap_or(SqlType::Str),
+        Expr::Case(_, whens, else_) => {
+            merged_type(whens.iter().map(|(_, t)| t).chain(else_.as_deref()))
+        }
         Expr::AssignUserVar(_, x) => static_type(x),
         Expr::Aggregate(a) => {
             let arg = a.arg.as_ref().map(static_type).unwrap_or(SqlType::Int);

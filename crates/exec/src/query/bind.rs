@@ -363,7 +363,7 @@ impl Binder<'_> {
             }
             QueryBody::Union { all, left, right } => {
                 let (l, names, infos) = self.body(left, barrier, lock)?;
-                let (r, rnames, _) = self.body(right, barrier, lock)?;
+                let (r, rnames, rinfos) = self.body(right, barrier, lock)?;
                 if names.len() != rnames.len() {
                     return Err(SqlError::other(
                         1222,
@@ -371,6 +371,9 @@ impl Binder<'_> {
                         "The used SELECT statements have a different number of columns",
                     ));
                 }
+                // Column types hold both branches' values (found by fuzzing: a BIGINT column
+                // carrying the right branch's strings failed in the binary protocol).
+                let infos = infos.iter().zip(&rinfos).map(|(l, r)| l.union(r)).collect();
                 Ok((
                     Body::Union {
                         all: *all,

@@ -393,11 +393,36 @@ fn exec_response(out: ExecOutput) -> Response {
 
 /// A result set of `columns` and the engine's `rows`.
 fn rows_response(columns: Arc<[Column]>, rows: Vec<Vec<Value>>) -> Response {
+    // A DATE in a column that is not temporal (CASE, COALESCE or UNION mixing dates with
+    // strings or numbers make VARCHAR) goes out as the string MySQL shows: the protocol would
+    // render a date value in such a column as a DATETIME.
+    let date_as_text: Vec<bool> = columns
+        .iter()
+        .map(|c| {
+            !matches!(
+                c.column_type,
+                ColumnType::MYSQL_TYPE_DATE
+                    | ColumnType::MYSQL_TYPE_NEWDATE
+                    | ColumnType::MYSQL_TYPE_DATETIME
+                    | ColumnType::MYSQL_TYPE_TIMESTAMP
+            )
+        })
+        .collect();
     Response::Rows(ResultSet {
         columns,
         rows: rows
             .into_iter()
-            .map(|r| r.into_iter().map(to_proto_value).collect())
+            .map(|r| {
+                r.into_iter()
+                    .enumerate()
+                    .map(|(i, v)| match v {
+                        Value::Date(_) if date_as_text.get(i) == Some(&true) => {
+                            PValue::Bytes(v.to_text().unwrap_or_default().into_bytes())
+                        }
+                        v => to_proto_value(v),
+                    })
+                    .collect()
+            })
             .collect(),
         warnings: 0,
     })

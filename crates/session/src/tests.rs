@@ -950,3 +950,79 @@ fn deep_expressions_answer_or_fail_with_1436_on_a_worker_stack() {
         .unwrap();
     assert_eq!(got, ["1000", "ERR 1436", "ERR 1436"]);
 }
+
+/// Found by fuzzing: a table query's result column took the type of a CASE's first branch, or a
+/// UNION's left branch, while its values came from every branch (a string or a date in a
+/// BIGINT column, a DOUBLE in a DATE column). The text protocol did not mind; the binary
+/// protocol (COM_STMT_EXECUTE) cannot encode such a value and the client got ERR 1105
+/// "internal error" instead of the rows. Every value must encode as its column's type.
+#[test]
+fn result_columns_hold_every_branch_of_case_and_union_in_the_binary_protocol() {
+    let (server, dir) = table_server("branches");
+    let (mut s, _) = root(&server);
+    for sql in [
+        "CREATE DATABASE br",
+        "USE br",
+        "CREATE TABLE t (id INT PRIMARY KEY, c VARCHAR(10), d DATE, f DOUBLE, u INT UNSIGNED)",
+        "INSERT INTO t VALUES (1, 'one', '2024-01-02', 1.5, 7), (2, 'two', NULL, NULL, 4294967295)",
+    ] {
+        assert_eq!(one(&mut s, sql), "", "{sql}");
+    }
+    let cases = [
+        (
+            "SELECT CASE WHEN id = 1 THEN id ELSE c END FROM t ORDER BY id",
+            "1|two",
+        ),
+        ("SELECT IF(id = 2, d, f) FROM t ORDER BY id", "1.5|NULL"),
+        ("SELECT COALESCE(d, id) FROM t ORDER BY id", "2024-01-02|2"),
+        ("SELECT -u FROM t ORDER BY id", "-7|-4294967295"),
+        ("SELECT CEIL(d) FROM t ORDER BY id", "20240102|NULL"),
+        ("SELECT id FROM t UNION ALL SELECT c FROM t", "1|2|one|two"),
+        (
+            "SELECT d FROM t WHERE id = 1 UNION ALL SELECT f FROM t",
+            "2024-01-02|1.5|NULL",
+        ),
+        (
+            "SELECT id FROM t UNION ALL SELECT u FROM t",
+            "1|2|7|4294967295",
+        ),
+        (
+            "SELECT NULL FROM t WHERE id = 1 UNION ALL SELECT d FROM t WHERE id = 1",
+            "NULL|2024-01-02",
+        ),
+    ];
+    for (i, (sql, want)) in cases.iter().enumerate() {
+        let id = i as u32 + 1;
+        s.prepare(id, sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let Response::Rows(rs) = s.execute(id, &[]).unwrap_or_else(|e| panic!("{sql}: {e}")) else {
+            panic!("{sql}: rows expected")
+        };
+        let mut got = Vec::new();
+        for row in &rs.rows {
+            for (v, c) in row.iter().zip(rs.columns.iter()) {
+                if !matches!(v, PValue::NULL) {
+                    let unsigned = c.flags.contains(shoal_proto::ColumnFlags::UNSIGNED_FLAG);
+                    let mut buf = Vec::new();
+                    shoal_proto::values::encode_binary(
+                        &mut buf,
+                        v,
+                        c.column_type,
+                        unsigned,
+                        c.decimals,
+                    )
+                    .unwrap_or_else(|e| panic!("{sql}: {e}"));
+                }
+                got.push(
+                    shoal_proto::values::text_of(v, c.column_type, c.decimals)
+                        .map(|b| String::from_utf8_lossy(&b).into_owned())
+                        .unwrap_or_else(|| "NULL".into()),
+                );
+            }
+        }
+        assert_eq!(got.join("|"), *want, "{sql}");
+    }
+    s.disconnect();
+    drop(s);
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}

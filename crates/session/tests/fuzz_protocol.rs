@@ -61,7 +61,7 @@ const SERVER_MORE_RESULTS_EXISTS: u16 = 0x0008;
 #[test]
 fn fuzz_protocol() {
     fuzz::install_panic_hook();
-    let cfg = Config::from_env(4000);
+    let cfg = Config::from_env(20_000);
     let c = cfg.clone();
     let (done, elapsed, findings, rss) = fuzz::on_worker_stack(move || run(&c));
     fuzz::summary("protocol", &cfg, done, elapsed, &findings, &rss);
@@ -103,6 +103,9 @@ struct Client {
     pending: Vec<u8>,
     /// Messages fed while the connection kept asking for more.
     starved: u32,
+    /// Sends mutated and random messages after login too (the others live long enough to
+    /// build up prepared statements, transactions and session state).
+    nasty: bool,
 }
 
 impl Client {
@@ -1024,7 +1027,8 @@ fn command(c: &mut Client, rng: &mut StdRng, gen: &mut SqlGen, pgen: &mut SqlGen
             p.extend_from_slice(&v.to_le_bytes());
             p
         }
-        89 => vec![0x01],
+        89 if c.nasty || rng.gen_bool(0.2) => vec![0x01],
+        89 => vec![0x0e],
         90..=91 => vec![0x09],
         92..=93 => {
             let mut p = vec![0x0c];
@@ -1130,6 +1134,7 @@ fn connect(rig: &Rig, rng: &mut StdRng, f: &mut Findings) -> Client {
         stmts: HashMap::new(),
         pending: Vec::new(),
         starved: 0,
+        nasty: rng.gen_bool(0.3),
     }
 }
 
@@ -1188,10 +1193,10 @@ fn run(cfg: &Config) -> (u64, std::time::Duration, Findings, Rss) {
         };
         // Mutations and noise end most connections (out of order, bad handshake), so they
         // are rarer once logged in, where most of the state is.
-        let (mutated, noise) = if c.phase == Phase::Command {
-            (10, 2)
-        } else {
-            (20, 5)
+        let (mutated, noise) = match c.phase {
+            Phase::Command if c.nasty => (10, 2),
+            Phase::Command => (1, 0),
+            _ => (20, 5),
         };
         let roll = rng.gen_range(0..100);
         let msg = if roll < noise {

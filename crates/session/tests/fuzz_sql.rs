@@ -32,7 +32,7 @@ const RESET_EVERY: u64 = 250;
 #[test]
 fn fuzz_sql() {
     fuzz::install_panic_hook();
-    let cfg = Config::from_env(2500);
+    let cfg = Config::from_env(10_000);
     let c = cfg.clone();
     let (done, elapsed, findings, rss) = fuzz::on_worker_stack(move || run(&c));
     fuzz::summary("sql", &cfg, done, elapsed, &findings, &rss);

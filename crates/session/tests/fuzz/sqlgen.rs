@@ -543,7 +543,8 @@ impl SqlGen {
 
     /// One generated statement.
     pub fn statement(&mut self, rng: &mut StdRng) -> String {
-        self.depth = 3;
+        // Now and then much deeper nesting (subqueries in subqueries, long expression trees).
+        self.depth = if rng.gen_bool(0.03) { 6 } else { 3 };
         match rng.gen_range(0..100) {
             0..=34 => self.select(rng, &Scope::default()),
             35..=44 => self.insert(rng),
@@ -675,7 +676,9 @@ impl SqlGen {
                 s + " END"
             }
             86..=91 => self.subquery_expr(rng, scope),
-            92..=94 if scope.aggregates => self.aggregate(rng, scope),
+            // Aggregates where they belong, and rarely where they do not (WHERE, ON, SET,
+            // VALUES, GROUP BY).
+            92..=94 if scope.aggregates || rng.gen_bool(0.1) => self.aggregate(rng, scope),
             95..=96 => {
                 let (a, b) = (self.expr(rng, scope), self.expr(rng, scope));
                 let esc = if rng.gen_bool(0.2) { " ESCAPE '|'" } else { "" };
@@ -697,6 +700,7 @@ impl SqlGen {
                     pick(rng, &["utf8mb4_bin", "latin1_bin", "nope"])
                 )
             }
+            99 if rng.gen_bool(0.5) => self.big_expr(rng, scope),
             // Small constant sleeps and benchmarks only: the watchdog reports anything slow.
             _ => pick(
                 rng,
@@ -713,6 +717,42 @@ impl SqlGen {
         };
         self.depth += 1;
         e
+    }
+
+    /// Large inputs: long IN lists and CONCATs, big strings, LIKE patterns full of wildcards.
+    fn big_expr(&mut self, rng: &mut StdRng, scope: &Scope) -> String {
+        let a = if scope.cols.is_empty() {
+            "'abc'".to_string()
+        } else {
+            self.column(rng, scope)
+        };
+        match rng.gen_range(0..6) {
+            0 => {
+                let n = rng.gen_range(100..2000);
+                let list: Vec<String> = (0..n).map(|i| i.to_string()).collect();
+                format!("({a} IN ({}))", list.join(","))
+            }
+            1 => {
+                let n = rng.gen_range(50..500);
+                format!("CONCAT({})", vec![a; n].join(", "))
+            }
+            2 => format!(
+                "REPEAT({a}, {})",
+                pick(rng, &["1000", "65536", "1048576", "4194305", "-1"])
+            ),
+            3 => {
+                let n = rng.gen_range(5..40);
+                format!("({a} LIKE '{}x')", "%_".repeat(n))
+            }
+            4 => format!(
+                "LPAD({a}, {}, 'X\u{e9}')",
+                pick(rng, &["100000", "4194304", "18446744073709551615"])
+            ),
+            _ => {
+                let n = rng.gen_range(20..200);
+                format!("{}{a}{}", "(".repeat(n), ")".repeat(n))
+            }
+        }
     }
 
     fn call(&mut self, rng: &mut StdRng, scope: &Scope) -> String {
@@ -857,7 +897,12 @@ impl SqlGen {
     /// FROM clause: one to three factors joined in various ways.
     fn from_clause(&mut self, rng: &mut StdRng, outer: &Scope) -> (String, Vec<String>) {
         let (mut text, mut cols) = self.table_factor(rng, outer);
-        for _ in 0..rng.gen_range(0..3) {
+        let joins = if rng.gen_bool(0.05) {
+            rng.gen_range(3..6)
+        } else {
+            rng.gen_range(0..3)
+        };
+        for _ in 0..joins {
             let (t, c) = self.table_factor(rng, outer);
             cols.extend(c);
             let scope = Scope {
@@ -950,7 +995,13 @@ impl SqlGen {
             s += &format!(" WHERE {}", self.expr(rng, &where_scope));
         }
         if grouped {
-            let g = self.column(rng, &where_scope);
+            let g = if rng.gen_bool(0.15) {
+                rng.gen_range(0..6).to_string()
+            } else if rng.gen_bool(0.05) {
+                self.expr(rng, &items_scope)
+            } else {
+                self.column(rng, &where_scope)
+            };
             s += &format!(" GROUP BY {g}");
             if rng.gen_bool(0.2) {
                 s += &format!(", {}", rng.gen_range(1..3));
@@ -961,7 +1012,7 @@ impl SqlGen {
         }
         if tail && rng.gen_bool(0.35) {
             let k = if rng.gen_bool(0.3) {
-                rng.gen_range(0..4).to_string()
+                rng.gen_range(0..6).to_string()
             } else {
                 self.expr(rng, &items_scope)
             };
@@ -969,10 +1020,24 @@ impl SqlGen {
             s += &format!(" ORDER BY {k}{dir}");
         }
         if tail && rng.gen_bool(0.3) {
-            s += &format!(
-                " LIMIT {}",
-                pick(rng, &["0", "1", "2", "10", "18446744073709551615"])
-            );
+            let n = if self.placeholders && rng.gen_bool(0.3) {
+                "?"
+            } else {
+                *pick(
+                    rng,
+                    &[
+                        "0",
+                        "1",
+                        "2",
+                        "10",
+                        "18446744073709551615",
+                        "-1",
+                        "1.5",
+                        "'2'",
+                    ],
+                )
+            };
+            s += &format!(" LIMIT {n}");
             if rng.gen_bool(0.3) {
                 s += &format!(" OFFSET {}", pick(rng, &["0", "1", "5", "4294967296"]));
             }
@@ -1003,6 +1068,9 @@ impl SqlGen {
         }
         if rng.gen_bool(0.1) {
             return "NULL".into();
+        }
+        if rng.gen_bool(0.01) {
+            return format!("REPEAT('w', {})", pick(rng, &["300", "70000", "1000000"]));
         }
         match k {
             Kind::Int => rng.gen_range(-5i64..50).to_string(),
@@ -1088,7 +1156,12 @@ impl SqlGen {
                 src.name
             )
         } else {
-            let rows = rng.gen_range(1..4);
+            // Now and then a bulk insert (joins over them stay bounded: tables are rebuilt).
+            let rows = if rng.gen_bool(0.02) {
+                rng.gen_range(50..300)
+            } else {
+                rng.gen_range(1..4)
+            };
             let mut vs = Vec::new();
             for _ in 0..rows {
                 let mut n = cols.len();
@@ -1472,7 +1545,49 @@ impl SqlGen {
     }
 
     fn misc(&mut self, rng: &mut StdRng) -> String {
-        match rng.gen_range(0..8) {
+        match rng.gen_range(0..11) {
+            8 => {
+                let sel = self.select(rng, &Scope::default());
+                let body = if rng.gen_bool(0.5) {
+                    "SELECT * FROM c".to_string()
+                } else {
+                    "SELECT COUNT(*) FROM c JOIN t1 ON 1 = 1".to_string()
+                };
+                format!("WITH c AS ({sel}) {body}")
+            }
+            9 => {
+                let t = pick(rng, &TABLES[..3]);
+                let (c, _) = *pick(rng, t.cols);
+                let (k, _) = *pick(rng, t.cols);
+                match rng.gen_range(0..3) {
+                    0 => format!(
+                        "UPDATE {} SET {c} = (SELECT MAX({k}) FROM {} AS x) WHERE {k} IS NOT NULL",
+                        t.name, t.name
+                    ),
+                    1 => format!(
+                        "DELETE FROM {} WHERE {k} IN (SELECT {k} FROM {} AS x WHERE {c} > 1)",
+                        t.name, t.name
+                    ),
+                    _ => format!(
+                        "INSERT IGNORE INTO {} SELECT * FROM {} ORDER BY 1 LIMIT 3",
+                        t.name, t.name
+                    ),
+                }
+            }
+            10 => {
+                // Aggregates over an empty or a NULL-only input, DISTINCT over expressions.
+                let t = pick(rng, &TABLES[..3]);
+                let scope = Self::table_scope(t);
+                let a = self.aggregate(
+                    rng,
+                    &Scope {
+                        aggregates: true,
+                        ..scope.clone()
+                    },
+                );
+                let w = pick(rng, &["1 = 0", "1 = 1", "NULL", "id IS NULL"]);
+                format!("SELECT {a}, COUNT(*) FROM {} WHERE {w}", t.name)
+            }
             0 => {
                 // Leaving the fuzz database is rare: table statements fail until the next USE.
                 let db = if rng.gen_bool(0.1) {

@@ -952,7 +952,8 @@ fn deep_expressions_answer_or_fail_with_1436_on_a_worker_stack() {
 }
 
 /// Found by fuzzing: a table query's result column took the type of a CASE's first branch, or a
-/// UNION's left branch, while its values came from every branch (a string or a date in a
+/// UNION's left branch, or (over information_schema) BIGINT for any aggregate, while its values
+/// came from every branch (a string or a date in a
 /// BIGINT column, a DOUBLE in a DATE column). The text protocol did not mind; the binary
 /// protocol (COM_STMT_EXECUTE) cannot encode such a value and the client got ERR 1105
 /// "internal error" instead of the rows. Every value must encode as its column's type.
@@ -989,6 +990,11 @@ fn result_columns_hold_every_branch_of_case_and_union_in_the_binary_protocol() {
         (
             "SELECT NULL FROM t WHERE id = 1 UNION ALL SELECT d FROM t WHERE id = 1",
             "NULL|2024-01-02",
+        ),
+        // The single-table path over information_schema typed every aggregate BIGINT.
+        (
+            "SELECT MAX(TABLE_NAME), COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'br'",
+            "t|5",
         ),
     ];
     for (i, (sql, want)) in cases.iter().enumerate() {

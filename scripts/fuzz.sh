@@ -51,6 +51,8 @@ for t in $TARGETS; do
     if [ -n "$line" ]; then
       echo "  chunk $c: ${line#FUZZ }"
     fi
+    # Slow inputs (killed by the watchdog's KILL QUERY) are reported, not failures.
+    grep '^FUZZ SLOW' "$log" | head -5 | cut -c1-1000 | sed 's/^/    /'
     if [ "$rc" -ne 0 ]; then
       failed=1
       if grep -q '^FUZZ HANG' "$log"; then

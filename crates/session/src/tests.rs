@@ -978,6 +978,10 @@ fn result_columns_hold_every_branch_of_case_and_union_in_the_binary_protocol() {
         ("SELECT COALESCE(d, id) FROM t ORDER BY id", "2024-01-02|2"),
         ("SELECT -u FROM t ORDER BY id", "-7|-4294967295"),
         ("SELECT CEIL(d) FROM t ORDER BY id", "20240102|NULL"),
+        (
+            "SELECT -9223372036854775808 % u FROM t ORDER BY id",
+            "-1|-2147483648",
+        ),
         ("SELECT id FROM t UNION ALL SELECT c FROM t", "1|2|one|two"),
         (
             "SELECT d FROM t WHERE id = 1 UNION ALL SELECT f FROM t",
@@ -1027,6 +1031,51 @@ fn result_columns_hold_every_branch_of_case_and_union_in_the_binary_protocol() {
         }
         assert_eq!(got.join("|"), *want, "{sql}");
     }
+    s.disconnect();
+    drop(s);
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Found by fuzzing: `max_execution_time` was armed only for statements the session's parser
+/// takes; a SELECT only the table engine parses (ORDER BY, GROUP BY, joins, UNION, derived
+/// tables) ran past it, `SELECT * FROM t ORDER BY SLEEP(80)` for 80 s a row. Statements other
+/// than queries stay exempt (a DDL that outlives the limit is not reported as timed out).
+#[test]
+fn max_execution_time_stops_selects_only_the_engine_parses() {
+    let (server, dir) = table_server("deadline");
+    let (mut s, _) = root(&server);
+    for sql in [
+        "CREATE DATABASE dl",
+        "USE dl",
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO t VALUES (1, 1), (2, 2), (3, 3)",
+        "SET SESSION max_execution_time = 200",
+    ] {
+        assert_eq!(one(&mut s, sql), "", "{sql}");
+    }
+    for sql in [
+        "SELECT id FROM t ORDER BY SLEEP(80)",
+        "SELECT v FROM t GROUP BY SLEEP(80)",
+        "SELECT a.id FROM t a JOIN t b ON SLEEP(80) = 0",
+        "SELECT SLEEP(80) FROM t UNION SELECT 1",
+        "SELECT * FROM (SELECT SLEEP(80) FROM t) x",
+        "(SELECT SLEEP(80) FROM t ORDER BY 1)",
+    ] {
+        let started = Instant::now();
+        assert_eq!(one(&mut s, sql), "ERR 3024", "{sql}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{sql}");
+    }
+    assert_eq!(one(&mut s, "SET SESSION max_execution_time = 1"), "");
+    assert_eq!(one(&mut s, "ALTER TABLE t ADD INDEX v_idx (v)"), "");
+    assert_eq!(
+        one(
+            &mut s,
+            "INSERT INTO t SELECT id + 10, SLEEP(0.01) FROM t ORDER BY id"
+        ),
+        ""
+    );
+    assert_eq!(one(&mut s, "SELECT COUNT(*) FROM t"), "6");
     s.disconnect();
     drop(s);
     drop(server);

@@ -1428,6 +1428,8 @@ fn static_type_level(e: &Expr) -> SqlType {
                     }
                     (SqlType::Decimal(x), SqlType::Decimal(y)) => SqlType::Decimal(x.max(y)),
                     (SqlType::Decimal(x), _) | (_, SqlType::Decimal(x)) => SqlType::Decimal(x),
+                    // An integer remainder has the dividend's sign and signedness.
+                    (SqlType::Int, _) if *op == BinOp::Mod => SqlType::Int,
                     (SqlType::UInt, _) | (_, SqlType::UInt) => SqlType::UInt,
                     _ => SqlType::Int,
                 }

@@ -896,6 +896,9 @@ fn static_types_hold_every_value_an_expression_returns() {
         ("CURDATE() / 2", Double),
         ("MOD(7, 2)", Int),
         ("MOD(7.5, 2)", Decimal(1)),
+        ("-9223372036854775808 % CAST(5 AS UNSIGNED)", Int),
+        ("CAST(5 AS UNSIGNED) % -2", UInt),
+        ("CAST(5 AS UNSIGNED) + -2", UInt),
     ] {
         assert_eq!(ty(e), want, "{e}");
     }

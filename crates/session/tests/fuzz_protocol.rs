@@ -978,7 +978,7 @@ fn command(c: &mut Client, rng: &mut StdRng, gen: &mut SqlGen, pgen: &mut SqlGen
             }
             p
         }
-        69..=71 | 72..=74 => {
+        69..=74 => {
             let (id, _) = pick_stmt(c, rng);
             let mut p = vec![if roll < 72 { 0x1a } else { 0x19 }];
             p.extend_from_slice(&id.to_le_bytes());

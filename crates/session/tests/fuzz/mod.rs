@@ -50,7 +50,7 @@ impl Config {
     /// Reads the environment; `default_iters` is the suite's short run.
     pub fn from_env(default_iters: u64) -> Config {
         Config {
-            seed: env_u64("SHOAL_FUZZ_SEED").unwrap_or(0x5_1DE_F022),
+            seed: env_u64("SHOAL_FUZZ_SEED").unwrap_or(0x51DE_F022),
             iters: env_u64("SHOAL_FUZZ_ITERS").unwrap_or(default_iters),
             slow: Duration::from_millis(env_u64("SHOAL_FUZZ_SLOW_MS").unwrap_or(2000)),
             hang: Duration::from_millis(env_u64("SHOAL_FUZZ_HANG_MS").unwrap_or(30_000)),
@@ -94,7 +94,7 @@ impl Rss {
 
     /// Samples every 500 inputs; the warm-up mark is the first sample after a fifth of the run.
     pub fn sample(&mut self, done: u64, total: u64) {
-        if done % 500 != 0 {
+        if !done.is_multiple_of(500) {
             return;
         }
         let r = rss_kb();
@@ -444,7 +444,7 @@ impl Findings {
     /// The most frequent error codes, `code:count` by decreasing count.
     pub fn top_errors(&self, n: usize) -> String {
         let mut v: Vec<(u16, u64)> = self.errors.iter().map(|(c, n)| (*c, *n)).collect();
-        v.sort_by(|a, b| b.1.cmp(&a.1));
+        v.sort_by_key(|x| std::cmp::Reverse(x.1));
         v.iter()
             .take(n)
             .map(|(c, n)| format!("{c}:{n}"))

@@ -479,6 +479,39 @@ const TOKENS: &[&str] = &[
     "b'2'",
 ];
 
+/// Column types generated CREATE TABLE statements use.
+const COLUMN_TYPES: &[&str] = &[
+    "INT",
+    "INT UNSIGNED",
+    "TINYINT",
+    "SMALLINT UNSIGNED",
+    "MEDIUMINT",
+    "BIGINT",
+    "BIGINT UNSIGNED",
+    "DECIMAL(10,2)",
+    "DECIMAL(65,30)",
+    "DECIMAL(1,0)",
+    "DECIMAL(66,2)",
+    "FLOAT",
+    "DOUBLE",
+    "CHAR(1)",
+    "CHAR(255)",
+    "VARCHAR(5)",
+    "VARCHAR(65535)",
+    "TEXT",
+    "BLOB",
+    "VARBINARY(8)",
+    "DATE",
+    "DATETIME",
+    "TIMESTAMP",
+    "TIME",
+    "YEAR",
+    "BOOL",
+    "ENUM('a','b')",
+    "JSON",
+    "BIT(3)",
+];
+
 /// Picks one element of a non-empty slice.
 fn pick<'a, T>(rng: &mut StdRng, xs: &'a [T]) -> &'a T {
     xs.choose(rng).expect("non-empty")
@@ -895,7 +928,7 @@ impl SqlGen {
     }
 
     /// FROM clause: one to three factors joined in various ways.
-    fn from_clause(&mut self, rng: &mut StdRng, outer: &Scope) -> (String, Vec<String>) {
+    fn table_list(&mut self, rng: &mut StdRng, outer: &Scope) -> (String, Vec<String>) {
         let (mut text, mut cols) = self.table_factor(rng, outer);
         let joins = if rng.gen_bool(0.05) {
             rng.gen_range(3..6)
@@ -963,7 +996,7 @@ impl SqlGen {
             return format!("SELECT {}", pick(rng, INTS));
         }
         self.depth -= 1;
-        let (from, mut cols) = self.from_clause(rng, outer);
+        let (from, mut cols) = self.table_list(rng, outer);
         cols.extend(outer.cols.iter().cloned());
         let grouped = rng.gen_bool(0.25);
         let items_scope = Scope {
@@ -1198,7 +1231,7 @@ impl SqlGen {
     fn update(&mut self, rng: &mut StdRng) -> String {
         if rng.gen_bool(0.2) {
             // Multi-table.
-            let (from, cols) = self.from_clause(rng, &Scope::default());
+            let (from, cols) = self.table_list(rng, &Scope::default());
             let scope = Scope {
                 cols: cols.clone(),
                 aggregates: false,
@@ -1238,7 +1271,7 @@ impl SqlGen {
 
     fn delete(&mut self, rng: &mut StdRng) -> String {
         if rng.gen_bool(0.15) {
-            let (from, _) = self.from_clause(rng, &Scope::default());
+            let (from, _) = self.table_list(rng, &Scope::default());
             let target = pick(rng, &["t1", "t2", "t3", "t1a", "nope"]);
             return if rng.gen_bool(0.5) {
                 format!("DELETE {target} FROM {from} WHERE {}", self.literal(rng))
@@ -1264,40 +1297,7 @@ impl SqlGen {
     // ----- DDL ---------------------------------------------------------------------------------
 
     fn column_type(rng: &mut StdRng) -> &'static str {
-        *pick(
-            rng,
-            &[
-                "INT",
-                "INT UNSIGNED",
-                "TINYINT",
-                "SMALLINT UNSIGNED",
-                "MEDIUMINT",
-                "BIGINT",
-                "BIGINT UNSIGNED",
-                "DECIMAL(10,2)",
-                "DECIMAL(65,30)",
-                "DECIMAL(1,0)",
-                "DECIMAL(66,2)",
-                "FLOAT",
-                "DOUBLE",
-                "CHAR(1)",
-                "CHAR(255)",
-                "VARCHAR(5)",
-                "VARCHAR(65535)",
-                "TEXT",
-                "BLOB",
-                "VARBINARY(8)",
-                "DATE",
-                "DATETIME",
-                "TIMESTAMP",
-                "TIME",
-                "YEAR",
-                "BOOL",
-                "ENUM('a','b')",
-                "JSON",
-                "BIT(3)",
-            ],
-        )
+        pick::<&str>(rng, COLUMN_TYPES)
     }
 
     fn ddl(&mut self, rng: &mut StdRng) -> String {

@@ -140,6 +140,50 @@ impl ColumnInfo {
     pub fn int(name: &str) -> ColumnInfo {
         ColumnInfo::expr(name, SqlType::Int)
     }
+
+    /// The SQL type of the values this column carries (from its wire type).
+    pub fn sql_type(&self) -> SqlType {
+        match self.column_type {
+            mysql_type::NULL => SqlType::Null,
+            mysql_type::TINY
+            | mysql_type::SHORT
+            | mysql_type::INT24
+            | mysql_type::LONG
+            | mysql_type::LONGLONG
+                if self.flags & flags::UNSIGNED != 0 =>
+            {
+                SqlType::UInt
+            }
+            mysql_type::TINY
+            | mysql_type::SHORT
+            | mysql_type::INT24
+            | mysql_type::LONG
+            | mysql_type::LONGLONG => SqlType::Int,
+            mysql_type::FLOAT | mysql_type::DOUBLE => SqlType::Double,
+            mysql_type::NEWDECIMAL => SqlType::Decimal(self.decimals),
+            mysql_type::DATE => SqlType::Date,
+            mysql_type::DATETIME | mysql_type::TIMESTAMP => SqlType::DateTime,
+            _ => SqlType::Str,
+        }
+    }
+
+    /// The column of a UNION: the left branch's when both branches' columns have the same wire
+    /// type, else a computed column whose type holds both branches' values ([`merge_types`]):
+    /// `SELECT int_col ... UNION SELECT 'x'` sent strings in a BIGINT column, which the binary
+    /// protocol cannot encode.
+    ///
+    /// [`merge_types`]: shoal_sql::eval::merge_types
+    pub fn union(&self, right: &ColumnInfo) -> ColumnInfo {
+        let unsigned = |c: &ColumnInfo| c.flags & flags::UNSIGNED;
+        if self.column_type == right.column_type
+            && unsigned(self) == unsigned(right)
+            && self.decimals == right.decimals
+        {
+            return self.clone();
+        }
+        let ty = shoal_sql::eval::merge_types(self.sql_type(), right.sql_type());
+        ColumnInfo::expr(&self.name, ty)
+    }
 }
 
 /// The SQL type a stored column's values have once read.

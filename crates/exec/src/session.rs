@@ -1283,10 +1283,65 @@ fn select_columns_virtual(
                     ci.name = name.clone();
                     out.push(ci);
                 }
-                Expr::Column(_) => out.push(ColumnInfo::expr(name, SqlType::Int)),
-                e => out.push(ColumnInfo::expr(name, static_type(e))),
+                // An aggregate: typed by its argument, as `expr_type` does for stored tables
+                // (every aggregate was a BIGINT: `MAX(TABLE_NAME)` carried strings the binary
+                // protocol could not send; found by fuzzing).
+                e => out.push(ColumnInfo::expr(
+                    name,
+                    virtual_expr_type(e, names, infos, sel),
+                )),
             },
         }
     }
     Ok(out)
+}
+
+/// [`expr_type`] over an information_schema table's columns.
+fn virtual_expr_type(
+    e: &Expr,
+    names: &[String],
+    infos: &[ColumnInfo],
+    sel: &SelectStmt,
+) -> SqlType {
+    match e {
+        Expr::Column(c) if c.starts_with(AGG_PREFIX) => {
+            let i: usize = c[AGG_PREFIX.len()..].parse().unwrap_or(usize::MAX);
+            let Some(a) = sel.aggs.get(i) else {
+                return SqlType::Null;
+            };
+            let arg_ty = a
+                .arg
+                .as_ref()
+                .map(|x| virtual_expr_type(x, names, infos, sel));
+            match a.func {
+                AggFunc::Count => SqlType::Int,
+                AggFunc::Sum => match arg_ty {
+                    Some(SqlType::Double | SqlType::Str) => SqlType::Double,
+                    Some(SqlType::Decimal(s)) => SqlType::Decimal(s),
+                    _ => SqlType::Decimal(0),
+                },
+                AggFunc::Avg => match arg_ty {
+                    Some(SqlType::Double | SqlType::Str) => SqlType::Double,
+                    Some(SqlType::Decimal(s)) => SqlType::Decimal(s + 4),
+                    _ => SqlType::Decimal(4),
+                },
+                AggFunc::Min | AggFunc::Max => arg_ty.unwrap_or(SqlType::Null),
+            }
+        }
+        Expr::Column(c) => names
+            .iter()
+            .position(|n| n.eq_ignore_ascii_case(c))
+            .map(|i| infos[i].sql_type())
+            .unwrap_or(SqlType::Str),
+        other => crate::query::bind::map_expr(other, &mut |x| {
+            Ok(match x {
+                Expr::Column(_) => Some(Expr::Literal(crate::query::bind::sample(
+                    virtual_expr_type(x, names, infos, sel),
+                ))),
+                _ => None,
+            })
+        })
+        .map(|t| static_type(&t))
+        .unwrap_or(SqlType::Str),
+    }
 }

@@ -399,14 +399,50 @@ fn exec_response(out: ExecOutput) -> Response {
 
 /// A result set of `columns` and the engine's `rows`.
 fn rows_response(columns: Arc<[Column]>, rows: Vec<Vec<Value>>) -> Response {
+    // A DATE in a column that is not temporal (CASE, COALESCE or UNION mixing dates with
+    // strings or numbers make VARCHAR) goes out as the string MySQL shows: the protocol would
+    // render a date value in such a column as a DATETIME.
+    let date_as_text: Vec<bool> = columns
+        .iter()
+        .map(|c| {
+            !matches!(
+                c.column_type,
+                ColumnType::MYSQL_TYPE_DATE
+                    | ColumnType::MYSQL_TYPE_NEWDATE
+                    | ColumnType::MYSQL_TYPE_DATETIME
+                    | ColumnType::MYSQL_TYPE_TIMESTAMP
+            )
+        })
+        .collect();
     Response::Rows(ResultSet {
         columns,
         rows: rows
             .into_iter()
-            .map(|r| r.into_iter().map(to_proto_value).collect())
+            .map(|r| {
+                r.into_iter()
+                    .enumerate()
+                    .map(|(i, v)| match v {
+                        Value::Date(_) if date_as_text.get(i) == Some(&true) => {
+                            PValue::Bytes(v.to_text().unwrap_or_default().into_bytes())
+                        }
+                        v => to_proto_value(v),
+                    })
+                    .collect()
+            })
             .collect(),
         warnings: 0,
     })
+}
+
+/// Whether statement text is a query (SELECT, WITH ... SELECT, or a parenthesized SELECT):
+/// what `max_execution_time` applies to among the statements only the engine parses.
+fn is_query_text(sql: &str) -> bool {
+    let t = sql.trim_start();
+    if t.starts_with('(') {
+        return true;
+    }
+    let first: String = t.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+    first.eq_ignore_ascii_case("select") || first.eq_ignore_ascii_case("with")
 }
 
 /// The Com_ counter of a table statement only the engine parses (by its first keyword).
@@ -874,29 +910,50 @@ impl Session {
         };
         self.server.counters.com[com_index(com)].fetch_add(1, Ordering::Relaxed);
         self.server.counters.queries.fetch_add(1, Ordering::Relaxed);
-        // max_execution_time applies to SELECT only (as in MySQL); SLEEP(), BENCHMARK() and table
-        // scans look at the deadline through `Context::killed`.
-        let limit_ms = if com == "select" {
+        self.arm_deadline(com == "select");
+        let r = self.execute_statement(stmt, params);
+        // A lone SLEEP() interrupted by KILL QUERY returns 1.
+        let lone_sleep = matches!(stmt, Statement::Select(s) if s.items.len() == 1
+            && matches!(&s.items[0].expr, shoal_sql::ast::Expr::Function(n, _) if n == "SLEEP"));
+        let r = self.disarm_deadline(r, lone_sleep);
+        match r {
+            Ok(resp) => Ok(self.with_warning_count(resp)),
+            Err(e) => {
+                self.diag = vec![("Error", e.code(), e.to_string())];
+                Err(e)
+            }
+        }
+    }
+
+    /// Arms `max_execution_time` for the statement about to run. It applies to SELECT only (as
+    /// in MySQL); SLEEP(), BENCHMARK() and table scans look at the deadline through
+    /// `Context::killed`.
+    fn arm_deadline(&mut self, select: bool) {
+        let limit_ms = if select {
             self.hot().max_execution_time
         } else {
             0
         };
         self.stmt_deadline =
             (limit_ms > 0).then(|| std::time::Instant::now() + Duration::from_millis(limit_ms));
-        let r = self.execute_statement(stmt, params);
+    }
+
+    /// Disarms the deadline and gives the statement's outcome: 3024 instead of 1317 when the
+    /// deadline, not a KILL, stopped it; 1317 (or 3024) for a statement that finished although
+    /// interrupted, except a lone SLEEP() (`lone_sleep`), which returns 1.
+    fn disarm_deadline(
+        &mut self,
+        r: Result<Response, SqlError>,
+        lone_sleep: bool,
+    ) -> Result<Response, SqlError> {
         let timed_out = self
             .stmt_deadline
             .take()
             .is_some_and(|d| std::time::Instant::now() >= d)
             && self.entry.kill.load(Ordering::Acquire) == KILL_NONE;
-        let r = match r {
-            // 3024 instead of 1317 when the deadline, not a KILL, stopped the statement.
+        match r {
             Err(SqlError::Interrupted) if timed_out => Err(query_timeout()),
             Ok(resp) => {
-                // A statement other than a lone SLEEP() interrupted by KILL QUERY reports 1317
-                // (3024 when max_execution_time stopped it); a lone SLEEP() returns 1.
-                let lone_sleep = matches!(stmt, Statement::Select(s) if s.items.len() == 1
-                    && matches!(&s.items[0].expr, shoal_sql::ast::Expr::Function(n, _) if n == "SLEEP"));
                 if lone_sleep {
                     Ok(resp)
                 } else if self.entry.kill.load(Ordering::Acquire) != KILL_NONE {
@@ -908,13 +965,6 @@ impl Session {
                 }
             }
             Err(e) => Err(e),
-        };
-        match r {
-            Ok(resp) => Ok(self.with_warning_count(resp)),
-            Err(e) => {
-                self.diag = vec![("Error", e.code(), e.to_string())];
-                Err(e)
-            }
         }
     }
 
@@ -1891,7 +1941,12 @@ impl Session {
                     let counters = &self.server.counters;
                     counters.com[com_index(dml_kind(part))].fetch_add(1, Ordering::Relaxed);
                     counters.queries.fetch_add(1, Ordering::Relaxed);
-                    match self.run_table(&[]) {
+                    // max_execution_time for the SELECTs only the engine parses (ORDER BY,
+                    // GROUP BY, joins...) too: `SELECT * FROM t ORDER BY SLEEP(80)` ran its
+                    // 80 s per row past the limit (found by fuzzing).
+                    self.arm_deadline(is_query_text(part));
+                    let r = self.run_table(&[]);
+                    match self.disarm_deadline(r, false) {
                         Err(te) if te.code() == 1064 => Err(e),
                         other => other.map(|resp| self.with_warning_count(resp)),
                     }

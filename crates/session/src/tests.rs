@@ -950,3 +950,134 @@ fn deep_expressions_answer_or_fail_with_1436_on_a_worker_stack() {
         .unwrap();
     assert_eq!(got, ["1000", "ERR 1436", "ERR 1436"]);
 }
+
+/// Found by fuzzing: a table query's result column took the type of a CASE's first branch, or a
+/// UNION's left branch, or (over information_schema) BIGINT for any aggregate, while its values
+/// came from every branch (a string or a date in a
+/// BIGINT column, a DOUBLE in a DATE column). The text protocol did not mind; the binary
+/// protocol (COM_STMT_EXECUTE) cannot encode such a value and the client got ERR 1105
+/// "internal error" instead of the rows. Every value must encode as its column's type.
+#[test]
+fn result_columns_hold_every_branch_of_case_and_union_in_the_binary_protocol() {
+    let (server, dir) = table_server("branches");
+    let (mut s, _) = root(&server);
+    for sql in [
+        "CREATE DATABASE br",
+        "USE br",
+        "CREATE TABLE t (id INT PRIMARY KEY, c VARCHAR(10), d DATE, f DOUBLE, u INT UNSIGNED)",
+        "INSERT INTO t VALUES (1, 'one', '2024-01-02', 1.5, 7), (2, 'two', NULL, NULL, 4294967295)",
+    ] {
+        assert_eq!(one(&mut s, sql), "", "{sql}");
+    }
+    let cases = [
+        (
+            "SELECT CASE WHEN id = 1 THEN id ELSE c END FROM t ORDER BY id",
+            "1|two",
+        ),
+        ("SELECT IF(id = 2, d, f) FROM t ORDER BY id", "1.5|NULL"),
+        ("SELECT COALESCE(d, id) FROM t ORDER BY id", "2024-01-02|2"),
+        ("SELECT -u FROM t ORDER BY id", "-7|-4294967295"),
+        ("SELECT CEIL(d) FROM t ORDER BY id", "20240102|NULL"),
+        (
+            "SELECT -9223372036854775808 % u FROM t ORDER BY id",
+            "-1|-2147483648",
+        ),
+        ("SELECT id FROM t UNION ALL SELECT c FROM t", "1|2|one|two"),
+        (
+            "SELECT d FROM t WHERE id = 1 UNION ALL SELECT f FROM t",
+            "2024-01-02|1.5|NULL",
+        ),
+        (
+            "SELECT id FROM t UNION ALL SELECT u FROM t",
+            "1|2|7|4294967295",
+        ),
+        (
+            "SELECT NULL FROM t WHERE id = 1 UNION ALL SELECT d FROM t WHERE id = 1",
+            "NULL|2024-01-02",
+        ),
+        // The single-table path over information_schema typed every aggregate BIGINT.
+        (
+            "SELECT MAX(TABLE_NAME), COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'br'",
+            "t|5",
+        ),
+    ];
+    for (i, (sql, want)) in cases.iter().enumerate() {
+        let id = i as u32 + 1;
+        s.prepare(id, sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let Response::Rows(rs) = s.execute(id, &[]).unwrap_or_else(|e| panic!("{sql}: {e}")) else {
+            panic!("{sql}: rows expected")
+        };
+        let mut got = Vec::new();
+        for row in &rs.rows {
+            for (v, c) in row.iter().zip(rs.columns.iter()) {
+                if !matches!(v, PValue::NULL) {
+                    let unsigned = c.flags.contains(shoal_proto::ColumnFlags::UNSIGNED_FLAG);
+                    let mut buf = Vec::new();
+                    shoal_proto::values::encode_binary(
+                        &mut buf,
+                        v,
+                        c.column_type,
+                        unsigned,
+                        c.decimals,
+                    )
+                    .unwrap_or_else(|e| panic!("{sql}: {e}"));
+                }
+                got.push(
+                    shoal_proto::values::text_of(v, c.column_type, c.decimals)
+                        .map(|b| String::from_utf8_lossy(&b).into_owned())
+                        .unwrap_or_else(|| "NULL".into()),
+                );
+            }
+        }
+        assert_eq!(got.join("|"), *want, "{sql}");
+    }
+    s.disconnect();
+    drop(s);
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Found by fuzzing: `max_execution_time` was armed only for statements the session's parser
+/// takes; a SELECT only the table engine parses (ORDER BY, GROUP BY, joins, UNION, derived
+/// tables) ran past it, `SELECT * FROM t ORDER BY SLEEP(80)` for 80 s a row. Statements other
+/// than queries stay exempt (a DDL that outlives the limit is not reported as timed out).
+#[test]
+fn max_execution_time_stops_selects_only_the_engine_parses() {
+    let (server, dir) = table_server("deadline");
+    let (mut s, _) = root(&server);
+    for sql in [
+        "CREATE DATABASE dl",
+        "USE dl",
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO t VALUES (1, 1), (2, 2), (3, 3)",
+        "SET SESSION max_execution_time = 200",
+    ] {
+        assert_eq!(one(&mut s, sql), "", "{sql}");
+    }
+    for sql in [
+        "SELECT id FROM t ORDER BY SLEEP(80)",
+        "SELECT v FROM t GROUP BY SLEEP(80)",
+        "SELECT a.id FROM t a JOIN t b ON SLEEP(80) = 0",
+        "SELECT SLEEP(80) FROM t UNION SELECT 1",
+        "SELECT * FROM (SELECT SLEEP(80) FROM t) x",
+        "(SELECT SLEEP(80) FROM t ORDER BY 1)",
+    ] {
+        let started = Instant::now();
+        assert_eq!(one(&mut s, sql), "ERR 3024", "{sql}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{sql}");
+    }
+    assert_eq!(one(&mut s, "SET SESSION max_execution_time = 1"), "");
+    assert_eq!(one(&mut s, "ALTER TABLE t ADD INDEX v_idx (v)"), "");
+    assert_eq!(
+        one(
+            &mut s,
+            "INSERT INTO t SELECT id + 10, SLEEP(0.01) FROM t ORDER BY id"
+        ),
+        ""
+    );
+    assert_eq!(one(&mut s, "SELECT COUNT(*) FROM t"), "6");
+    s.disconnect();
+    drop(s);
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}

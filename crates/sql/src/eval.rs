@@ -1411,6 +1411,28 @@ pub fn result_type<'e>(results: impl Iterator<Item = &'e Expr>) -> SqlType {
         .fold(SqlType::Null, crate::value::aggregate_type)
 }
 
+/// The type of a result that is one of several values passed through unchanged (CASE, IF,
+/// IFNULL, COALESCE, GREATEST, LEAST, the branches of a UNION): MySQL's aggregation of result
+/// types, simplified. NULL does not count; one type stays itself; integers of both signs need a
+/// DECIMAL, integers with a DECIMAL are DECIMAL, any number with a DOUBLE is DOUBLE; DATE with
+/// DATETIME is DATETIME; any other mix (a string, a date with a number) is VARCHAR. The column
+/// type must be able to carry every branch's value: the binary protocol encodes values by their
+/// column's type, and a BIGINT column cannot carry a string (the client got "internal error"
+/// instead of the row).
+pub fn merge_types(a: SqlType, b: SqlType) -> SqlType {
+    use SqlType::*;
+    match (a, b) {
+        (Null, t) | (t, Null) => t,
+        (a, b) if a == b => a,
+        (Int, UInt) | (UInt, Int) => Decimal(0),
+        (Decimal(x), Decimal(y)) => Decimal(x.max(y)),
+        (Decimal(x), Int | UInt) | (Int | UInt, Decimal(x)) => Decimal(x),
+        (Double, Int | UInt | Decimal(_)) | (Int | UInt | Decimal(_), Double) => Double,
+        (Date, DateTime) | (DateTime, Date) => DateTime,
+        _ => Str,
+    }
+}
+
 /// Best-effort static type of an expression (for column metadata at PREPARE time and for
 /// all-NULL result columns).
 pub fn static_type(e: &Expr) -> SqlType {
@@ -1421,9 +1443,12 @@ fn static_type_level(e: &Expr) -> SqlType {
     match e {
         Expr::Literal(v) => v.sql_type(),
         Expr::Binary(op, a, b) => match op {
+            // `arith` computes in DOUBLE unless both operands are exact numbers (strings and
+            // dates included).
             BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Mod => {
                 match (static_type(a), static_type(b)) {
-                    (SqlType::Double | SqlType::Str, _) | (_, SqlType::Double | SqlType::Str) => {
+                    (SqlType::Double | SqlType::Str | SqlType::Date | SqlType::DateTime, _)
+                    | (_, SqlType::Double | SqlType::Str | SqlType::Date | SqlType::DateTime) => {
                         SqlType::Double
                     }
                     // A product's scale is the sum of its factors' (as its value's is).
@@ -1432,12 +1457,15 @@ fn static_type_level(e: &Expr) -> SqlType {
                     }
                     (SqlType::Decimal(x), SqlType::Decimal(y)) => SqlType::Decimal(x.max(y)),
                     (SqlType::Decimal(x), _) | (_, SqlType::Decimal(x)) => SqlType::Decimal(x),
+                    // An integer remainder has the dividend's sign and signedness.
+                    (SqlType::Int, _) if *op == BinOp::Mod => SqlType::Int,
                     (SqlType::UInt, _) | (_, SqlType::UInt) => SqlType::UInt,
                     _ => SqlType::Int,
                 }
             }
             BinOp::Div => match (static_type(a), static_type(b)) {
-                (SqlType::Double | SqlType::Str, _) | (_, SqlType::Double | SqlType::Str) => {
+                (SqlType::Double | SqlType::Str | SqlType::Date | SqlType::DateTime, _)
+                | (_, SqlType::Double | SqlType::Str | SqlType::Date | SqlType::DateTime) => {
                     SqlType::Double
                 }
                 (SqlType::Decimal(x), _) => SqlType::Decimal(x + 4),
@@ -1448,10 +1476,11 @@ fn static_type_level(e: &Expr) -> SqlType {
             }
             _ => SqlType::Int,
         },
-        // Minus a string is a DOUBLE, as the value is.
+        // -u of an unsigned value past 2^63 is a DECIMAL; -'x', -date are DOUBLE (as `eval`).
         Expr::Unary(UnOp::Neg, x) => match static_type(x) {
-            SqlType::Str => SqlType::Double,
-            t => t,
+            SqlType::UInt => SqlType::Decimal(0),
+            t @ (SqlType::Null | SqlType::Int | SqlType::Decimal(_) | SqlType::Double) => t,
+            _ => SqlType::Double,
         },
         Expr::Unary(UnOp::BitNot, _) => SqlType::UInt,
         Expr::Unary(UnOp::Not, _)
@@ -1485,7 +1514,7 @@ fn static_type_level(e: &Expr) -> SqlType {
                     args.first().map(static_type).unwrap_or(SqlType::Int),
                     args.get(1),
                 ) {
-                    (_, SqlType::Str, _) => SqlType::Double,
+                    (_, SqlType::Str | SqlType::Date | SqlType::DateTime, _) => SqlType::Double,
                     ("CEIL" | "CEILING" | "FLOOR", SqlType::Decimal(_), _) => SqlType::Int,
                     ("ROUND", SqlType::Decimal(_), None) => SqlType::Decimal(0),
                     ("ROUND" | "TRUNCATE", SqlType::Decimal(_), Some(Expr::Literal(v))) => {
@@ -1501,11 +1530,13 @@ fn static_type_level(e: &Expr) -> SqlType {
             )),
             // Typed by all of their possible results, as MySQL does (`IFNULL(int, 1.75)` is
             // DECIMAL(.., 2); `IF(c, 'x', date)` a string).
+            "MOD" => SqlType::Int,
+            // These return one of their arguments' values unchanged: typed by all of their
+            // possible results, as MySQL does (`IFNULL(int, 1.75)` is DECIMAL(.., 2);
+            // `IF(c, 'x', date)` a string), so the column's type holds every one of them.
             "IF" => result_type(args.iter().skip(1)),
-            "IFNULL" | "COALESCE" => result_type(args.iter()),
-            "NULLIF" | "GREATEST" | "LEAST" => {
-                args.first().map(static_type).unwrap_or(SqlType::Str)
-            }
+            "IFNULL" | "COALESCE" | "GREATEST" | "LEAST" => result_type(args.iter()),
+            "NULLIF" => args.first().map(static_type).unwrap_or(SqlType::Str),
             _ => SqlType::Str,
         },
         Expr::Case(_, whens, el) => result_type(whens.iter().map(|(_, t)| t).chain(el.as_deref())),

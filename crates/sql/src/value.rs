@@ -201,19 +201,38 @@ pub fn str_to_i128(s: &str) -> i128 {
 pub fn collate_cmp(a: &str, b: &str) -> Ordering {
     let a = a.trim_end_matches(' ');
     let b = b.trim_end_matches(' ');
-    let mut ai = a.chars().flat_map(char::to_uppercase);
-    let mut bi = b.chars().flat_map(char::to_uppercase);
-    loop {
-        match (ai.next(), bi.next()) {
-            (None, None) => return Ordering::Equal,
-            (None, Some(_)) => return Ordering::Less,
-            (Some(_), None) => return Ordering::Greater,
-            (Some(x), Some(y)) => match x.cmp(&y) {
-                Ordering::Equal => {}
-                o => return o,
-            },
-        }
+    // Equal bytes fold equally: skip the common prefix at memcmp speed, back to a character
+    // boundary (the same in both strings, whose prefixes are the same bytes). Folding two equal
+    // 4 MB strings character by character took ~20 ms, and MAX() or ORDER BY over a few dozen
+    // such values ran seconds between two KILL checks (found by fuzzing).
+    let mut i = common_prefix(a.as_bytes(), b.as_bytes());
+    while !a.is_char_boundary(i) {
+        i -= 1;
     }
+    let (a, b) = (&a[i..], &b[i..]);
+    if a.is_ascii() && b.is_ascii() {
+        return a
+            .bytes()
+            .map(|c| c.to_ascii_uppercase())
+            .cmp(b.bytes().map(|c| c.to_ascii_uppercase()));
+    }
+    a.chars()
+        .flat_map(char::to_uppercase)
+        .cmp(b.chars().flat_map(char::to_uppercase))
+}
+
+/// Length of the longest common prefix of two byte strings.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    const CHUNK: usize = 64;
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + CHUNK <= n && a[i..i + CHUNK] == b[i..i + CHUNK] {
+        i += CHUNK;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
 }
 
 impl Value {

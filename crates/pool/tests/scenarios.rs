@@ -640,7 +640,8 @@ fn work_stealing_between_groups() {
 
 /// Age balancing: when both groups are busy, a worker of one group takes another group's next
 /// entry if it has waited longer by more than `balance`. Group 0 is held at its cap (1) by a
-/// long spinner with two fast commands queued behind it; group 1 runs a shorter spinner and then
+/// long spinner (4 s: a loaded machine must not end it before the queues are set up) with two
+/// fast commands queued behind it; group 1 runs a shorter spinner (1 s) and then
 /// has two younger fast commands queued. With balancing, group 1's worker runs group 0's older
 /// commands before group 0's spinner ends; without it they wait for that spinner. With three
 /// groups, group 0 is not the group 1 worker's only peer (the idle group 2 is the other): the
@@ -664,11 +665,11 @@ fn balancing_takes_the_older_entry_of_a_busy_group() {
         let (mut g0, rest): (Vec<_>, Vec<_>) = clients.into_iter().partition(|c| group(c) == 0);
         let mut g1: Vec<_> = rest.into_iter().filter(|c| group(c) == 1).collect();
         assert_eq!((g0.len(), g1.len()), (3, 3));
-        g0[0].send("spin 1500");
+        g0[0].send("spin 4000");
         srv.wait_for(ms(5000), |_| {
             srv.pool.connection_state(g0[0].id) == Some(ConnState::Running)
         });
-        g1[0].send("spin 400");
+        g1[0].send("spin 1000");
         srv.wait_for(ms(5000), |_| {
             srv.pool.connection_state(g1[0].id) == Some(ConnState::Running)
         });
@@ -691,7 +692,7 @@ fn balancing_takes_the_older_entry_of_a_busy_group() {
         let s = srv.stats();
         if balance.is_zero() {
             assert!(
-                lat >= ms(1200),
+                lat >= ms(2500),
                 "without balancing they wait for group 0's spinner: {lat:?}; {:?}",
                 s.groups
             );
@@ -699,8 +700,8 @@ fn balancing_takes_the_older_entry_of_a_busy_group() {
         } else if size == 2 {
             // Group 1's worker looks at group 0 before each of its own two entries.
             assert!(
-                lat < ms(1200),
-                "group 1's worker should have taken both after its 400 ms spin: {lat:?}; {:?}",
+                lat < ms(3000),
+                "group 1's worker should have taken both after its 1 s spin: {lat:?}; {:?}",
                 s.groups
             );
             assert_eq!(
@@ -717,8 +718,8 @@ fn balancing_takes_the_older_entry_of_a_busy_group() {
             // one, whichever group the worker's turn starts at; the second look may fall on
             // the idle group 2 and the worker's own queue is empty before a third.
             assert!(
-                lat_a < ms(1200),
-                "3 groups: group 1's worker should have taken 'a' after its 400 ms spin: \
+                lat_a < ms(3000),
+                "3 groups: group 1's worker should have taken 'a' after its 1 s spin: \
                  {lat_a:?}; {:?}",
                 s.groups
             );

@@ -1081,3 +1081,44 @@ fn max_execution_time_stops_selects_only_the_engine_parses() {
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Found by fuzzing: a statement with more than 65535 placeholders was announced with its count
+/// truncated to 16 bits (65536 as 0) and could never execute. MySQL refuses it with 1390, on
+/// both paths (the session's parser and the table engine's plan).
+#[test]
+fn prepare_of_more_than_65535_placeholders_is_1390() {
+    let (server, dir) = table_server("placeholders");
+    let (mut s, _) = root(&server);
+    for sql in [
+        "CREATE DATABASE ph",
+        "USE ph",
+        "CREATE TABLE t (a INT PRIMARY KEY)",
+    ] {
+        assert_eq!(one(&mut s, sql), "", "{sql}");
+    }
+    for n in [65_536usize, 70_000] {
+        let list = vec!["?"; n].join(",");
+        for sql in [
+            format!("SELECT {list}"),
+            format!("SELECT a FROM t WHERE a IN ({list}) ORDER BY a"),
+        ] {
+            let e = s.prepare(1, &sql).unwrap_err();
+            assert_eq!(
+                (e.code, &e.message[..]),
+                (1390, "Prepared statement contains too many placeholders")
+            );
+        }
+    }
+    let list = vec!["?"; 65_535].join(",");
+    let ok = s
+        .prepare(
+            2,
+            &format!("SELECT a FROM t WHERE a IN ({list}) ORDER BY a"),
+        )
+        .unwrap();
+    assert_eq!(ok.params, 65_535);
+    s.disconnect();
+    drop(s);
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -966,6 +966,7 @@ fn result_columns_hold_every_branch_of_case_and_union_in_the_binary_protocol() {
         "USE br",
         "CREATE TABLE t (id INT PRIMARY KEY, c VARCHAR(10), d DATE, f DOUBLE, u INT UNSIGNED)",
         "INSERT INTO t VALUES (1, 'one', '2024-01-02', 1.5, 7), (2, 'two', NULL, NULL, 4294967295)",
+        "SET @big = 18446744073709551615",
     ] {
         assert_eq!(one(&mut s, sql), "", "{sql}");
     }
@@ -978,6 +979,7 @@ fn result_columns_hold_every_branch_of_case_and_union_in_the_binary_protocol() {
         ("SELECT COALESCE(d, id) FROM t ORDER BY id", "2024-01-02|2"),
         ("SELECT -u FROM t ORDER BY id", "-7|-4294967295"),
         ("SELECT CEIL(d) FROM t ORDER BY id", "20240102|NULL"),
+        ("SELECT @big DIV 1 FROM t WHERE id = 1", "18446744073709551615"),
         (
             "SELECT -9223372036854775808 % u FROM t ORDER BY id",
             "-1|-2147483648",

@@ -1445,6 +1445,18 @@ fn static_type_level(e: &Expr) -> SqlType {
             BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::ShiftLeft | BinOp::ShiftRight => {
                 SqlType::UInt
             }
+            // An integer, unsigned if either operand is at run time: a BIGINT column could not
+            // carry `@v DIV 1` of an unsigned user variable (found by fuzzing). Operands of no
+            // known integer type (strings, user variables, parameters, decimals) may be either:
+            // both signs fit a DECIMAL.
+            BinOp::IntDiv => match (static_type(a), static_type(b)) {
+                (SqlType::Int | SqlType::Null, SqlType::Int | SqlType::Null) => SqlType::Int,
+                (
+                    SqlType::Int | SqlType::UInt | SqlType::Null,
+                    SqlType::Int | SqlType::UInt | SqlType::Null,
+                ) => SqlType::UInt,
+                _ => SqlType::Decimal(0),
+            },
             _ => SqlType::Int,
         },
         // -u of an unsigned value past 2^63 is a DECIMAL; -'x', -date are DOUBLE (as `eval`).

@@ -899,6 +899,10 @@ fn static_types_hold_every_value_an_expression_returns() {
         ("-9223372036854775808 % CAST(5 AS UNSIGNED)", Int),
         ("CAST(5 AS UNSIGNED) % -2", UInt),
         ("CAST(5 AS UNSIGNED) + -2", UInt),
+        ("7 DIV 2", Int),
+        ("CAST(7 AS UNSIGNED) DIV -2", UInt),
+        ("@v DIV 2", Decimal(0)),
+        ("? DIV 2", Decimal(0)),
     ] {
         assert_eq!(ty(e), want, "{e}");
     }

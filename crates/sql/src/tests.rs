@@ -1014,3 +1014,17 @@ fn column_names_are_linear_in_the_statement_and_exact_across_multibyte_lines() {
     assert_eq!(s.items.len(), 65_535);
     assert_eq!(s.items[65_534].name, "1+1");
 }
+
+/// Found by fuzzing: `SLEEP(1e308)` (or `SLEEP(~0)`) panicked converting the seconds to a
+/// `Duration`. Sleeps too long for a `Duration` or an `Instant` last until killed.
+#[test]
+fn sleep_of_any_length_waits_until_killed() {
+    for arg in ["1e308", "~0", "18446744073709551615", "1e19", "'1e400'"] {
+        let mut c = TestCtx {
+            kill_after: Some(3),
+            ..Default::default()
+        };
+        let (_, _, v) = run(&mut c, &format!("SELECT SLEEP({arg})")).unwrap();
+        assert_eq!(v, ["1"], "SLEEP({arg})");
+    }
+}

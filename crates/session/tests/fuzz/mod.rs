@@ -200,6 +200,7 @@ impl Rig {
                 shm.is_dir().then_some(shm)
             })
             .unwrap_or_else(std::env::temp_dir);
+        sweep_dead(&base);
         let dir = base.join(format!(
             "shoal-fuzz-{tag}-{}-{}",
             std::process::id(),
@@ -258,6 +259,27 @@ impl Rig {
             }
         }
         s.disconnect();
+    }
+}
+
+/// Removes data directories of fuzz processes that are gone (a hang or a crash exits without
+/// dropping its rig): `shoal-fuzz-<tag>-<pid>-<n>` whose pid has no /proc entry.
+fn sweep_dead(base: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix("shoal-fuzz-") else {
+            continue;
+        };
+        let mut parts = rest.rsplitn(3, '-');
+        let (_n, pid) = (parts.next(), parts.next());
+        if let Some(pid) = pid.and_then(|p| p.parse::<u32>().ok()) {
+            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
     }
 }
 

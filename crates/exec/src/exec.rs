@@ -265,14 +265,74 @@ pub(crate) fn needed_columns(sel: &SelectStmt, names: &[String]) -> Option<Vec<b
     Some(mask)
 }
 
-/// Sort key comparison: NULL first, `compare` for the rest.
-pub(crate) fn cmp_keys(a: &[Value], b: &[Value], desc: &[bool]) -> Ordering {
-    for ((x, y), d) in a.iter().zip(b).zip(desc) {
+/// How the values of one sort key column compare. MySQL compares a column in one type: numbers
+/// numerically, dates as dates, strings by collation, and a column mixing kinds (a UNION of
+/// numbers and strings is VARCHAR) as text. `compare` value by value is no total order over
+/// mixed kinds (2 < 10 as numbers, 10 < '15' and '15' < 2 as text; an INT beyond 2^53 against a
+/// DOUBLE), and the standard sort panics on such a comparator (found by fuzzing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeyMode {
+    /// Exact numbers, or strings, or dates only: `compare`.
+    Native,
+    /// Numbers with a DOUBLE among them: as doubles.
+    Double,
+    /// Mixed kinds: as text.
+    Text,
+}
+
+/// The kind of a non-NULL value for [`KeyMode`]: 1 number, 2 string, 3 date.
+fn key_kind(v: &Value) -> u8 {
+    match v {
+        Value::Null => 0,
+        Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Double(_) => 1,
+        Value::Str(_) => 2,
+        Value::Date(_) | Value::DateTime(_) => 3,
+    }
+}
+
+/// Sorts `rows` by their sort keys (`key`), `desc` per key column: NULL first, then in one
+/// comparison mode per column ([`KeyMode`]), a total order.
+pub(crate) fn sort_by_keys<T>(rows: &mut [T], key: impl Fn(&T) -> &[Value], desc: &[bool]) {
+    let modes: Vec<KeyMode> = (0..desc.len())
+        .map(|i| {
+            let (mut kind, mut double) = (0u8, false);
+            for v in rows.iter().filter_map(|r| key(r).get(i)) {
+                match (key_kind(v), kind) {
+                    (0, _) => continue,
+                    (k, 0) => kind = k,
+                    (k, seen) if k != seen => return KeyMode::Text,
+                    _ => {}
+                }
+                double |= matches!(v, Value::Double(_));
+            }
+            if double {
+                KeyMode::Double
+            } else {
+                KeyMode::Native
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| cmp_keys(key(a), key(b), desc, &modes));
+}
+
+/// Sort key comparison: NULL first, then each column's [`KeyMode`].
+fn cmp_keys(a: &[Value], b: &[Value], desc: &[bool], modes: &[KeyMode]) -> Ordering {
+    for (((x, y), d), m) in a.iter().zip(b).zip(desc).zip(modes) {
         let o = match (x.is_null(), y.is_null()) {
             (true, true) => Ordering::Equal,
             (true, false) => Ordering::Less,
             (false, true) => Ordering::Greater,
-            _ => compare(x, y).unwrap_or(Ordering::Equal),
+            _ => match m {
+                KeyMode::Native => compare(x, y).unwrap_or(Ordering::Equal),
+                KeyMode::Double => {
+                    let (p, q) = (x.to_f64().unwrap_or(0.0), y.to_f64().unwrap_or(0.0));
+                    p.partial_cmp(&q).unwrap_or_else(|| p.total_cmp(&q))
+                }
+                KeyMode::Text => shoal_sql::value::collate_cmp(
+                    &x.to_text().unwrap_or_default(),
+                    &y.to_text().unwrap_or_default(),
+                ),
+            },
         };
         let o = if *d { o.reverse() } else { o };
         if o != Ordering::Equal {
@@ -814,7 +874,7 @@ impl Exec<'_> {
             out.retain(|(_, r)| seen.insert(group_key(r)));
         }
         if !sel.order_by.is_empty() && !in_order {
-            out.sort_by(|a, b| cmp_keys(&a.0, &b.0, &desc));
+            sort_by_keys(&mut out, |r| &r.0, &desc);
         }
         let it = out.into_iter().skip(offset).map(|(_, r)| r);
         Ok(match limit {
@@ -857,7 +917,7 @@ impl Exec<'_> {
         )?;
         if !order_by.is_empty() {
             let desc: Vec<bool> = order_by.iter().map(|(_, d)| *d).collect();
-            rows.sort_by(|a, b| cmp_keys(&a.0, &b.0, &desc));
+            sort_by_keys(&mut rows, |r| &r.0, &desc);
         }
         if let Some(l) = limit {
             rows.truncate(l);
@@ -1126,4 +1186,63 @@ fn project(items: &[ProjItem], rc: &mut RowCtx<'_>, row: &[Value]) -> Result<Vec
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod sort_tests {
+    use super::*;
+
+    /// Found by fuzzing: ORDER BY compared mixed kinds value by value, no total order, and
+    /// the standard sort panicked ("comparison function does not correctly implement a total
+    /// order"). Any mix sorts, as text when kinds are mixed, NULL first.
+    #[test]
+    fn sort_keys_of_mixed_kinds_are_a_total_order() {
+        let mut vals = Vec::new();
+        for i in 0..60i64 {
+            vals.push(Value::Int(i * 3 - 20));
+            vals.push(Value::Str(format!("{}", i * 7)));
+            vals.push(Value::Double(i as f64 / 3.0));
+            vals.push(Value::Str(format!("x{i}")));
+        }
+        vals.push(Value::Null);
+        vals.push(Value::UInt(u64::MAX));
+        vals.push(Value::Int(9_007_199_254_740_993));
+        vals.push(Value::Double(9_007_199_254_740_992.0));
+        // A deterministic shuffle, many times over.
+        let mut seed = 7u64;
+        for round in 0..50 {
+            let mut rows: Vec<(Vec<Value>, usize)> = vals
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (vec![v.clone()], i))
+                .collect();
+            for i in (1..rows.len()).rev() {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                rows.swap(i, (seed >> 33) as usize % (i + 1));
+            }
+            let desc = [round % 2 == 1];
+            sort_by_keys(&mut rows, |r| &r.0, &desc);
+            let texts: Vec<String> = rows.iter().filter_map(|r| r.0[0].to_text()).collect();
+            let mut want = texts.clone();
+            want.sort_by(|a, b| shoal_sql::value::collate_cmp(a, b));
+            if desc[0] {
+                want.reverse();
+                assert!(rows.last().is_some_and(|r| r.0[0].is_null()));
+            } else {
+                assert!(rows[0].0[0].is_null());
+            }
+            assert_eq!(texts, want);
+        }
+        // One kind: numbers compare as numbers, exactly while no DOUBLE is among them.
+        let mut rows = vec![
+            (vec![Value::Int(10)], 0),
+            (vec![Value::Int(9)], 1),
+            (vec![Value::UInt(u64::MAX)], 2),
+            (vec![Value::Int(-1)], 3),
+        ];
+        sort_by_keys(&mut rows, |r| &r.0, &[false]);
+        assert_eq!(rows.iter().map(|r| r.1).collect::<Vec<_>>(), [3, 1, 0, 2]);
+    }
 }

@@ -407,11 +407,7 @@ pub fn resolve(
             let mut vals: Vec<Datum> = Vec::new();
             for e in list {
                 match key_val(e, ty, ctx)? {
-                    KeyVal::Val(d) => {
-                        if !vals.contains(&d) {
-                            vals.push(d)
-                        }
-                    }
+                    KeyVal::Val(d) => vals.push(d),
                     KeyVal::Null => {}
                     KeyVal::NotExact => return Ok(Resolved::FullScan),
                 }
@@ -419,10 +415,12 @@ pub fn resolve(
             if vals.is_empty() {
                 return Ok(Resolved::Empty);
             }
-            // Key order, as MySQL's range optimizer returns IN lists.
+            // Key order, as MySQL's range optimizer returns IN lists; then without duplicates
+            // (a `contains` per value made a 64000-value IN list take 7 s: found by fuzzing).
             vals.sort_by(|a, b| {
                 compare(&datum_to_value(a), &datum_to_value(b)).unwrap_or(std::cmp::Ordering::Equal)
             });
+            vals.dedup();
             if *key == KeyName::Primary && cols.len() == 1 {
                 // Point gets are cheaper than ranges; keep them as one-column prefixes.
             }

@@ -950,6 +950,12 @@ impl<B: Backend> Connection<B> {
         let sql = String::from_utf8_lossy(body).into_owned();
         let id = self.next_stmt_id;
         match self.backend.prepare(id, &sql) {
+            Ok(ok) if ok.columns.len() > u16::MAX as usize => {
+                // The prepare-OK's column count is 16 bits: 65536 columns were announced as 0
+                // and then all sent, and the client lost the thread (found by fuzzing).
+                self.backend.close_statement(id);
+                self.send_err(&ErrorInfo::new(1117, "HY000", "Too many columns"));
+            }
             Ok(ok) => {
                 self.next_stmt_id = self.next_stmt_id.wrapping_add(1).max(1);
                 self.statements.insert(

@@ -549,3 +549,22 @@ fn garbage_over_tcp_gets_error_and_close() {
     assert_eq!(p[0], 0xFF);
     assert!(raw.read_packet().is_none(), "connection must be closed");
 }
+
+/// Found by fuzzing: the prepare-OK's column count is 16 bits wide; a statement of 65536
+/// columns was announced with 0 and then all 65536 definitions were sent, and the client lost
+/// the thread. Past 65535 the prepare fails with 1117 and the backend's statement is closed.
+#[test]
+fn prepare_of_more_columns_than_the_prepare_ok_can_count_fails() {
+    let mut c = logged_in(RAW_CAPS);
+    let r = cmd(&mut c, b"\x16WIDE 65536");
+    assert_eq!(r.len(), 1);
+    assert_eq!(err_code(&r[0].1), 1117);
+    assert!(c.backend().prepared.is_empty());
+    let r = cmd(&mut c, b"\x16WIDE 65535");
+    assert_eq!(r[0].1[0], 0);
+    assert_eq!(u16::from_le_bytes([r[0].1[5], r[0].1[6]]), 65535);
+    // PREPARE_OK, the column definitions, and the EOF after them.
+    assert_eq!(r.len(), 1 + 65535 + 1);
+    assert_eq!(r[r.len() - 1].1[0], 0xFE);
+    assert_eq!(c.backend().prepared.len(), 1);
+}

@@ -2231,7 +2231,7 @@ impl Backend for Session {
                     Err(te) => return Err(to_error_info(&te)),
                 };
                 let columns: Arc<[Column]> = plan.columns.iter().map(exec_column).collect();
-                let params = plan.param_count as u16;
+                let params = param_count(plan.param_count)?;
                 let kind = dml_kind(sql);
                 let prepared = Prepared {
                     sql: sql.to_string(),
@@ -2267,7 +2267,7 @@ impl Backend for Session {
             _ => false,
         };
         let mut columns: Vec<Column> = p.columns.iter().map(|c| column_of(c, &[])).collect();
-        let mut params = p.params as u16;
+        let mut params = param_count(p.params)?;
         let mut table_plan = None;
         if is_table && self.table_session().is_some() {
             let db = self.db.clone();
@@ -2276,7 +2276,7 @@ impl Backend for Session {
                 .prepare(sql, db.as_deref())
                 .map_err(|e| to_error_info(&e))?;
             columns = plan.columns.iter().map(exec_column).collect();
-            params = plan.param_count as u16;
+            params = param_count(plan.param_count)?;
             table_plan = Some(plan);
         }
         let stmt = Stmt {
@@ -2445,6 +2445,18 @@ impl Drop for Session {
     fn drop(&mut self) {
         self.disconnect();
     }
+}
+
+/// A prepared statement's placeholder count as the protocol's 16-bit field, or MySQL's 1390:
+/// past 65535, `as u16` announced 0 parameters for 65536 (found by fuzzing).
+fn param_count(n: usize) -> Result<u16, ErrorInfo> {
+    u16::try_from(n).map_err(|_| {
+        ErrorInfo::new(
+            1390,
+            "HY000",
+            "Prepared statement contains too many placeholders",
+        )
+    })
 }
 
 /// 3024 ER_QUERY_TIMEOUT: a SELECT ran past `max_execution_time`.

@@ -966,6 +966,7 @@ fn result_columns_hold_every_branch_of_case_and_union_in_the_binary_protocol() {
         "USE br",
         "CREATE TABLE t (id INT PRIMARY KEY, c VARCHAR(10), d DATE, f DOUBLE, u INT UNSIGNED)",
         "INSERT INTO t VALUES (1, 'one', '2024-01-02', 1.5, 7), (2, 'two', NULL, NULL, 4294967295)",
+        "SET @big = 18446744073709551615",
     ] {
         assert_eq!(one(&mut s, sql), "", "{sql}");
     }
@@ -978,6 +979,7 @@ fn result_columns_hold_every_branch_of_case_and_union_in_the_binary_protocol() {
         ("SELECT COALESCE(d, id) FROM t ORDER BY id", "2024-01-02|2"),
         ("SELECT -u FROM t ORDER BY id", "-7|-4294967295"),
         ("SELECT CEIL(d) FROM t ORDER BY id", "20240102|NULL"),
+        ("SELECT @big DIV 1 FROM t WHERE id = 1", "18446744073709551615"),
         (
             "SELECT -9223372036854775808 % u FROM t ORDER BY id",
             "-1|-2147483648",
@@ -1076,6 +1078,47 @@ fn max_execution_time_stops_selects_only_the_engine_parses() {
         ""
     );
     assert_eq!(one(&mut s, "SELECT COUNT(*) FROM t"), "6");
+    s.disconnect();
+    drop(s);
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Found by fuzzing: a statement with more than 65535 placeholders was announced with its count
+/// truncated to 16 bits (65536 as 0) and could never execute. MySQL refuses it with 1390, on
+/// both paths (the session's parser and the table engine's plan).
+#[test]
+fn prepare_of_more_than_65535_placeholders_is_1390() {
+    let (server, dir) = table_server("placeholders");
+    let (mut s, _) = root(&server);
+    for sql in [
+        "CREATE DATABASE ph",
+        "USE ph",
+        "CREATE TABLE t (a INT PRIMARY KEY)",
+    ] {
+        assert_eq!(one(&mut s, sql), "", "{sql}");
+    }
+    for n in [65_536usize, 70_000] {
+        let list = vec!["?"; n].join(",");
+        for sql in [
+            format!("SELECT {list}"),
+            format!("SELECT a FROM t WHERE a IN ({list}) ORDER BY a"),
+        ] {
+            let e = s.prepare(1, &sql).unwrap_err();
+            assert_eq!(
+                (e.code, &e.message[..]),
+                (1390, "Prepared statement contains too many placeholders")
+            );
+        }
+    }
+    let list = vec!["?"; 65_535].join(",");
+    let ok = s
+        .prepare(
+            2,
+            &format!("SELECT a FROM t WHERE a IN ({list}) ORDER BY a"),
+        )
+        .unwrap();
+    assert_eq!(ok.params, 65_535);
     s.disconnect();
     drop(s);
     drop(server);

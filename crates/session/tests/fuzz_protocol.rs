@@ -943,6 +943,19 @@ fn command(c: &mut Client, rng: &mut StdRng, gen: &mut SqlGen, pgen: &mut SqlGen
             }
             p
         }
+        35..=46 if rng.gen_bool(0.003) => {
+            // Placeholder and column counts at and past the protocol's 16-bit fields.
+            let n = *[65_535usize, 65_536, 70_000].choose(rng).unwrap_or(&65_536);
+            let list = vec!["?"; n].join(",");
+            let sql = match rng.gen_range(0..3) {
+                0 => format!("SELECT 1 FROM t1 WHERE a IN ({list})"),
+                1 => format!("SELECT {list}"),
+                _ => format!("SELECT {}", vec!["1"; n].join(",")),
+            };
+            let mut p = vec![0x16];
+            p.extend_from_slice(sql.as_bytes());
+            p
+        }
         35..=46 => {
             let mut p = vec![0x16];
             let sql = if rng.gen_bool(0.8) {

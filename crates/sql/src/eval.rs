@@ -400,16 +400,22 @@ fn text(v: &Value) -> Option<String> {
 
 fn sleep(ctx: &mut dyn Context, secs: f64) -> Value {
     let _w = shoal_wait::wait(shoal_wait::WaitKind::Sleep);
-    let deadline = Instant::now() + Duration::from_secs_f64(secs.max(0.0));
+    // Longer than a Duration or an Instant can hold (`SLEEP(1e308)` panicked: found by
+    // fuzzing): sleeps until killed, as MySQL in effect does.
+    let deadline = Duration::try_from_secs_f64(secs.max(0.0))
+        .ok()
+        .and_then(|d| Instant::now().checked_add(d));
     loop {
         if ctx.killed() {
             return Value::Int(1);
         }
         let now = Instant::now();
-        if now >= deadline {
-            return Value::Int(0);
-        }
-        std::thread::sleep((deadline - now).min(Duration::from_millis(10)));
+        let left = match deadline {
+            Some(d) if now >= d => return Value::Int(0),
+            Some(d) => d - now,
+            None => Duration::MAX,
+        };
+        std::thread::sleep(left.min(Duration::from_millis(10)));
     }
 }
 
@@ -1474,6 +1480,18 @@ fn static_type_level(e: &Expr) -> SqlType {
             BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::ShiftLeft | BinOp::ShiftRight => {
                 SqlType::UInt
             }
+            // An integer, unsigned if either operand is at run time: a BIGINT column could not
+            // carry `@v DIV 1` of an unsigned user variable (found by fuzzing). Operands of no
+            // known integer type (strings, user variables, parameters, decimals) may be either:
+            // both signs fit a DECIMAL.
+            BinOp::IntDiv => match (static_type(a), static_type(b)) {
+                (SqlType::Int | SqlType::Null, SqlType::Int | SqlType::Null) => SqlType::Int,
+                (
+                    SqlType::Int | SqlType::UInt | SqlType::Null,
+                    SqlType::Int | SqlType::UInt | SqlType::Null,
+                ) => SqlType::UInt,
+                _ => SqlType::Decimal(0),
+            },
             _ => SqlType::Int,
         },
         // -u of an unsigned value past 2^63 is a DECIMAL; -'x', -date are DOUBLE (as `eval`).

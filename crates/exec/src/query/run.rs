@@ -13,7 +13,7 @@ use shoal_store::{Engine, KeyRange, LockMode, Row, Transaction};
 
 use super::*;
 use crate::convert::{datum_to_value, store_err};
-use crate::exec::{cmp_keys, group_key, Acc};
+use crate::exec::{group_key, sort_by_keys, Acc};
 use crate::plan::{resolve, KeyName, Resolved};
 use crate::show;
 
@@ -212,7 +212,8 @@ impl<'p, 'a> Runner<'p, 'a> {
             }
         };
         if !n.order.is_empty() {
-            rows.sort_by(|a, b| cmp_keys(&a.0, &b.0, &desc));
+            // One comparison mode per key column: a total order (found by fuzzing).
+            sort_by_keys(&mut rows, |r| &r.0, &desc);
         }
         let it = rows.into_iter().skip(offset).map(|(_, r)| r);
         Ok(match needed {

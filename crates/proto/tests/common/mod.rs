@@ -307,6 +307,15 @@ impl Backend for TestBackend {
                 columns: vec![],
             });
         }
+        if let Some(n) = upper.strip_prefix("WIDE ") {
+            // `WIDE n`: a statement of n result columns.
+            let n: usize = n.trim().parse().unwrap_or(0);
+            self.prepared.insert(stmt_id, sql.to_string());
+            return Ok(PrepareOk {
+                params: 0,
+                columns: vec![Column::expr("c", ColumnType::MYSQL_TYPE_LONGLONG); n],
+            });
+        }
         if upper == "TYPES" {
             self.prepared.insert(stmt_id, sql.to_string());
             return Ok(PrepareOk {

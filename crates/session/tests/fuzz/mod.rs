@@ -17,6 +17,7 @@
 //! * `SHOAL_FUZZ_DIR`: where the table engine's data directories go (default `/dev/shm` when
 //!   it exists, else the temp dir).
 //! * `SHOAL_FUZZ_DUMP`: print every input with its outcome and time (generator tuning).
+//! * `SHOAL_FUZZ_RSS_TRACE`: print the RSS every 20000 inputs.
 #![allow(dead_code, reason = "each target uses a different subset")]
 
 pub mod sqlgen;
@@ -61,8 +62,15 @@ impl Config {
     }
 }
 
-/// Resident set size of this process, in KiB (0 where /proc is missing).
+/// Resident set size of this process, in KiB (0 where /proc is missing), after giving freed
+/// heap memory back to the system (glibc keeps it otherwise, and a burst of large statements
+/// would look like a leak).
 pub fn rss_kb() -> u64 {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory of the allocator's arenas.
+    unsafe {
+        libc::malloc_trim(0);
+    }
     let Ok(s) = std::fs::read_to_string("/proc/self/status") else {
         return 0;
     };
@@ -102,6 +110,9 @@ impl Rss {
         self.last = r;
         if self.warm == 0 && done >= total / 5 {
             self.warm = r;
+        }
+        if done.is_multiple_of(20_000) && std::env::var_os("SHOAL_FUZZ_RSS_TRACE").is_some() {
+            println!("RSS {done} {r} kB");
         }
     }
 
@@ -189,6 +200,7 @@ impl Rig {
                 shm.is_dir().then_some(shm)
             })
             .unwrap_or_else(std::env::temp_dir);
+        sweep_dead(&base);
         let dir = base.join(format!(
             "shoal-fuzz-{tag}-{}-{}",
             std::process::id(),
@@ -255,6 +267,27 @@ impl Rig {
             }
         }
         s.disconnect();
+    }
+}
+
+/// Removes data directories of fuzz processes that are gone (a hang or a crash exits without
+/// dropping its rig): `shoal-fuzz-<tag>-<pid>-<n>` whose pid has no /proc entry.
+fn sweep_dead(base: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix("shoal-fuzz-") else {
+            continue;
+        };
+        let mut parts = rest.rsplitn(3, '-');
+        let (_n, pid) = (parts.next(), parts.next());
+        if let Some(pid) = pid.and_then(|p| p.parse::<u32>().ok()) {
+            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
     }
 }
 

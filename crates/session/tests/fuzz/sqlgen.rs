@@ -586,6 +586,9 @@ impl SqlGen {
     pub fn statement(&mut self, rng: &mut StdRng) -> String {
         // Now and then much deeper nesting (subqueries in subqueries, long expression trees).
         self.depth = if rng.gen_bool(0.03) { 6 } else { 3 };
+        if rng.gen_bool(0.0002) {
+            return self.huge(rng);
+        }
         match rng.gen_range(0..100) {
             0..=34 => self.select(rng, &Scope::default()),
             35..=44 => self.insert(rng),
@@ -758,6 +761,47 @@ impl SqlGen {
         };
         self.depth += 1;
         e
+    }
+
+    /// Statements of tens of thousands of items: anything superlinear in their size shows up
+    /// as a slow input (a 65535-item select list, a 64000-value IN list and a 64000-column
+    /// CREATE TABLE each took seconds).
+    fn huge(&mut self, rng: &mut StdRng) -> String {
+        let n = *pick(rng, &[5_000usize, 20_000, 65_535, 70_000]);
+        let list = |item: &dyn Fn(usize) -> String, sep: &str| {
+            (0..n).map(item).collect::<Vec<_>>().join(sep)
+        };
+        let ph = |_: usize| {
+            if self.placeholders {
+                "?".to_string()
+            } else {
+                "1".to_string()
+            }
+        };
+        match rng.gen_range(0..9) {
+            0 => format!(
+                "SELECT a FROM t1 WHERE id IN ({})",
+                list(&|i| i.to_string(), ",")
+            ),
+            1 => format!("SELECT {}", list(&ph, ",")),
+            2 => format!("SELECT {} FROM t1", list(&|_| "a".into(), ",")),
+            3 => format!("CREATE TABLE t5 ({})", list(&|i| format!("c{i} INT"), ", ")),
+            // Rolled back: later statements would otherwise scan tens of thousands of rows.
+            4 => format!(
+                "BEGIN; INSERT INTO t4 (c1) VALUES {}; ROLLBACK",
+                list(&|i| format!("({i})"), ",")
+            ),
+            5 => list(&|_| "SELECT 1 FROM t1".into(), " UNION ALL "),
+            6 => format!(
+                "SELECT a FROM t1 WHERE {}",
+                list(&|i| format!("a = {i}"), " OR ")
+            ),
+            7 => format!("SELECT COALESCE({}) FROM t1", list(&|_| "a".into(), ",")),
+            _ => format!(
+                "UPDATE t1 SET {} WHERE id = 1",
+                list(&|_| "a = a + 1".into(), ", ")
+            ),
+        }
     }
 
     /// Large inputs: long IN lists and CONCATs, big strings, LIKE patterns full of wildcards.

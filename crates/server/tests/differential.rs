@@ -232,7 +232,7 @@ fn gen_schema(rng: &mut StdRng) -> Vec<Table> {
     let n = rng.gen_range(3..=4);
     (1..=n)
         .map(|i| {
-            let mut pool = vec!["a", "b", "c", "d", "e"];
+            let mut pool = ["a", "b", "c", "d", "e"];
             pool.shuffle(rng);
             let k = rng.gen_range(3..=5);
             let mut cols = vec![Col {
@@ -592,7 +592,7 @@ struct Gen<'a> {
     /// with MAX taken in the column's own type, so over strings it is the string maximum
     /// (`'b'`, which is 0 as a number) where the comparisons themselves are numeric.
     strict: bool,
-    /// Levels below this one are out of reach (see `from_clause`: outer joins' ON).
+    /// Levels below this one are out of reach (see `sources_clause`: outer joins' ON).
     floor: usize,
     /// Generating the members of a UNION under IN / ANY / ALL: they follow the subquery's
     /// grouping rules (see `select`).
@@ -1149,26 +1149,24 @@ impl<'a> Gen<'a> {
         let width = q.body.width();
         let flags = |g: &mut Self| (0..width).map(|_| g.p(0.3)).collect::<Vec<bool>>();
         match want {
-            Want::Top | Want::Derived => {
-                if self.p(0.35) {
-                    // Only ascending over groups with DISTINCT aggregates: MariaDB 10.11 merges
-                    // the NULL group into the next one under `GROUP BY (a + 6) .. SUM(DISTINCT
-                    // c) .. ORDER BY 1 DESC`.
-                    let ascending = matches!(&q.body, Body::Sel(s) if !s.group_by.is_empty()
-                        && s.items.iter().any(|i| matches!(i, Item::Expr(e, _) if e.sql.contains("(DISTINCT"))));
-                    q.order = Some(if ascending {
-                        vec![false; width]
-                    } else {
-                        flags(self)
-                    });
-                    if self.p(0.6) {
-                        // No OFFSET after DISTINCT: MariaDB 10.11 ignores it when the select
-                        // list is constant (`SELECT DISTINCT 5 FROM t LIMIT 4 OFFSET 1` is one
-                        // row there).
-                        let distinct = matches!(&q.body, Body::Sel(s) if s.distinct);
-                        let off = (!distinct && self.p(0.3)).then(|| self.rng.gen_range(0..=3));
-                        q.limit = Some((self.rng.gen_range(0..=5), off));
-                    }
+            Want::Top | Want::Derived if self.p(0.35) => {
+                // Only ascending over groups with DISTINCT aggregates: MariaDB 10.11 merges
+                // the NULL group into the next one under `GROUP BY (a + 6) .. SUM(DISTINCT
+                // c) .. ORDER BY 1 DESC`.
+                let ascending = matches!(&q.body, Body::Sel(s) if !s.group_by.is_empty()
+                    && s.items.iter().any(|i| matches!(i, Item::Expr(e, _) if e.sql.contains("(DISTINCT"))));
+                q.order = Some(if ascending {
+                    vec![false; width]
+                } else {
+                    flags(self)
+                });
+                if self.p(0.6) {
+                    // No OFFSET after DISTINCT: MariaDB 10.11 ignores it when the select
+                    // list is constant (`SELECT DISTINCT 5 FROM t LIMIT 4 OFFSET 1` is one
+                    // row there).
+                    let distinct = matches!(&q.body, Body::Sel(s) if s.distinct);
+                    let off = (!distinct && self.p(0.3)).then(|| self.rng.gen_range(0..=3));
+                    q.limit = Some((self.rng.gen_range(0..=5), off));
                 }
             }
             Want::Scalar if scalar_limit => {
@@ -1335,7 +1333,7 @@ impl<'a> Gen<'a> {
             (_, 45..=79) => 1,
             _ => 2,
         };
-        let (from, star_width) = self.from_clause(ntables);
+        let (from, star_width) = self.sources_clause(ntables);
         let width = match want {
             Want::Scalar | Want::List => Some(1),
             _ => width,
@@ -1447,7 +1445,7 @@ impl<'a> Gen<'a> {
             // HAVING only after a GROUP BY: MariaDB 10.11 returns the one row of an aggregate
             // query without GROUP BY that read no rows whatever HAVING says
             // (`SELECT MAX(a) FROM t WHERE 0 HAVING MIN(b) <> 2` is a NULL row there).
-            if !group_by.is_empty() && !(want == Want::Scalar && distinct_agg) && self.p(0.3) {
+            if !(group_by.is_empty() || want == Want::Scalar && distinct_agg) && self.p(0.3) {
                 // A condition on a GROUP BY column that is also selected. MariaDB resolves
                 // HAVING names against the select list first, where MySQL 8 accepts more: it
                 // refuses (1054) `HAVING a + a = 1` after `GROUP BY a + a`, and `HAVING x.id`
@@ -1579,7 +1577,7 @@ impl<'a> Gen<'a> {
 
     /// The FROM clause of the current level (sources pushed onto it); returns the items and the
     /// width of `*`.
-    fn from_clause(&mut self, n: usize) -> (Vec<FromItem>, usize) {
+    fn sources_clause(&mut self, n: usize) -> (Vec<FromItem>, usize) {
         let mut items: Vec<FromItem> = Vec::new();
         // The current comma group (what ON / USING / NATURAL see): its sources and its visible
         // (coalesced) column names.

@@ -1266,7 +1266,7 @@ pub(crate) fn type_results(
             let first = usize::from(name == "IF");
             let ty = args[first..]
                 .iter()
-                .map(|a| type_of(a))
+                .map(&mut *type_of)
                 .fold(SqlType::Null, aggregate_type);
             for a in &mut args[first..] {
                 let own = std::mem::replace(a, Expr::Literal(Value::Null));
@@ -1288,7 +1288,7 @@ pub(crate) fn type_results(
                 .iter()
                 .map(|(_, t)| t)
                 .chain(el.as_ref())
-                .map(|t| type_of(t))
+                .map(&mut *type_of)
                 .fold(SqlType::Null, aggregate_type);
             let arms = arms
                 .into_iter()

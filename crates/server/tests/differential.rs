@@ -599,6 +599,11 @@ struct Gen<'a> {
     list_members: bool,
     /// Column references may be unqualified (see `colref_if`).
     plain_names: bool,
+    /// Generating an ON condition: its subqueries qualify every name. MariaDB 10.11 resolves a
+    /// bare name in a subquery of an ON against every table of the FROM clause, later joins'
+    /// included (1052 where the ON's join has the name once), where it resolves a bare name of
+    /// the ON itself against that join only, as MySQL does.
+    in_on: bool,
     /// The column types a derived table's later UNION members must match in kind: MariaDB
     /// 10.11 pushes a condition on a derived table into each UNION member, where `c < 'B'`
     /// compares an INT member's values as numbers though the UNION's column is a string.
@@ -621,6 +626,7 @@ impl<'a> Gen<'a> {
             floor: 0,
             list_members: false,
             plain_names: true,
+            in_on: false,
             member_types: None,
         }
     }
@@ -1030,7 +1036,10 @@ impl<'a> Gen<'a> {
         self.sub_depth += 1;
         let saved = self.no_outer;
         self.no_outer = false;
+        let plain = self.plain_names;
+        self.plain_names &= !self.in_on;
         let r = self.query(want, pref);
+        self.plain_names = plain;
         self.no_outer = saved;
         self.sub_depth -= 1;
         r
@@ -1391,7 +1400,9 @@ impl<'a> Gen<'a> {
                     ty = r.1;
                     r
                 });
-                if !group_by.iter().any(|x: &E| x.sql == e.sql) {
+                // Only expressions of a column: MariaDB takes `GROUP BY (- 4)` for a position
+                // (1054 "Unknown column '-4'"), MySQL 8 for a constant.
+                if !e.refs.is_empty() && !group_by.iter().any(|x: &E| x.sql == e.sql) {
                     group_by.push(e);
                     gtys.push(ty);
                 }
@@ -1690,6 +1701,7 @@ impl<'a> Gen<'a> {
         let mut visible = group.to_vec();
         visible.push(new.clone());
         let level = std::mem::replace(self.levels.last_mut().expect("level"), visible);
+        let in_on = std::mem::replace(&mut self.in_on, true);
         let mut v = Vec::new();
         if self.p(0.9) {
             let nc = new.cols.choose(&mut self.rng).unwrap().clone();
@@ -1739,6 +1751,7 @@ impl<'a> Gen<'a> {
             v.push(e);
         }
         *self.levels.last_mut().expect("level") = level;
+        self.in_on = in_on;
         v
     }
 

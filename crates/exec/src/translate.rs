@@ -1317,6 +1317,13 @@ impl ExprScope for ExprCx<'_> {
                 None
             } else {
                 if args.len() != 1 {
+                    // COUNT(DISTINCT a, b) is valid SQL that shoal does not implement: 1235 (the
+                    // query engine, tried next, says so), not 1582.
+                    if distinct && func == AggFunc::Count && args.len() > 1 {
+                        return Err(SqlError::Unsupported(
+                            "COUNT(DISTINCT) of several expressions".into(),
+                        ));
+                    }
                     return Err(SqlError::ParamCount(name.to_string()));
                 }
                 // Aggregates inside aggregates are invalid (1111 from the plain scope).

@@ -408,6 +408,46 @@ fn is_numeric(v: &Value) -> bool {
     )
 }
 
+/// An integer read as a DATETIME, as MySQL does where it meets a temporal value
+/// (`number_to_datetime`): YYMMDD (years 00-69 are 20YY, 70-99 19YY), YYYYMMDD, YYMMDDhhmmss,
+/// YYYYMMDDhhmmss. Zero, and any number that is no such value (5, 691232, 20201301), is the
+/// zero date 0000-00-00, before every real date (MySQL warns 1292 there).
+pub fn datetime_of_number(n: i128) -> DateTime {
+    let zero = DateTime {
+        year: 0,
+        month: 0,
+        day: 0,
+        hour: 0,
+        minute: 0,
+        second: 0,
+        micro: 0,
+    };
+    let full: i128 = match n {
+        101..=691_231 => (n + 20_000_000) * 1_000_000,
+        700_101..=991_231 => (n + 19_000_000) * 1_000_000,
+        10_000_101..=99_991_231 => n * 1_000_000,
+        101_000_000..=691_231_235_959 => n + 20_000_000_000_000,
+        700_101_000_000..=991_231_235_959 => n + 19_000_000_000_000,
+        10_000_101_000_000..=99_991_231_235_959 => n,
+        _ => return zero,
+    };
+    let (ymd, hms) = (full / 1_000_000, full % 1_000_000);
+    let (month, day) = (ymd / 100 % 100, ymd % 100);
+    let (hour, minute, second) = (hms / 10_000, hms / 100 % 100, hms % 100);
+    if month > 12 || day > 31 || hour > 23 || minute > 59 || second > 59 {
+        return zero;
+    }
+    DateTime {
+        year: (ymd / 10_000) as u16,
+        month: month as u8,
+        day: day as u8,
+        hour: hour as u8,
+        minute: minute as u8,
+        second: second as u8,
+        micro: 0,
+    }
+}
+
 /// Compares two non-NULL values with MySQL's rules; `None` if either is NULL.
 pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
     if a.is_null() || b.is_null() {
@@ -446,6 +486,14 @@ pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
                 }
             };
             norm(x).cmp(&norm(y))
+        }
+        // An integer against a date or datetime is read as one, as MySQL reads it
+        // (`DATE '2020-01-02' = 200102`, `> 5`: see `datetime_of_number`).
+        (Date(d) | DateTime(d), Int(_) | UInt(_)) => {
+            d.cmp(&datetime_of_number(b.to_i128().unwrap_or(0)))
+        }
+        (Int(_) | UInt(_), Date(d) | DateTime(d)) => {
+            datetime_of_number(a.to_i128().unwrap_or(0)).cmp(d)
         }
         _ if is_numeric(a)
             && is_numeric(b)
@@ -487,6 +535,30 @@ mod tests {
         assert_eq!(compare(&Value::Null, &Value::Int(9)), None);
         let d = Value::Decimal(Decimal::parse("1.0").unwrap());
         assert_eq!(compare(&d, &Value::Int(1)), Some(Ordering::Equal));
+    }
+
+    #[test]
+    fn numbers_as_dates() {
+        let d = |y, m, day| {
+            Value::Date(DateTime {
+                year: y,
+                month: m,
+                day,
+                hour: 0,
+                minute: 0,
+                second: 0,
+                micro: 0,
+            })
+        };
+        let i = Value::Int;
+        assert_eq!(compare(&d(2020, 1, 2), &i(200102)), Some(Ordering::Equal));
+        assert_eq!(compare(&d(2020, 1, 2), &i(20200102)), Some(Ordering::Equal));
+        assert_eq!(compare(&d(1999, 12, 31), &i(991231)), Some(Ordering::Equal));
+        assert_eq!(compare(&d(1999, 12, 31), &i(101)), Some(Ordering::Less));
+        // Not a date: the zero date.
+        assert_eq!(compare(&d(1999, 12, 31), &i(5)), Some(Ordering::Greater));
+        assert_eq!(compare(&i(691232), &d(1999, 12, 31)), Some(Ordering::Less));
+        assert_eq!(compare(&d(2020, 1, 2), &i(0)), Some(Ordering::Greater));
     }
 
     #[test]

@@ -1328,7 +1328,7 @@ impl Inner {
             if let Some(r) = st.results.remove(&ticket) {
                 drop(st);
                 drop(follower_wait);
-                return r.map_err(StoreError::CommitFailed);
+                return r.map_err(StoreError::commit_failed);
             }
             if !st.leader {
                 // Lead: take every queued batch, write them all, sync once.

@@ -89,10 +89,83 @@ pub enum StoreError {
     CommitFailed(String),
     /// Filesystem error outside RocksDB (LOCK file, data directory).
     #[error("I/O error: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
     /// An error from RocksDB (1030 "Got error from storage engine").
     #[error("Got error from storage engine: {0}")]
-    RocksDb(#[from] rocksdb::Error),
+    RocksDb(rocksdb::Error),
+    /// A write found the data directory's file system full (ENOSPC): 1021, MySQL's disk-full
+    /// error. The statement (or the COMMIT) failed and was rolled back; reads go on, and RocksDB
+    /// resumes writing by itself once space is freed (docs/OPERATIONS.md, "Limits and failure
+    /// behaviour").
+    #[error("Disk full ({0}); the write was rolled back and writes resume once space is freed (errno: 28 \"No space left on device\")")]
+    DiskFull(String),
+}
+
+/// The text RocksDB and the OS put in an ENOSPC error.
+const ENOSPC_TEXT: &str = "No space left on device";
+
+impl From<std::io::Error> for StoreError {
+    fn from(e: std::io::Error) -> Self {
+        if e.raw_os_error() == Some(28) {
+            StoreError::disk_full(e.to_string())
+        } else {
+            StoreError::Io(e)
+        }
+    }
+}
+
+impl From<rocksdb::Error> for StoreError {
+    fn from(e: rocksdb::Error) -> Self {
+        let text = e.to_string();
+        if text.contains(ENOSPC_TEXT) {
+            StoreError::disk_full(text)
+        } else {
+            StoreError::RocksDb(e)
+        }
+    }
+}
+
+impl StoreError {
+    /// The error for a failed commit: [`StoreError::DiskFull`] when the file system is full,
+    /// else [`StoreError::CommitFailed`].
+    pub(crate) fn commit_failed(text: String) -> Self {
+        if text.contains(ENOSPC_TEXT) {
+            StoreError::disk_full(text)
+        } else {
+            StoreError::CommitFailed(text)
+        }
+    }
+
+    /// [`StoreError::DiskFull`] for RocksDB's error text, logged at most once every 10 seconds
+    /// (every writer fails while the disk is full; the log says it once).
+    fn disk_full(text: String) -> Self {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        use std::time::{SystemTime, UNIX_EPOCH};
+        static LAST_LOGGED: AtomicU64 = AtomicU64::new(0);
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let last = LAST_LOGGED.load(Ordering::Relaxed);
+        if now >= last + 10
+            && LAST_LOGGED
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            tracing::error!(
+                "disk full: writes fail with 1021 until space is freed in the data directory: {text}"
+            );
+        }
+        // The file RocksDB was writing, as MySQL names the file in its disk-full message.
+        // ("IO error: No space left on device: While appending to file: PATH: No space left ..")
+        let parts: Vec<&str> = text.split(": ").collect();
+        let file = parts
+            .windows(2)
+            .find(|w| w[0].starts_with("While ") && w[1].starts_with('/'))
+            .map(|w| w[1].to_string())
+            .unwrap_or_default();
+        StoreError::DiskFull(if file.is_empty() { text } else { file })
+    }
 }
 
 impl StoreError {
@@ -120,6 +193,7 @@ impl StoreError {
             StoreError::CommitFailed(_) => 1180,
             StoreError::Io(_) => 1030,
             StoreError::RocksDb(_) => 1030,
+            StoreError::DiskFull(_) => 1021,
         }
     }
 

@@ -28,13 +28,14 @@ use std::collections::HashMap;
 use shoal_sql::ast::{Expr, VarScope};
 use shoal_sql::decimal::Decimal as SqlDecimal;
 use shoal_sql::eval::{eval, Context};
-use shoal_sql::value::{compare, DateTime as SqlDateTime, Value};
+use shoal_sql::value::{compare, row_mem_size, DateTime as SqlDateTime, Value};
 use shoal_sql::SqlError;
 use shoal_store::{
     ColumnDefault, Datum, InsertOutcome, LockMode, Row, StoreError, TableDef, Transaction,
 };
 
 use crate::ast::*;
+use crate::budget::MemBudget;
 use crate::convert::{datum_to_value, store_err, value_to_datum};
 use crate::plan::{resolve, Access, KeyName, Resolved};
 
@@ -775,14 +776,21 @@ impl Exec<'_> {
             .flatten();
         let mut matched: Vec<Vec<Value>> = Vec::new();
         let mut groups = Groups::default();
+        let mut mem = MemBudget::of(&mut *self.ctx);
         if early_stop != Some(0) {
             // Grouped queries aggregate as rows arrive; others keep the matching rows (for
             // ORDER BY / DISTINCT / LIMIT).
             let mut take = |ev: &mut RowEval<'_>, vals: Vec<Value>| -> Result<bool, SqlError> {
                 if grouped {
+                    let before = groups.list.len();
+                    let size = row_mem_size(&vals);
                     ev.group_add(sel, names, vals, &mut groups)?;
+                    if groups.list.len() > before {
+                        mem.charge(size)?;
+                    }
                     Ok(true)
                 } else {
+                    mem.charge_row(&vals)?;
                     matched.push(vals);
                     Ok(early_stop.is_none_or(|n| matched.len() < n))
                 }
@@ -849,6 +857,7 @@ impl Exec<'_> {
                 for (e, _) in &sel.order_by {
                     keys.push(eval(e, &mut rc)?);
                 }
+                mem.charge(row_mem_size(&keys) + row_mem_size(&proj))?;
                 out.push((keys, proj));
             }
         } else {
@@ -866,6 +875,7 @@ impl Exec<'_> {
                 for (e, _) in &sel.order_by {
                     keys.push(eval(e, &mut rc)?);
                 }
+                mem.charge(row_mem_size(&keys) + row_mem_size(&proj))?;
                 out.push((keys, proj));
             }
         }

@@ -57,6 +57,7 @@
 //! always read the latest committed row under its lock. There are no gap locks.
 
 pub mod ast;
+pub mod budget;
 pub mod convert;
 pub mod exec;
 pub(crate) mod fk;

@@ -573,3 +573,83 @@ fn session_max_allowed_packet_is_read_only() {
         .unwrap();
     assert_eq!(v, Some(2 << 20));
 }
+
+/// Makes `cmd` start with `RLIMIT_AS` = `bytes`: an allocation beyond it fails (and a Rust
+/// process aborts), where without it the machine would swap or the OOM killer would choose.
+fn limit_address_space(cmd: &mut std::process::Command, bytes: u64) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only setrlimit(2), async-signal-safe, runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let lim = libc::rlimit {
+                rlim_cur: bytes,
+                rlim_max: bytes,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// One query asking for terabytes (a cross join projecting megabyte strings) used to abort the
+/// server when an allocation failed. Now the statement memory budget refuses it (1290 per
+/// statement, 4083 over the server-wide limit), the server stays up within a 3 GB address
+/// space, the connection stays usable, and `Memory_used` returns to 0.
+#[test]
+fn a_query_over_the_memory_budget_fails_and_the_server_lives() {
+    let srv = Shoal::start_with("membudget", &[], |cmd| limit_address_space(cmd, 3 << 30));
+    let mut c = conn(&srv);
+    c.query_drop("CREATE DATABASE m").unwrap();
+    c.query_drop("CREATE TABLE m.t (id INT PRIMARY KEY, v VARCHAR(10))")
+        .unwrap();
+    c.query_drop("INSERT INTO m.t VALUES (1,'a'),(2,'b'),(3,'c'),(4,'d'),(5,'e'),(6,'f'),(7,'g'),(8,'h'),(9,'i'),(10,'j')")
+        .unwrap();
+    let huge = [
+        // the query engine: a join, a derived table, a sort
+        "SELECT COUNT(*) FROM (SELECT REPEAT(a.v, 1000000) x FROM m.t a, m.t b, m.t c, m.t d) z",
+        "SELECT LENGTH(x) FROM (SELECT REPEAT(a.v, 1000000) x FROM m.t a, m.t b, m.t c) z ORDER BY x LIMIT 1",
+        "SELECT a.id FROM m.t a, m.t b, m.t c, m.t d ORDER BY REPEAT(a.v, 1000000) LIMIT 1",
+    ];
+    for q in huge {
+        let err = c.query_drop(q).unwrap_err();
+        assert_eq!(err_code_of(&err), Some(1290), "{q}: {err}");
+    }
+    // The single-table executor: rows kept for a sort.
+    c.query_drop("SET SESSION max_session_mem_used = 100000")
+        .unwrap();
+    let err = c
+        .query_drop("SELECT REPEAT(v, 100000) FROM m.t ORDER BY 1")
+        .unwrap_err();
+    assert_eq!(err_code_of(&err), Some(1290), "{err}");
+    // Within the budget the same shapes run.
+    let n: u64 = c
+        .query_first("SELECT COUNT(*) FROM (SELECT REPEAT(a.v, 100) x FROM m.t a, m.t b) z")
+        .unwrap()
+        .unwrap();
+    assert_eq!(n, 100);
+    // The server-wide limit: every running statement's rows count against it.
+    c.query_drop("SET SESSION max_session_mem_used = DEFAULT")
+        .unwrap();
+    c.query_drop("SET GLOBAL global_connection_memory_limit = 16777216")
+        .unwrap();
+    let err = c
+        .query_drop("SELECT COUNT(*) FROM (SELECT REPEAT(a.v, 1000000) x FROM m.t a, m.t b) z")
+        .unwrap_err();
+    assert_eq!(err_code_of(&err), Some(4083), "{err}");
+    c.query_drop("SET GLOBAL global_connection_memory_limit = DEFAULT")
+        .unwrap();
+    // Alive, usable, and nothing is left charged.
+    let mut c2 = conn(&srv);
+    assert_eq!(c2.query_first::<u64, _>("SELECT 1").unwrap(), Some(1));
+    assert_eq!(global_status(&mut c, "Memory_used"), 0);
+    assert!(srv.stderr().matches("memory allocation").count() == 0);
+}
+
+fn err_code_of(e: &mysql::Error) -> Option<u16> {
+    match e {
+        mysql::Error::MySqlError(m) => Some(m.code),
+        _ => None,
+    }
+}

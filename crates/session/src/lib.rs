@@ -726,6 +726,8 @@ impl Server {
                 n.connection_errors_host_blocked.load(r),
             ),
             ("Max_used_connections", c.max_used_connections.load(r)),
+            // Bytes of rows the running statements hold (crates/exec/src/budget.rs).
+            ("Memory_used", shoal_exec::budget::global_held()),
             ("Prepared_stmt_count", c.prepared_stmt_count.load(r)),
             ("Queries", c.queries.load(r)),
             ("Questions", c.questions.load(r)),

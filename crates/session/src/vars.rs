@@ -327,6 +327,13 @@ fn defs() -> Vec<VarDef> {
         d("max_prepared_stmt_count", u(0, 4194304), Global, true, V::UInt(1048576)),
         d("sql_select_limit", u(0, u64::MAX), Both, true, V::UInt(u64::MAX)),
         d("max_execution_time", u(0, U32MAX), Both, true, V::UInt(0)),
+        // MariaDB's limit of a session's memory; shoal counts the rows one statement holds
+        // (crates/exec/src/budget.rs). MariaDB's default is unlimited; shoal's is 1 GiB so that
+        // one query cannot exhaust the server's memory.
+        d("max_session_mem_used", u(8192, u64::MAX), Both, true, V::UInt(1 << 30)),
+        // MySQL's server-wide bound (default unlimited there): what all running statements hold
+        // at once; shoal's default is half the machine's memory.
+        d("global_connection_memory_limit", u(16 << 20, u64::MAX), Global, true, V::UInt(half_of_memory())),
         d("foreign_key_checks", Bool, Both, true, V::Bool(true)),
         d("unique_checks", Bool, Both, true, V::Bool(true)),
         d("sql_auto_is_null", Bool, Both, true, V::Bool(false)),
@@ -891,4 +898,17 @@ mod tests {
         assert_eq!(seen.len(), 3);
         assert_eq!(seen[2], ("thread_pool_size".to_string(), VarValue::UInt(7)));
     }
+}
+
+/// Half the machine's physical memory (`MemTotal` of /proc/meminfo), 4 GiB if unknown.
+fn half_of_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map(|kb| kb * 1024 / 2)
+        .unwrap_or(4 << 30)
 }

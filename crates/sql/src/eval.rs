@@ -90,6 +90,16 @@ pub trait Context {
             .map(|v| v.clamp(1024, 1 << 30) as u64)
             .unwrap_or(DEFAULT_MAX_ALLOWED_PACKET)
     }
+    /// `max_session_mem_used`: the most bytes of rows one statement may hold at once (result,
+    /// sort, grouping and join buffers); past it the statement fails with 1290. The default
+    /// reads the session variable (none: no limit).
+    fn statement_memory_limit(&mut self) -> u64 {
+        self.system_var(VarScope::Session, "max_session_mem_used")
+            .ok()
+            .and_then(|v| v.to_i128())
+            .map(|v| v.clamp(0, i128::from(u64::MAX)) as u64)
+            .unwrap_or(u64::MAX)
+    }
 }
 
 /// `max_allowed_packet` when the context cannot tell (shoal's default, 64 MiB).

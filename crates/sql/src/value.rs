@@ -235,7 +235,22 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     i
 }
 
+/// Bytes a row of values occupies in memory (the values and their heap parts), as the
+/// statement memory budget counts them (`max_session_mem_used`).
+pub fn row_mem_size(row: &[Value]) -> usize {
+    row.iter().map(Value::mem_size).sum::<usize>() + std::mem::size_of::<Vec<Value>>()
+}
+
 impl Value {
+    /// Bytes this value occupies in memory: its own size and its heap part.
+    pub fn mem_size(&self) -> usize {
+        std::mem::size_of::<Value>()
+            + match self {
+                Value::Str(s) => s.capacity(),
+                _ => 0,
+            }
+    }
+
     /// Whether this is NULL.
     pub fn is_null(&self) -> bool {
         matches!(self, Value::Null)

@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 use shoal_sql::ast::{BinOp, Expr, Subquery, SubqueryKind, VarScope};
 use shoal_sql::eval::{eval, Context};
-use shoal_sql::value::{coerce_to, compare, DateTime, Value};
+use shoal_sql::value::{coerce_to, compare, row_mem_size, DateTime, Value};
 use shoal_sql::SqlError;
 use shoal_store::{Engine, KeyRange, LockMode, Row, Transaction};
 
 use super::*;
+use crate::budget::{stored_row_size, MemBudget};
 use crate::convert::{datum_to_value, store_err};
 use crate::exec::{group_key, sort_by_keys, Acc};
 use crate::plan::{resolve, KeyName, Resolved};
@@ -29,6 +30,7 @@ pub fn execute(
     env: &mut dyn Context,
 ) -> Result<Vec<Vec<Value>>, SqlError> {
     let mut r = Runner {
+        mem: MemBudget::of(&mut *env),
         plan,
         store,
         txn,
@@ -60,6 +62,8 @@ struct Runner<'p, 'a> {
     /// Derived tables' rows (never correlated: computed once per execution).
     derived: HashMap<*const QNode, Rows>,
     visited: u64,
+    /// What the statement's buffers hold (`max_session_mem_used`).
+    mem: MemBudget,
 }
 
 /// The evaluation context of the running statement: slots from the frame, subqueries through
@@ -301,6 +305,7 @@ impl<'p, 'a> Runner<'p, 'a> {
                     return Ok(true);
                 }
                 let keys = r.keys(order, &row)?;
+                r.mem.charge(row_mem_size(&keys) + row_mem_size(&row))?;
                 out.push((keys, row));
                 Ok(early.is_none_or(|n| out.len() < n))
             })?;
@@ -320,6 +325,8 @@ impl<'p, 'a> Runner<'p, 'a> {
             let gi = match index.get(&k) {
                 Some(&i) => i,
                 None => {
+                    r.mem
+                        .charge(k.len() + row_mem_size(&r.frame[s.slots.clone()]))?;
                     index.insert(k, groups.len());
                     groups.push((
                         r.frame[s.slots.clone()].to_vec(),
@@ -486,8 +493,17 @@ impl<'p, 'a> Runner<'p, 'a> {
             Resolved::Ranges(k, rs) => rs.into_iter().map(|r| (k.clone(), r)).collect(),
         };
         let mut out = Vec::new();
+        // The rows of one visit of this leaf live until the next: checked against what the
+        // statement's other buffers leave, not charged.
+        let mut bytes = 0u64;
+        let mut over = false;
         for (key, range) in ranges {
             let push = |r: Row| {
+                bytes += stored_row_size(&r);
+                if !self.mem.fits(bytes) {
+                    over = true;
+                    return Ok(false);
+                }
                 out.push(r);
                 Ok(true)
             };
@@ -496,6 +512,9 @@ impl<'p, 'a> Runner<'p, 'a> {
                 KeyName::Index(n) => self.txn.scan_index_with(def, n, &range, lock, push),
             }
             .map_err(store_err)?;
+            if over {
+                return Err(self.mem.exceeded());
+            }
         }
         Ok(out)
     }

@@ -762,6 +762,19 @@ impl SessionVars {
     }
 }
 
+/// Half the machine's physical memory (`MemTotal` of /proc/meminfo), 4 GiB if unknown.
+fn half_of_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map(|kb| kb * 1024 / 2)
+        .unwrap_or(4 << 30)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -898,17 +911,4 @@ mod tests {
         assert_eq!(seen.len(), 3);
         assert_eq!(seen[2], ("thread_pool_size".to_string(), VarValue::UInt(7)));
     }
-}
-
-/// Half the machine's physical memory (`MemTotal` of /proc/meminfo), 4 GiB if unknown.
-fn half_of_memory() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            m.lines()
-                .find_map(|l| l.strip_prefix("MemTotal:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .map(|kb| kb * 1024 / 2)
-        .unwrap_or(4 << 30)
 }

@@ -45,7 +45,7 @@ done
 run_copy() {
   local copy=$1 failed=0 name exe dir
   while IFS=$'\t' read -r name exe dir; do
-    if (cd "$dir" && "$exe" --test-threads=2) >"$out/$copy-$name.log" 2>&1; then
+    if (cd "$dir" && CARGO_MANIFEST_DIR="$dir" "$exe" --test-threads=2) >"$out/$copy-$name.log" 2>&1; then
       echo "copy $copy: $name ok ($(grep -Eo '[0-9]+ passed' "$out/$copy-$name.log" | tail -1))"
     else
       echo "copy $copy: $name FAILED (log $out/$copy-$name.log)"

@@ -15,7 +15,15 @@ mod common;
 use common::{free_port, Server};
 
 const BIN: &str = env!("CARGO_BIN_EXE_shoal-bench");
-const PLANS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/plans");
+/// The shipped plans: the package directory as cargo gives it when it runs the test (a binary
+/// built in another checkout keeps that checkout's path in `env!`), else as it was built.
+fn plans_dir() -> std::path::PathBuf {
+    Path::new(
+        &std::env::var("CARGO_MANIFEST_DIR")
+            .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string()),
+    )
+    .join("plans")
+}
 
 fn tmpdir(name: &str) -> PathBuf {
     common::tmpdir("shoal-bench-plan", name)
@@ -55,7 +63,7 @@ fn shoal() -> Option<Server> {
 /// are applied to the server for real), one 1000-row table, 1-5 clients, lenient thresholds
 /// so the knee is the last step, one server: the private one.
 fn reduced(plan: &str, server: &str, port: u16) -> String {
-    let text = std::fs::read_to_string(Path::new(PLANS).join(plan)).unwrap();
+    let text = std::fs::read_to_string(plans_dir().join(plan)).unwrap();
     let mut t: toml::Table = text.parse().unwrap();
     let set = |t: &mut toml::Table, sec: &str, k: &str, v: toml::Value| {
         t.get_mut(sec)

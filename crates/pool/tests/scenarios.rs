@@ -640,24 +640,30 @@ fn work_stealing_between_groups() {
 
 /// Age balancing: when both groups are busy, a worker of one group takes another group's next
 /// entry if it has waited longer by more than `balance`. Group 0 is held at its cap (1) by a
-/// long spinner (4 s: a loaded machine must not end it before the queues are set up) with two
-/// fast commands queued behind it; group 1 runs a shorter spinner (1 s) and then
-/// has two younger fast commands queued. With balancing, group 1's worker runs group 0's older
-/// commands before group 0's spinner ends; without it they wait for that spinner. With three
-/// groups, group 0 is not the group 1 worker's only peer (the idle group 2 is the other): the
-/// worker's turn must move on across its looks for work (it once restarted at the next group
-/// on every look, so a worker only ever balanced with its neighbour: group 2 here).
+/// command that runs until the test opens its gate, with two fast commands queued behind it;
+/// group 1 is held the same way, and two younger fast commands (120 ms younger: more than the
+/// 50 ms margin, however slow the machine) queue behind it. Then group 1's gate opens. With
+/// balancing, group 1's worker runs group 0's older commands while group 0 is still held; without
+/// it, it runs only its own, and group 0's wait for their holder. No wall-clock window: the
+/// order of events is the check. With three groups, group 0 is not the group 1 worker's only
+/// peer (the idle group 2 is the other): the worker's turn must move on across its looks for
+/// work (it once restarted at the next group on every look, so a worker only ever balanced with
+/// its neighbour: group 2 here).
 #[test]
 fn balancing_takes_the_older_entry_of_a_busy_group() {
     for (size, balance) in [(2, Duration::ZERO), (2, ms(50)), (3, ms(50))] {
         let mut cfg = config(size);
-        cfg.stall_limit = Duration::from_secs(10);
+        // No stall handling during the test (a held group must stay held), and a dedicated
+        // listener per group: with one thread at the cap, a listener that ran the hold itself
+        // would leave the group unwatched until a timer tick, and the fast commands unqueued.
+        cfg.stall_limit = Duration::from_secs(600);
+        cfg.dedicated_listener = true;
         cfg.linger = Duration::ZERO;
         cfg.balance = balance;
         let srv = Server::start(cfg);
         let clients: Vec<_> = (0..3 * size).map(|_| srv.connect()).collect();
         let ids: Vec<u64> = clients.iter().map(|c| c.id).collect();
-        srv.wait_for(ms(5000), |_| {
+        srv.wait_for(ms(30_000), |_| {
             ids.iter()
                 .all(|id| srv.pool.connection_state(*id) == Some(ConnState::Idle))
         });
@@ -665,45 +671,42 @@ fn balancing_takes_the_older_entry_of_a_busy_group() {
         let (mut g0, rest): (Vec<_>, Vec<_>) = clients.into_iter().partition(|c| group(c) == 0);
         let mut g1: Vec<_> = rest.into_iter().filter(|c| group(c) == 1).collect();
         assert_eq!((g0.len(), g1.len()), (3, 3));
-        g0[0].send("spin 4000");
-        srv.wait_for(ms(5000), |_| {
+        g0[0].send("hold 0");
+        srv.wait_for(ms(30_000), |_| {
             srv.pool.connection_state(g0[0].id) == Some(ConnState::Running)
         });
-        g1[0].send("spin 1000");
-        srv.wait_for(ms(5000), |_| {
+        g1[0].send("hold 1");
+        srv.wait_for(ms(30_000), |_| {
             srv.pool.connection_state(g1[0].id) == Some(ConnState::Running)
         });
-        let t = Instant::now();
         g0[1].send("echo a");
         g0[2].send("echo b");
-        let s = srv.wait_for(ms(2000), |s| s.groups[0].queue_low == 2);
+        let s = srv.wait_for(ms(30_000), |s| s.groups[0].queue_low == 2);
         assert_eq!(s.groups[0].queue_low, 2, "{s:?}");
         std::thread::sleep(ms(120));
         g1[1].send("echo c");
         g1[2].send("echo d");
-        let s = srv.wait_for(ms(2000), |s| s.groups[1].queue_low == 2);
+        let s = srv.wait_for(ms(30_000), |s| s.groups[1].queue_low == 2);
         assert_eq!(s.groups[1].queue_low, 2, "{s:?}");
-        assert_eq!(g0[1].read_line().as_deref(), Some("a"));
-        let lat_a = t.elapsed();
-        assert_eq!(g0[2].read_line().as_deref(), Some("b"));
-        let lat = t.elapsed();
-        assert_eq!(g1[1].read_line().as_deref(), Some("c"));
-        assert_eq!(g1[2].read_line().as_deref(), Some("d"));
-        let s = srv.stats();
+        srv.state.open_gate(1);
+        assert_eq!(g1[0].read_line().as_deref(), Some("held"));
         if balance.is_zero() {
-            assert!(
-                lat >= ms(2500),
-                "without balancing they wait for group 0's spinner: {lat:?}; {:?}",
+            // Group 1 runs its own two; group 0's wait for their holder.
+            assert_eq!(g1[1].read_line().as_deref(), Some("c"));
+            assert_eq!(g1[2].read_line().as_deref(), Some("d"));
+            let s = srv.stats();
+            assert_eq!(
+                s.groups[0].queue_low, 2,
+                "without balancing group 0's commands wait for their holder: {:?}",
                 s.groups
             );
             assert_eq!(s.groups[0].counters.balanced, 0);
         } else if size == 2 {
-            // Group 1's worker looks at group 0 before each of its own two entries.
-            assert!(
-                lat < ms(3000),
-                "group 1's worker should have taken both after its 1 s spin: {lat:?}; {:?}",
-                s.groups
-            );
+            // Group 1's worker looks at group 0 before each of its own two entries: it takes
+            // both older ones while group 0 is still held.
+            assert_eq!(g0[1].read_line().as_deref(), Some("a"));
+            assert_eq!(g0[2].read_line().as_deref(), Some("b"));
+            let s = srv.stats();
             assert_eq!(
                 s.groups[0].counters.balanced, 2,
                 "{:?}",
@@ -713,28 +716,30 @@ fn balancing_takes_the_older_entry_of_a_busy_group() {
                 s.groups[1].counters.balanced, 0,
                 "group 1's entries were younger"
             );
+            assert_eq!(g1[1].read_line().as_deref(), Some("c"));
+            assert_eq!(g1[2].read_line().as_deref(), Some("d"));
         } else {
             // Two looks (one per own entry) cover both other groups, so group 0 gets at least
             // one, whichever group the worker's turn starts at; the second look may fall on
             // the idle group 2 and the worker's own queue is empty before a third.
-            assert!(
-                lat_a < ms(3000),
-                "3 groups: group 1's worker should have taken 'a' after its 1 s spin: \
-                 {lat_a:?}; {:?}",
-                s.groups
-            );
+            assert_eq!(g0[1].read_line().as_deref(), Some("a"));
+            let s = srv.stats();
             assert!(
                 s.groups[0].counters.balanced >= 1,
                 "{:?}",
                 s.groups[0].counters
             );
-            assert_eq!(
-                s.groups[1].counters.balanced, 0,
-                "group 1's entries were younger"
-            );
+            assert_eq!(g1[1].read_line().as_deref(), Some("c"));
+            assert_eq!(g1[2].read_line().as_deref(), Some("d"));
         }
-        assert_eq!(g0[0].read_line().as_deref(), Some("spun"));
-        assert_eq!(g1[0].read_line().as_deref(), Some("spun"));
+        srv.state.open_gate(0);
+        assert_eq!(g0[0].read_line().as_deref(), Some("held"));
+        if balance.is_zero() {
+            assert_eq!(g0[1].read_line().as_deref(), Some("a"));
+            assert_eq!(g0[2].read_line().as_deref(), Some("b"));
+        } else if size == 3 {
+            assert_eq!(g0[2].read_line().as_deref(), Some("b"));
+        }
     }
 }
 

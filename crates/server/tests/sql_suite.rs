@@ -22,7 +22,13 @@ use mysql::{Conn, Value};
 use support::Shoal;
 
 fn fixture_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/sql")
+    // The package directory as cargo gives it when it runs the test (a binary built in another
+    // checkout of the tree keeps that checkout's path in env!), else as it was built.
+    Path::new(
+        &std::env::var("CARGO_MANIFEST_DIR")
+            .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string()),
+    )
+    .join("../../tests/sql")
 }
 
 /// A connection with generous timeouts (a fixture may run slow statements).

@@ -723,7 +723,11 @@ impl fixture::Target for InProcess {
 /// engine (the wire and MariaDB runners are in crates/server/tests/sql_suite.rs).
 #[test]
 fn fixtures_pass_in_process() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/sql");
+    let dir = std::path::Path::new(
+        &std::env::var("CARGO_MANIFEST_DIR")
+            .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string()),
+    )
+    .join("../../tests/sql");
     let mut report = fixture::Report::default();
     for f in fixture::files(&dir) {
         let tag = format!("fixture-{}", f.file_stem().unwrap().to_string_lossy());

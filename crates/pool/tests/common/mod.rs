@@ -72,6 +72,16 @@ pub struct State {
     /// The test provokes recovered events on purpose (otherwise dropping the server asserts
     /// that there were none).
     pub allow_recovered: AtomicBool,
+    /// Gates for `hold N`: a command that keeps its worker busy (spinning, not a reported
+    /// wait) until the test opens gate N. Ordering without wall-clock windows.
+    pub gates: [AtomicBool; 8],
+}
+
+impl State {
+    /// Opens gate `n`: every `hold n` command returns.
+    pub fn open_gate(&self, n: usize) {
+        self.gates[n].store(true, Ordering::SeqCst);
+    }
 }
 
 pub struct LineHandler {
@@ -102,6 +112,19 @@ impl LineHandler {
             "spin" => {
                 spin(n);
                 "spun".into()
+            }
+            "hold" => {
+                let gate = &self.state.gates[n as usize];
+                // A failing test never opens its gate: give up after two minutes rather than
+                // hang the pool's shutdown.
+                let give_up = Instant::now() + Duration::from_secs(120);
+                let mut x = 0u64;
+                while !gate.load(Ordering::SeqCst) && Instant::now() < give_up {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                    std::hint::black_box(x);
+                    std::thread::yield_now();
+                }
+                "held".into()
             }
             "lock" => {
                 let mut l = self.state.lock.lock().unwrap();

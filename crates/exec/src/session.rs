@@ -92,6 +92,7 @@ impl TableEngine {
             autocommit: true,
             isolation: Isolation::RepeatableRead,
             lock_wait_timeout: None,
+            write_limit: u64::MAX,
             restrictions: Restrictions::default(),
             txn_read_only: false,
             next_read_only: None,
@@ -228,6 +229,8 @@ pub struct TableSession {
     isolation: Isolation,
     /// `innodb_lock_wait_timeout` for this session (None = engine default).
     lock_wait_timeout: Option<Duration>,
+    /// `max_binlog_cache_size`: most bytes a transaction's uncommitted writes may hold.
+    write_limit: u64,
     /// What the server's and the session's settings refuse (see [`Restrictions`]).
     restrictions: Restrictions,
     /// The open transaction is READ ONLY (decided when it opened).
@@ -310,6 +313,15 @@ impl TableSession {
     /// Isolation level for the next transaction (`SET TRANSACTION ISOLATION LEVEL`).
     pub fn set_isolation(&mut self, iso: Isolation) {
         self.isolation = iso;
+    }
+
+    /// `max_binlog_cache_size`: bounds the uncommitted writes of this session's next
+    /// transactions (and of the open one).
+    pub fn set_write_limit(&mut self, bytes: u64) {
+        self.write_limit = bytes;
+        if let Some(t) = self.txn.as_mut() {
+            t.set_write_limit(bytes);
+        }
     }
 
     /// `innodb_lock_wait_timeout` for this session.
@@ -409,6 +421,7 @@ impl TableSession {
         if let Some(d) = self.lock_wait_timeout {
             t.set_lock_wait_timeout(d);
         }
+        t.set_write_limit(self.write_limit);
         *self.kill.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(t.kill_handle());
         self.txn = Some(t);
     }

@@ -653,3 +653,57 @@ fn err_code_of(e: &mysql::Error) -> Option<u16> {
         _ => None,
     }
 }
+
+/// A transaction's uncommitted writes are held in memory until COMMIT: `max_binlog_cache_size`
+/// bounds them with MySQL's 1197, so one endless transaction cannot exhaust the server's memory.
+/// The statement that passes the bound fails as a whole; what the transaction wrote before
+/// can still be committed; an autocommit statement that is too big leaves nothing.
+#[test]
+fn a_transaction_over_max_binlog_cache_size_fails_with_1197() {
+    let srv = Shoal::start("txnbig", &[]);
+    let mut c = conn(&srv);
+    c.query_drop("CREATE DATABASE b").unwrap();
+    c.query_drop("CREATE TABLE b.t (id INT PRIMARY KEY, v VARCHAR(300), KEY (v(10)))")
+        .unwrap();
+    c.query_drop("SET GLOBAL max_binlog_cache_size = 1048576")
+        .unwrap();
+    let mut c = conn(&srv);
+    let batch = |first: u32| {
+        let rows: Vec<String> = (first..first + 100)
+            .map(|i| format!("({i}, REPEAT('x', 250))"))
+            .collect();
+        format!("INSERT INTO b.t VALUES {}", rows.join(","))
+    };
+    c.query_drop("BEGIN").unwrap();
+    let mut written = 0;
+    let err = loop {
+        match c.query_drop(batch(written)) {
+            Ok(()) => written += 100,
+            Err(e) => break e,
+        }
+        assert!(written < 100_000, "1 MiB never filled");
+    };
+    assert_eq!(err_code_of(&err), Some(1197), "{err}");
+    assert!(written >= 1000, "only {written} rows fit in 1 MiB");
+    c.query_drop("COMMIT").unwrap();
+    let n: u32 = c.query_first("SELECT COUNT(*) FROM b.t").unwrap().unwrap();
+    assert_eq!(
+        n, written,
+        "the failed statement left rows, or the commit lost some"
+    );
+    // One autocommit statement too big: nothing.
+    // (twice what the transaction above held when it failed)
+    let twice = "INSERT INTO b.t SELECT id + 1000000, v FROM b.t \
+                 UNION ALL SELECT id + 2000000, v FROM b.t";
+    let err = c.query_drop(twice).unwrap_err();
+    assert_eq!(err_code_of(&err), Some(1197), "{err}");
+    let n: u32 = c.query_first("SELECT COUNT(*) FROM b.t").unwrap().unwrap();
+    assert_eq!(n, written);
+    // The bound lifted, the same statement runs.
+    c.query_drop("SET GLOBAL max_binlog_cache_size = DEFAULT")
+        .unwrap();
+    let mut c = conn(&srv);
+    c.query_drop(twice).unwrap();
+    let n: u32 = c.query_first("SELECT COUNT(*) FROM b.t").unwrap().unwrap();
+    assert_eq!(n, 3 * written);
+}

@@ -155,6 +155,8 @@ struct HotVars {
     max_execution_time: u64,
     max_allowed_packet: u64,
     div_precision: u32,
+    /// `max_binlog_cache_size`.
+    write_limit: u64,
     /// `sql_select_limit`.
     select_limit: u64,
     /// `transaction_read_only` (the session's default access mode).
@@ -739,6 +741,7 @@ impl Session {
             max_allowed_packet: self.var_u64("max_allowed_packet", 64 << 20),
             div_precision: self.var_u64("div_precision_increment", 4) as u32,
             select_limit: self.var_u64("sql_select_limit", u64::MAX),
+            write_limit: self.var_u64("max_binlog_cache_size", u64::MAX),
             read_only: self
                 .vars
                 .get(&self.server.vars, "transaction_read_only")
@@ -842,6 +845,7 @@ impl Session {
         ts.set_isolation(iso);
         ts.set_lock_wait_timeout(Duration::from_secs(timeout));
         ts.set_select_limit(hot.select_limit);
+        ts.set_write_limit(hot.write_limit);
         Some(ts)
     }
 

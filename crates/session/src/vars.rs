@@ -333,6 +333,10 @@ fn defs() -> Vec<VarDef> {
         d("max_session_mem_used", u(8192, u64::MAX), Both, true, V::UInt(1 << 30)),
         // MySQL's server-wide bound (default unlimited there): what all running statements hold
         // at once; shoal's default is half the machine's memory.
+        // MySQL's bound on a transaction's binlog cache (unlimited there); shoal has no binlog,
+        // but buffers a transaction's uncommitted writes in memory the same way: this bounds
+        // them (1197), by default at a quarter of the machine's memory.
+        d("max_binlog_cache_size", u(4096, u64::MAX), Global, true, V::UInt(half_of_memory() / 2)),
         d("global_connection_memory_limit", u(16 << 20, u64::MAX), Global, true, V::UInt(half_of_memory())),
         d("foreign_key_checks", Bool, Both, true, V::Bool(true)),
         d("unique_checks", Bool, Both, true, V::Bool(true)),

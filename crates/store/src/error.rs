@@ -93,6 +93,11 @@ pub enum StoreError {
     /// An error from RocksDB (1030 "Got error from storage engine").
     #[error("Got error from storage engine: {0}")]
     RocksDb(rocksdb::Error),
+    /// The transaction's uncommitted writes passed `max_binlog_cache_size` (1197, MySQL's
+    /// error for a transaction too big for its cache). The statement fails; the transaction
+    /// may still commit what it wrote before, or roll back.
+    #[error("Multi-statement transaction required more than 'max_binlog_cache_size' bytes of storage; increase this mysqld variable and try again")]
+    TxnTooBig(u64),
     /// A write found the data directory's file system full (ENOSPC): 1021, MySQL's disk-full
     /// error. The statement (or the COMMIT) failed and was rolled back; reads go on, and RocksDB
     /// resumes writing by itself once space is freed (docs/OPERATIONS.md, "Limits and failure
@@ -194,6 +199,7 @@ impl StoreError {
             StoreError::Io(_) => 1030,
             StoreError::RocksDb(_) => 1030,
             StoreError::DiskFull(_) => 1021,
+            StoreError::TxnTooBig(_) => 1197,
         }
     }
 

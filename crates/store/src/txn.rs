@@ -220,6 +220,11 @@ pub struct Transaction {
     held: HashSet<Vec<u8>>,
     lock_timeout: Duration,
     killed: Arc<AtomicBool>,
+    /// Bytes buffered by this transaction's writes so far (keys, values, undo), never
+    /// decreased: what its uncommitted changes hold in memory at most.
+    write_bytes: u64,
+    /// `max_binlog_cache_size`: past it the next row write fails with 1197.
+    write_limit: u64,
 }
 
 fn coerce_values(types: &[ColumnType], vals: &[Datum], what: &str) -> Result<Vec<Datum>> {
@@ -254,6 +259,8 @@ impl Transaction {
             held: HashSet::new(),
             lock_timeout,
             killed: Arc::new(AtomicBool::new(false)),
+            write_bytes: 0,
+            write_limit: u64::MAX,
         }
     }
 
@@ -286,6 +293,21 @@ impl Transaction {
     /// Sets this transaction's `innodb_lock_wait_timeout`.
     pub fn set_lock_wait_timeout(&mut self, d: Duration) {
         self.lock_timeout = d;
+    }
+
+    /// Bounds the memory this transaction's uncommitted writes may hold
+    /// (`max_binlog_cache_size`): once past `bytes`, every further row write fails with
+    /// [`StoreError::TxnTooBig`] (1197) until the transaction ends.
+    pub fn set_write_limit(&mut self, bytes: u64) {
+        self.write_limit = bytes;
+    }
+
+    /// Refuses a row write once the buffered writes passed the limit.
+    fn check_write_limit(&self) -> Result<()> {
+        if self.write_bytes > self.write_limit {
+            return Err(StoreError::TxnTooBig(self.write_limit));
+        }
+        Ok(())
     }
 
     /// A handle to interrupt this transaction from another thread.
@@ -419,7 +441,14 @@ impl Transaction {
     }
 
     fn buf_put(&mut self, key: Vec<u8>, val: Option<Vec<u8>>) {
+        // The key twice (buffer and undo), the value, the previous value kept for undo, and
+        // the tree's and list's per-entry overhead.
+        let len = |v: &Option<Vec<u8>>| v.as_ref().map_or(0, Vec::len) as u64;
+        self.write_bytes += 2 * key.len() as u64 + len(&val) + 96;
         let prev = self.writes.insert(key.clone(), val);
+        if let Some(p) = &prev {
+            self.write_bytes += len(p);
+        }
         self.undo.push((key, prev));
     }
 
@@ -589,6 +618,7 @@ impl Transaction {
     /// Inserts a full row, or reports the conflicting row (see [`InsertOutcome`]).
     pub fn try_insert(&mut self, table: &TableDef, values: Vec<Datum>) -> Result<InsertOutcome> {
         self.check_active()?;
+        self.check_write_limit()?;
         let t = self.inner.table_by_id(table)?;
         let (row, auto_id) = self.prepare_row(&t, values, true)?;
         let pk = match pk_of_row(&t, &row) {
@@ -655,6 +685,7 @@ impl Transaction {
         new_values: Vec<Datum>,
     ) -> Result<bool> {
         self.check_active()?;
+        self.check_write_limit()?;
         let t = self.inner.table_by_id(table)?;
         let types = column_types(&t);
         let old_dk = row_key(t.id, &key.0);
@@ -707,6 +738,7 @@ impl Transaction {
     /// Deletes the row with key `key` (locking it); returns `false` if it does not exist.
     pub fn delete(&mut self, table: &TableDef, key: &RowKey) -> Result<bool> {
         self.check_active()?;
+        self.check_write_limit()?;
         let t = self.inner.table_by_id(table)?;
         let dk = row_key(t.id, &key.0);
         self.lock(&dk, Strength::Exclusive)?;

@@ -640,6 +640,23 @@ fn a_query_over_the_memory_budget_fails_and_the_server_lives() {
     assert_eq!(err_code_of(&err), Some(4083), "{err}");
     c.query_drop("SET GLOBAL global_connection_memory_limit = DEFAULT")
         .unwrap();
+    // User variables count against the session's bound too.
+    c.query_drop("SET SESSION max_session_mem_used = 10000000")
+        .unwrap();
+    let mut set = 0;
+    let err = loop {
+        match c.query_drop(format!("SET @v{set} = REPEAT('x', 1000000)")) {
+            Ok(()) => set += 1,
+            Err(e) => break e,
+        }
+        assert!(set < 100, "user variables are unbounded");
+    };
+    assert_eq!(err_code_of(&err), Some(1290), "{err}");
+    assert!((5..10).contains(&set), "{set} variables of 1 MB in 10 MB");
+    // Replacing a value is not adding one.
+    c.query_drop("SET @v0 = REPEAT('y', 1000000)").unwrap();
+    c.query_drop("SET SESSION max_session_mem_used = DEFAULT")
+        .unwrap();
     // Alive, usable, and nothing is left charged.
     let mut c2 = conn(&srv);
     assert_eq!(c2.query_first::<u64, _>("SELECT 1").unwrap(), Some(1));
@@ -706,4 +723,48 @@ fn a_transaction_over_max_binlog_cache_size_fails_with_1197() {
     c.query_drop(twice).unwrap();
     let n: u32 = c.query_first("SELECT COUNT(*) FROM b.t").unwrap().unwrap();
     assert_eq!(n, 3 * written);
+}
+
+/// Row locks live in memory until the transaction ends: a locking read over a large table in one
+/// transaction stops with InnoDB's 1206 once its locks pass `max_binlog_cache_size`, and the
+/// transaction can still roll back (its locks then freed: another session locks the rows).
+#[test]
+fn too_many_row_locks_in_one_transaction_fail_with_1206() {
+    let srv = Shoal::start("locksfull", &[]);
+    let mut c = conn(&srv);
+    c.query_drop("CREATE DATABASE l").unwrap();
+    c.query_drop("CREATE TABLE l.t (id INT PRIMARY KEY, v INT)")
+        .unwrap();
+    for chunk in 0..20 {
+        let rows: Vec<String> = (0..1000)
+            .map(|i| format!("({}, {i})", chunk * 1000 + i))
+            .collect();
+        c.query_drop(format!("INSERT INTO l.t VALUES {}", rows.join(",")))
+            .unwrap();
+    }
+    c.query_drop("SET GLOBAL max_binlog_cache_size = 1048576")
+        .unwrap();
+    let mut c = conn(&srv);
+    c.query_drop("BEGIN").unwrap();
+    let n: u32 = c
+        .query_first("SELECT COUNT(*) FROM l.t WHERE id < 1000 FOR UPDATE")
+        .unwrap()
+        .unwrap();
+    assert_eq!(n, 1000, "a thousand locks fit");
+    let err = c.query_drop("SELECT * FROM l.t FOR UPDATE").unwrap_err();
+    assert_eq!(err_code_of(&err), Some(1206), "{err}");
+    c.query_drop("ROLLBACK").unwrap();
+    let mut other = conn(&srv);
+    other
+        .query_drop("SET SESSION innodb_lock_wait_timeout = 5")
+        .unwrap();
+    other.query_drop("BEGIN").unwrap();
+    let n: u32 = other
+        .query_first("SELECT COUNT(*) FROM l.t WHERE id >= 19000 FOR UPDATE")
+        .unwrap()
+        .unwrap();
+    assert_eq!(n, 1000, "the rolled-back transaction's locks were freed");
+    other.query_drop("ROLLBACK").unwrap();
+    c.query_drop("SET GLOBAL max_binlog_cache_size = DEFAULT")
+        .unwrap();
 }

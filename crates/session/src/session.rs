@@ -1618,7 +1618,25 @@ impl Session {
                     }
                     SetExpr::Default => return Err(SqlError::Syntax("DEFAULT".into())),
                 };
-                self.user_vars.insert(n.to_ascii_lowercase(), v);
+                // User variables live as long as the session: together they are bounded by
+                // `max_session_mem_used`, as in MariaDB (a session could otherwise keep
+                // thousands of max_allowed_packet-sized values).
+                let limit = self.var_u64("max_session_mem_used", u64::MAX);
+                let name = n.to_ascii_lowercase();
+                let others: usize = self
+                    .user_vars
+                    .iter()
+                    .filter(|(k, _)| **k != name)
+                    .map(|(k, v)| k.len() + v.mem_size())
+                    .sum();
+                if (others + name.len() + v.mem_size()) as u64 > limit {
+                    return Err(SqlError::other(
+                        1290,
+                        "HY000",
+                        format!("The MySQL server is running with the --max-session-mem-used={limit} option so it cannot execute this statement"),
+                    ));
+                }
+                self.user_vars.insert(name, v);
                 Ok(())
             }
             SetTarget::System(scope, name) => {

@@ -98,6 +98,11 @@ pub enum StoreError {
     /// may still commit what it wrote before, or roll back.
     #[error("Multi-statement transaction required more than 'max_binlog_cache_size' bytes of storage; increase this mysqld variable and try again")]
     TxnTooBig(u64),
+    /// The row locks of one transaction passed `max_binlog_cache_size` (1206, InnoDB's error
+    /// when its lock table fills the buffer pool): the statement fails, the locks it took stay
+    /// until the transaction ends.
+    #[error("The total number of locks exceeds the lock table size")]
+    LockTableFull,
     /// A write found the data directory's file system full (ENOSPC): 1021, MySQL's disk-full
     /// error. The statement (or the COMMIT) failed and was rolled back; reads go on, and RocksDB
     /// resumes writing by itself once space is freed (docs/OPERATIONS.md, "Limits and failure
@@ -200,6 +205,7 @@ impl StoreError {
             StoreError::RocksDb(_) => 1030,
             StoreError::DiskFull(_) => 1021,
             StoreError::TxnTooBig(_) => 1197,
+            StoreError::LockTableFull => 1206,
         }
     }
 

@@ -223,8 +223,11 @@ pub struct Transaction {
     /// Bytes buffered by this transaction's writes so far (keys, values, undo), never
     /// decreased: what its uncommitted changes hold in memory at most.
     write_bytes: u64,
-    /// `max_binlog_cache_size`: past it the next row write fails with 1197.
+    /// `max_binlog_cache_size`: past it the next row write fails with 1197, and the next new
+    /// row lock (with `lock_bytes`) with 1206.
     write_limit: u64,
+    /// Bytes the row locks this transaction holds take (its set and the lock manager's).
+    lock_bytes: u64,
 }
 
 fn coerce_values(types: &[ColumnType], vals: &[Datum], what: &str) -> Result<Vec<Datum>> {
@@ -261,6 +264,7 @@ impl Transaction {
             killed: Arc::new(AtomicBool::new(false)),
             write_bytes: 0,
             write_limit: u64::MAX,
+            lock_bytes: 0,
         }
     }
 
@@ -408,13 +412,19 @@ impl Transaction {
     }
 
     fn lock(&mut self, key: &[u8], strength: Strength) -> Result<()> {
+        let new = !self.held.contains(key);
+        if new && self.lock_bytes > self.write_limit {
+            return Err(StoreError::LockTableFull);
+        }
         match self
             .inner
             .locks
             .acquire(self.id, key, strength, self.lock_timeout, &self.inner.stats)
         {
             Ok(_) => {
-                if !self.held.contains(key) {
+                if new {
+                    // The key in `held` and in the lock manager's table, with their overhead.
+                    self.lock_bytes += 2 * key.len() as u64 + 128;
                     self.held.insert(key.to_vec());
                 }
                 Ok(())

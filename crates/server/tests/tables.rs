@@ -367,6 +367,7 @@ fn crash_recovery_keeps_acknowledged_commits() {
     let acked: Arc<Mutex<Vec<i64>>> = Arc::new(Mutex::new(Vec::new()));
     for round in 0..3i64 {
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let before = acked.lock().unwrap().len();
         let writers: Vec<_> = (0..4i64)
             .map(|w| {
                 let opts = s.mysql_opts();
@@ -392,7 +393,17 @@ fn crash_recovery_keeps_acknowledged_commits() {
                 })
             })
             .collect();
-        std::thread::sleep(Duration::from_millis(1500));
+        // Mid-load: once some commits were acknowledged (polled, not a fixed time: a loaded
+        // machine may take long to get there), then 200 ms more of load.
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        while acked.lock().unwrap().len() < before + 20 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "round {round}: no commits acknowledged"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(200));
         s.stop_with(libc::SIGKILL); // kill -9 mid-load
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         for w in writers {

@@ -669,6 +669,48 @@ impl Binder<'_> {
                 }
             }
         }
+        // Hash joins: a leaf read whole on every visit, with `own column = expression of
+        // earlier leaves` conjuncts, is read once and probed by those keys.
+        for (pos, &l) in exec_order.iter().enumerate() {
+            let leaf = &leaves[l];
+            let whole = match &leaf.kind {
+                LeafKind::Table { .. } => matches!(leaf.access, Access::FullScan),
+                _ => true,
+            };
+            if pos == 0 || !whole {
+                continue;
+            }
+            let Some(f) = &leaf.filter else { continue };
+            let mut keys = Vec::new();
+            for c in conjuncts(f) {
+                let Expr::Binary(BinOp::Eq, x, y) = c else {
+                    continue;
+                };
+                let pure = |e: &Expr| {
+                    let mut pure = true;
+                    visit_expr(e, &mut |x| {
+                        if matches!(x, Expr::Subquery(_)) {
+                            pure = false;
+                        }
+                    });
+                    pure
+                };
+                for (own, other) in [(x, y), (y, x)] {
+                    let (mine, theirs) = (self.slots_of(own), self.slots_of(other));
+                    if pure(own)
+                        && pure(other)
+                        && !mine.is_empty()
+                        && mine.iter().all(|r| leaf.slots.contains(r))
+                        && !theirs.is_empty()
+                        && theirs.iter().all(|r| !leaf.slots.contains(r))
+                    {
+                        keys.push(((**own).clone(), (**other).clone()));
+                        break;
+                    }
+                }
+            }
+            leaves[l].hash = keys;
+        }
         let plan = SelectPlan {
             from,
             leaves,
@@ -814,6 +856,7 @@ impl Binder<'_> {
                     filter: None,
                     access: Access::FullScan,
                     null_side,
+                    hash: Vec::new(),
                 });
                 Ok((Source::Leaf(leaves.len() - 1), slots.collect()))
             }
@@ -841,6 +884,7 @@ impl Binder<'_> {
                     filter: None,
                     access: Access::FullScan,
                     null_side,
+                    hash: Vec::new(),
                 });
                 Ok((Source::Leaf(leaves.len() - 1), slots.collect()))
             }

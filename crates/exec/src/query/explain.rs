@@ -155,10 +155,11 @@ fn select(
     }
     for l in order {
         let leaf = &s.leaves[l];
-        let extra = if leaf.filter.is_some() {
-            "Using where"
-        } else {
-            ""
+        // MySQL 8's words for a hash join.
+        let extra = match (leaf.filter.is_some(), leaf.hash.is_empty()) {
+            (true, false) => "Using where; Using join buffer (hash join)",
+            (true, true) => "Using where",
+            _ => "",
         };
         let (ty, key, reference) = match &leaf.kind {
             LeafKind::Table { .. } => {

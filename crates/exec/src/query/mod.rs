@@ -32,6 +32,12 @@
 //! another read. Uncorrelated subqueries run once per execution and are cached; correlated ones
 //! run per outer row. Grouping keeps the first row of each group and one accumulator per
 //! aggregate, as the single-table executor does.
+//!
+//! A leaf no index serves (read whole on every visit) with `own = other` equalities against
+//! earlier leaves is a **hash join**: read once per execution into a table keyed by those
+//! expressions and probed per outer row (`run.rs`, "Hash joins"); EXPLAIN says `Using join
+//! buffer (hash join)`. Every buffer a statement keeps is charged to its memory budget
+//! ([`crate::budget`]).
 
 pub(crate) mod bind;
 pub mod dml;
@@ -182,6 +188,11 @@ pub(crate) struct Leaf {
     pub access: Access,
     /// Inside the right side of a LEFT JOIN (its rows may be null-extended).
     pub null_side: bool,
+    /// Equi-join keys for a hash join: (an expression of this leaf's slots, an expression of
+    /// earlier leaves' slots) from `own = other` conjuncts of `filter`. Set when the leaf is read whole on
+    /// every visit (no index serves it): its rows are then read once per execution and looked
+    /// up by these keys (see `run.rs`, "Hash joins").
+    pub hash: Vec<(Expr, Expr)>,
 }
 
 pub(crate) enum LeafKind {

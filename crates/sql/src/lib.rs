@@ -13,6 +13,7 @@ pub mod ast;
 pub mod catalog;
 pub mod decimal;
 pub mod depth;
+pub mod dialect;
 pub mod error;
 pub mod eval;
 pub mod exec;

@@ -1,0 +1,158 @@
+//! MySQL syntax sqlparser (0.64) does not parse, rewritten at the token level into forms it does.
+//!
+//! Both front ends tokenize once ([`crate::depth::tokenize`]) and hand the tokens to sqlparser;
+//! this pass runs in between, on tokens, so strings, quoted identifiers and comments are never
+//! touched and spans still point into the client's text. Each rewrite has the same meaning in
+//! MySQL as the form it becomes:
+//!
+//! * `... LOCK IN SHARE MODE` -> `... FOR SHARE` (MySQL 8 names the old clause so);
+//! * `a MOD b` -> `a % b` (`MOD` is a reserved word; `MOD(a, b)` the function stays);
+//! * `UPDATE t1, t2 SET ...` -> `UPDATE t1 CROSS JOIN t2 SET ...` (in MySQL the comma is an
+//!   inner join without condition, which is what `CROSS JOIN` is; only commas at bracket depth
+//!   0 between `UPDATE` and `SET`, which can only separate tables).
+
+use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace, Word};
+
+fn is_word(t: &Token, w: &str) -> bool {
+    matches!(t, Token::Word(Word { value, quote_style: None, .. }) if value.eq_ignore_ascii_case(w))
+}
+
+fn significant(t: &Token) -> bool {
+    !matches!(t, Token::Whitespace(_))
+}
+
+/// Applies every rewrite to `tokens`.
+pub fn rewrite(tokens: &mut Vec<TokenWithSpan>) {
+    // Cheap exit: statements with none of the trigger words (almost all) are left as they are.
+    let triggers = tokens.iter().any(|t| {
+        is_word(&t.token, "MOD") || is_word(&t.token, "SHARE") || is_word(&t.token, "UPDATE")
+    });
+    if !triggers {
+        return;
+    }
+    lock_in_share_mode(tokens);
+    mod_operator(tokens);
+    update_commas(tokens);
+}
+
+/// Positions of the significant (non-whitespace) tokens.
+fn positions(tokens: &[TokenWithSpan]) -> Vec<usize> {
+    (0..tokens.len())
+        .filter(|&i| significant(&tokens[i].token))
+        .collect()
+}
+
+fn lock_in_share_mode(tokens: &mut [TokenWithSpan]) {
+    let pos = positions(tokens);
+    let mut drop = Vec::new();
+    for w in pos.windows(4) {
+        let [a, b, c, d] = [w[0], w[1], w[2], w[3]];
+        if is_word(&tokens[a].token, "LOCK")
+            && is_word(&tokens[b].token, "IN")
+            && is_word(&tokens[c].token, "SHARE")
+            && is_word(&tokens[d].token, "MODE")
+        {
+            tokens[a].token = Token::make_keyword("FOR");
+            tokens[b].token = Token::make_keyword("SHARE");
+            drop.extend([c, d]);
+        }
+    }
+    for i in drop.into_iter().rev() {
+        tokens[i].token = Token::Whitespace(Whitespace::Space);
+    }
+}
+
+fn mod_operator(tokens: &mut [TokenWithSpan]) {
+    let pos = positions(tokens);
+    for (k, &i) in pos.iter().enumerate() {
+        if !is_word(&tokens[i].token, "MOD") {
+            continue;
+        }
+        let next_is_paren = pos
+            .get(k + 1)
+            .is_some_and(|&j| tokens[j].token == Token::LParen);
+        // An operator needs a left operand: not first, not after another operator or `(`/`,`.
+        let after_operand = k > 0
+            && matches!(
+                tokens[pos[k - 1]].token,
+                Token::Word(_)
+                    | Token::Number(..)
+                    | Token::SingleQuotedString(_)
+                    | Token::DoubleQuotedString(_)
+                    | Token::RParen
+                    | Token::Placeholder(_)
+            );
+        if !next_is_paren && after_operand {
+            tokens[i].token = Token::Mod;
+        }
+    }
+}
+
+fn update_commas(tokens: &mut Vec<TokenWithSpan>) {
+    let pos = positions(tokens);
+    let Some(&first) = pos.first() else { return };
+    if !is_word(&tokens[first].token, "UPDATE") {
+        return;
+    }
+    let mut depth = 0i32;
+    let mut commas = Vec::new();
+    for &i in &pos[1..] {
+        match &tokens[i].token {
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            Token::Comma if depth == 0 => commas.push(i),
+            t if depth == 0 && is_word(t, "SET") => break,
+            _ => {}
+        }
+    }
+    for i in commas.into_iter().rev() {
+        let span = tokens[i].span;
+        let words = [
+            Token::Whitespace(Whitespace::Space),
+            Token::make_keyword("CROSS"),
+            Token::Whitespace(Whitespace::Space),
+            Token::make_keyword("JOIN"),
+            Token::Whitespace(Whitespace::Space),
+        ];
+        tokens.splice(
+            i..=i,
+            words.into_iter().map(|t| TokenWithSpan::new(t, span)),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rewritten(sql: &str) -> String {
+        let mut t = crate::depth::tokenize(sql).unwrap();
+        rewrite(&mut t);
+        t.iter().map(|t| t.token.to_string()).collect()
+    }
+
+    #[test]
+    fn rewrites_only_the_mysql_forms() {
+        assert_eq!(
+            rewritten("SELECT a FROM t WHERE id = 1 LOCK IN SHARE MODE"),
+            "SELECT a FROM t WHERE id = 1 FOR SHARE    "
+        );
+        assert_eq!(
+            rewritten("SELECT 7 MOD 3, MOD(7, 3)"),
+            "SELECT 7 % 3, MOD(7, 3)"
+        );
+        assert_eq!(
+            rewritten("UPDATE t1, t2 SET t1.a = t2.a, t1.b = 1 WHERE t1.id = t2.id"),
+            "UPDATE t1 CROSS JOIN  t2 SET t1.a = t2.a, t1.b = 1 WHERE t1.id = t2.id"
+        );
+        // Strings, quoted names and other statements are left alone.
+        for same in [
+            "SELECT 'LOCK IN SHARE MODE', `mod` FROM t",
+            "SELECT a, b FROM t1, t2",
+            "INSERT INTO t VALUES (1, 2)",
+            "UPDATE t SET a = (SELECT MAX(x) FROM u, v)",
+        ] {
+            assert_eq!(rewritten(same), same);
+        }
+    }
+}

@@ -689,6 +689,13 @@ impl Translator<'_> {
                         col.default = Some(self.default_value(e, ty, &name, ci)?)
                     }
                     sp::ColumnOption::PrimaryKey(_) => {
+                        if !spec.primary_key.is_empty() {
+                            return Err(SqlError::other(
+                                1068,
+                                "42000",
+                                "Multiple primary key defined",
+                            ));
+                        }
                         col.nullable = false;
                         spec.primary_key = vec![name.clone()];
                     }

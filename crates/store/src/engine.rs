@@ -879,25 +879,29 @@ fn drop_table_writes(b: &mut WriteBatch, def: &TableDef) {
 
 fn validate_columns(cols: &[ColumnDef]) -> Result<()> {
     if cols.is_empty() {
-        return Err(StoreError::BadDefinition(
-            "a table must have at least one column".into(),
-        ));
+        return Err(StoreError::Definition {
+            code: 1113,
+            state: "42000",
+            message: "A table must have at least 1 column".into(),
+        });
     }
     for (i, c) in cols.iter().enumerate() {
         if cols[..i]
             .iter()
             .any(|d| d.name.eq_ignore_ascii_case(&c.name))
         {
-            return Err(StoreError::BadDefinition(format!(
-                "Duplicate column name '{}'",
-                c.name
-            )));
+            return Err(StoreError::Definition {
+                code: 1060,
+                state: "42S21",
+                message: format!("Duplicate column name '{}'", c.name),
+            });
         }
         if c.auto_increment && !c.ty.is_integer() {
-            return Err(StoreError::BadDefinition(format!(
-                "Incorrect column specifier for column '{}'",
-                c.name
-            )));
+            return Err(StoreError::Definition {
+                code: 1063,
+                state: "42000",
+                message: format!("Incorrect column specifier for column '{}'", c.name),
+            });
         }
     }
     if cols.iter().filter(|c| c.auto_increment).count() > 1 {

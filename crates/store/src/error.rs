@@ -78,6 +78,17 @@ pub enum StoreError {
         /// MySQL's message.
         message: String,
     },
+    /// A table definition MySQL refuses with a code of its own: 1060 duplicate column name,
+    /// 1113 no columns, 1063 wrong column specifier.
+    #[error("{message}")]
+    Definition {
+        /// MySQL error code.
+        code: u16,
+        /// SQLSTATE.
+        state: &'static str,
+        /// MySQL's message.
+        message: String,
+    },
     /// The on-disk data could not be decoded (1034-like; reported as 1030).
     #[error("Corrupt data: {0}")]
     Corrupt(String),
@@ -198,6 +209,7 @@ impl StoreError {
             StoreError::BadValue { .. } => 1366,
             StoreError::BadDefinition(_) => 1235,
             StoreError::ForeignKey { code, .. } => *code,
+            StoreError::Definition { code, .. } => *code,
             StoreError::Corrupt(_) => 1030,
             StoreError::Locked(_) => 1105,
             StoreError::CommitFailed(_) => 1180,
@@ -226,6 +238,7 @@ impl StoreError {
             StoreError::NoSuchColumn(_) => "42S22",
             StoreError::BadValue { .. } => "HY000",
             StoreError::BadDefinition(_) => "42000",
+            StoreError::Definition { state, .. } => state,
             _ => "HY000",
         }
     }

@@ -152,6 +152,13 @@ pub struct DeleteStmt {
 /// ALTER TABLE operations we support.
 #[derive(Debug, Clone)]
 pub enum AlterOp {
+    /// ADD [COLUMN] at the end (no row is rewritten; rows stored before read the default).
+    AddColumn {
+        /// The column.
+        column: shoal_store::ColumnDef,
+        /// `IF NOT EXISTS`.
+        if_not_exists: bool,
+    },
     /// ADD [UNIQUE] INDEX/KEY.
     AddIndex(IndexSpec),
     /// DROP INDEX/KEY.

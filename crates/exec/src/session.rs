@@ -21,12 +21,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::convert::value_to_datum;
 use shoal_sql::ast::Expr;
 use shoal_sql::catalog::{Catalog, CatalogError, SYSTEM_DATABASES};
 use shoal_sql::eval::{static_type, Context};
 use shoal_sql::value::{SqlType, Value};
 use shoal_sql::SqlError;
-use shoal_store::{Engine, EngineConfig, Isolation, TableDef, Transaction};
+use shoal_store::{ColumnDefault, Datum, Engine, EngineConfig, Isolation, TableDef, Transaction};
 
 use crate::ast::*;
 use crate::convert::{column_info, flags, sql_type_of, store_err, ColumnInfo};
@@ -780,8 +781,47 @@ impl TableSession {
             }
             TableStmt::AlterTable { table, ops } => {
                 let d = db(table)?;
+                // Column names are checked before anything changes: an ALTER that would fail
+                // on its third column must not have added the first two.
+                let def = store.table(&d, &table.name).map_err(store_err)?;
+                let mut names: Vec<&str> = def.columns.iter().map(|c| c.name.as_str()).collect();
+                for op in ops {
+                    if let AlterOp::AddColumn { column, .. } = op {
+                        if names.iter().any(|n| n.eq_ignore_ascii_case(&column.name)) {
+                            return Err(SqlError::other(
+                                1060,
+                                "42S21",
+                                format!("Duplicate column name '{}'", column.name),
+                            ));
+                        }
+                        names.push(&column.name);
+                    }
+                }
                 for op in ops {
                     match op {
+                        AlterOp::AddColumn {
+                            column,
+                            if_not_exists,
+                        } => {
+                            // What rows stored before read: the DEFAULT (CURRENT_TIMESTAMP: now,
+                            // as MySQL fills them), else NULL, else the type's implicit zero.
+                            let mut column = column.clone();
+                            column.added_default = match &column.default {
+                                Some(ColumnDefault::Value(Datum::Null)) => None,
+                                Some(ColumnDefault::Value(v)) => Some(v.clone()),
+                                Some(ColumnDefault::CurrentTimestamp) => Some(value_to_datum(
+                                    &Value::DateTime(ctx.now()),
+                                    column.ty,
+                                    &column.name,
+                                    0,
+                                )?),
+                                None if column.nullable => None,
+                                None => Some(column.ty.implicit_default()),
+                            };
+                            store
+                                .add_column(&d, &table.name, column, *if_not_exists)
+                                .map_err(store_err)?;
+                        }
                         AlterOp::AddIndex(spec) => {
                             let mut spec = spec.clone();
                             if spec.name.is_empty() {

@@ -647,6 +647,30 @@ impl Translator<'_> {
                         sp::AlterTableOperation::DropIndex { name } => {
                             ops.push(AlterOp::DropIndex(ident(&name)))
                         }
+                        sp::AlterTableOperation::AddColumn {
+                            if_not_exists,
+                            column_def,
+                            column_position,
+                            ..
+                        } => {
+                            if column_position.is_some() {
+                                return Err(unsupported(
+                                    "ALTER TABLE ADD COLUMN ... FIRST / AFTER (columns are added at the end)",
+                                ));
+                            }
+                            let mut extra = TableSpec::default();
+                            let column = self.column_def(&column_def, 0, &mut extra)?;
+                            if !extra.primary_key.is_empty() || column.auto_increment {
+                                return Err(unsupported(
+                                    "ALTER TABLE ADD COLUMN ... PRIMARY KEY / AUTO_INCREMENT",
+                                ));
+                            }
+                            ops.push(AlterOp::AddColumn {
+                                column,
+                                if_not_exists,
+                            });
+                            ops.extend(extra.indexes.into_iter().map(AlterOp::AddIndex));
+                        }
                         other => return Err(unsupported(format!("ALTER TABLE {other}"))),
                     }
                 }
@@ -671,64 +695,7 @@ impl Translator<'_> {
             ..TableSpec::default()
         };
         for (ci, c) in ct.columns.iter().enumerate() {
-            let ty = column_type(&c.data_type)?;
-            let name = ident(&c.name);
-            let mut col = ColumnDef {
-                name: name.clone(),
-                ty,
-                nullable: true,
-                default: None,
-                auto_increment: false,
-            };
-            let mut explicit_null = false;
-            for o in &c.options {
-                match &o.option {
-                    sp::ColumnOption::Null => explicit_null = true,
-                    sp::ColumnOption::NotNull => col.nullable = false,
-                    sp::ColumnOption::Default(e) => {
-                        col.default = Some(self.default_value(e, ty, &name, ci)?)
-                    }
-                    sp::ColumnOption::PrimaryKey(_) => {
-                        if !spec.primary_key.is_empty() {
-                            return Err(SqlError::other(
-                                1068,
-                                "42000",
-                                "Multiple primary key defined",
-                            ));
-                        }
-                        col.nullable = false;
-                        spec.primary_key = vec![name.clone()];
-                    }
-                    sp::ColumnOption::Unique(_) => spec.indexes.push(IndexSpec {
-                        name: name.clone(),
-                        columns: vec![name.clone()],
-                        unique: true,
-                    }),
-                    sp::ColumnOption::DialectSpecific(toks)
-                        if toks
-                            .iter()
-                            .any(|t| t.to_string().eq_ignore_ascii_case("AUTO_INCREMENT")) =>
-                    {
-                        if !ty.is_integer() {
-                            return Err(SqlError::other(
-                                1063,
-                                "42000",
-                                format!("Incorrect column specifier for column '{name}'"),
-                            ));
-                        }
-                        col.auto_increment = true;
-                    }
-                    sp::ColumnOption::CharacterSet(_)
-                    | sp::ColumnOption::Collation(_)
-                    | sp::ColumnOption::Comment(_) => {}
-                    // MySQL parses and ignores a column's inline REFERENCES clause.
-                    sp::ColumnOption::ForeignKey(_) => {}
-                    other => return Err(unsupported(format!("column option {other}"))),
-                }
-            }
-            if explicit_null && !col.nullable {
-                return Err(SqlError::Syntax(format!("{name} NULL NOT NULL")));
-            }
+            let col = self.column_def(c, ci, &mut spec)?;
             spec.columns.push(col);
         }
         for c in &ct.constraints {
@@ -807,6 +774,76 @@ impl Translator<'_> {
             if_not_exists: ct.if_not_exists,
             spec,
         })
+    }
+
+    /// One column of CREATE TABLE or ALTER TABLE ADD COLUMN; a PRIMARY KEY or UNIQUE column
+    /// option goes into `spec`.
+    fn column_def(
+        &mut self,
+        c: &sp::ColumnDef,
+        ci: usize,
+        spec: &mut TableSpec,
+    ) -> Result<ColumnDef, SqlError> {
+        let ty = column_type(&c.data_type)?;
+        let name = ident(&c.name);
+        let mut col = ColumnDef {
+            name: name.clone(),
+            ty,
+            nullable: true,
+            default: None,
+            auto_increment: false,
+            added_default: None,
+        };
+        let mut explicit_null = false;
+        for o in &c.options {
+            match &o.option {
+                sp::ColumnOption::Null => explicit_null = true,
+                sp::ColumnOption::NotNull => col.nullable = false,
+                sp::ColumnOption::Default(e) => {
+                    col.default = Some(self.default_value(e, ty, &name, ci)?)
+                }
+                sp::ColumnOption::PrimaryKey(_) => {
+                    if !spec.primary_key.is_empty() {
+                        return Err(SqlError::other(
+                            1068,
+                            "42000",
+                            "Multiple primary key defined",
+                        ));
+                    }
+                    col.nullable = false;
+                    spec.primary_key = vec![name.clone()];
+                }
+                sp::ColumnOption::Unique(_) => spec.indexes.push(IndexSpec {
+                    name: name.clone(),
+                    columns: vec![name.clone()],
+                    unique: true,
+                }),
+                sp::ColumnOption::DialectSpecific(toks)
+                    if toks
+                        .iter()
+                        .any(|t| t.to_string().eq_ignore_ascii_case("AUTO_INCREMENT")) =>
+                {
+                    if !ty.is_integer() {
+                        return Err(SqlError::other(
+                            1063,
+                            "42000",
+                            format!("Incorrect column specifier for column '{name}'"),
+                        ));
+                    }
+                    col.auto_increment = true;
+                }
+                sp::ColumnOption::CharacterSet(_)
+                | sp::ColumnOption::Collation(_)
+                | sp::ColumnOption::Comment(_) => {}
+                // MySQL parses and ignores a column's inline REFERENCES clause.
+                sp::ColumnOption::ForeignKey(_) => {}
+                other => return Err(unsupported(format!("column option {other}"))),
+            }
+        }
+        if explicit_null && !col.nullable {
+            return Err(SqlError::Syntax(format!("{name} NULL NOT NULL")));
+        }
+        Ok(col)
     }
 
     fn default_value(

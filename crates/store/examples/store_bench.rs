@@ -29,6 +29,7 @@ fn main() {
         nullable: false,
         default: None,
         auto_increment: false,
+        added_default: None,
     };
     let t = e
         .create_table(

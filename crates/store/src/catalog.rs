@@ -52,6 +52,11 @@ pub struct ColumnDef {
     pub default: Option<ColumnDefault>,
     /// AUTO_INCREMENT column: a NULL or 0 value on insert is replaced by the next counter value.
     pub auto_increment: bool,
+    /// A column added by ALTER TABLE ADD COLUMN: the value rows stored before it read (their
+    /// stored values stop short of it; `None`: NULL). Adding a column rewrites no row
+    /// (InnoDB's instant ADD COLUMN).
+    #[serde(default)]
+    pub added_default: Option<Datum>,
 }
 
 /// A secondary (UNIQUE or non-unique) index.

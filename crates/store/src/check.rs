@@ -32,7 +32,7 @@
 //! and all run this full check (InnoDB too ignores most of them).
 
 use crate::catalog::{index_entry_key, pk_of_row, row_key, IndexDef, TableDef};
-use crate::codec::{decode_key, decode_row, prefix_successor};
+use crate::codec::{decode_key, decode_stored, prefix_successor};
 use crate::datum::{ColumnType, Datum};
 use crate::engine::{Engine, Inner, Snap};
 use crate::error::Result;
@@ -289,7 +289,7 @@ impl Checker<'_> {
         let Some(v) = self.inner.get(&row_key(self.def.id, pk), Some(self.snap))? else {
             return Ok(None);
         };
-        Ok(Some(decode_row(&self.types, &v).ok()))
+        Ok(Some(decode_stored(self.def, &self.types, &v).ok()))
     }
 
     fn rows_to_indexes(&self, report: &mut CheckReport) -> Result<()> {
@@ -315,7 +315,7 @@ impl Checker<'_> {
                 }
             }
             let key = || show_key(&self.pk_types, pk);
-            let row = match decode_row(&self.types, v) {
+            let row = match decode_stored(self.def, &self.types, v) {
                 Ok(r) => r,
                 Err(detail) => {
                     report.add(CheckProblem::UndecodableRow { key: key(), detail });

@@ -247,8 +247,30 @@ pub fn encode_row(values: &[Datum]) -> Vec<u8> {
     out
 }
 
+/// Decodes a row of `def` (columns of `types`): [`decode_row`], then the columns the stored
+/// row stops short of (added by ALTER TABLE after it was written) read their
+/// [`crate::ColumnDef::added_default`].
+pub fn decode_stored(
+    def: &crate::TableDef,
+    types: &[ColumnType],
+    data: &[u8],
+) -> Result<Vec<Datum>, String> {
+    let (mut row, stored) = decode_row_n(types, data)?;
+    for (i, c) in def.columns.iter().enumerate().skip(stored) {
+        if let (Some(d), Some(slot)) = (&c.added_default, row.get_mut(i)) {
+            *slot = d.clone();
+        }
+    }
+    Ok(row)
+}
+
 /// Decodes a row for columns of the given types.
 pub fn decode_row(types: &[ColumnType], data: &[u8]) -> Result<Vec<Datum>, String> {
+    decode_row_n(types, data).map(|(row, _)| row)
+}
+
+/// [`decode_row`], and how many values the row stored.
+fn decode_row_n(types: &[ColumnType], data: &[u8]) -> Result<(Vec<Datum>, usize), String> {
     let mut buf = data;
     let fmt = *buf.first().ok_or("empty row")?;
     if fmt != ROW_FORMAT {
@@ -293,5 +315,5 @@ pub fn decode_row(types: &[ColumnType], data: &[u8]) -> Result<Vec<Datum>, Strin
         };
         out.push(d);
     }
-    Ok(out)
+    Ok((out, n))
 }

@@ -280,6 +280,25 @@ pub enum ColumnType {
 }
 
 impl ColumnType {
+    /// The implicit default of a NOT NULL column of this type, what MySQL gives existing rows
+    /// when such a column is added without a DEFAULT: 0, the empty string, the zero date.
+    pub fn implicit_default(&self) -> Datum {
+        match self {
+            ColumnType::Int { unsigned: true, .. } => Datum::UInt(0),
+            ColumnType::Int { .. } => Datum::Int(0),
+            ColumnType::Float | ColumnType::Double => Datum::Double(0.0),
+            ColumnType::Decimal { scale, .. } => Datum::Decimal(Decimal {
+                unscaled: 0,
+                scale: *scale,
+            }),
+            ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text | ColumnType::Blob => {
+                Datum::Bytes(Vec::new())
+            }
+            ColumnType::Date => Datum::Date(Date::unpack(0)),
+            ColumnType::DateTime | ColumnType::Timestamp => Datum::DateTime(DateTime::unpack(0)),
+        }
+    }
+
     /// Whether values of this type are integers (AUTO_INCREMENT is allowed).
     pub fn is_integer(self) -> bool {
         matches!(self, ColumnType::Int { .. })
@@ -403,7 +422,11 @@ impl ColumnType {
             }
             (T::Date, Datum::Date(d)) => Datum::Date(d),
             (T::Date, Datum::DateTime(dt)) => Datum::Date(dt.date),
-            (T::DateTime | T::Timestamp, Datum::DateTime(dt)) => Datum::DateTime(dt),
+            // No fractional seconds in a DATETIME/TIMESTAMP column (precision 0): truncated, as
+            // MariaDB stores them.
+            (T::DateTime | T::Timestamp, Datum::DateTime(dt)) => {
+                Datum::DateTime(DateTime { micro: 0, ..dt })
+            }
             (T::DateTime | T::Timestamp, Datum::Date(d)) => Datum::DateTime(DateTime {
                 date: d,
                 hour: 0,

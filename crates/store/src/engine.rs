@@ -40,7 +40,7 @@
 //! used by a committed row is ever issued again (gaps are allowed, as in InnoDB).
 
 use crate::catalog::{self, ColumnDef, IndexDef, IndexSpec, TableDef, TableSpec, SPACE_META};
-use crate::codec::{decode_row, prefix_successor};
+use crate::codec::{decode_stored, prefix_successor};
 use crate::datum::{ColumnType, Datum};
 use crate::error::{Result, StoreError};
 use crate::lock::LockManager;
@@ -689,7 +689,7 @@ impl Engine {
             let Some(last) = chunk.last() else { break };
             cursor = prefix_successor_key(&last.0);
             for (k, v) in &chunk {
-                let row = decode_row(&types, v).map_err(StoreError::Corrupt)?;
+                let row = decode_stored(&def, &types, v).map_err(StoreError::Corrupt)?;
                 let pk = &k[prefix.len()..];
                 let (ik, unique_slot) = catalog::index_entry_key(&index, &row, pk);
                 if unique_slot && !seen.insert(ik.clone()) {
@@ -796,6 +796,28 @@ impl Engine {
             .filter(|d| d.db == db)
             .flat_map(|d| d.foreign_keys.iter().map(|f| f.name.to_ascii_lowercase()))
             .collect()
+    }
+
+    /// ALTER TABLE ADD COLUMN at the end, instantly: only the definition changes. Rows stored
+    /// before stop short of the new column and read its `added_default` (which the SQL layer
+    /// sets: the DEFAULT, the implicit zero of a NOT NULL column, or NULL). A name already there
+    /// is 1060 (or nothing, with `if_not_exists`).
+    pub fn add_column(
+        &self,
+        db: &str,
+        table: &str,
+        column: ColumnDef,
+        if_not_exists: bool,
+    ) -> Result<Arc<TableDef>> {
+        let _ddl = lock_mutex(&self.inner.ddl);
+        let def = self.inner.table(db, table)?;
+        if def.column_index(&column.name).is_some() && if_not_exists {
+            return Ok(def);
+        }
+        let mut new_def = (*def).clone();
+        new_def.columns.push(column);
+        validate_columns(&new_def.columns)?;
+        self.inner.replace_table(new_def)
     }
 
     /// DROP INDEX / ALTER TABLE DROP INDEX.

@@ -33,7 +33,7 @@
 //! (or next) lock wait or operation with [`StoreError::Interrupted`].
 
 use crate::catalog::{self, index_entry_key, pk_of_row, row_key, TableDef};
-use crate::codec::{decode_row, encode_key, encode_row, prefix_successor};
+use crate::codec::{decode_stored, encode_key, encode_row, prefix_successor};
 use crate::datum::{ColumnType, Datum};
 use crate::engine::{dup_error, Inner, Snap, SnapIter};
 use crate::error::{Result, StoreError};
@@ -487,8 +487,7 @@ impl Transaction {
     }
 
     fn decode(t: &TableDef, types: &[ColumnType], pk: &[u8], v: &[u8]) -> Result<Row> {
-        let _ = t;
-        let values = decode_row(types, v).map_err(StoreError::Corrupt)?;
+        let values = decode_stored(t, types, v).map_err(StoreError::Corrupt)?;
         Ok(Row {
             key: RowKey(pk.to_vec()),
             values,
@@ -703,7 +702,7 @@ impl Transaction {
         let Some(old_v) = self.read_latest(&old_dk)? else {
             return Ok(false);
         };
-        let old = decode_row(&types, &old_v).map_err(StoreError::Corrupt)?;
+        let old = decode_stored(&t, &types, &old_v).map_err(StoreError::Corrupt)?;
         let (row, _) = self.prepare_row(&t, new_values, false)?;
         let new_pk = pk_of_row(&t, &row).unwrap_or_else(|| key.0.clone());
         let new_dk = row_key(t.id, &new_pk);
@@ -755,7 +754,7 @@ impl Transaction {
         let Some(v) = self.read_latest(&dk)? else {
             return Ok(false);
         };
-        let old = decode_row(&column_types(&t), &v).map_err(StoreError::Corrupt)?;
+        let old = decode_stored(&t, &column_types(&t), &v).map_err(StoreError::Corrupt)?;
         let mut entries = Vec::new();
         for ix in &t.indexes {
             let (ik, slot) = index_entry_key(ix, &old, &key.0);

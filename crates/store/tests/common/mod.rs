@@ -53,6 +53,7 @@ pub fn col(name: &str, ty: ColumnType, nullable: bool) -> ColumnDef {
         nullable,
         default: None,
         auto_increment: false,
+        added_default: None,
     }
 }
 

@@ -169,8 +169,13 @@
 //! group accounts its activity and waits. Counters: `steals` (thief) and `stolen` (victim).
 //!
 //! Lock discipline (no thread ever blocks on a group lock while holding another): the waker
-//! holds the victim's lock, so it only `try_lock`s the other groups (retrying a bounded number
-//! of times when one is briefly busy); the thief releases its own group's lock before it locks
+//! holds the victim's lock, so it only `try_lock`s the other groups, spinning a few dozen times
+//! when one is briefly busy and never yielding (it would hold the victim's lock through another
+//! thread's time slice: under CPU contention that stalled the victim's own listener and workers
+//! and cut a connection-churn load to a tenth). A group whose lock stayed busy is left to the
+//! timer thread, which holds no group lock: the waker marks the victim in `thief_pending` and
+//! wakes the timer, which retries at once with blocking locks (`retry_thieves`), off its
+//! stall-check schedule. The thief releases its own group's lock before it locks
 //! the victims, one at a time, with a blocking lock, and re-checks its own group afterwards. An
 //! earlier version let the thief `try_lock` the victim while holding its own lock: the victim's
 //! lock is usually still held by the waker at that instant, so under load the thief gave up

@@ -261,6 +261,17 @@ fn configurations() -> Vec<(&'static str, Vec<&'static str>)> {
             ],
         ),
         (
+            // The same without work stealing: scripts/steal-churn.sh compares the two.
+            "pool, edge-triggered only (no linger), no stealing, no balancing, 3 groups",
+            vec![
+                "--thread-handling=pool-of-threads",
+                "--thread-pool-size=3",
+                "--thread-pool-linger-usec=0",
+                "--thread-pool-work-stealing=OFF",
+                "--thread-pool-balance-usec=0",
+            ],
+        ),
+        (
             "pool, live resizes between 1 and 4 groups (connections migrate)",
             vec!["--thread-handling=pool-of-threads", "--thread-pool-size=2"],
         ),

@@ -1031,7 +1031,7 @@ impl TableSession {
                 if spec.columns.len() > MAX_COLUMNS {
                     return Err(SqlError::other(1117, "HY000", "Too many columns"));
                 }
-                match store.create_table(&d, spec.clone()) {
+                match store.create_table_with(&d, spec.clone(), crate::fk::checks_on(ctx)) {
                     Ok(_) => Ok(ExecOutput::ok(0)),
                     Err(shoal_store::StoreError::TableExists(_)) if *if_not_exists => {
                         Ok(ExecOutput::Ok {

@@ -22,11 +22,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use shoal_sql::ast::Expr;
+use shoal_sql::ast::TableLockKind;
 use shoal_sql::catalog::{Catalog, CatalogError, SYSTEM_DATABASES};
 use shoal_sql::eval::{static_type, Context};
 use shoal_sql::value::{SqlType, Value};
 use shoal_sql::SqlError;
-use shoal_sql::ast::TableLockKind;
 use shoal_store::{Engine, EngineConfig, Isolation, Savepoint, TableDef, Transaction};
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
@@ -85,7 +85,11 @@ impl TableEngine {
     /// empty) — a RocksDB checkpoint in `dir/rocksdb` (see `Engine::checkpoint`) and
     /// `dir/shoal-backup.info` naming what made it. `shoal --restore-from=dir --datadir=new`
     /// turns it into a data directory.
-    pub fn backup_to(&self, dir: &std::path::Path, version: &str) -> Result<BackupReport, SqlError> {
+    pub fn backup_to(
+        &self,
+        dir: &std::path::Path,
+        version: &str,
+    ) -> Result<BackupReport, SqlError> {
         let bad = |m: String| SqlError::other(1210, "HY000", m);
         if !dir.is_absolute() {
             return Err(bad(format!(
@@ -106,7 +110,13 @@ impl TableEngine {
             }
         }
         let t0 = std::time::Instant::now();
-        let io = |e: std::io::Error| SqlError::other(1030, "HY000", format!("Got error '{e}' from storage engine"));
+        let io = |e: std::io::Error| {
+            SqlError::other(
+                1030,
+                "HY000",
+                format!("Got error '{e}' from storage engine"),
+            )
+        };
         self.store.checkpoint(dir).map_err(store_err)?;
         let created = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -121,7 +131,9 @@ impl TableEngine {
         std::fs::File::open(&info_path)
             .and_then(|f| f.sync_all())
             .map_err(io)?;
-        std::fs::File::open(dir).and_then(|f| f.sync_all()).map_err(io)?;
+        std::fs::File::open(dir)
+            .and_then(|f| f.sync_all())
+            .map_err(io)?;
         let elapsed = t0.elapsed();
         let (mut files, mut bytes) = (0u64, 0u64);
         let mut stack = vec![dir.to_path_buf()];
@@ -1314,7 +1326,10 @@ fn plan_tables(plan: &Plan) -> Result<Vec<(TableKey, LockRequest)>, SqlError> {
         TableStmt::Update(u) => add(db(&u.table)?, u.table.name.clone(), true),
         TableStmt::Delete(dl) => add(db(&dl.table)?, dl.table.name.clone(), true),
         TableStmt::CreateTable { db: d, spec, .. } => {
-            let d = d.clone().or_else(|| plan.db.clone()).ok_or(SqlError::NoDatabase)?;
+            let d = d
+                .clone()
+                .or_else(|| plan.db.clone())
+                .ok_or(SqlError::NoDatabase)?;
             add(d, spec.name.clone(), true);
         }
         TableStmt::CreateIndex { table, .. }

@@ -144,8 +144,7 @@ impl State {
                     req == LockRequest::WriteIntent
                 } else {
                     p.tables.iter().any(|(k, r)| {
-                        k == key
-                            && (*r == LockRequest::Write || req == LockRequest::WriteIntent)
+                        k == key && (*r == LockRequest::Write || req == LockRequest::WriteIntent)
                     })
                 }
         })
@@ -275,7 +274,10 @@ impl TableLocks {
     /// every intent and lock request) and `Shoal_table_lock_current_waits`.
     pub fn status(&self) -> Vec<(&'static str, u64)> {
         vec![
-            ("Table_locks_immediate", self.immediate.load(Ordering::Relaxed)),
+            (
+                "Table_locks_immediate",
+                self.immediate.load(Ordering::Relaxed),
+            ),
             ("Table_locks_waited", self.waited.load(Ordering::Relaxed)),
             (
                 "Shoal_table_lock_current_waits",
@@ -492,7 +494,12 @@ mod tests {
         let l2 = l.clone();
         let waiter = std::thread::spawn(move || {
             let no = AtomicBool::new(false);
-            l2.lock_tables(2, &[(k("t"), LockRequest::Read)], Duration::from_secs(30), &no)
+            l2.lock_tables(
+                2,
+                &[(k("t"), LockRequest::Read)],
+                Duration::from_secs(30),
+                &no,
+            )
         });
         // Wait until the request is pending.
         let deadline = Instant::now() + Duration::from_secs(30);

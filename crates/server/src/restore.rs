@@ -63,7 +63,11 @@ pub fn restore(from: &Path, datadir: &Path) -> Result<Restored, RestoreError> {
     fs::create_dir_all(datadir).map_err(io_at(datadir))?;
     let mut done = Restored { files: 0, bytes: 0 };
     copy_tree(&from.join("rocksdb"), &datadir.join("rocksdb"), &mut done)?;
-    copy_file(&from.join(BACKUP_INFO), &datadir.join(BACKUP_INFO), &mut done)?;
+    copy_file(
+        &from.join(BACKUP_INFO),
+        &datadir.join(BACKUP_INFO),
+        &mut done,
+    )?;
     sync_dir(datadir)?;
     Ok(done)
 }

@@ -249,7 +249,9 @@ fn transfers(s: &Shoal, stop: Arc<AtomicBool>, seed: u64) -> std::thread::JoinHa
         let mut n = 0u64;
         let mut x = seed;
         while !stop.load(Ordering::Relaxed) {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let (from, to) = ((x >> 33) as i64 % ACCOUNTS, (x >> 17) as i64 % ACCOUNTS);
             let (ta, tb) = if x & 1 == 0 { ("a", "b") } else { ("b", "a") };
             let amount = (x >> 40) as i64 % 50 + 1;
@@ -266,10 +268,7 @@ fn transfers(s: &Shoal, stop: Arc<AtomicBool>, seed: u64) -> std::thread::JoinHa
             match r {
                 Ok(()) => n += 1,
                 Err(e) => {
-                    assert!(
-                        matches!(err_code(&e), 1213 | 1205),
-                        "transfer failed: {e}"
-                    );
+                    assert!(matches!(err_code(&e), 1213 | 1205), "transfer failed: {e}");
                     c.query_drop("ROLLBACK").unwrap();
                 }
             }
@@ -292,7 +291,9 @@ fn dumps_taken_under_concurrent_transfers_restore_a_consistent_sum() {
     let mut b = dst.conn();
     let dir = support::temp_dir("dump-bank-files");
     let stop = Arc::new(AtomicBool::new(false));
-    let writers: Vec<_> = (0..4).map(|i| transfers(&src, stop.clone(), i + 1)).collect();
+    let writers: Vec<_> = (0..4)
+        .map(|i| transfers(&src, stop.clone(), i + 1))
+        .collect();
     let committed = |a: &mut mysql::Conn| global_status(a, "Handler_commit");
     for opts in [&["--single-transaction"][..], &[][..]] {
         // Wait until transfers are committing, then dump while they run.
@@ -325,7 +326,10 @@ fn dumps_taken_under_concurrent_transfers_restore_a_consistent_sum() {
 fn wait_for_table_lock_waiters(c: &mut mysql::Conn, n: u64) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while global_status(c, "Shoal_table_lock_current_waits") < n {
-        assert!(Instant::now() < deadline, "no session waits for a table lock");
+        assert!(
+            Instant::now() < deadline,
+            "no session waits for a table lock"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
 }
@@ -384,7 +388,9 @@ fn the_lock_holder_may_touch_only_its_locked_tables() {
     assert_eq!(err_code(&e), 1100, "{e}");
     let e = a.query_drop("INSERT INTO t VALUES (5, 5)").unwrap_err();
     assert_eq!(err_code(&e), 1099, "{e}");
-    let e = a.query_drop("SELECT * FROM t JOIN u USING (id)").unwrap_err();
+    let e = a
+        .query_drop("SELECT * FROM t JOIN u USING (id)")
+        .unwrap_err();
     assert_eq!(err_code(&e), 1100, "{e}");
     // information_schema is not locked.
     let n: Option<i64> = a
@@ -394,7 +400,8 @@ fn the_lock_holder_may_touch_only_its_locked_tables() {
     // A WRITE lock allows writes; relocking replaces the old set.
     a.query_drop("LOCK TABLES t WRITE, u READ").unwrap();
     a.query_drop("INSERT INTO t VALUES (5, 5)").unwrap();
-    a.query_drop("/*!40000 ALTER TABLE `t` DISABLE KEYS */").unwrap();
+    a.query_drop("/*!40000 ALTER TABLE `t` DISABLE KEYS */")
+        .unwrap();
     let e = a.query_drop("ALTER TABLE u DISABLE KEYS").unwrap_err();
     assert_eq!(err_code(&e), 1099, "{e}");
     // START TRANSACTION releases the locks (as in MySQL).
@@ -415,7 +422,9 @@ fn a_blocked_writer_times_out_with_1205_after_lock_wait_timeout() {
     let mut b = s.conn();
     b.query_drop("SET SESSION lock_wait_timeout = 1").unwrap();
     let t0 = Instant::now();
-    let e = b.query_drop("UPDATE l.t SET v = 9 WHERE id = 1").unwrap_err();
+    let e = b
+        .query_drop("UPDATE l.t SET v = 9 WHERE id = 1")
+        .unwrap_err();
     assert_eq!(err_code(&e), 1205, "{e}");
     assert!(t0.elapsed() >= Duration::from_millis(900));
     // A WRITE lock request times out the same way.
@@ -449,10 +458,13 @@ fn flush_tables_with_read_lock_blocks_writes_and_refuses_its_holders() {
     a.query_drop("FLUSH TABLES WITH READ LOCK").unwrap();
     let e = a.query_drop("INSERT INTO l.t VALUES (3, 3)").unwrap_err();
     assert_eq!(err_code(&e), 1223, "{e}");
-    let e = a.query_drop("CREATE TABLE l.x (id INT PRIMARY KEY)").unwrap_err();
+    let e = a
+        .query_drop("CREATE TABLE l.x (id INT PRIMARY KEY)")
+        .unwrap_err();
     assert_eq!(err_code(&e), 1223, "{e}");
     // The holder reads, in a consistent-snapshot transaction as backup tools do.
-    a.query_drop("START TRANSACTION WITH CONSISTENT SNAPSHOT").unwrap();
+    a.query_drop("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        .unwrap();
     let n: Option<i64> = a.query_first("SELECT COUNT(*) FROM l.u").unwrap();
     assert_eq!(n, Some(1));
     let mut b = s.conn();
@@ -493,7 +505,9 @@ fn a_read_lock_waits_for_an_open_writing_transaction() {
     wait_for_table_lock_waiters(&mut mon, 1);
     // New writers queue behind the waiting lock rather than starve it.
     let mut other = s.conn();
-    other.query_drop("SET SESSION lock_wait_timeout = 1").unwrap();
+    other
+        .query_drop("SET SESSION lock_wait_timeout = 1")
+        .unwrap();
     let e = other
         .query_drop("UPDATE l.t SET v = 7 WHERE id = 1")
         .unwrap_err();
@@ -550,7 +564,9 @@ fn an_online_physical_backup_restores_a_consistent_copy() {
             .unwrap();
     }
     let stop = Arc::new(AtomicBool::new(false));
-    let writers: Vec<_> = (0..4).map(|i| transfers(&src, stop.clone(), i + 11)).collect();
+    let writers: Vec<_> = (0..4)
+        .map(|i| transfers(&src, stop.clone(), i + 11))
+        .collect();
     let before = global_status(&mut a, "Handler_commit");
     let deadline = Instant::now() + Duration::from_secs(60);
     while global_status(&mut a, "Handler_commit") < before + 100 {

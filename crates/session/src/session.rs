@@ -1307,7 +1307,10 @@ impl Session {
                 // MySQL's answer for InnoDB: the store keeps its indexes current always.
                 self.warn(
                     1031,
-                    format!("Table storage engine for '{}' doesn't have this option", t.name),
+                    format!(
+                        "Table storage engine for '{}' doesn't have this option",
+                        t.name
+                    ),
                 );
                 Ok(ok(0))
             }

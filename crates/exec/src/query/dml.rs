@@ -76,7 +76,10 @@ impl MultiPlan {
             .tables
             .iter()
             .map(|(d, n, _)| {
-                let target = self.targets.iter().any(|t| t.def.db == *d && t.def.name == *n);
+                let target = self
+                    .targets
+                    .iter()
+                    .any(|t| t.def.db == *d && t.def.name == *n);
                 (d.clone(), n.clone(), target)
             })
             .collect()

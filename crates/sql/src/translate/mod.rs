@@ -255,7 +255,12 @@ impl Translator<'_> {
                     let t = self.table_name(p)?;
                     // An alias names the table in the statements under the lock; shoal
                     // locks the table itself and does not track aliases.
-                    if eat(p, "AS") || !matches!(peek_word(p, 0).as_deref(), Some("READ" | "WRITE" | "LOW_PRIORITY")) {
+                    if eat(p, "AS")
+                        || !matches!(
+                            peek_word(p, 0).as_deref(),
+                            Some("READ" | "WRITE" | "LOW_PRIORITY")
+                        )
+                    {
                         return Err(unsupported("LOCK TABLES with an alias"));
                     }
                     let kind = if eat(p, "READ") {

@@ -52,10 +52,11 @@ fn dump(tool: &str, s: &Shoal, db: &str, opts: &[&str]) -> String {
     String::from_utf8(out.stdout).expect("utf-8 dump")
 }
 
-/// `mariadb db < dump` against `s`.
+/// `mariadb db < dump` against `s` (no `db` argument when `db` is empty).
 fn restore(s: &Shoal, db: &str, dump_file: &Path) {
     let out = Command::new("mariadb")
-        .args(["-h127.0.0.1", &format!("-P{}", s.port), "-uroot", db])
+        .args(["-h127.0.0.1", &format!("-P{}", s.port), "-uroot"])
+        .args((!db.is_empty()).then_some(db))
         .stdin(std::fs::File::open(dump_file).unwrap())
         .output()
         .expect("run mariadb");
@@ -184,7 +185,11 @@ fn dumps_of_both_tools_and_both_option_sets_restore_row_for_row() {
     let mut b = dst.conn();
     let dir = support::temp_dir("dump-files");
     for tool in ["mariadb-dump", "mysqldump"] {
-        for opts in [&[][..], &["--single-transaction"][..]] {
+        for opts in [
+            &[][..],
+            &["--single-transaction"][..],
+            &["--single-transaction", "--databases"][..],
+        ] {
             for db in ["shop", "sbtest"] {
                 let what = format!("{tool} {opts:?} {db}");
                 let text = dump(tool, &src, db, opts);
@@ -197,8 +202,14 @@ fn dumps_of_both_tools_and_both_option_sets_restore_row_for_row() {
                 std::fs::write(&file, &text).unwrap();
                 b.query_drop(format!("DROP DATABASE IF EXISTS {db}"))
                     .unwrap();
-                b.query_drop(format!("CREATE DATABASE {db}")).unwrap();
-                restore(&dst, db, &file);
+                if opts.contains(&"--databases") {
+                    // The dump creates the database itself (SHOW CREATE DATABASE).
+                    assert!(text.contains(&format!("CREATE DATABASE /*!32312 IF NOT EXISTS*/ `{db}` /*!40100 DEFAULT CHARACTER SET utf8mb4")), "{what}");
+                    restore(&dst, "", &file);
+                } else {
+                    b.query_drop(format!("CREATE DATABASE {db}")).unwrap();
+                    restore(&dst, db, &file);
+                }
                 assert_same_db(&mut a, &mut b, db, &what);
             }
         }

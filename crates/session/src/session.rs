@@ -1983,10 +1983,29 @@ impl Session {
                     s("shoal transactional storage on RocksDB (accepted as ENGINE=InnoDB)"),
                     s("YES"),
                     s("NO"),
-                    s("NO"),
+                    s("YES"),
                 ]],
                 0,
             ),
+            ShowKind::CreateDatabase(db, if_not_exists) => {
+                if !self.server.catalog().database_exists(db) {
+                    return Err(SqlError::UnknownDatabase(db.clone()));
+                }
+                let ine = if *if_not_exists {
+                    "/*!32312 IF NOT EXISTS*/ "
+                } else {
+                    ""
+                };
+                let create = format!(
+                    "CREATE DATABASE {ine}`{}` /*!40100 DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin */",
+                    db.replace('`', "``")
+                );
+                (
+                    vec!["Database", "Create Database"],
+                    vec![vec![s(db), s(&create)]],
+                    0,
+                )
+            }
             ShowKind::TableInfo(t) => {
                 let (db, name) = resolve_table(t, &self.ctx(&[]))?;
                 if !self.server.catalog().table_exists(&db, &name) {

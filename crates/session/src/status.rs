@@ -61,6 +61,7 @@ pub const COM_NAMES: &[&str] = &[
     "rollback_to_savepoint",
     "release_savepoint",
     "alter_table",
+    "show_create_db",
 ];
 
 /// Index of `Com_<name>` in [`COM_NAMES`] (panics on an unknown name: compile-time names only).

@@ -511,6 +511,8 @@ pub enum ShowKind {
     Engines,
     /// SHOW COLUMNS/INDEX/CREATE TABLE on a table: needs storage.
     TableInfo(TableName),
+    /// `SHOW CREATE {DATABASE | SCHEMA} [IF NOT EXISTS] db`: (db, IF NOT EXISTS).
+    CreateDatabase(String, bool),
 }
 
 /// A statement.
@@ -606,6 +608,7 @@ impl Statement {
                 ShowKind::Charset => "show_charsets",
                 ShowKind::Engines => "show_engines",
                 ShowKind::TableInfo(_) => "show_tables",
+                ShowKind::CreateDatabase(..) => "show_create_db",
             },
             Statement::Kill(..) => "kill",
             Statement::Flush(_) => "flush",

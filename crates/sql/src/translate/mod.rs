@@ -718,6 +718,10 @@ impl Translator<'_> {
                 ShowKind::TableInfo(t)
             }
             "CREATE" if eat(p, "TABLE") => ShowKind::TableInfo(self.table_name(p)?),
+            "CREATE" if eat(p, "DATABASE") || eat(p, "SCHEMA") => {
+                let ine = eat_seq(p, &["IF", "NOT", "EXISTS"]);
+                ShowKind::CreateDatabase(name(p)?, ine)
+            }
             "" => return Err(SqlError::Syntax(p.peek_token().token.to_string())),
             other => return Err(unsupported(format!("SHOW {other}"))),
         };

@@ -65,13 +65,14 @@ pub mod plan;
 pub mod query;
 pub mod session;
 pub mod show;
+pub mod table_lock;
 pub mod translate;
 
 pub use convert::ColumnInfo;
 pub use exec::ExecOutput;
 pub use session::{
-    read_only_error, read_only_transaction_error, KillHandle, Plan, Restrictions, StoreCatalog,
-    TableEngine, TableSession,
+    read_only_error, read_only_transaction_error, BackupReport, KillHandle, Plan, Restrictions,
+    StoreCatalog, TableEngine, TableSession, BACKUP_INFO,
 };
 pub use shoal_store::engine::MAX_OPEN_FILES;
 pub use shoal_store::{EngineConfig, Isolation};

@@ -23,11 +23,16 @@ use std::time::Duration;
 
 use crate::convert::value_to_datum;
 use shoal_sql::ast::Expr;
+use shoal_sql::ast::TableLockKind;
 use shoal_sql::catalog::{Catalog, CatalogError, SYSTEM_DATABASES};
 use shoal_sql::eval::{static_type, Context};
 use shoal_sql::value::{SqlType, Value};
 use shoal_sql::SqlError;
-use shoal_store::{ColumnDefault, Datum, Engine, EngineConfig, Isolation, TableDef, Transaction};
+use shoal_store::{
+    ColumnDefault, Datum, Engine, EngineConfig, Isolation, Savepoint, TableDef, Transaction,
+};
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
 
 use crate::ast::*;
 use crate::convert::{column_info, flags, sql_type_of, store_err, ColumnInfo};
@@ -35,6 +40,7 @@ use crate::exec::{Exec, ExecOutput, Source};
 use crate::plan::{choose_access, Access};
 use crate::query::QueryPlan;
 use crate::show;
+use crate::table_lock::{LockRequest, TableKey, TableLocks};
 use crate::translate::parse_table_statement;
 
 /// The SQL table layer over one store [`Engine`].
@@ -42,6 +48,10 @@ pub struct TableEngine {
     store: Engine,
     /// Tables other subsystems provide (the thread pool's), for the query engine.
     system: std::sync::RwLock<Option<Arc<dyn crate::query::SystemTables>>>,
+    /// LOCK TABLES, the global read lock and the statements' intents (`table_lock.rs`).
+    locks: TableLocks,
+    /// The next [`TableSession`]'s id in `locks`.
+    next_lock_id: AtomicU64,
 }
 
 impl TableEngine {
@@ -55,6 +65,8 @@ impl TableEngine {
         Arc::new(TableEngine {
             store,
             system: std::sync::RwLock::new(None),
+            locks: TableLocks::default(),
+            next_lock_id: AtomicU64::new(1),
         })
     }
 
@@ -70,6 +82,86 @@ impl TableEngine {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// `BACKUP TO 'dir'`: a consistent physical copy of the store in `dir` (absolute, absent or
+    /// empty) — a RocksDB checkpoint in `dir/rocksdb` (see `Engine::checkpoint`) and
+    /// `dir/shoal-backup.info` naming what made it. `shoal --restore-from=dir --datadir=new`
+    /// turns it into a data directory.
+    pub fn backup_to(
+        &self,
+        dir: &std::path::Path,
+        version: &str,
+    ) -> Result<BackupReport, SqlError> {
+        let bad = |m: String| SqlError::other(1210, "HY000", m);
+        if !dir.is_absolute() {
+            return Err(bad(format!(
+                "BACKUP TO needs an absolute directory on the server's host, not '{}'",
+                dir.display()
+            )));
+        }
+        if dir.exists() {
+            let empty = std::fs::read_dir(dir)
+                .map(|mut d| d.next().is_none())
+                .unwrap_or(false);
+            if !empty {
+                return Err(SqlError::other(
+                    1086,
+                    "HY000",
+                    format!("File '{}' already exists", dir.display()),
+                ));
+            }
+        }
+        let t0 = std::time::Instant::now();
+        let io = |e: std::io::Error| {
+            SqlError::other(
+                1030,
+                "HY000",
+                format!("Got error '{e}' from storage engine"),
+            )
+        };
+        self.store.checkpoint(dir).map_err(store_err)?;
+        let created = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let info = format!(
+            "shoal backup\nformat=1\nserver_version={version}\ncreated_unix={created}\nsource_datadir={}\n",
+            self.store.datadir().display()
+        );
+        let info_path = dir.join(BACKUP_INFO);
+        std::fs::write(&info_path, info).map_err(io)?;
+        std::fs::File::open(&info_path)
+            .and_then(|f| f.sync_all())
+            .map_err(io)?;
+        std::fs::File::open(dir)
+            .and_then(|f| f.sync_all())
+            .map_err(io)?;
+        let elapsed = t0.elapsed();
+        let (mut files, mut bytes) = (0u64, 0u64);
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).map_err(io)? {
+                let e = e.map_err(io)?;
+                let m = e.metadata().map_err(io)?;
+                if m.is_dir() {
+                    stack.push(e.path());
+                } else {
+                    files += 1;
+                    bytes += m.len();
+                }
+            }
+        }
+        Ok(BackupReport {
+            files,
+            bytes,
+            elapsed,
+        })
+    }
+
+    /// The table lock manager (LOCK TABLES, the global read lock; status rows).
+    pub fn table_locks(&self) -> &TableLocks {
+        &self.locks
     }
 
     /// The underlying store (status variables, settings).
@@ -98,12 +190,32 @@ impl TableEngine {
             txn_read_only: false,
             next_read_only: None,
             select_limit: u64::MAX,
+            lock_id: self.next_lock_id.fetch_add(1, Ordering::Relaxed),
+            locked: None,
+            global_read: false,
+            table_lock_timeout: Duration::from_secs(31_536_000),
+            savepoints: Vec::new(),
+            in_statement: false,
             kill: Arc::new(KillState {
                 current: Mutex::new(None),
                 killed: AtomicBool::new(false),
             }),
         }
     }
+}
+
+/// The file `BACKUP TO` writes next to the checkpoint (its presence marks a backup directory).
+pub const BACKUP_INFO: &str = "shoal-backup.info";
+
+/// What `BACKUP TO` made.
+#[derive(Debug, Clone, Copy)]
+pub struct BackupReport {
+    /// Files in the backup directory.
+    pub files: u64,
+    /// Their total size (hard links count fully).
+    pub bytes: u64,
+    /// Time the checkpoint and the info file took.
+    pub elapsed: Duration,
 }
 
 /// [`Catalog`] over the store: databases live in RocksDB; the system schemas always exist.
@@ -241,6 +353,18 @@ pub struct TableSession {
     next_read_only: Option<bool>,
     /// `sql_select_limit`: most rows a SELECT without a LIMIT of its own returns.
     select_limit: u64,
+    /// This session's id in the engine's table lock manager.
+    lock_id: u64,
+    /// The tables of `LOCK TABLES` while they are held (the session may touch no others).
+    locked: Option<HashMap<TableKey, TableLockKind>>,
+    /// Holds the global read lock (`FLUSH TABLES WITH READ LOCK`).
+    global_read: bool,
+    /// `lock_wait_timeout`: how long a table lock or intent is waited for (1205 after).
+    table_lock_timeout: Duration,
+    /// Named savepoints of the open transaction, oldest first.
+    savepoints: Vec<(String, Savepoint)>,
+    /// A table statement is executing (its intents outlive an implicit commit inside it).
+    in_statement: bool,
     kill: Arc<KillState>,
 }
 
@@ -352,6 +476,10 @@ impl TableSession {
     /// WRITE; `None`: the next-transaction mode if one was set, else the session's).
     pub fn begin_with(&mut self, read_only: Option<bool>) -> Result<(), SqlError> {
         self.commit()?;
+        // START TRANSACTION releases LOCK TABLES (not the global read lock), as in MySQL.
+        if self.locked.take().is_some() {
+            self.engine.locks.unlock_tables_only(self.lock_id);
+        }
         if let Some(ro) = read_only {
             self.next_read_only = Some(ro);
         }
@@ -395,6 +523,7 @@ impl TableSession {
             _ => Ok(()),
         };
         self.clear_kill_handle();
+        self.end_of_transaction();
         r
     }
 
@@ -407,6 +536,7 @@ impl TableSession {
             }
         }
         self.clear_kill_handle();
+        self.end_of_transaction();
     }
 
     fn clear_kill_handle(&self) {
@@ -534,8 +664,237 @@ impl TableSession {
         self.execute(&plan, &[], ctx)
     }
 
-    /// Executes a plan with bound parameters, in the session's transaction (see module docs).
+    /// Executes a plan with bound parameters, in the session's transaction (see module docs),
+    /// after the table-lock checks: under LOCK TABLES only locked tables (1100, 1099), under
+    /// the session's own global read lock no writes (1223), otherwise intents on the tables it
+    /// touches, held until the transaction ends (`table_lock.rs`).
     pub fn execute(
+        &mut self,
+        plan: &Plan,
+        params: &[Value],
+        ctx: &mut dyn Context,
+    ) -> Result<ExecOutput, SqlError> {
+        let tables = plan_tables(plan)?;
+        if !tables.is_empty() {
+            if let Some(locked) = &self.locked {
+                let creates = matches!(plan.stmt, TableStmt::CreateTable { .. });
+                for ((d, t), r) in &tables {
+                    match locked.get(&(d.clone(), t.clone())) {
+                        None if creates => {}
+                        None => return Err(not_locked(t)),
+                        Some(TableLockKind::Read) if *r == LockRequest::WriteIntent => {
+                            return Err(read_locked(t))
+                        }
+                        Some(_) => {}
+                    }
+                }
+            } else {
+                let writes = tables.iter().any(|(_, r)| *r == LockRequest::WriteIntent);
+                if self.global_read && writes {
+                    return Err(conflicting_read_lock());
+                }
+                self.kill.killed.store(false, Ordering::SeqCst);
+                self.engine.locks.acquire_intents(
+                    self.lock_id,
+                    &tables,
+                    self.table_lock_timeout,
+                    &self.kill.killed,
+                )?;
+            }
+        }
+        // DDL's implicit commit inside must not drop the intents taken for the DDL itself.
+        self.in_statement = true;
+        let r = self.execute_inner(plan, params, ctx);
+        self.in_statement = false;
+        if !self.in_transaction() {
+            self.end_of_transaction();
+        }
+        r
+    }
+
+    /// The transaction ended: its savepoints go, and its intents unless a statement that
+    /// holds them is still running.
+    fn end_of_transaction(&mut self) {
+        self.savepoints.clear();
+        if !self.in_statement {
+            self.engine.locks.release_intents(self.lock_id);
+        }
+    }
+
+    /// Releases every table lock, the global read lock and the intents (disconnect, reset).
+    pub fn release_table_locks(&mut self) {
+        self.locked = None;
+        self.global_read = false;
+        self.engine.locks.release_all(self.lock_id);
+    }
+
+    /// `lock_wait_timeout` for this session.
+    pub fn set_table_lock_timeout(&mut self, d: Duration) {
+        self.table_lock_timeout = d;
+    }
+
+    /// Whether the session holds LOCK TABLES locks or the global read lock.
+    pub fn holds_table_locks(&self) -> bool {
+        self.locked.is_some() || self.global_read
+    }
+
+    /// `LOCK TABLES`: commits the open transaction and releases the tables locked before, then
+    /// takes every lock at once (1146 for a missing table, 1205 after `lock_wait_timeout`).
+    pub fn lock_tables(
+        &mut self,
+        list: &[(Option<String>, String, TableLockKind)],
+        current_db: Option<&str>,
+    ) -> Result<(), SqlError> {
+        self.unlock_tables()?;
+        self.commit()?;
+        let mut want: HashMap<TableKey, TableLockKind> = HashMap::new();
+        for (db, name, kind) in list {
+            let d = db
+                .clone()
+                .or_else(|| current_db.map(str::to_string))
+                .ok_or(SqlError::NoDatabase)?;
+            let def = self.engine.store.table(&d, name).map_err(store_err)?;
+            let e = want
+                .entry((def.db.clone(), def.name.clone()))
+                .or_insert(*kind);
+            if *kind == TableLockKind::Write {
+                *e = TableLockKind::Write;
+            }
+        }
+        if self.global_read && want.values().any(|k| *k == TableLockKind::Write) {
+            return Err(conflicting_read_lock());
+        }
+        let req: Vec<(TableKey, LockRequest)> = want
+            .iter()
+            .map(|(k, v)| {
+                let r = match v {
+                    TableLockKind::Read => LockRequest::Read,
+                    TableLockKind::Write => LockRequest::Write,
+                };
+                (k.clone(), r)
+            })
+            .collect();
+        self.kill.killed.store(false, Ordering::SeqCst);
+        self.engine.locks.lock_tables(
+            self.lock_id,
+            &req,
+            self.table_lock_timeout,
+            &self.kill.killed,
+        )?;
+        self.locked = Some(want);
+        Ok(())
+    }
+
+    /// `UNLOCK TABLES`: releases LOCK TABLES locks (committing the open transaction, as MySQL
+    /// does when LOCK TABLES was used) and the global read lock. Without either, a no-op (a
+    /// transaction stays open: `mysqldump --single-transaction` sends it right after START
+    /// TRANSACTION).
+    pub fn unlock_tables(&mut self) -> Result<(), SqlError> {
+        let r = if self.locked.take().is_some() {
+            self.commit()
+        } else {
+            Ok(())
+        };
+        if self.global_read || r.is_ok() {
+            self.global_read = false;
+            self.engine.locks.unlock(self.lock_id);
+        }
+        r
+    }
+
+    /// `FLUSH TABLES WITH READ LOCK`: releases LOCK TABLES locks, then waits for every other
+    /// session's writing transaction to end and blocks new ones until UNLOCK TABLES.
+    pub fn global_read_lock(&mut self) -> Result<(), SqlError> {
+        if self.locked.is_some() {
+            self.unlock_tables()?;
+        }
+        if self.global_read {
+            return Ok(());
+        }
+        self.kill.killed.store(false, Ordering::SeqCst);
+        self.engine.locks.global_read_lock(
+            self.lock_id,
+            self.table_lock_timeout,
+            &self.kill.killed,
+        )?;
+        self.global_read = true;
+        Ok(())
+    }
+
+    /// `FLUSH TABLES`: shoal caches no open tables, so there is nothing to close; under LOCK
+    /// TABLES it is refused as MySQL refuses it (1192).
+    pub fn flush_tables(&mut self) -> Result<(), SqlError> {
+        if self.locked.is_some() {
+            return Err(SqlError::other(
+                1192,
+                "HY000",
+                "Can't execute the given command because you have active locked tables or an active transaction",
+            ));
+        }
+        Ok(())
+    }
+
+    /// `SAVEPOINT name` (outside a transaction a no-op, as in MySQL with autocommit on).
+    pub fn savepoint(&mut self, name: &str) -> Result<(), SqlError> {
+        if self.txn.is_none() && !self.autocommit {
+            self.open_txn();
+        }
+        let Some(t) = self.txn.as_ref().filter(|t| t.is_active()) else {
+            return Ok(());
+        };
+        let sp = t.savepoint();
+        self.savepoints
+            .retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        self.savepoints.push((name.to_string(), sp));
+        Ok(())
+    }
+
+    fn find_savepoint(&self, name: &str) -> Result<usize, SqlError> {
+        self.savepoints
+            .iter()
+            .position(|(n, _)| n.eq_ignore_ascii_case(name))
+            .ok_or_else(|| {
+                SqlError::other(1305, "42000", format!("SAVEPOINT {name} does not exist"))
+            })
+    }
+
+    /// `ROLLBACK TO SAVEPOINT name`: undoes the transaction's changes since the savepoint (its
+    /// snapshot and row locks stay); later savepoints go, this one stays (1305 if unknown).
+    pub fn rollback_to_savepoint(&mut self, name: &str) -> Result<(), SqlError> {
+        let i = self.find_savepoint(name)?;
+        let sp = self.savepoints[i].1;
+        self.savepoints.truncate(i + 1);
+        if let Some(t) = self.txn.as_mut().filter(|t| t.is_active()) {
+            t.rollback_to(sp);
+        }
+        Ok(())
+    }
+
+    /// `RELEASE SAVEPOINT name`: forgets it and the later ones (1305 if unknown).
+    pub fn release_savepoint(&mut self, name: &str) -> Result<(), SqlError> {
+        let i = self.find_savepoint(name)?;
+        self.savepoints.truncate(i);
+        Ok(())
+    }
+
+    /// `ALTER TABLE t DISABLE|ENABLE KEYS`: checks the table (and the LOCK TABLES rules for a
+    /// change) and does nothing else: the store maintains its indexes in every write.
+    pub fn alter_keys(&mut self, db: Option<&str>, name: &str) -> Result<(), SqlError> {
+        let d = db.ok_or(SqlError::NoDatabase)?;
+        let def = self.engine.store.table(d, name).map_err(store_err)?;
+        if let Some(locked) = &self.locked {
+            match locked.get(&(def.db.clone(), def.name.clone())) {
+                None => return Err(not_locked(name)),
+                Some(TableLockKind::Read) => return Err(read_locked(name)),
+                Some(TableLockKind::Write) => {}
+            }
+        } else if self.global_read {
+            return Err(conflicting_read_lock());
+        }
+        Ok(())
+    }
+
+    fn execute_inner(
         &mut self,
         plan: &Plan,
         params: &[Value],
@@ -569,6 +928,7 @@ impl TableSession {
                         columns: vec![ColumnInfo::text("Tables_in_information_schema")].into(),
                         rows: ["COLUMNS", "SCHEMATA", "TABLES"]
                             .iter()
+                            .chain(show::EMPTY_TABLES.iter().map(|(n, _, _)| n))
                             .map(|t| vec![Value::Str(t.to_string())])
                             .collect(),
                     });
@@ -699,7 +1059,7 @@ impl TableSession {
                 if spec.columns.len() > MAX_COLUMNS {
                     return Err(SqlError::other(1117, "HY000", "Too many columns"));
                 }
-                match store.create_table(&d, spec.clone()) {
+                match store.create_table_with(&d, spec.clone(), crate::fk::checks_on(ctx)) {
                     Ok(_) => Ok(ExecOutput::ok(0)),
                     Err(shoal_store::StoreError::TableExists(_)) if *if_not_exists => {
                         Ok(ExecOutput::Ok {
@@ -948,7 +1308,97 @@ impl TableSession {
 impl Drop for TableSession {
     fn drop(&mut self) {
         self.rollback();
+        self.engine.locks.release_all(self.lock_id);
     }
+}
+
+/// 1100 `ER_TABLE_NOT_LOCKED`.
+fn not_locked(t: &str) -> SqlError {
+    SqlError::other(
+        1100,
+        "HY000",
+        format!("Table '{t}' was not locked with LOCK TABLES"),
+    )
+}
+
+/// 1099 `ER_TABLE_NOT_LOCKED_FOR_WRITE`.
+fn read_locked(t: &str) -> SqlError {
+    SqlError::other(
+        1099,
+        "HY000",
+        format!("Table '{t}' was locked with a READ lock and can't be updated"),
+    )
+}
+
+/// 1223 `ER_CANT_UPDATE_WITH_READLOCK`.
+pub fn conflicting_read_lock() -> SqlError {
+    SqlError::other(
+        1223,
+        "HY000",
+        "Can't execute the query because you have a conflicting read lock",
+    )
+}
+
+/// The stored tables a plan touches and how: a write intent where rows or the definition
+/// change, a read intent elsewhere. SHOW, ANALYZE and CHECK take none (MySQL lets them look at
+/// any table under LOCK TABLES); information_schema is never locked.
+fn plan_tables(plan: &Plan) -> Result<Vec<(TableKey, LockRequest)>, SqlError> {
+    let mut out: Vec<(TableKey, LockRequest)> = Vec::new();
+    let mut add = |d: String, n: String, write: bool| {
+        if is_info_schema(&d) {
+            return;
+        }
+        let r = if write {
+            LockRequest::WriteIntent
+        } else {
+            LockRequest::ReadIntent
+        };
+        match out.iter_mut().find(|((od, on), _)| *od == d && *on == n) {
+            Some((_, old)) => {
+                if write {
+                    *old = r;
+                }
+            }
+            None => out.push(((d, n), r)),
+        }
+    };
+    let db = |t: &TableRef| resolve_db(t, &plan.db);
+    if let Some(q) = &plan.query {
+        for (d, n, _) in &q.tables {
+            add(d.clone(), n.clone(), false);
+        }
+    }
+    match &plan.stmt {
+        TableStmt::Select(sel) => add(db(&sel.table)?, sel.table.name.clone(), false),
+        TableStmt::Multi(_) => {
+            if let Some(m) = &plan.multi {
+                for (d, n, w) in m.tables() {
+                    add(d, n, w);
+                }
+            }
+        }
+        TableStmt::Insert(i) => add(db(&i.table)?, i.table.name.clone(), true),
+        TableStmt::Update(u) => add(db(&u.table)?, u.table.name.clone(), true),
+        TableStmt::Delete(dl) => add(db(&dl.table)?, dl.table.name.clone(), true),
+        TableStmt::CreateTable { db: d, spec, .. } => {
+            let d = d
+                .clone()
+                .or_else(|| plan.db.clone())
+                .ok_or(SqlError::NoDatabase)?;
+            add(d, spec.name.clone(), true);
+        }
+        TableStmt::CreateIndex { table, .. }
+        | TableStmt::DropIndex { table, .. }
+        | TableStmt::Truncate(table)
+        | TableStmt::AlterTable { table, .. } => add(db(table)?, table.name.clone(), true),
+        TableStmt::DropTable { tables, .. } => {
+            for t in tables {
+                add(db(t)?, t.name.clone(), true);
+            }
+        }
+        _ => {}
+    }
+    Ok(out)
 }
 
 fn access_denied(db: &str) -> SqlError {

@@ -381,6 +381,233 @@ pub fn all_databases(engine: &Engine) -> Vec<String> {
 /// A materialised virtual table: column names, column descriptions, rows.
 pub type VirtualTable = (Vec<String>, Vec<ColumnInfo>, Vec<Vec<Value>>);
 
+/// The information_schema tables shoal serves beyond SCHEMATA, TABLES and COLUMNS, with MySQL
+/// 8.0's columns and no rows (PARTITIONS: one row per table): (name, columns, integer columns).
+pub const EMPTY_TABLES: &[(&str, &[&str], &[&str])] = &[
+    (
+        "FILES",
+        &[
+            "FILE_ID",
+            "FILE_NAME",
+            "FILE_TYPE",
+            "TABLESPACE_NAME",
+            "TABLE_CATALOG",
+            "TABLE_SCHEMA",
+            "TABLE_NAME",
+            "LOGFILE_GROUP_NAME",
+            "LOGFILE_GROUP_NUMBER",
+            "ENGINE",
+            "FULLTEXT_KEYS",
+            "DELETED_ROWS",
+            "UPDATE_COUNT",
+            "FREE_EXTENTS",
+            "TOTAL_EXTENTS",
+            "EXTENT_SIZE",
+            "INITIAL_SIZE",
+            "MAXIMUM_SIZE",
+            "AUTOEXTEND_SIZE",
+            "CREATION_TIME",
+            "LAST_UPDATE_TIME",
+            "LAST_ACCESS_TIME",
+            "RECOVER_TIME",
+            "TRANSACTION_COUNTER",
+            "VERSION",
+            "ROW_FORMAT",
+            "TABLE_ROWS",
+            "AVG_ROW_LENGTH",
+            "DATA_LENGTH",
+            "MAX_DATA_LENGTH",
+            "INDEX_LENGTH",
+            "DATA_FREE",
+            "CREATE_TIME",
+            "UPDATE_TIME",
+            "CHECK_TIME",
+            "CHECKSUM",
+            "STATUS",
+            "EXTRA",
+        ],
+        &[
+            "FILE_ID",
+            "LOGFILE_GROUP_NUMBER",
+            "DELETED_ROWS",
+            "UPDATE_COUNT",
+            "FREE_EXTENTS",
+            "TOTAL_EXTENTS",
+            "EXTENT_SIZE",
+            "INITIAL_SIZE",
+            "MAXIMUM_SIZE",
+            "AUTOEXTEND_SIZE",
+            "TRANSACTION_COUNTER",
+            "VERSION",
+            "TABLE_ROWS",
+            "AVG_ROW_LENGTH",
+            "DATA_LENGTH",
+            "MAX_DATA_LENGTH",
+            "INDEX_LENGTH",
+            "DATA_FREE",
+            "CHECKSUM",
+        ],
+    ),
+    (
+        "PARTITIONS",
+        &[
+            "TABLE_CATALOG",
+            "TABLE_SCHEMA",
+            "TABLE_NAME",
+            "PARTITION_NAME",
+            "SUBPARTITION_NAME",
+            "PARTITION_ORDINAL_POSITION",
+            "SUBPARTITION_ORDINAL_POSITION",
+            "PARTITION_METHOD",
+            "SUBPARTITION_METHOD",
+            "PARTITION_EXPRESSION",
+            "SUBPARTITION_EXPRESSION",
+            "PARTITION_DESCRIPTION",
+            "TABLE_ROWS",
+            "AVG_ROW_LENGTH",
+            "DATA_LENGTH",
+            "MAX_DATA_LENGTH",
+            "INDEX_LENGTH",
+            "DATA_FREE",
+            "CREATE_TIME",
+            "UPDATE_TIME",
+            "CHECK_TIME",
+            "CHECKSUM",
+            "PARTITION_COMMENT",
+            "NODEGROUP",
+            "TABLESPACE_NAME",
+        ],
+        &[
+            "PARTITION_ORDINAL_POSITION",
+            "SUBPARTITION_ORDINAL_POSITION",
+            "TABLE_ROWS",
+            "AVG_ROW_LENGTH",
+            "DATA_LENGTH",
+            "MAX_DATA_LENGTH",
+            "INDEX_LENGTH",
+            "DATA_FREE",
+            "CHECKSUM",
+        ],
+    ),
+    (
+        "TRIGGERS",
+        &[
+            "TRIGGER_CATALOG",
+            "TRIGGER_SCHEMA",
+            "TRIGGER_NAME",
+            "EVENT_MANIPULATION",
+            "EVENT_OBJECT_CATALOG",
+            "EVENT_OBJECT_SCHEMA",
+            "EVENT_OBJECT_TABLE",
+            "ACTION_ORDER",
+            "ACTION_CONDITION",
+            "ACTION_STATEMENT",
+            "ACTION_ORIENTATION",
+            "ACTION_TIMING",
+            "ACTION_REFERENCE_OLD_TABLE",
+            "ACTION_REFERENCE_NEW_TABLE",
+            "ACTION_REFERENCE_OLD_ROW",
+            "ACTION_REFERENCE_NEW_ROW",
+            "CREATED",
+            "SQL_MODE",
+            "DEFINER",
+            "CHARACTER_SET_CLIENT",
+            "COLLATION_CONNECTION",
+            "DATABASE_COLLATION",
+        ],
+        &["ACTION_ORDER"],
+    ),
+    (
+        "ROUTINES",
+        &[
+            "SPECIFIC_NAME",
+            "ROUTINE_CATALOG",
+            "ROUTINE_SCHEMA",
+            "ROUTINE_NAME",
+            "ROUTINE_TYPE",
+            "DATA_TYPE",
+            "CHARACTER_MAXIMUM_LENGTH",
+            "CHARACTER_OCTET_LENGTH",
+            "NUMERIC_PRECISION",
+            "NUMERIC_SCALE",
+            "DATETIME_PRECISION",
+            "CHARACTER_SET_NAME",
+            "COLLATION_NAME",
+            "DTD_IDENTIFIER",
+            "ROUTINE_BODY",
+            "ROUTINE_DEFINITION",
+            "EXTERNAL_NAME",
+            "EXTERNAL_LANGUAGE",
+            "PARAMETER_STYLE",
+            "IS_DETERMINISTIC",
+            "SQL_DATA_ACCESS",
+            "SQL_PATH",
+            "SECURITY_TYPE",
+            "CREATED",
+            "LAST_ALTERED",
+            "SQL_MODE",
+            "ROUTINE_COMMENT",
+            "DEFINER",
+            "CHARACTER_SET_CLIENT",
+            "COLLATION_CONNECTION",
+            "DATABASE_COLLATION",
+        ],
+        &[
+            "CHARACTER_MAXIMUM_LENGTH",
+            "CHARACTER_OCTET_LENGTH",
+            "NUMERIC_PRECISION",
+            "NUMERIC_SCALE",
+            "DATETIME_PRECISION",
+        ],
+    ),
+    (
+        "EVENTS",
+        &[
+            "EVENT_CATALOG",
+            "EVENT_SCHEMA",
+            "EVENT_NAME",
+            "DEFINER",
+            "TIME_ZONE",
+            "EVENT_BODY",
+            "EVENT_DEFINITION",
+            "EVENT_TYPE",
+            "EXECUTE_AT",
+            "INTERVAL_VALUE",
+            "INTERVAL_FIELD",
+            "SQL_MODE",
+            "STARTS",
+            "ENDS",
+            "STATUS",
+            "ON_COMPLETION",
+            "CREATED",
+            "LAST_ALTERED",
+            "LAST_EXECUTED",
+            "EVENT_COMMENT",
+            "ORIGINATOR",
+            "CHARACTER_SET_CLIENT",
+            "COLLATION_CONNECTION",
+            "DATABASE_COLLATION",
+        ],
+        &["ORIGINATOR"],
+    ),
+    (
+        "VIEWS",
+        &[
+            "TABLE_CATALOG",
+            "TABLE_SCHEMA",
+            "TABLE_NAME",
+            "VIEW_DEFINITION",
+            "CHECK_OPTION",
+            "IS_UPDATABLE",
+            "DEFINER",
+            "SECURITY_TYPE",
+            "CHARACTER_SET_CLIENT",
+            "COLLATION_CONNECTION",
+        ],
+        &[],
+    ),
+];
+
 /// Materialises an information_schema table: (column names, column infos, rows).
 pub fn info_schema(engine: &Engine, table: &str) -> Result<VirtualTable, SqlError> {
     let up = table.to_ascii_uppercase();
@@ -427,6 +654,7 @@ pub fn info_schema(engine: &Engine, table: &str) -> Result<VirtualTable, SqlErro
                 "COLUMN_TYPE",
                 "COLUMN_KEY",
                 "EXTRA",
+                "GENERATION_EXPRESSION",
             ],
             &[
                 "ORDINAL_POSITION",
@@ -435,12 +663,15 @@ pub fn info_schema(engine: &Engine, table: &str) -> Result<VirtualTable, SqlErro
                 "NUMERIC_SCALE",
             ],
         ),
-        _ => {
-            return Err(SqlError::NoSuchTable(
-                "information_schema".into(),
-                table.to_string(),
-            ))
-        }
+        other => match EMPTY_TABLES.iter().find(|(n, _, _)| *n == other) {
+            Some((_, cols, ints)) => (*cols, *ints),
+            None => {
+                return Err(SqlError::NoSuchTable(
+                    "information_schema".into(),
+                    table.to_string(),
+                ))
+            }
+        },
     };
     let names: Vec<String> = cols.iter().map(|c| c.to_string()).collect();
     let infos = cols
@@ -472,6 +703,9 @@ pub fn info_schema(engine: &Engine, table: &str) -> Result<VirtualTable, SqlErro
                 ]);
             }
         }
+        // Objects shoal does not have (triggers, routines, events, views, tablespaces):
+        // the tables exist with MySQL's columns and no rows, so tools that look find none.
+        "FILES" | "TRIGGERS" | "ROUTINES" | "EVENTS" | "VIEWS" => {}
         _ => {
             for d in dbs {
                 let Ok(tables) = engine.tables(&d) else {
@@ -481,7 +715,14 @@ pub fn info_schema(engine: &Engine, table: &str) -> Result<VirtualTable, SqlErro
                     let Ok(t) = engine.table(&d, &tn) else {
                         continue;
                     };
-                    if up == "TABLES" {
+                    if up == "PARTITIONS" {
+                        // One row per (unpartitioned) table, as MySQL shows them.
+                        let mut row = vec![Value::Null; names.len()];
+                        row[0] = s("def");
+                        row[1] = s(&d);
+                        row[2] = s(&tn);
+                        rows.push(row);
+                    } else if up == "TABLES" {
                         let ai = if t.auto_increment_column().is_some() {
                             engine
                                 .peek_auto_increment(&t)
@@ -553,6 +794,7 @@ pub fn info_schema(engine: &Engine, table: &str) -> Result<VirtualTable, SqlErro
                                 } else {
                                     ""
                                 }),
+                                s(""),
                             ]);
                         }
                     }

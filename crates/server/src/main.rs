@@ -80,6 +80,9 @@ fn open_tables(server: &Arc<Server>, datadir: &std::path::Path) {
         for (name, v) in status_engine.store().status() {
             out.push((name.to_string(), v.to_string()));
         }
+        for (name, v) in status_engine.table_locks().status() {
+            out.push((name.to_string(), v.to_string()));
+        }
     }));
     let live = engine;
     server.subscribe_variables(Box::new(move |name, value| match name {
@@ -222,6 +225,21 @@ fn main() {
             "thread_handling={handling} is not available in this build \
              (use one-thread-per-connection or pool-of-threads)"
         ));
+    }
+    if let Some(from) = &parsed.restore_from {
+        let datadir = server.datadir();
+        match shoal_server::restore::restore(std::path::Path::new(from), &datadir) {
+            Ok(r) => {
+                println!(
+                    "shoal: restored {} files ({} bytes) from '{from}' into '{}'",
+                    r.files,
+                    r.bytes,
+                    datadir.display()
+                );
+                return;
+            }
+            Err(e) => fail(format!("restore failed: {e}")),
+        }
     }
     raise_open_files_limit(&server);
     let datadir = server.datadir();

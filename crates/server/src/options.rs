@@ -70,6 +70,8 @@ pub struct Parsed {
     pub help: bool,
     /// `--version`.
     pub version: bool,
+    /// `--restore-from=DIR`: copy a `BACKUP TO` directory into the datadir and exit.
+    pub restore_from: Option<String>,
     /// Options in application order (files first, then command line).
     pub options: Vec<Opt>,
 }
@@ -173,6 +175,7 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, OptionError> {
         match name.as_str() {
             "defaults_file" => defaults_file = Some(value),
             "defaults_extra_file" => extra_file = Some(value),
+            "restore_from" => parsed.restore_from = Some(value),
             _ => cmdline.push(Opt {
                 name,
                 value,
@@ -317,6 +320,8 @@ startup is an option. The most used ones:\n\
   --wait-timeout=S, --interactive-timeout=S, --connect-timeout=S,\n\
   --net-read-timeout=S, --net-write-timeout=S, --max-allowed-packet=BYTES\n\
   --root-password=PW       password of root (default: empty)\n\
+  --restore-from=DIR       copy the backup BACKUP TO 'DIR' made into --datadir (absent or\n\
+                           empty) and exit; then start the server on that datadir\n\
   --help, --version\n",
         v = env!("CARGO_PKG_VERSION")
     )

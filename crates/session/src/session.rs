@@ -151,6 +151,8 @@ struct HotVars {
     isolation: Isolation,
     /// `innodb_lock_wait_timeout`, seconds.
     lock_wait_timeout: u64,
+    /// `lock_wait_timeout` (table locks), seconds.
+    table_lock_wait_timeout: u64,
     /// `max_execution_time`, ms (0 = none).
     max_execution_time: u64,
     max_allowed_packet: u64,
@@ -686,7 +688,12 @@ impl Session {
             in_transaction,
             // Row locks live in the table engine's transaction; with autocommit=0 a locking
             // read opens one implicitly and it counts exactly like BEGIN.
-            holds_locks: self.table.as_ref().is_some_and(|ts| ts.holds_locks()),
+            // So do LOCK TABLES and the global read lock: others wait for this session's
+            // UNLOCK TABLES, which the pool must run even at thread_pool_max_threads.
+            holds_locks: self
+                .table
+                .as_ref()
+                .is_some_and(|ts| ts.holds_locks() || ts.holds_table_locks()),
             priority: c.priority,
             high_prio_mode: c.mode,
             high_prio_tickets: c.tickets,
@@ -737,6 +744,7 @@ impl Session {
                 .map(|v| isolation_of(&v.display()))
                 .unwrap_or_default(),
             lock_wait_timeout: self.var_u64("innodb_lock_wait_timeout", 50),
+            table_lock_wait_timeout: self.var_u64("lock_wait_timeout", 31_536_000),
             max_execution_time: self.var_u64("max_execution_time", 0),
             max_allowed_packet: self.var_u64("max_allowed_packet", 64 << 20),
             div_precision: self.var_u64("div_precision_increment", 4) as u32,
@@ -832,6 +840,7 @@ impl Session {
         }
         let hot = self.hot();
         let (autocommit, iso, timeout) = (hot.autocommit, hot.isolation, hot.lock_wait_timeout);
+        let table_timeout = hot.table_lock_wait_timeout;
         let restrictions = shoal_exec::Restrictions {
             server_read_only: self.server.read_only_for(self.is_super),
             session_read_only: hot.read_only,
@@ -844,6 +853,7 @@ impl Session {
         }
         ts.set_isolation(iso);
         ts.set_lock_wait_timeout(Duration::from_secs(timeout));
+        ts.set_table_lock_timeout(Duration::from_secs(table_timeout));
         ts.set_select_limit(hot.select_limit);
         ts.set_write_limit(hot.write_limit);
         Some(ts)
@@ -881,6 +891,12 @@ impl Session {
             }
             (out, _) => exec_response(out),
         })
+    }
+
+    /// The table session, or 1235 naming `what` when no storage engine is plugged in.
+    fn tables_or_unsupported(&mut self, what: &str) -> Result<&mut TableSession, SqlError> {
+        self.table_session()
+            .ok_or_else(|| SqlError::Unsupported(format!("{what} (no storage engine)")))
     }
 
     /// Whether a table engine is plugged in.
@@ -1258,6 +1274,68 @@ impl Session {
                 }
                 Ok(ok(0))
             }
+            Statement::LockTables(list) => {
+                let list: Vec<_> = list
+                    .iter()
+                    .map(|(t, k)| (t.db.clone(), t.name.clone(), *k))
+                    .collect();
+                let db = self.db.clone();
+                self.tables_or_unsupported("LOCK TABLES")?
+                    .lock_tables(&list, db.as_deref())?;
+                Ok(ok(0))
+            }
+            Statement::UnlockTables => {
+                if let Some(ts) = self.table_session() {
+                    ts.unlock_tables()?;
+                }
+                Ok(ok(0))
+            }
+            Statement::Savepoint(name) => {
+                self.tables_or_unsupported("SAVEPOINT")?.savepoint(name)?;
+                Ok(ok(0))
+            }
+            Statement::RollbackToSavepoint(name) => {
+                self.tables_or_unsupported("ROLLBACK TO SAVEPOINT")?
+                    .rollback_to_savepoint(name)?;
+                Ok(ok(0))
+            }
+            Statement::ReleaseSavepoint(name) => {
+                self.tables_or_unsupported("RELEASE SAVEPOINT")?
+                    .release_savepoint(name)?;
+                Ok(ok(0))
+            }
+            Statement::AlterTableKeys(t, _) => {
+                let db = t.db.clone().or_else(|| self.db.clone());
+                self.tables_or_unsupported("ALTER TABLE")?
+                    .alter_keys(db.as_deref(), &t.name)?;
+                // MySQL's answer for InnoDB: the store keeps its indexes current always.
+                self.warn(
+                    1031,
+                    format!(
+                        "Table storage engine for '{}' doesn't have this option",
+                        t.name
+                    ),
+                );
+                Ok(ok(0))
+            }
+            Statement::Backup(dir) => {
+                self.require_super("SUPER")?;
+                let engine = self
+                    .server
+                    .table_engine()
+                    .ok_or_else(|| SqlError::Unsupported("BACKUP (no storage engine)".into()))?;
+                let r = engine.backup_to(std::path::Path::new(dir), &self.server.version())?;
+                let rows = vec![vec![
+                    Value::Str(dir.clone()),
+                    Value::UInt(r.files),
+                    Value::UInt(r.bytes),
+                    Value::Str(format!("{:.3}", r.elapsed.as_secs_f64())),
+                ]];
+                Ok(Response::Rows(to_result_set(
+                    text_result(&["Directory", "Files", "Bytes", "Seconds"], rows),
+                    0,
+                )))
+            }
             Statement::TableStatement(_, _) if self.has_tables() => self.run_table(params),
             Statement::TableStatement(kind, tables) => self.table_statement(kind, tables),
         }
@@ -1381,6 +1459,20 @@ impl Session {
             if o == "HOSTS" {
                 let server = self.server.clone();
                 resets.push(Arc::new(move || server.flush_hosts()) as FlushFn);
+                continue;
+            }
+            // No table cache to close; under LOCK TABLES refused (1192) as in MySQL.
+            if o == "TABLES" || o == "TABLE" {
+                if let Some(ts) = self.table_session() {
+                    ts.flush_tables()?;
+                }
+                continue;
+            }
+            // The global read lock (table_lock.rs in shoal-exec). Taken at once, so a
+            // failure (1205) leaves the other options of the statement undone.
+            if o == "TABLES WITH READ LOCK" || o == "TABLE WITH READ LOCK" {
+                self.tables_or_unsupported("FLUSH TABLES WITH READ LOCK")?
+                    .global_read_lock()?;
                 continue;
             }
             if let Some(f) = self.server.hooks().flushable(o) {
@@ -1913,10 +2005,29 @@ impl Session {
                     s("shoal transactional storage on RocksDB (accepted as ENGINE=InnoDB)"),
                     s("YES"),
                     s("NO"),
-                    s("NO"),
+                    s("YES"),
                 ]],
                 0,
             ),
+            ShowKind::CreateDatabase(db, if_not_exists) => {
+                if !self.server.catalog().database_exists(db) {
+                    return Err(SqlError::UnknownDatabase(db.clone()));
+                }
+                let ine = if *if_not_exists {
+                    "/*!32312 IF NOT EXISTS*/ "
+                } else {
+                    ""
+                };
+                let create = format!(
+                    "CREATE DATABASE {ine}`{}` /*!40100 DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin */",
+                    db.replace('`', "``")
+                );
+                (
+                    vec!["Database", "Create Database"],
+                    vec![vec![s(db), s(&create)]],
+                    0,
+                )
+            }
             ShowKind::TableInfo(t) => {
                 let (db, name) = resolve_table(t, &self.ctx(&[]))?;
                 if !self.server.catalog().table_exists(&db, &name) {
@@ -2202,6 +2313,7 @@ impl Backend for Session {
         self.in_transaction = false;
         if let Some(ts) = self.table.as_mut() {
             ts.rollback();
+            ts.release_table_locks();
         }
         self.user_vars.clear();
         let n = self.prepared.len() as u64;
@@ -2443,9 +2555,10 @@ impl Backend for Session {
             self.closed = true;
             self.command_end();
             self.in_transaction = false;
-            // A client gone mid-transaction: roll back and free its row locks.
+            // A client gone mid-transaction: roll back and free its row and table locks.
             if let Some(ts) = self.table.as_mut() {
                 ts.rollback();
+                ts.release_table_locks();
             }
             *self
                 .entry

@@ -55,6 +55,13 @@ pub const COM_NAMES: &[&str] = &[
     "init_db",
     "reset_connection",
     "flush",
+    "lock_tables",
+    "unlock_tables",
+    "savepoint",
+    "rollback_to_savepoint",
+    "release_savepoint",
+    "alter_table",
+    "show_create_db",
 ];
 
 /// Index of `Com_<name>` in [`COM_NAMES`] (panics on an unknown name: compile-time names only).

@@ -388,6 +388,7 @@ fn defs() -> Vec<VarDef> {
             s("O_DIRECT"),
         ),
         d("innodb_lock_wait_timeout", u(1, 1073741824), Both, true, V::UInt(50)),
+        d("lock_wait_timeout", u(1, 31536000), Both, true, V::UInt(31536000)),
         d("innodb_deadlock_detect", Bool, Global, true, V::Bool(true)),
         d("innodb_file_per_table", Bool, Global, true, V::Bool(true)),
         d("innodb_version", Str, Global, false, s("8.0.36")),

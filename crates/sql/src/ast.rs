@@ -511,6 +511,8 @@ pub enum ShowKind {
     Engines,
     /// SHOW COLUMNS/INDEX/CREATE TABLE on a table: needs storage.
     TableInfo(TableName),
+    /// `SHOW CREATE {DATABASE | SCHEMA} [IF NOT EXISTS] db`: (db, IF NOT EXISTS).
+    CreateDatabase(String, bool),
 }
 
 /// A statement.
@@ -557,6 +559,31 @@ pub enum Statement {
     /// upper-cased and joined by one space (`THREAD_POOL_STATS`, `TABLES WITH READ LOCK`). The
     /// session decides which it can do.
     Flush(Vec<String>),
+    /// `LOCK TABLE[S] t [AS a] READ [LOCAL] | [LOW_PRIORITY] WRITE, ...`.
+    LockTables(Vec<(TableName, TableLockKind)>),
+    /// `UNLOCK TABLE[S]`.
+    UnlockTables,
+    /// `SAVEPOINT name`.
+    Savepoint(String),
+    /// `ROLLBACK [WORK] TO [SAVEPOINT] name`.
+    RollbackToSavepoint(String),
+    /// `RELEASE SAVEPOINT name`.
+    ReleaseSavepoint(String),
+    /// `ALTER TABLE t DISABLE KEYS` (`false`) / `ENABLE KEYS` (`true`): what dump files wrap
+    /// their INSERTs in. A no-op with note 1031 for InnoDB-like tables, as in MySQL.
+    AlterTableKeys(TableName, bool),
+    /// `BACKUP TO 'dir'`: a consistent physical copy of the store into a new directory on the
+    /// server's host (shoal's own statement; SUPER only).
+    Backup(String),
+}
+
+/// The lock `LOCK TABLES` takes on one table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableLockKind {
+    /// `READ` / `READ LOCAL` (the same for transactional tables, as in InnoDB).
+    Read,
+    /// `WRITE` / `LOW_PRIORITY WRITE`.
+    Write,
 }
 
 impl Statement {
@@ -581,6 +608,7 @@ impl Statement {
                 ShowKind::Charset => "show_charsets",
                 ShowKind::Engines => "show_engines",
                 ShowKind::TableInfo(_) => "show_tables",
+                ShowKind::CreateDatabase(..) => "show_create_db",
             },
             Statement::Kill(..) => "kill",
             Statement::Flush(_) => "flush",
@@ -593,6 +621,13 @@ impl Statement {
             Statement::DropUser(..) => "drop_user",
             Statement::TableStatement(kind, _) => kind,
             Statement::Do(_) => "select",
+            Statement::LockTables(_) => "lock_tables",
+            Statement::UnlockTables => "unlock_tables",
+            Statement::Savepoint(_) => "savepoint",
+            Statement::RollbackToSavepoint(_) => "rollback_to_savepoint",
+            Statement::ReleaseSavepoint(_) => "release_savepoint",
+            Statement::AlterTableKeys(..) => "alter_table",
+            Statement::Backup(_) => "admin_commands",
         }
     }
 }

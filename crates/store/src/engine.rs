@@ -328,6 +328,19 @@ impl Engine {
         Transaction::new(self.inner.clone(), id, isolation)
     }
 
+    /// A consistent physical copy of the store in `dir/rocksdb` (which must not exist), made
+    /// with RocksDB's checkpoint: the memtables are flushed, then every live SST file is
+    /// hard-linked (copied across file systems) and the manifest written, all at one sequence
+    /// number. Every commit is one atomic WriteBatch, so the copy holds each transaction
+    /// committed before that point whole and none after it, catalog and auto-increment
+    /// reservations included. Writers go on meanwhile (they may stall briefly on the flush).
+    pub fn checkpoint(&self, dir: &std::path::Path) -> Result<()> {
+        std::fs::create_dir_all(dir)?;
+        let cp = rocksdb::checkpoint::Checkpoint::new(&self.inner.db)?;
+        cp.create_checkpoint(dir.join("rocksdb"))?;
+        Ok(())
+    }
+
     /// The data directory.
     pub fn datadir(&self) -> &std::path::Path {
         &self.inner.datadir
@@ -488,6 +501,19 @@ impl Engine {
     /// CREATE TABLE. Validates the spec (names, key columns, AUTO_INCREMENT on an integer
     /// key column) and assigns key-space ids.
     pub fn create_table(&self, db: &str, spec: TableSpec) -> Result<Arc<TableDef>> {
+        self.create_table_with(db, spec, true)
+    }
+
+    /// CREATE TABLE; with `fk_checks` false (`foreign_key_checks = 0`) a foreign key may name
+    /// a parent table that does not exist yet, as MySQL allows: dump files create tables in
+    /// name order, children before their parents. The key is then checked against the parent
+    /// only when rows are (and the parent must exist by then).
+    pub fn create_table_with(
+        &self,
+        db: &str,
+        spec: TableSpec,
+        fk_checks: bool,
+    ) -> Result<Arc<TableDef>> {
         let _ddl = lock_mutex(&self.inner.ddl);
         if !self.database_exists(db) {
             return Err(StoreError::NoSuchDatabase(db.to_string()));
@@ -578,17 +604,21 @@ impl Engine {
             }
             let parent_db = fk.ref_db.clone().unwrap_or_else(|| db.to_string());
             let parent = if parent_db == db && fk.ref_table.eq_ignore_ascii_case(&def.name) {
-                Arc::new(def.clone())
+                Some(Arc::new(def.clone()))
             } else {
-                self.inner.table(&parent_db, &fk.ref_table).map_err(|_| {
-                    fk_error(
-                        1824,
-                        format!("Failed to open the referenced table '{}'", fk.ref_table),
-                    )
-                })?
+                match self.inner.table(&parent_db, &fk.ref_table) {
+                    Ok(p) => Some(p),
+                    Err(_) if !fk_checks => None,
+                    Err(_) => {
+                        return Err(fk_error(
+                            1824,
+                            format!("Failed to open the referenced table '{}'", fk.ref_table),
+                        ))
+                    }
+                }
             };
             let names = self.fk_names(db);
-            let f = foreign_key(&def, fk, &parent, &names)?;
+            let f = foreign_key(&def, fk, parent.as_deref(), &names)?;
             def.foreign_keys.push(f);
         }
         let mut b = WriteBatch::default();
@@ -736,7 +766,7 @@ impl Engine {
                 )
             })?
         };
-        let f = foreign_key(&def, spec, &parent, &self.fk_names(db))?;
+        let f = foreign_key(&def, spec, Some(&parent), &self.fk_names(db))?;
         let cols = f.columns.clone();
         if def.key_with_prefix(&cols).is_none() {
             return Err(fk_error(
@@ -1425,10 +1455,12 @@ fn fk_compatible(a: ColumnType, b: ColumnType) -> bool {
 }
 
 /// Validates a foreign key of `child` referencing `parent` and gives it its name.
+/// Validates a foreign key of `child` against its parent (`None`: the parent does not exist
+/// yet, under `foreign_key_checks = 0`: only the child's side is checked).
 fn foreign_key(
     child: &TableDef,
     spec: &catalog::ForeignKeySpec,
-    parent: &TableDef,
+    parent: Option<&TableDef>,
     taken: &[String],
 ) -> Result<catalog::ForeignKeyDef> {
     let name = match &spec.name {
@@ -1467,6 +1499,17 @@ fn foreign_key(
             ),
         ));
     }
+    let Some(parent) = parent else {
+        return Ok(catalog::ForeignKeyDef {
+            name,
+            columns: cols,
+            ref_db: spec.ref_db.clone().unwrap_or_else(|| child.db.clone()),
+            ref_table: spec.ref_table.clone(),
+            ref_columns: spec.ref_columns.clone(),
+            on_delete: spec.on_delete,
+            on_update: spec.on_update,
+        });
+    };
     let mut ref_pos = Vec::new();
     for r in &spec.ref_columns {
         ref_pos.push(parent.column_index(r).ok_or_else(|| {

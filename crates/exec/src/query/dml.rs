@@ -69,6 +69,21 @@ impl MultiPlan {
     pub fn is_stale(&self, store: &Engine) -> bool {
         self.query.is_stale(store)
     }
+
+    /// The stored tables it touches: (database, table, whether rows change there).
+    pub fn tables(&self) -> Vec<(String, String, bool)> {
+        self.query
+            .tables
+            .iter()
+            .map(|(d, n, _)| {
+                let target = self
+                    .targets
+                    .iter()
+                    .any(|t| t.def.db == *d && t.def.name == *n);
+                (d.clone(), n.clone(), target)
+            })
+            .collect()
+    }
 }
 
 /// Binds a multi-table UPDATE/DELETE; unqualified tables are in `db`.

@@ -72,6 +72,10 @@ fn parse_tokens(sql: &str, tokens: Vec<TokenWithSpan>) -> Result<Parsed, SqlErro
         "SET" | "SHOW" | "KILL" | "USE" | "BEGIN" | "START" | "COMMIT" | "ROLLBACK" | "DO"
         | "FLUSH" => true,
         "CREATE" | "DROP" => matches!(second.as_str(), "DATABASE" | "SCHEMA" | "USER"),
+        "LOCK" => matches!(second.as_str(), "TABLE" | "TABLES"),
+        "UNLOCK" | "SAVEPOINT" | "RELEASE" => true,
+        "BACKUP" => second == "TO",
+        "ALTER" => second == "TABLE" && is_alter_keys(&p),
         _ => false,
     };
     let statement = if own {
@@ -91,6 +95,16 @@ fn parse_tokens(sql: &str, tokens: Vec<TokenWithSpan>) -> Result<Parsed, SqlErro
         statement,
         params: t.params,
     })
+}
+
+/// `ALTER TABLE name DISABLE|ENABLE KEYS` (the name possibly qualified), peeked after `ALTER`.
+fn is_alter_keys(p: &Parser) -> bool {
+    let keys_at = |i: usize| {
+        matches!(peek_word(p, i).as_deref(), Some("DISABLE" | "ENABLE"))
+            && peek_word(p, i + 1).as_deref() == Some("KEYS")
+            && matches!(p.peek_nth_token(i + 2).token, Token::EOF | Token::SemiColon)
+    };
+    keys_at(3) || (matches!(p.peek_nth_token(3).token, Token::Period) && keys_at(5))
 }
 
 fn peek_word(p: &Parser, n: usize) -> Option<String> {
@@ -212,6 +226,70 @@ impl Translator<'_> {
                 eat(p, "WORK");
                 Statement::Begin(None)
             }
+            "SAVEPOINT" => Statement::Savepoint(name(p)?),
+            "BACKUP" => {
+                p.next_token(); // TO
+                match p.next_token().token {
+                    Token::SingleQuotedString(dir) | Token::DoubleQuotedString(dir) => {
+                        Statement::Backup(dir)
+                    }
+                    other => return Err(SqlError::Syntax(other.to_string())),
+                }
+            }
+            "RELEASE" => {
+                if !eat(p, "SAVEPOINT") {
+                    return Err(SqlError::Syntax("RELEASE".into()));
+                }
+                Statement::ReleaseSavepoint(name(p)?)
+            }
+            "UNLOCK" => {
+                if !eat(p, "TABLES") && !eat(p, "TABLE") {
+                    return Err(SqlError::Syntax("UNLOCK".into()));
+                }
+                Statement::UnlockTables
+            }
+            "LOCK" => {
+                p.next_token(); // TABLE | TABLES
+                let mut list = Vec::new();
+                loop {
+                    let t = self.table_name(p)?;
+                    // An alias names the table in the statements under the lock; shoal
+                    // locks the table itself and does not track aliases.
+                    if eat(p, "AS")
+                        || !matches!(
+                            peek_word(p, 0).as_deref(),
+                            Some("READ" | "WRITE" | "LOW_PRIORITY")
+                        )
+                    {
+                        return Err(unsupported("LOCK TABLES with an alias"));
+                    }
+                    let kind = if eat(p, "READ") {
+                        eat(p, "LOCAL");
+                        TableLockKind::Read
+                    } else {
+                        eat(p, "LOW_PRIORITY");
+                        if !eat(p, "WRITE") {
+                            return Err(SqlError::Syntax(p.peek_token().token.to_string()));
+                        }
+                        TableLockKind::Write
+                    };
+                    list.push((t, kind));
+                    if !p.consume_token(&Token::Comma) {
+                        break;
+                    }
+                }
+                Statement::LockTables(list)
+            }
+            "ALTER" => {
+                p.next_token(); // TABLE
+                let t = self.table_name(p)?;
+                let enable = eat(p, "ENABLE");
+                if !enable {
+                    eat(p, "DISABLE");
+                }
+                eat(p, "KEYS");
+                Statement::AlterTableKeys(t, enable)
+            }
             "START" => {
                 if !eat(p, "TRANSACTION") {
                     return Err(SqlError::Syntax("START".into()));
@@ -244,10 +322,14 @@ impl Translator<'_> {
             }
             "COMMIT" | "ROLLBACK" => {
                 eat(p, "WORK");
-                if peek_word(p, 0).as_deref() == Some("AND")
-                    || peek_word(p, 0).as_deref() == Some("TO")
-                {
-                    return Err(unsupported(format!("{head} AND CHAIN / TO SAVEPOINT")));
+                if head == "ROLLBACK" && eat(p, "TO") {
+                    eat(p, "SAVEPOINT");
+                    let sp = name(p)?;
+                    expect_end(p)?;
+                    return Ok(Statement::RollbackToSavepoint(sp));
+                }
+                if peek_word(p, 0).as_deref() == Some("AND") {
+                    return Err(unsupported(format!("{head} AND CHAIN")));
                 }
                 if head == "COMMIT" {
                     Statement::Commit
@@ -636,6 +718,10 @@ impl Translator<'_> {
                 ShowKind::TableInfo(t)
             }
             "CREATE" if eat(p, "TABLE") => ShowKind::TableInfo(self.table_name(p)?),
+            "CREATE" if eat(p, "DATABASE") || eat(p, "SCHEMA") => {
+                let ine = eat_seq(p, &["IF", "NOT", "EXISTS"]);
+                ShowKind::CreateDatabase(name(p)?, ine)
+            }
             "" => return Err(SqlError::Syntax(p.peek_token().token.to_string())),
             other => return Err(unsupported(format!("SHOW {other}"))),
         };

@@ -1,0 +1,538 @@
+//! Table locks: `LOCK TABLES`, `FLUSH TABLES WITH READ LOCK`, and the per-transaction intents
+//! every table statement takes so that those two can wait for the transactions in flight.
+//!
+//! MySQL does this with metadata locks (MDL). We keep the part a client can observe:
+//!
+//! * **Intents.** Every table statement of a session that is not under `LOCK TABLES` takes an
+//!   intent on each stored table it touches: *read* for the tables it only reads, *write* for the
+//!   tables it changes (rows or definition). Intents are held until the transaction ends (at the
+//!   end of the statement under autocommit), like MySQL's `MDL_SHARED_READ` /
+//!   `MDL_SHARED_WRITE`. So `LOCK TABLES t READ` waits for a transaction that wrote `t` and has
+//!   not committed yet, and a dump taken under it never sees half of a transaction that spans
+//!   two locked tables.
+//! * **Explicit locks** (`LOCK TABLES`), all taken at once or none: `READ` is shared with other
+//!   readers and read intents; `WRITE` is exclusive. While a session holds them it may touch
+//!   only the tables it locked (1100 otherwise) and may not change a READ-locked one (1099).
+//! * **The global read lock** (`FLUSH TABLES WITH READ LOCK`): taken once no other session
+//!   holds a write intent or a WRITE lock; while it is held every other session's write intent
+//!   waits. Its holder's own writes fail with 1223, as in MySQL.
+//!
+//! Conflicts (rows: what is requested; "other" = held by another session):
+//!
+//! | request        | blocked by (held by another session)                         |
+//! |----------------|--------------------------------------------------------------|
+//! | read intent    | WRITE lock                                                   |
+//! | write intent   | READ or WRITE lock, global read lock                         |
+//! | READ lock      | WRITE lock, write intent                                     |
+//! | WRITE lock     | any lock or intent                                           |
+//! | global read    | WRITE lock, write intent                                     |
+//!
+//! **No starvation of a waiting lock.** Under a steady stream of short writers a `LOCK TABLES
+//! ... READ` or a global read lock would rarely find a moment without a write intent, so a
+//! request for an explicit or global lock is recorded while it waits, and *new* intents that
+//! conflict with it wait behind it (MDL's priority for pending strong locks). A session that
+//! already holds intents (an open transaction) is not held back by pending requests, only by
+//! granted locks, so it can finish and cannot close a cycle with the request that waits for it.
+//!
+//! **Waiting** is a condition variable with the session's `lock_wait_timeout` (1205 when it
+//! expires), checked every 100 ms against the session's KILL flag (1317), and reported to the
+//! thread pool as a `TABLE_LOCK` (or `GLOBAL_LOCK`) wait so a blocked worker frees its slot.
+//! Everything a session holds is keyed by its lock id and released by `UNLOCK TABLES`, by the end
+//! of its transaction (intents), and when the session is dropped (disconnect).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use shoal_sql::SqlError;
+use shoal_wait::WaitKind;
+
+/// A table as the lock manager knows it: (database, table).
+pub type TableKey = (String, String);
+
+/// What a session asks for on one table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockRequest {
+    /// A statement reads the table.
+    ReadIntent,
+    /// A statement changes the table.
+    WriteIntent,
+    /// `LOCK TABLES t READ`.
+    Read,
+    /// `LOCK TABLES t WRITE`.
+    Write,
+}
+
+/// Who holds what on one table.
+#[derive(Default, Debug)]
+struct Entry {
+    read_intents: HashSet<u64>,
+    write_intents: HashSet<u64>,
+    read_locks: HashSet<u64>,
+    write_lock: Option<u64>,
+}
+
+impl Entry {
+    fn is_empty(&self) -> bool {
+        self.read_intents.is_empty()
+            && self.write_intents.is_empty()
+            && self.read_locks.is_empty()
+            && self.write_lock.is_none()
+    }
+}
+
+/// A request for explicit or global locks that is waiting (see the module docs).
+#[derive(Debug)]
+struct Pending {
+    session: u64,
+    /// Empty for the global read lock.
+    tables: Vec<(TableKey, LockRequest)>,
+}
+
+#[derive(Default, Debug)]
+struct State {
+    tables: HashMap<TableKey, Entry>,
+    /// Holders of the global read lock.
+    global_read: HashSet<u64>,
+    /// Waiting LOCK TABLES / FTWRL requests, oldest first.
+    pending: Vec<(u64, Pending)>,
+    next_pending: u64,
+    /// Sessions holding at least one intent.
+    intent_holders: HashSet<u64>,
+}
+
+fn others<'a>(set: &'a HashSet<u64>, me: u64) -> impl Iterator<Item = &'a u64> + 'a {
+    set.iter().filter(move |s| **s != me)
+}
+
+impl State {
+    /// Whether `me` can be granted `req` on `key` given what is granted now.
+    fn grantable(&self, me: u64, key: &TableKey, req: LockRequest) -> bool {
+        let Some(e) = self.tables.get(key) else {
+            return !(req == LockRequest::WriteIntent || req == LockRequest::Write)
+                || others(&self.global_read, me).next().is_none();
+        };
+        let write_locked = e.write_lock.is_some_and(|s| s != me);
+        match req {
+            LockRequest::ReadIntent => !write_locked,
+            LockRequest::WriteIntent => {
+                !write_locked
+                    && others(&e.read_locks, me).next().is_none()
+                    && others(&self.global_read, me).next().is_none()
+            }
+            LockRequest::Read => !write_locked && others(&e.write_intents, me).next().is_none(),
+            LockRequest::Write => {
+                !write_locked
+                    && others(&e.read_locks, me).next().is_none()
+                    && others(&e.read_intents, me).next().is_none()
+                    && others(&e.write_intents, me).next().is_none()
+                    && others(&self.global_read, me).next().is_none()
+            }
+        }
+    }
+
+    /// Whether an intent of `me` must queue behind a pending explicit or global request that
+    /// came first (`before`: only requests older than this pending id; `None`: all).
+    fn behind_pending(&self, me: u64, key: &TableKey, req: LockRequest) -> bool {
+        if self.intent_holders.contains(&me) {
+            return false;
+        }
+        self.pending.iter().any(|(_, p)| {
+            p.session != me
+                && if p.tables.is_empty() {
+                    req == LockRequest::WriteIntent
+                } else {
+                    p.tables.iter().any(|(k, r)| {
+                        k == key && (*r == LockRequest::Write || req == LockRequest::WriteIntent)
+                    })
+                }
+        })
+    }
+
+    fn global_grantable(&self, me: u64) -> bool {
+        self.tables.values().all(|e| {
+            e.write_lock.is_none_or(|s| s == me) && others(&e.write_intents, me).next().is_none()
+        })
+    }
+
+    fn grant(&mut self, me: u64, key: &TableKey, req: LockRequest) {
+        let e = self.tables.entry(key.clone()).or_default();
+        match req {
+            LockRequest::ReadIntent => {
+                e.read_intents.insert(me);
+                self.intent_holders.insert(me);
+            }
+            LockRequest::WriteIntent => {
+                e.write_intents.insert(me);
+                self.intent_holders.insert(me);
+            }
+            LockRequest::Read => {
+                e.read_locks.insert(me);
+            }
+            LockRequest::Write => e.write_lock = Some(me),
+        }
+    }
+
+    fn release(&mut self, me: u64, intents: bool, locks: bool) {
+        self.tables.retain(|_, e| {
+            if intents {
+                e.read_intents.remove(&me);
+                e.write_intents.remove(&me);
+            }
+            if locks {
+                e.read_locks.remove(&me);
+                if e.write_lock == Some(me) {
+                    e.write_lock = None;
+                }
+            }
+            !e.is_empty()
+        });
+        if intents {
+            self.intent_holders.remove(&me);
+        }
+    }
+}
+
+/// The server-wide table lock manager (one per [`crate::TableEngine`]).
+#[derive(Default)]
+pub struct TableLocks {
+    state: Mutex<State>,
+    changed: Condvar,
+    /// Requests granted without waiting (`Table_locks_immediate`).
+    immediate: AtomicU64,
+    /// Requests that waited (`Table_locks_waited`).
+    waited: AtomicU64,
+    /// Requests waiting now (`Shoal_table_lock_current_waits`).
+    current_waits: AtomicU64,
+}
+
+/// Decrements the current-waits gauge when a wait ends, however it ends.
+struct WaitingGauge<'a>(&'a AtomicU64);
+
+impl Drop for WaitingGauge<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// 1205 `ER_LOCK_WAIT_TIMEOUT`.
+pub fn lock_wait_timeout() -> SqlError {
+    SqlError::other(
+        1205,
+        "HY000",
+        "Lock wait timeout exceeded; try restarting transaction",
+    )
+}
+
+impl TableLocks {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits on the condition variable until `ready` holds, the deadline passes (1205) or the
+    /// session is killed (1317). Reports the wait to the pool as `kind`.
+    fn wait_until<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, State>,
+        timeout: Duration,
+        killed: &AtomicBool,
+        kind: WaitKind,
+        mut ready: impl FnMut(&State) -> bool,
+    ) -> Result<MutexGuard<'a, State>, (MutexGuard<'a, State>, SqlError)> {
+        if ready(&st) {
+            self.immediate.fetch_add(1, Ordering::Relaxed);
+            return Ok(st);
+        }
+        self.waited.fetch_add(1, Ordering::Relaxed);
+        self.current_waits.fetch_add(1, Ordering::Relaxed);
+        let _gauge = WaitingGauge(&self.current_waits);
+        let deadline = Instant::now().checked_add(timeout);
+        let _wait = shoal_wait::wait(kind);
+        loop {
+            if killed.load(Ordering::SeqCst) {
+                return Err((st, SqlError::Interrupted));
+            }
+            let now = Instant::now();
+            let slice = match deadline {
+                Some(d) if now >= d => return Err((st, lock_wait_timeout())),
+                Some(d) => (d - now).min(Duration::from_millis(100)),
+                None => Duration::from_millis(100),
+            };
+            st = self
+                .changed
+                .wait_timeout(st, slice)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+            if ready(&st) {
+                return Ok(st);
+            }
+        }
+    }
+
+    /// Status rows: `Table_locks_immediate`, `Table_locks_waited` (MySQL's names, counting
+    /// every intent and lock request) and `Shoal_table_lock_current_waits`.
+    pub fn status(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            (
+                "Table_locks_immediate",
+                self.immediate.load(Ordering::Relaxed),
+            ),
+            ("Table_locks_waited", self.waited.load(Ordering::Relaxed)),
+            (
+                "Shoal_table_lock_current_waits",
+                self.current_waits.load(Ordering::Relaxed),
+            ),
+        ]
+    }
+
+    /// Takes intents for one statement of session `me` (already held ones are kept).
+    pub fn acquire_intents(
+        &self,
+        me: u64,
+        tables: &[(TableKey, LockRequest)],
+        timeout: Duration,
+        killed: &AtomicBool,
+    ) -> Result<(), SqlError> {
+        let st = self.lock();
+        let ready = |st: &State| {
+            tables
+                .iter()
+                .all(|(k, r)| st.grantable(me, k, *r) && !st.behind_pending(me, k, *r))
+        };
+        let mut st = self
+            .wait_until(st, timeout, killed, WaitKind::TableLock, ready)
+            .map_err(|(_, e)| e)?;
+        for (k, r) in tables {
+            st.grant(me, k, *r);
+        }
+        Ok(())
+    }
+
+    /// `LOCK TABLES`: all of `tables` at once, or none (1205 / 1317 while waiting).
+    pub fn lock_tables(
+        &self,
+        me: u64,
+        tables: &[(TableKey, LockRequest)],
+        timeout: Duration,
+        killed: &AtomicBool,
+    ) -> Result<(), SqlError> {
+        self.wait_pending(
+            me,
+            tables.to_vec(),
+            timeout,
+            killed,
+            WaitKind::TableLock,
+            |st| tables.iter().all(|(k, r)| st.grantable(me, k, *r)),
+            |st| {
+                for (k, r) in tables {
+                    st.grant(me, k, *r);
+                }
+            },
+        )
+    }
+
+    /// `FLUSH TABLES WITH READ LOCK`.
+    pub fn global_read_lock(
+        &self,
+        me: u64,
+        timeout: Duration,
+        killed: &AtomicBool,
+    ) -> Result<(), SqlError> {
+        self.wait_pending(
+            me,
+            Vec::new(),
+            timeout,
+            killed,
+            WaitKind::GlobalLock,
+            |st| st.global_grantable(me),
+            |st| {
+                st.global_read.insert(me);
+            },
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn wait_pending(
+        &self,
+        me: u64,
+        tables: Vec<(TableKey, LockRequest)>,
+        timeout: Duration,
+        killed: &AtomicBool,
+        kind: WaitKind,
+        ready: impl FnMut(&State) -> bool,
+        grant: impl FnOnce(&mut State),
+    ) -> Result<(), SqlError> {
+        let mut st = self.lock();
+        let id = st.next_pending;
+        st.next_pending += 1;
+        st.pending.push((
+            id,
+            Pending {
+                session: me,
+                tables,
+            },
+        ));
+        let r = self.wait_until(st, timeout, killed, kind, ready);
+        let (mut st, r) = match r {
+            Ok(st) => (st, Ok(())),
+            Err((st, e)) => (st, Err(e)),
+        };
+        st.pending.retain(|(i, _)| *i != id);
+        if r.is_ok() {
+            grant(&mut st);
+        }
+        drop(st);
+        // Intents queued behind this request may go now.
+        self.changed.notify_all();
+        r
+    }
+
+    /// Releases the intents of `me` (its transaction ended).
+    pub fn release_intents(&self, me: u64) {
+        let mut st = self.lock();
+        if !st.intent_holders.contains(&me) {
+            return;
+        }
+        st.release(me, true, false);
+        drop(st);
+        self.changed.notify_all();
+    }
+
+    /// `UNLOCK TABLES`: the explicit locks and the global read lock of `me`.
+    pub fn unlock(&self, me: u64) {
+        let mut st = self.lock();
+        st.release(me, false, true);
+        st.global_read.remove(&me);
+        drop(st);
+        self.changed.notify_all();
+    }
+
+    /// The explicit locks of `me` only (START TRANSACTION keeps the global read lock).
+    pub fn unlock_tables_only(&self, me: u64) {
+        let mut st = self.lock();
+        st.release(me, false, true);
+        drop(st);
+        self.changed.notify_all();
+    }
+
+    /// Everything `me` holds (the session ends).
+    pub fn release_all(&self, me: u64) {
+        let mut st = self.lock();
+        st.release(me, true, true);
+        st.global_read.remove(&me);
+        drop(st);
+        self.changed.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn k(t: &str) -> TableKey {
+        ("db".into(), t.into())
+    }
+
+    const SHORT: Duration = Duration::from_millis(50);
+
+    #[test]
+    fn conflicts_follow_the_table() {
+        let l = TableLocks::default();
+        let no = AtomicBool::new(false);
+        l.lock_tables(1, &[(k("t"), LockRequest::Read)], SHORT, &no)
+            .unwrap();
+        // Readers share; writers wait and time out with 1205.
+        l.acquire_intents(2, &[(k("t"), LockRequest::ReadIntent)], SHORT, &no)
+            .unwrap();
+        let e = l
+            .acquire_intents(3, &[(k("t"), LockRequest::WriteIntent)], SHORT, &no)
+            .unwrap_err();
+        assert_eq!(e.code(), 1205);
+        // Another table is free.
+        l.acquire_intents(3, &[(k("u"), LockRequest::WriteIntent)], SHORT, &no)
+            .unwrap();
+        // A WRITE lock waits for 2's read intent.
+        let e = l
+            .lock_tables(4, &[(k("t"), LockRequest::Write)], SHORT, &no)
+            .unwrap_err();
+        assert_eq!(e.code(), 1205);
+        l.release_intents(2);
+        l.unlock(1);
+        l.lock_tables(4, &[(k("t"), LockRequest::Write)], SHORT, &no)
+            .unwrap();
+        l.release_all(4);
+        l.release_all(3);
+        assert!(l.lock().tables.is_empty());
+    }
+
+    #[test]
+    fn global_read_lock_waits_for_writers_and_blocks_new_ones() {
+        let l = TableLocks::default();
+        let no = AtomicBool::new(false);
+        l.acquire_intents(1, &[(k("t"), LockRequest::WriteIntent)], SHORT, &no)
+            .unwrap();
+        assert_eq!(l.global_read_lock(2, SHORT, &no).unwrap_err().code(), 1205);
+        l.release_intents(1);
+        l.global_read_lock(2, SHORT, &no).unwrap();
+        assert_eq!(
+            l.acquire_intents(1, &[(k("t"), LockRequest::WriteIntent)], SHORT, &no)
+                .unwrap_err()
+                .code(),
+            1205
+        );
+        l.acquire_intents(1, &[(k("t"), LockRequest::ReadIntent)], SHORT, &no)
+            .unwrap();
+    }
+
+    #[test]
+    fn a_waiting_lock_is_not_starved_by_new_intents() {
+        let l = std::sync::Arc::new(TableLocks::default());
+        let no = AtomicBool::new(false);
+        l.acquire_intents(1, &[(k("t"), LockRequest::WriteIntent)], SHORT, &no)
+            .unwrap();
+        let l2 = l.clone();
+        let waiter = std::thread::spawn(move || {
+            let no = AtomicBool::new(false);
+            l2.lock_tables(
+                2,
+                &[(k("t"), LockRequest::Read)],
+                Duration::from_secs(30),
+                &no,
+            )
+        });
+        // Wait until the request is pending.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while l.lock().pending.is_empty() {
+            assert!(Instant::now() < deadline);
+            std::thread::yield_now();
+        }
+        // A new writer queues behind it; the holder of an intent is not held back.
+        let e = l
+            .acquire_intents(3, &[(k("t"), LockRequest::WriteIntent)], SHORT, &no)
+            .unwrap_err();
+        assert_eq!(e.code(), 1205);
+        l.acquire_intents(1, &[(k("u"), LockRequest::WriteIntent)], SHORT, &no)
+            .unwrap();
+        l.release_intents(1);
+        waiter.join().unwrap().unwrap();
+    }
+
+    #[test]
+    fn kill_ends_the_wait() {
+        let l = TableLocks::default();
+        let no = AtomicBool::new(false);
+        l.lock_tables(1, &[(k("t"), LockRequest::Write)], SHORT, &no)
+            .unwrap();
+        let killed = AtomicBool::new(true);
+        let e = l
+            .acquire_intents(
+                2,
+                &[(k("t"), LockRequest::ReadIntent)],
+                Duration::from_secs(3600),
+                &killed,
+            )
+            .unwrap_err();
+        assert_eq!(e.code(), 1317);
+    }
+}

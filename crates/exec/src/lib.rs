@@ -59,6 +59,7 @@
 pub mod ast;
 pub mod convert;
 pub mod exec;
+pub mod needs;
 pub(crate) mod fk;
 pub mod plan;
 pub mod query;
@@ -68,6 +69,7 @@ pub mod translate;
 
 pub use convert::ColumnInfo;
 pub use exec::ExecOutput;
+pub use needs::{TableAccess, TableNeed};
 pub use session::{
     read_only_error, read_only_transaction_error, KillHandle, Plan, Restrictions, StoreCatalog,
     TableEngine, TableSession,

@@ -173,9 +173,9 @@ pub struct Plan {
     /// The columns of `names` a SELECT reads (`None`: all), computed once here.
     needed: Option<Vec<bool>>,
     /// The bound query of a [`TableStmt::Query`] or of an `INSERT ... SELECT`.
-    query: Option<Arc<QueryPlan>>,
+    pub(crate) query: Option<Arc<QueryPlan>>,
     /// A bound multi-table UPDATE/DELETE.
-    multi: Option<Arc<crate::query::dml::MultiPlan>>,
+    pub(crate) multi: Option<Arc<crate::query::dml::MultiPlan>>,
 }
 
 impl Plan {

@@ -55,6 +55,11 @@ pub const COM_NAMES: &[&str] = &[
     "init_db",
     "reset_connection",
     "flush",
+    "grant",
+    "revoke",
+    "show_grants",
+    "alter_user",
+    "rename_user",
 ];
 
 /// Index of `Com_<name>` in [`COM_NAMES`] (panics on an unknown name: compile-time names only).

@@ -59,8 +59,8 @@
 pub mod ast;
 pub mod convert;
 pub mod exec;
-pub mod needs;
 pub(crate) mod fk;
+pub mod needs;
 pub mod plan;
 pub mod query;
 pub mod session;

@@ -96,6 +96,7 @@ impl TableEngine {
             txn_read_only: false,
             next_read_only: None,
             select_limit: u64::MAX,
+            visibility: None,
             kill: Arc::new(KillState {
                 current: Mutex::new(None),
                 killed: AtomicBool::new(false),
@@ -237,6 +238,8 @@ pub struct TableSession {
     next_read_only: Option<bool>,
     /// `sql_select_limit`: most rows a SELECT without a LIMIT of its own returns.
     select_limit: u64,
+    /// What information_schema shows this session (`None`: everything).
+    visibility: Option<show::Visibility>,
     kill: Arc<KillState>,
 }
 
@@ -281,6 +284,11 @@ fn is_info_schema(db: &str) -> bool {
 }
 
 impl TableSession {
+    /// Installs what information_schema shows this session (see [`show::Visibility`]).
+    pub fn set_visibility(&mut self, v: Option<show::Visibility>) {
+        self.visibility = v;
+    }
+
     /// The engine this session belongs to.
     pub fn engine(&self) -> &Arc<TableEngine> {
         &self.engine
@@ -621,7 +629,9 @@ impl TableSession {
         let mut txn = self.txn.take().expect("opened above");
         let sp = txn.begin_statement();
         let system = self.engine.system_tables();
-        let result = run_dml(&store, system, plan, &mut txn, params, ctx);
+        let result = show::with_visibility(self.visibility.clone(), || {
+            run_dml(&store, system, plan, &mut txn, params, ctx)
+        });
         let result = match result {
             Ok(ExecOutput::Rows { columns, mut rows })
                 if self.select_limit < rows.len() as u64 && plan.stmt.unlimited_select() =>

@@ -53,12 +53,7 @@ fn rows(c: &mut Conn, q: &str) -> Vec<String> {
 }
 
 fn login(s: &Shoal, user: &str, pw: &str, db: Option<&str>) -> Result<Conn, mysql::Error> {
-    Conn::new(
-        s.mysql_opts()
-            .user(Some(user))
-            .pass(Some(pw))
-            .db_name(db),
-    )
+    Conn::new(s.mysql_opts().user(Some(user)).pass(Some(pw)).db_name(db))
 }
 
 fn user_conn(s: &Shoal, user: &str, pw: &str) -> Conn {
@@ -93,17 +88,27 @@ fn dml_needs_its_privileges_on_every_table_it_touches() {
     let mut bob = user_conn(&s, "bob", "pw");
     let sel = table_denied("SELECT", "bob", "d1", "t1");
     denied(&mut bob, "SELECT * FROM d1.t1", 1142, &sel);
-    // A prepared statement is checked at execution, every time.
-    let prep_err = bob.prep("SELECT v FROM d1.t1 WHERE id = ?");
-    assert!(prep_err.is_err() || bob.exec_first::<i64, _, _>(&prep_err.unwrap(), (1,)).is_err());
+    // A prepared statement is checked at PREPARE, and at every execution.
+    match bob.prep("SELECT v FROM d1.t1 WHERE id = ?") {
+        Err(mysql::Error::MySqlError(e)) => assert_eq!((e.code, e.message), (1142, sel.clone())),
+        other => panic!("PREPARE without SELECT: {:?}", other.map(|_| ())),
+    }
 
     exec(&mut root, "GRANT SELECT ON d1.t1 TO 'bob'@'%'");
-    assert_eq!(rows(&mut bob, "SELECT v FROM d1.t1 ORDER BY id"), ["10", "20"]);
+    assert_eq!(
+        rows(&mut bob, "SELECT v FROM d1.t1 ORDER BY id"),
+        ["10", "20"]
+    );
     let stmt = bob.prep("SELECT v FROM d1.t1 WHERE id = ?").unwrap();
     assert_eq!(bob.exec_first::<i64, _, _>(&stmt, (2,)).unwrap(), Some(20));
     // Every table a query reads: joins, subqueries, derived tables.
     let t2 = table_denied("SELECT", "bob", "d1", "t2");
-    denied(&mut bob, "SELECT * FROM d1.t1 JOIN d1.t2 USING (id)", 1142, &t2);
+    denied(
+        &mut bob,
+        "SELECT * FROM d1.t1 JOIN d1.t2 USING (id)",
+        1142,
+        &t2,
+    );
     denied(
         &mut bob,
         "SELECT v FROM d1.t1 WHERE id IN (SELECT id FROM d1.t2)",
@@ -117,7 +122,12 @@ fn dml_needs_its_privileges_on_every_table_it_touches() {
     exec(&mut root, "GRANT INSERT ON d1.t1 TO 'bob'@'%'");
     exec(&mut bob, "INSERT INTO d1.t1 VALUES (3, 30)");
     // INSERT ... SELECT reads its source; REPLACE also deletes; ON DUPLICATE KEY also updates.
-    denied(&mut bob, "INSERT INTO d1.t1 SELECT id + 10, v FROM d1.t2", 1142, &t2);
+    denied(
+        &mut bob,
+        "INSERT INTO d1.t1 SELECT id + 10, v FROM d1.t2",
+        1142,
+        &t2,
+    );
     denied(
         &mut bob,
         "REPLACE INTO d1.t1 VALUES (1, 11)",
@@ -183,7 +193,9 @@ fn ddl_and_database_access_need_their_privileges() {
     // USE and a login with a database: 1044 without any privilege there.
     denied(&mut bob, "USE d1", 1044, &db_denied);
     match login(&s, "bob", "pw", Some("d1")) {
-        Err(mysql::Error::MySqlError(e)) => assert_eq!((e.code, e.message), (1044, db_denied.clone())),
+        Err(mysql::Error::MySqlError(e)) => {
+            assert_eq!((e.code, e.message), (1044, db_denied.clone()))
+        }
         other => panic!("login with d1: {:?}", other.map(|_| ())),
     }
     denied(
@@ -259,10 +271,42 @@ fn ddl_and_database_access_need_their_privileges() {
     // A table-level grant is enough to enter the database and see only that table.
     exec(&mut root, "GRANT SELECT ON d1.t2 TO 'bob'@'%'");
     assert_eq!(rows(&mut bob, "SHOW TABLES FROM d1"), ["t2"]);
+    // information_schema shows only what bob has privileges on.
+    assert_eq!(
+        rows(
+            &mut bob,
+            "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'd1'"
+        ),
+        ["t2"]
+    );
+    assert_eq!(
+        rows(&mut bob, "SELECT DISTINCT TABLE_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA <> 'information_schema'"),
+        ["t2"]
+    );
+    assert_eq!(
+        rows(
+            &mut bob,
+            "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA ORDER BY SCHEMA_NAME"
+        ),
+        ["d1", "information_schema"]
+    );
+    assert!(
+        rows(
+            &mut root,
+            "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA"
+        )
+        .len()
+            > 2
+    );
     // GRANT on a missing table without CREATE: 1146; a grant needs GRANT OPTION (1044 / 1142).
     let (code, _, _) = fails(&mut root, "GRANT SELECT ON d1.nope TO 'bob'@'%'");
     assert_eq!(code, 1146);
-    denied(&mut bob, "GRANT SELECT ON d1.* TO 'bob'@'%'", 1044, &db_denied);
+    denied(
+        &mut bob,
+        "GRANT SELECT ON d1.* TO 'bob'@'%'",
+        1044,
+        &db_denied,
+    );
     denied(
         &mut bob,
         "GRANT SELECT ON d1.t2 TO 'bob'@'%'",
@@ -292,11 +336,27 @@ fn server_privileges_super_process_reload_and_admin() {
     };
     // SET GLOBAL: SUPER or SYSTEM_VARIABLES_ADMIN.
     let set_global = "SET GLOBAL max_connect_errors = 50";
-    denied(&mut bob, set_global, 1227, &need("SUPER or SYSTEM_VARIABLES_ADMIN"));
-    exec(&mut root, "GRANT SYSTEM_VARIABLES_ADMIN ON *.* TO 'bob'@'%'");
+    denied(
+        &mut bob,
+        set_global,
+        1227,
+        &need("SUPER or SYSTEM_VARIABLES_ADMIN"),
+    );
+    exec(
+        &mut root,
+        "GRANT SYSTEM_VARIABLES_ADMIN ON *.* TO 'bob'@'%'",
+    );
     exec(&mut bob, set_global);
-    exec(&mut root, "REVOKE SYSTEM_VARIABLES_ADMIN ON *.* FROM 'bob'@'%'");
-    denied(&mut bob, set_global, 1227, &need("SUPER or SYSTEM_VARIABLES_ADMIN"));
+    exec(
+        &mut root,
+        "REVOKE SYSTEM_VARIABLES_ADMIN ON *.* FROM 'bob'@'%'",
+    );
+    denied(
+        &mut bob,
+        set_global,
+        1227,
+        &need("SUPER or SYSTEM_VARIABLES_ADMIN"),
+    );
     // FLUSH: RELOAD; the pool's statements and tables: RELOAD / PROCESS.
     denied(&mut bob, "FLUSH STATUS", 1227, &need("RELOAD"));
     denied(&mut bob, "FLUSH THREAD_POOL_STATS", 1227, &need("RELOAD"));
@@ -316,12 +376,20 @@ fn server_privileges_super_process_reload_and_admin() {
     exec(&mut bob, "FLUSH STATUS");
     exec(&mut bob, "FLUSH THREAD_POOL_STATS");
     assert_eq!(
-        rows(&mut bob, "SELECT COUNT(*) FROM information_schema.THREAD_POOL_GROUPS"),
+        rows(
+            &mut bob,
+            "SELECT COUNT(*) FROM information_schema.THREAD_POOL_GROUPS"
+        ),
         ["2"]
     );
     // SHOW PROCESSLIST: everyone's threads with PROCESS, only one's own without.
     let root_id: u32 = root.query_first("SELECT CONNECTION_ID()").unwrap().unwrap();
-    let users = |c: &mut Conn| rows(c, "SHOW PROCESSLIST").iter().map(|r| r.split('\t').nth(1).unwrap().to_string()).collect::<Vec<_>>();
+    let users = |c: &mut Conn| {
+        rows(c, "SHOW PROCESSLIST")
+            .iter()
+            .map(|r| r.split('\t').nth(1).unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
     assert!(users(&mut bob).contains(&"root".to_string()));
     exec(&mut root, "REVOKE PROCESS ON *.* FROM 'bob'@'%'");
     assert_eq!(users(&mut bob), ["bob"]);
@@ -333,11 +401,21 @@ fn server_privileges_super_process_reload_and_admin() {
     );
     // KILL of another user's thread: SUPER or CONNECTION_ADMIN.
     let kill = format!("KILL QUERY {root_id}");
-    denied(&mut bob, &kill, 1095, &format!("You are not owner of thread {root_id}"));
+    denied(
+        &mut bob,
+        &kill,
+        1095,
+        &format!("You are not owner of thread {root_id}"),
+    );
     exec(&mut root, "GRANT CONNECTION_ADMIN ON *.* TO 'bob'@'%'");
     exec(&mut bob, &kill);
     exec(&mut root, "REVOKE CONNECTION_ADMIN ON *.* FROM 'bob'@'%'");
-    denied(&mut bob, &kill, 1095, &format!("You are not owner of thread {root_id}"));
+    denied(
+        &mut bob,
+        &kill,
+        1095,
+        &format!("You are not owner of thread {root_id}"),
+    );
     // read_only exempts SUPER only.
     exec(&mut root, "SET GLOBAL read_only = ON");
     let ro = "The MySQL server is running with the --read-only option so it cannot execute this statement";
@@ -348,9 +426,19 @@ fn server_privileges_super_process_reload_and_admin() {
     denied(&mut bob, "INSERT INTO d1.t1 VALUES (8, 8)", 1290, ro);
     exec(&mut root, "SET GLOBAL read_only = OFF");
     // Account management: CREATE USER; the mysql tables: SELECT on them.
-    denied(&mut bob, "CREATE USER 'eve'@'%'", 1227, &need("CREATE USER"));
+    denied(
+        &mut bob,
+        "CREATE USER 'eve'@'%'",
+        1227,
+        &need("CREATE USER"),
+    );
     denied(&mut bob, "DROP USER 'bob'@'%'", 1227, &need("CREATE USER"));
-    denied(&mut bob, "RENAME USER 'bob'@'%' TO 'bo'@'%'", 1227, &need("CREATE USER"));
+    denied(
+        &mut bob,
+        "RENAME USER 'bob'@'%' TO 'bo'@'%'",
+        1227,
+        &need("CREATE USER"),
+    );
     denied(
         &mut bob,
         "SELECT User FROM mysql.user",
@@ -366,11 +454,17 @@ fn server_privileges_super_process_reload_and_admin() {
     exec(&mut root, "GRANT SELECT ON mysql.* TO 'bob'@'%'");
     exec(&mut bob, "USE mysql");
     assert_eq!(
-        rows(&mut bob, "SELECT User, Host, Select_priv, Super_priv FROM user ORDER BY User"),
+        rows(
+            &mut bob,
+            "SELECT User, Host, Select_priv, Super_priv FROM user ORDER BY User"
+        ),
         ["bob\t%\tN\tN", "root\tlocalhost\tY\tY"]
     );
     assert_eq!(
-        rows(&mut bob, "SELECT Db, User, Select_priv, Insert_priv, Update_priv FROM mysql.db"),
+        rows(
+            &mut bob,
+            "SELECT Db, User, Select_priv, Insert_priv, Update_priv FROM mysql.db"
+        ),
         ["d1\tbob\tY\tY\tN", "mysql\tbob\tY\tN\tN"]
     );
     // One's own password needs no privilege; another's does.
@@ -417,12 +511,18 @@ fn accounts_and_grants_survive_restart_and_kill_9() {
     assert_eq!(grants_of(&mut root, "'alice'@'localhost'"), alice_before);
     assert_eq!(grants_of(&mut root, "'carol'@'%'"), carol_before);
     let mut alice = user_conn(&s, "alice", "a1");
-    assert_eq!(rows(&mut alice, "SELECT v FROM d1.t1 ORDER BY id"), ["10", "20"]);
+    assert_eq!(
+        rows(&mut alice, "SELECT v FROM d1.t1 ORDER BY id"),
+        ["10", "20"]
+    );
     drop(user_conn(&s, "carol", "c1"));
     match login(&s, "bob", "pw", None) {
         Err(mysql::Error::MySqlError(e)) => assert_eq!(
             (e.code, e.message),
-            (3118, format!("Access denied for user 'bob'@'{H}'. Account is locked."))
+            (
+                3118,
+                format!("Access denied for user 'bob'@'{H}'. Account is locked.")
+            )
         ),
         other => panic!("locked bob logged in: {:?}", other.map(|_| ())),
     }

@@ -71,10 +71,7 @@ impl Record {
             None
         } else {
             Some(parse_hash(&self.password).ok_or_else(|| {
-                format!(
-                    "account '{}'@'{}': bad password hash",
-                    self.user, self.host
-                )
+                format!("account '{}'@'{}': bad password hash", self.user, self.host)
             })?)
         };
         Ok(Account {

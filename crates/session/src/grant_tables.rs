@@ -12,8 +12,8 @@ use shoal_sql::value::Value;
 
 use crate::accounts::Accounts;
 use crate::hooks::VirtualTable;
-use crate::Server;
 use crate::privileges::*;
+use crate::Server;
 
 fn yn(bits: u64, bit: u64) -> Value {
     Value::Str(if bits & bit != 0 { "Y" } else { "N" }.into())
@@ -117,9 +117,16 @@ fn db_table(accounts: &Accounts) -> VirtualTable {
 }
 
 fn tables_priv_table(accounts: &Accounts) -> VirtualTable {
-    let columns = ["Host", "Db", "User", "Table_name", "Table_priv", "Column_priv"]
-        .map(String::from)
-        .to_vec();
+    let columns = [
+        "Host",
+        "Db",
+        "User",
+        "Table_name",
+        "Table_priv",
+        "Column_priv",
+    ]
+    .map(String::from)
+    .to_vec();
     let mut rows = Vec::new();
     for a in accounts.all() {
         for (db, tables) in &a.grants.tables {
@@ -150,5 +157,9 @@ pub fn register(server: &Server, accounts: &Arc<Accounts>) {
     let a = accounts.clone();
     server.add_virtual_table("mysql", "db", Arc::new(move || db_table(&a)));
     let a = accounts.clone();
-    server.add_virtual_table("mysql", "tables_priv", Arc::new(move || tables_priv_table(&a)));
+    server.add_virtual_table(
+        "mysql",
+        "tables_priv",
+        Arc::new(move || tables_priv_table(&a)),
+    );
 }

@@ -493,7 +493,9 @@ pub fn specific_denied(names: &str) -> SqlError {
     SqlError::other(
         1227,
         "42000",
-        format!("Access denied; you need (at least one of) the {names} privilege(s) for this operation"),
+        format!(
+            "Access denied; you need (at least one of) the {names} privilege(s) for this operation"
+        ),
     )
 }
 
@@ -526,7 +528,9 @@ mod tests {
             1144
         );
         assert_eq!(
-            parse_privileges(&names(&["EXECUTE"]), &t).unwrap_err().code(),
+            parse_privileges(&names(&["EXECUTE"]), &t)
+                .unwrap_err()
+                .code(),
             1235
         );
         assert_eq!(

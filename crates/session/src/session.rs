@@ -186,6 +186,8 @@ pub struct Session {
     grants_version: u64,
     /// Whether the login sent a password (how 1045 says `using password`).
     password_used: bool,
+    /// What information_schema shows this session (`None`: everything), from `grants`.
+    visibility: Option<shoal_exec::show::Visibility>,
     /// The account's `MAX_USER_CONNECTIONS` (0: the global `max_user_connections` applies).
     account_limit: u64,
     /// Whether the login set CLIENT_INTERACTIVE.
@@ -611,6 +613,7 @@ impl Session {
             grants: Arc::default(),
             grants_version: 0,
             password_used: false,
+            visibility: None,
             account_limit: 0,
             interactive: false,
             admin: false,
@@ -837,6 +840,8 @@ impl Session {
                 .table_kill
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner) = Some(ts.kill_handle());
+            let mut ts = ts;
+            ts.set_visibility(self.visibility.clone());
             self.table = Some(ts);
         }
         let hot = self.hot();
@@ -2273,6 +2278,9 @@ impl Backend for Session {
                     Err(te) if te.code() == 1064 => return Err(to_error_info(&e)),
                     Err(te) => return Err(to_error_info(&te)),
                 };
+                // MySQL checks privileges at PREPARE too (and again at every execution).
+                self.refresh_grants();
+                self.check_plan(&plan).map_err(|e| to_error_info(&e))?;
                 let columns: Arc<[Column]> = plan.columns.iter().map(exec_column).collect();
                 let params = param_count(plan.param_count)?;
                 let kind = dml_kind(sql);
@@ -2318,6 +2326,8 @@ impl Backend for Session {
             let plan = ts
                 .prepare(sql, db.as_deref())
                 .map_err(|e| to_error_info(&e))?;
+            self.refresh_grants();
+            self.check_plan(&plan).map_err(|e| to_error_info(&e))?;
             columns = plan.columns.iter().map(exec_column).collect();
             params = param_count(plan.param_count)?;
             table_plan = Some(plan);

@@ -46,8 +46,8 @@ pub use catalog::{
 pub use check::{CheckProblem, CheckReport};
 pub use datum::{ColumnType, Date, DateTime, Datum, Decimal};
 pub use engine::{Engine, EngineConfig};
-pub use system::SystemWrite;
 pub use error::{Result, StoreError};
+pub use system::SystemWrite;
 pub use txn::{
     InsertOutcome, Isolation, KeyRange, KillHandle, LockMode, Row, RowKey, Savepoint, Transaction,
 };

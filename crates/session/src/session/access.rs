@@ -38,6 +38,27 @@ impl Session {
         self.grants = Arc::new(grants);
         self.is_super = is_super;
         self.grants_version = v;
+        self.install_visibility();
+    }
+
+    /// What information_schema shows this session: everything when global privileges cover
+    /// every table and SHOW DATABASES is held, else the objects of [`Self::sees_database`] /
+    /// [`Self::sees_table`]. Given to the table session now and whenever it is created.
+    fn install_visibility(&mut self) {
+        let g = self.grants.clone();
+        let everything = g.global & privileges::SHOW_DB != 0 && g.global & privileges::SELECT != 0;
+        self.visibility = (!everything).then(|| {
+            Arc::new(move |db: &str, table: Option<&str>| {
+                db.eq_ignore_ascii_case("information_schema")
+                    || match table {
+                        None => g.global & privileges::SHOW_DB != 0 || g.any_on_db(db),
+                        Some(t) => g.any_on_table(db, t),
+                    }
+            }) as shoal_exec::show::Visibility
+        });
+        if let Some(ts) = self.table.as_mut() {
+            ts.set_visibility(self.visibility.clone());
+        }
     }
 
     /// Installs the logged-in account's grants.
@@ -45,6 +66,7 @@ impl Session {
         self.grants = Arc::new(account.grants.clone());
         self.is_super = account.is_super();
         self.grants_version = self.server.accounts().version();
+        self.install_visibility();
     }
 
     /// The checks, naming this session's user and host.
@@ -79,9 +101,7 @@ impl Session {
         need: shoal_exec::TableNeed,
     ) -> Result<(), SqlError> {
         if db.eq_ignore_ascii_case("information_schema") {
-            return self
-                .checker()
-                .global_any(privileges::PROCESS, "PROCESS");
+            return self.checker().global_any(privileges::PROCESS, "PROCESS");
         }
         let (bit, command) = privileges::table_need(need);
         self.checker().table(db, table, bit, command)
@@ -220,8 +240,7 @@ impl Session {
                 }
                 self.check_grant_authority(&level, bits & !privileges::GRANT_OPTION)?;
                 if let Level::Table(d, t) = &level {
-                    if bits & privileges::CREATE == 0 && !self.server.catalog().table_exists(d, t)
-                    {
+                    if bits & privileges::CREATE == 0 && !self.server.catalog().table_exists(d, t) {
                         return Err(SqlError::NoSuchTable(d.clone(), t.clone()));
                     }
                 }
@@ -316,8 +335,8 @@ impl Session {
                     .map(|(u, pw)| (self.account_of(u), pw.as_ref().map(stage2_of)))
                     .collect();
                 // Changing one's own password needs no privilege; anything else CREATE USER.
-                let own_password_only = lock.is_none()
-                    && targets.iter().all(|((u, h), _)| self.is_self(u, h));
+                let own_password_only =
+                    lock.is_none() && targets.iter().all(|((u, h), _)| self.is_self(u, h));
                 if !own_password_only {
                     self.create_user_privilege()?;
                 }

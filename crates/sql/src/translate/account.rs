@@ -399,7 +399,9 @@ pub fn parse(sql: &str) -> Result<AccountStmt, SqlError> {
             if p.eat_seq(&["GRANT", "OPTION"]) {
                 grant_option = true;
             } else {
-                return Err(SqlError::Unsupported("GRANT ... WITH resource limits".into()));
+                return Err(SqlError::Unsupported(
+                    "GRANT ... WITH resource limits".into(),
+                ));
             }
         }
         AccountStmt::Grant {
@@ -427,7 +429,9 @@ pub fn parse(sql: &str) -> Result<AccountStmt, SqlError> {
         p.expect("GRANTS")?;
         let user = if p.eat("FOR") { p.user()? } else { None };
         if p.eat("USING") {
-            return Err(SqlError::Unsupported("SHOW GRANTS ... USING (roles)".into()));
+            return Err(SqlError::Unsupported(
+                "SHOW GRANTS ... USING (roles)".into(),
+            ));
         }
         AccountStmt::ShowGrants(user)
     } else if p.eat("RENAME") {
@@ -561,10 +565,7 @@ mod tests {
         );
         assert_eq!(
             parse("RENAME USER a@'%' TO b@localhost").unwrap(),
-            AccountStmt::RenameUser(vec![(
-                u("a", "%").unwrap(),
-                u("b", "localhost").unwrap()
-            )])
+            AccountStmt::RenameUser(vec![(u("a", "%").unwrap(), u("b", "localhost").unwrap())])
         );
         assert_eq!(
             parse("ALTER USER IF EXISTS a IDENTIFIED BY 'x' ACCOUNT LOCK").unwrap(),

@@ -424,7 +424,33 @@ impl TableSession {
     /// Parses, translates and plans a table statement. `current_db` resolves unqualified
     /// table names (for this plan's whole life, as MySQL resolves at PREPARE).
     pub fn prepare(&mut self, sql: &str, current_db: Option<&str>) -> Result<Arc<Plan>, SqlError> {
-        let (mut stmt, param_count) = parse_table_statement(sql)?;
+        let (stmt, param_count) = parse_table_statement(sql)?;
+        let db = current_db.map(str::to_string);
+        // Another subsystem's table (`mysql.user`, a THREAD_POOL_* table) is read by the query
+        // engine only; they live in the system schemas, so only those are looked up.
+        if let TableStmt::Select(sel) = &stmt {
+            let d = sel.table.db.as_deref().or(db.as_deref()).unwrap_or("");
+            if (d.eq_ignore_ascii_case("mysql") || is_info_schema(d))
+                && self
+                    .engine
+                    .system_tables()
+                    .is_some_and(|s| s.get(d, &sel.table.name).is_some())
+            {
+                let (q, n) = crate::translate::parse_query_statement(sql)?;
+                return self.prepare_parsed(sql, q, n, current_db);
+            }
+        }
+        self.prepare_parsed(sql, stmt, param_count, current_db)
+    }
+
+    /// [`Self::prepare`] after parsing.
+    fn prepare_parsed(
+        &mut self,
+        sql: &str,
+        mut stmt: TableStmt,
+        param_count: usize,
+        current_db: Option<&str>,
+    ) -> Result<Arc<Plan>, SqlError> {
         let db = current_db.map(str::to_string);
         if let TableStmt::Select(sel) = &mut stmt {
             type_select(sel, &db, &self.engine.store)?;

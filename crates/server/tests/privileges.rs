@@ -177,9 +177,9 @@ fn dml_needs_its_privileges_on_every_table_it_touches() {
     );
     denied(
         &mut root,
-        "REVOKE SELECT ON d1.t2 FROM 'bob'@'%'",
+        "REVOKE SELECT ON d1.t9 FROM 'bob'@'%'",
         1147,
-        "There is no such grant defined for user 'bob' on host '%' on table 't2'",
+        "There is no such grant defined for user 'bob' on host '%' on table 't9'",
     );
 }
 

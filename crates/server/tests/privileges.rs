@@ -501,6 +501,11 @@ fn accounts_and_grants_survive_restart_and_kill_9() {
         ] {
             exec(&mut root, q);
         }
+        assert!(
+            s.stderr().contains("root@localhost has NO PASSWORD"),
+            "{}",
+            s.stderr()
+        );
         alice_before = grants_of(&mut root, "'alice'@'localhost'");
         carol_before = grants_of(&mut root, "'carol'@'%'");
         let mut s = s;
@@ -549,8 +554,11 @@ fn accounts_and_grants_survive_restart_and_kill_9() {
     let mut s = s;
     s.stop_with(libc::SIGKILL);
     drop(s);
-    let s = Shoal::start_in(&dir, &[]);
-    let mut root = s.conn();
+    let s = Shoal::start_in(&dir, &["--root-password=r00t"]);
+    // root had no password until now, and every start said so.
+    let mut root =
+        Conn::new(s.mysql_opts().pass(Some("r00t"))).expect("root with its new password");
+    assert!(login(&s, "root", "", None).is_err());
     assert_eq!(grants_of(&mut root, "'alice'@'localhost'"), alice_now);
     denied(
         &mut root,
@@ -561,6 +569,7 @@ fn accounts_and_grants_survive_restart_and_kill_9() {
     let mut dave = user_conn(&s, "dave", "d1");
     assert_eq!(rows(&mut dave, "SELECT v FROM d1.t2"), ["100"]);
     drop(user_conn(&s, "bob", "pw"));
+    assert!(!s.stderr().contains("NO PASSWORD"), "{}", s.stderr());
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }

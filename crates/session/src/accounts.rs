@@ -87,7 +87,9 @@ impl Record {
 
 /// `*` + 40 hex digits to the 20-byte hash.
 pub fn parse_hash(s: &str) -> Option<[u8; 20]> {
-    let h = s.strip_prefix('*').filter(|h| h.len() == 40)?;
+    let h = s
+        .strip_prefix('*')
+        .filter(|h| h.len() == 40 && h.bytes().all(|b| b.is_ascii_hexdigit()))?;
     let v = (0..20)
         .map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).ok())
         .collect::<Option<Vec<u8>>>()?;

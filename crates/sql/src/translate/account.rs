@@ -344,7 +344,9 @@ impl PasswordSpec {
         if s.is_empty() {
             return Ok(PasswordSpec::Clear(String::new()));
         }
-        let hex = s.strip_prefix('*').filter(|h| h.len() == 40);
+        let hex = s
+            .strip_prefix('*')
+            .filter(|h| h.len() == 40 && h.bytes().all(|b| b.is_ascii_hexdigit()));
         let bytes = hex.and_then(|h| {
             (0..20)
                 .map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).ok())
@@ -580,6 +582,14 @@ mod tests {
             AccountStmt::SetPassword {
                 user: u("a", "h"),
                 password: PasswordSpec::Clear("p".into())
+            }
+        );
+        // Not a hash (a multi-byte character among 40 bytes): the password itself.
+        assert_eq!(
+            parse("SET PASSWORD = '*é4E65567ABDB5135D0CFD9A70B3032C179A49EE'").unwrap(),
+            AccountStmt::SetPassword {
+                user: None,
+                password: PasswordSpec::Clear("*é4E65567ABDB5135D0CFD9A70B3032C179A49EE".into())
             }
         );
         let hashed = parse("SET PASSWORD = '*14E65567ABDB5135D0CFD9A70B3032C179A49EE7'").unwrap();

@@ -345,7 +345,7 @@ impl Session {
                 users,
                 lock,
             } => {
-                let targets: Vec<((String, String), Option<Option<[u8; 20]>>)> = users
+                let targets: Vec<(UserHost, Option<Stage2>)> = users
                     .iter()
                     .map(|(u, pw)| (self.account_of(u), pw.as_ref().map(stage2_of)))
                     .collect();
@@ -438,7 +438,13 @@ impl Session {
     }
 }
 
-fn stage2_of(p: &PasswordSpec) -> Option<[u8; 20]> {
+/// A password as stored: `SHA1(SHA1(pw))`, `None` for none.
+type Stage2 = Option<[u8; 20]>;
+
+/// `(user, host)` of an account.
+type UserHost = (String, String);
+
+fn stage2_of(p: &PasswordSpec) -> Stage2 {
     match p {
         PasswordSpec::Clear(s) => users::stage2(s),
         PasswordSpec::Hash(h) => Some(*h),

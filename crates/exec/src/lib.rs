@@ -61,6 +61,7 @@ pub mod budget;
 pub mod convert;
 pub mod exec;
 pub(crate) mod fk;
+pub mod needs;
 pub mod plan;
 pub mod query;
 pub mod session;
@@ -70,6 +71,7 @@ pub mod translate;
 
 pub use convert::ColumnInfo;
 pub use exec::ExecOutput;
+pub use needs::{TableAccess, TableNeed};
 pub use session::{
     read_only_error, read_only_transaction_error, BackupReport, KillHandle, Plan, Restrictions,
     StoreCatalog, TableEngine, TableSession, BACKUP_INFO,

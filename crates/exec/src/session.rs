@@ -196,6 +196,7 @@ impl TableEngine {
             table_lock_timeout: Duration::from_secs(31_536_000),
             savepoints: Vec::new(),
             in_statement: false,
+            visibility: None,
             kill: Arc::new(KillState {
                 current: Mutex::new(None),
                 killed: AtomicBool::new(false),
@@ -287,9 +288,9 @@ pub struct Plan {
     /// The columns of `names` a SELECT reads (`None`: all), computed once here.
     needed: Option<Vec<bool>>,
     /// The bound query of a [`TableStmt::Query`] or of an `INSERT ... SELECT`.
-    query: Option<Arc<QueryPlan>>,
+    pub(crate) query: Option<Arc<QueryPlan>>,
     /// A bound multi-table UPDATE/DELETE.
-    multi: Option<Arc<crate::query::dml::MultiPlan>>,
+    pub(crate) multi: Option<Arc<crate::query::dml::MultiPlan>>,
 }
 
 impl Plan {
@@ -365,6 +366,8 @@ pub struct TableSession {
     savepoints: Vec<(String, Savepoint)>,
     /// A table statement is executing (its intents outlive an implicit commit inside it).
     in_statement: bool,
+    /// What information_schema shows this session (`None`: everything).
+    visibility: Option<show::Visibility>,
     kill: Arc<KillState>,
 }
 
@@ -409,6 +412,11 @@ fn is_info_schema(db: &str) -> bool {
 }
 
 impl TableSession {
+    /// Installs what information_schema shows this session (see [`show::Visibility`]).
+    pub fn set_visibility(&mut self, v: Option<show::Visibility>) {
+        self.visibility = v;
+    }
+
     /// The engine this session belongs to.
     pub fn engine(&self) -> &Arc<TableEngine> {
         &self.engine
@@ -560,7 +568,33 @@ impl TableSession {
     /// Parses, translates and plans a table statement. `current_db` resolves unqualified
     /// table names (for this plan's whole life, as MySQL resolves at PREPARE).
     pub fn prepare(&mut self, sql: &str, current_db: Option<&str>) -> Result<Arc<Plan>, SqlError> {
-        let (mut stmt, param_count) = parse_table_statement(sql)?;
+        let (stmt, param_count) = parse_table_statement(sql)?;
+        let db = current_db.map(str::to_string);
+        // Another subsystem's table (`mysql.user`, a THREAD_POOL_* table) is read by the query
+        // engine only; they live in the system schemas, so only those are looked up.
+        if let TableStmt::Select(sel) = &stmt {
+            let d = sel.table.db.as_deref().or(db.as_deref()).unwrap_or("");
+            if (d.eq_ignore_ascii_case("mysql") || is_info_schema(d))
+                && self
+                    .engine
+                    .system_tables()
+                    .is_some_and(|s| s.get(d, &sel.table.name).is_some())
+            {
+                let (q, n) = crate::translate::parse_query_statement(sql)?;
+                return self.prepare_parsed(sql, q, n, current_db);
+            }
+        }
+        self.prepare_parsed(sql, stmt, param_count, current_db)
+    }
+
+    /// [`Self::prepare`] after parsing.
+    fn prepare_parsed(
+        &mut self,
+        sql: &str,
+        mut stmt: TableStmt,
+        param_count: usize,
+        current_db: Option<&str>,
+    ) -> Result<Arc<Plan>, SqlError> {
         let db = current_db.map(str::to_string);
         if let TableStmt::Select(sel) = &mut stmt {
             type_select(sel, &db, &self.engine.store)?;
@@ -995,7 +1029,9 @@ impl TableSession {
         let mut txn = self.txn.take().expect("opened above");
         let sp = txn.begin_statement();
         let system = self.engine.system_tables();
-        let result = run_dml(&store, system, plan, &mut txn, params, ctx);
+        let result = show::with_visibility(self.visibility.clone(), || {
+            run_dml(&store, system, plan, &mut txn, params, ctx)
+        });
         let result = match result {
             Ok(ExecOutput::Rows { columns, mut rows })
                 if self.select_limit < rows.len() as u64 && plan.stmt.unlimited_select() =>

@@ -5,6 +5,8 @@
 //! so WHERE/ORDER BY/LIMIT/aggregates work on them like on any table. `TABLE_ROWS` is NULL
 //! (we keep no row-count statistics; counting would scan).
 
+use std::sync::Arc;
+
 use shoal_sql::catalog::SYSTEM_DATABASES;
 use shoal_sql::eval::like;
 use shoal_sql::value::Value;
@@ -378,6 +380,37 @@ pub fn all_databases(engine: &Engine) -> Vec<String> {
     v
 }
 
+/// What information_schema shows one session: `(db, None)` asks about a database,
+/// `(db, Some(table))` about a table. Installed by the session layer around a statement
+/// ([`with_visibility`]) so that SCHEMATA, TABLES and COLUMNS list only the objects the
+/// account has some privilege on, as in MySQL; the executor does not know why.
+pub type Visibility = Arc<dyn Fn(&str, Option<&str>) -> bool + Send + Sync>;
+
+thread_local! {
+    /// The visibility of the statement running on this thread (a statement runs on one
+    /// thread from start to end, whichever pool worker that is).
+    static VISIBLE: std::cell::RefCell<Option<Visibility>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `body` with `v` as the information_schema visibility of this thread, restoring the
+/// previous one afterwards (also when `body` panics).
+pub fn with_visibility<R>(v: Option<Visibility>, body: impl FnOnce() -> R) -> R {
+    struct Restore(Option<Visibility>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let prev = self.0.take();
+            VISIBLE.with(|c| *c.borrow_mut() = prev);
+        }
+    }
+    let prev = VISIBLE.with(|c| std::mem::replace(&mut *c.borrow_mut(), v));
+    let _restore = Restore(prev);
+    body()
+}
+
+fn visible(db: &str, table: Option<&str>) -> bool {
+    VISIBLE.with(|c| c.borrow().as_ref().is_none_or(|f| f(db, table)))
+}
+
 /// A materialised virtual table: column names, column descriptions, rows.
 pub type VirtualTable = (Vec<String>, Vec<ColumnInfo>, Vec<Vec<Value>>);
 
@@ -693,7 +726,7 @@ pub fn info_schema(engine: &Engine, table: &str) -> Result<VirtualTable, SqlErro
     let dbs = all_databases(engine);
     match up.as_str() {
         "SCHEMATA" => {
-            for d in dbs {
+            for d in dbs.into_iter().filter(|d| visible(d, None)) {
                 rows.push(vec![
                     s("def"),
                     s(&d),
@@ -712,6 +745,9 @@ pub fn info_schema(engine: &Engine, table: &str) -> Result<VirtualTable, SqlErro
                     continue;
                 };
                 for tn in tables {
+                    if !visible(&d, Some(&tn)) {
+                        continue;
+                    }
                     let Ok(t) = engine.table(&d, &tn) else {
                         continue;
                     };

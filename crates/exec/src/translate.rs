@@ -72,6 +72,30 @@ fn parse_tokens(
     Ok((st, tr.params))
 }
 
+/// A SELECT translated for the query engine even where the single-table path would take it:
+/// for a table of another subsystem (`mysql.user`, `information_schema.THREAD_POOL_*`), which
+/// only the query engine reads.
+pub fn parse_query_statement(sql: &str) -> Result<(TableStmt, usize), SqlError> {
+    let text = sql.trim().trim_end_matches(';').trim();
+    let tokens = shoal_sql::depth::tokenize(text).map_err(syntax_error)?;
+    let bound = shoal_sql::depth::check(&tokens)?;
+    shoal_sql::depth::with_room(bound, || {
+        let mut stmts = Parser::new(&MySqlDialect {})
+            .with_tokens_with_locations(tokens)
+            .parse_statements()
+            .map_err(syntax_error)?;
+        match (stmts.len(), stmts.pop()) {
+            (1, Some(sp::Statement::Query(q))) => {
+                let mut params = 0;
+                let query =
+                    shoal_sql::translate::query::query(&SourceText::new(text), &mut params, &q)?;
+                Ok((TableStmt::Query(Box::new(query)), params))
+            }
+            _ => Err(SqlError::Syntax(text.chars().take(80).collect())),
+        }
+    })
+}
+
 // ---------------------------------------------------------------------------------------------
 // Hand-written front: SHOW / DESCRIBE / ANALYZE / CHECK.
 

@@ -72,6 +72,11 @@ fn read_only_and_super_read_only_refuse_writes() {
     setup_table(&mut root);
     root.query_drop("CREATE USER 'bob'@'%' IDENTIFIED BY 'pw'")
         .unwrap();
+    // Every privilege the statements below need, but not SUPER: read_only applies to bob.
+    root.query_drop(
+        "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, INDEX ON *.* TO 'bob'@'%'",
+    )
+    .unwrap();
     let mut bob = connect_as(&s, "bob", "pw").unwrap();
     // A transaction of bob's with a change, open when read_only goes on.
     let mut bob_txn = connect_as(&s, "bob", "pw").unwrap();

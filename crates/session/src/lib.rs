@@ -23,8 +23,11 @@
 //! connection panic on the poisoned lock. Each critical section leaves its data consistent at
 //! every point a panic could interrupt it (single inserts, removals and assignments).
 
+pub mod accounts;
 pub mod fault;
+pub mod grant_tables;
 pub mod hooks;
+pub mod privileges;
 pub mod session;
 pub mod status;
 pub mod users;
@@ -146,7 +149,8 @@ pub struct Server {
     pub vars: Vars,
     /// Session-layer counters (Questions, Com_*, ...).
     pub counters: StatusCounters,
-    accounts: RwLock<Vec<Account>>,
+    /// Accounts and privileges, durable once the table engine is attached ([`accounts`]).
+    accounts: Arc<accounts::Accounts>,
     processes: Mutex<HashMap<u32, Arc<ProcessEntry>>>,
     next_id: AtomicU32,
     started: Instant,
@@ -209,28 +213,26 @@ impl Server {
                 _ => {}
             }
         }));
-        Arc::new(Server {
+        let accounts = Arc::new(accounts::Accounts::new());
+        let hooks = Arc::new(hooks::Hooks::default());
+        let server = Arc::new(Server {
             net: NetStatus::default(),
             vars,
             counters: StatusCounters::new(),
-            accounts: RwLock::new(vec![Account {
-                user: "root".into(),
-                host: "localhost".into(),
-                stage2: None,
-                super_user: true,
-                max_user_connections: 0,
-            }]),
+            accounts: accounts.clone(),
             processes: Mutex::new(HashMap::new()),
             next_id: AtomicU32::new(1),
             started: Instant::now(),
             status_flushed: Mutex::new(Instant::now()),
             catalog: RwLock::new(Arc::new(MemCatalog::new())),
-            hooks: Arc::new(hooks::Hooks::default()),
+            hooks,
             tables: RwLock::new(None),
             fault_injection: fault::enabled_from_env(),
             read_only,
             host_errors: Mutex::new(HashMap::new()),
-        })
+        });
+        grant_tables::register(&server, &accounts);
+        server
     }
 
     /// The option that refuses writes for a user (`is_super`: SUPER / CONNECTION_ADMIN):
@@ -346,13 +348,7 @@ impl Server {
         let n = name.trim().to_ascii_lowercase().replace('-', "_");
         match n.as_str() {
             "root_password" => {
-                let mut accts = self
-                    .accounts
-                    .write()
-                    .unwrap_or_else(PoisonError::into_inner);
-                for a in accts.iter_mut().filter(|a| a.user == "root") {
-                    a.stage2 = users::stage2(value);
-                }
+                self.accounts.set_root_password(value);
                 Ok(())
             }
             _ => self
@@ -623,7 +619,14 @@ impl Server {
 
     /// Plugs in the table engine: its catalog becomes the server's, and every session gets a
     /// [`shoal_exec::TableSession`] for table statements and transactions.
+    ///
+    /// The accounts are loaded from (or, on a fresh datadir, written to) the engine's store; a
+    /// datadir whose account records cannot be read stops the server (panics) rather than
+    /// start with the development root account.
     pub fn set_table_engine(&self, engine: Arc<shoal_exec::TableEngine>) {
+        if let Err(e) = self.accounts.attach(engine.store().clone()) {
+            panic!("cannot load the accounts of the datadir: {e}");
+        }
         self.set_catalog(engine.catalog());
         // The query engine reads the virtual tables (the pool's information_schema tables) too.
         engine.set_system_tables(Arc::new(hooks::HookTables(self.hooks.clone())));
@@ -651,13 +654,12 @@ impl Server {
     /// Finds the account for `user` connecting from `host` (most specific host pattern first:
     /// patterns without wildcards before those with).
     pub fn find_account(&self, user: &str, host: &str) -> Option<Account> {
-        let accts = self.accounts.read().unwrap_or_else(PoisonError::into_inner);
-        let mut matching: Vec<&Account> = accts
-            .iter()
-            .filter(|a| a.user == user && users::host_matches(&a.host, host))
-            .collect();
-        matching.sort_by_key(|a| a.host.contains(['%', '_']));
-        matching.first().map(|a| (*a).clone())
+        self.accounts.find(user, host)
+    }
+
+    /// The account store (accounts and privileges).
+    pub fn accounts(&self) -> &accounts::Accounts {
+        &self.accounts
     }
 
     /// CREATE USER; false if it exists already.
@@ -666,7 +668,7 @@ impl Server {
     }
 
     /// CREATE USER ... WITH MAX_USER_CONNECTIONS `max_user_connections` (0 = the global
-    /// `max_user_connections` applies); false if it exists already.
+    /// `max_user_connections` applies); false if it exists already or cannot be stored.
     pub fn create_account_with(
         &self,
         user: &str,
@@ -674,35 +676,28 @@ impl Server {
         password: &str,
         max_user_connections: u64,
     ) -> bool {
-        let mut accts = self
-            .accounts
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        if accts
-            .iter()
-            .any(|a| a.user == user && a.host.eq_ignore_ascii_case(host))
-        {
-            return false;
-        }
-        accts.push(Account {
-            user: user.to_string(),
-            host: host.to_string(),
-            stage2: users::stage2(password),
-            super_user: false,
-            max_user_connections,
-        });
-        true
+        self.accounts
+            .modify(|l| {
+                if l.iter().any(|a| a.is(user, host)) {
+                    return Ok(false);
+                }
+                let mut a = Account::new(user, host, users::stage2(password));
+                a.max_user_connections = max_user_connections;
+                l.push(a);
+                Ok(true)
+            })
+            .unwrap_or(false)
     }
 
     /// DROP USER; false if it did not exist.
     pub fn drop_account(&self, user: &str, host: &str) -> bool {
-        let mut accts = self
-            .accounts
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        let before = accts.len();
-        accts.retain(|a| !(a.user == user && a.host.eq_ignore_ascii_case(host)));
-        accts.len() != before
+        self.accounts
+            .modify(|l| {
+                let before = l.len();
+                l.retain(|a| !a.is(user, host));
+                Ok(l.len() != before)
+            })
+            .unwrap_or(false)
     }
 
     /// All `SHOW GLOBAL STATUS` rows, sorted by name (session rows are layered on top by the

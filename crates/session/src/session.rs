@@ -26,6 +26,8 @@
 //! reaches a row-lock wait through the `KillHandle` in the shared `ProcessEntry`; disconnect
 //! and COM_RESET_CONNECTION roll back (freeing row locks).
 
+mod access;
+
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
@@ -179,8 +181,17 @@ pub struct Session {
     host: String,
     /// Host pattern of the matched account (for CURRENT_USER()).
     account_host: String,
-    /// Whether the account may kill anyone's threads and use the reserved connection slot.
+    /// Whether the account may kill anyone's threads and use the reserved connection slot
+    /// (SUPER or CONNECTION_ADMIN), kept in step with `grants`.
     is_super: bool,
+    /// The account's privileges as of `grants_version` (see `access.rs`).
+    grants: Arc<crate::privileges::Grants>,
+    /// The account store's version `grants` was read at.
+    grants_version: u64,
+    /// Whether the login sent a password (how 1045 says `using password`).
+    password_used: bool,
+    /// What information_schema shows this session (`None`: everything), from `grants`.
+    visibility: Option<shoal_exec::show::Visibility>,
     /// The account's `MAX_USER_CONNECTIONS` (0: the global `max_user_connections` applies).
     account_limit: u64,
     /// Whether the login set CLIENT_INTERACTIVE.
@@ -603,6 +614,10 @@ impl Session {
             host,
             account_host: String::new(),
             is_super: false,
+            grants: Arc::default(),
+            grants_version: 0,
+            password_used: false,
+            visibility: None,
             account_limit: 0,
             interactive: false,
             admin: false,
@@ -836,6 +851,8 @@ impl Session {
                 .table_kill
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner) = Some(ts.kill_handle());
+            let mut ts = ts;
+            ts.set_visibility(self.visibility.clone());
             self.table = Some(ts);
         }
         let hot = self.hot();
@@ -861,6 +878,7 @@ impl Session {
 
     /// Runs the current statement (`cur_stmt`'s plan, else the text `cur_sql`) on the table engine.
     fn run_table(&mut self, params: &[Value]) -> Result<Response, SqlError> {
+        self.refresh_grants();
         if self.table_session().is_none() {
             return Err(SqlError::Unsupported("tables (no storage engine)".into()));
         }
@@ -869,15 +887,27 @@ impl Session {
         let plan = stmt.as_ref().and_then(|s| s.plan.as_ref());
         let r = {
             match plan {
-                Some(p) => {
-                    let mut ctx = self.ctx(params);
-                    ts.execute(p, params, &mut ctx)
-                }
+                Some(p) => match self.check_plan(p) {
+                    Ok(()) => {
+                        let mut ctx = self.ctx(params);
+                        ts.execute(p, params, &mut ctx)
+                    }
+                    Err(e) => Err(e),
+                },
                 None => {
                     let sql = self.cur_sql.clone();
                     let db = self.db.clone();
-                    let mut ctx = self.ctx(params);
-                    ts.query(&sql, db.as_deref(), &mut ctx)
+                    match ts.prepare(&sql, db.as_deref()) {
+                        Ok(p) => match self.check_plan(&p) {
+                            Ok(()) => {
+                                let mut ctx = self.ctx(params);
+                                ts.execute(&p, params, &mut ctx)
+                                    .map(|out| self.filter_show_tables(&p, out))
+                            }
+                            Err(e) => Err(e),
+                        },
+                        Err(e) => Err(e),
+                    }
                 }
             }
         };
@@ -916,6 +946,7 @@ impl Session {
 
     /// Runs one statement and records its diagnostics.
     fn run(&mut self, stmt: &Statement, params: &[Value]) -> Result<Response, SqlError> {
+        self.refresh_grants();
         self.stmt_time = now_datetime();
         let diagnostic = matches!(
             stmt,
@@ -1015,6 +1046,10 @@ impl Session {
                     return self.run_table(params);
                 }
                 if let Some(vt) = self.virtual_table_of(sel) {
+                    if let Some(t) = &sel.from {
+                        let db = t.db.clone().or_else(|| self.db.clone()).unwrap_or_default();
+                        self.check_virtual(&db, &t.name)?;
+                    }
                     if crate::hooks::needs_query_engine(sel) && self.has_tables() {
                         return self.run_table(params);
                     }
@@ -1172,6 +1207,7 @@ impl Session {
             }
             Statement::Flush(options) => self.flush(options),
             Statement::CreateDatabase(name, if_not_exists) => {
+                self.checker().database(name, crate::privileges::CREATE)?;
                 self.check_ddl_allowed()?;
                 check_db_name(name)?;
                 let catalog = self.server.catalog();
@@ -1185,6 +1221,7 @@ impl Session {
                 }
             }
             Statement::DropDatabase(name, if_exists) => {
+                self.checker().database(name, crate::privileges::DROP)?;
                 self.check_ddl_allowed()?;
                 let catalog = self.server.catalog();
                 let tables = catalog.tables(name).len() as u64;
@@ -1230,7 +1267,7 @@ impl Session {
                 Ok(ok(0))
             }
             Statement::CreateUser(users, if_not_exists, max_user_connections) => {
-                self.require_super("CREATE USER")?;
+                self.require_global(crate::privileges::CREATE_USER, "CREATE USER")?;
                 self.check_writes_allowed()?;
                 for (u, h, pw) in users {
                     if !self
@@ -1254,7 +1291,7 @@ impl Session {
                 Ok(ok(0))
             }
             Statement::DropUser(users, if_exists) => {
-                self.require_super("CREATE USER")?;
+                self.require_global(crate::privileges::CREATE_USER, "CREATE USER")?;
                 self.check_writes_allowed()?;
                 for (u, h) in users {
                     if !self.server.drop_account(u, h) {
@@ -1280,6 +1317,16 @@ impl Session {
                     .map(|(t, k)| (t.db.clone(), t.name.clone(), *k))
                     .collect();
                 let db = self.db.clone();
+                // MySQL: LOCK TABLES in the table's database (1044) and SELECT on the table.
+                for (d, t, _) in &list {
+                    let d = d
+                        .clone()
+                        .or_else(|| db.clone())
+                        .ok_or(SqlError::NoDatabase)?;
+                    let c = self.checker();
+                    c.database(&d, crate::privileges::LOCK_TABLES)?;
+                    c.table(&d, t, crate::privileges::SELECT, "SELECT")?;
+                }
                 self.tables_or_unsupported("LOCK TABLES")?
                     .lock_tables(&list, db.as_deref())?;
                 Ok(ok(0))
@@ -1319,7 +1366,7 @@ impl Session {
                 Ok(ok(0))
             }
             Statement::Backup(dir) => {
-                self.require_super("SUPER")?;
+                self.require_global(crate::privileges::SUPER, "SUPER")?;
                 let engine = self
                     .server
                     .table_engine()
@@ -1336,6 +1383,7 @@ impl Session {
                     0,
                 )))
             }
+            Statement::Account(a) => self.account_statement(a),
             Statement::TableStatement(_, _) if self.has_tables() => self.run_table(params),
             Statement::TableStatement(kind, tables) => self.table_statement(kind, tables),
         }
@@ -1413,7 +1461,7 @@ impl Session {
     /// other options are not implemented and say so (1235); anything else is a syntax error, as
     /// in MariaDB. Every option is checked before any is run, so a bad list changes nothing.
     fn flush(&mut self, options: &[String]) -> Result<Response, SqlError> {
-        self.require_super("RELOAD")?;
+        self.require_global(crate::privileges::RELOAD, "RELOAD")?;
         /// First words of the FLUSH options MySQL and MariaDB define.
         const SERVER_OPTIONS: &[&str] = &[
             "BINARY",
@@ -1545,18 +1593,6 @@ impl Session {
         r
     }
 
-    fn require_super(&self, what: &str) -> Result<(), SqlError> {
-        if self.is_super {
-            Ok(())
-        } else {
-            Err(SqlError::other(
-                1227,
-                "42000",
-                format!("Access denied; you need (at least one of) the {what} privilege(s) for this operation"),
-            ))
-        }
-    }
-
     fn charset(&self, cs: Option<&str>) -> Result<(String, String), SqlError> {
         let cs = match cs {
             Some(c) => c.to_string(),
@@ -1582,6 +1618,8 @@ impl Session {
     }
 
     fn use_db(&mut self, db: &str) -> Result<(), SqlError> {
+        self.refresh_grants();
+        self.checker().enter_database(db)?;
         if !self.server.catalog().database_exists(db) {
             return Err(SqlError::UnknownDatabase(db.to_string()));
         }
@@ -1684,15 +1722,10 @@ impl Session {
     }
 
     fn require_super_for_global(&self) -> Result<(), SqlError> {
-        if self.is_super {
-            Ok(())
-        } else {
-            Err(SqlError::other(
-                1227,
-                "42000",
-                "Access denied; you need (at least one of) the SUPER or SYSTEM_VARIABLES_ADMIN privilege(s) for this operation",
-            ))
-        }
+        self.require_global(
+            crate::privileges::SUPER | crate::privileges::SYSTEM_VARIABLES_ADMIN,
+            "SUPER or SYSTEM_VARIABLES_ADMIN",
+        )
     }
 
     fn assign(
@@ -1821,6 +1854,7 @@ impl Session {
                     .catalog()
                     .databases()
                     .into_iter()
+                    .filter(|d| self.sees_database(d))
                     .map(|d| vec![Value::Str(d)])
                     .collect(),
                 0,
@@ -1893,10 +1927,17 @@ impl Session {
             }
             ShowKind::Processlist { full } => {
                 let extra_states = self.server.hooks().process_states();
+                // Without PROCESS a user sees only its own threads (MySQL).
+                let everyone = self.grants.global & crate::privileges::PROCESS != 0;
                 let rows = self
                     .server
                     .processes()
                     .into_iter()
+                    .filter(|p| {
+                        everyone
+                            || p.info.lock().unwrap_or_else(PoisonError::into_inner).user
+                                == self.user
+                    })
                     .map(|p| {
                         let i = p
                             .info
@@ -2215,9 +2256,19 @@ impl Backend for Session {
         ) {
             return Err(denied());
         }
+        if account.locked {
+            return Err(ErrorInfo::new(
+                3118,
+                "HY000",
+                format!(
+                    "Access denied for user '{}'@'{}'. Account is locked.",
+                    login.user, host
+                ),
+            ));
+        }
         if !self.admin {
             let count = self.server.connection_count() as u64;
-            let max = self.server.max_connections() as u64 + account.super_user as u64;
+            let max = self.server.max_connections() as u64 + account.is_super() as u64;
             if count > max {
                 self.server
                     .status()
@@ -2227,6 +2278,12 @@ impl Backend for Session {
             }
         }
         if let Some(db) = login.database.filter(|d| !d.is_empty()) {
+            let checker = crate::privileges::Checker {
+                grants: &account.grants,
+                user: login.user,
+                host: &host,
+            };
+            checker.enter_database(db).map_err(|e| to_error_info(&e))?;
             if !self.server.catalog().database_exists(db) {
                 return Err(ErrorInfo::new(
                     1049,
@@ -2254,7 +2311,8 @@ impl Backend for Session {
         self.server.note_login(&self.entry.host);
         self.user = login.user.to_string();
         self.account_host = account.host.clone();
-        self.is_super = account.super_user;
+        self.set_account_grants(&account);
+        self.password_used = !login.auth_response.is_empty();
         self.interactive = login.interactive;
         self.hot.set(None);
         let mut info = self
@@ -2364,6 +2422,9 @@ impl Backend for Session {
                     Err(te) if te.code() == 1064 => return Err(to_error_info(&e)),
                     Err(te) => return Err(to_error_info(&te)),
                 };
+                // MySQL checks privileges at PREPARE too (and again at every execution).
+                self.refresh_grants();
+                self.check_plan(&plan).map_err(|e| to_error_info(&e))?;
                 let columns: Arc<[Column]> = plan.columns.iter().map(exec_column).collect();
                 let params = param_count(plan.param_count)?;
                 let kind = dml_kind(sql);
@@ -2409,6 +2470,8 @@ impl Backend for Session {
             let plan = ts
                 .prepare(sql, db.as_deref())
                 .map_err(|e| to_error_info(&e))?;
+            self.refresh_grants();
+            self.check_plan(&plan).map_err(|e| to_error_info(&e))?;
             columns = plan.columns.iter().map(exec_column).collect();
             params = param_count(plan.param_count)?;
             table_plan = Some(plan);

@@ -62,6 +62,11 @@ pub const COM_NAMES: &[&str] = &[
     "release_savepoint",
     "alter_table",
     "show_create_db",
+    "grant",
+    "revoke",
+    "show_grants",
+    "alter_user",
+    "rename_user",
 ];
 
 /// Index of `Com_<name>` in [`COM_NAMES`] (panics on an unknown name: compile-time names only).

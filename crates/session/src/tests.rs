@@ -160,6 +160,74 @@ fn create_user_then_login() {
     assert_eq!(login(&mut b2, "bob", "pw", None).unwrap_err().code, 1045);
 }
 
+/// Every row of a one-column result, one per line.
+fn all(s: &mut Session, sql: &str) -> String {
+    q(s, sql)
+        .unwrap_or_else(|c| panic!("{sql}: error {c}"))
+        .iter()
+        .map(|r| r.join("|"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn grants_apply_at_the_next_statement_and_show_as_mariadb() {
+    let server = Server::new();
+    let (mut r, _) = root(&server);
+    assert_eq!(one(&mut r, "CREATE DATABASE d"), "");
+    assert_eq!(one(&mut r, "CREATE USER 'bob'@'%' IDENTIFIED BY 'pw'"), "");
+    let (mut b, _) = open(&server);
+    login(&mut b, "bob", "pw", None).unwrap();
+    assert_eq!(one(&mut b, "USE d"), "ERR 1044");
+    assert_eq!(one(&mut b, "FLUSH STATUS"), "ERR 1227");
+    assert_eq!(one(&mut b, "CREATE USER 'x'@'%'"), "ERR 1227");
+    assert_eq!(
+        one(&mut b, "SHOW GRANTS"),
+        "GRANT USAGE ON *.* TO `bob`@`%` IDENTIFIED BY PASSWORD '*D821809F681A40A6E379B50D0463EFAE20BDD122'"
+    );
+    assert_eq!(one(&mut r, "GRANT SELECT, INSERT ON d.* TO bob"), "");
+    assert_eq!(
+        one(&mut r, "GRANT RELOAD ON *.* TO 'bob'@'%' WITH GRANT OPTION"),
+        ""
+    );
+    assert_eq!(one(&mut b, "USE d"), "");
+    assert_eq!(one(&mut b, "FLUSH STATUS"), "");
+    assert_eq!(
+        all(&mut r, "SHOW GRANTS FOR bob"),
+        "GRANT RELOAD ON *.* TO `bob`@`%` IDENTIFIED BY PASSWORD '*D821809F681A40A6E379B50D0463EFAE20BDD122' WITH GRANT OPTION\nGRANT SELECT, INSERT ON `d`.* TO `bob`@`%`"
+    );
+    // Levels refuse privileges of other levels, as MySQL.
+    assert_eq!(one(&mut r, "GRANT PROCESS ON d.* TO bob"), "ERR 1221");
+    assert_eq!(one(&mut r, "GRANT EXECUTE ON *.* TO bob"), "ERR 1235");
+    assert_eq!(one(&mut r, "REVOKE RELOAD ON *.* FROM bob"), "");
+    assert_eq!(one(&mut b, "FLUSH STATUS"), "ERR 1227");
+    // REVOKE of a privilege leaves GRANT OPTION (as MySQL). RENAME USER moves the grants; the
+    // renamed account's session has none left.
+    assert_eq!(one(&mut r, "RENAME USER bob TO robert@localhost"), "");
+    assert_eq!(
+        one(&mut r, "RENAME USER bob TO robert@localhost"),
+        "ERR 1396"
+    );
+    assert_eq!(one(&mut b, "USE d"), "ERR 1044");
+    assert_eq!(
+        all(&mut r, "SHOW GRANTS FOR robert@localhost"),
+        "GRANT USAGE ON *.* TO `robert`@`localhost` IDENTIFIED BY PASSWORD '*D821809F681A40A6E379B50D0463EFAE20BDD122' WITH GRANT OPTION\nGRANT SELECT, INSERT ON `d`.* TO `robert`@`localhost`"
+    );
+    assert_eq!(
+        one(&mut r, "ALTER USER nobody IDENTIFIED BY 'x'"),
+        "ERR 1396"
+    );
+    assert_eq!(
+        one(&mut r, "ALTER USER IF EXISTS nobody IDENTIFIED BY 'x'"),
+        ""
+    );
+    assert_eq!(
+        one(&mut r, "SET PASSWORD FOR nobody = PASSWORD('x')"),
+        "ERR 1133"
+    );
+    assert_eq!(one(&mut r, "SHOW GRANTS FOR nobody"), "ERR 1141");
+}
+
 #[test]
 fn max_connections_reserves_one_for_super() {
     let server = Server::new();

@@ -6,8 +6,9 @@
 //! `token = SHA1(pw) XOR SHA1(scramble || SHA1(SHA1(pw)))`; XOR-ing the token with
 //! `SHA1(scramble || stored)` yields `SHA1(pw)`, whose SHA1 must equal `stored`.
 //!
-//! By default there is one account, `root` with an empty password, reachable from loopback only
-//! (`localhost`, `127.0.0.1`, `::1`), like a fresh mysqld install.
+//! A fresh datadir gets one account, `root` with an empty password (or `--root-password`) and
+//! every privilege, reachable from loopback only (`localhost`, `127.0.0.1`, `::1`), like a fresh
+//! mysqld install; accounts are kept durably by [`crate::accounts`].
 
 use sha1::{Digest, Sha1};
 
@@ -20,12 +21,47 @@ pub struct Account {
     pub host: String,
     /// `SHA1(SHA1(password))`, or `None` for an empty password.
     pub stage2: Option<[u8; 20]>,
-    /// Whether the account has SUPER-like rights (KILL any thread, the reserved connection slot,
-    /// writes under `read_only`).
-    pub super_user: bool,
     /// `WITH MAX_USER_CONNECTIONS n`: most simultaneous connections of this account; 0 = the
     /// global `max_user_connections` applies.
     pub max_user_connections: u64,
+    /// `ACCOUNT LOCK`: logins are refused (3118).
+    pub locked: bool,
+    /// Privileges at every level (`crate::privileges`).
+    pub grants: crate::privileges::Grants,
+}
+
+impl Account {
+    /// A new account without privileges (what CREATE USER makes).
+    pub fn new(user: &str, host: &str, stage2: Option<[u8; 20]>) -> Account {
+        Account {
+            user: user.to_string(),
+            host: host.to_string(),
+            stage2,
+            max_user_connections: 0,
+            locked: false,
+            grants: crate::privileges::Grants::default(),
+        }
+    }
+
+    /// SUPER-like rights: KILL of any thread, the reserved connection slot, writes under
+    /// `read_only` (SUPER or CONNECTION_ADMIN, as MySQL 8).
+    pub fn is_super(&self) -> bool {
+        self.grants.global & (crate::privileges::SUPER | crate::privileges::CONNECTION_ADMIN) != 0
+    }
+
+    /// Whether this is the account `'user'@'host'` (host compared case-insensitively).
+    pub fn is(&self, user: &str, host: &str) -> bool {
+        self.user == user && self.host.eq_ignore_ascii_case(host)
+    }
+
+    /// The stored hash as MySQL shows it (`*` + 40 upper-case hex digits), `None` without a
+    /// password.
+    pub fn password_hash(&self) -> Option<String> {
+        self.stage2.map(|h| {
+            let hex: String = h.iter().map(|b| format!("{b:02X}")).collect();
+            format!("*{hex}")
+        })
+    }
 }
 
 /// `SHA1(SHA1(password))`, `None` for the empty password.

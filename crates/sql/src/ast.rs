@@ -550,6 +550,8 @@ pub enum Statement {
     CreateUser(Vec<(String, String, String)>, bool, u64),
     /// `DROP USER [IF EXISTS] 'u'@'h', ...`.
     DropUser(Vec<(String, String)>, bool),
+    /// GRANT, REVOKE, SHOW GRANTS, ALTER USER, RENAME USER, SET PASSWORD.
+    Account(AccountStmt),
     /// A statement on a table (INSERT/UPDATE/DELETE/CREATE TABLE/...): needs storage.
     /// (`kind` for Com_* accounting, the tables it names.)
     TableStatement(&'static str, Vec<TableName>),
@@ -619,6 +621,7 @@ impl Statement {
             Statement::Rollback => "rollback",
             Statement::CreateUser(..) => "create_user",
             Statement::DropUser(..) => "drop_user",
+            Statement::Account(a) => a.com_name(),
             Statement::TableStatement(kind, _) => kind,
             Statement::Do(_) => "select",
             Statement::LockTables(_) => "lock_tables",
@@ -628,6 +631,96 @@ impl Statement {
             Statement::ReleaseSavepoint(_) => "release_savepoint",
             Statement::AlterTableKeys(..) => "alter_table",
             Statement::Backup(_) => "admin_commands",
+        }
+    }
+}
+
+/// `'user'@'host'` as written in an account statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserSpec {
+    /// User name.
+    pub user: String,
+    /// Host pattern (`%` when not given).
+    pub host: String,
+}
+
+/// What a GRANT or REVOKE applies to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GrantLevel {
+    /// `*.*`.
+    Global,
+    /// `db.*`; `None` for `*` (the current database).
+    Database(Option<String>),
+    /// `db.t`, or `t` in the current database (`None`).
+    Table(Option<String>, String),
+}
+
+/// A new password.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PasswordSpec {
+    /// The password itself (empty: no password).
+    Clear(String),
+    /// `SHA1(SHA1(password))` given as `*` + 40 hex digits.
+    Hash([u8; 20]),
+}
+
+/// Account-management statements (`crates/sql/src/translate/account.rs`). A `None` user is
+/// `CURRENT_USER` (or, for SHOW GRANTS and SET PASSWORD without FOR, the session's account).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AccountStmt {
+    /// `GRANT privileges ON level TO users [WITH GRANT OPTION]`.
+    Grant {
+        /// Upper-cased names (`ALL`, `SHOW DATABASES`, `CONNECTION_ADMIN`, ...).
+        privileges: Vec<String>,
+        /// Where.
+        level: GrantLevel,
+        /// To whom.
+        users: Vec<Option<UserSpec>>,
+        /// WITH GRANT OPTION.
+        grant_option: bool,
+    },
+    /// `REVOKE privileges ON level FROM users`; `level` is `None` for
+    /// `REVOKE ALL PRIVILEGES, GRANT OPTION FROM users`.
+    Revoke {
+        /// Upper-cased names.
+        privileges: Vec<String>,
+        /// Where (`None`: everywhere).
+        level: Option<GrantLevel>,
+        /// From whom.
+        users: Vec<Option<UserSpec>>,
+    },
+    /// `SHOW GRANTS [FOR user]`.
+    ShowGrants(Option<UserSpec>),
+    /// `ALTER USER [IF EXISTS] user [IDENTIFIED ...], ... [ACCOUNT LOCK | UNLOCK]`.
+    AlterUser {
+        /// IF EXISTS.
+        if_exists: bool,
+        /// Accounts and their new passwords.
+        users: Vec<(Option<UserSpec>, Option<PasswordSpec>)>,
+        /// ACCOUNT LOCK (`Some(true)`) / UNLOCK.
+        lock: Option<bool>,
+    },
+    /// `RENAME USER a TO b, ...`.
+    RenameUser(Vec<(UserSpec, UserSpec)>),
+    /// `SET PASSWORD [FOR user] = 'x' | PASSWORD('x')`.
+    SetPassword {
+        /// FOR whom (`None`: the session's account).
+        user: Option<UserSpec>,
+        /// The new password.
+        password: PasswordSpec,
+    },
+}
+
+impl AccountStmt {
+    /// The `Com_*` counter name.
+    pub fn com_name(&self) -> &'static str {
+        match self {
+            AccountStmt::Grant { .. } => "grant",
+            AccountStmt::Revoke { .. } => "revoke",
+            AccountStmt::ShowGrants(_) => "show_grants",
+            AccountStmt::AlterUser { .. } => "alter_user",
+            AccountStmt::RenameUser(_) => "rename_user",
+            AccountStmt::SetPassword { .. } => "set_option",
         }
     }
 }

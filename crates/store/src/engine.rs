@@ -895,6 +895,16 @@ impl Engine {
         Ok(())
     }
 
+    /// The RocksDB handle (for [`crate::system`]).
+    pub(crate) fn raw_db(&self) -> &DB {
+        &self.inner.db
+    }
+
+    /// Writes `b` with a synced WAL write (for [`crate::system`]).
+    pub(crate) fn write_batch_sync(&self, b: WriteBatch) -> Result<()> {
+        self.inner.write_sync(b)
+    }
+
     /// Flushes memtables to SST files (used by tests that want on-disk data).
     pub fn flush(&self) -> Result<()> {
         self.inner.db.flush()?;

@@ -36,6 +36,7 @@ pub mod engine;
 pub mod error;
 pub mod lock;
 pub mod stats;
+pub mod system;
 pub mod txn;
 
 pub use catalog::{
@@ -46,6 +47,7 @@ pub use check::{CheckProblem, CheckReport};
 pub use datum::{ColumnType, Date, DateTime, Datum, Decimal};
 pub use engine::{Engine, EngineConfig};
 pub use error::{Result, StoreError};
+pub use system::SystemWrite;
 pub use txn::{
     InsertOutcome, Isolation, KeyRange, KillHandle, LockMode, Row, RowKey, Savepoint, Transaction,
 };

@@ -202,6 +202,8 @@ struct Binder<'e> {
     aggs: Vec<Vec<BoundAgg>>,
     frames: Vec<SubFrame>,
     tables: Vec<(String, String, Arc<TableDef>)>,
+    /// Tables of other subsystems read (database, name as written).
+    provided: Vec<(String, String)>,
 }
 
 /// A bound query with its result columns.
@@ -257,6 +259,7 @@ pub fn prepare(
         aggs: Vec::new(),
         frames: Vec::new(),
         tables: Vec::new(),
+        provided: Vec::new(),
     };
     let bound = b.query(q, false, lock_mode(q.lock))?;
     let columns = bound
@@ -278,6 +281,7 @@ pub fn prepare(
             .collect(),
         slots: b.nslots,
         tables: b.tables,
+        provided: b.provided,
     })
 }
 
@@ -804,6 +808,7 @@ impl Binder<'_> {
                             (n.clone(), ty, info)
                         })
                         .collect();
+                    self.provided.push((d.clone(), name.clone()));
                     (
                         LeafKind::Provided {
                             db: d.clone(),

@@ -65,6 +65,23 @@ fn from_tables(from: &[TableExpr], db: Option<&str>, out: &mut Vec<(String, Stri
 }
 
 impl MultiPlan {
+    /// The tables rows are changed in: (database, name).
+    pub fn targets(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.targets
+            .iter()
+            .map(|t| (t.def.db.as_str(), t.def.name.as_str()))
+    }
+
+    /// Whether this is a DELETE (else an UPDATE).
+    pub fn is_delete(&self) -> bool {
+        self.delete
+    }
+
+    /// The query that finds the rows (every table of the statement).
+    pub fn query(&self) -> &QueryPlan {
+        &self.query
+    }
+
     /// Whether a table it reads or writes was altered since it was bound.
     pub fn is_stale(&self, store: &Engine) -> bool {
         self.query.is_stale(store)

@@ -81,9 +81,20 @@ pub struct QueryPlan {
     pub(crate) slots: usize,
     /// The stored tables as bound: the plan is rebuilt when one of them changed.
     pub(crate) tables: Vec<(String, String, Arc<TableDef>)>,
+    /// The tables of other subsystems ([`SystemTables`]) it reads: (database, name).
+    pub(crate) provided: Vec<(String, String)>,
 }
 
 impl QueryPlan {
+    /// Every table the query reads, stored ones and other subsystems' (not information_schema's
+    /// own TABLES / COLUMNS / SCHEMATA): (database, name), in binding order.
+    pub fn tables_read(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.tables
+            .iter()
+            .map(|(d, n, _)| (d.as_str(), n.as_str()))
+            .chain(self.provided.iter().map(|(d, n)| (d.as_str(), n.as_str())))
+    }
+
     /// Whether a table it was bound to was altered (or dropped) since: then it is bound again.
     pub fn is_stale(&self, store: &shoal_store::Engine) -> bool {
         self.tables.iter().any(|(d, n, def)| {

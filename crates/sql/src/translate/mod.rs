@@ -18,6 +18,7 @@ use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Token, TokenWithSpan};
 
+pub mod account;
 pub mod expr;
 pub mod names;
 pub mod query;
@@ -68,6 +69,12 @@ fn parse_tokens(sql: &str, tokens: Vec<TokenWithSpan>) -> Result<Parsed, SqlErro
     };
     let head = peek_word(&p, 0).unwrap_or_default();
     let second = peek_word(&p, 1).unwrap_or_default();
+    if account::is_account_statement(&head, &second) {
+        return Ok(Parsed {
+            statement: Statement::Account(account::parse(sql)?),
+            params: 0,
+        });
+    }
     let own = match head.as_str() {
         "SET" | "SHOW" | "KILL" | "USE" | "BEGIN" | "START" | "COMMIT" | "ROLLBACK" | "DO"
         | "FLUSH" => true,

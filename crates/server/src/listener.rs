@@ -131,11 +131,17 @@ impl Listeners {
             .clamp(1, i32::MAX as u64) as i32;
         let tcp = bind_tcp(&addr, server.port(), backlog)?;
         let mut admin = Vec::new();
-        // admin_port (MySQL) and extra_port (MariaDB) are both served outside any pool, one
-        // thread per connection, exempt from max_connections.
-        for p in [server.admin_port(), server.extra_port()] {
+        // admin_port (MySQL; on admin_address, 127.0.0.1 by default) and extra_port (MariaDB;
+        // on bind_address) are both served outside any pool, one thread per connection, exempt
+        // from max_connections, for SUPER / CONNECTION_ADMIN accounts only, at most
+        // extra_max_connections at once (checked at login).
+        let admin_addr = server.vars.get("admin_address").display();
+        for (a, p) in [
+            (admin_addr, server.admin_port()),
+            (addr.clone(), server.extra_port()),
+        ] {
             if p != 0 {
-                admin.push(bind_tcp(&addr, p, backlog)?);
+                admin.push(bind_tcp(&a, p, backlog)?);
             }
         }
         let path = server.socket();

@@ -717,3 +717,55 @@ fn lock_tables_and_backup_need_their_privileges() {
         "Access denied; you need (at least one of) the SUPER privilege(s) for this operation",
     );
 }
+
+/// The admin port admits only SUPER / CONNECTION_ADMIN accounts (1227 for others), at most
+/// `extra_max_connections` at once (1040 beyond, a slot freed at disconnect).
+#[test]
+fn admin_port_is_for_administrators_and_bounded() {
+    let admin = support::free_port();
+    let s = Shoal::start(
+        "priv-adminport",
+        &[
+            &format!("--admin-port={admin}"),
+            "--extra-max-connections=2",
+        ],
+    );
+    let mut root = s.conn();
+    setup_tables(&mut root);
+    exec(&mut root, "GRANT ALL ON d1.* TO 'bob'@'%'");
+    let on_admin = |user: &str, pw: &str| {
+        Conn::new(
+            s.mysql_opts()
+                .tcp_port(admin)
+                .socket(None::<String>)
+                .user(Some(user))
+                .pass(Some(pw)),
+        )
+    };
+    match on_admin("bob", "pw") {
+        Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1227, "{e}"),
+        other => panic!("bob on the admin port: {:?}", other.map(|_| ())),
+    }
+    let a1 = on_admin("root", "").expect("root on the admin port");
+    let a2 = on_admin("root", "").expect("second admin connection");
+    match on_admin("root", "") {
+        Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1040, "{e}"),
+        other => panic!("third admin connection: {:?}", other.map(|_| ())),
+    }
+    drop(a1);
+    // The slot comes back once the server has seen the disconnect.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        match on_admin("root", "") {
+            Ok(_) => break,
+            Err(e) => assert!(
+                std::time::Instant::now() < deadline,
+                "slot never freed: {e}"
+            ),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    drop(a2);
+    exec(&mut root, "GRANT CONNECTION_ADMIN ON *.* TO 'bob'@'%'");
+    on_admin("bob", "pw").expect("bob with CONNECTION_ADMIN on the admin port");
+}

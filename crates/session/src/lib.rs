@@ -152,6 +152,8 @@ pub struct Server {
     /// Accounts and privileges, durable once the table engine is attached ([`accounts`]).
     accounts: Arc<accounts::Accounts>,
     processes: Mutex<HashMap<u32, Arc<ProcessEntry>>>,
+    /// Sessions logged in through the admin/extra port (bounded by `extra_max_connections`).
+    pub admin_sessions: std::sync::atomic::AtomicUsize,
     next_id: AtomicU32,
     started: Instant,
     /// When `FLUSH STATUS` last ran (`Uptime_since_flush_status`); the start until then.
@@ -221,6 +223,7 @@ impl Server {
             counters: StatusCounters::new(),
             accounts: accounts.clone(),
             processes: Mutex::new(HashMap::new()),
+            admin_sessions: std::sync::atomic::AtomicUsize::new(0),
             next_id: AtomicU32::new(1),
             started: Instant::now(),
             status_flushed: Mutex::new(Instant::now()),

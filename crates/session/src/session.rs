@@ -198,6 +198,8 @@ pub struct Session {
     interactive: bool,
     /// Connection arrived on the admin/extra port: not subject to max_connections.
     admin: bool,
+    /// Counted in the server's `admin_sessions` (released at disconnect).
+    admin_counted: bool,
     /// Current database.
     db: Option<String>,
     /// Whether a transaction is open.
@@ -621,6 +623,7 @@ impl Session {
             account_limit: 0,
             interactive: false,
             admin: false,
+            admin_counted: false,
             db: None,
             in_transaction: false,
             user_vars: HashMap::new(),
@@ -2266,6 +2269,24 @@ impl Backend for Session {
                 ),
             ));
         }
+        if self.admin {
+            // The administrative port is for administrators (MySQL: SERVICE_CONNECTION_ADMIN;
+            // here SUPER or CONNECTION_ADMIN), at most `extra_max_connections` at once.
+            if !account.is_super() {
+                return Err(ErrorInfo::new(
+                    1227,
+                    "42000",
+                    "Access denied; you need (at least one of) the SUPER or CONNECTION_ADMIN privilege(s) for this operation",
+                ));
+            }
+            let max = self.server.vars.get("extra_max_connections").as_u64() as usize;
+            let n = self.server.admin_sessions.fetch_add(1, Ordering::SeqCst);
+            if n >= max {
+                self.server.admin_sessions.fetch_sub(1, Ordering::SeqCst);
+                return Err(ErrorInfo::new(1040, "08004", "Too many connections"));
+            }
+            self.admin_counted = true;
+        }
         if !self.admin {
             let count = self.server.connection_count() as u64;
             let max = self.server.max_connections() as u64 + account.is_super() as u64;
@@ -2616,6 +2637,9 @@ impl Backend for Session {
     fn disconnect(&mut self) {
         if !self.closed {
             self.closed = true;
+            if std::mem::take(&mut self.admin_counted) {
+                self.server.admin_sessions.fetch_sub(1, Ordering::SeqCst);
+            }
             self.command_end();
             self.in_transaction = false;
             // A client gone mid-transaction: roll back and free its row and table locks.

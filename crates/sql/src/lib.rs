@@ -16,6 +16,7 @@ pub mod depth;
 pub mod error;
 pub mod eval;
 pub mod exec;
+pub mod func;
 pub mod plan;
 pub mod split;
 pub mod translate;

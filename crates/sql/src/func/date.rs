@@ -319,7 +319,7 @@ fn parse(s: &str) -> Parsed {
         return finish(d, t, &b[i..]);
     }
     let mut i = 0;
-    let mut field = |i: &mut usize, first: bool| -> Option<u64> {
+    let field = |i: &mut usize, first: bool| -> Option<u64> {
         if !first {
             if *i < b.len() && b[*i].is_ascii_punctuation() {
                 *i += 1;
@@ -1043,6 +1043,7 @@ fn str_to_date(ctx: &mut dyn Context, s: &str, fmt: &str) -> Result<Value, SqlEr
     {
         return bad(ctx);
     }
+    // MariaDB checks the ranges only: STR_TO_DATE('2024-02-30', '%Y-%m-%d') is 2024-02-30.
     let d = DateTime {
         year: f.year as u16,
         month: f.month as u8,
@@ -1052,9 +1053,6 @@ fn str_to_date(ctx: &mut dyn Context, s: &str, fmt: &str) -> Result<Value, SqlEr
         second: f.second as u8,
         micro: f.micro as u32,
     };
-    if !valid(&d) {
-        return bad(ctx);
-    }
     if !s.as_bytes()[end..].iter().all(u8::is_ascii_whitespace) {
         let kind = match (has_date, has_time) {
             (true, false) => "date",

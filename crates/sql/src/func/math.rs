@@ -5,8 +5,9 @@
 //! of a value <= 0 (or to a base <= 0 or 1) is NULL with warning 1365 "Division by 0"; SQRT of a
 //! negative and ASIN/ACOS outside [-1, 1] are NULL without one; a result that is not a finite
 //! double (POW(10, 400), EXP(1000), COT(0), POW(0, -1)) is error 1690 naming the call.
-//! PI() is the double pi: MySQL shows it with six decimals (`3.141593`) because its result
-//! carries a display scale shoal's values do not have; the value, and arithmetic on it, agree.
+//! PI() is the double pi: MariaDB shows it, and arithmetic on it, with six decimals
+//! (`3.141593`, `PI() * 2` is `6.283185`) because its result carries a display scale shoal's
+//! values do not have; shoal shows every digit of the same double (a counted fixture override).
 
 use super::arity;
 use crate::ast::Expr;

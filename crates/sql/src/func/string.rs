@@ -6,8 +6,8 @@
 //! INSTR, FIELD, FIND_IN_SET, STRCMP) except SUBSTRING_INDEX, which MySQL matches exactly.
 //! Searching folds both strings once, one character to one character so positions agree, and
 //! uses the standard library's linear-time substring search. Functions that build bytes
-//! (CHAR, UNHEX, FROM_BASE64) return text, so bytes that are not UTF-8 become U+FFFD (shoal's
-//! strings are utf8mb4 text). Results that could grow past `max_allowed_packet` (SPACE,
+//! (CHAR, UNHEX, FROM_BASE64) return text: shoal's strings are utf8mb4 text, so bytes that are
+//! not UTF-8 (MySQL's binary strings) are error 1235, never silently altered bytes. Results that could grow past `max_allowed_packet` (SPACE,
 //! INSERT) are NULL with warning 1301 like CONCAT.
 
 use std::cmp::Ordering;
@@ -20,6 +20,16 @@ use crate::decimal::Decimal;
 use crate::error::SqlError;
 use crate::eval::{over_packet, Context};
 use crate::value::{collate_cmp, compare, format_double, SqlType, Value};
+
+/// Bytes built by `func` as a string: shoal's strings are utf8mb4 text, so bytes that are not
+/// UTF-8 (a binary string in MySQL) are error 1235 rather than altered bytes.
+fn bytes_value(func: &str, bytes: Vec<u8>) -> Result<Value, SqlError> {
+    String::from_utf8(bytes).map(Value::Str).map_err(|_| {
+        SqlError::Unsupported(format!(
+            "{func}() of bytes that are not UTF-8 (binary strings)"
+        ))
+    })
+}
 
 /// `s` with each character folded to one lower-case character (so character positions hold).
 fn fold(s: &str) -> Vec<char> {
@@ -245,12 +255,16 @@ fn soundex(s: &str) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
-/// FIELD's comparison: as numbers when every argument is a number, else as strings.
+/// FIELD's comparison: as strings when every argument is a string, as numbers when every one
+/// is a number, else as doubles (MySQL).
 fn field(vals: &[Value]) -> i64 {
     if vals[0].is_null() {
         return 0;
     }
-    let numeric = vals.iter().all(|v| {
+    let strings = vals
+        .iter()
+        .all(|v| matches!(v, Value::Null | Value::Str(_)));
+    let numbers = vals.iter().all(|v| {
         matches!(
             v,
             Value::Null | Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Double(_)
@@ -260,13 +274,15 @@ fn field(vals: &[Value]) -> i64 {
         if v.is_null() {
             continue;
         }
-        let eq = if numeric {
-            compare(&vals[0], v) == Some(Ordering::Equal)
-        } else {
+        let eq = if strings {
             collate_cmp(
                 &vals[0].to_text().unwrap_or_default(),
                 &v.to_text().unwrap_or_default(),
             ) == Ordering::Equal
+        } else if numbers {
+            compare(&vals[0], v) == Some(Ordering::Equal)
+        } else {
+            vals[0].to_f64() == v.to_f64()
         };
         if eq {
             return i as i64;
@@ -356,7 +372,7 @@ pub(super) fn call(
                 let skip = b.iter().take_while(|x| **x == 0).count().min(3);
                 bytes.extend_from_slice(&b[skip..]);
             }
-            Value::Str(String::from_utf8_lossy(&bytes).into_owned())
+            bytes_value("CHAR", bytes)?
         }
         "FIELD" => {
             if args.len() < 2 {
@@ -470,7 +486,7 @@ pub(super) fn call(
                             .map(|&c| nib(c))
                             .chain(rest.chunks(2).map(|p| nib(p[0]) << 4 | nib(p[1])))
                             .collect();
-                        Value::Str(String::from_utf8_lossy(&bytes).into_owned())
+                        bytes_value("UNHEX", bytes)?
                     }
                 }
             }
@@ -528,7 +544,7 @@ pub(super) fn call(
                 Some(t) => {
                     let compact: String = t.chars().filter(|c| !c.is_ascii_whitespace()).collect();
                     match base64::engine::general_purpose::STANDARD.decode(compact.as_bytes()) {
-                        Ok(b) => Value::Str(String::from_utf8_lossy(&b).into_owned()),
+                        Ok(b) => bytes_value("FROM_BASE64", b)?,
                         Err(_) => Value::Null,
                     }
                 }

@@ -791,10 +791,7 @@ fn format_date(d: &DateTime, fmt: &str) -> Option<String> {
                 out.push_str(if f == 'a' { &name[..3] } else { name });
             }
             'b' | 'M' => {
-                if d.month == 0 {
-                    return None;
-                }
-                let name = MONTH_NAMES[d.month as usize - 1];
+                let name = MONTH_NAMES.get((d.month as usize).wrapping_sub(1))?;
                 out.push_str(if f == 'b' { &name[..3] } else { name });
             }
             'c' => out.push_str(&d.month.to_string()),
@@ -1167,7 +1164,9 @@ pub(super) fn call(
                 "WEEKDAY" => int(weekday(nr, false)),
                 "DAYOFYEAR" => int(nr - daynr(d.year as i64, 1, 1) + 1),
                 "DAYNAME" => Value::Str(DAY_NAMES[weekday(nr, false) as usize].into()),
-                "MONTHNAME" => Value::Str(MONTH_NAMES[d.month as usize - 1].into()),
+                "MONTHNAME" => MONTH_NAMES
+                    .get(d.month as usize - 1)
+                    .map_or(Value::Null, |m| Value::Str((*m).into())),
                 "TO_DAYS" => int(nr),
                 "WEEKOFYEAR" => int(calc_week(&d, week_mode(3)).0),
                 _ => {
@@ -1304,7 +1303,7 @@ pub(super) fn call(
                 return Ok(Some(Value::Null));
             }
             let y = if y < 100 { year_2000(y as u64) as i64 } else { y as i64 };
-            let n = daynr(y, 1, 1) as i128 + doy - 1;
+            let n = (daynr(y, 1, 1) as i128).saturating_add(doy - 1);
             if n > MAX_DAY_NUMBER as i128 {
                 Value::Null
             } else {

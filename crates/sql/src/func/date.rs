@@ -609,10 +609,10 @@ fn micros_of(v: &Value, unit: Unit) -> (i128, u32) {
         match v {
             Value::Decimal(d) => {
                 let scale = d.scale.min(6);
-                let m = d
-                    .rescale(6)
-                    .map(|x| x.mant)
-                    .unwrap_or(if d.mant < 0 { -LIMIT } else { LIMIT });
+                let m =
+                    d.rescale(6)
+                        .map(|x| x.mant)
+                        .unwrap_or(if d.mant < 0 { -LIMIT } else { LIMIT });
                 return (m.clamp(-LIMIT, LIMIT), scale);
             }
             Value::Double(f) => {
@@ -632,11 +632,7 @@ fn add_interval(d: DateTime, amount: &Value, unit: Unit, sub: bool) -> Option<Da
     let mut r = d;
     match unit {
         Unit::Year | Unit::Month | Unit::Quarter => {
-            let n = amount
-                .to_i128()
-                .unwrap_or(0)
-                .clamp(-1_000_000, 1_000_000)
-                * sign;
+            let n = amount.to_i128().unwrap_or(0).clamp(-1_000_000, 1_000_000) * sign;
             let months = match unit {
                 Unit::Year => n * 12,
                 Unit::Quarter => n * 3,
@@ -772,7 +768,7 @@ fn format_date(d: &DateTime, fmt: &str) -> Option<String> {
     let mut out = String::with_capacity(fmt.len() * 2);
     let mut it = fmt.chars();
     let nr = || daynr(d.year as i64, d.month as i64, d.day as i64);
-    let hour12 = |h: u8| if h % 12 == 0 { 12 } else { h % 12 };
+    let hour12 = |h: u8| if h.is_multiple_of(12) { 12 } else { h % 12 };
     while let Some(c) = it.next() {
         if c != '%' {
             out.push(c);
@@ -860,7 +856,9 @@ fn format_kind(fmt: &str) -> (bool, bool, bool) {
     while let Some(c) = it.next() {
         if c == '%' {
             match it.next() {
-                Some('H' | 'k' | 'h' | 'I' | 'l' | 'i' | 's' | 'S' | 'p' | 'r' | 'T') => time = true,
+                Some('H' | 'k' | 'h' | 'I' | 'l' | 'i' | 's' | 'S' | 'p' | 'r' | 'T') => {
+                    time = true
+                }
                 Some('f') => {
                     time = true;
                     frac = true
@@ -1082,18 +1080,30 @@ fn unixtime(ctx: &mut dyn Context, v: &Value) -> Option<(i64, u32, u32)> {
         Value::Int(_) | Value::UInt(_) => (v.to_i128()?, 0, 0),
         Value::Decimal(d) => {
             let m = d.rescale(6).map(|x| x.mant).unwrap_or(i128::MAX);
-            (m.div_euclid(1_000_000), m.rem_euclid(1_000_000) as u32, d.scale.min(6))
+            (
+                m.div_euclid(1_000_000),
+                m.rem_euclid(1_000_000) as u32,
+                d.scale.min(6),
+            )
         }
         other => {
             let f = other.to_f64()?;
             let m = (f * 1e6).round();
-            let m = if m.is_finite() { m.clamp(-1e30, 1e30) as i128 } else { i128::MAX };
+            let m = if m.is_finite() {
+                m.clamp(-1e30, 1e30) as i128
+            } else {
+                i128::MAX
+            };
             let decimals = if matches!(other, Value::Double(_)) && f.fract() != 0.0 {
                 6
             } else {
                 0
             };
-            (m.div_euclid(1_000_000), m.rem_euclid(1_000_000) as u32, decimals)
+            (
+                m.div_euclid(1_000_000),
+                m.rem_euclid(1_000_000) as u32,
+                decimals,
+            )
         }
     };
     if secs < 0 {
@@ -1219,8 +1229,10 @@ pub(super) fn call(
             let a = to_calendar(ctx, &vals[0]);
             let b = to_calendar(ctx, &vals[1]);
             match (a, b) {
-                (Some((a, _)), Some((b, _))) => int(daynr(a.year as i64, a.month as i64, a.day as i64)
-                    - daynr(b.year as i64, b.month as i64, b.day as i64)),
+                (Some((a, _)), Some((b, _))) => {
+                    int(daynr(a.year as i64, a.month as i64, a.day as i64)
+                        - daynr(b.year as i64, b.month as i64, b.day as i64))
+                }
                 _ => Value::Null,
             }
         }
@@ -1231,7 +1243,11 @@ pub(super) fn call(
         }
         "TIMESTAMPADD" => {
             arity(name, args, 3, 3)?;
-            date_add(ctx, &[vals[2].clone(), vals[1].clone(), vals[0].clone()], false)?
+            date_add(
+                ctx,
+                &[vals[2].clone(), vals[1].clone(), vals[0].clone()],
+                false,
+            )?
         }
         "TIMESTAMPDIFF" => {
             arity(name, args, 3, 3)?;
@@ -1239,9 +1255,9 @@ pub(super) fn call(
             let a = to_calendar(ctx, &vals[1]);
             let b = to_calendar(ctx, &vals[2]);
             match (a, b) {
-                (Some((a, _)), Some((b, _))) => {
-                    Value::Int(timestampdiff(unit, &a, &b).clamp(i64::MIN as i128, i64::MAX as i128) as i64)
-                }
+                (Some((a, _)), Some((b, _))) => Value::Int(
+                    timestampdiff(unit, &a, &b).clamp(i64::MIN as i128, i64::MAX as i128) as i64,
+                ),
                 _ => Value::Null,
             }
         }
@@ -1302,7 +1318,11 @@ pub(super) fn call(
             if doy <= 0 || !(0..=9999).contains(&y) {
                 return Ok(Some(Value::Null));
             }
-            let y = if y < 100 { year_2000(y as u64) as i64 } else { y as i64 };
+            let y = if y < 100 {
+                year_2000(y as u64) as i64
+            } else {
+                y as i64
+            };
             let n = (daynr(y, 1, 1) as i128).saturating_add(doy - 1);
             if n > MAX_DAY_NUMBER as i128 {
                 Value::Null
@@ -1411,10 +1431,23 @@ mod tests {
 
     #[test]
     fn parses_mysql_date_forms() {
-        for s in ["2024-01-15", "2024/01/15", "20240115", "240115", "2024-1-5 3:4:5"] {
+        for s in [
+            "2024-01-15",
+            "2024/01/15",
+            "20240115",
+            "240115",
+            "2024-1-5 3:4:5",
+        ] {
             assert!(matches!(parse(s), Parsed::Exact(..)), "{s}");
         }
-        for s in ["abc", "2024-02-30", "2024-13-01", "", "é", "99999999999999999999"] {
+        for s in [
+            "abc",
+            "2024-02-30",
+            "2024-13-01",
+            "",
+            "é",
+            "99999999999999999999",
+        ] {
             assert!(matches!(parse(s), Parsed::Invalid), "{s}");
         }
     }

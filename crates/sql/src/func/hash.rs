@@ -307,8 +307,14 @@ mod tests {
                 "0.09445909605776807"
             ]
         );
-        assert_eq!(Rand::from_seed(-1).next_f64().to_string(), "0.9050373219931845");
-        assert_eq!(Rand::from_seed(0).next_f64().to_string(), "0.15522042769493574");
+        assert_eq!(
+            Rand::from_seed(-1).next_f64().to_string(),
+            "0.9050373219931845"
+        );
+        assert_eq!(
+            Rand::from_seed(0).next_f64().to_string(),
+            "0.15522042769493574"
+        );
         assert_eq!(
             Rand::from_seed(4_294_967_297).next_f64().to_string(),
             "0.40540353712197724"

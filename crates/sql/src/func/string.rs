@@ -60,8 +60,7 @@ fn locate(needle: &str, hay: &str, pos: Option<i128>) -> i64 {
     }
     let h: String = fold(hay).into_iter().collect();
     let n: String = fold(needle).into_iter().collect();
-    let Some((byte_start, _)) = h.char_indices().nth(start.min(usize::MAX as i128) as usize)
-    else {
+    let Some((byte_start, _)) = h.char_indices().nth(start.min(usize::MAX as i128) as usize) else {
         return 0;
     };
     match h[byte_start..].find(&n) {
@@ -431,11 +430,7 @@ pub(super) fn call(
                     };
                     let head: String = t.chars().take(start).collect();
                     let tail: String = t.chars().skip(start + len).collect();
-                    if over_packet(
-                        ctx,
-                        "insert",
-                        (head.len() + new.len() + tail.len()) as u128,
-                    ) {
+                    if over_packet(ctx, "insert", (head.len() + new.len() + tail.len()) as u128) {
                         Value::Null
                     } else {
                         Value::Str(format!("{head}{new}{tail}"))

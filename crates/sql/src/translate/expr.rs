@@ -304,7 +304,11 @@ fn expr_level(cx: &mut dyn ExprScope, e: &sp::Expr) -> Result<Expr, SqlError> {
             if matches!(op, O::Plus | O::Minus) {
                 if let Some((n, unit)) = interval(cx, right)? {
                     let d = expr(cx, left)?;
-                    let f = if *op == O::Plus { "DATE_ADD" } else { "DATE_SUB" };
+                    let f = if *op == O::Plus {
+                        "DATE_ADD"
+                    } else {
+                        "DATE_SUB"
+                    };
                     return Ok(Expr::Function(f.into(), vec![d, n, unit_literal(unit)]));
                 }
                 if *op == O::Plus {

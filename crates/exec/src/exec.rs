@@ -132,6 +132,9 @@ impl Context for RowCtx<'_> {
     fn max_allowed_packet(&mut self) -> u64 {
         self.outer.max_allowed_packet()
     }
+    fn rand_state(&mut self) -> Option<&mut shoal_sql::func::RandState> {
+        self.outer.rand_state()
+    }
 }
 
 /// The result of executing one statement.

@@ -39,14 +39,46 @@ fn connect(opts: mysql::OptsBuilder) -> Conn {
     Conn::new(opts).expect("connect")
 }
 
-fn render(v: &Value) -> Option<String> {
+/// A binary-protocol value as the text protocol shows it, which needs its column: a DATETIME
+/// whose time is midnight travels in the date-only form, fractional seconds and a DOUBLE's
+/// fixed decimals (MariaDB's `PI()`) are shown to the column's scale.
+fn render(v: &Value, col: &mysql::Column) -> Option<String> {
+    use mysql::consts::ColumnType as T;
+    // The column's fractional digits when fixed (31: not fixed).
+    let scale = (col.decimals() < 31).then_some(col.decimals() as usize);
+    let frac = |us: u32| match scale {
+        Some(n) if n > 0 => format!(".{}", &format!("{us:06}")[..n.min(6)]),
+        // shoal's DATETIME columns declare no scale yet carry NOW(6)'s microseconds.
+        _ if us != 0 => format!(".{us:06}"),
+        _ => String::new(),
+    };
     match v {
         Value::NULL => None,
         Value::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
         Value::Int(i) => Some(i.to_string()),
         Value::UInt(u) => Some(u.to_string()),
         Value::Float(f) => Some(f.to_string()),
-        Value::Double(d) => Some(d.to_string()),
+        Value::Double(d) => Some(match scale {
+            Some(n) if col.column_type() == T::MYSQL_TYPE_DOUBLE => format!("{d:.n$}"),
+            _ => d.to_string(),
+        }),
+        Value::Date(y, m, d, h, i, s, us)
+            if matches!(
+                col.column_type(),
+                T::MYSQL_TYPE_DATETIME | T::MYSQL_TYPE_TIMESTAMP
+            ) =>
+        {
+            Some(format!(
+                "{y:04}-{m:02}-{d:02} {h:02}:{i:02}:{s:02}{}",
+                frac(*us)
+            ))
+        }
+        Value::Time(neg, days, h, i, s, us) => Some(format!(
+            "{}{:02}:{i:02}:{s:02}{}",
+            if *neg { "-" } else { "" },
+            *days as u64 * 24 + *h as u64,
+            frac(*us)
+        )),
         other => Some(other.as_sql(true).trim_matches('\'').to_string()),
     }
 }
@@ -80,7 +112,15 @@ impl Wire {
                 .collect();
             let mut rows = Vec::new();
             for row in r.by_ref() {
-                rows.push(row?.unwrap().iter().map(render).collect());
+                let row = row?;
+                let cols = row.columns();
+                rows.push(
+                    row.unwrap()
+                        .iter()
+                        .zip(cols.iter())
+                        .map(|(v, c)| render(v, c))
+                        .collect(),
+                );
             }
             o.rows = Some(rows);
         }

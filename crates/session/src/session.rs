@@ -215,6 +215,8 @@ pub struct Session {
     diag: Vec<Diag>,
     /// Start time of the running statement (NOW()).
     stmt_time: DateTime,
+    /// RAND()'s generators: the session's and the running statement's seeded ones.
+    rand: shoal_sql::func::RandState,
     /// When the running SELECT must stop (`max_execution_time`, milliseconds; 0 = never).
     stmt_deadline: Option<std::time::Instant>,
     /// Whether a command is between `command_begin` and `command_end` (keeps
@@ -596,6 +598,9 @@ impl Context for Ctx<'_> {
     fn max_allowed_packet(&mut self) -> u64 {
         self.s.hot().max_allowed_packet
     }
+    fn rand_state(&mut self) -> Option<&mut shoal_sql::func::RandState> {
+        Some(&mut self.s.rand)
+    }
 }
 
 impl Session {
@@ -631,6 +636,7 @@ impl Session {
             last_insert_id: 0,
             diag: Vec::new(),
             stmt_time: now_datetime(),
+            rand: shoal_sql::func::RandState::default(),
             stmt_deadline: None,
             in_command: false,
             closed: false,
@@ -951,6 +957,7 @@ impl Session {
     fn run(&mut self, stmt: &Statement, params: &[Value]) -> Result<Response, SqlError> {
         self.refresh_grants();
         self.stmt_time = now_datetime();
+        self.rand.new_statement();
         let diagnostic = matches!(
             stmt,
             Statement::Show(ShowKind::Warnings | ShowKind::Errors, _)
@@ -2114,6 +2121,7 @@ impl Session {
                 // control is the session's alone: its syntax error stands.
                 Err(e) if self.has_tables() && !is_transaction_control(part) => {
                     self.stmt_time = now_datetime();
+                    self.rand.new_statement();
                     self.diag.clear();
                     let counters = &self.server.counters;
                     counters.com[com_index(dml_kind(part))].fetch_add(1, Ordering::Relaxed);

@@ -90,6 +90,11 @@ pub trait Context {
             .map(|v| v.clamp(1024, 1 << 30) as u64)
             .unwrap_or(DEFAULT_MAX_ALLOWED_PACKET)
     }
+    /// The session's random generators (`RAND`); None: each call draws from a fresh one (a
+    /// constant seed then yields its first number every time).
+    fn rand_state(&mut self) -> Option<&mut crate::func::RandState> {
+        None
+    }
     /// `max_session_mem_used`: the most bytes of rows one statement may hold at once (result,
     /// sort, grouping and join buffers); past it the statement fails with 1290. The default
     /// reads the session variable (none: no limit).
@@ -110,7 +115,7 @@ const MIN_MAX_ALLOWED_PACKET: u128 = 1024;
 
 /// Whether a string result of `len` bytes built by `func` would exceed `max_allowed_packet`; if
 /// so, pushes warning 1301 as MySQL does (the caller then returns NULL).
-fn over_packet(ctx: &mut dyn Context, func: &str, len: u128) -> bool {
+pub(crate) fn over_packet(ctx: &mut dyn Context, func: &str, len: u128) -> bool {
     if len <= MIN_MAX_ALLOWED_PACKET {
         return false;
     }
@@ -1107,13 +1112,18 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
             }
         }
         "DATABASE_SIZE" => return Err(SqlError::UnknownFunction(name.into())),
-        _ => {
-            return Err(SqlError::UnknownFunction(format!(
-                "{}.{}",
-                ctx.database().unwrap_or_default(),
-                name.to_ascii_lowercase()
-            )))
-        }
+        _ => match crate::func::call(name, args, &vals, ctx)? {
+            Some(v) => v,
+            // MySQL names the current database, if any: `FUNCTION test.f does not exist`,
+            // `FUNCTION f does not exist` without one.
+            None => {
+                let f = name.to_ascii_lowercase();
+                return Err(SqlError::UnknownFunction(match ctx.database() {
+                    Some(db) => format!("{db}.{f}"),
+                    None => f,
+                }));
+            }
+        },
     })
 }
 
@@ -1565,7 +1575,7 @@ fn static_type_level(e: &Expr) -> SqlType {
             "IF" => result_type(args.iter().skip(1)),
             "IFNULL" | "COALESCE" | "GREATEST" | "LEAST" => result_type(args.iter()),
             "NULLIF" => args.first().map(static_type).unwrap_or(SqlType::Str),
-            _ => SqlType::Str,
+            _ => crate::func::static_type(name, args).unwrap_or(SqlType::Str),
         },
         Expr::Case(_, whens, el) => result_type(whens.iter().map(|(_, t)| t).chain(el.as_deref())),
         Expr::AssignUserVar(_, x) => static_type(x),

@@ -17,6 +17,7 @@ pub mod dialect;
 pub mod error;
 pub mod eval;
 pub mod exec;
+pub mod func;
 pub mod plan;
 pub mod split;
 pub mod translate;

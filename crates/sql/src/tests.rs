@@ -1060,3 +1060,72 @@ fn sleep_of_any_length_waits_until_killed() {
         assert_eq!(v, ["1"], "SLEEP({arg})");
     }
 }
+
+#[test]
+fn unknown_function_names_the_database_only_when_one_is_selected() {
+    let mut c = TestCtx::default();
+    let e = run(&mut c, "SELECT no_such_fn(1)").unwrap_err();
+    assert_eq!(e.code(), 1305);
+    // MariaDB without a database: `FUNCTION no_such_fn does not exist` (no leading dot).
+    assert_eq!(e.to_string(), "FUNCTION no_such_fn does not exist");
+}
+
+#[test]
+fn function_library_result_types() {
+    let mut c = TestCtx::default();
+    let (_, t, v) = run(
+        &mut c,
+        "SELECT CURDATE() + INTERVAL 1 DAY, NOW() - INTERVAL 1 DAY, CRC32('a'), YEAR('2024-01-01'), \
+         RAND(1), MD5('a'), LAST_DAY('2024-02-01'), STR_TO_DATE('2024-01-15 10:11:12', '%Y-%m-%d %T'), \
+         DATE_ADD('2024-01-01', INTERVAL 1 DAY), SQRT(4)",
+    )
+    .unwrap();
+    assert_eq!(
+        t,
+        vec![
+            SqlType::Date,
+            SqlType::DateTime,
+            SqlType::UInt,
+            SqlType::Int,
+            SqlType::Double,
+            SqlType::Str,
+            SqlType::Date,
+            SqlType::DateTime,
+            SqlType::Str,
+            SqlType::Double
+        ]
+    );
+    assert_eq!(v[2], "3904355907");
+    assert_eq!(v[4], "0.40540353712197724");
+    assert_eq!(v[7], "2024-01-15 10:11:12");
+}
+
+#[test]
+fn function_library_survives_extreme_arguments() {
+    // Huge, negative and NULL counts, positions and amounts; invalid text: a value, NULL or an
+    // error, never a panic.
+    for sql in [
+        "SELECT SPACE(9223372036854775807), SPACE(-1), SPACE(NULL)",
+        "SELECT LOCATE('a', 'abc', 170141183460469231731687303715884105727), LOCATE('', 'é', 2)",
+        "SELECT INSERT('abc', 9223372036854775807, 9223372036854775807, 'x'), INSERT('abc', 2, -9223372036854775808, 'x')",
+        "SELECT SUBSTRING_INDEX('a.b.c', '.', -9223372036854775808), SUBSTRING_INDEX('a.b', '.', 18446744073709551615)",
+        "SELECT ELT(18446744073709551615, 'a'), FIELD(NULL), CHAR(18446744073709551615, -9223372036854775808)",
+        "SELECT CONV('zzzzzzzzzzzzzzzzzzzzzzzz', 36, -2), CONV('-9223372036854775809', -10, 10), BIN(-9223372036854775808)",
+        "SELECT FORMAT(1e308, 38), FORMAT(-1e-308, 9223372036854775807), FORMAT(18446744073709551615, 2)",
+        "SELECT DATE_ADD('2024-01-01', INTERVAL 9223372036854775807 YEAR), DATE_SUB('0000-01-01', INTERVAL 1 DAY)",
+        "SELECT DATE_ADD('2024-01-01', INTERVAL 1e308 SECOND), DATE_ADD('2024-01-01', INTERVAL -99999999999999999999.999999 SECOND)",
+        "SELECT MAKEDATE(2024, 170141183460469231731687303715884105727), FROM_DAYS(-5), FROM_DAYS(18446744073709551615)",
+        "SELECT FROM_UNIXTIME(1e308), FROM_UNIXTIME(-1e308), FROM_UNIXTIME(99999999999999999999999999.999999)",
+        "SELECT STR_TO_DATE('99999-99-99', '%Y-%m-%d'), STR_TO_DATE('é', '%D%f%j%p%r%T'), STR_TO_DATE('1 %', '%e %%')",
+        "SELECT DATE_FORMAT('2024-00-00', '%W %M %j %U %a %b %w'), DATE_FORMAT('0000-00-00', '%%%'), YEAR(99999999999999999999)",
+        "SELECT HOUR('-838:59:59.999999999'), TIME('99999999999'), WEEK('2024-01-01', -9223372036854775808)",
+        "SELECT TIMESTAMPDIFF(MICROSECOND, '0000-01-01', '9999-12-31 23:59:59.999999'), DATEDIFF('9999-12-31', '0000-01-01')",
+        "SELECT LOG(-1, 0), POW(-1, 0.5), ATAN2(0, 0), COT(1e308), EXP(709.9), SIGN(18446744073709551615)",
+        "SELECT RAND(170141183460469231731687303715884105727), RAND(-1e308), SHA2('x', 170141183460469231731687303715884105727)",
+        "SELECT UNHEX('0'), FROM_BASE64('===='), TO_BASE64(REPEAT('é', 1000)), SOUNDEX('ééé'), QUOTE('\\0')",
+    ] {
+        let mut c = TestCtx::default();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&mut c, sql)));
+        assert!(r.is_ok(), "panicked: {sql}");
+    }
+}

@@ -175,6 +175,9 @@ impl Context for Ev<'_, '_, '_> {
     fn max_allowed_packet(&mut self) -> u64 {
         self.r.env.max_allowed_packet()
     }
+    fn rand_state(&mut self) -> Option<&mut shoal_sql::func::RandState> {
+        self.r.env.rand_state()
+    }
 }
 
 /// `v op x` as SQL compares (NULL: unknown).

@@ -231,6 +231,43 @@ const FUNCS: &[(&str, Option<usize>)] = &[
     ("NO_SUCH_FN", Some(1)),
     ("DATE_FORMAT", Some(2)),
     ("JSON_EXTRACT", Some(2)),
+    ("MD5", Some(1)),
+    ("SHA1", Some(1)),
+    ("SHA2", Some(2)),
+    ("CRC32", Some(1)),
+    ("UUID", Some(0)),
+    ("RAND", Some(1)),
+    ("YEAR", Some(1)),
+    ("HOUR", Some(1)),
+    ("DAYNAME", Some(1)),
+    ("WEEK", Some(2)),
+    ("LAST_DAY", Some(1)),
+    ("DATE_ADD", Some(2)),
+    ("DATEDIFF", Some(2)),
+    ("TIMESTAMPDIFF", Some(3)),
+    ("STR_TO_DATE", Some(2)),
+    ("FROM_UNIXTIME", Some(2)),
+    ("MAKEDATE", Some(2)),
+    ("FROM_DAYS", Some(1)),
+    ("INSTR", Some(2)),
+    ("LOCATE", Some(3)),
+    ("SPACE", Some(1)),
+    ("CHAR", None),
+    ("FIELD", None),
+    ("ELT", None),
+    ("FORMAT", Some(2)),
+    ("INSERT", Some(4)),
+    ("SUBSTRING_INDEX", Some(3)),
+    ("QUOTE", Some(1)),
+    ("UNHEX", Some(1)),
+    ("CONV", Some(3)),
+    ("TO_BASE64", Some(1)),
+    ("FROM_BASE64", Some(1)),
+    ("SOUNDEX", Some(1)),
+    ("POW", Some(2)),
+    ("LOG", Some(2)),
+    ("SQRT", Some(1)),
+    ("COT", Some(1)),
 ];
 
 const AGGS: &[&str] = &[
@@ -850,6 +887,18 @@ impl SqlGen {
         // REPEAT/LPAD/RPAD with huge counts are the evaluator's business (capped at
         // max_allowed_packet), but keep most of them cheap.
         let args: Vec<String> = (0..n).map(|_| self.expr(rng, scope)).collect();
+        // Interval arithmetic and unit keywords (huge amounts included).
+        if matches!(name, "DATE_ADD" | "TIMESTAMPDIFF") && rng.gen_bool(0.7) {
+            let unit = pick(rng, &["SECOND", "DAY", "WEEK", "MONTH", "QUARTER", "YEAR"]);
+            let a = self.expr(rng, scope);
+            let b = self.expr(rng, scope);
+            return if name == "DATE_ADD" {
+                let n = pick(rng, &["1", "-1", "1.5", "9223372036854775807", "NULL"]);
+                format!("({a} {} INTERVAL {n} {unit})", pick(rng, &["+", "-"]))
+            } else {
+                format!("TIMESTAMPDIFF({unit}, {a}, {b})")
+            };
+        }
         if name == "TRIM" && rng.gen_bool(0.3) {
             let a = self.expr(rng, scope);
             let b = self.expr(rng, scope);

@@ -134,6 +134,33 @@ fn function(cx: &mut dyn ExprScope, f: &sp::Function) -> Result<Expr, SqlError> 
     if distinct {
         return Err(unsupported("DISTINCT in aggregate functions"));
     }
+    match name.as_str() {
+        // DATE_ADD(d, INTERVAL n unit) -> (d, n, 'unit'); ADDDATE(d, n) counts days.
+        "DATE_ADD" | "DATE_SUB" | "ADDDATE" | "SUBDATE" if args.len() == 2 => {
+            let d = expr(cx, args[0])?;
+            let (n, unit) = match interval(cx, args[1])? {
+                Some(iv) => iv,
+                None if matches!(name.as_str(), "ADDDATE" | "SUBDATE") => {
+                    (expr(cx, args[1])?, "DAY".to_string())
+                }
+                None => return Err(SqlError::Syntax(f.to_string())),
+            };
+            return Ok(Expr::Function(name, vec![d, n, unit_literal(unit)]));
+        }
+        // TIMESTAMPDIFF(unit, a, b), TIMESTAMPADD(unit, n, d): the unit is a keyword.
+        "TIMESTAMPDIFF" | "TIMESTAMPADD" if args.len() == 3 => {
+            let unit = match args[0] {
+                sp::Expr::Identifier(i) if i.quote_style.is_none() => date_unit(&i.value)?,
+                other => return Err(SqlError::Syntax(other.to_string())),
+            };
+            let mut out = vec![unit_literal(unit)];
+            for a in &args[1..] {
+                out.push(expr(cx, a)?);
+            }
+            return Ok(Expr::Function(name, out));
+        }
+        _ => {}
+    }
     let mut out = args
         .into_iter()
         .map(|a| expr(cx, a))
@@ -142,6 +169,45 @@ fn function(cx: &mut dyn ExprScope, f: &sp::Function) -> Result<Expr, SqlError> 
         out.push(Expr::Column("*".into()));
     }
     Ok(Expr::Function(name, out))
+}
+
+/// An interval unit's name as the evaluator takes it (`DAY`, `SQL_TSI_DAY`; plurals are not
+/// MySQL's); anything else is a syntax error as in MySQL.
+fn date_unit(name: &str) -> Result<String, SqlError> {
+    let u = name.to_ascii_uppercase();
+    let base = u.strip_prefix("SQL_TSI_").unwrap_or(&u);
+    match base {
+        "MICROSECOND" | "SECOND" | "MINUTE" | "HOUR" | "DAY" | "WEEK" | "MONTH" | "QUARTER"
+        | "YEAR" => Ok(base.to_string()),
+        _ => Err(SqlError::Syntax(name.to_string())),
+    }
+}
+
+fn unit_literal(unit: String) -> Expr {
+    Expr::Literal(Value::Str(unit))
+}
+
+fn field_unit(f: &sp::DateTimeField) -> Result<String, SqlError> {
+    match f {
+        sp::DateTimeField::Custom(i) => date_unit(&i.value),
+        sp::DateTimeField::Week(Some(_)) => Err(SqlError::Syntax(f.to_string())),
+        other => date_unit(&other.to_string()),
+    }
+}
+
+/// `INTERVAL n unit` (possibly parenthesized) as its amount and unit; None if `e` is not one.
+fn interval(cx: &mut dyn ExprScope, e: &sp::Expr) -> Result<Option<(Expr, String)>, SqlError> {
+    match e {
+        sp::Expr::Nested(x) => interval(cx, x),
+        sp::Expr::Interval(iv) => {
+            let (Some(unit), None) = (&iv.leading_field, &iv.last_field) else {
+                return Err(SqlError::Syntax(e.to_string()));
+            };
+            let unit = field_unit(unit)?;
+            Ok(Some((expr(cx, &iv.value)?, unit)))
+        }
+        _ => Ok(None),
+    }
 }
 
 /// A literal value (or a `?` placeholder).
@@ -234,6 +300,27 @@ fn expr_level(cx: &mut dyn ExprScope, e: &sp::Expr) -> Result<Expr, SqlError> {
         }
         E::BinaryOp { left, op, right } => {
             use sp::BinaryOperator as O;
+            // `d + INTERVAL n unit`, `INTERVAL n unit + d`, `d - INTERVAL n unit`.
+            if matches!(op, O::Plus | O::Minus) {
+                if let Some((n, unit)) = interval(cx, right)? {
+                    let d = expr(cx, left)?;
+                    let f = if *op == O::Plus {
+                        "DATE_ADD"
+                    } else {
+                        "DATE_SUB"
+                    };
+                    return Ok(Expr::Function(f.into(), vec![d, n, unit_literal(unit)]));
+                }
+                if *op == O::Plus {
+                    if let Some((n, unit)) = interval(cx, left)? {
+                        let d = expr(cx, right)?;
+                        return Ok(Expr::Function(
+                            "DATE_ADD".into(),
+                            vec![d, n, unit_literal(unit)],
+                        ));
+                    }
+                }
+            }
             if *op == O::Assignment {
                 let l = expr(cx, left)?;
                 let r = expr(cx, right)?;
@@ -476,7 +563,17 @@ fn expr_level(cx: &mut dyn ExprScope, e: &sp::Expr) -> Result<Expr, SqlError> {
             cx.subquery(SubqueryKind::Compare { operand, op, all }, q)?
         }
         E::Tuple(v) => return Err(SqlError::OperandColumns(v.len().min(1))),
-        E::Interval(_) => return Err(unsupported("INTERVAL expressions")),
+        // An interval only exists beside a date (`d + INTERVAL ..`, DATE_ADD): MySQL's 1064.
+        E::Interval(_) => return Err(SqlError::Syntax(e.to_string())),
+        E::Extract { field, expr: x, .. } => {
+            let unit = field_unit(field)?;
+            Expr::Function("EXTRACT".into(), vec![unit_literal(unit), expr(cx, x)?])
+        }
+        E::Position { expr: needle, r#in } => {
+            let n = expr(cx, needle)?;
+            let h = expr(cx, r#in)?;
+            Expr::Function("LOCATE".into(), vec![n, h])
+        }
         other => return Err(unsupported(other.to_string())),
     })
 }

@@ -8,9 +8,11 @@
 //! - [`handler`]: who runs that cycle; `per_thread` = one-thread-per-connection with a cache.
 //! - [`listener`]: TCP, Unix socket and admin-port listeners and the accept loop.
 //! - [`metrics`]: Prometheus text on an HTTP port, outside both connection handlers.
+//! - [`tls`]: TLS certificates (given or generated) and the per-connection TLS state.
 
 pub mod client;
 pub mod handler;
 pub mod listener;
 pub mod metrics;
 pub mod options;
+pub mod tls;

@@ -219,6 +219,7 @@ impl Server {
                 stage2: None,
                 super_user: true,
                 max_user_connections: 0,
+                require_ssl: false,
             }]),
             processes: Mutex::new(HashMap::new()),
             next_id: AtomicU32::new(1),
@@ -660,6 +661,16 @@ impl Server {
         matching.first().map(|a| (*a).clone())
     }
 
+    /// The account `'user'@'host'` exactly as created (no pattern matching).
+    pub fn find_exact_account(&self, user: &str, host: &str) -> Option<Account> {
+        self.accounts
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find(|a| a.user == user && a.host.eq_ignore_ascii_case(host))
+            .cloned()
+    }
+
     /// CREATE USER; false if it exists already.
     pub fn create_account(&self, user: &str, host: &str, password: &str) -> bool {
         self.create_account_with(user, host, password, 0)
@@ -672,6 +683,19 @@ impl Server {
         user: &str,
         host: &str,
         password: &str,
+        max_user_connections: u64,
+    ) -> bool {
+        self.create_account_opts(user, host, password, false, max_user_connections)
+    }
+
+    /// CREATE USER with its options: `REQUIRE SSL` (`require_ssl`) and `WITH
+    /// MAX_USER_CONNECTIONS`; false if the account exists already.
+    pub fn create_account_opts(
+        &self,
+        user: &str,
+        host: &str,
+        password: &str,
+        require_ssl: bool,
         max_user_connections: u64,
     ) -> bool {
         let mut accts = self
@@ -690,7 +714,40 @@ impl Server {
             stage2: users::stage2(password),
             super_user: false,
             max_user_connections,
+            require_ssl,
         });
+        true
+    }
+
+    /// ALTER USER: changes what is given (`None`: unchanged); false if there is no such
+    /// account.
+    pub fn alter_account(
+        &self,
+        user: &str,
+        host: &str,
+        password: Option<&str>,
+        require_ssl: Option<bool>,
+        max_user_connections: Option<u64>,
+    ) -> bool {
+        let mut accts = self
+            .accounts
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let Some(a) = accts
+            .iter_mut()
+            .find(|a| a.user == user && a.host.eq_ignore_ascii_case(host))
+        else {
+            return false;
+        };
+        if let Some(pw) = password {
+            a.stage2 = users::stage2(pw);
+        }
+        if let Some(r) = require_ssl {
+            a.require_ssl = r;
+        }
+        if let Some(m) = max_user_connections {
+            a.max_user_connections = m;
+        }
         true
     }
 

@@ -26,6 +26,8 @@ pub struct Account {
     /// `WITH MAX_USER_CONNECTIONS n`: most simultaneous connections of this account; 0 = the
     /// global `max_user_connections` applies.
     pub max_user_connections: u64,
+    /// `REQUIRE SSL`: logins without TLS are refused (1045).
+    pub require_ssl: bool,
 }
 
 /// `SHA1(SHA1(password))`, `None` for the empty password.

@@ -513,6 +513,29 @@ pub enum ShowKind {
     TableInfo(TableName),
 }
 
+/// One account of CREATE USER / ALTER USER.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserSpec {
+    /// User name.
+    pub user: String,
+    /// Host pattern (`%` when not written).
+    pub host: String,
+    /// `IDENTIFIED BY 'p'` (CREATE USER without it: the empty password).
+    pub password: Option<String>,
+    /// `IDENTIFIED WITH plugin` (lower case; `None`: `default_authentication_plugin` for a new
+    /// account, unchanged for ALTER USER).
+    pub plugin: Option<String>,
+}
+
+/// Account options of CREATE USER / ALTER USER (`None`: not written).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AccountOptions {
+    /// `REQUIRE SSL` (`Some(true)`) or `REQUIRE NONE` (`Some(false)`).
+    pub require_ssl: Option<bool>,
+    /// `WITH MAX_USER_CONNECTIONS n` (0 = the global `max_user_connections` applies).
+    pub max_user_connections: Option<u64>,
+}
+
 /// A statement.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Statement {
@@ -543,9 +566,12 @@ pub enum Statement {
     Commit,
     /// ROLLBACK.
     Rollback,
-    /// `CREATE USER [IF NOT EXISTS] 'u'@'h' IDENTIFIED BY 'p', ... [WITH MAX_USER_CONNECTIONS n]`
-    /// (the users, IF NOT EXISTS, the connection limit: 0 = the global one).
-    CreateUser(Vec<(String, String, String)>, bool, u64),
+    /// `CREATE USER [IF NOT EXISTS] 'u'@'h' [IDENTIFIED [WITH plugin] BY 'p'], ...
+    /// [REQUIRE NONE | SSL] [WITH MAX_USER_CONNECTIONS n]` (the users, IF NOT EXISTS, options).
+    CreateUser(Vec<UserSpec>, bool, AccountOptions),
+    /// `ALTER USER [IF EXISTS] 'u'@'h' [IDENTIFIED [WITH plugin] BY 'p'], ...
+    /// [REQUIRE NONE | SSL] [WITH MAX_USER_CONNECTIONS n]`: changes only what it names.
+    AlterUser(Vec<UserSpec>, bool, AccountOptions),
     /// `DROP USER [IF EXISTS] 'u'@'h', ...`.
     DropUser(Vec<(String, String)>, bool),
     /// A statement on a table (INSERT/UPDATE/DELETE/CREATE TABLE/...): needs storage.
@@ -590,6 +616,7 @@ impl Statement {
             Statement::Commit => "commit",
             Statement::Rollback => "rollback",
             Statement::CreateUser(..) => "create_user",
+            Statement::AlterUser(..) => "alter_user",
             Statement::DropUser(..) => "drop_user",
             Statement::TableStatement(kind, _) => kind,
             Statement::Do(_) => "select",

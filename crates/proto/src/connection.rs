@@ -697,8 +697,9 @@ impl<B: Backend> Connection<B> {
     }
 
     fn handshake_response(&mut self, payload: &[u8]) -> Progress {
-        // A 4.1 response is at least 32 bytes (caps, max packet, charset, filler) + user NUL.
-        if payload.len() < 33 {
+        // A 4.1 response is at least 32 bytes (caps, max packet, charset, filler) + user NUL;
+        // an SSLRequest is exactly those 32 bytes.
+        if payload.len() < 32 {
             return self.bad_handshake();
         }
         let client_caps = u32::from_le_bytes([payload[0], payload[1], payload[2], payload[3]]);
@@ -720,6 +721,9 @@ impl<B: Backend> Connection<B> {
             self.tls = true;
             self.expect_seq = self.send_seq;
             return Progress::StartTls;
+        }
+        if payload.len() < 33 {
+            return self.bad_handshake();
         }
         if self.tls && !client_caps.contains(CapabilityFlags::CLIENT_SSL) {
             // The response inside TLS must keep the flag it started with.

@@ -203,8 +203,8 @@ fn server_config(
     if certs.is_empty() {
         return Err(load_err("ssl_cert", &files.cert, "no certificate in it"));
     }
-    let key = PrivateKeyDer::from_pem_file(&files.key)
-        .map_err(|e| load_err("ssl_key", &files.key, e))?;
+    let key =
+        PrivateKeyDer::from_pem_file(&files.key).map_err(|e| load_err("ssl_key", &files.key, e))?;
     if let Some(ca) = &files.ca {
         // Checked so that a typo fails at startup; clients use it to verify us.
         let n = CertificateDer::pem_file_iter(ca)
@@ -372,11 +372,7 @@ impl TlsLink {
         let mut out = Absorbed::default();
         while !data.is_empty() {
             match self.conn.read_tls(&mut data) {
-                Ok(0) => {
-                    return Err(rustls::Error::General(
-                        "TLS record buffer full".to_string(),
-                    ))
-                }
+                Ok(0) => return Err(rustls::Error::General("TLS record buffer full".to_string())),
                 Ok(_) => {}
                 Err(e) => return Err(rustls::Error::General(e.to_string())),
             }
@@ -491,7 +487,11 @@ mod tests {
         let mode = std::fs::metadata(&files.key).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
         let again = auto_files(&dir).unwrap();
-        assert_eq!(std::fs::read(&again.cert).unwrap(), first, "reused, not regenerated");
+        assert_eq!(
+            std::fs::read(&again.cert).unwrap(),
+            first,
+            "reused, not regenerated"
+        );
         std::fs::remove_file(dir.join(CA_FILE)).unwrap();
         assert!(matches!(auto_files(&dir), Err(TlsError::Incomplete(_))));
         let _ = std::fs::remove_dir_all(&dir);

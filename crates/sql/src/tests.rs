@@ -458,11 +458,20 @@ fn session_statements_parse() {
         parse("ALTER USER 'a'@'%' IDENTIFIED BY 'x'")
             .unwrap()
             .statement,
-        Statement::AlterUser(vec![spec("a", "%", Some("x"))], false, AccountOptions::default())
+        Statement::AlterUser(
+            vec![spec("a", "%", Some("x"))],
+            false,
+            AccountOptions::default()
+        )
     );
-    assert_eq!(parse("CREATE USER a REQUIRE X509").unwrap_err().code(), 1235);
     assert_eq!(
-        parse("CREATE USER a IDENTIFIED WITH sha256_password").unwrap_err().code(),
+        parse("CREATE USER a REQUIRE X509").unwrap_err().code(),
+        1235
+    );
+    assert_eq!(
+        parse("CREATE USER a IDENTIFIED WITH sha256_password")
+            .unwrap_err()
+            .code(),
         1524
     );
     assert!(parse("CREATE USER a REQUIRE").is_err());

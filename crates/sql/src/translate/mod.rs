@@ -384,7 +384,8 @@ impl Translator<'_> {
                 None => break,
                 Some(UTok::Word(w))
                     if kind != UserStmt::Drop
-                        && (w.eq_ignore_ascii_case("WITH") || w.eq_ignore_ascii_case("REQUIRE")) =>
+                        && (w.eq_ignore_ascii_case("WITH")
+                            || w.eq_ignore_ascii_case("REQUIRE")) =>
                 {
                     break
                 }
@@ -440,7 +441,10 @@ impl Translator<'_> {
                     "MAX_QUERIES_PER_HOUR"
                     | "MAX_UPDATES_PER_HOUR"
                     | "MAX_CONNECTIONS_PER_HOUR" => {
-                        return Err(unsupported(format!("{} USER ... WITH {option}", kind.verb())))
+                        return Err(unsupported(format!(
+                            "{} USER ... WITH {option}",
+                            kind.verb()
+                        )))
                     }
                     _ => return Err(SqlError::Syntax(w.clone())),
                 }

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use crate::ast::{AccountOptions, Statement, UserSpec, VarScope};
+use crate::ast::{Statement, VarScope};
 use crate::catalog::MemCatalog;
 use crate::eval::Context;
 use crate::exec::select;

@@ -36,6 +36,15 @@
 //! statement's long data is dropped and its executions fail with ERR 1105 until COM_STMT_RESET
 //! (MySQL's and MariaDB's behaviour; the connection stays usable).
 //!
+//! # TLS
+//!
+//! With [`ProtoConfig::tls`] the greeting offers CLIENT_SSL. A client's SSLRequest (the first 32
+//! bytes of a HandshakeResponse41, sequence 1) makes `process` return [`Progress::StartTls`];
+//! the network layer then runs the TLS handshake, takes the bytes that came behind the request
+//! ([`Connection::take_unprocessed_input`]) as its first ciphertext, and feeds only plaintext
+//! afterwards. The real response follows with sequence 2, and the backend learns through
+//! [`LoginRequest::tls`] that the link is encrypted. No byte of TLS passes through this crate.
+//!
 //! # EOF versus OK
 //!
 //! With `CLIENT_DEPRECATE_EOF` negotiated, result sets have no EOF after the column definitions and

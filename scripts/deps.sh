@@ -12,7 +12,8 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 # Python clients used by the tests, in a venv outside the clone.
 VENV=${SHOAL_VENV:-/var/tmp/shoal-venv}
-if [ ! -x "$VENV/bin/pytest" ] || ! "$VENV/bin/python" -c 'import pymysql, mysql.connector' 2>/dev/null; then
+# `cryptography`: PyMySQL's RSA path of caching_sha2_password (tests/tls.rs).
+if [ ! -x "$VENV/bin/pytest" ] || ! "$VENV/bin/python" -c 'import pymysql, mysql.connector, cryptography' 2>/dev/null; then
   python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q pymysql mysql-connector-python pytest
+  "$VENV/bin/pip" install -q pymysql mysql-connector-python pytest cryptography
 fi

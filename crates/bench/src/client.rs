@@ -29,6 +29,13 @@ pub struct ConnOpts {
     #[serde(skip)]
     pub password: String,
     pub db: String,
+    /// `--mysql-ssl=on`: connect over TLS (rustls). Verified against `ssl_ca` when given,
+    /// else encrypted without verifying the server (sysbench's `--mysql-ssl=on`).
+    #[serde(default)]
+    pub ssl: bool,
+    /// `--mysql-ssl-ca`: PEM CA file to verify the server with.
+    #[serde(default)]
+    pub ssl_ca: Option<String>,
 }
 
 impl ConnOpts {
@@ -53,6 +60,20 @@ impl ConnOpts {
         }
         if let Some(s) = &self.socket {
             b = b.socket(Some(s.clone())).prefer_socket(true);
+        }
+        if self.ssl {
+            let mut ssl = mysql_async::SslOpts::default();
+            match &self.ssl_ca {
+                Some(ca) => {
+                    ssl = ssl.with_root_certs(vec![std::path::PathBuf::from(ca).into()]);
+                }
+                None => {
+                    ssl = ssl
+                        .with_danger_accept_invalid_certs(true)
+                        .with_danger_skip_domain_validation(true);
+                }
+            }
+            b = b.ssl_opts(Some(ssl));
         }
         b.into()
     }

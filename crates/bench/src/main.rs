@@ -93,6 +93,12 @@ struct Common {
     mysql_password: String,
     #[arg(long, default_value = "sbtest")]
     mysql_db: String,
+    /// TLS: `on` (sysbench's spelling; also `off`).
+    #[arg(long, default_value = "off")]
+    mysql_ssl: String,
+    /// CA file (PEM) to verify the server's certificate with under `--mysql-ssl=on`.
+    #[arg(long)]
+    mysql_ssl_ca: Option<String>,
     /// Errors that restart the event (comma-separated codes).
     #[arg(long, default_value = "1213,1020,1205")]
     mysql_ignore_errors: String,
@@ -213,6 +219,11 @@ impl Common {
             user: self.mysql_user.clone(),
             password: self.mysql_password.clone(),
             db: self.mysql_db.clone(),
+            ssl: matches!(
+                self.mysql_ssl.to_ascii_lowercase().as_str(),
+                "on" | "1" | "true" | "required" | "verify_ca"
+            ),
+            ssl_ca: self.mysql_ssl_ca.clone(),
         }
     }
 

@@ -783,6 +783,8 @@ impl ServerSection {
             user: self.user.clone(),
             password,
             db: self.db.clone(),
+            ssl: false,
+            ssl_ca: None,
         })
     }
 }

@@ -734,6 +734,8 @@ pub(crate) mod fixtures {
                 user: "sbtest".into(),
                 password: String::new(),
                 db: "sbtest".into(),
+                ssl: false,
+                ssl_ca: None,
             },
             server_pid: Some(4242),
             started_unix: 1700000000.5,

@@ -186,6 +186,10 @@ pub struct LoginRequest<'a> {
     pub interactive: bool,
     /// Connection attributes (`_client_name`, `program_name`, ...).
     pub attributes: &'a [(String, String)],
+    /// The client switched the link to TLS (what `REQUIRE SSL` asks for).
+    pub tls: bool,
+    /// TLS or a Unix socket (what `require_secure_transport` asks for, as in MySQL).
+    pub secure_transport: bool,
 }
 
 /// The session side of a connection: everything the protocol cannot decide by itself.

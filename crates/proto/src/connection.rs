@@ -36,6 +36,15 @@
 //! statement's long data is dropped and its executions fail with ERR 1105 until COM_STMT_RESET
 //! (MySQL's and MariaDB's behaviour; the connection stays usable).
 //!
+//! # TLS
+//!
+//! With [`ProtoConfig::tls`] the greeting offers CLIENT_SSL. A client's SSLRequest (the first 32
+//! bytes of a HandshakeResponse41, sequence 1) makes `process` return [`Progress::StartTls`];
+//! the network layer then runs the TLS handshake, takes the bytes that came behind the request
+//! ([`Connection::take_unprocessed_input`]) as its first ciphertext, and feeds only plaintext
+//! afterwards. The real response follows with sequence 2, and the backend learns through
+//! [`LoginRequest::tls`] that the link is encrypted. No byte of TLS passes through this crate.
+//!
 //! # EOF versus OK
 //!
 //! With `CLIENT_DEPRECATE_EOF` negotiated, result sets have no EOF after the column definitions and
@@ -57,7 +66,8 @@ use crate::packet::{
 use crate::stmt_map::StmtMap;
 use crate::values::{decode_param, encode_binary, text_of};
 
-/// Capabilities the server offers. No SSL, no compression, no session tracking.
+/// Capabilities the server offers (CLIENT_SSL is added per connection when TLS is configured,
+/// see [`ProtoConfig::tls`]). No compression, no session tracking.
 pub const SERVER_CAPABILITIES: CapabilityFlags = CapabilityFlags::from_bits_truncate(
     CapabilityFlags::CLIENT_LONG_PASSWORD.bits()
         | CapabilityFlags::CLIENT_FOUND_ROWS.bits()
@@ -114,6 +124,12 @@ pub struct ProtoConfig {
     pub host: String,
     /// Who may log in (see [`Admission`]).
     pub admission: Admission,
+    /// TLS can be offered: the greeting advertises CLIENT_SSL, and a client's SSLRequest makes
+    /// [`Connection::process`] return [`Progress::StartTls`].
+    pub tls: bool,
+    /// The link is secure without TLS (a Unix socket): counts as secure transport for
+    /// `require_secure_transport`, as in MySQL (not for `REQUIRE SSL`).
+    pub local_socket: bool,
 }
 
 impl Default for ProtoConfig {
@@ -124,6 +140,8 @@ impl Default for ProtoConfig {
             max_allowed_packet: 64 * 1024 * 1024,
             host: "127.0.0.1".into(),
             admission: Admission::Open,
+            tls: false,
+            local_socket: false,
         }
     }
 }
@@ -137,6 +155,12 @@ pub enum Progress {
     Continue,
     /// Flush the pending output, then close the connection.
     Close,
+    /// The client sent an SSLRequest: the network layer must now run a TLS server handshake on
+    /// the socket, pass the bytes already buffered ([`Connection::take_unprocessed_input`]) to
+    /// it as the first TLS bytes, and from then on feed only decrypted bytes. The protocol
+    /// considers the link secure from here on (nothing else can reach it before the
+    /// handshake completes).
+    StartTls,
 }
 
 /// Why a connection closed (for `Aborted_*` accounting by the network layer).
@@ -212,6 +236,8 @@ pub struct Connection<B: Backend> {
     disconnected: bool,
     /// Login succeeded at some point (stays true after close).
     logged_in: bool,
+    /// The client asked for TLS (SSLRequest) and the link was switched.
+    tls: bool,
 }
 
 impl<B: Backend> Connection<B> {
@@ -248,13 +274,23 @@ impl<B: Backend> Connection<B> {
             close_reason: None,
             disconnected: false,
             logged_in: false,
+            tls: false,
         };
         c.queue_greeting();
         c
     }
 
+    /// What this connection offers: [`SERVER_CAPABILITIES`], plus CLIENT_SSL with TLS.
+    fn server_capabilities(&self) -> CapabilityFlags {
+        if self.config.tls {
+            SERVER_CAPABILITIES | CapabilityFlags::CLIENT_SSL
+        } else {
+            SERVER_CAPABILITIES
+        }
+    }
+
     fn queue_greeting(&mut self) {
-        let caps = SERVER_CAPABILITIES.bits();
+        let caps = self.server_capabilities().bits();
         let mut p = Vec::with_capacity(128);
         p.push(10);
         p.extend_from_slice(self.config.server_version.as_bytes());
@@ -320,6 +356,20 @@ impl<B: Backend> Connection<B> {
     /// Capabilities negotiated with the client (empty before the handshake response).
     pub fn capabilities(&self) -> CapabilityFlags {
         self.caps
+    }
+
+    /// The link was switched to TLS on the client's SSLRequest.
+    pub fn is_tls(&self) -> bool {
+        self.tls
+    }
+
+    /// Takes the bytes fed but not processed. After [`Progress::StartTls`] these are the first
+    /// bytes of the client's TLS handshake, which arrived with the SSLRequest.
+    pub fn take_unprocessed_input(&mut self) -> Vec<u8> {
+        let rest = self.input.split_off(self.in_pos);
+        self.input.clear();
+        self.in_pos = 0;
+        rest
     }
 
     /// The client set CLIENT_INTERACTIVE (interactive_timeout applies).
@@ -656,8 +706,9 @@ impl<B: Backend> Connection<B> {
     }
 
     fn handshake_response(&mut self, payload: &[u8]) -> Progress {
-        // A 4.1 response is at least 32 bytes (caps, max packet, charset, filler) + user NUL.
-        if payload.len() < 33 {
+        // A 4.1 response is at least 32 bytes (caps, max packet, charset, filler) + user NUL;
+        // an SSLRequest is exactly those 32 bytes.
+        if payload.len() < 32 {
             return self.bad_handshake();
         }
         let client_caps = u32::from_le_bytes([payload[0], payload[1], payload[2], payload[3]]);
@@ -665,15 +716,33 @@ impl<B: Backend> Connection<B> {
         if !client_caps.contains(CapabilityFlags::CLIENT_PROTOCOL_41) {
             return self.bad_handshake();
         }
-        if client_caps.contains(CapabilityFlags::CLIENT_SSL) {
-            // We did not offer SSL; an SSLRequest would be followed by a TLS handshake.
+        if client_caps.contains(CapabilityFlags::CLIENT_SSL) && !self.tls {
+            if !self.config.tls {
+                // Not offered: an SSLRequest would be followed by a TLS handshake we cannot do.
+                return self.bad_handshake();
+            }
+            // SSLRequest: the first 32 bytes of a HandshakeResponse41 (caps, max packet,
+            // charset, filler), nothing else. The real response follows inside TLS with the
+            // next sequence id.
+            if payload.len() != 32 {
+                return self.bad_handshake();
+            }
+            self.tls = true;
+            self.expect_seq = self.send_seq;
+            return Progress::StartTls;
+        }
+        if payload.len() < 33 {
+            return self.bad_handshake();
+        }
+        if self.tls && !client_caps.contains(CapabilityFlags::CLIENT_SSL) {
+            // The response inside TLS must keep the flag it started with.
             return self.bad_handshake();
         }
         let mut buf = mysql_common::io::ParseBuf(payload);
         let Ok(resp) = HandshakeResponse::deserialize((), &mut buf) else {
             return self.bad_handshake();
         };
-        self.caps = client_caps & SERVER_CAPABILITIES;
+        self.caps = client_caps & self.server_capabilities();
         self.multi_statements = self.caps.contains(CapabilityFlags::CLIENT_MULTI_STATEMENTS);
         let Ok(user) = std::str::from_utf8(resp.user()) else {
             return self.bad_handshake();
@@ -750,6 +819,8 @@ impl<B: Backend> Connection<B> {
             database: login.database.as_deref(),
             interactive: login.interactive,
             attributes: &login.attributes,
+            tls: self.tls,
+            secure_transport: self.tls || self.config.local_socket,
         };
         let result = self.backend.authenticate(&req);
         self.login = login;

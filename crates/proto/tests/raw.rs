@@ -135,6 +135,7 @@ fn random_garbage_never_panics_and_closes() {
             match c.process() {
                 Progress::NeedMore => break,
                 Progress::Continue => {}
+                Progress::StartTls => panic!("TLS is not offered here"),
                 Progress::Close => {
                     assert!(c.is_closed());
                     break;
@@ -274,6 +275,66 @@ fn caching_sha2_client_gets_auth_switch() {
     assert_eq!(c.backend().db.as_deref(), Some("db1"));
     let r = cmd(&mut c, b"\x03SELECT 1");
     assert_eq!(r[0], (1, vec![1]));
+}
+
+/// SSLRequest: refused (1043) when TLS is not offered; with TLS offered the greeting has
+/// CLIENT_SSL, the request yields `StartTls` with the bytes behind it handed back untouched, and
+/// the login that follows (inside TLS, sequence 2) is told the link is TLS.
+#[test]
+fn ssl_request_switches_to_tls_only_when_offered() {
+    const CLIENT_SSL: u32 = 0x0800;
+    let ssl_request = handshake_response(RAW_CAPS | CLIENT_SSL, "", &[], "", None)[..32].to_vec();
+    let (mut plain, _) = new_conn();
+    feed_msg(&mut plain, 1, &ssl_request);
+    assert_eq!(plain.process(), Progress::Close);
+    assert_eq!(err_code(&packets(&plain.take_output())[0].1), 1043);
+
+    let mut c = Connection::new(
+        TestBackend::new(1 << 20),
+        ProtoConfig {
+            tls: true,
+            ..ProtoConfig::default()
+        },
+    );
+    let g = packets(&c.take_output());
+    let p = &g[0].1;
+    let nul = p[1..].iter().position(|&b| b == 0).unwrap();
+    let caps = u16::from_le_bytes([p[1 + nul + 1 + 4 + 9], p[1 + nul + 1 + 4 + 10]]);
+    assert_ne!(u32::from(caps) & CLIENT_SSL, 0, "CLIENT_SSL not offered");
+    feed_msg(&mut c, 1, &ssl_request);
+    c.feed(b"\x16\x03\x01 first TLS bytes");
+    assert_eq!(c.process(), Progress::StartTls);
+    assert!(c.is_tls());
+    assert!(
+        c.take_output().is_empty(),
+        "nothing is sent in clear after an SSLRequest"
+    );
+    assert_eq!(c.take_unprocessed_input(), b"\x16\x03\x01 first TLS bytes");
+    // The real response (decrypted by the network layer) comes with sequence 2.
+    feed_msg(
+        &mut c,
+        2,
+        &handshake_response(RAW_CAPS | CLIENT_SSL, "nopw", &[], "", None),
+    );
+    assert_eq!(c.process(), Progress::Continue);
+    let ok = packets(&c.take_output());
+    assert_eq!((ok[0].0, ok[0].1[0]), (3, 0));
+    assert!(c.is_authenticated());
+    assert!(c.backend().last_login_tls);
+    // A second SSLRequest-sized packet inside TLS is no login.
+    let mut c = Connection::new(
+        TestBackend::new(1 << 20),
+        ProtoConfig {
+            tls: true,
+            ..ProtoConfig::default()
+        },
+    );
+    c.take_output();
+    feed_msg(&mut c, 1, &ssl_request);
+    assert_eq!(c.process(), Progress::StartTls);
+    feed_msg(&mut c, 2, &ssl_request);
+    assert_eq!(c.process(), Progress::Close);
+    assert_eq!(err_code(&packets(&c.take_output())[0].1), 1043);
 }
 
 #[test]

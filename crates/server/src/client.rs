@@ -20,6 +20,12 @@
 //! readable (or writable after `WantWrite`), and re-arms on `WantRead`. The connection never
 //! depends on the thread that runs it.
 //!
+//! TLS: when the protocol answers a client's SSLRequest with `Progress::StartTls`, the client
+//! puts a [`TlsLink`] between the socket and the protocol (see `crate::tls` for why every
+//! decrypted byte moves into the protocol's buffer at once). Reads then pass through
+//! [`TlsLink::absorb`] and writes through [`TlsLink::encrypt`]; the outcomes above are unchanged,
+//! so both handlers serve TLS connections without knowing it.
+//!
 //! Accounting (`Bytes_received/sent`, `Aborted_clients`, `Aborted_connects`,
 //! `Connection_errors_max_connections`) happens here, once, when the client finishes.
 
@@ -33,6 +39,8 @@ use std::time::Duration;
 
 use shoal_proto::{Admission, CloseReason, Connection, ErrorInfo, Progress, ProtoConfig};
 use shoal_session::{ConnectionControl, Server, Session};
+
+use crate::tls::{self, TlsLink};
 
 /// A connected socket of either family.
 #[derive(Debug)]
@@ -111,6 +119,21 @@ impl Stream {
         } else {
             Ok(n as usize)
         }
+    }
+}
+
+/// `io::Write` over [`Stream::send`] with fixed flags, for rustls's `write_tls`.
+struct SendWith<'a> {
+    stream: &'a Stream,
+    flags: libc::c_int,
+}
+
+impl io::Write for SendWith<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.stream.send(buf, self.flags)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
@@ -284,6 +307,11 @@ pub struct Client {
     /// The last read filled the whole buffer: the socket may hold more (see
     /// [`Client::may_have_more_input`]).
     read_full: bool,
+    /// TLS state once the client asked for it (boxed: most of its size is rustls buffers).
+    tls: Option<Box<TlsLink>>,
+    /// The TLS layer failed (bad record, failed handshake, or the client's close_notify):
+    /// flush what rustls queued (an alert) and close.
+    tls_ended: bool,
 }
 
 impl Client {
@@ -347,6 +375,8 @@ impl Client {
                     .map(|(h, _)| h.to_string())
                     .unwrap_or(host),
                 admission,
+                tls: tls::acceptor().is_some(),
+                local_socket: matches!(stream, Stream::Unix(_)),
             },
         );
         Client {
@@ -362,6 +392,8 @@ impl Client {
             dontwait: false,
             await_timeout: None,
             read_full: false,
+            tls: None,
+            tls_ended: false,
         }
     }
 
@@ -405,8 +437,25 @@ impl Client {
             .status()
             .bytes_received
             .fetch_add(n as u64, Ordering::Relaxed);
-        let Client { conn, buf, .. } = self;
-        conn.feed(&buf[..n]);
+        let Client { conn, buf, tls, .. } = self;
+        match tls {
+            None => conn.feed(&buf[..n]),
+            Some(link) => match link.absorb(&buf[..n], &mut |plain| conn.feed(plain)) {
+                Ok(a) => {
+                    if a.handshake_done {
+                        let (version, cipher) = link.session_names();
+                        conn.backend_mut().set_tls(version, cipher);
+                    }
+                    if a.peer_closed {
+                        self.tls_ended = true;
+                    }
+                }
+                Err(e) => {
+                    tracing::debug!("connection {}: TLS error: {e}", conn.connection_id());
+                    self.tls_ended = true;
+                }
+            },
+        }
         self.read_full = n == buf.len();
         if n == buf.len() && buf.len() < 1 << 20 {
             buf.resize(buf.len() * 2, 0);
@@ -467,6 +516,9 @@ impl Client {
 
     /// Writes as much pending output as the socket takes. `Ok(true)` = all written.
     fn flush(&mut self) -> io::Result<bool> {
+        if self.tls.is_some() {
+            return self.flush_tls();
+        }
         loop {
             let pending = self.conn.pending_output();
             if pending.is_empty() {
@@ -491,6 +543,70 @@ impl Client {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// [`Client::flush`] through TLS: encrypt pending reply bytes, write the records.
+    fn flush_tls(&mut self) -> io::Result<bool> {
+        let flags = if self.dontwait { libc::MSG_DONTWAIT } else { 0 };
+        let Some(link) = self.tls.as_mut() else {
+            return Ok(true);
+        };
+        loop {
+            if link.wants_write() {
+                let mut sock = SendWith {
+                    stream: &self.stream,
+                    flags,
+                };
+                match link.write_to(&mut sock) {
+                    Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                    Ok(n) => {
+                        self.server
+                            .status()
+                            .bytes_sent
+                            .fetch_add(n as u64, Ordering::Relaxed);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                    Err(e) => return Err(e),
+                }
+                continue;
+            }
+            let pending = self.conn.pending_output();
+            if pending.is_empty() {
+                return Ok(true);
+            }
+            let n = link.encrypt(pending);
+            if n == 0 {
+                return Err(io::Error::other("TLS layer refused reply bytes"));
+            }
+            self.conn.consume_output(n);
+        }
+    }
+
+    /// The client's SSLRequest was read: put TLS between socket and protocol. The bytes that
+    /// came with the request are the start of the client's TLS handshake.
+    fn start_tls(&mut self) -> bool {
+        let Some(config) = tls::acceptor() else {
+            return false;
+        };
+        let link = match TlsLink::new(config) {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::warn!("connection {}: cannot start TLS: {e}", self.id());
+                return false;
+            }
+        };
+        self.tls = Some(Box::new(link));
+        let early = self.conn.take_unprocessed_input();
+        if !early.is_empty() {
+            let Client { conn, tls, .. } = self;
+            if let Some(link) = tls {
+                if link.absorb(&early, &mut |plain| conn.feed(plain)).is_err() {
+                    self.tls_ended = true;
+                }
+            }
+        }
+        true
     }
 
     /// Runs the cycle for at most one command. See the module docs.
@@ -520,9 +636,25 @@ impl Client {
                 }
                 return Outcome::Continue;
             }
+            if self.tls_ended && !self.conn.has_command() {
+                // TLS failed or the client said close_notify: what decrypted cleanly before
+                // was run; now send rustls's alert (if any) and close like an end of file.
+                let _ = self.flush();
+                self.peer_gone = true;
+                self.conn.shutdown();
+                self.finish();
+                return Outcome::Closed;
+            }
             match self.conn.process() {
                 Progress::Continue => processed = true,
                 Progress::Close => {}
+                Progress::StartTls => {
+                    if !self.start_tls() {
+                        self.conn.shutdown();
+                        self.finish();
+                        return Outcome::Closed;
+                    }
+                }
                 Progress::NeedMore => match if self.dontwait {
                     self.stream.recv(&mut self.buf, libc::MSG_DONTWAIT)
                 } else {
@@ -593,6 +725,17 @@ impl Client {
         }
         self.finished = true;
         self.conn.shutdown();
+        if let Some(link) = self.tls.as_mut() {
+            if !self.peer_gone {
+                // Best effort, never blocking: close_notify so the client sees a clean end.
+                link.close_notify();
+                let mut sock = SendWith {
+                    stream: &self.stream,
+                    flags: libc::MSG_DONTWAIT,
+                };
+                let _ = link.write_to(&mut sock);
+            }
+        }
         let st = self.server.status();
         // max_connect_errors: an attempt that ended before its handshake completed (the client
         // went away, timed out, or sent garbage) is a connection error of its host; a failed

@@ -9,6 +9,7 @@
 //! - [`listener`]: TCP, Unix socket and admin-port listeners and the accept loop.
 //! - [`metrics`]: Prometheus text on an HTTP port, outside both connection handlers.
 //! - [`restore`]: `--restore-from`, a `BACKUP TO` directory made into a datadir.
+//! - [`tls`]: TLS certificates (given or generated) and the per-connection TLS state.
 
 pub mod client;
 pub mod handler;
@@ -16,3 +17,4 @@ pub mod listener;
 pub mod metrics;
 pub mod options;
 pub mod restore;
+pub mod tls;

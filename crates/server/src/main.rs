@@ -251,6 +251,15 @@ fn main() {
     }
 
     open_tables(&server, &datadir);
+    match shoal_server::tls::configure(&server, &datadir) {
+        Ok(Some(files)) => tracing::info!(
+            "TLS on: certificate '{}', key '{}'",
+            files.cert.display(),
+            files.key.display()
+        ),
+        Ok(None) => tracing::info!("TLS off (--skip-ssl)"),
+        Err(e) => fail(e),
+    }
 
     let shutdown = Arc::new(AtomicBool::new(false));
     // Metrics first: by the time clients can connect, the scrape endpoint is up too.

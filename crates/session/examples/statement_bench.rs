@@ -37,6 +37,8 @@ fn open(server: &Arc<Server>) -> shoal_session::Session {
         database: None,
         interactive: false,
         attributes: &[],
+        tls: false,
+        secure_transport: false,
     })
     .expect("root logs in with the empty password");
     s

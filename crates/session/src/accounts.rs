@@ -52,6 +52,8 @@ struct Record {
     locked: bool,
     #[serde(default)]
     grants: Grants,
+    #[serde(default)]
+    require_ssl: bool,
 }
 
 impl Record {
@@ -63,6 +65,7 @@ impl Record {
             max_user_connections: a.max_user_connections,
             locked: a.locked,
             grants: a.grants.clone(),
+            require_ssl: a.require_ssl,
         }
     }
 
@@ -81,6 +84,7 @@ impl Record {
             max_user_connections: self.max_user_connections,
             locked: self.locked,
             grants: self.grants,
+            require_ssl: self.require_ssl,
         })
     }
 }

@@ -679,6 +679,19 @@ impl Server {
         password: &str,
         max_user_connections: u64,
     ) -> bool {
+        self.create_account_opts(user, host, password, false, max_user_connections)
+    }
+
+    /// CREATE USER with its options: `REQUIRE SSL` and `MAX_USER_CONNECTIONS`; false if it
+    /// exists already or cannot be stored.
+    pub fn create_account_opts(
+        &self,
+        user: &str,
+        host: &str,
+        password: &str,
+        require_ssl: bool,
+        max_user_connections: u64,
+    ) -> bool {
         self.accounts
             .modify(|l| {
                 if l.iter().any(|a| a.is(user, host)) {
@@ -686,6 +699,7 @@ impl Server {
                 }
                 let mut a = Account::new(user, host, users::stage2(password));
                 a.max_user_connections = max_user_connections;
+                a.require_ssl = require_ssl;
                 l.push(a);
                 Ok(true)
             })

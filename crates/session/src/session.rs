@@ -196,6 +196,8 @@ pub struct Session {
     account_limit: u64,
     /// Whether the login set CLIENT_INTERACTIVE.
     interactive: bool,
+    /// `Ssl_version` and `Ssl_cipher` of the connection's TLS session (empty without TLS).
+    tls: Option<(String, String)>,
     /// Connection arrived on the admin/extra port: not subject to max_connections.
     admin: bool,
     /// Counted in the server's `admin_sessions` (released at disconnect).
@@ -464,6 +466,17 @@ fn is_query_text(sql: &str) -> bool {
     first.eq_ignore_ascii_case("select") || first.eq_ignore_ascii_case("with")
 }
 
+/// ER_SECURE_TRANSPORT_REQUIRED: a login without TLS (or a Unix socket) while
+/// `require_secure_transport` is ON.
+fn insecure_transport() -> ErrorInfo {
+    ErrorInfo::new(
+        3159,
+        "HY000",
+        "Connections using insecure transport are prohibited while \
+         --require_secure_transport=ON.",
+    )
+}
+
 /// The Com_ counter of a table statement only the engine parses (by its first keyword).
 fn dml_kind(sql: &str) -> &'static str {
     let first = sql
@@ -627,6 +640,7 @@ impl Session {
             visibility: None,
             account_limit: 0,
             interactive: false,
+            tls: None,
             admin: false,
             admin_counted: false,
             db: None,
@@ -655,6 +669,12 @@ impl Session {
     /// `max_connections`).
     pub fn set_admin(&mut self, admin: bool) {
         self.admin = admin;
+    }
+
+    /// The network layer completed a TLS handshake: `Ssl_version` / `Ssl_cipher` (OpenSSL's
+    /// names) for SHOW STATUS.
+    pub fn set_tls(&mut self, version: String, cipher: String) {
+        self.tls = Some((version, cipher));
     }
 
     /// How long the connection may stay idle: `wait_timeout`, or `interactive_timeout` for an
@@ -1276,24 +1296,28 @@ impl Session {
                 }
                 Ok(ok(0))
             }
-            Statement::CreateUser(users, if_not_exists, max_user_connections) => {
+            Statement::CreateUser(users, if_not_exists, options) => {
                 self.require_global(crate::privileges::CREATE_USER, "CREATE USER")?;
                 self.check_writes_allowed()?;
-                for (u, h, pw) in users {
-                    if !self
-                        .server
-                        .create_account_with(u, h, pw, *max_user_connections)
-                    {
+                for u in users {
+                    let (name, host) = (&u.user, &u.host);
+                    if !self.server.create_account_opts(
+                        name,
+                        host,
+                        u.password.as_deref().unwrap_or(""),
+                        options.require_ssl.unwrap_or(false),
+                        options.max_user_connections.unwrap_or(0),
+                    ) {
                         if *if_not_exists {
                             self.warn(
                                 3163,
-                                format!("Authorization ID '{u}'@'{h}' already exists."),
+                                format!("Authorization ID '{name}'@'{host}' already exists."),
                             );
                         } else {
                             return Err(SqlError::other(
                                 1396,
                                 "HY000",
-                                format!("Operation CREATE USER failed for '{u}'@'{h}'"),
+                                format!("Operation CREATE USER failed for '{name}'@'{host}'"),
                             ));
                         }
                     }
@@ -1919,7 +1943,7 @@ impl Session {
                 }
                 (vec!["Variable_name", "Value"], rows, 0)
             }
-            ShowKind::Status(_) => {
+            ShowKind::Status(scope) => {
                 let mut st = self.server.global_status();
                 // Session-level rows MySQL shows as session values.
                 for (k, v) in st.iter_mut() {
@@ -1927,6 +1951,14 @@ impl Session {
                         *v = "0.000000".into();
                     }
                 }
+                // The TLS session's names: the session's own, empty in GLOBAL (as in MySQL).
+                let (version, cipher) = match (scope, &self.tls) {
+                    (VarScope::Global, _) | (_, None) => (String::new(), String::new()),
+                    (_, Some((v, c))) => (v.clone(), c.clone()),
+                };
+                st.push(("Ssl_cipher".into(), cipher));
+                st.push(("Ssl_version".into(), version));
+                st.sort_by_key(|a| a.0.to_ascii_lowercase());
                 (
                     vec!["Variable_name", "Value"],
                     st.into_iter()
@@ -2256,6 +2288,14 @@ impl Backend for Session {
                 ),
             )
         };
+        if !login.secure_transport
+            && self
+                .server
+                .variable_value("require_secure_transport")
+                .is_some_and(|v| v.as_bool())
+        {
+            return Err(insecure_transport());
+        }
         let account = self
             .server
             .find_account(login.user, &host)
@@ -2265,6 +2305,10 @@ impl Backend for Session {
             login.scramble,
             login.auth_response,
         ) {
+            return Err(denied());
+        }
+        // REQUIRE SSL: the same 1045 as a wrong password (MySQL gives nothing more away).
+        if account.require_ssl && !login.tls {
             return Err(denied());
         }
         if account.locked {

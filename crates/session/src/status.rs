@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// Statement kinds counted as `Com_<name>`; index = position.
 pub const COM_NAMES: &[&str] = &[
     "admin_commands",
+    "alter_user",
     "analyze",
     "begin",
     "change_db",

@@ -42,6 +42,8 @@ fn login(
         database: db,
         interactive: false,
         attributes: &[],
+        tls: false,
+        secure_transport: false,
     })
 }
 
@@ -133,6 +135,8 @@ fn authentication() {
         database: None,
         interactive: false,
         attributes: &[],
+        tls: false,
+        secure_transport: false,
     });
     assert_eq!(r.unwrap_err().code, 1045);
 }

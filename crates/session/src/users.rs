@@ -28,6 +28,8 @@ pub struct Account {
     pub locked: bool,
     /// Privileges at every level (`crate::privileges`).
     pub grants: crate::privileges::Grants,
+    /// `REQUIRE SSL`: logins without TLS are refused (1045).
+    pub require_ssl: bool,
 }
 
 impl Account {
@@ -40,6 +42,7 @@ impl Account {
             max_user_connections: 0,
             locked: false,
             grants: crate::privileges::Grants::default(),
+            require_ssl: false,
         }
     }
 

@@ -229,7 +229,8 @@ fn cpus() -> u64 {
         .unwrap_or(1)
 }
 
-fn hostname() -> String {
+/// The machine's host name (`hostname` variable; the generated TLS certificate names it).
+pub fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "localhost".to_string())
@@ -355,6 +356,15 @@ fn defs() -> Vec<VarDef> {
         d("default_tmp_storage_engine", Str, Both, true, s("InnoDB")),
         d("default_authentication_plugin", Str, Global, false, s("mysql_native_password")),
         d("init_connect", Str, Global, true, s("")),
+        // TLS (crates/server/src/tls.rs): `ssl` OFF (`--skip-ssl`) turns it off; without
+        // ssl_cert/ssl_key the server uses (and first generates) certificates in the datadir,
+        // and shows their paths here.
+        d("ssl", Bool, Global, false, V::Bool(true)),
+        d("ssl_cert", Str, Global, false, s("")),
+        d("ssl_key", Str, Global, false, s("")),
+        d("ssl_ca", Str, Global, false, s("")),
+        d("tls_version", Str, Global, false, s("TLSv1.2,TLSv1.3")),
+        d("require_secure_transport", Bool, Global, true, V::Bool(false)),
         d("have_ssl", Str, Global, false, s("DISABLED")),
         d("have_openssl", Str, Global, false, s("DISABLED")),
         d("have_query_cache", Str, Global, false, s("NO")),

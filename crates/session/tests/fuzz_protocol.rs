@@ -1124,6 +1124,7 @@ fn connect(rig: &Rig, rng: &mut StdRng, f: &mut Findings) -> Client {
             max_allowed_packet: rig.server.max_allowed_packet(),
             host: "127.0.0.1".into(),
             admission,
+            ..ProtoConfig::default()
         },
     );
     let greeting = conn.take_output();

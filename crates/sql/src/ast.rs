@@ -515,6 +515,29 @@ pub enum ShowKind {
     CreateDatabase(String, bool),
 }
 
+/// One account of CREATE USER.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewUser {
+    /// User name.
+    pub user: String,
+    /// Host pattern (`%` when not written).
+    pub host: String,
+    /// `IDENTIFIED BY 'p'` (CREATE USER without it: the empty password).
+    pub password: Option<String>,
+    /// `IDENTIFIED WITH plugin` (lower case; `None`: `default_authentication_plugin` for a new
+    /// account, unchanged for ALTER USER).
+    pub plugin: Option<String>,
+}
+
+/// Account options of CREATE USER / ALTER USER (`None`: not written).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AccountOptions {
+    /// `REQUIRE SSL` (`Some(true)`) or `REQUIRE NONE` (`Some(false)`).
+    pub require_ssl: Option<bool>,
+    /// `WITH MAX_USER_CONNECTIONS n` (0 = the global `max_user_connections` applies).
+    pub max_user_connections: Option<u64>,
+}
+
 /// A statement.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Statement {
@@ -545,9 +568,9 @@ pub enum Statement {
     Commit,
     /// ROLLBACK.
     Rollback,
-    /// `CREATE USER [IF NOT EXISTS] 'u'@'h' IDENTIFIED BY 'p', ... [WITH MAX_USER_CONNECTIONS n]`
-    /// (the users, IF NOT EXISTS, the connection limit: 0 = the global one).
-    CreateUser(Vec<(String, String, String)>, bool, u64),
+    /// `CREATE USER [IF NOT EXISTS] 'u'@'h' [IDENTIFIED [WITH plugin] BY 'p'], ...
+    /// [REQUIRE NONE | SSL] [WITH MAX_USER_CONNECTIONS n]` (the users, IF NOT EXISTS, options).
+    CreateUser(Vec<NewUser>, bool, AccountOptions),
     /// `DROP USER [IF EXISTS] 'u'@'h', ...`.
     DropUser(Vec<(String, String)>, bool),
     /// GRANT, REVOKE, SHOW GRANTS, ALTER USER, RENAME USER, SET PASSWORD.
@@ -699,6 +722,8 @@ pub enum AccountStmt {
         users: Vec<(Option<UserSpec>, Option<PasswordSpec>)>,
         /// ACCOUNT LOCK (`Some(true)`) / UNLOCK.
         lock: Option<bool>,
+        /// `REQUIRE SSL` (`Some(true)`) / `REQUIRE NONE`.
+        require_ssl: Option<bool>,
     },
     /// `RENAME USER a TO b, ...`.
     RenameUser(Vec<(UserSpec, UserSpec)>),

@@ -411,8 +411,48 @@ fn session_statements_parse() {
         parse("create user 'bob'@'%' identified by 'pw'")
             .unwrap()
             .statement,
-        Statement::CreateUser(vec![("bob".into(), "%".into(), "pw".into())], false, 0)
+        Statement::CreateUser(
+            vec![NewUser {
+                user: "bob".into(),
+                host: "%".into(),
+                password: Some("pw".into()),
+                plugin: None,
+            }],
+            false,
+            AccountOptions::default()
+        )
     );
+    let spec = |user: &str, host: &str, password: Option<&str>| NewUser {
+        user: user.into(),
+        host: host.into(),
+        password: password.map(String::from),
+        plugin: None,
+    };
+    assert_eq!(
+        parse("CREATE USER 'tls'@'%' IDENTIFIED BY 'pw' REQUIRE SSL WITH MAX_USER_CONNECTIONS 3")
+            .unwrap()
+            .statement,
+        Statement::CreateUser(
+            vec![spec("tls", "%", Some("pw"))],
+            false,
+            AccountOptions {
+                require_ssl: Some(true),
+                max_user_connections: Some(3),
+            }
+        )
+    );
+    assert_eq!(
+        parse("CREATE USER a REQUIRE X509").unwrap_err().code(),
+        1235
+    );
+    assert_eq!(
+        parse("CREATE USER a IDENTIFIED WITH sha256_password")
+            .unwrap_err()
+            .code(),
+        1524
+    );
+    assert!(parse("CREATE USER a REQUIRE").is_err());
+    assert!(parse("ALTER USER a REQUIRE SSL junk").is_err());
     assert_eq!(
         parse("DROP USER IF EXISTS bob@localhost")
             .unwrap()

@@ -21,6 +21,8 @@ pub struct TestBackend {
     pub db: Option<String>,
     pub in_trans: bool,
     pub prepared: std::collections::HashMap<u32, String>,
+    /// The last login attempt said the link was TLS.
+    pub last_login_tls: bool,
 }
 
 impl TestBackend {
@@ -30,6 +32,7 @@ impl TestBackend {
             db: None,
             in_trans: false,
             prepared: Default::default(),
+            last_login_tls: false,
         }
     }
 }
@@ -202,6 +205,7 @@ impl TestBackend {
 
 impl Backend for TestBackend {
     fn authenticate(&mut self, login: &LoginRequest<'_>) -> Result<(), ErrorInfo> {
+        self.last_login_tls = login.tls;
         let stored = match login.user {
             "root" => Some(native_password_hash("pw")),
             "nopw" => None,
@@ -409,6 +413,8 @@ pub fn serve(mut stream: TcpStream, max_allowed_packet: usize, id: u32) {
         }
         match conn.process() {
             Progress::Continue | Progress::Close => continue,
+            // TLS is never offered by this test server (ProtoConfig::tls is false).
+            Progress::StartTls => unreachable!("TLS not offered"),
             Progress::NeedMore => {}
         }
         match stream.read(&mut buf) {

@@ -344,14 +344,16 @@ impl Session {
                 if_exists,
                 users,
                 lock,
+                require_ssl,
             } => {
                 let targets: Vec<(UserHost, Option<Stage2>)> = users
                     .iter()
                     .map(|(u, pw)| (self.account_of(u), pw.as_ref().map(stage2_of)))
                     .collect();
                 // Changing one's own password needs no privilege; anything else CREATE USER.
-                let own_password_only =
-                    lock.is_none() && targets.iter().all(|((u, h), _)| self.is_self(u, h));
+                let own_password_only = lock.is_none()
+                    && require_ssl.is_none()
+                    && targets.iter().all(|((u, h), _)| self.is_self(u, h));
                 if !own_password_only {
                     self.create_user_privilege()?;
                 }
@@ -374,6 +376,9 @@ impl Session {
                         }
                         if let Some(lock) = lock {
                             a.locked = *lock;
+                        }
+                        if let Some(r) = require_ssl {
+                            a.require_ssl = *r;
                         }
                     }
                     Ok(())

@@ -240,6 +240,8 @@ impl Rig {
             database: None,
             interactive: false,
             attributes: &[],
+            tls: false,
+            secure_transport: false,
         })
         .expect("root login");
         (s, ctl)

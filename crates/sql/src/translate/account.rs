@@ -466,11 +466,16 @@ pub fn parse(sql: &str) -> Result<AccountStmt, SqlError> {
             }
         }
         let mut lock = None;
+        let mut require_ssl = None;
         while p.i < p.toks.len() {
             if p.eat_seq(&["ACCOUNT", "LOCK"]) {
                 lock = Some(true);
             } else if p.eat_seq(&["ACCOUNT", "UNLOCK"]) {
                 lock = Some(false);
+            } else if p.eat_seq(&["REQUIRE", "SSL"]) {
+                require_ssl = Some(true);
+            } else if p.eat_seq(&["REQUIRE", "NONE"]) {
+                require_ssl = Some(false);
             } else {
                 return Err(SqlError::Unsupported(format!(
                     "ALTER USER option {}",
@@ -485,6 +490,7 @@ pub fn parse(sql: &str) -> Result<AccountStmt, SqlError> {
             if_exists,
             users,
             lock,
+            require_ssl,
         }
     } else if p.eat("SET") {
         p.expect("PASSWORD")?;
@@ -575,6 +581,16 @@ mod tests {
                 if_exists: true,
                 users: vec![(u("a", "%"), Some(PasswordSpec::Clear("x".into())))],
                 lock: Some(true),
+                require_ssl: None,
+            }
+        );
+        assert_eq!(
+            parse("ALTER USER a@localhost REQUIRE SSL").unwrap(),
+            AccountStmt::AlterUser {
+                if_exists: false,
+                users: vec![(u("a", "localhost"), None)],
+                lock: None,
+                require_ssl: Some(true),
             }
         );
         assert_eq!(

@@ -357,7 +357,12 @@ impl Translator<'_> {
                 let what = peek_word(p, 0).unwrap_or_default();
                 p.next_token();
                 if what == "USER" {
-                    return self.user_statement(head == "CREATE", p);
+                    let kind = if head == "CREATE" {
+                        UserStmt::Create
+                    } else {
+                        UserStmt::Drop
+                    };
+                    return self.user_statement(kind, p);
                 }
                 if head == "CREATE" {
                     let ine = eat_seq(p, &["IF", "NOT", "EXISTS"]);
@@ -392,11 +397,12 @@ impl Translator<'_> {
         Ok(st)
     }
 
-    fn user_statement(&mut self, create: bool, _p: &mut Parser) -> Result<Statement, SqlError> {
+    fn user_statement(&mut self, kind: UserStmt, _p: &mut Parser) -> Result<Statement, SqlError> {
         // `'u'@'h'` does not tokenize reliably with the MySQL dialect (identifiers may start
         // with '@'), so user specifications are scanned from the raw text.
         let toks = user_lex(self.src.sql)?;
-        let mut i = 2; // CREATE|DROP USER
+        let create = kind == UserStmt::Create;
+        let mut i = 2; // CREATE|ALTER|DROP USER
         let word = |i: usize, w: &str| matches!(toks.get(i), Some(UTok::Word(x)) if x.eq_ignore_ascii_case(w));
         let cond = if create && word(i, "IF") && word(i + 1, "NOT") && word(i + 2, "EXISTS") {
             i += 3;
@@ -414,7 +420,7 @@ impl Translator<'_> {
                 None => Err(SqlError::Syntax(String::new())),
             }
         };
-        let mut created = Vec::new();
+        let mut specs = Vec::new();
         let mut dropped = Vec::new();
         loop {
             let user = text(toks.get(i))?;
@@ -424,39 +430,83 @@ impl Translator<'_> {
                 host = text(toks.get(i + 1))?;
                 i += 2;
             }
-            if create {
-                let mut password = String::new();
+            if kind == UserStmt::Drop {
+                dropped.push((user, host));
+            } else {
+                let mut spec = NewUser {
+                    user,
+                    host,
+                    password: None,
+                    plugin: None,
+                };
                 if word(i, "IDENTIFIED") {
                     i += 1;
                     if word(i, "WITH") {
                         let plugin = text(toks.get(i + 1))?;
                         i += 2;
-                        if plugin != "mysql_native_password" {
-                            return Err(unsupported(format!("authentication plugin {plugin}")));
+                        if !AUTH_PLUGINS.iter().any(|p| p.eq_ignore_ascii_case(&plugin)) {
+                            return Err(SqlError::other(
+                                1524,
+                                "HY000",
+                                format!("Plugin '{plugin}' is not loaded"),
+                            ));
                         }
+                        spec.plugin = Some(plugin.to_ascii_lowercase());
                     }
                     if word(i, "BY") {
                         match toks.get(i + 1) {
-                            Some(UTok::Str(s)) => password = s.clone(),
+                            Some(UTok::Str(s)) => spec.password = Some(s.clone()),
                             _ => return Err(SqlError::Syntax("IDENTIFIED BY".into())),
                         }
                         i += 2;
                     }
                 }
-                created.push((user, host, password));
-            } else {
-                dropped.push((user, host));
+                specs.push(spec);
             }
             match toks.get(i) {
                 Some(UTok::Comma) => i += 1,
                 None => break,
-                Some(UTok::Word(w)) if create && w.eq_ignore_ascii_case("WITH") => break,
+                Some(UTok::Word(w))
+                    if kind != UserStmt::Drop
+                        && (w.eq_ignore_ascii_case("WITH")
+                            || w.eq_ignore_ascii_case("REQUIRE")) =>
+                {
+                    break
+                }
                 Some(other) => return Err(SqlError::Syntax(format!("{other:?}"))),
+            }
+        }
+        let mut options = AccountOptions::default();
+        // `REQUIRE NONE | SSL`: X509, CIPHER, ISSUER and SUBJECT need client certificates,
+        // which are not implemented: refused (1235) rather than accepted and ignored.
+        if word(i, "REQUIRE") {
+            i += 1;
+            if word(i, "NONE") {
+                options.require_ssl = Some(false);
+                i += 1;
+            } else {
+                let first = i;
+                while let Some(UTok::Word(w)) = toks.get(i) {
+                    let w = w.to_ascii_uppercase();
+                    match w.as_str() {
+                        "SSL" => {
+                            options.require_ssl = Some(true);
+                            i += 1;
+                        }
+                        "AND" if i > first => i += 1,
+                        "X509" | "CIPHER" | "ISSUER" | "SUBJECT" => {
+                            return Err(unsupported(format!("REQUIRE {w}")))
+                        }
+                        _ => break,
+                    }
+                }
+                if options.require_ssl.is_none() {
+                    return Err(SqlError::Syntax(format!("{:?}", toks.get(i))));
+                }
             }
         }
         // `WITH resource_option ...`: MAX_USER_CONNECTIONS is enforced; the per-hour limits are
         // not implemented and refused (1235) rather than accepted and ignored.
-        let mut max_user_connections = 0;
         if word(i, "WITH") {
             i += 1;
             let first = i;
@@ -469,24 +519,31 @@ impl Translator<'_> {
                     other => return Err(SqlError::Syntax(format!("{other:?}"))),
                 };
                 match option.as_str() {
-                    "MAX_USER_CONNECTIONS" => max_user_connections = n.min(u32::MAX as u64),
+                    "MAX_USER_CONNECTIONS" => {
+                        options.max_user_connections = Some(n.min(u32::MAX as u64))
+                    }
                     "MAX_QUERIES_PER_HOUR"
                     | "MAX_UPDATES_PER_HOUR"
                     | "MAX_CONNECTIONS_PER_HOUR" => {
-                        return Err(unsupported(format!("CREATE USER ... WITH {option}")))
+                        return Err(unsupported(format!(
+                            "{} USER ... WITH {option}",
+                            kind.verb()
+                        )))
                     }
                     _ => return Err(SqlError::Syntax(w.clone())),
                 }
                 i += 2;
             }
-            if i != toks.len() || i == first {
+            if i == first {
                 return Err(SqlError::Syntax(format!("{:?}", toks.get(i))));
             }
         }
-        Ok(if create {
-            Statement::CreateUser(created, cond, max_user_connections)
-        } else {
-            Statement::DropUser(dropped, cond)
+        if i != toks.len() {
+            return Err(SqlError::Syntax(format!("{:?}", toks.get(i))));
+        }
+        Ok(match kind {
+            UserStmt::Create => Statement::CreateUser(specs, cond, options),
+            UserStmt::Drop => Statement::DropUser(dropped, cond),
         })
     }
 
@@ -940,6 +997,25 @@ impl Translator<'_> {
         })
     }
 }
+
+/// Which account statement [`Translator::user_statement`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum UserStmt {
+    Create,
+    Drop,
+}
+
+impl UserStmt {
+    fn verb(self) -> &'static str {
+        match self {
+            UserStmt::Create => "CREATE",
+            UserStmt::Drop => "DROP",
+        }
+    }
+}
+
+/// Authentication plugins `IDENTIFIED WITH` accepts.
+pub const AUTH_PLUGINS: &[&str] = &["mysql_native_password"];
 
 /// Tokens of a user specification list.
 #[derive(Debug, Clone, PartialEq)]

@@ -39,3 +39,17 @@ check_drained() {
     exit 1
   fi
 }
+
+# Builds crates/server/tests/close.rs (release) and prints its executable; exits the calling
+# script if it cannot (close-stress.sh and steal-churn.sh run it directly, without cargo).
+close_test_binary() {
+  local bin
+  bin=$(cargo test --release -p shoal --test close --no-run --message-format=json 2>/dev/null |
+    python3 -c 'import json,sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "close":
+        print(m["executable"])')
+  [ -x "$bin" ] || { echo "could not build the close test" >&2; exit 1; }
+  echo "$bin"
+}

@@ -12,13 +12,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-5}; SECS=${SECS:-4}; MIN_RATIO=${MIN_RATIO:-0.5}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/shoal-target}
-bin=$(cargo test --release -p shoal --test close --no-run --message-format=json 2>/dev/null |
-  python3 -c 'import json,sys
-for l in sys.stdin:
-    m = json.loads(l)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "close":
-        print(m["executable"])')
-[ -x "$bin" ] || { echo "could not build the close test"; exit 1; }
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
+bin=$(close_test_binary)
 ratios=()
 for r in $(seq "$ROUNDS"); do
   line=()

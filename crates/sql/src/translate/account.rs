@@ -63,32 +63,8 @@ fn lex(sql: &str) -> Result<Vec<Tok>, SqlError> {
                 i += 1
             }
             '\'' | '"' | '`' => {
-                let mut s = String::new();
-                i += 1;
-                loop {
-                    match chars.get(i) {
-                        None => return Err(SqlError::Syntax(s)),
-                        Some('\\') if c != '`' => {
-                            if let Some(n) = chars.get(i + 1) {
-                                s.push(*n);
-                            }
-                            i += 2;
-                        }
-                        Some(x) if *x == c => {
-                            if chars.get(i + 1) == Some(&c) {
-                                s.push(c);
-                                i += 2;
-                            } else {
-                                i += 1;
-                                break;
-                            }
-                        }
-                        Some(x) => {
-                            s.push(*x);
-                            i += 1;
-                        }
-                    }
-                }
+                let (s, next) = super::quoted(&chars, i)?;
+                i = next;
                 out.push(if c == '`' {
                     Tok::Word(s, true)
                 } else {

@@ -1026,6 +1026,38 @@ enum UTok {
     Comma,
 }
 
+/// The quoted string, name or identifier starting at `chars[i]` (its quote character: `'`,
+/// `"` or a backquote): its text with `\\` escapes (not in backquotes) and doubled quotes undone,
+/// and the index after the closing quote. Shared by the user-list and account lexers.
+pub(crate) fn quoted(chars: &[char], mut i: usize) -> Result<(String, usize), SqlError> {
+    let c = chars[i];
+    let mut s = String::new();
+    i += 1;
+    loop {
+        match chars.get(i) {
+            None => return Err(SqlError::Syntax(s)),
+            Some('\\') if c != '`' => {
+                if let Some(n) = chars.get(i + 1) {
+                    s.push(*n);
+                }
+                i += 2;
+            }
+            Some(x) if *x == c => {
+                if chars.get(i + 1) == Some(&c) {
+                    s.push(c);
+                    i += 2;
+                } else {
+                    return Ok((s, i + 1));
+                }
+            }
+            Some(x) => {
+                s.push(*x);
+                i += 1;
+            }
+        }
+    }
+}
+
 fn user_lex(sql: &str) -> Result<Vec<UTok>, SqlError> {
     let chars: Vec<char> = sql.trim().trim_end_matches(';').chars().collect();
     let mut out = Vec::new();
@@ -1041,32 +1073,8 @@ fn user_lex(sql: &str) -> Result<Vec<UTok>, SqlError> {
             out.push(UTok::Comma);
             i += 1;
         } else if c == '\'' || c == '"' || c == '`' {
-            let mut s = String::new();
-            i += 1;
-            loop {
-                match chars.get(i) {
-                    None => return Err(SqlError::Syntax(s)),
-                    Some('\\') if c != '`' => {
-                        if let Some(n) = chars.get(i + 1) {
-                            s.push(*n);
-                        }
-                        i += 2;
-                    }
-                    Some(x) if *x == c => {
-                        if chars.get(i + 1) == Some(&c) {
-                            s.push(c);
-                            i += 2;
-                        } else {
-                            i += 1;
-                            break;
-                        }
-                    }
-                    Some(x) => {
-                        s.push(*x);
-                        i += 1;
-                    }
-                }
-            }
+            let (s, next) = quoted(&chars, i)?;
+            i = next;
             if c == '`' {
                 out.push(UTok::Word(s));
             } else {

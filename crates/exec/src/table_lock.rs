@@ -40,13 +40,16 @@
 //! Everything a session holds is keyed by its lock id and released by `UNLOCK TABLES`, by the end
 //! of its transaction (intents), and when the session is dropped (disconnect).
 
-use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use shoal_sql::SqlError;
 use shoal_wait::WaitKind;
+
+/// How many table entries the manager keeps when they fall empty (see [`State::release`]).
+const KEEP_EMPTY_ENTRIES: usize = 256;
 
 /// A table as the lock manager knows it: (database, table).
 pub type TableKey = (String, String);
@@ -98,8 +101,13 @@ struct State {
     /// Waiting LOCK TABLES / FTWRL requests, oldest first.
     pending: Vec<(u64, Pending)>,
     next_pending: u64,
-    /// Sessions holding at least one intent.
-    intent_holders: HashSet<u64>,
+    /// The tables on which each session holds an intent (a session with none has no entry):
+    /// a transaction's end visits only these, not every table.
+    held: HashMap<u64, Vec<TableKey>>,
+    /// Threads waiting on [`TableLocks::changed`]: a release wakes them only if there are
+    /// any (read and changed under the mutex, so no wake-up is lost), which spares the common
+    /// statement its futex system call.
+    waiters: usize,
 }
 
 fn others<'a>(set: &'a HashSet<u64>, me: u64) -> impl Iterator<Item = &'a u64> + 'a {
@@ -135,7 +143,7 @@ impl State {
     /// Whether an intent of `me` must queue behind a pending explicit or global request that
     /// came first (`before`: only requests older than this pending id; `None`: all).
     fn behind_pending(&self, me: u64, key: &TableKey, req: LockRequest) -> bool {
-        if self.intent_holders.contains(&me) {
+        if self.held.contains_key(&me) {
             return false;
         }
         self.pending.iter().any(|(_, p)| {
@@ -157,39 +165,53 @@ impl State {
     }
 
     fn grant(&mut self, me: u64, key: &TableKey, req: LockRequest) {
-        let e = self.tables.entry(key.clone()).or_default();
-        match req {
-            LockRequest::ReadIntent => {
-                e.read_intents.insert(me);
-                self.intent_holders.insert(me);
-            }
-            LockRequest::WriteIntent => {
-                e.write_intents.insert(me);
-                self.intent_holders.insert(me);
-            }
+        // Look up before inserting: the common case (the table has an entry) clones no key.
+        if !self.tables.contains_key(key) {
+            self.tables.insert(key.clone(), Entry::default());
+        }
+        let Some(e) = self.tables.get_mut(key) else {
+            return;
+        };
+        // Whether this is the first intent of `me` on the table (then `held` learns it).
+        let first_intent = match req {
+            LockRequest::ReadIntent => e.read_intents.insert(me) && !e.write_intents.contains(&me),
+            LockRequest::WriteIntent => e.write_intents.insert(me) && !e.read_intents.contains(&me),
             LockRequest::Read => {
                 e.read_locks.insert(me);
+                false
             }
-            LockRequest::Write => e.write_lock = Some(me),
+            LockRequest::Write => {
+                e.write_lock = Some(me);
+                false
+            }
+        };
+        if first_intent {
+            self.held.entry(me).or_default().push(key.clone());
         }
     }
 
     fn release(&mut self, me: u64, intents: bool, locks: bool) {
-        self.tables.retain(|_, e| {
-            if intents {
-                e.read_intents.remove(&me);
-                e.write_intents.remove(&me);
+        if intents {
+            for key in self.held.remove(&me).unwrap_or_default() {
+                if let Some(e) = self.tables.get_mut(&key) {
+                    e.read_intents.remove(&me);
+                    e.write_intents.remove(&me);
+                    // An emptied entry is kept for the next statement on the table (no
+                    // allocation per statement) while the map is small; past that, dropped.
+                    if e.is_empty() && self.tables.len() > KEEP_EMPTY_ENTRIES {
+                        self.tables.remove(&key);
+                    }
+                }
             }
-            if locks {
+        }
+        if locks {
+            self.tables.retain(|_, e| {
                 e.read_locks.remove(&me);
                 if e.write_lock == Some(me) {
                     e.write_lock = None;
                 }
-            }
-            !e.is_empty()
-        });
-        if intents {
-            self.intent_holders.remove(&me);
+                !e.is_empty()
+            });
         }
     }
 }
@@ -230,6 +252,15 @@ impl TableLocks {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Unlocks `st` after a change that may let a waiter go, and wakes the waiters if any.
+    fn release_and_notify(&self, st: MutexGuard<'_, State>) {
+        let any = st.waiters > 0;
+        drop(st);
+        if any {
+            self.changed.notify_all();
+        }
+    }
+
     /// Waits on the condition variable until `ready` holds, the deadline passes (1205) or the
     /// session is killed (1317). Reports the wait to the pool as `kind`.
     fn wait_until<'a>(
@@ -249,13 +280,14 @@ impl TableLocks {
         let _gauge = WaitingGauge(&self.current_waits);
         let deadline = Instant::now().checked_add(timeout);
         let _wait = shoal_wait::wait(kind);
-        loop {
+        st.waiters += 1;
+        let outcome = loop {
             if killed.load(Ordering::SeqCst) {
-                return Err((st, SqlError::Interrupted));
+                break Err(SqlError::Interrupted);
             }
             let now = Instant::now();
             let slice = match deadline {
-                Some(d) if now >= d => return Err((st, lock_wait_timeout())),
+                Some(d) if now >= d => break Err(lock_wait_timeout()),
                 Some(d) => (d - now).min(Duration::from_millis(100)),
                 None => Duration::from_millis(100),
             };
@@ -265,8 +297,13 @@ impl TableLocks {
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
             if ready(&st) {
-                return Ok(st);
+                break Ok(());
             }
+        };
+        st.waiters -= 1;
+        match outcome {
+            Ok(()) => Ok(st),
+            Err(e) => Err((st, e)),
         }
     }
 
@@ -382,21 +419,19 @@ impl TableLocks {
         if r.is_ok() {
             grant(&mut st);
         }
-        drop(st);
         // Intents queued behind this request may go now.
-        self.changed.notify_all();
+        self.release_and_notify(st);
         r
     }
 
     /// Releases the intents of `me` (its transaction ended).
     pub fn release_intents(&self, me: u64) {
         let mut st = self.lock();
-        if !st.intent_holders.contains(&me) {
+        if !st.held.contains_key(&me) {
             return;
         }
         st.release(me, true, false);
-        drop(st);
-        self.changed.notify_all();
+        self.release_and_notify(st);
     }
 
     /// `UNLOCK TABLES`: the explicit locks and the global read lock of `me`.
@@ -404,16 +439,14 @@ impl TableLocks {
         let mut st = self.lock();
         st.release(me, false, true);
         st.global_read.remove(&me);
-        drop(st);
-        self.changed.notify_all();
+        self.release_and_notify(st);
     }
 
     /// The explicit locks of `me` only (START TRANSACTION keeps the global read lock).
     pub fn unlock_tables_only(&self, me: u64) {
         let mut st = self.lock();
         st.release(me, false, true);
-        drop(st);
-        self.changed.notify_all();
+        self.release_and_notify(st);
     }
 
     /// Everything `me` holds (the session ends).
@@ -421,8 +454,7 @@ impl TableLocks {
         let mut st = self.lock();
         st.release(me, true, true);
         st.global_read.remove(&me);
-        drop(st);
-        self.changed.notify_all();
+        self.release_and_notify(st);
     }
 }
 
@@ -464,6 +496,8 @@ mod tests {
         l.release_all(4);
         l.release_all(3);
         assert!(l.lock().tables.is_empty());
+        assert!(l.lock().held.is_empty());
+        assert_eq!(l.lock().waiters, 0);
     }
 
     #[test]

@@ -99,8 +99,8 @@
 //!
 //! A one-shot registration costs one `epoll_ctl` per command: the re-arm, which takes the
 //! epoll's mutex and polls the socket, about 2.5 µs at 2048 connections, where the socket's
-//! lines are cold (docs/PERFORMANCE.md, "Seventh pass"). MariaDB's and Percona's pools pay it
-//! too. When the handler promises [`Handler::reads_to_end`] (its `Continue` means its last read
+//! lines are cold (seventh pass, docs/perf-log/2026-12-01-session-9-seventh-pass.md).
+//! MariaDB's and Percona's pools pay it too. When the handler promises [`Handler::reads_to_end`] (its `Continue` means its last read
 //! came back short or would block), a connection that is *not busy* (its command did not
 //! follow the previous one within the linger window: a loaded group, or a quiet client) is
 //! armed **edge-triggered** instead, and stays armed: after its next commands it goes back to
@@ -202,7 +202,8 @@
 //! a stolen one, and a lock holder's forced entry is never taken (its thread may be on the
 //! way). Every group's concurrency stays under its own cap. The same run with balancing had
 //! medians of 140 and 136 ms, and the pool's p99 over four A B B A rounds fell by about 15 %
-//! (docs/PERFORMANCE.md, "Fifth pass"). Counter: `balanced` (the group taken from).
+//! (docs/perf-log/2026-11-30-session-6-fifth-pass.md). Counter: `balanced` (the group taken
+//! from).
 //!
 //! ## The lock-holder guarantee (no pool-wide deadlock)
 //!
@@ -496,8 +497,8 @@ impl Default for Config {
             max_size: cpus.max(128),
             // MariaDB's default is 3: slack for workers blocked where nothing reports it. Here
             // every blocking point reports its wait (which frees the slot), and one more
-            // runnable worker per group only lengthens the execution tail (docs/PERFORMANCE.md,
-            // "Seventh pass").
+            // runnable worker per group only lengthens the execution tail
+            // (docs/perf-log/2026-12-01-session-9-seventh-pass.md).
             oversubscribe: 2,
             stall_limit: Duration::from_millis(500),
             max_threads: 65536,

@@ -106,14 +106,14 @@
 //!
 //! ## Edge-triggered sockets
 //!
-//! A one-shot registration costs one `epoll_ctl` per command: the re-arm, which takes the
-//! epoll's mutex and polls the socket, about 2.5 µs at 2048 connections, where the socket's
-//! lines are cold (seventh pass, docs/perf-log/2026-12-01-session-9-seventh-pass.md).
-//! MariaDB's and Percona's pools pay it too. When the handler promises [`Handler::reads_to_end`] (its `Continue` means its last read
-//! came back short or would block), a connection that is *not busy* (its command did not
-//! follow the previous one within the linger window: a loaded group, or a quiet client) is
-//! armed **edge-triggered** instead, and stays armed: after its next commands it goes back to
-//! `Idle` under its own lock with no `epoll_ctl`, only a `poll(2)` for a hang-up ([`core::Phase::settle`],
+//! A one-shot registration costs one `epoll_ctl` per command: the re-arm, which takes the epoll's
+//! mutex and polls the socket, about 2.5 µs at 2048 connections, where the socket's lines are cold
+//! (seventh pass, docs/perf-log/2026-12-01-session-9-seventh-pass.md). MariaDB's and Percona's
+//! pools pay it too. When the handler promises [`Handler::reads_to_end`] (its `Continue` means its
+//! last read came back short or would block), a connection that is *not busy* (its command did not
+//! follow the previous one within the linger window: a loaded group, or a quiet client) is armed
+//! **edge-triggered** instead, and stays armed: after its next commands it goes back to `Idle`
+//! under its own lock with no `epoll_ctl`, only a `poll(2)` for a hang-up ([`core::Phase::settle`],
 //! `Counters::edge_idles`).
 //!
 //! The price of an armed socket is that it reports every arrival of input, also while the
@@ -345,7 +345,8 @@ pub enum Outcome {
 /// What the session holds after a command; decides priority and the lock-holder guarantee.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PrioHint {
-    /// An explicit transaction is open.
+    /// The session is inside a transaction (what counts is the handler's call: the server also
+    /// counts an implicit one under `autocommit=0`).
     pub in_transaction: bool,
     /// The session holds row, table, metadata or user locks.
     pub holds_locks: bool,

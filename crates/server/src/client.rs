@@ -9,9 +9,9 @@
 //! 1. flush pending reply bytes (a partial write leaves the rest buffered → [`Outcome::WantWrite`]);
 //! 2. if a complete command is buffered, process it (the protocol calls into the session), then
 //!    flush its reply and return [`Outcome::Continue`];
-//! 3. otherwise read once from the socket and feed the bytes; `WouldBlock` on a non-blocking
-//!    read (the pool's `MSG_DONTWAIT`) → [`Outcome::WantRead`]; a read timeout on a blocking socket → [`Outcome::TimedOut`];
-//!    EOF or an error → [`Outcome::Closed`].
+//! 3. otherwise read once from the socket and feed the bytes; `WouldBlock` on a non-blocking read
+//!    (the pool's `MSG_DONTWAIT`) → [`Outcome::WantRead`]; a read timeout on a blocking socket →
+//!    [`Outcome::TimedOut`]; EOF or an error → [`Outcome::Closed`].
 //!
 //! The same cycle serves both scheduling models. `one-thread-per-connection`
 //! (`handler/per_thread.rs`) keeps the socket blocking with read/write timeouts and simply loops.

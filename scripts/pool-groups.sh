@@ -2,7 +2,7 @@
 # One pool-of-threads run at N connections on the datadir of scripts/handler-ab.sh, then the
 # pool's per-group view over the run's last 2 seconds: THREAD_POOL_LATENCY (queueing and
 # execution percentiles, reset 2 s before the end), THREAD_POOL_GROUPS and Threadpool_balanced.
-# Shows whether the groups wait alike (docs/PERFORMANCE.md, "Fifth pass").
+# Shows whether the groups wait alike (docs/perf-log/2026-11-30-session-6-fifth-pass.md).
 # WINDOW=run resets the percentiles when the warm-up ends instead, so that they cover the
 # same window as the load generator's: the difference between its end-to-end percentiles and
 # the pool's queueing + execution is what happens outside the pool's queue (epoll, network,

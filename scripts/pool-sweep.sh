@@ -2,7 +2,7 @@
 # One shoal server, one handler, consecutive load points on ONE datadir (the datadir of
 # scripts/handler-ab.sh): TPS, p99 and the server's CPU per query at each client count, in the
 # order given, so a sweep can go up and back down and show drift next to the curve. Used for the
-# pool's peak-retention check in docs/PERFORMANCE.md ("Third pass").
+# pool's peak-retention check (docs/perf-log/2026-11-30-session-4-third-pass.md).
 #
 #   cargo build --release -p shoal -p shoal-bench
 #   scripts/handler-ab.sh                     # once, creates and fills the datadir

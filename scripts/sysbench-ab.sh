@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # A/B of shoal's two connection handlers with sysbench itself as the client, every run on a FRESH
-# COPY of one prepared datadir: read-write runs change the data (the memtable fills, SST files
-# are written), and on a shared datadir the same handler moved between 527 and 819 TPS from run
-# to run (docs/PERFORMANCE.md, "Eighth pass"). Rounds alternate A B B A, which cancels the
-# position effect (the second run of a round was about 10 % faster there). Prints each run's
-# TPS, p99 and server CPU (ticks over the measured window), then the per-round ratio of the
-# second handler to the first and its geometric mean with a 95 % interval.
+# COPY of one prepared datadir: read-write runs change the data (the memtable fills, SST files are
+# written), and on a shared datadir the same handler moved between 527 and 819 TPS from run to run
+# (docs/perf-log/2026-12-01-session-10-eighth-pass.md). Rounds alternate A B B A, which cancels the
+# position effect (the second run of a round was about 10 % faster there). Prints each run's TPS,
+# p99 and server CPU (ticks over the measured window), then the per-round ratio of the second
+# handler to the first and its geometric mean with a 95 % interval.
 #
 #   cargo build --release -p shoal
 #   ROUNDS=8 scripts/sysbench-ab.sh                       (oltp_read_write, 8 threads)

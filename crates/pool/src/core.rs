@@ -673,7 +673,7 @@ impl<E, W> GroupCore<E, W> {
     /// socket. It is its own setting (`Config::linger_threads`), not `1 + oversubscribe`: with
     /// that bound, 32 busy connections on 2 groups had at most 8 lingering threads, the other
     /// commands paid the queued path, and the client-observed p99 was 3× one thread per
-    /// connection's (docs/PERFORMANCE.md, "Fourth pass").
+    /// connection's (docs/perf-log/2026-11-30-session-5-fourth-pass.md).
     pub fn linger_begin(&mut self, max_lingering: usize) -> bool {
         if !self.listener || !self.may_linger(max_lingering) {
             return false;

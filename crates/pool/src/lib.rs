@@ -67,12 +67,21 @@
 //!   group below its cap, otherwise the connection is queued like any other (queued directly,
 //!   since the handler may already hold the command's bytes; a timeout re-arms it). See
 //!   [`core::GroupCore::linger_begin`]. This is what makes the pool cost little at low
-//!   concurrency, where one thread per connection is the best schedule anyway.
+//!   concurrency, where one thread per connection is the best schedule anyway: in the steady
+//!   state each busy connection has a lingering worker and the listener watches the rest, one
+//!   thread per busy connection, which the group can afford exactly while nothing queues. At
+//!   thousands of connections the queue is rarely empty and lingering switches itself off.
+//!   A KILL shuts the socket down, which ends the wait at once; [`Pool::shutdown`] shuts every
+//!   lingering socket down for reading (a worker sets its connection's `lingering` flag under
+//!   the connection's lock, then re-checks the shutdown flag, so none is missed); a resize or a
+//!   new `linger` is noticed when the current linger ends (the re-arm migrates the connection).
 //! * **Concurrency limit.** A worker may not dequeue while `1 + oversubscribe` *other* workers of
 //!   its group are active, unless the group is stalled. Workers inside a reported wait
 //!   (`shoal_wait::wait_begin`, observed through a per-worker [`shoal_wait::WaitObserver`]) are
 //!   not active. When the last active worker begins a wait and work is queued (or there is no
-//!   listener), another worker is woken or created at once. Waits are counted by kind.
+//!   listener), another worker is woken or created at once. Waits are counted by kind. A worker
+//!   that dequeues while more is queued and its group is still under the cap brings in one more
+//!   worker (MariaDB waits for a new event or the timer), so a burst fills the cap at once.
 //! * **Timer.** Every `stall_limit` a timer thread visits each group: kick-up; *stall* (queue
 //!   non-empty and nothing dequeued since the previous tick → mark stalled, which lifts the cap
 //!   until the next dequeue, and wake or create a worker); *missing listener* (connections but
@@ -97,14 +106,14 @@
 //!
 //! ## Edge-triggered sockets
 //!
-//! A one-shot registration costs one `epoll_ctl` per command: the re-arm, which takes the
-//! epoll's mutex and polls the socket, about 2.5 µs at 2048 connections, where the socket's
-//! lines are cold (docs/PERFORMANCE.md, "Seventh pass"). MariaDB's and Percona's pools pay it
-//! too. When the handler promises [`Handler::reads_to_end`] (its `Continue` means its last read
-//! came back short or would block), a connection that is *not busy* (its command did not
-//! follow the previous one within the linger window: a loaded group, or a quiet client) is
-//! armed **edge-triggered** instead, and stays armed: after its next commands it goes back to
-//! `Idle` under its own lock with no `epoll_ctl`, only a `poll(2)` for a hang-up ([`core::Phase::settle`],
+//! A one-shot registration costs one `epoll_ctl` per command: the re-arm, which takes the epoll's
+//! mutex and polls the socket, about 2.5 µs at 2048 connections, where the socket's lines are cold
+//! (seventh pass, docs/perf-log/2026-12-01-session-9-seventh-pass.md). MariaDB's and Percona's
+//! pools pay it too. When the handler promises [`Handler::reads_to_end`] (its `Continue` means its
+//! last read came back short or would block), a connection that is *not busy* (its command did not
+//! follow the previous one within the linger window: a loaded group, or a quiet client) is armed
+//! **edge-triggered** instead, and stays armed: after its next commands it goes back to `Idle`
+//! under its own lock with no `epoll_ctl`, only a `poll(2)` for a hang-up ([`core::Phase::settle`],
 //! `Counters::edge_idles`).
 //!
 //! The price of an armed socket is that it reports every arrival of input, also while the
@@ -115,7 +124,8 @@
 //! settles. Input the handler left in the socket is the other way to lose a wake-up, hence the
 //! handler's promise (the server returns `Yield` after a read that filled its buffer). The loom
 //! model `loom_edge_report_vs_settle_never_loses_input` checks every interleaving of an
-//! arrival, the listener's report and the worker's settle.
+//! arrival, the listener's report and the worker's settle; the scenario
+//! `input_arriving_while_its_connection_runs_is_not_lost` runs it on real sockets.
 //!
 //! Busy connections stay one-shot, because their worker lingers on them: an armed socket
 //! would report the awaited command to the listener as well (a wake-up for nothing and a
@@ -133,7 +143,7 @@
 //! (sysbench closes its prepared statements and sends COM_QUIT back to back) had its last
 //! bytes and its FIN stranded in a socket whose only report was gone, and its session stayed
 //! in CLOSE-WAIT until `wait_timeout`. The loom model `loom_edge_report_survives_a_yield`
-//! fails with that behaviour.
+//! and the scenario `input_reported_during_a_run_survives_a_yield` fail with that behaviour.
 //!
 //! A handler's read that comes back short proves the socket held no more *data*, not that it
 //! held nothing: `recv` stops at the peer's FIN and reports the end of file only on the next
@@ -141,7 +151,8 @@
 //! that arrives after the read is reported anew.) So before a connection settles idle
 //! edge-triggered, the pool asks its socket for a hang-up with one `poll(2)` for `POLLRDHUP`
 //! (much cheaper than the `epoll_ctl` re-arm it replaces) and queues it again if the peer has
-//! shut down its side (`edge_requeues`): the next run reads the end of file and closes.
+//! shut down its side (`edge_requeues`): the next run reads the end of file and closes
+//! (scenario `a_command_and_end_of_file_arriving_together_close_the_connection`).
 //!
 //! ## The safety net (`recovered_events`)
 //!
@@ -202,7 +213,8 @@
 //! a stolen one, and a lock holder's forced entry is never taken (its thread may be on the
 //! way). Every group's concurrency stays under its own cap. The same run with balancing had
 //! medians of 140 and 136 ms, and the pool's p99 over four A B B A rounds fell by about 15 %
-//! (docs/PERFORMANCE.md, "Fifth pass"). Counter: `balanced` (the group taken from).
+//! (docs/perf-log/2026-11-30-session-6-fifth-pass.md). Counter: `balanced` (the group taken
+//! from).
 //!
 //! ## The lock-holder guarantee (no pool-wide deadlock)
 //!
@@ -225,7 +237,9 @@
 //!    ignores the cap; high entries, where holders are, go first).
 //!
 //! Threads above `max_threads` exit as soon as they find no work instead of idling. The excess is
-//! bounded by the number of queued lock holders.
+//! bounded by the number of queued lock holders. Tests: the scenario
+//! `d_lock_holder_runs_at_max_threads` (synthetic handler) and, through SQL against the real
+//! server, `crates/server/tests/pool.rs::lock_holder_commits_at_max_threads_while_waiters_block`.
 //!
 //! ## Shutdown protocol ([`Pool::shutdown`], also run on drop)
 //!
@@ -331,7 +345,8 @@ pub enum Outcome {
 /// What the session holds after a command; decides priority and the lock-holder guarantee.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PrioHint {
-    /// An explicit transaction is open.
+    /// The session is inside a transaction (what counts is the handler's call: the server also
+    /// counts an implicit one under `autocommit=0`).
     pub in_transaction: bool,
     /// The session holds row, table, metadata or user locks.
     pub holds_locks: bool,
@@ -496,8 +511,8 @@ impl Default for Config {
             max_size: cpus.max(128),
             // MariaDB's default is 3: slack for workers blocked where nothing reports it. Here
             // every blocking point reports its wait (which frees the slot), and one more
-            // runnable worker per group only lengthens the execution tail (docs/PERFORMANCE.md,
-            // "Seventh pass").
+            // runnable worker per group only lengthens the execution tail
+            // (docs/perf-log/2026-12-01-session-9-seventh-pass.md).
             oversubscribe: 2,
             stall_limit: Duration::from_millis(500),
             max_threads: 65536,

@@ -9,9 +9,9 @@
 //! 1. flush pending reply bytes (a partial write leaves the rest buffered → [`Outcome::WantWrite`]);
 //! 2. if a complete command is buffered, process it (the protocol calls into the session), then
 //!    flush its reply and return [`Outcome::Continue`];
-//! 3. otherwise read once from the socket and feed the bytes; `WouldBlock` on a non-blocking
-//!    socket → [`Outcome::WantRead`]; a read timeout on a blocking socket → [`Outcome::TimedOut`];
-//!    EOF or an error → [`Outcome::Closed`].
+//! 3. otherwise read once from the socket and feed the bytes; `WouldBlock` on a non-blocking read
+//!    (the pool's `MSG_DONTWAIT`) → [`Outcome::WantRead`]; a read timeout on a blocking socket →
+//!    [`Outcome::TimedOut`]; EOF or an error → [`Outcome::Closed`].
 //!
 //! The same cycle serves both scheduling models. `one-thread-per-connection`
 //! (`handler/per_thread.rs`) keeps the socket blocking with read/write timeouts and simply loops.
@@ -84,7 +84,8 @@ impl Stream {
         }
     }
 
-    /// Switches non-blocking mode (the pool uses non-blocking sockets).
+    /// Switches non-blocking mode. The pool keeps sockets blocking and passes `MSG_DONTWAIT`
+    /// ([`Client::set_dontwait`]); it makes one non-blocking only if that switch fails.
     pub fn set_nonblocking(&self, on: bool) -> io::Result<()> {
         match self {
             Stream::Tcp(s) => s.set_nonblocking(on),
@@ -216,9 +217,9 @@ impl ConnectionControl for SocketControl {
 pub enum Outcome {
     /// One command (or login step) was processed and its reply fully written.
     Continue,
-    /// Non-blocking socket: nothing (complete) to process; wait until readable.
+    /// Non-blocking read (the pool): nothing (complete) to process; wait until readable.
     WantRead,
-    /// Non-blocking socket: the reply is only partly written; wait until writable.
+    /// Non-blocking write (the pool): the reply is only partly written; wait until writable.
     WantWrite,
     /// Blocking socket: the read timed out (idle, connect or net_read timeout, see
     /// [`Client::read_timeout_now`]).

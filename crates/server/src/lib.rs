@@ -4,7 +4,8 @@
 //! - [`options`]: mysqld-style command line and my.cnf parsing.
 //! - [`client`]: one connection (socket + `Connection<Session>`) and its
 //!   read → process one command → write cycle ([`client::Client::serve_one_command`]), usable on
-//!   blocking sockets (one thread per connection) and non-blocking ones (the pool).
+//!   blocking sockets (one thread per connection) and with `MSG_DONTWAIT` reads and writes
+//!   (the pool).
 //! - [`handler`]: who runs that cycle; `per_thread` = one-thread-per-connection with a cache.
 //! - [`listener`]: TCP, Unix socket and admin-port listeners and the accept loop.
 //! - [`metrics`]: Prometheus text on an HTTP port, outside both connection handlers.

@@ -546,8 +546,8 @@ fn mariadb_cli_and_sysbench_against_the_pool() {
         );
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "42");
     }
-    // Connection-level sysbench (tables are not wired to the storage engine yet): a Lua script
-    // that runs SELECT 1 on 32 threads for 2 seconds.
+    // Connection-level sysbench (no tables needed): a Lua script that runs SELECT 1 on 32
+    // threads for 2 seconds.
     let script = s.dir.join("select1.lua");
     std::fs::write(
         &script,

@@ -10,8 +10,9 @@
 //! evaluator as everywhere else, so `WHERE GROUP_ID = 1 AND THREADS > 0` works), then
 //! LIMIT/OFFSET, then the projection (`*` expands to every column, in order; other items are
 //! expressions over the row's columns). This is how `information_schema.THREAD_POOL_*` exist.
-//! ORDER BY is whatever the SQL layer supports for SELECT (nothing yet): rows come in the
-//! callback's order.
+//! Rows come in the callback's order. A SELECT that needs more (aggregates, GROUP BY, ORDER BY,
+//! joins) runs in the query engine of `crates/exec`, which reads the same callbacks as system
+//! tables ([`Server::set_table_engine`] installs them).
 //!
 //! # Process-list state
 //!

@@ -9,13 +9,14 @@
 //! - [`Server::open_session`] creates the per-connection [`Session`] (a `Backend`).
 //!
 //! How it fits together: [`Server`] owns everything shared by connections — the system variable
-//! registry ([`vars::Vars`]), accounts ([`users`]), the process list (one [`ProcessEntry`] per
-//! open session, shared with the session through an `Arc` so KILL from another session can set
-//! flags and shut the victim's socket down), status counters ([`status`]) and the catalog
-//! (`shoal_sql::catalog::Catalog`, in memory until the storage crate plugs its own in through
-//! [`Server::set_catalog`]). A [`Session`] is per connection, owned by the protocol state and
-//! moved between threads between commands; it keeps its variable copy, user variables, prepared
-//! statements, current database and transaction flag, and executes statements (see `session.rs`).
+//! registry ([`vars::Vars`]), accounts ([`users`]), the process list (one [`ProcessEntry`] per open
+//! session, shared with the session through an `Arc` so KILL from another session can set flags and
+//! shut the victim's socket down), status counters ([`status`]) and the catalog and the table
+//! engine (`shoal_exec::TableEngine`, plugged in at startup by [`Server::set_table_engine`], which
+//! also installs its catalog; before that the catalog is `shoal_sql::catalog::MemCatalog`). A
+//! [`Session`] is per connection, owned by the protocol state and moved between threads between
+//! commands; it keeps its variable copy, user variables, prepared statements, current database and
+//! transaction flag, and executes statements (see `session.rs`).
 //!
 //! Server-wide locks (process list, accounts, variables, hooks, counters) are taken with
 //! `unwrap_or_else(PoisonError::into_inner)`: a connection that panics while holding one (the

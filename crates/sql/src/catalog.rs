@@ -1,11 +1,13 @@
-//! The storage boundary: what the SQL layer needs from a catalog and, later, from tables.
+//! What the SQL layer needs from a catalog: databases, and whether a table exists.
 //!
-//! Until the storage crate exists, [`MemCatalog`] keeps databases in memory (`information_schema`,
-//! `mysql`, `performance_schema` and `sys` always exist, like on a fresh mysqld). The storage crate
-//! implements [`Catalog`] over RocksDB and the server installs it at startup; the session never
-//! touches storage any other way. Table access (scan, point/range lookups, insert/update/delete,
-//! transactions) will be added to this trait family as the planner grows (next issue); the SQL
-//! layer reports `1146 Table 'db.t' doesn't exist` for any table the catalog does not know.
+//! [`MemCatalog`] keeps databases in memory (`information_schema`, `mysql`, `performance_schema`
+//! and `sys` always exist, like on a fresh mysqld): it is the catalog a server starts with and
+//! the one this crate's tests use. The table engine implements [`Catalog`] over RocksDB
+//! (`StoreCatalog` in `crates/exec`), and the server installs it at startup with the engine
+//! (`Server::set_table_engine` in `crates/session`). Table access (scans, lookups, writes,
+//! transactions) is not part of this trait: table statements go to `crates/exec` as a whole.
+//! The SQL layer reports `1146 Table 'db.t' doesn't exist` for any table the catalog does not
+//! know.
 
 use std::collections::BTreeSet;
 use std::sync::RwLock;
@@ -66,7 +68,7 @@ pub trait Catalog: Send + Sync {
 /// Names of the always-present system schemas.
 pub const SYSTEM_DATABASES: &[&str] = &["information_schema", "mysql", "performance_schema", "sys"];
 
-/// In-memory catalog (no tables): used until the storage crate provides one.
+/// In-memory catalog (databases, no tables): the server's until a table engine is plugged in.
 pub struct MemCatalog {
     dbs: RwLock<BTreeSet<String>>,
 }

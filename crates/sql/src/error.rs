@@ -41,7 +41,7 @@ pub enum SqlError {
     /// 1210: wrong arguments to EXECUTE / parameter count mismatch.
     #[error("Incorrect arguments to {0}")]
     WrongArguments(String),
-    /// 1222: wrong number of columns (e.g. `SELECT (1,2)`).
+    /// 1241 (21000): an operand with the wrong number of columns (e.g. `SELECT (1,2)`).
     #[error("Operand should contain {0} column(s)")]
     OperandColumns(usize),
     /// Errors of variables, catalog or the server, already carrying their code.

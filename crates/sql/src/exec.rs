@@ -1,9 +1,11 @@
-//! Executing SELECT statements (no tables yet) and the result-set representation.
+//! Executing table-less SELECT statements, and the result-set representation.
 //!
-//! A SELECT without FROM yields one row (zero if WHERE is false, LIMIT 0, or OFFSET >= 1). A
-//! SELECT with a table goes through the [`Catalog`]: a table the catalog does not know is 1146
-//! `Table 'db.t' doesn't exist` (what MySQL says); reading an existing table needs the storage
-//! engine's scan interface, which arrives with the next issue, and is refused with 1235 until then.
+//! A SELECT without FROM yields one row (zero if WHERE is false, LIMIT 0, or OFFSET >= 1).
+//! Tables are read by the table engine (`crates/exec`), to which the session routes every
+//! SELECT with a FROM (virtual tables aside: `crates/session/src/hooks.rs`) once the server has
+//! plugged one in. Without one (a session with no storage behind it) a SELECT with a table
+//! comes here and goes through the [`Catalog`]: a table the catalog does not know is 1146
+//! `Table 'db.t' doesn't exist` (what MySQL says), an existing one is refused with 1235.
 //!
 //! Result column types are taken from the values (first non-NULL per column), falling back to the
 //! expression's static type, so `SELECT 1` is LONGLONG, `SELECT 1.5` NEWDECIMAL, `SELECT 'a'`

@@ -2,8 +2,9 @@
 //!
 //! [`Prepared`] keeps the translated statement, its placeholder count and the result columns
 //! known at prepare time (static types). Execution binds parameter values through the
-//! evaluation context (`Expr::Param(i)`), so nothing is re-parsed per execute. When table access
-//! arrives, the chosen access path (point/range/scan) will be cached here as well.
+//! evaluation context (`Expr::Param(i)`), so nothing is re-parsed per execute. Table statements
+//! choose and cache their access path in `crates/exec` (its `Plan`, kept in the session's
+//! prepared statement), not here.
 
 use crate::ast::Statement;
 use crate::error::SqlError;

@@ -55,12 +55,13 @@ use rocksdb::{
 const MIN_CACHE_SHARD: usize = 8 << 20;
 
 /// The block cache: an LRU cache in `2^bits` shards of at least [`MIN_CACHE_SHARD`] (at most
-/// 64). RocksDB's default aims at 512 KiB shards, which splits a small cache (an 11 MiB
-/// buffer pool: 16 shards of 704 KiB) so finely that one SST file's filter or index block (a
-/// few hundred KiB for a 64 MiB file) fills half a shard, and the random data blocks that
-/// share its shard evict it: every lookup then read it from the disk again (docs/PERFORMANCE.md,
-/// "Seventh pass"). Larger shards keep the hottest blocks resident; a shard's mutex is held
-/// for a hash probe, and a 2-core machine has little to contend with.
+/// 64). RocksDB's default aims at 512 KiB shards, which splits a small cache (an 11 MiB buffer
+/// pool: 16 shards of 704 KiB) so finely that one SST file's filter or index block (a few hundred
+/// KiB for a 64 MiB file) fills half a shard, and the random data blocks that share its shard evict
+/// it: every lookup then read it from the disk again
+/// (docs/perf-log/2026-12-01-session-9-seventh-pass.md). Larger shards keep the hottest blocks
+/// resident; a shard's mutex is held for a hash probe, and a 2-core machine has little to contend
+/// with.
 fn block_cache(bytes: usize) -> Cache {
     let mut o = LruCacheOptions::default();
     o.set_capacity(bytes);

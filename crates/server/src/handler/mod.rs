@@ -1,8 +1,9 @@
 //! Connection handlers: who runs [`crate::client::Client::serve_one_command`] on which thread.
 //!
 //! `per_thread` implements `thread_handling=one-thread-per-connection` (with a thread cache).
-//! `pool` implements `pool-of-threads` (crates/pool) by driving the same cycle on non-blocking
-//! sockets. [`Dispatch`] is what the accept loop calls; admin-port connections bypass it.
+//! `pool` implements `pool-of-threads` (crates/pool) by driving the same cycle with non-blocking
+//! reads and writes (`MSG_DONTWAIT`) on sockets that stay blocking. [`Dispatch`] is what the accept
+//! loop calls; admin-port connections bypass it.
 
 pub mod per_thread;
 pub mod pool;

@@ -2,9 +2,13 @@
 //!
 //! # How it works
 //!
-//! Each accepted [`Client`] gets a non-blocking socket and is handed to the pool
-//! ([`PoolHandling::dispatch`]) under its connection id, so it lands in group `id % size`. The
-//! pool drives it through [`ServerHandler`], our [`shoal_pool::Handler`]:
+//! Each accepted [`Client`] is switched to the pool's mode ([`Client::set_dontwait`]: the
+//! socket stays *blocking*, and every read and write of the command cycle passes `MSG_DONTWAIT`,
+//! so no call of the cycle blocks a worker) and handed to the pool ([`PoolHandling::dispatch`])
+//! under its connection id, so it lands in group `id % size`. (Only if that switch fails is the
+//! socket made non-blocking instead: still correct, without the cheap linger.) The pool drives
+//! it through [`ServerHandler`], our [`shoal_pool::Handler`]; the pool's design is the crate
+//! doc of `shoal_pool`:
 //!
 //! * `login` and `handle` both run [`Client::serve_one_command`], which first flushes pending
 //!   output (the greeting, or the rest of a reply), then processes at most one complete command
@@ -15,8 +19,17 @@
 //!   input is already buffered (pipelined commands go back to the queue instead of starving the
 //!   group), else `Continue`; `Closed` → `Close`. A handshake that needs several readable events
 //!   simply returns `Continue` until the protocol state says authenticated. Because replies are
-//!   written non-blockingly, the pool never blocks on the network and `WaitKind::Net` is never
-//!   reported by this handler.
+//!   written with `MSG_DONTWAIT`, the pool never blocks on the network and `WaitKind::Net` is
+//!   never reported by this handler.
+//! * `reads_to_end` is `true`, which lets the pool keep sockets under load armed
+//!   edge-triggered: `step` returns `Continue` only after a read came back short or would
+//!   block. A read that filled the whole buffer may have left bytes in the socket, which an
+//!   edge-triggered socket would not report again, so it returns `Yield` instead
+//!   (`pipelined_command_behind_a_full_read_is_answered` in `tests/pool.rs`).
+//! * `await_input` (lingering) blocks in `recv` itself with `SO_RCVTIMEO` set to the linger
+//!   budget and keeps the bytes in the protocol buffer ([`Client::await_input`]), so a lingered
+//!   command costs the one `recv` it costs on a dedicated thread. That is why the socket stays
+//!   blocking. KILL and server shutdown end the wait by shutting the socket down.
 //! * `idle_deadline` is what one-thread-per-connection uses as its read timeout: before login,
 //!   `connect_timeout` counted from accept; inside a half-received command, `net_read_timeout`;
 //!   otherwise the session's `wait_timeout`/`interactive_timeout`. The pool's timer queues an
@@ -87,8 +100,8 @@ pub struct PoolConn {
 }
 
 impl PoolConn {
-    /// Wraps an accepted client (switched to non-blocking reads and writes, see
-    /// [`Client::set_dontwait`]).
+    /// Wraps an accepted client (switched to `MSG_DONTWAIT` reads and writes on its blocking
+    /// socket, see [`Client::set_dontwait`]).
     pub fn new(mut client: Client, connect_timeout: Duration) -> PoolConn {
         if client.set_dontwait().is_err() {
             // Still correct (and never blocking a worker), only without the cheap linger.

@@ -85,7 +85,7 @@ pub struct Counts {
     pub reconnects: u64,
     pub kinds: [u64; N_KINDS],
     pub codes: BTreeMap<u16, u64>,
-    /// tpcc: completed transactions by [`tpcc::txn::Kind`], then New-Orders rolled back.
+    /// tpcc: completed transactions by `tpcc::txn::Kind`, then New-Orders rolled back.
     pub txns: [u64; 6],
     /// The workload is tpcc (the summary gets tpmC and transactions by type).
     pub tpcc: bool,

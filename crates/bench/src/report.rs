@@ -102,7 +102,7 @@ fn prefix_label(label: &mut String, source: &str) {
 /// Loads result files from files or directories (a directory's `*.json` files, not
 /// recursive; a plan's output directory also each server's subdirectory). A file given by
 /// name must load; a directory's file that does not load is recorded in
-/// [`Loaded::skipped`] with the reason, and [`write`] prints it as a warning. Fails when
+/// [`Loaded::skipped`] with the reason, and [`write()`] prints it as a warning. Fails when
 /// nothing at all loaded, naming every skipped file and why.
 ///
 /// Sources: results of a plan's server subdirectory are labelled `SERVER/label`; with more

@@ -534,7 +534,7 @@ impl ResultFile {
         Self::parse(&s).map_err(|e| e.at(path))
     }
 
-    /// Parses the text of a result file; errors carry an empty path (see [`ResultError::at`]).
+    /// Parses the text of a result file; errors carry an empty path (see `ResultError::at`).
     pub fn parse(s: &str) -> Result<Self, ResultError> {
         serde_json::from_str(s).map_err(|source| {
             // Only on failure: tell "not JSON" and "not ours" apart from a broken result.

@@ -3,13 +3,13 @@
 //! A workload is two things: which statements a client prepares when it starts (sysbench
 //! prepares every statement of the workload for every table: 2 + 9 × tables statements for
 //! `oltp_read_write`), and what one *event* (a transaction, or one query for the single-statement
-//! workloads) executes. [`Workload::event`] appends the operations of one event to a buffer, in
+//! workloads) executes. `Workload::event` appends the operations of one event to a buffer, in
 //! sysbench's order and with sysbench's random choices (one random table per statement group,
 //! ids from `sysbench.rand.default`, `c`/`pad` from the digit templates). The executor then runs
 //! each [`Op`] either as a server-side prepared statement (`--db-ps-mode=auto`) or as a text
 //! query with literal values (`--db-ps-mode=disable`), exactly as sysbench's driver does.
 //!
-//! [`Workload::mix`] gives the number of statements of each kind one event issues, which the
+//! `Workload::mix` gives the number of statements of each kind one event issues, which the
 //! tests compare with the server's `Com_*` counters.
 
 use crate::rand::{RandSpec, Rng, C_TEMPLATE, PAD_TEMPLATE};
@@ -177,7 +177,7 @@ impl StmtKind {
     }
 
     /// The statement text with `?` placeholders (for server-side prepare). The tpcc kinds
-    /// stand for many statements each ([`crate::tpcc::Stmt`] has their text).
+    /// stand for many statements each (`crate::tpcc::Stmt` has their text).
     pub fn ps_sql(self, table: u32) -> String {
         match self {
             Self::Begin => "BEGIN".into(),

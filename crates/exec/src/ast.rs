@@ -152,14 +152,14 @@ pub struct DeleteStmt {
 /// ALTER TABLE operations we support.
 #[derive(Debug, Clone)]
 pub enum AlterOp {
-    /// ADD [COLUMN] at the end (no row is rewritten; rows stored before read the default).
+    /// ADD \[COLUMN\] at the end (no row is rewritten; rows stored before read the default).
     AddColumn {
         /// The column.
         column: shoal_store::ColumnDef,
         /// `IF NOT EXISTS`.
         if_not_exists: bool,
     },
-    /// ADD [UNIQUE] INDEX/KEY.
+    /// ADD \[UNIQUE\] INDEX/KEY.
     AddIndex(IndexSpec),
     /// DROP INDEX/KEY.
     DropIndex(String),
@@ -188,7 +188,7 @@ pub enum TableStmt {
         /// Definition for the store.
         spec: TableSpec,
     },
-    /// CREATE [UNIQUE] INDEX.
+    /// CREATE \[UNIQUE\] INDEX.
     CreateIndex {
         /// Table.
         table: TableRef,
@@ -209,7 +209,7 @@ pub enum TableStmt {
         /// IF EXISTS.
         if_exists: bool,
     },
-    /// TRUNCATE [TABLE] t.
+    /// TRUNCATE \[TABLE\] t.
     Truncate(TableRef),
     /// ALTER TABLE t op, ...
     AlterTable {
@@ -218,7 +218,7 @@ pub enum TableStmt {
         /// Operations.
         ops: Vec<AlterOp>,
     },
-    /// SHOW [FULL] TABLES [FROM db] [LIKE 'p'].
+    /// SHOW \[FULL\] TABLES [FROM db] [LIKE 'p'].
     ShowTables {
         /// FROM db.
         db: Option<String>,
@@ -229,7 +229,7 @@ pub enum TableStmt {
     },
     /// SHOW CREATE TABLE.
     ShowCreateTable(TableRef),
-    /// DESCRIBE / SHOW [FULL] COLUMNS.
+    /// DESCRIBE / SHOW \[FULL\] COLUMNS.
     ShowColumns {
         /// Table.
         table: TableRef,

@@ -31,7 +31,7 @@ fn like_ok(name: &str, pat: &Option<String>) -> bool {
     pat.as_ref().is_none_or(|p| like(name, p, '\\'))
 }
 
-/// SHOW [FULL] TABLES.
+/// SHOW \[FULL\] TABLES.
 pub fn show_tables(
     engine: &Engine,
     db: &str,
@@ -204,7 +204,7 @@ pub fn show_create(engine: &Engine, t: &TableDef) -> ExecOutput {
     )
 }
 
-/// DESCRIBE / SHOW [FULL] COLUMNS.
+/// DESCRIBE / SHOW \[FULL\] COLUMNS.
 pub fn show_columns(t: &TableDef, full: bool, pat: &Option<String>) -> ExecOutput {
     let mut cols = vec![ColumnInfo::text("Field"), ColumnInfo::text("Type")];
     if full {

@@ -615,7 +615,7 @@ fn state_of(m: &ConnMeta) -> ConnState {
 }
 
 /// Waits up to `timeout` for `fd` to become readable (or hung up / in error, which the handler
-/// reports): the default [`Handler::await_input`](crate::Handler::await_input), public for
+/// reports): the default [`Handler::await_input`], public for
 /// handlers that override it only sometimes. Interrupted or failed waits count as "not readable".
 pub fn poll_readable(fd: RawFd, timeout: Duration) -> bool {
     let mut p = libc::pollfd {

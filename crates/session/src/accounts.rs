@@ -4,7 +4,7 @@
 //! # Durability
 //!
 //! Each account is one system record of the store (`shoal_store::system`, kind `b'U'`, named
-//! `user NUL host`, host lower-cased), a JSON [`Record`]. A change ([`Accounts::modify`]) works
+//! `user NUL host`, host lower-cased), a JSON `Record`. A change ([`Accounts::modify`]) works
 //! on a copy of the list under the write lock, computes which records changed, writes them as
 //! one synced RocksDB batch and only then publishes the new list: a statement that returns OK
 //! has its change on disk (surviving `kill -9` and power loss, as DDL does), a failed write

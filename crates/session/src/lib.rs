@@ -251,7 +251,7 @@ impl Server {
     }
 
     /// `max_connect_errors`: whether the client at `host` (`ip:port` as accepted) is blocked,
-    /// with the error to send it instead of the greeting (1129). See [`host_cache_key`].
+    /// with the error to send it instead of the greeting (1129). See `host_cache_key`.
     pub fn host_blocked(&self, host: &str) -> Option<shoal_proto::ErrorInfo> {
         let ip = host_cache_key(host, self.fault_injection)?;
         let max = self.uint("max_connect_errors");
@@ -557,7 +557,7 @@ impl Server {
         v
     }
 
-    /// KILL [QUERY] `id`, issued by `by_user` (`is_super` may kill anyone's).
+    /// KILL \[QUERY\] `id`, issued by `by_user` (`is_super` may kill anyone's).
     pub fn kill(
         &self,
         id: u32,

@@ -110,9 +110,9 @@ pub enum UnOp {
 /// Target of CAST/CONVERT.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CastType {
-    /// SIGNED [INTEGER]
+    /// SIGNED \[INTEGER\]
     Signed,
-    /// UNSIGNED [INTEGER]
+    /// UNSIGNED \[INTEGER\]
     Unsigned,
     /// CHAR / VARCHAR
     Char,
@@ -483,7 +483,7 @@ pub enum ShowFilter {
 pub enum ShowKind {
     /// SHOW DATABASES / SCHEMAS.
     Databases,
-    /// SHOW [FULL] TABLES [FROM db].
+    /// SHOW \[FULL\] TABLES [FROM db].
     Tables {
         /// `FROM db`.
         db: Option<String>,
@@ -494,7 +494,7 @@ pub enum ShowKind {
     Variables(VarScope),
     /// SHOW [GLOBAL|SESSION] STATUS.
     Status(VarScope),
-    /// SHOW [FULL] PROCESSLIST.
+    /// SHOW \[FULL\] PROCESSLIST.
     Processlist {
         /// Show full statement text.
         full: bool,

@@ -183,6 +183,38 @@ impl Clause<'_> {
 struct SubFrame {
     first_slot: usize,
     outer: BTreeSet<usize>,
+    /// Something in it may answer differently for the same outer values (see
+    /// [`varies_within_statement`]): its answers are not cached (`super::memo`).
+    volatile: bool,
+}
+
+/// Whether `e` itself (not its children) may give a different value each time it is evaluated
+/// in one statement, or reads state that is not an outer slot: RAND, UUID, SLEEP and the like,
+/// and user variables (read or assigned).
+fn varies_within_statement(e: &Expr) -> bool {
+    match e {
+        Expr::UserVar(_) | Expr::AssignUserVar(..) => true,
+        Expr::Function(name, _) => matches!(
+            name.to_ascii_uppercase().as_str(),
+            "RAND"
+                | "UUID"
+                | "UUID_SHORT"
+                | "SLEEP"
+                | "BENCHMARK"
+                | "GET_LOCK"
+                | "RELEASE_LOCK"
+                | "RELEASE_ALL_LOCKS"
+                | "IS_FREE_LOCK"
+                | "IS_USED_LOCK"
+                | "SYSDATE"
+                | "LAST_INSERT_ID"
+                | "RANDOM_BYTES"
+                | "NEXTVAL"
+                | "LASTVAL"
+                | "SETVAL"
+        ),
+        _ => false,
+    }
 }
 
 struct Binder<'e> {
@@ -1161,6 +1193,12 @@ impl Binder<'_> {
     /// Names (and aggregates, subqueries) bound; see [`Binder::expr`].
     fn bind_names(&mut self, e: &Expr, clause: &Clause<'_>) -> Result<Expr, SqlError> {
         map_expr(e, &mut |x| {
+            if varies_within_statement(x) {
+                // Every enclosing subquery's answer may vary with it.
+                for f in &mut self.frames {
+                    f.volatile = true;
+                }
+            }
             Ok(Some(match x {
                 Expr::QColumn(q, name) => self.resolve(q.as_deref(), name, clause)?,
                 Expr::Column(name) => self.resolve(None, name, clause)?,
@@ -1228,6 +1266,7 @@ impl Binder<'_> {
         self.frames.push(SubFrame {
             first_slot: self.nslots,
             outer: BTreeSet::new(),
+            volatile: false,
         });
         // An aggregate inside the subquery belongs to the subquery's own blocks.
         let bound = self.query(&s.query, false, LockMode::None);
@@ -1258,6 +1297,7 @@ impl Binder<'_> {
         self.subs[id] = Some(SubPlan {
             node: bound.node,
             correlated: !outer.is_empty(),
+            memo: !outer.is_empty() && !frame.volatile,
             outer,
         });
         Ok(Expr::Subquery(Box::new(Subquery {

@@ -30,7 +30,7 @@
 //! subquery). Each leaf reads its matching rows from the store in one go (the transaction is
 //! free again before the next leaf runs), so nested loops never hold a store iterator across
 //! another read. Uncorrelated subqueries run once per execution and are cached; correlated ones
-//! run per outer row. Grouping keeps the first row of each group and one accumulator per
+//! run per outer row, their answers cached by the outer values they read ([`memo`]). Grouping keeps the first row of each group and one accumulator per
 //! aggregate, as the single-table executor does.
 //!
 //! A leaf no index serves (read whole on every visit) with `own = other` equalities against
@@ -42,6 +42,7 @@
 pub(crate) mod bind;
 pub mod dml;
 pub mod explain;
+pub(crate) mod memo;
 pub(crate) mod run;
 
 use std::ops::Range;
@@ -239,8 +240,11 @@ impl std::fmt::Debug for LeafKind {
 #[derive(Debug)]
 pub(crate) struct SubPlan {
     pub node: QNode,
-    /// Reads slots of an enclosing query: run per outer row, never cached.
+    /// Reads slots of an enclosing query: run per outer row (answers cached by outer values
+    /// when `memo`).
     pub correlated: bool,
+    /// Correlated and stable: its answers are cached by the values of `outer` (see `memo`).
+    pub memo: bool,
     /// The enclosing queries' slots it reads.
     pub outer: Vec<usize>,
 }

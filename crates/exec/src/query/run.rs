@@ -38,6 +38,9 @@ pub fn execute(
         params,
         frame: vec![Value::Null; plan.slots],
         cache: vec![None; plan.subqueries.len()],
+        memos: (0..plan.subqueries.len())
+            .map(|_| Memo::default())
+            .collect(),
         derived: HashMap::new(),
         visited: 0,
         hashed: HashMap::new(),
@@ -45,7 +48,7 @@ pub fn execute(
     r.node(&plan.root, None)
 }
 
-type Rows = Arc<Vec<Vec<Value>>>;
+use super::memo::{Memo, Rows};
 
 /// Callback for each row a source puts in the frame; `false` stops the pipeline.
 type Visit<'f, 'p, 'a> = dyn FnMut(&mut Runner<'p, 'a>) -> Result<bool, SqlError> + 'f;
@@ -60,6 +63,8 @@ struct Runner<'p, 'a> {
     frame: Vec<Value>,
     /// Results of uncorrelated subqueries, by id.
     cache: Vec<Option<Rows>>,
+    /// Answers of stable correlated subqueries by their outer values, by id (see `memo`).
+    memos: Vec<Memo>,
     /// Derived tables' rows (never correlated: computed once per execution).
     derived: HashMap<*const QNode, Rows>,
     visited: u64,
@@ -688,17 +693,38 @@ impl<'p, 'a> Runner<'p, 'a> {
         let rows: Rows = match &self.cache[q.id] {
             Some(r) if !sp.correlated => r.clone(),
             _ => {
-                // A correlated subquery stops as soon as its answer is known.
-                let stop = match (&q.kind, sp.correlated) {
-                    (SubqueryKind::Exists, true) => Some(1),
-                    (SubqueryKind::Scalar, true) => Some(2),
-                    _ => None,
+                let key = if sp.memo {
+                    let frame = &self.frame;
+                    self.memos[q.id].key(sp.outer.iter().map(|s| &frame[*s]))
+                } else {
+                    None
                 };
-                let r: Rows = Arc::new(self.node(&sp.node, stop)?);
-                if !sp.correlated {
-                    self.cache[q.id] = Some(r.clone());
+                let cached = match &key {
+                    Some(k) => self.memos[q.id].get(k),
+                    None => None,
+                };
+                match cached {
+                    Some(r) => r,
+                    None => {
+                        // A correlated subquery stops as soon as its answer is known.
+                        let stop = match (&q.kind, sp.correlated) {
+                            (SubqueryKind::Exists, true) => Some(1),
+                            (SubqueryKind::Scalar, true) => Some(2),
+                            _ => None,
+                        };
+                        let r: Rows = Arc::new(self.node(&sp.node, stop)?);
+                        if !sp.correlated {
+                            self.cache[q.id] = Some(r.clone());
+                        } else if let Some(k) = key {
+                            let bytes = k.len() + r.iter().map(|x| row_mem_size(x)).sum::<usize>();
+                            if self.memos[q.id].accepts(r.len()) && self.mem.fits(bytes as u64) {
+                                self.mem.charge(bytes)?;
+                                self.memos[q.id].put(k, r.clone());
+                            }
+                        }
+                        r
+                    }
                 }
-                r
             }
         };
         match &q.kind {

@@ -370,6 +370,32 @@ fn parse(s: &str) -> Parsed {
     finish(d, has_time, &b[i..])
 }
 
+/// A typed literal `DATE 'x'` (`date_only`) or `TIMESTAMP 'x'`, read strictly as MariaDB
+/// does: the whole string must be a valid date (no time of day) or a date with a time of day,
+/// else 1525 `Incorrect DATE value` / `Incorrect DATETIME value`. A TIMESTAMP with a fraction
+/// of a second is not supported (its precision would follow the literal's digits).
+pub fn typed_literal(date_only: bool, s: &str) -> Result<Value, SqlError> {
+    let what = if date_only { "DATE" } else { "DATETIME" };
+    match parse(s) {
+        Parsed::Exact(d, has_time) if has_time != date_only => {
+            if date_only {
+                Ok(Value::Date(d))
+            } else if d.micro != 0 || s.contains('.') {
+                Err(SqlError::Unsupported(format!(
+                    "TIMESTAMP literals with fractional seconds ('{s}')"
+                )))
+            } else {
+                Ok(Value::DateTime(d))
+            }
+        }
+        _ => Err(SqlError::other(
+            1525,
+            "HY000",
+            format!("Incorrect {what} value: '{s}'"),
+        )),
+    }
+}
+
 fn finish(d: DateTime, has_time: bool, rest: &[u8]) -> Parsed {
     if rest.iter().all(|c| c.is_ascii_whitespace()) {
         Parsed::Exact(d, has_time)

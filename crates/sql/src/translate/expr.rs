@@ -235,6 +235,19 @@ fn expr_level(cx: &mut dyn ExprScope, e: &sp::Expr) -> Result<Expr, SqlError> {
     use sp::Expr as E;
     let b = |x: Expr| Box::new(x);
     Ok(match e {
+        E::TypedString(ts) => {
+            let text = match &ts.value.value {
+                sp::Value::SingleQuotedString(t) | sp::Value::DoubleQuotedString(t) => t,
+                other => return Err(unsupported(format!("{} {other}", ts.data_type))),
+            };
+            match ts.data_type {
+                sp::DataType::Date => Expr::Literal(crate::func::date::typed_literal(true, text)?),
+                sp::DataType::Timestamp(None, _) => {
+                    Expr::Literal(crate::func::date::typed_literal(false, text)?)
+                }
+                _ => return Err(unsupported(e.to_string())),
+            }
+        }
         E::Identifier(i) => {
             if i.quote_style.is_none() && i.value.starts_with("@@") {
                 Expr::SysVar(VarScope::Default, i.value[2..].to_ascii_lowercase())

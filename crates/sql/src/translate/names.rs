@@ -123,6 +123,17 @@ impl<'a> SourceText<'a> {
             // inside the parentheses; the name is the word before the opening one.
             a = Self::call_start(bytes, a)?;
         }
+        if matches!(e, sp::Expr::TypedString(_)) && !bytes[a].is_ascii_alphabetic() {
+            // `DATE '2020-01-01'`: the span covers the string; the name starts at the keyword.
+            let mut j = a;
+            while j > 0 && bytes[j - 1].is_ascii_whitespace() {
+                j -= 1;
+            }
+            while j > 0 && bytes[j - 1].is_ascii_alphabetic() {
+                j -= 1;
+            }
+            a = j;
+        }
         let balance = |from: usize, to: usize| -> i64 {
             let mut bal = 0i64;
             let mut quote: Option<u8> = None;

@@ -10,6 +10,11 @@
 //! * `UPDATE t1, t2 SET ...` -> `UPDATE t1 CROSS JOIN t2 SET ...` (in MySQL the comma is an
 //!   inner join without condition, which is what `CROSS JOIN` is; only commas at bracket depth
 //!   0 between `UPDATE` and `SET`, which can only separate tables).
+//! * `INTERVAL x DAY_HOUR` (MySQL's compound units) -> `INTERVAL x DAY TO HOUR`, the standard's
+//!   form of the same field range, which sqlparser reads; `SECOND_MICROSECOND` becomes
+//!   `MICROSECOND TO SECOND` (sqlparser gives `SECOND` a precision, never `TO`). The translator
+//!   maps the pair back to the compound unit. Only the first compound word after `INTERVAL` at
+//!   its bracket depth, with something between, and not followed by `(` or `.`.
 
 use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace, Word};
 
@@ -25,7 +30,10 @@ fn significant(t: &Token) -> bool {
 pub fn rewrite(tokens: &mut Vec<TokenWithSpan>) {
     // Cheap exit: statements with none of the trigger words (almost all) are left as they are.
     let triggers = tokens.iter().any(|t| {
-        is_word(&t.token, "MOD") || is_word(&t.token, "SHARE") || is_word(&t.token, "UPDATE")
+        is_word(&t.token, "MOD")
+            || is_word(&t.token, "SHARE")
+            || is_word(&t.token, "UPDATE")
+            || is_word(&t.token, "INTERVAL")
     });
     if !triggers {
         return;
@@ -33,6 +41,78 @@ pub fn rewrite(tokens: &mut Vec<TokenWithSpan>) {
     lock_in_share_mode(tokens);
     mod_operator(tokens);
     update_commas(tokens);
+    compound_intervals(tokens);
+}
+
+/// MySQL's compound interval units and the `leading TO last` pair each becomes.
+const COMPOUND_UNITS: [(&str, &str, &str); 11] = [
+    ("YEAR_MONTH", "YEAR", "MONTH"),
+    ("DAY_HOUR", "DAY", "HOUR"),
+    ("DAY_MINUTE", "DAY", "MINUTE"),
+    ("DAY_SECOND", "DAY", "SECOND"),
+    ("DAY_MICROSECOND", "DAY", "MICROSECOND"),
+    ("HOUR_MINUTE", "HOUR", "MINUTE"),
+    ("HOUR_SECOND", "HOUR", "SECOND"),
+    ("HOUR_MICROSECOND", "HOUR", "MICROSECOND"),
+    ("MINUTE_SECOND", "MINUTE", "SECOND"),
+    ("MINUTE_MICROSECOND", "MINUTE", "MICROSECOND"),
+    ("SECOND_MICROSECOND", "MICROSECOND", "SECOND"),
+];
+
+fn compound_unit(t: &Token) -> Option<(&'static str, &'static str)> {
+    COMPOUND_UNITS
+        .iter()
+        .find(|(w, _, _)| is_word(t, w))
+        .map(|(_, a, b)| (*a, *b))
+}
+
+fn compound_intervals(tokens: &mut Vec<TokenWithSpan>) {
+    let pos = positions(tokens);
+    let mut found = Vec::new();
+    for (k, &i) in pos.iter().enumerate() {
+        if !is_word(&tokens[i].token, "INTERVAL") {
+            continue;
+        }
+        let mut depth = 0i32;
+        for (m, &j) in pos.iter().enumerate().skip(k + 2) {
+            match &tokens[pos[m - 1]].token {
+                Token::LParen => depth += 1,
+                Token::RParen => depth -= 1,
+                _ => {}
+            }
+            if depth < 0 || (depth == 0 && matches!(tokens[pos[m - 1]].token, Token::Comma)) {
+                break;
+            }
+            let Some((a, b)) = compound_unit(&tokens[j].token) else {
+                continue;
+            };
+            let next = pos.get(m + 1).map(|&n| &tokens[n].token);
+            let prev = &tokens[pos[m - 1]].token;
+            if depth == 0
+                && !matches!(next, Some(Token::LParen) | Some(Token::Period))
+                && *prev != Token::Period
+            {
+                found.push((j, a, b));
+                break;
+            }
+        }
+    }
+    found.sort_by_key(|f| f.0);
+    found.dedup_by_key(|f| f.0);
+    for (j, a, b) in found.into_iter().rev() {
+        let span = tokens[j].span;
+        let words = [
+            Token::make_keyword(a),
+            Token::Whitespace(Whitespace::Space),
+            Token::make_keyword("TO"),
+            Token::Whitespace(Whitespace::Space),
+            Token::make_keyword(b),
+        ];
+        tokens.splice(
+            j..=j,
+            words.into_iter().map(|t| TokenWithSpan::new(t, span)),
+        );
+    }
 }
 
 /// Positions of the significant (non-whitespace) tokens.
@@ -129,6 +209,21 @@ mod tests {
         let mut t = crate::depth::tokenize(sql).unwrap();
         rewrite(&mut t);
         t.iter().map(|t| t.token.to_string()).collect()
+    }
+
+    #[test]
+    fn compound_interval_units() {
+        assert_eq!(
+            rewritten(
+                "SELECT d + INTERVAL '1 2' DAY_HOUR, DATE_ADD(d, INTERVAL x SECOND_MICROSECOND)"
+            ),
+            "SELECT d + INTERVAL '1 2' DAY TO HOUR, DATE_ADD(d, INTERVAL x MICROSECOND TO SECOND)"
+        );
+        // A column of that name is left alone: right after INTERVAL, qualified, or elsewhere.
+        assert_eq!(
+            rewritten("SELECT day_hour, t.day_hour FROM t WHERE d > NOW() - INTERVAL day_hour DAY"),
+            "SELECT day_hour, t.day_hour FROM t WHERE d > NOW() - INTERVAL day_hour DAY"
+        );
     }
 
     #[test]

@@ -23,7 +23,8 @@
 //! result outside years 0-9999 is NULL with warning 1441. The result is a DATE for a DATE and a
 //! unit of a day or more, a DATETIME for a DATE and a time unit or for a DATETIME, and for a
 //! string argument a string in the same shape (MariaDB's typing). Compound units (DAY_HOUR,
-//! ...) are not parsed by the SQL front end (error 1064).
+//! ...) in DATE_ADD / DATE_SUB / `+ INTERVAL`: see `compound_amount`; EXTRACT of one is not
+//! supported.
 //!
 //! There is no session time zone: shoal runs in UTC, as NOW() and UNIX_TIMESTAMP() do.
 
@@ -698,8 +699,136 @@ fn add_interval(d: DateTime, amount: &Value, unit: Unit, sub: bool) -> Option<Da
     Some(r)
 }
 
+/// The fields of a compound interval unit's string, largest first, as microseconds each
+/// (months for YEAR_MONTH, whose string is years and months), and whether the last field is
+/// microseconds (read as a fraction: `'1.5'` SECOND_MICROSECOND is 1.5 s).
+fn compound_fields(unit: &str) -> Option<(&'static [i128], bool)> {
+    const MICRO: i128 = 1;
+    const SEC: i128 = 1_000_000;
+    const MIN: i128 = 60 * SEC;
+    const HOUR: i128 = 60 * MIN;
+    const DAY: i128 = 24 * HOUR;
+    Some(match unit {
+        "YEAR_MONTH" => (&[12, 1], false),
+        "DAY_HOUR" => (&[DAY, HOUR], false),
+        "DAY_MINUTE" => (&[DAY, HOUR, MIN], false),
+        "DAY_SECOND" => (&[DAY, HOUR, MIN, SEC], false),
+        "DAY_MICROSECOND" => (&[DAY, HOUR, MIN, SEC, MICRO], true),
+        "HOUR_MINUTE" => (&[HOUR, MIN], false),
+        "HOUR_SECOND" => (&[HOUR, MIN, SEC], false),
+        "HOUR_MICROSECOND" => (&[HOUR, MIN, SEC, MICRO], true),
+        "MINUTE_SECOND" => (&[MIN, SEC], false),
+        "MINUTE_MICROSECOND" => (&[MIN, SEC, MICRO], true),
+        "SECOND_MICROSECOND" => (&[SEC, MICRO], true),
+        _ => return None,
+    })
+}
+
+/// A compound interval's amount (`'1 2:30'` for DAY_MINUTE) as MySQL reads it: an optional
+/// `-`, then numbers separated by anything that is not a digit; fewer numbers than fields fill
+/// the smallest fields; a microsecond field is a fraction (padded or cut to six digits). The
+/// total in the fields' unit (months or microseconds); None when more numbers follow than there
+/// are fields (the result is NULL).
+fn compound_amount(text: &str, fields: &[i128], micro_last: bool) -> Option<i128> {
+    let b = text.trim_start().as_bytes();
+    let mut i = 0;
+    let neg = b.first() == Some(&b'-');
+    while i < b.len() && !b[i].is_ascii_digit() {
+        i += 1;
+    }
+    let count = fields.len();
+    let mut values = vec![0i128; count];
+    let mut last_len = 0usize;
+    let mut given = 0;
+    while given < count {
+        let start = i;
+        let mut v: i128 = 0;
+        while i < b.len() && b[i].is_ascii_digit() {
+            v = (v * 10 + (b[i] - b'0') as i128).min(1_000_000_000_000_000_000);
+            i += 1;
+        }
+        last_len = i - start;
+        values[given] = v;
+        given += 1;
+        while i < b.len() && !b[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i == b.len() {
+            break;
+        }
+    }
+    if i != b.len() {
+        return None;
+    }
+    // Fewer numbers than fields: they are the smallest fields.
+    values.rotate_right(count - given);
+    if micro_last {
+        let last = &mut values[count - 1];
+        if last_len < 6 {
+            *last *= 10i128.pow((6 - last_len) as u32);
+        } else if last_len > 6 {
+            *last /= 10i128.pow((last_len - 6).min(30) as u32);
+        }
+    }
+    let total = values.iter().zip(fields).fold(0i128, |acc, (v, f)| {
+        acc.saturating_add(v.saturating_mul(*f))
+    });
+    Some(if neg { -total } else { total })
+}
+
+/// DATE_ADD / DATE_SUB with a compound unit (`DAY_HOUR`, `YEAR_MONTH`, ...).
+fn date_add_compound(
+    ctx: &mut dyn Context,
+    vals: &[Value],
+    sub: bool,
+    fields: &[i128],
+    micro_last: bool,
+) -> Result<Value, SqlError> {
+    if vals[1].is_null() {
+        return Ok(Value::Null);
+    }
+    let Some((d, has_time)) = to_calendar(ctx, &vals[0]) else {
+        return Ok(Value::Null);
+    };
+    let text = vals[1].to_text().unwrap_or_default();
+    let Some(amount) = compound_amount(&text, fields, micro_last) else {
+        return Ok(Value::Null);
+    };
+    let months = fields[0] == 12;
+    let unit = if months {
+        Unit::Month
+    } else {
+        Unit::Microsecond
+    };
+    let Some(r) = add_interval(
+        d,
+        &Value::Decimal(crate::decimal::Decimal {
+            mant: amount,
+            scale: 0,
+        }),
+        unit,
+        sub,
+    ) else {
+        ctx.warn(1441, "Datetime function: datetime field overflow".into());
+        return Ok(Value::Null);
+    };
+    let is_time = !months;
+    Ok(match &vals[0] {
+        Value::Date(_) if !is_time => Value::Date(r),
+        Value::Date(_) | Value::DateTime(_) => Value::DateTime(r),
+        _ if has_time || is_time => {
+            let decimals = if micro_last || d.micro != 0 { 6 } else { 0 };
+            Value::Str(datetime_text(&r, decimals))
+        }
+        _ => Value::Str(date_text(&r)),
+    })
+}
+
 /// DATE_ADD / DATE_SUB over evaluated arguments `[date, amount, unit]`.
 fn date_add(ctx: &mut dyn Context, vals: &[Value], sub: bool) -> Result<Value, SqlError> {
+    if let Some((fields, micro_last)) = compound_fields(&vals[2].to_text().unwrap_or_default()) {
+        return date_add_compound(ctx, vals, sub, fields, micro_last);
+    }
     let unit = unit_arg(&vals[2])?;
     if vals[1].is_null() {
         return Ok(Value::Null);

@@ -200,10 +200,22 @@ fn interval(cx: &mut dyn ExprScope, e: &sp::Expr) -> Result<Option<(Expr, String
     match e {
         sp::Expr::Nested(x) => interval(cx, x),
         sp::Expr::Interval(iv) => {
-            let (Some(unit), None) = (&iv.leading_field, &iv.last_field) else {
-                return Err(SqlError::Syntax(e.to_string()));
+            let unit = match (&iv.leading_field, &iv.last_field) {
+                (Some(unit), None) => field_unit(unit)?,
+                // MySQL's compound units, as the dialect pass rewrote them.
+                (Some(a), Some(b)) => {
+                    let (a, b) = (field_unit(a)?, field_unit(b)?);
+                    match (a.as_str(), b.as_str()) {
+                        ("MICROSECOND", "SECOND") => "SECOND_MICROSECOND".to_string(),
+                        ("YEAR", "MONTH")
+                        | ("DAY", "HOUR" | "MINUTE" | "SECOND" | "MICROSECOND")
+                        | ("HOUR", "MINUTE" | "SECOND" | "MICROSECOND")
+                        | ("MINUTE", "SECOND" | "MICROSECOND") => format!("{a}_{b}"),
+                        _ => return Err(SqlError::Syntax(e.to_string())),
+                    }
+                }
+                _ => return Err(SqlError::Syntax(e.to_string())),
             };
-            let unit = field_unit(unit)?;
             Ok(Some((expr(cx, &iv.value)?, unit)))
         }
         _ => Ok(None),

@@ -60,6 +60,7 @@ pub mod ast;
 pub mod budget;
 pub mod convert;
 pub mod exec;
+pub mod infoschema;
 pub(crate) mod fk;
 pub mod needs;
 pub mod plan;

@@ -43,6 +43,8 @@ use crate::show;
 use crate::table_lock::{LockRequest, TableKey, TableLocks};
 use crate::translate::parse_table_statement;
 
+mod alter;
+
 /// The SQL table layer over one store [`Engine`].
 pub struct TableEngine {
     store: Engine,
@@ -960,8 +962,9 @@ impl TableSession {
                 if is_info_schema(&d) {
                     return Ok(ExecOutput::Rows {
                         columns: vec![ColumnInfo::text("Tables_in_information_schema")].into(),
-                        rows: ["COLUMNS", "SCHEMATA", "TABLES"]
+                        rows: ["COLUMNS", "SCHEMATA"]
                             .iter()
+                            .chain(crate::infoschema::names())
                             .chain(show::EMPTY_TABLES.iter().map(|(n, _, _)| n))
                             .map(|t| vec![Value::Str(t.to_string())])
                             .collect(),
@@ -1177,6 +1180,9 @@ impl TableSession {
             }
             TableStmt::AlterTable { table, ops } => {
                 let d = db(table)?;
+                if ops.iter().any(AlterOp::changes_columns) {
+                    return self.alter_columns(store, &d, &table.name, ops, ctx);
+                }
                 // Column names are checked before anything changes: an ALTER that would fail
                 // on its third column must not have added the first two.
                 let def = store.table(&d, &table.name).map_err(store_err)?;
@@ -1199,21 +1205,8 @@ impl TableSession {
                             column,
                             if_not_exists,
                         } => {
-                            // What rows stored before read: the DEFAULT (CURRENT_TIMESTAMP: now,
-                            // as MySQL fills them), else NULL, else the type's implicit zero.
                             let mut column = column.clone();
-                            column.added_default = match &column.default {
-                                Some(ColumnDefault::Value(Datum::Null)) => None,
-                                Some(ColumnDefault::Value(v)) => Some(v.clone()),
-                                Some(ColumnDefault::CurrentTimestamp) => Some(value_to_datum(
-                                    &Value::DateTime(ctx.now()),
-                                    column.ty,
-                                    &column.name,
-                                    0,
-                                )?),
-                                None if column.nullable => None,
-                                None => Some(column.ty.implicit_default()),
-                            };
+                            column.added_default = alter::added_default(&column, ctx)?;
                             store
                                 .add_column(&d, &table.name, column, *if_not_exists)
                                 .map_err(store_err)?;

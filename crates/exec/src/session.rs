@@ -21,7 +21,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::convert::value_to_datum;
 use shoal_sql::ast::Expr;
 use shoal_sql::ast::TableLockKind;
 use shoal_sql::catalog::{Catalog, CatalogError, SYSTEM_DATABASES};
@@ -29,7 +28,7 @@ use shoal_sql::eval::{static_type, Context};
 use shoal_sql::value::{SqlType, Value};
 use shoal_sql::SqlError;
 use shoal_store::{
-    ColumnDefault, Datum, Engine, EngineConfig, Isolation, Savepoint, TableDef, Transaction,
+    Engine, EngineConfig, Isolation, Savepoint, TableDef, Transaction,
 };
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
@@ -1231,6 +1230,9 @@ impl TableSession {
                                 .drop_foreign_key(&d, &table.name, n)
                                 .map_err(store_err)?;
                         }
+                        AlterOp::DropColumn { .. } | AlterOp::ChangeColumn { .. } => {
+                            unreachable!("column changes go to alter_columns")
+                        }
                     }
                 }
                 Ok(ExecOutput::Ok {
@@ -1523,19 +1525,24 @@ fn run_dml(
             let (def, access) = current_access(store, plan, &sel.table, sel.filter.as_ref())?;
             let fresh: Vec<String>;
             let fresh_needed: Option<Vec<bool>>;
+            let mut columns = plan.columns.clone();
             let (names, needed): (&[String], Option<&[bool]>) = match &plan.access {
                 Some((old, _)) if Arc::ptr_eq(old, &def) => (&plan.names, plan.needed.as_deref()),
                 _ => {
                     fresh = def.columns.iter().map(|c| c.name.clone()).collect();
                     fresh_needed = crate::exec::needed_columns(sel, &fresh);
+                    // The table was altered since PREPARE: `*` and the columns' types are
+                    // the table's now (MySQL re-prepares the statement).
+                    if plan.access.as_ref().is_some_and(|(old, _)| **old != *def) {
+                        check_columns(&def, sel)?;
+                        columns = select_columns(sel, &resolve_db(&sel.table, &plan.db)?, &def)?
+                            .into();
+                    }
                     (&fresh, fresh_needed.as_deref())
                 }
             };
             let rows = ex.select(sel, Source::Table(&def, &access, needed), names)?;
-            Ok(ExecOutput::Rows {
-                columns: plan.columns.clone(),
-                rows,
-            })
+            Ok(ExecOutput::Rows { columns, rows })
         }
         TableStmt::Update(u) => {
             if is_info_schema(&resolve_db(&u.table, &plan.db)?) {

@@ -30,7 +30,7 @@
 use shoal_sql::eval::Context;
 use shoal_sql::value::Value;
 use shoal_sql::SqlError;
-use shoal_store::{ColumnDef, ColumnDefault, Datum, Engine, TableDef};
+use shoal_store::{ColumnDef, ColumnDefault, ColumnType, Datum, Engine, TableDef};
 
 use super::TableSession;
 use crate::ast::AlterOp;
@@ -376,7 +376,7 @@ fn convert(d: &Datum, was: &ColumnDef, now: &ColumnDef, row: u64) -> Result<Datu
         return Ok(d.clone());
     }
     let v = datum_to_value(d);
-    value_to_datum(&v, now.ty, &now.name, row as usize).map_err(|e| match e.code() {
+    let out = value_to_datum(&v, now.ty, &now.name, row as usize).map_err(|e| match e.code() {
         1406 => truncated(),
         1366 if now.ty.is_integer() || matches!(v, Value::Str(_)) => {
             let kind = if now.ty.is_integer() {
@@ -394,5 +394,17 @@ fn convert(d: &Datum, was: &ColumnDef, now: &ColumnDef, row: u64) -> Result<Datu
             )
         }
         _ => e,
-    })
+    })?;
+    // A number or date written as text must fit the string's length too (MariaDB says 1406
+    // there, 1265 for a string cut short).
+    if let (ColumnType::Char(n) | ColumnType::Varchar(n), Datum::Bytes(b)) = (now.ty, &out) {
+        if String::from_utf8_lossy(b).chars().count() > n as usize {
+            return Err(SqlError::other(
+                1406,
+                "22001",
+                format!("Data too long for column '{}' at row {row}", now.name),
+            ));
+        }
+    }
+    Ok(out)
 }

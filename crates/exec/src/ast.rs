@@ -190,7 +190,10 @@ pub enum AlterOp {
 impl AlterOp {
     /// Whether the operation changes the column list (handled as one rebuild of the table).
     pub fn changes_columns(&self) -> bool {
-        matches!(self, AlterOp::DropColumn { .. } | AlterOp::ChangeColumn { .. })
+        matches!(
+            self,
+            AlterOp::DropColumn { .. } | AlterOp::ChangeColumn { .. }
+        )
     }
 }
 

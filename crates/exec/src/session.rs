@@ -27,9 +27,7 @@ use shoal_sql::catalog::{Catalog, CatalogError, SYSTEM_DATABASES};
 use shoal_sql::eval::{static_type, Context};
 use shoal_sql::value::{SqlType, Value};
 use shoal_sql::SqlError;
-use shoal_store::{
-    Engine, EngineConfig, Isolation, Savepoint, TableDef, Transaction,
-};
+use shoal_store::{Engine, EngineConfig, Isolation, Savepoint, TableDef, Transaction};
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 
@@ -1535,8 +1533,8 @@ fn run_dml(
                     // the table's now (MySQL re-prepares the statement).
                     if plan.access.as_ref().is_some_and(|(old, _)| **old != *def) {
                         check_columns(&def, sel)?;
-                        columns = select_columns(sel, &resolve_db(&sel.table, &plan.db)?, &def)?
-                            .into();
+                        columns =
+                            select_columns(sel, &resolve_db(&sel.table, &plan.db)?, &def)?.into();
                     }
                     (&fresh, fresh_needed.as_deref())
                 }

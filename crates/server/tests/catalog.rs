@@ -53,7 +53,12 @@ fn catalog_tables_and_processlist_follow_privileges() {
              WHERE TABLE_SCHEMA IN ('d1', 'd2') ORDER BY 1"
         )
     };
-    for t in ["STATISTICS", "TABLE_CONSTRAINTS", "KEY_COLUMN_USAGE", "TABLES"] {
+    for t in [
+        "STATISTICS",
+        "TABLE_CONSTRAINTS",
+        "KEY_COLUMN_USAGE",
+        "TABLES",
+    ] {
         assert_eq!(col(&mut root, &q(t)), ["d1.p", "d1.t", "d2.x"], "root, {t}");
         assert_eq!(col(&mut bob, &q(t)), ["d1.t"], "bob, {t}");
     }
@@ -76,8 +81,10 @@ fn catalog_tables_and_processlist_follow_privileges() {
     );
     assert_eq!(
         me,
-        ["Query:SELECT CONCAT(COMMAND, ':', INFO) FROM information_schema.PROCESSLIST \
-          WHERE ID = CONNECTION_ID()"]
+        [
+            "Query:SELECT CONCAT(COMMAND, ':', INFO) FROM information_schema.PROCESSLIST \
+          WHERE ID = CONNECTION_ID()"
+        ]
     );
     let shown: Vec<String> = bob
         .query_map("SHOW PROCESSLIST", |r: mysql::Row| {

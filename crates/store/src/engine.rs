@@ -980,7 +980,11 @@ impl Engine {
     /// added at the end): `new_def` replaces `old`, which must still be the table's definition.
     /// No stored row changes, so the caller must not change a stored column's type or make a
     /// nullable one NOT NULL (that is [`Engine::rewrite_table`]).
-    pub fn replace_definition(&self, old: &Arc<TableDef>, new_def: TableDef) -> Result<Arc<TableDef>> {
+    pub fn replace_definition(
+        &self,
+        old: &Arc<TableDef>,
+        new_def: TableDef,
+    ) -> Result<Arc<TableDef>> {
         let _ddl = lock_mutex(&self.inner.ddl);
         let def = self.inner.table(&old.db, &old.name)?;
         if *def != **old || new_def.id != def.id {

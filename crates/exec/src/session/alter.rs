@@ -178,7 +178,9 @@ impl TableSession {
                             ));
                         }
                         if def.primary_key.as_ref().is_some_and(|pk| pk.contains(&i)) {
-                            return Err(unsupported("ALTER TABLE DROP COLUMN of a PRIMARY KEY column"));
+                            return Err(unsupported(
+                                "ALTER TABLE DROP COLUMN of a PRIMARY KEY column",
+                            ));
                         }
                         dropped = true;
                     }
@@ -258,7 +260,8 @@ impl TableSession {
                 moved[i] = Some(j);
             }
         }
-        let remap = |cols: &[usize]| -> Vec<usize> { cols.iter().filter_map(|&i| moved[i]).collect() };
+        let remap =
+            |cols: &[usize]| -> Vec<usize> { cols.iter().filter_map(|&i| moved[i]).collect() };
         let mut new_def = (*def).clone();
         new_def.columns = slots.iter().map(|s| s.col.clone()).collect();
         new_def.primary_key = def.primary_key.as_ref().map(|pk| remap(pk));
@@ -291,9 +294,7 @@ impl TableSession {
         if copy {
             self.rewrite(store, &def, new_def, &slots)?;
         } else {
-            store
-                .replace_definition(&def, new_def)
-                .map_err(store_err)?;
+            store.replace_definition(&def, new_def).map_err(store_err)?;
         }
         Ok(ExecOutput::Ok {
             affected_rows: 0,

@@ -167,6 +167,34 @@ pub enum AlterOp {
     AddForeignKey(shoal_store::ForeignKeySpec),
     /// DROP FOREIGN KEY name.
     DropForeignKey(String),
+    /// DROP [COLUMN] [IF EXISTS] name (rows are rewritten).
+    DropColumn {
+        /// The column.
+        name: String,
+        /// `IF EXISTS`.
+        if_exists: bool,
+    },
+    /// MODIFY / CHANGE / RENAME COLUMN: column `old` becomes `column`, a whole new definition
+    /// as in MySQL (rows are rewritten when its type or nullability tightens); `None` for
+    /// RENAME COLUMN, which keeps the definition under `new_name`.
+    ChangeColumn {
+        /// The column's present name.
+        old: String,
+        /// Its name afterwards.
+        new_name: String,
+        /// The new definition (`None`: RENAME COLUMN).
+        column: Option<shoal_store::ColumnDef>,
+    },
+}
+
+impl AlterOp {
+    /// Whether the operation changes the column list (handled as one rebuild of the table).
+    pub fn changes_columns(&self) -> bool {
+        matches!(
+            self,
+            AlterOp::DropColumn { .. } | AlterOp::ChangeColumn { .. }
+        )
+    }
 }
 
 /// A table statement.

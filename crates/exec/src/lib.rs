@@ -61,6 +61,7 @@ pub mod budget;
 pub mod convert;
 pub mod exec;
 pub(crate) mod fk;
+pub mod infoschema;
 pub mod needs;
 pub mod plan;
 pub mod query;

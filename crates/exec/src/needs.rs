@@ -180,7 +180,10 @@ impl Plan {
                             let pd = fk.ref_db.clone().unwrap_or_else(|| d.clone());
                             add(&pd, &fk.ref_table, TableNeed::References);
                         }
-                        AlterOp::DropForeignKey(_) | AlterOp::AddColumn { .. } => {}
+                        AlterOp::DropForeignKey(_)
+                        | AlterOp::AddColumn { .. }
+                        | AlterOp::DropColumn { .. }
+                        | AlterOp::ChangeColumn { .. } => {}
                     }
                 }
             }

@@ -21,16 +21,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::convert::value_to_datum;
 use shoal_sql::ast::Expr;
 use shoal_sql::ast::TableLockKind;
 use shoal_sql::catalog::{Catalog, CatalogError, SYSTEM_DATABASES};
 use shoal_sql::eval::{static_type, Context};
 use shoal_sql::value::{SqlType, Value};
 use shoal_sql::SqlError;
-use shoal_store::{
-    ColumnDefault, Datum, Engine, EngineConfig, Isolation, Savepoint, TableDef, Transaction,
-};
+use shoal_store::{Engine, EngineConfig, Isolation, Savepoint, TableDef, Transaction};
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 
@@ -42,6 +39,8 @@ use crate::query::QueryPlan;
 use crate::show;
 use crate::table_lock::{LockRequest, TableKey, TableLocks};
 use crate::translate::parse_table_statement;
+
+mod alter;
 
 /// The SQL table layer over one store [`Engine`].
 pub struct TableEngine {
@@ -960,8 +959,9 @@ impl TableSession {
                 if is_info_schema(&d) {
                     return Ok(ExecOutput::Rows {
                         columns: vec![ColumnInfo::text("Tables_in_information_schema")].into(),
-                        rows: ["COLUMNS", "SCHEMATA", "TABLES"]
+                        rows: ["COLUMNS", "SCHEMATA"]
                             .iter()
+                            .chain(crate::infoschema::names())
                             .chain(show::EMPTY_TABLES.iter().map(|(n, _, _)| n))
                             .map(|t| vec![Value::Str(t.to_string())])
                             .collect(),
@@ -1177,6 +1177,9 @@ impl TableSession {
             }
             TableStmt::AlterTable { table, ops } => {
                 let d = db(table)?;
+                if ops.iter().any(AlterOp::changes_columns) {
+                    return self.alter_columns(store, &d, &table.name, ops, ctx);
+                }
                 // Column names are checked before anything changes: an ALTER that would fail
                 // on its third column must not have added the first two.
                 let def = store.table(&d, &table.name).map_err(store_err)?;
@@ -1199,21 +1202,8 @@ impl TableSession {
                             column,
                             if_not_exists,
                         } => {
-                            // What rows stored before read: the DEFAULT (CURRENT_TIMESTAMP: now,
-                            // as MySQL fills them), else NULL, else the type's implicit zero.
                             let mut column = column.clone();
-                            column.added_default = match &column.default {
-                                Some(ColumnDefault::Value(Datum::Null)) => None,
-                                Some(ColumnDefault::Value(v)) => Some(v.clone()),
-                                Some(ColumnDefault::CurrentTimestamp) => Some(value_to_datum(
-                                    &Value::DateTime(ctx.now()),
-                                    column.ty,
-                                    &column.name,
-                                    0,
-                                )?),
-                                None if column.nullable => None,
-                                None => Some(column.ty.implicit_default()),
-                            };
+                            column.added_default = alter::added_default(&column, ctx)?;
                             store
                                 .add_column(&d, &table.name, column, *if_not_exists)
                                 .map_err(store_err)?;
@@ -1237,6 +1227,9 @@ impl TableSession {
                             store
                                 .drop_foreign_key(&d, &table.name, n)
                                 .map_err(store_err)?;
+                        }
+                        AlterOp::DropColumn { .. } | AlterOp::ChangeColumn { .. } => {
+                            unreachable!("column changes go to alter_columns")
                         }
                     }
                 }
@@ -1530,19 +1523,24 @@ fn run_dml(
             let (def, access) = current_access(store, plan, &sel.table, sel.filter.as_ref())?;
             let fresh: Vec<String>;
             let fresh_needed: Option<Vec<bool>>;
+            let mut columns = plan.columns.clone();
             let (names, needed): (&[String], Option<&[bool]>) = match &plan.access {
                 Some((old, _)) if Arc::ptr_eq(old, &def) => (&plan.names, plan.needed.as_deref()),
                 _ => {
                     fresh = def.columns.iter().map(|c| c.name.clone()).collect();
                     fresh_needed = crate::exec::needed_columns(sel, &fresh);
+                    // The table was altered since PREPARE: `*` and the columns' types are
+                    // the table's now (MySQL re-prepares the statement).
+                    if plan.access.as_ref().is_some_and(|(old, _)| **old != *def) {
+                        check_columns(&def, sel)?;
+                        columns =
+                            select_columns(sel, &resolve_db(&sel.table, &plan.db)?, &def)?.into();
+                    }
                     (&fresh, fresh_needed.as_deref())
                 }
             };
             let rows = ex.select(sel, Source::Table(&def, &access, needed), names)?;
-            Ok(ExecOutput::Rows {
-                columns: plan.columns.clone(),
-                rows,
-            })
+            Ok(ExecOutput::Rows { columns, rows })
         }
         TableStmt::Update(u) => {
             if is_info_schema(&resolve_db(&u.table, &plan.db)?) {

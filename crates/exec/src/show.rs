@@ -1,9 +1,9 @@
 //! SHOW statements, DESCRIBE, ANALYZE, CHECK TABLE and the `information_schema` tables over the catalog.
 //!
-//! `information_schema.SCHEMATA`, `TABLES` and `COLUMNS` are materialised from the store's
-//! catalog at each query (they are small) and then queried by the ordinary SELECT executor,
-//! so WHERE/ORDER BY/LIMIT/aggregates work on them like on any table. `TABLE_ROWS` is NULL
-//! (we keep no row-count statistics; counting would scan).
+//! `information_schema.SCHEMATA` and `COLUMNS` are materialised from the store's catalog at
+//! each query (they are small) and then queried by the ordinary SELECT executor, so
+//! WHERE/ORDER BY/LIMIT/aggregates work on them like on any table; TABLES, STATISTICS and the
+//! other catalog tables tools read are built the same way in [`crate::infoschema`].
 
 use std::sync::Arc;
 
@@ -246,7 +246,8 @@ pub fn show_columns(t: &TableDef, full: bool, pat: &Option<String>) -> ExecOutpu
     rows_out(cols, rows)
 }
 
-/// SHOW INDEX.
+/// SHOW INDEX / SHOW KEYS: MariaDB's columns, from the rows STATISTICS shows
+/// ([`crate::infoschema::index_rows`]).
 pub fn show_index(t: &TableDef) -> ExecOutput {
     let names = [
         "Table",
@@ -262,6 +263,7 @@ pub fn show_index(t: &TableDef) -> ExecOutput {
         "Index_type",
         "Comment",
         "Index_comment",
+        "Ignored",
     ];
     let cols = names
         .iter()
@@ -276,33 +278,27 @@ pub fn show_index(t: &TableDef) -> ExecOutput {
             }
         })
         .collect();
-    let mut rows = Vec::new();
-    let mut add = |key: &str, unique: bool, cols: &[usize]| {
-        for (seq, &c) in cols.iter().enumerate() {
-            let col = &t.columns[c];
-            rows.push(vec![
+    let rows = crate::infoschema::index_rows(t)
+        .into_iter()
+        .map(|r| {
+            vec![
                 s(&t.name),
-                Value::Int(i64::from(!unique)),
-                s(key),
-                Value::Int(seq as i64 + 1),
-                s(&col.name),
+                Value::Int(i64::from(!r.unique)),
+                s(&r.key),
+                Value::Int(r.seq as i64),
+                s(&r.column),
                 s("A"),
                 Value::Null,
                 Value::Null,
                 Value::Null,
-                s(if col.nullable { "YES" } else { "" }),
+                s(if r.nullable { "YES" } else { "" }),
                 s("BTREE"),
                 s(""),
                 s(""),
-            ]);
-        }
-    };
-    if let Some(pk) = &t.primary_key {
-        add("PRIMARY", true, pk);
-    }
-    for ix in &t.indexes {
-        add(&ix.name, ix.unique, &ix.columns);
-    }
+                s("NO"),
+            ]
+        })
+        .collect();
     rows_out(cols, rows)
 }
 
@@ -380,11 +376,27 @@ pub fn all_databases(engine: &Engine) -> Vec<String> {
     v
 }
 
-/// What information_schema shows one session: `(db, None)` asks about a database,
-/// `(db, Some(table))` about a table. Installed by the session layer around a statement
-/// ([`with_visibility`]) so that SCHEMATA, TABLES and COLUMNS list only the objects the
-/// account has some privilege on, as in MySQL; the executor does not know why.
-pub type Visibility = Arc<dyn Fn(&str, Option<&str>) -> bool + Send + Sync>;
+/// Who is looking at information_schema: which objects the account has some privilege on, and
+/// which connections it may see. Installed by the session layer around a statement
+/// ([`with_visibility`]) so that SCHEMATA, TABLES, COLUMNS, STATISTICS, ... list only the
+/// objects the account has some privilege on and PROCESSLIST only the threads it may see, as in
+/// MySQL; the executor does not know why.
+pub struct Viewer {
+    /// `(db, None)` asks about a database, `(db, Some(table))` about a table; `None`: every
+    /// object is visible.
+    pub objects: Option<ObjectFilter>,
+    /// The PROCESSLIST rows this viewer sees (`None`: no connections to show).
+    pub processes: Option<ProcessFn>,
+}
+
+/// See [`Viewer::objects`].
+pub type ObjectFilter = Arc<dyn Fn(&str, Option<&str>) -> bool + Send + Sync>;
+
+/// See [`Viewer::processes`].
+pub type ProcessFn = Arc<dyn Fn() -> Vec<crate::infoschema::ProcessRow> + Send + Sync>;
+
+/// A session's [`Viewer`], shared with its table session.
+pub type Visibility = Arc<Viewer>;
 
 thread_local! {
     /// The visibility of the statement running on this thread (a statement runs on one
@@ -408,7 +420,35 @@ pub fn with_visibility<R>(v: Option<Visibility>, body: impl FnOnce() -> R) -> R 
 }
 
 fn visible(db: &str, table: Option<&str>) -> bool {
-    VISIBLE.with(|c| c.borrow().as_ref().is_none_or(|f| f(db, table)))
+    VISIBLE.with(|c| {
+        c.borrow()
+            .as_ref()
+            .and_then(|v| v.objects.as_ref())
+            .is_none_or(|f| f(db, table))
+    })
+}
+
+fn visible_processes() -> Vec<crate::infoschema::ProcessRow> {
+    let f = VISIBLE.with(|c| c.borrow().as_ref().and_then(|v| v.processes.clone()));
+    f.map(|f| f()).unwrap_or_default()
+}
+
+/// Every stored table of a database in `dbs` the viewer sees, by database and name.
+fn visible_tables(engine: &Engine, dbs: &[String]) -> Vec<Arc<TableDef>> {
+    let mut out = Vec::new();
+    for d in dbs {
+        let Ok(tables) = engine.tables(d) else {
+            continue;
+        };
+        for tn in tables {
+            if visible(d, Some(&tn)) {
+                if let Ok(t) = engine.table(d, &tn) {
+                    out.push(t);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// A materialised virtual table: column names, column descriptions, rows.
@@ -655,22 +695,6 @@ pub fn info_schema(engine: &Engine, table: &str) -> Result<VirtualTable, SqlErro
             ],
             &[],
         ),
-        "TABLES" => (
-            &[
-                "TABLE_CATALOG",
-                "TABLE_SCHEMA",
-                "TABLE_NAME",
-                "TABLE_TYPE",
-                "ENGINE",
-                "VERSION",
-                "ROW_FORMAT",
-                "TABLE_ROWS",
-                "AUTO_INCREMENT",
-                "TABLE_COLLATION",
-                "TABLE_COMMENT",
-            ],
-            &["VERSION", "TABLE_ROWS", "AUTO_INCREMENT"],
-        ),
         "COLUMNS" => (
             &[
                 "TABLE_CATALOG",
@@ -696,6 +720,28 @@ pub fn info_schema(engine: &Engine, table: &str) -> Result<VirtualTable, SqlErro
                 "NUMERIC_SCALE",
             ],
         ),
+        other if crate::infoschema::columns(other).is_some() => {
+            let cols = crate::infoschema::columns(other).expect("checked");
+            let names = cols.iter().map(|(n, _)| n.to_string()).collect();
+            let infos = cols
+                .iter()
+                .map(|(n, ty)| {
+                    let mut ci = ColumnInfo::expr(n, *ty);
+                    ci.schema = "information_schema".into();
+                    ci.table = up.clone();
+                    ci.org_table = up.clone();
+                    ci.org_name = n.to_string();
+                    ci
+                })
+                .collect();
+            let tables = if matches!(other, "ENGINES" | "PROCESSLIST") {
+                Vec::new()
+            } else {
+                visible_tables(engine, &all_databases(engine))
+            };
+            let rows = crate::infoschema::rows(engine, other, &tables, visible_processes);
+            return Ok((names, infos, rows));
+        }
         other => match EMPTY_TABLES.iter().find(|(n, _, _)| *n == other) {
             Some((_, cols, ints)) => (*cols, *ints),
             None => {
@@ -758,29 +804,6 @@ pub fn info_schema(engine: &Engine, table: &str) -> Result<VirtualTable, SqlErro
                         row[1] = s(&d);
                         row[2] = s(&tn);
                         rows.push(row);
-                    } else if up == "TABLES" {
-                        let ai = if t.auto_increment_column().is_some() {
-                            engine
-                                .peek_auto_increment(&t)
-                                .ok()
-                                .map(Value::UInt)
-                                .unwrap_or(Value::Null)
-                        } else {
-                            Value::Null
-                        };
-                        rows.push(vec![
-                            s("def"),
-                            s(&d),
-                            s(&tn),
-                            s("BASE TABLE"),
-                            s("InnoDB"),
-                            Value::Int(10),
-                            s("Dynamic"),
-                            Value::Null,
-                            ai,
-                            s("utf8mb4_bin"),
-                            s(""),
-                        ]);
                     } else {
                         for (i, c) in t.columns.iter().enumerate() {
                             let full = c.ty.sql_name();

@@ -38,6 +38,9 @@ pub fn parse_table_statement(sql: &str) -> Result<(TableStmt, usize), SqlError> 
     if text.is_empty() {
         return Err(SqlError::EmptyQuery);
     }
+    if let Some(q) = table_status_query(text)? {
+        return parse_query_statement(&q);
+    }
     if let Some(s) = parse_show_like(text)? {
         return Ok((s, 0));
     }
@@ -100,10 +103,19 @@ pub fn parse_query_statement(sql: &str) -> Result<(TableStmt, usize), SqlError> 
 // Hand-written front: SHOW / DESCRIBE / ANALYZE / CHECK.
 
 fn words(text: &str) -> Vec<String> {
+    words_at(text).into_iter().map(|(_, w)| w).collect()
+}
+
+/// The words of `text` (quoted strings and names kept whole) with the byte offset each starts at.
+fn words_at(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     let mut cur = String::new();
+    let mut start = 0;
     let mut quote: Option<char> = None;
-    for c in text.chars() {
+    for (at, c) in text.char_indices() {
+        if cur.is_empty() {
+            start = at;
+        }
         match quote {
             Some(q) if c == q => {
                 cur.push(c);
@@ -116,16 +128,80 @@ fn words(text: &str) -> Vec<String> {
             }
             None if c.is_whitespace() || c == ',' => {
                 if !cur.is_empty() {
-                    out.push(std::mem::take(&mut cur));
+                    out.push((start, std::mem::take(&mut cur)));
                 }
             }
             None => cur.push(c),
         }
     }
     if !cur.is_empty() {
-        out.push(cur);
+        out.push((start, cur));
     }
     out
+}
+
+/// SHOW TABLE STATUS's columns, from information_schema.TABLES's (MariaDB's names and order).
+const TABLE_STATUS_COLUMNS: &[(&str, &str)] = &[
+    ("TABLE_NAME", "Name"),
+    ("ENGINE", "Engine"),
+    ("VERSION", "Version"),
+    ("ROW_FORMAT", "Row_format"),
+    ("TABLE_ROWS", "Rows"),
+    ("AVG_ROW_LENGTH", "Avg_row_length"),
+    ("DATA_LENGTH", "Data_length"),
+    ("MAX_DATA_LENGTH", "Max_data_length"),
+    ("INDEX_LENGTH", "Index_length"),
+    ("DATA_FREE", "Data_free"),
+    ("AUTO_INCREMENT", "Auto_increment"),
+    ("CREATE_TIME", "Create_time"),
+    ("UPDATE_TIME", "Update_time"),
+    ("CHECK_TIME", "Check_time"),
+    ("TABLE_COLLATION", "Collation"),
+    ("CHECKSUM", "Checksum"),
+    ("CREATE_OPTIONS", "Create_options"),
+    ("TABLE_COMMENT", "Comment"),
+    ("MAX_INDEX_LENGTH", "Max_index_length"),
+    ("TEMPORARY", "Temporary"),
+];
+
+/// `SHOW TABLE STATUS [FROM db] [LIKE 'p' | WHERE expr]` as the query MariaDB itself answers it
+/// with: information_schema.TABLES's columns renamed, in a derived table so that the WHERE
+/// clause sees the SHOW names (`WHERE Rows > 10 AND Engine = 'InnoDB'`), ordered by name.
+/// `None` when `text` is not SHOW TABLE STATUS. (The session layer has checked that the
+/// database exists.)
+fn table_status_query(text: &str) -> Result<Option<String>, SqlError> {
+    let w = words_at(text);
+    let word = |i: usize| w.get(i).map(|(_, s)| s);
+    if !(kw(word(0), "SHOW") && kw(word(1), "TABLE") && kw(word(2), "STATUS")) {
+        return Ok(None);
+    }
+    let syntax = || SqlError::Syntax(text.chars().take(80).collect());
+    let mut i = 3;
+    let db = if kw(word(i), "FROM") || kw(word(i), "IN") {
+        let d = unquote(word(i + 1).ok_or_else(syntax)?);
+        i += 2;
+        format!("'{}'", d.replace('\\', "\\\\").replace('\'', "''"))
+    } else {
+        "DATABASE()".to_string()
+    };
+    let filter = match w.get(i) {
+        None => String::new(),
+        Some((_, k)) if k.eq_ignore_ascii_case("LIKE") && w.len() == i + 2 => {
+            format!(" WHERE `Name` LIKE {}", w[i + 1].1)
+        }
+        Some((at, k)) if k.eq_ignore_ascii_case("WHERE") && w.len() > i + 1 => {
+            format!(" {}", &text[*at..])
+        }
+        Some(_) => return Err(syntax()),
+    };
+    let cols = TABLE_STATUS_COLUMNS
+        .iter()
+        .map(|(c, n)| format!("`{c}` AS `{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Ok(Some(format!(
+        "SELECT * FROM (SELECT {cols} FROM information_schema.TABLES WHERE TABLE_SCHEMA = {db}) AS `status`{filter} ORDER BY `Name`"
+    )))
 }
 
 fn unquote(w: &str) -> String {
@@ -695,6 +771,48 @@ impl Translator<'_> {
                             });
                             ops.extend(extra.indexes.into_iter().map(AlterOp::AddIndex));
                         }
+                        sp::AlterTableOperation::DropColumn {
+                            column_names,
+                            if_exists,
+                            drop_behavior: None,
+                            ..
+                        } => ops.extend(column_names.iter().map(|n| AlterOp::DropColumn {
+                            name: ident(n),
+                            if_exists,
+                        })),
+                        sp::AlterTableOperation::RenameColumn {
+                            old_column_name,
+                            new_column_name,
+                        } => ops.push(AlterOp::ChangeColumn {
+                            old: ident(&old_column_name),
+                            new_name: ident(&new_column_name),
+                            column: None,
+                        }),
+                        sp::AlterTableOperation::ModifyColumn {
+                            col_name,
+                            data_type,
+                            options,
+                            column_position,
+                        } => ops.push(self.change_column(
+                            &col_name,
+                            &col_name,
+                            data_type,
+                            options,
+                            column_position,
+                        )?),
+                        sp::AlterTableOperation::ChangeColumn {
+                            old_name,
+                            new_name,
+                            data_type,
+                            options,
+                            column_position,
+                        } => ops.push(self.change_column(
+                            &old_name,
+                            &new_name,
+                            data_type,
+                            options,
+                            column_position,
+                        )?),
                         other => return Err(unsupported(format!("ALTER TABLE {other}"))),
                     }
                 }
@@ -704,6 +822,43 @@ impl Translator<'_> {
                 other.to_string().chars().take(60).collect::<String>(),
             )),
         }
+    }
+
+    /// MODIFY / CHANGE COLUMN: the new definition, whole (what is not repeated is lost, as in
+    /// MySQL). Keys declared inline and moving the column are 1235.
+    fn change_column(
+        &mut self,
+        old: &sp::Ident,
+        new: &sp::Ident,
+        data_type: sp::DataType,
+        options: Vec<sp::ColumnOption>,
+        position: Option<sp::MySQLColumnPosition>,
+    ) -> Result<AlterOp, SqlError> {
+        if position.is_some() {
+            return Err(unsupported(
+                "ALTER TABLE MODIFY / CHANGE COLUMN ... FIRST / AFTER (columns keep their place)",
+            ));
+        }
+        let def = sp::ColumnDef {
+            name: new.clone(),
+            data_type,
+            options: options
+                .into_iter()
+                .map(|option| sp::ColumnOptionDef { name: None, option })
+                .collect(),
+        };
+        let mut extra = TableSpec::default();
+        let column = self.column_def(&def, 0, &mut extra)?;
+        if !extra.primary_key.is_empty() || !extra.indexes.is_empty() {
+            return Err(unsupported(
+                "ALTER TABLE MODIFY / CHANGE COLUMN ... PRIMARY KEY / UNIQUE (add the key apart)",
+            ));
+        }
+        Ok(AlterOp::ChangeColumn {
+            old: ident(old),
+            new_name: ident(new),
+            column: Some(column),
+        })
     }
 
     fn create_table(&mut self, ct: sp::CreateTable) -> Result<TableStmt, SqlError> {

@@ -557,6 +557,46 @@ impl Server {
         v
     }
 
+    /// The connections as PROCESSLIST shows them (SHOW PROCESSLIST and
+    /// `information_schema.PROCESSLIST`), by id; `only_user`: just that user's (an account
+    /// without PROCESS). The state is the session's own, followed by what the pool's
+    /// process-state hook says (`queued (high)`, ...).
+    pub fn process_rows(&self, only_user: Option<&str>) -> Vec<shoal_exec::infoschema::ProcessRow> {
+        let extra_states = self.hooks().process_states();
+        self.processes()
+            .into_iter()
+            .filter_map(|p| {
+                let i = p
+                    .info
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
+                if only_user.is_some_and(|u| u != i.user) {
+                    return None;
+                }
+                let command = if p.connection_killed() {
+                    "Killed"
+                } else {
+                    i.command
+                };
+                Some(shoal_exec::infoschema::ProcessRow {
+                    id: u64::from(p.id),
+                    user: i.user,
+                    host: p.host.clone(),
+                    db: i.db,
+                    command: command.to_string(),
+                    time_ms: i.since.elapsed().as_millis().min(u128::from(u64::MAX)) as u64,
+                    state: match extra_states.get(&p.id) {
+                        Some(x) if i.state.is_empty() => x.clone(),
+                        Some(x) => format!("{} ({x})", i.state),
+                        None => i.state.to_string(),
+                    },
+                    info: i.text.map(|t| t.to_string()),
+                })
+            })
+            .collect()
+    }
+
     /// KILL \[QUERY\] `id`, issued by `by_user` (`is_super` may kill anyone's).
     pub fn kill(
         &self,

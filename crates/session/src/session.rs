@@ -1219,6 +1219,17 @@ impl Session {
             {
                 self.run_table(params)
             }
+            Statement::Show(ShowKind::TableStatus { db }, _) if self.has_tables() => {
+                // The table engine answers from information_schema.TABLES; the database must
+                // exist (1049) and be named or current (1046), as in MariaDB.
+                match db.as_ref().or(self.db.as_ref()) {
+                    None => Err(SqlError::NoDatabase),
+                    Some(d) if !self.server.catalog().database_exists(d) => {
+                        Err(SqlError::UnknownDatabase(d.clone()))
+                    }
+                    Some(_) => self.run_table(params),
+                }
+            }
             Statement::Show(kind, filter) => self.show(kind, filter),
             Statement::Kill(id, query_only) => {
                 let v = eval(id, &mut self.ctx(params))?;
@@ -1968,48 +1979,28 @@ impl Session {
                 )
             }
             ShowKind::Processlist { full } => {
-                let extra_states = self.server.hooks().process_states();
                 // Without PROCESS a user sees only its own threads (MySQL).
                 let everyone = self.grants.global & crate::privileges::PROCESS != 0;
                 let rows = self
                     .server
-                    .processes()
+                    .process_rows((!everyone).then_some(self.user.as_str()))
                     .into_iter()
-                    .filter(|p| {
-                        everyone
-                            || p.info.lock().unwrap_or_else(PoisonError::into_inner).user
-                                == self.user
-                    })
                     .map(|p| {
-                        let i = p
-                            .info
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .clone();
-                        let text = i.text.map(|t| {
+                        let text = p.info.map(|t| {
                             if *full {
-                                t.to_string()
+                                t
                             } else {
                                 t.chars().take(100).collect()
                             }
                         });
-                        let command = if p.connection_killed() {
-                            "Killed"
-                        } else {
-                            i.command
-                        };
                         vec![
                             Value::Int(p.id as i64),
-                            Value::Str(i.user),
-                            Value::Str(p.host.clone()),
-                            i.db.map(Value::Str).unwrap_or(Value::Null),
-                            s(command),
-                            Value::Int(i.since.elapsed().as_secs() as i64),
-                            match extra_states.get(&p.id) {
-                                Some(x) if i.state.is_empty() => Value::Str(x.clone()),
-                                Some(x) => Value::Str(format!("{} ({x})", i.state)),
-                                None => s(i.state),
-                            },
+                            Value::Str(p.user),
+                            Value::Str(p.host),
+                            p.db.map(Value::Str).unwrap_or(Value::Null),
+                            Value::Str(p.command),
+                            Value::Int((p.time_ms / 1000) as i64),
+                            Value::Str(p.state),
                             text.map(Value::Str).unwrap_or(Value::Null),
                         ]
                     })
@@ -2110,6 +2101,11 @@ impl Session {
                     vec![vec![s(db), s(&create)]],
                     0,
                 )
+            }
+            ShowKind::TableStatus { .. } => {
+                return Err(SqlError::Unsupported(
+                    "SHOW TABLE STATUS (storage engine not connected)".into(),
+                ));
             }
             ShowKind::TableInfo(t) => {
                 let (db, name) = resolve_table(t, &self.ctx(&[]))?;

@@ -41,6 +41,7 @@ pub const COM_NAMES: &[&str] = &[
     "show_errors",
     "show_processlist",
     "show_status",
+    "show_table_status",
     "show_tables",
     "show_variables",
     "show_warnings",

@@ -509,6 +509,11 @@ pub enum ShowKind {
     Charset,
     /// SHOW ENGINES.
     Engines,
+    /// SHOW TABLE STATUS [FROM db]: needs storage.
+    TableStatus {
+        /// `FROM db`.
+        db: Option<String>,
+    },
     /// SHOW COLUMNS/INDEX/CREATE TABLE on a table: needs storage.
     TableInfo(TableName),
     /// `SHOW CREATE {DATABASE | SCHEMA} [IF NOT EXISTS] db`: (db, IF NOT EXISTS).
@@ -633,6 +638,7 @@ impl Statement {
                 ShowKind::Charset => "show_charsets",
                 ShowKind::Engines => "show_engines",
                 ShowKind::TableInfo(_) => "show_tables",
+                ShowKind::TableStatus { .. } => "show_table_status",
                 ShowKind::CreateDatabase(..) => "show_create_db",
             },
             Statement::Kill(..) => "kill",

@@ -851,6 +851,154 @@ impl Engine {
         self.inner.replace_table(new_def)
     }
 
+    /// An ALTER TABLE that changes what rows store (DROP COLUMN, MODIFY / CHANGE COLUMN to
+    /// another type): InnoDB's copy algorithm. Every row of `old` is decoded, passed through
+    /// `convert` and written, encoded for `new_def`'s columns, under a fresh table id, with
+    /// fresh index ids and every index entry built again from the new row (a type change may
+    /// change how an indexed value or the primary key encodes; a dropped column leaves its
+    /// indexes). Then one synced write switches the definition to `new_def` with the new ids,
+    /// carries the AUTO_INCREMENT and hidden row-id counters over and range-deletes the old
+    /// rows and entries. A `convert` error (a value the new type cannot hold) or a duplicate in
+    /// the primary key or a UNIQUE index (1062) removes the copy and leaves the table as it
+    /// was; so does a crash before the switch, except that the copied keys stay under ids
+    /// nothing names (ids are never reused).
+    ///
+    /// `new_def` gives positions in its own columns; its ids are replaced here. `old` must
+    /// still be the table's definition (the caller planned against it); the caller keeps
+    /// writers out of the table while it runs.
+    pub fn rewrite_table(
+        &self,
+        old: &Arc<TableDef>,
+        mut new_def: TableDef,
+        convert: &mut dyn FnMut(Vec<Datum>) -> Result<Vec<Datum>>,
+    ) -> Result<Arc<TableDef>> {
+        let _ddl = lock_mutex(&self.inner.ddl);
+        let def = self.inner.table(&old.db, &old.name)?;
+        if *def != **old {
+            return Err(StoreError::BadDefinition(format!(
+                "table '{}' changed during ALTER TABLE",
+                old.name
+            )));
+        }
+        validate_columns(&new_def.columns)?;
+        let first_id = self.inner.catalog_read().next_id;
+        let next_id = first_id + 1 + new_def.indexes.len() as u32;
+        // Reserve the ids first, so a crash mid-copy never reuses them.
+        let mut b = WriteBatch::default();
+        b.put(catalog::next_id_key(), next_id.to_be_bytes());
+        self.inner.write_sync(b)?;
+        self.inner.catalog_mut().next_id = next_id;
+        new_def.id = first_id;
+        for (i, ix) in new_def.indexes.iter_mut().enumerate() {
+            ix.id = first_id + 1 + i as u32;
+        }
+        for c in &mut new_def.columns {
+            // Every copied row stores every column.
+            c.added_default = None;
+        }
+        validate_auto_increment(&new_def)?;
+        let pk_types = |d: &TableDef| {
+            d.primary_key
+                .as_ref()
+                .map(|pk| pk.iter().map(|&i| d.columns[i].ty).collect::<Vec<_>>())
+        };
+        // The primary key's values can collide only if their type changed.
+        let check_pk = pk_types(&def) != pk_types(&new_def);
+
+        let types: Vec<_> = def.columns.iter().map(|c| c.ty).collect();
+        let prefix = def.rows_prefix();
+        let end = prefix_successor(&prefix).expect("prefix has a successor");
+        let mut batch = WriteBatch::default();
+        let mut cursor = prefix.clone();
+        let mut seen: HashSet<Vec<u8>> = HashSet::new();
+        let copied: Result<()> = (|| {
+            loop {
+                let chunk = self
+                    .inner
+                    .scan_chunk(&cursor, Some(&end), None, 512, false, None)?;
+                let Some(last) = chunk.last() else { break };
+                cursor = prefix_successor_key(&last.0);
+                for (k, v) in &chunk {
+                    let row = decode_stored(&def, &types, v).map_err(StoreError::Corrupt)?;
+                    let row = convert(row)?;
+                    let pk = catalog::pk_of_row(&new_def, &row)
+                        .unwrap_or_else(|| k[prefix.len()..].to_vec());
+                    let key = catalog::row_key(new_def.id, &pk);
+                    if check_pk && !seen.insert(key.clone()) {
+                        return Err(dup_error(&new_def, None, &row));
+                    }
+                    for ix in &new_def.indexes {
+                        let (ik, unique_slot) = catalog::index_entry_key(ix, &row, &pk);
+                        if unique_slot && !seen.insert(ik.clone()) {
+                            return Err(dup_error(&new_def, Some(ix), &row));
+                        }
+                        batch.put(ik, &pk);
+                    }
+                    batch.put(key, crate::codec::encode_row(&row));
+                    if batch.len() >= 10_000 {
+                        self.inner.db.write(std::mem::take(&mut batch))?;
+                    }
+                }
+            }
+            self.inner.db.write(std::mem::take(&mut batch))?;
+            Ok(())
+        })();
+        if let Err(e) = copied {
+            let mut b = WriteBatch::default();
+            delete_prefix(&mut b, &catalog::rows_prefix(new_def.id));
+            for ix in &new_def.indexes {
+                delete_prefix(&mut b, &catalog::index_prefix(ix.id));
+            }
+            self.inner.db.write(b)?;
+            return Err(e);
+        }
+        let mut b = WriteBatch::default();
+        b.put(
+            catalog::table_key(&new_def.db, &new_def.name),
+            serde_json::to_vec(&new_def).expect("serializable"),
+        );
+        for kind in [b'A', b'H'] {
+            let next = self.inner.peek_counter(kind, &def)?;
+            b.put(catalog::counter_key(kind, new_def.id), next.to_be_bytes());
+            b.delete(catalog::counter_key(kind, def.id));
+        }
+        delete_prefix(&mut b, &prefix);
+        for ix in &def.indexes {
+            delete_prefix(&mut b, &catalog::index_prefix(ix.id));
+        }
+        self.inner.write_sync(b)?;
+        self.inner.forget_counters(def.id);
+        let new_def = Arc::new(new_def);
+        let mut cat = self.inner.catalog_mut();
+        cat.tables
+            .insert((new_def.db.clone(), new_def.name.clone()), new_def.clone());
+        cat.by_id.remove(&def.id);
+        cat.by_id.insert(new_def.id, new_def.clone());
+        Ok(new_def)
+    }
+
+    /// An ALTER TABLE that changes only the definition (renamed columns, new defaults, columns
+    /// added at the end): `new_def` replaces `old`, which must still be the table's definition.
+    /// No stored row changes, so the caller must not change a stored column's type or make a
+    /// nullable one NOT NULL (that is [`Engine::rewrite_table`]).
+    pub fn replace_definition(
+        &self,
+        old: &Arc<TableDef>,
+        new_def: TableDef,
+    ) -> Result<Arc<TableDef>> {
+        let _ddl = lock_mutex(&self.inner.ddl);
+        let def = self.inner.table(&old.db, &old.name)?;
+        if *def != **old || new_def.id != def.id {
+            return Err(StoreError::BadDefinition(format!(
+                "table '{}' changed during ALTER TABLE",
+                old.name
+            )));
+        }
+        validate_columns(&new_def.columns)?;
+        validate_auto_increment(&new_def)?;
+        self.inner.replace_table(new_def)
+    }
+
     /// DROP INDEX / ALTER TABLE DROP INDEX.
     pub fn drop_index(&self, db: &str, table: &str, name: &str) -> Result<Arc<TableDef>> {
         let _ddl = lock_mutex(&self.inner.ddl);
@@ -873,6 +1021,26 @@ impl Engine {
     /// are never handed out twice, even across crashes (rolled-back inserts leave gaps).
     pub fn next_auto_increment(&self, table: &TableDef, n: u64) -> Result<u64> {
         self.inner.alloc_counter(b'A', table, n)
+    }
+
+    /// Approximate on-disk bytes of a table's rows and of its secondary indexes, from RocksDB's
+    /// estimate over the key ranges (SST files only: what is still in the memtable is not
+    /// counted). For information_schema.TABLES' DATA_LENGTH / INDEX_LENGTH.
+    pub fn approximate_sizes(&self, def: &TableDef) -> (u64, u64) {
+        let mut bounds = vec![catalog::rows_prefix(def.id)];
+        bounds.extend(def.indexes.iter().map(|ix| catalog::index_prefix(ix.id)));
+        let ends: Vec<Vec<u8>> = bounds
+            .iter()
+            .map(|p| prefix_successor(p).expect("prefix has a successor"))
+            .collect();
+        let ranges: Vec<rocksdb::Range<'_>> = bounds
+            .iter()
+            .zip(&ends)
+            .map(|(s, e)| rocksdb::Range::new(s, e))
+            .collect();
+        let sizes = self.inner.db.get_approximate_sizes(&ranges);
+        let data = sizes.first().copied().unwrap_or(0);
+        (data, sizes.iter().skip(1).sum())
     }
 
     /// The value the next AUTO_INCREMENT insert would get (for SHOW TABLE STATUS).

@@ -856,11 +856,7 @@ impl Binder<'_> {
                         .zip(infos)
                         .map(|(n, mut i)| {
                             i.table = shown.clone();
-                            let ty = if i.column_type == crate::convert::mysql_type::LONGLONG {
-                                SqlType::Int
-                            } else {
-                                SqlType::Str
-                            };
+                            let ty = i.sql_type();
                             (n, ty, i)
                         })
                         .collect();

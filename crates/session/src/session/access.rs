@@ -41,21 +41,36 @@ impl Session {
         self.install_visibility();
     }
 
-    /// What information_schema shows this session: everything when global privileges cover
+    /// What information_schema shows this session: every object when global privileges cover
     /// every table and SHOW DATABASES is held, else the objects of [`Self::sees_database`] /
-    /// [`Self::sees_table`]. Given to the table session now and whenever it is created.
+    /// [`Self::sees_table`]; every connection in PROCESSLIST with PROCESS, else the user's own.
+    /// Given to the table session now and whenever it is created.
     fn install_visibility(&mut self) {
         let g = self.grants.clone();
         let everything = g.global & privileges::SHOW_DB != 0 && g.global & privileges::SELECT != 0;
-        self.visibility = (!everything).then(|| {
+        let objects = (!everything).then(|| {
+            let g = g.clone();
             Arc::new(move |db: &str, table: Option<&str>| {
                 db.eq_ignore_ascii_case("information_schema")
                     || match table {
                         None => g.global & privileges::SHOW_DB != 0 || g.any_on_db(db),
                         Some(t) => g.any_on_table(db, t),
                     }
-            }) as shoal_exec::show::Visibility
+            }) as shoal_exec::show::ObjectFilter
         });
+        // The server is held weakly: a session's table session must not keep it alive.
+        let server = Arc::downgrade(&self.server);
+        let only_user = (g.global & privileges::PROCESS == 0).then(|| self.user.clone());
+        let processes: shoal_exec::show::ProcessFn = Arc::new(move || {
+            server
+                .upgrade()
+                .map(|s| s.process_rows(only_user.as_deref()))
+                .unwrap_or_default()
+        });
+        self.visibility = Some(Arc::new(shoal_exec::show::Viewer {
+            objects,
+            processes: Some(processes),
+        }));
         if let Some(ts) = self.table.as_mut() {
             ts.set_visibility(self.visibility.clone());
         }

@@ -750,6 +750,14 @@ impl Translator<'_> {
                 };
                 ShowKind::Tables { db, full }
             }
+            "TABLE" if eat(p, "STATUS") => {
+                let db = if eat(p, "FROM") || eat(p, "IN") {
+                    Some(name(p)?)
+                } else {
+                    None
+                };
+                ShowKind::TableStatus { db }
+            }
             "VARIABLES" => ShowKind::Variables(scope),
             "STATUS" => ShowKind::Status(scope),
             "PROCESSLIST" => ShowKind::Processlist { full },

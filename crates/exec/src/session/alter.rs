@@ -1,0 +1,411 @@
+//! ALTER TABLE that changes the column list: ADD / DROP COLUMN, MODIFY / CHANGE / RENAME COLUMN,
+//! in any number, as one change of the table.
+//!
+//! # How it works
+//!
+//! The operations are applied in order to a working copy of the column list, each column
+//! remembering which stored column it comes from (none for one added here). Every check runs
+//! on that copy before anything is written, so a statement that fails on its third operation
+//! has changed nothing. From the copy come the new definition (primary key, indexes and
+//! foreign keys with their column positions remapped; an index loses a dropped column, and
+//! goes when it has none left, as in MariaDB) and one of two ways to apply it:
+//!
+//! * **Definition only** when no stored value changes: renames, a new DEFAULT, a column made
+//!   nullable, columns added at the end (rows stored before read their `added_default`, as
+//!   ADD COLUMN alone does). The store swaps the definition.
+//! * **Copy** otherwise (a dropped column, a new type, NOT NULL on a nullable column):
+//!   `Engine::rewrite_table` writes every row again, converted here, under new ids, and
+//!   rebuilds every index, then switches over in one synced write. Conversion follows
+//!   MariaDB's ALTER in strict mode: a value the new type cannot hold stops the statement
+//!   (1265 data truncated, 1264 out of range, 1292 a string that is not a number, 1265 for
+//!   NULL into NOT NULL) naming the row. While it copies, the session holds the table like
+//!   `LOCK TABLES ... WRITE` (waiting for transactions that have it open, and keeping new
+//!   ones out), so no write can land in the old rows after they were copied.
+//!
+//! MariaDB's refusals are kept: a foreign key's column cannot be dropped (1553 on the child,
+//! 1829 on the parent) or change type (1832 / 1833). What shoal does not do is 1235: mixing
+//! column changes with index or foreign-key changes in one statement, dropping a PRIMARY KEY
+//! column, renaming a column another table's foreign key names, FIRST / AFTER.
+
+use shoal_sql::eval::Context;
+use shoal_sql::value::Value;
+use shoal_sql::SqlError;
+use shoal_store::{ColumnDef, ColumnDefault, ColumnType, Datum, Engine, TableDef};
+
+use super::TableSession;
+use crate::ast::AlterOp;
+use crate::convert::{datum_to_value, store_err, value_to_datum};
+use crate::exec::ExecOutput;
+use crate::table_lock::LockRequest;
+
+fn unsupported(what: &str) -> SqlError {
+    SqlError::Unsupported(what.to_string())
+}
+
+/// One column of the working copy.
+struct Slot {
+    /// The stored column it comes from (`None`: added by this statement).
+    from: Option<usize>,
+    col: ColumnDef,
+}
+
+/// What rows stored before an added column read: the DEFAULT (CURRENT_TIMESTAMP: now, as MySQL
+/// fills them), else NULL, else the type's implicit zero.
+pub(super) fn added_default(
+    column: &ColumnDef,
+    ctx: &mut dyn Context,
+) -> Result<Option<Datum>, SqlError> {
+    Ok(match &column.default {
+        Some(ColumnDefault::Value(Datum::Null)) => None,
+        Some(ColumnDefault::Value(v)) => Some(v.clone()),
+        Some(ColumnDefault::CurrentTimestamp) => Some(value_to_datum(
+            &Value::DateTime(ctx.now()),
+            column.ty,
+            &column.name,
+            0,
+        )?),
+        None if column.nullable => None,
+        None => Some(column.ty.implicit_default()),
+    })
+}
+
+fn find(slots: &[Slot], name: &str) -> Option<usize> {
+    slots
+        .iter()
+        .position(|s| s.col.name.eq_ignore_ascii_case(name))
+}
+
+impl TableSession {
+    /// ALTER TABLE `db.table` with column operations (see the module doc).
+    pub(super) fn alter_columns(
+        &mut self,
+        store: &Engine,
+        db: &str,
+        table: &str,
+        ops: &[AlterOp],
+        ctx: &mut dyn Context,
+    ) -> Result<ExecOutput, SqlError> {
+        if ops.iter().any(|op| {
+            matches!(
+                op,
+                AlterOp::AddIndex(_)
+                    | AlterOp::DropIndex(_)
+                    | AlterOp::AddForeignKey(_)
+                    | AlterOp::DropForeignKey(_)
+            )
+        }) {
+            return Err(unsupported(
+                "ALTER TABLE changing columns and keys in one statement (run them apart)",
+            ));
+        }
+        let def = store.table(db, table).map_err(store_err)?;
+        // Foreign keys of other tables (and of this one) that reference this table.
+        let referencing = store.referencing(db, table);
+        let parent_key = |col: &str| {
+            referencing.iter().find_map(|(child, k)| {
+                let f = &child.foreign_keys[*k];
+                f.ref_columns
+                    .iter()
+                    .any(|c| c.eq_ignore_ascii_case(col))
+                    .then(|| (child.clone(), f.name.clone()))
+            })
+        };
+        let child_key = |i: usize| def.foreign_keys.iter().find(|f| f.columns.contains(&i));
+        let mut slots: Vec<Slot> = def
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| Slot {
+                from: Some(i),
+                col: c.clone(),
+            })
+            .collect();
+        let mut dropped = false;
+        for op in ops {
+            match op {
+                AlterOp::AddColumn {
+                    column,
+                    if_not_exists,
+                } => {
+                    if find(&slots, &column.name).is_some() {
+                        if *if_not_exists {
+                            continue;
+                        }
+                        return Err(duplicate(&column.name));
+                    }
+                    let mut column = column.clone();
+                    column.added_default = added_default(&column, ctx)?;
+                    slots.push(Slot {
+                        from: None,
+                        col: column,
+                    });
+                }
+                AlterOp::DropColumn { name, if_exists } => {
+                    let Some(at) = find(&slots, name) else {
+                        if *if_exists {
+                            continue;
+                        }
+                        return Err(SqlError::other(
+                            1091,
+                            "42000",
+                            format!("Can't DROP COLUMN `{name}`; check that it exists"),
+                        ));
+                    };
+                    if let Some(i) = slots[at].from {
+                        let stored = &def.columns[i].name;
+                        if let Some(f) = child_key(i) {
+                            let index = match def.key_with_prefix(&f.columns) {
+                                Some(Some(ix)) => ix.name.clone(),
+                                Some(None) => "PRIMARY".to_string(),
+                                None => f.name.clone(),
+                            };
+                            return Err(SqlError::other(
+                                1553,
+                                "HY000",
+                                format!(
+                                    "Cannot drop index '{index}': needed in a foreign key constraint"
+                                ),
+                            ));
+                        }
+                        if let Some((child, fk)) = parent_key(stored) {
+                            return Err(SqlError::other(
+                                1829,
+                                "HY000",
+                                format!(
+                                    "Cannot drop column '{stored}': needed in a foreign key constraint '{fk}' of table `{}`.`{}`",
+                                    child.db, child.name
+                                ),
+                            ));
+                        }
+                        if def.primary_key.as_ref().is_some_and(|pk| pk.contains(&i)) {
+                            return Err(unsupported(
+                                "ALTER TABLE DROP COLUMN of a PRIMARY KEY column",
+                            ));
+                        }
+                        dropped = true;
+                    }
+                    slots.remove(at);
+                    if slots.is_empty() {
+                        return Err(SqlError::other(
+                            1090,
+                            "42000",
+                            "You can't delete all columns with ALTER TABLE; use DROP TABLE instead",
+                        ));
+                    }
+                }
+                AlterOp::ChangeColumn {
+                    old,
+                    new_name,
+                    column,
+                } => {
+                    let Some(at) = find(&slots, old) else {
+                        return Err(SqlError::other(
+                            1054,
+                            "42S22",
+                            format!("Unknown column '{old}' in '{table}'"),
+                        ));
+                    };
+                    if let Some(other) = find(&slots, new_name).filter(|&o| o != at) {
+                        return Err(duplicate(&slots[other].col.name));
+                    }
+                    let mut col = match column {
+                        Some(c) => c.clone(),
+                        None => slots[at].col.clone(),
+                    };
+                    col.name = new_name.clone();
+                    if let Some(i) = slots[at].from {
+                        let stored = &def.columns[i];
+                        if col.ty != stored.ty {
+                            if let Some(f) = child_key(i) {
+                                return Err(SqlError::other(
+                                    1832,
+                                    "HY000",
+                                    format!(
+                                        "Cannot change column '{}': used in a foreign key constraint '{}'",
+                                        stored.name, f.name
+                                    ),
+                                ));
+                            }
+                            if let Some((child, fk)) = parent_key(&stored.name) {
+                                return Err(SqlError::other(
+                                    1833,
+                                    "HY000",
+                                    format!(
+                                        "Cannot change column '{}': used in a foreign key constraint '{fk}' of table '{}.{}'",
+                                        stored.name, child.db, child.name
+                                    ),
+                                ));
+                            }
+                        }
+                        if col.name != stored.name && parent_key(&stored.name).is_some() {
+                            return Err(unsupported(
+                                "ALTER TABLE renaming a column a FOREIGN KEY references",
+                            ));
+                        }
+                        // Rows stored before an instant ADD COLUMN still stop short of it.
+                        col.added_default = stored.added_default.clone();
+                    } else {
+                        col.added_default = added_default(&col, ctx)?;
+                    }
+                    slots[at].col = col;
+                }
+                _ => unreachable!("key operations were refused above"),
+            }
+        }
+
+        // Old position -> new position.
+        let mut moved = vec![None; def.columns.len()];
+        for (j, s) in slots.iter().enumerate() {
+            if let Some(i) = s.from {
+                moved[i] = Some(j);
+            }
+        }
+        let remap =
+            |cols: &[usize]| -> Vec<usize> { cols.iter().filter_map(|&i| moved[i]).collect() };
+        let mut new_def = (*def).clone();
+        new_def.columns = slots.iter().map(|s| s.col.clone()).collect();
+        new_def.primary_key = def.primary_key.as_ref().map(|pk| remap(pk));
+        if let Some(pk) = &new_def.primary_key {
+            for &i in pk {
+                new_def.columns[i].nullable = false; // PRIMARY KEY implies NOT NULL
+            }
+        }
+        new_def.indexes = def
+            .indexes
+            .iter()
+            .filter_map(|ix| {
+                let mut ix = ix.clone();
+                ix.columns = remap(&ix.columns);
+                (!ix.columns.is_empty()).then_some(ix)
+            })
+            .collect();
+        for f in &mut new_def.foreign_keys {
+            f.columns = remap(&f.columns);
+        }
+
+        // Does any stored value change?
+        let converts = |s: &Slot| {
+            s.from.is_some_and(|i| {
+                let was = &def.columns[i];
+                was.ty != s.col.ty || (was.nullable && !s.col.nullable)
+            })
+        };
+        let copy = dropped || slots.iter().any(converts);
+        if copy {
+            self.rewrite(store, &def, new_def, &slots)?;
+        } else {
+            store.replace_definition(&def, new_def).map_err(store_err)?;
+        }
+        Ok(ExecOutput::Ok {
+            affected_rows: 0,
+            last_insert_id: 0,
+            info: "Records: 0  Duplicates: 0  Warnings: 0".into(),
+            warnings: 0,
+        })
+    }
+
+    /// The copy: holds the table exclusively, converts each row to `slots`.
+    fn rewrite(
+        &mut self,
+        store: &Engine,
+        def: &std::sync::Arc<TableDef>,
+        new_def: TableDef,
+        slots: &[Slot],
+    ) -> Result<(), SqlError> {
+        let key = (def.db.clone(), def.name.clone());
+        let exclusive = self.locked.is_none();
+        if exclusive {
+            self.engine.locks.lock_tables(
+                self.lock_id,
+                &[(key, LockRequest::Write)],
+                self.table_lock_timeout,
+                &self.kill.killed,
+            )?;
+        }
+        let mut failure: Option<SqlError> = None;
+        let mut row_no = 0u64;
+        let result = store.rewrite_table(def, new_def, &mut |old: Vec<Datum>| {
+            row_no += 1;
+            let mut out = Vec::with_capacity(slots.len());
+            for s in slots {
+                let v = match s.from {
+                    None => s.col.added_default.clone().unwrap_or(Datum::Null),
+                    Some(i) => match convert(&old[i], &def.columns[i], &s.col, row_no) {
+                        Ok(d) => d,
+                        Err(e) => {
+                            failure = Some(e);
+                            return Err(shoal_store::StoreError::Interrupted);
+                        }
+                    },
+                };
+                out.push(v);
+            }
+            Ok(out)
+        });
+        if exclusive {
+            self.engine.locks.unlock_tables_only(self.lock_id);
+        }
+        match (result, failure) {
+            (_, Some(e)) => Err(e),
+            (Err(e), None) => Err(store_err(e)),
+            (Ok(_), None) => Ok(()),
+        }
+    }
+}
+
+fn duplicate(name: &str) -> SqlError {
+    SqlError::other(1060, "42S21", format!("Duplicate column name '{name}'"))
+}
+
+/// One stored value of column `was` as column `now` holds it, with MariaDB's ALTER errors.
+fn convert(d: &Datum, was: &ColumnDef, now: &ColumnDef, row: u64) -> Result<Datum, SqlError> {
+    let truncated = || {
+        SqlError::other(
+            1265,
+            "01000",
+            format!("Data truncated for column '{}' at row {row}", now.name),
+        )
+    };
+    if d.is_null() {
+        return if now.nullable {
+            Ok(Datum::Null)
+        } else {
+            Err(truncated())
+        };
+    }
+    if was.ty == now.ty {
+        return Ok(d.clone());
+    }
+    let v = datum_to_value(d);
+    let out = value_to_datum(&v, now.ty, &now.name, row as usize).map_err(|e| match e.code() {
+        1406 => truncated(),
+        1366 if now.ty.is_integer() || matches!(v, Value::Str(_)) => {
+            let kind = if now.ty.is_integer() {
+                "INTEGER"
+            } else {
+                "DECIMAL"
+            };
+            SqlError::other(
+                1292,
+                "22007",
+                format!(
+                    "Truncated incorrect {kind} value: '{}'",
+                    v.to_text().unwrap_or_default()
+                ),
+            )
+        }
+        _ => e,
+    })?;
+    // A number or date written as text must fit the string's length too (MariaDB says 1406
+    // there, 1265 for a string cut short).
+    if let (ColumnType::Char(n) | ColumnType::Varchar(n), Datum::Bytes(b)) = (now.ty, &out) {
+        if String::from_utf8_lossy(b).chars().count() > n as usize {
+            return Err(SqlError::other(
+                1406,
+                "22001",
+                format!("Data too long for column '{}' at row {row}", now.name),
+            ));
+        }
+    }
+    Ok(out)
+}

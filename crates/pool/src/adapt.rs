@@ -35,11 +35,11 @@
 //! * up, and throughput rose by more than the noise margin → **kept**, probe up again (while
 //!   work still queues);
 //! * up, I/O-bound (wait share high), throughput held within the margin and the mean
-//!   queueing time fell by a quarter → **kept** as well: the waiting workers cost little, and
+//!   queueing time fell by more than `max(5 %, 2 × noise)` (and by 100 µs) → **kept** as well: the waiting workers cost little, and
 //!   with closed-loop clients a shorter queue shows in latency before it shows in throughput;
 //! * up otherwise → **reverted** (cap back down), back-off for "up" doubles;
-//! * down, and throughput held within the margin (and, I/O-bound, queueing did not grow by a
-//!   quarter) → **kept** (same work, fewer runnable workers, shorter execution), probe down
+//! * down, and throughput held within the margin (and, I/O-bound, queueing did not grow by
+//!   more than that) → **kept** (same work, fewer runnable workers, shorter execution), probe down
 //!   again while CPU-bound;
 //! * down otherwise → **reverted** (cap back up), back-off for "down" doubles.
 //!
@@ -281,8 +281,14 @@ impl Controller {
                 // I/O-bound: extra workers mostly wait, so a raise that costs no throughput
                 // and cuts queueing clearly is worth keeping; a lowering that lengthens
                 // queueing clearly is not, even at equal throughput.
-                let queue_fell = queue + BINDING_WAIT_US < base_queue * 3 / 4;
-                let queue_rose = queue > base_queue * 5 / 4 + BINDING_WAIT_US;
+                let q = queue as f64;
+                let bq = base_queue as f64;
+                let floor = BINDING_WAIT_US as f64;
+                // A mean over many entries: steadier than a count, so the fixed margin and the
+                // observed noise only, not the counting term.
+                let qm = MIN_MARGIN.max(2.0 * self.noise).min(0.5);
+                let queue_fell = q + floor / 2.0 < bq * (1.0 - qm);
+                let queue_rose = q > bq * (1.0 + qm) + floor / 2.0;
                 let up_pays = gain > margin || (io && gain >= -margin && queue_fell);
                 let down_free = gain >= -margin && !(io && queue_rose);
                 match dir {

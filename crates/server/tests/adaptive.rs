@@ -130,6 +130,7 @@ fn io_like_load_raises_the_cap_and_off_restores_the_static_cap() {
     assert_eq!(cap(&mut a), 4);
     let done = finish(&stop, hs);
     assert!(done > 0);
+    eprintln!("I/O-like load: {done} statements; history {:?}", history(&mut a));
     // The history survives OFF.
     assert!(!history(&mut a).is_empty());
     assert_eq!(s.recovered_events(), Some(0));
@@ -170,7 +171,8 @@ fn cpu_bound_load_brings_the_cap_down() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(top <= 8, "the cap climbed back to {top}: {:?}", history(&mut a));
-    finish(&stop, hs);
+    let done = finish(&stop, hs);
+    eprintln!("CPU-bound load: {done} statements; history {:?}", history(&mut a));
     // OFF restores the static cap.
     a.query_drop("SET GLOBAL thread_pool_adaptive = OFF").unwrap();
     assert_eq!(cap(&mut a), 11);

@@ -415,7 +415,12 @@ mod tests {
     }
 
     /// Runs `n` intervals of a workload whose throughput is `f(cap)`; returns the caps.
-    fn drive(c: &mut Controller, n: usize, max: usize, f: impl Fn(usize, usize) -> Sample) -> Vec<usize> {
+    fn drive(
+        c: &mut Controller,
+        n: usize,
+        max: usize,
+        f: impl Fn(usize, usize) -> Sample,
+    ) -> Vec<usize> {
         let mut caps = Vec::new();
         for i in 0..n {
             let s = f(c.cap(), i);
@@ -452,7 +457,10 @@ mod tests {
             sample(3000.0 * cap.min(3) as f64, 0.0, 30)
         });
         let tail = &caps[40..];
-        assert!(tail.iter().filter(|&&x| x >= 3).count() >= tail.len() * 3 / 4, "{caps:?}");
+        assert!(
+            tail.iter().filter(|&&x| x >= 3).count() >= tail.len() * 3 / 4,
+            "{caps:?}"
+        );
         assert!(tail.iter().all(|&x| (2..=5).contains(&x)), "{caps:?}");
     }
 
@@ -492,7 +500,9 @@ mod tests {
     #[test]
     fn the_cap_never_exceeds_the_bound() {
         let mut c = Controller::new(3);
-        let caps = drive(&mut c, 60, 10, |cap, _| sample(200.0 * cap as f64, 0.9, 500));
+        let caps = drive(&mut c, 60, 10, |cap, _| {
+            sample(200.0 * cap as f64, 0.9, 500)
+        });
         assert_eq!(*caps.iter().max().unwrap(), 10);
         // A lower bound (max_threads fell) clamps at once.
         let d = c.step(&sample(2000.0, 0.9, 500), 4);

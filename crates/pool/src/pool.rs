@@ -20,11 +20,11 @@ use polling::{Event, Events, PollMode, Poller};
 use rustc_hash::FxHashMap;
 use shoal_wait::{WaitKind, WaitObserver};
 
+use crate::adapt::{Controller, Reason as AdaptReason};
 use crate::core::{
     next_priority, AfterPoll, CreateCtx, Decision, GroupCore, KillStep, Next, Phase, Prio, Reason,
     Settle,
 };
-use crate::adapt::{Controller, Reason as AdaptReason};
 use crate::stats::{Adjustment, ConnState, GroupStats, Percentiles, PoolStats, QueueEntryInfo};
 use crate::{CloseReason, Config, Handler, HighPrioMode, Outcome, PoolError, PrioHint};
 
@@ -795,7 +795,10 @@ impl<H: Handler> Shared<H> {
         } else {
             c.adaptive_lowers += 1;
         }
-        if matches!(d.reason, AdaptReason::RevertRaise | AdaptReason::RevertLower) {
+        if matches!(
+            d.reason,
+            AdaptReason::RevertRaise | AdaptReason::RevertLower
+        ) {
             c.adaptive_reverts += 1;
         }
         if inner.history.len() >= ADAPT_HISTORY {

@@ -38,9 +38,11 @@ fn admin(s: &Shoal, port: u16) -> mysql::Conn {
 }
 
 fn cap(a: &mut mysql::Conn) -> i64 {
-    a.query_first("SELECT CONCURRENCY_CAP FROM information_schema.THREAD_POOL_GROUPS WHERE GROUP_ID = 0")
-        .unwrap()
-        .unwrap()
+    a.query_first(
+        "SELECT CONCURRENCY_CAP FROM information_schema.THREAD_POOL_GROUPS WHERE GROUP_ID = 0",
+    )
+    .unwrap()
+    .unwrap()
 }
 
 /// Clients that run `sql` in a loop until the flag is cleared; each thread returns how many
@@ -75,7 +77,10 @@ fn poll_until(secs: u64, what: &str, mut f: impl FnMut() -> (bool, String)) {
         if ok {
             return;
         }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}; last seen: {seen}");
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}; last seen: {seen}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -93,7 +98,8 @@ fn history(a: &mut mysql::Conn) -> Vec<(i64, i64, String, f64)> {
 fn benchmark_rate(c: &mut mysql::Conn) -> f64 {
     let n = 300_000u64;
     let t = Instant::now();
-    c.query_drop(format!("SELECT BENCHMARK({n}, 1 + 1)")).unwrap();
+    c.query_drop(format!("SELECT BENCHMARK({n}, 1 + 1)"))
+        .unwrap();
     n as f64 / t.elapsed().as_secs_f64().max(1e-6)
 }
 
@@ -105,9 +111,12 @@ fn io_like_load_raises_the_cap_and_off_restores_the_static_cap() {
     let (s, port) = server("adaptive-io", &["--thread-pool-oversubscribe=1"]);
     let mut a = admin(&s, port);
     assert_eq!(cap(&mut a), 2, "static cap 1 + oversubscribe");
-    let v: Option<i64> = a.query_first("SELECT @@global.thread_pool_adaptive").unwrap();
+    let v: Option<i64> = a
+        .query_first("SELECT @@global.thread_pool_adaptive")
+        .unwrap();
     assert_eq!(v, Some(0), "OFF by default");
-    a.query_drop("SET GLOBAL thread_pool_adaptive = ON").unwrap();
+    a.query_drop("SET GLOBAL thread_pool_adaptive = ON")
+        .unwrap();
     assert_eq!(cap(&mut a), 2, "ON starts from 1 + oversubscribe");
     let stop = Arc::new(AtomicBool::new(false));
     let hs = load(&s, 64, "SELECT SLEEP(0.05)", &stop);
@@ -123,14 +132,19 @@ fn io_like_load_raises_the_cap_and_off_restores_the_static_cap() {
         "a raise with a high wait share in {h:?}"
     );
     // OFF: the static cap applies at once (the load keeps running).
-    a.query_drop("SET GLOBAL thread_pool_adaptive = OFF").unwrap();
+    a.query_drop("SET GLOBAL thread_pool_adaptive = OFF")
+        .unwrap();
     assert_eq!(cap(&mut a), 2);
     // And the static knob works again while OFF.
-    a.query_drop("SET GLOBAL thread_pool_oversubscribe = 3").unwrap();
+    a.query_drop("SET GLOBAL thread_pool_oversubscribe = 3")
+        .unwrap();
     assert_eq!(cap(&mut a), 4);
     let done = finish(&stop, hs);
     assert!(done > 0);
-    eprintln!("I/O-like load: {done} statements; history {:?}", history(&mut a));
+    eprintln!(
+        "I/O-like load: {done} statements; history {:?}",
+        history(&mut a)
+    );
     // The history survives OFF.
     assert!(!history(&mut a).is_empty());
     assert_eq!(s.recovered_events(), Some(0));
@@ -147,7 +161,8 @@ fn cpu_bound_load_brings_the_cap_down() {
     // Statements of about 10 ms of CPU each (calibrated on this server).
     let rate = benchmark_rate(&mut a);
     let n = ((rate * 0.010) as u64).max(1000);
-    a.query_drop("SET GLOBAL thread_pool_adaptive = ON").unwrap();
+    a.query_drop("SET GLOBAL thread_pool_adaptive = ON")
+        .unwrap();
     assert_eq!(cap(&mut a), 11);
     let stop = Arc::new(AtomicBool::new(false));
     let hs = load(&s, 24, &format!("SELECT BENCHMARK({n}, 1 + 1)"), &stop);
@@ -170,11 +185,19 @@ fn cpu_bound_load_brings_the_cap_down() {
         top = top.max(cap(&mut a));
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert!(top <= 8, "the cap climbed back to {top}: {:?}", history(&mut a));
+    assert!(
+        top <= 8,
+        "the cap climbed back to {top}: {:?}",
+        history(&mut a)
+    );
     let done = finish(&stop, hs);
-    eprintln!("CPU-bound load: {done} statements; history {:?}", history(&mut a));
+    eprintln!(
+        "CPU-bound load: {done} statements; history {:?}",
+        history(&mut a)
+    );
     // OFF restores the static cap.
-    a.query_drop("SET GLOBAL thread_pool_adaptive = OFF").unwrap();
+    a.query_drop("SET GLOBAL thread_pool_adaptive = OFF")
+        .unwrap();
     assert_eq!(cap(&mut a), 11);
     assert_eq!(s.recovered_events(), Some(0));
 }

@@ -852,6 +852,17 @@ mod tests {
                 .code(),
             1231
         );
+        // A bound known only at run time (the pool's allocated groups) tightens the range.
+        v.set_runtime_max("thread_pool_size", 128);
+        assert_eq!(
+            v.set_global("thread_pool_size", &SetValue::Int(129))
+                .unwrap_err()
+                .code(),
+            1231
+        );
+        v.set_global("thread_pool_size", &SetValue::Int(128))
+            .unwrap();
+        assert_eq!(v.get("thread_pool_size"), VarValue::UInt(128));
         assert_eq!(
             v.set_global("max_connections", &SetValue::Str("x".into()))
                 .unwrap_err()

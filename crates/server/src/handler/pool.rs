@@ -496,10 +496,9 @@ pub fn adaptive_history_table(st: &PoolStats) -> VirtualTable {
     let mut rows = Vec::new();
     for g in &st.groups {
         for (i, a) in g.adaptive_history.iter().enumerate() {
-            let since = a
-                .at
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap_or_default();
+            let since =
+                a.at.duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default();
             let m = &a.sample;
             rows.push(vec![
                 int(g.id),

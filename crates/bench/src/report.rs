@@ -672,6 +672,7 @@ fn environment(d: &mut Doc, envs: &[EnvInfo]) {
         "thread_handling",
         "thread_pool_size",
         "thread_pool_oversubscribe",
+        "thread_pool_adaptive",
         "thread_pool_stall_limit",
         "thread_pool_max_threads",
         "thread_pool_idle_timeout",

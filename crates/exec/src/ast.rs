@@ -167,7 +167,7 @@ pub enum AlterOp {
     AddForeignKey(shoal_store::ForeignKeySpec),
     /// DROP FOREIGN KEY name.
     DropForeignKey(String),
-    /// DROP [COLUMN] [IF EXISTS] name (rows are rewritten).
+    /// DROP \[COLUMN\] [IF EXISTS] name (rows are rewritten).
     DropColumn {
         /// The column.
         name: String,

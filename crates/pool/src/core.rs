@@ -269,6 +269,13 @@ pub struct Counters {
     pub recovered_events: u64,
     /// Reported waits by kind (index = `WaitKind::index`).
     pub waits: [u64; 12],
+    /// The adaptive controller raised the group's cap (`Threadpool_adaptive_raises`).
+    pub adaptive_raises: u64,
+    /// The adaptive controller lowered the group's cap (`Threadpool_adaptive_lowers`).
+    pub adaptive_lowers: u64,
+    /// Probes the controller reversed (`Threadpool_adaptive_reverts`): a raise that did not
+    /// pay or a lowering that cost throughput.
+    pub adaptive_reverts: u64,
 }
 
 /// Why a wake-or-create was requested.
@@ -402,6 +409,9 @@ pub struct GroupCore<E, W> {
     pub shutdown: bool,
     /// Event counters.
     pub counters: Counters,
+    /// What the adaptive controller measures, accumulated since its last decision
+    /// (`elapsed` and `queued` are filled in by the timer when it takes the sample).
+    pub meter: crate::adapt::Sample,
 }
 
 impl<E, W> Default for GroupCore<E, W> {
@@ -424,6 +434,7 @@ impl<E, W> Default for GroupCore<E, W> {
             last_creation: None,
             shutdown: false,
             counters: Counters::default(),
+            meter: Default::default(),
         }
     }
 }
@@ -511,7 +522,9 @@ impl<E, W> GroupCore<E, W> {
         self.stalled = false;
         self.dequeued_since_tick = true;
         self.counters.dequeues_by_worker += 1;
-        Some((entry.item, now.saturating_duration_since(entry.since)))
+        let qt = now.saturating_duration_since(entry.since);
+        self.meter.note_dequeue(qt);
+        Some((entry.item, qt))
     }
 
     /// When the entry [`take_work`](Self::take_work) would pop next was queued (`None`: both
@@ -544,7 +557,9 @@ impl<E, W> GroupCore<E, W> {
         let e = self.pop_at(q, 0)?;
         self.dequeued_since_tick = true;
         self.counters.balanced += 1;
-        Some((e.item, now.saturating_duration_since(e.since)))
+        let qt = now.saturating_duration_since(e.since);
+        self.meter.note_dequeue(qt);
+        Some((e.item, qt))
     }
 
     /// Whether a worker of another group should help: work is queued that this group cannot
@@ -566,7 +581,9 @@ impl<E, W> GroupCore<E, W> {
         let e = self.pop_at(q, 0)?;
         self.dequeued_since_tick = true;
         self.counters.stolen += 1;
-        Some((e.item, now.saturating_duration_since(e.since)))
+        let qt = now.saturating_duration_since(e.since);
+        self.meter.note_dequeue(qt);
+        Some((e.item, qt))
     }
 
     /// An active worker found no work and no listener: it becomes the listener.

@@ -82,6 +82,8 @@
 //!   listener), another worker is woken or created at once. Waits are counted by kind. A worker
 //!   that dequeues while more is queued and its group is still under the cap brings in one more
 //!   worker (MariaDB waits for a new event or the timer), so a burst fills the cap at once.
+//!   The cap is `1 + oversubscribe`, or, with `Config::adaptive` (`thread_pool_adaptive`),
+//!   the group's own value, set by its controller (below).
 //! * **Timer.** Every `stall_limit` a timer thread visits each group: kick-up; *stall* (queue
 //!   non-empty and nothing dequeued since the previous tick → mark stalled, which lifts the cap
 //!   until the next dequeue, and wake or create a worker); *missing listener* (connections but
@@ -216,6 +218,25 @@
 //! (docs/perf-log/2026-11-30-session-6-fifth-pass.md). Counter: `balanced` (the group taken
 //! from).
 //!
+//! ## Adaptive concurrency (`adaptive`, off by default)
+//!
+//! The best `oversubscribe` depends on the load: CPU-bound statements want one runnable worker
+//! per core, and more only lengthen every execution; statements that block where nothing
+//! reports it (page reads inside the storage engine, say) want more. With `adaptive` on, each group carries a
+//! [`adapt::Controller`], a pure state machine that the timer feeds once per tick (at least
+//! 100 ms apart) with what the group measured since its last decision: statements completed,
+//! their total queueing and execution time, the time its workers spent in reported waits
+//! (timed by the worker's [`shoal_wait::WaitObserver`]) and the queue length. It answers with the
+//! group's cap. The cap is published in an atomic of the group and read wherever
+//! `1 + oversubscribe` used to be: the dequeue rule, the listener's execute-or-queue choice,
+//! stealing, lingering and the creation throttle (which grants `2 + oversubscribe` threads
+//! unthrottled). The controller is hill climbing on throughput, steered by the wait share and
+//! bounded by `1..=max_threads / size`; its module doc says why that idea and not a
+//! latency-gradient or AIMD limiter. Every cap change lands in a per-group history of the last
+//! 32 ([`GroupStats::adaptive_history`]), with counters `adaptive_raises`, `adaptive_lowers`
+//! and `adaptive_reverts`. Switching it on starts every group at `1 + oversubscribe`;
+//! switching it off restores the static cap at once.
+//!
 //! ## The lock-holder guarantee (no pool-wide deadlock)
 //!
 //! The classic failure: a session holds a row lock (or an open transaction) and is idle; every
@@ -313,6 +334,7 @@
 
 #![warn(missing_docs)]
 
+pub mod adapt;
 pub mod core;
 mod loom;
 #[cfg(test)]
@@ -322,7 +344,7 @@ mod stats;
 
 pub use crate::core::{Counters, Prio};
 pub use pool::{poll_readable, Pool};
-pub use stats::{ConnState, GroupStats, Percentiles, PoolStats, QueueEntryInfo};
+pub use stats::{Adjustment, ConnState, GroupStats, Percentiles, PoolStats, QueueEntryInfo};
 
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
@@ -465,8 +487,11 @@ pub struct Config {
     pub size: usize,
     /// Groups allocated up front; the upper bound for live resizes (default max(size, 128)).
     pub max_size: usize,
-    /// `thread_pool_oversubscribe`: cap on active workers per group is 1 + this.
+    /// `thread_pool_oversubscribe`: cap on active workers per group is 1 + this (the starting
+    /// cap in adaptive mode).
     pub oversubscribe: usize,
+    /// `thread_pool_adaptive`: each group's cap is set by its controller (see [`adapt`]).
+    pub adaptive: bool,
     /// `thread_pool_stall_limit`: timer period.
     pub stall_limit: Duration,
     /// `thread_pool_max_threads`.
@@ -514,6 +539,7 @@ impl Default for Config {
             // runnable worker per group only lengthens the execution tail
             // (docs/perf-log/2026-12-01-session-9-seventh-pass.md).
             oversubscribe: 2,
+            adaptive: false,
             stall_limit: Duration::from_millis(500),
             max_threads: 65536,
             idle_timeout: Duration::from_secs(60),

@@ -20,11 +20,12 @@ use polling::{Event, Events, PollMode, Poller};
 use rustc_hash::FxHashMap;
 use shoal_wait::{WaitKind, WaitObserver};
 
+use crate::adapt::{Controller, Reason as AdaptReason};
 use crate::core::{
     next_priority, AfterPoll, CreateCtx, Decision, GroupCore, KillStep, Next, Phase, Prio, Reason,
     Settle,
 };
-use crate::stats::{ConnState, GroupStats, Percentiles, PoolStats, QueueEntryInfo};
+use crate::stats::{Adjustment, ConnState, GroupStats, Percentiles, PoolStats, QueueEntryInfo};
 use crate::{CloseReason, Config, Handler, HighPrioMode, Outcome, PoolError, PrioHint};
 
 const SHARDS: usize = 16;
@@ -35,6 +36,11 @@ const BLOCKED_LOG_INTERVAL: Duration = Duration::from_secs(10);
 /// only the recovery's latency, and the margin covers a listener descheduled on a loaded
 /// machine.
 const RECOVER_AFTER: Duration = Duration::from_secs(1);
+/// Decisions kept per group in the adaptive controller's history.
+pub const ADAPT_HISTORY: usize = 32;
+/// Shortest interval the adaptive controller judges (a tick sooner than this, e.g. after a
+/// stall-limit change or with a tiny stall limit, keeps accumulating).
+const ADAPT_MIN_INTERVAL: Duration = Duration::from_millis(100);
 /// How many times `wake_thief` spins on a busy group lock before leaving that group to the
 /// timer thread. It holds the victim's lock meanwhile, so it must never yield: on a loaded
 /// machine every `yield_now` gave the core away for a time slice, the victim's own listener and
@@ -143,6 +149,11 @@ struct GroupInner<C> {
     core: GroupCore<Entry<C>, Arc<WorkerSlot>>,
     queue_hist: Histogram<u64>,
     exec_hist: Histogram<u64>,
+    /// The adaptive controller (`None` while `thread_pool_adaptive` is off) and when its
+    /// current measuring interval began.
+    adapt: Option<(Controller, Instant)>,
+    /// The controller's last [`ADAPT_HISTORY`] cap changes, oldest first.
+    history: std::collections::VecDeque<Adjustment>,
 }
 
 struct Group<C> {
@@ -164,6 +175,10 @@ struct Group<C> {
     /// and the timer's rescue polls): the safety net's evidence that epoll had its chance to
     /// report a connection (see [`Shared::sweep`]).
     polls: AtomicU64,
+    /// The adaptive controller's cap for this group (what `1 + oversubscribe` is otherwise);
+    /// zero while adaptive mode is off. Written under the group lock by the timer, read
+    /// without it wherever the cap applies.
+    cap: AtomicUsize,
 }
 
 impl<C> Group<C> {
@@ -174,6 +189,8 @@ impl<C> Group<C> {
                 core: GroupCore::default(),
                 queue_hist: hist(),
                 exec_hist: hist(),
+                adapt: None,
+                history: std::collections::VecDeque::new(),
             }),
             poller: OnceLock::new(),
             next_since: AtomicU64::new(0),
@@ -181,6 +198,7 @@ impl<C> Group<C> {
             edge_idles: AtomicU64::new(0),
             edge_requeues: AtomicU64::new(0),
             polls: AtomicU64::new(0),
+            cap: AtomicUsize::new(0),
         }
     }
 
@@ -212,6 +230,8 @@ struct Shared<H: Handler> {
     registry: Vec<Shard<H::Conn>>,
     size: AtomicUsize,
     oversubscribe: AtomicUsize,
+    /// `thread_pool_adaptive`: each group's cap comes from its controller (see `crate::adapt`).
+    adaptive: AtomicBool,
     stall_limit_us: AtomicU64,
     max_threads: AtomicUsize,
     idle_timeout_us: AtomicU64,
@@ -280,6 +300,7 @@ impl<H: Handler> Pool<H> {
                 .collect(),
             size: AtomicUsize::new(config.size),
             oversubscribe: AtomicUsize::new(config.oversubscribe),
+            adaptive: AtomicBool::new(false),
             stall_limit_us: AtomicU64::new(us(config.stall_limit)),
             max_threads: AtomicUsize::new(config.max_threads),
             idle_timeout_us: AtomicU64::new(us(config.idle_timeout)),
@@ -308,6 +329,9 @@ impl<H: Handler> Pool<H> {
         // Create the pollers of the active groups now, so that an fd shortage shows at start.
         for g in &shared.groups[..config.size] {
             g.poller()?;
+        }
+        if config.adaptive {
+            shared.set_adaptive(true);
         }
         let s = shared.clone();
         let timer = std::thread::Builder::new()
@@ -368,6 +392,12 @@ impl<H: Handler> Pool<H> {
     /// `SET GLOBAL thread_pool_oversubscribe`.
     pub fn set_oversubscribe(&self, n: usize) {
         self.shared.oversubscribe.store(n, Ordering::SeqCst);
+    }
+    /// `SET GLOBAL thread_pool_adaptive`: on, every group's cap starts at `1 + oversubscribe`
+    /// and its controller adjusts it at each timer tick; off, the static cap applies again at
+    /// once (the history is kept).
+    pub fn set_adaptive(&self, on: bool) {
+        self.shared.set_adaptive(on);
     }
     /// `SET GLOBAL thread_pool_stall_limit` (takes effect at once: the timer is woken).
     pub fn set_stall_limit(&self, d: Duration) -> Result<(), PoolError> {
@@ -447,6 +477,7 @@ impl<H: Handler> Pool<H> {
             size: s.size.load(Ordering::SeqCst),
             max_size: s.groups.len(),
             oversubscribe: s.oversubscribe.load(Ordering::SeqCst),
+            adaptive: s.adaptive.load(Ordering::SeqCst),
             stall_limit: d(&s.stall_limit_us),
             max_threads: s.max_threads.load(Ordering::SeqCst),
             idle_timeout: d(&s.idle_timeout_us),
@@ -664,6 +695,8 @@ struct Observer<H: Handler> {
     shared: Arc<Shared<H>>,
     gid: usize,
     current: Mutex<Option<Arc<ConnEntry<H::Conn>>>>,
+    /// When the worker's current reported wait began (for the controller's wait share).
+    wait_since: Mutex<Option<Instant>>,
 }
 
 impl<H: Handler> WaitObserver for Observer<H> {
@@ -671,6 +704,7 @@ impl<H: Handler> WaitObserver for Observer<H> {
         if let Some(e) = lock(&self.current).as_ref() {
             lock(&e.meta).wait = Some(kind);
         }
+        *lock(&self.wait_since) = Some(Instant::now());
         let mut inner = self.shared.groups[self.gid].lock();
         if inner.core.wait_begin(kind) {
             if inner.core.queued() == 0 {
@@ -683,7 +717,14 @@ impl<H: Handler> WaitObserver for Observer<H> {
     }
 
     fn wait_end(&self, _kind: WaitKind) {
-        self.shared.groups[self.gid].lock().core.wait_end();
+        let began = lock(&self.wait_since).take();
+        {
+            let mut inner = self.shared.groups[self.gid].lock();
+            inner.core.wait_end();
+            if let Some(t) = began {
+                inner.core.meter.note_wait(t.elapsed());
+            }
+        }
         if let Some(e) = lock(&self.current).as_ref() {
             lock(&e.meta).wait = None;
         }
@@ -691,8 +732,85 @@ impl<H: Handler> WaitObserver for Observer<H> {
 }
 
 impl<H: Handler> Shared<H> {
-    fn oversub(&self) -> usize {
+    /// The concurrency cap of group `gid` minus one (what the core's decisions take as
+    /// `oversubscribe`): the controller's cap in adaptive mode, else the static setting.
+    fn oversub(&self, gid: usize) -> usize {
+        if self.adaptive.load(Ordering::Relaxed) {
+            let cap = self.groups[gid].cap.load(Ordering::Relaxed);
+            if cap > 0 {
+                return cap - 1;
+            }
+        }
         self.oversubscribe.load(Ordering::Relaxed)
+    }
+
+    /// The highest cap the controller may set: `max_threads / size`, at least 1.
+    fn max_cap(&self) -> usize {
+        let size = self.size.load(Ordering::Relaxed).max(1);
+        (self.max_threads.load(Ordering::Relaxed) / size).max(1)
+    }
+
+    fn set_adaptive(&self, on: bool) {
+        let was = self.adaptive.swap(on, Ordering::SeqCst);
+        if was == on {
+            return;
+        }
+        let start = (1 + self.oversubscribe.load(Ordering::SeqCst)).min(self.max_cap());
+        let now = Instant::now();
+        for g in &self.groups {
+            let mut inner = g.lock();
+            if on {
+                inner.adapt = Some((Controller::new(start), now));
+                inner.core.meter = Default::default();
+                g.cap.store(start, Ordering::SeqCst);
+            } else {
+                inner.adapt = None;
+                g.cap.store(0, Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// The adaptive controller's turn for one group (at a timer tick, group lock held).
+    fn adapt(&self, g: &Group<H::Conn>, inner: &mut GroupInner<H::Conn>, now: Instant) {
+        let max_cap = self.max_cap();
+        let Some((ctl, since)) = inner.adapt.as_mut() else {
+            return;
+        };
+        let elapsed = now.saturating_duration_since(*since);
+        if elapsed < ADAPT_MIN_INTERVAL {
+            return;
+        }
+        let mut sample = std::mem::take(&mut inner.core.meter);
+        sample.elapsed = elapsed;
+        sample.queued = inner.core.queued();
+        *since = now;
+        let d = ctl.step(&sample, max_cap);
+        g.cap.store(d.new, Ordering::SeqCst);
+        if d.new == d.old {
+            return;
+        }
+        let c = &mut inner.core.counters;
+        if d.new > d.old {
+            c.adaptive_raises += 1;
+        } else {
+            c.adaptive_lowers += 1;
+        }
+        if matches!(
+            d.reason,
+            AdaptReason::RevertRaise | AdaptReason::RevertLower
+        ) {
+            c.adaptive_reverts += 1;
+        }
+        if inner.history.len() >= ADAPT_HISTORY {
+            inner.history.pop_front();
+        }
+        inner.history.push_back(Adjustment {
+            at: std::time::SystemTime::now(),
+            old_cap: d.old,
+            new_cap: d.new,
+            reason: d.reason,
+            sample,
+        });
     }
     fn stall_limit(&self) -> Duration {
         Duration::from_micros(self.stall_limit_us.load(Ordering::Relaxed))
@@ -701,12 +819,12 @@ impl<H: Handler> Shared<H> {
         self.shutdown.load(Ordering::SeqCst)
     }
 
-    fn ctx(&self, now: Instant) -> CreateCtx {
+    fn ctx(&self, gid: usize, now: Instant) -> CreateCtx {
         CreateCtx {
             now,
             total_threads: self.total_threads.load(Ordering::SeqCst),
             max_threads: self.max_threads.load(Ordering::Relaxed),
-            oversubscribe: self.oversub(),
+            oversubscribe: self.oversub(gid),
             stall_limit: self.stall_limit(),
         }
     }
@@ -739,7 +857,7 @@ impl<H: Handler> Shared<H> {
             return;
         }
         let now = Instant::now();
-        match core.wake_or_create(&self.ctx(now), reason) {
+        match core.wake_or_create(&self.ctx(gid, now), reason) {
             Decision::Wake(w) => {
                 w.wake.store(WAKE_ACTIVE, Ordering::SeqCst);
                 w.cv.notify_one();
@@ -790,9 +908,9 @@ impl<H: Handler> Shared<H> {
         gid: usize,
         core: &mut GroupCore<Entry<H::Conn>, Arc<WorkerSlot>>,
     ) {
-        if core.listener_wants_worker(self.oversub()) {
+        if core.listener_wants_worker(self.oversub(gid)) {
             self.wake_or_create(gid, core, Reason::Normal);
-        } else if self.stealing.load(Ordering::Relaxed) && core.wants_thief(self.oversub()) {
+        } else if self.stealing.load(Ordering::Relaxed) && core.wants_thief(self.oversub(gid)) {
             self.wake_thief(gid);
         }
     }
@@ -857,7 +975,7 @@ impl<H: Handler> Shared<H> {
         for k in 1..size {
             let v = (gid + k) % size;
             let mut other = self.groups[v].lock();
-            if let Some(x) = other.core.steal(self.oversub(), now) {
+            if let Some(x) = other.core.steal(self.oversub(v), now) {
                 return Some(x);
             }
         }
@@ -1023,6 +1141,7 @@ impl<H: Handler> Shared<H> {
             shared: self.clone(),
             gid,
             current: Mutex::new(None),
+            wait_since: Mutex::new(None),
         });
         let prev = shoal_wait::set_thread_observer(Some(obs.clone()));
         let mut events = Events::with_capacity(MAX_EVENTS.try_into().expect("non-zero"));
@@ -1068,6 +1187,7 @@ impl<H: Handler> Shared<H> {
         // Woken as a thief: steal before taking our own group's listener role.
         let mut steal_first = false;
         if let Some(d) = exec {
+            inner.core.meter.note_exec(d);
             if self.histograms.load(Ordering::Relaxed) {
                 let _ = inner.exec_hist.record(us(d));
             }
@@ -1117,7 +1237,7 @@ impl<H: Handler> Shared<H> {
                     return Some(e);
                 }
             }
-            if let Some((e, qt)) = inner.core.take_work(self.oversub(), now) {
+            if let Some((e, qt)) = inner.core.take_work(self.oversub(gid), now) {
                 if self.histograms.load(Ordering::Relaxed) {
                     let _ = inner.queue_hist.record(us(qt));
                 }
@@ -1233,7 +1353,7 @@ impl<H: Handler> Shared<H> {
     ) -> Option<(usize, Instant)> {
         let margin = self.balance_us.load(Ordering::Relaxed);
         let size = self.size.load(Ordering::Relaxed);
-        if margin == 0 || size < 2 || gid >= size || !core.may_dequeue(self.oversub()) {
+        if margin == 0 || size < 2 || gid >= size || !core.may_dequeue(self.oversub(gid)) {
             return None;
         }
         let own = core.next_since()?;
@@ -1310,13 +1430,13 @@ impl<H: Handler> Shared<H> {
             let dedicated = self.dedicated.load(Ordering::Relaxed);
             match inner
                 .core
-                .after_poll(claimed, dedicated, self.oversub(), Instant::now())
+                .after_poll(claimed, dedicated, self.oversub(gid), Instant::now())
             {
                 AfterPoll::Execute(e) => {
                     if self.histograms.load(Ordering::Relaxed) {
                         let _ = inner.queue_hist.record(1);
                     }
-                    if inner.core.needs_new_listener(self.oversub()) {
+                    if inner.core.needs_new_listener(self.oversub(gid)) {
                         self.provide_listener(gid, &mut inner.core);
                     }
                     return Some(e);
@@ -1470,6 +1590,7 @@ impl<H: Handler> Shared<H> {
         {
             let mut inner = self.groups[gid].lock();
             if let Some(d) = exec.take() {
+                inner.core.meter.note_exec(d);
                 if self.histograms.load(Ordering::Relaxed) {
                     let _ = inner.exec_hist.record(us(d));
                 }
@@ -1519,7 +1640,7 @@ impl<H: Handler> Shared<H> {
             m.killed
         };
         let mut inner = self.groups[gid].lock();
-        if !inner.core.linger_end(hit && !killed, self.oversub()) {
+        if !inner.core.linger_end(hit && !killed, self.oversub(gid)) {
             return Linger::Abandoned(ready);
         }
         if self.histograms.load(Ordering::Relaxed) {
@@ -1722,7 +1843,7 @@ impl<H: Handler> Shared<H> {
             if pending & (1 << gid) == 0 {
                 continue;
             }
-            if !self.groups[gid].lock().core.wants_thief(self.oversub()) {
+            if !self.groups[gid].lock().core.wants_thief(self.oversub(gid)) {
                 continue;
             }
             for k in 1..size {
@@ -1751,13 +1872,22 @@ impl<H: Handler> Shared<H> {
             }
             core.kick_up(kickup, Instant::now());
             let (stalled, missing) = core.tick();
+            let adaptive = gid < self.size.load(Ordering::Relaxed) && inner.adapt.is_some();
+            if adaptive {
+                self.adapt(group, &mut inner, Instant::now());
+            }
+            let core = &mut inner.core;
             if stalled {
                 self.wake_or_create(gid, core, Reason::Stall);
             } else if missing {
                 self.provide_listener(gid, core);
-            } else if self.stealing.load(Ordering::Relaxed) && core.wants_thief(self.oversub()) {
+            } else if self.stealing.load(Ordering::Relaxed) && core.wants_thief(self.oversub(gid)) {
                 // A steal lost to a race gets another chance every tick.
                 self.wake_thief(gid);
+            }
+            if adaptive && !stalled && !missing {
+                // A raised cap lets queued work start now, not at the next event.
+                self.after_queue(gid, core);
             }
             let rescue = !core.listener && core.connections > 0;
             drop(inner);
@@ -1944,6 +2074,8 @@ impl<H: Handler> Shared<H> {
                 },
                 queue_time: percentiles(&inner.queue_hist),
                 exec_time: percentiles(&inner.exec_hist),
+                cap: 1 + self.oversub(gid),
+                adaptive_history: inner.history.iter().cloned().collect(),
             });
         }
         let threads: usize = groups.iter().map(|g| g.threads).sum();

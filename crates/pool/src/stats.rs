@@ -69,7 +69,7 @@ pub struct QueueEntryInfo {
 }
 
 /// One group (`THREAD_POOL_GROUPS` and `THREAD_POOL_STATS` columns).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct GroupStats {
     /// Group id.
     pub id: usize,
@@ -99,10 +99,29 @@ pub struct GroupStats {
     pub queue_time: Percentiles,
     /// Execution time of one handler call.
     pub exec_time: Percentiles,
+    /// The concurrency cap in force: the adaptive controller's, or `1 + oversubscribe`.
+    pub cap: usize,
+    /// The adaptive controller's last cap changes, oldest first (kept after it is switched off).
+    pub adaptive_history: Vec<Adjustment>,
+}
+
+/// One cap change of a group's adaptive controller (`THREAD_POOL_ADAPTIVE_HISTORY`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Adjustment {
+    /// When it was decided.
+    pub at: std::time::SystemTime,
+    /// The cap during the measured interval.
+    pub old_cap: usize,
+    /// The cap from then on.
+    pub new_cap: usize,
+    /// Why.
+    pub reason: crate::adapt::Reason,
+    /// What the interval measured.
+    pub sample: crate::adapt::Sample,
 }
 
 /// A snapshot of the whole pool.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PoolStats {
     /// Current `size` (groups in use).
     pub size: usize,

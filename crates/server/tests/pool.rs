@@ -90,7 +90,9 @@ fn basic_queries_prepared_statements_status_and_tables() {
             "STANDBY_THREADS",
             "QUEUE_LENGTH",
             "HAS_LISTENER",
-            "IS_STALLED"
+            "IS_STALLED",
+            // shoal's one extra column: the cap in force (1 + oversubscribe here).
+            "CONCURRENCY_CAP"
         ]
     );
     let ids: Vec<i64> = c
@@ -1178,5 +1180,80 @@ fn pipelined_command_behind_a_full_read_is_answered() {
         std::io::Write::write_all(&mut r.s, &both).unwrap();
         assert_eq!(r.single_value(), fill.to_string());
         assert_eq!(r.single_value(), "7", "the pipelined command ({size})");
+    }
+}
+
+/// Issue 19's pool gaps: `SET GLOBAL thread_pool_size` above the groups allocated at startup
+/// is refused with 1231 (and changes nothing) instead of being accepted and not applied; up to
+/// that limit it is applied.
+#[test]
+fn thread_pool_size_beyond_the_allocated_groups_is_refused() {
+    let s = pool_server("pool-size-limit", &["--thread-pool-size=2"]);
+    let mut c = conn(&s);
+    assert_eq!(
+        err_of(c.query_drop("SET GLOBAL thread_pool_size = 129")),
+        1231
+    );
+    assert_eq!(global_int(&mut c, "thread_pool_size"), Some(2));
+    assert_eq!(status(&mut c, "Threadpool_groups"), 2);
+    c.query_drop("SET GLOBAL thread_pool_size = 128").unwrap();
+    assert_eq!(global_int(&mut c, "thread_pool_size"), Some(128));
+    assert_eq!(status(&mut c, "Threadpool_groups"), 128);
+    c.query_drop("SET GLOBAL thread_pool_size = 2").unwrap();
+    assert_eq!(status(&mut c, "Threadpool_groups"), 2);
+}
+
+/// Issue 19's pool gaps: waits that used to block a worker unreported are reported now: the
+/// DDL's synced catalog write (SYNC), a commit under `innodb_flush_log_at_trx_commit=2`
+/// (DISKIO: the unsynced WAL write), and a DDL waiting behind another DDL (META_DATA_LOCK).
+#[test]
+fn ddl_sync_flush_mode_2_commits_and_the_ddl_mutex_report_waits() {
+    let s = pool_server("pool-waits-ddl", &["--thread-pool-size=1"]);
+    let mut c = conn(&s);
+    c.query_drop("CREATE DATABASE w").unwrap();
+    let sync0 = status(&mut c, "Threadpool_waits_sync");
+    c.query_drop("CREATE TABLE w.t (id INT PRIMARY KEY, v INT)")
+        .unwrap();
+    assert!(
+        status(&mut c, "Threadpool_waits_sync") > sync0,
+        "CREATE TABLE's synced catalog write reported no SYNC wait"
+    );
+    c.query_drop("SET GLOBAL innodb_flush_log_at_trx_commit = 2")
+        .unwrap();
+    let io0 = status(&mut c, "Threadpool_waits_diskio");
+    for i in 0..20 {
+        c.query_drop(format!("INSERT INTO w.t VALUES ({i}, {i})"))
+            .unwrap();
+    }
+    let io = status(&mut c, "Threadpool_waits_diskio") - io0;
+    assert!(
+        io >= 20,
+        "20 commits under flush mode 2 reported {io} DISKIO waits"
+    );
+    c.query_drop("SET GLOBAL innodb_flush_log_at_trx_commit = 1")
+        .unwrap();
+    // Two sessions running DDL back to back: one waits for the other's DDL now and then.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let hs: Vec<_> = (0..2)
+        .map(|k| {
+            let mut d = conn(&s);
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut i = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    d.query_drop(format!("CREATE TABLE w.d{k}_{i} (id INT PRIMARY KEY)"))
+                        .unwrap();
+                    d.query_drop(format!("DROP TABLE w.d{k}_{i}")).unwrap();
+                    i += 1;
+                }
+            })
+        })
+        .collect();
+    wait_until(60, "a META_DATA_LOCK wait behind another DDL", || {
+        status(&mut c, "Threadpool_waits_meta_data_lock") > 0
+    });
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for h in hs {
+        h.join().unwrap();
     }
 }

@@ -211,6 +211,9 @@ pub struct Vars {
     aliases: HashMap<&'static str, &'static str>,
     global: RwLock<HashMap<&'static str, VarValue>>,
     subscribers: Mutex<Vec<Arc<Subscriber>>>,
+    /// Upper bounds known only at run time, tighter than the definition's (`thread_pool_size`:
+    /// the groups the pool allocated at startup). `SET GLOBAL` above one is refused (1231).
+    runtime_max: RwLock<HashMap<&'static str, u64>>,
 }
 
 const ISOLATION: &[&str] = &[
@@ -407,6 +410,8 @@ fn defs() -> Vec<VarDef> {
         d("thread_pool_size", u(1, 100000), Global, true, V::UInt(cpus())),
         // 2, not MariaDB's 3: see docs/OPERATIONS.md (every blocking point reports its wait).
         d("thread_pool_oversubscribe", u(1, 1000), Global, true, V::UInt(2)),
+        // shoal: each group's concurrency cap set by its own controller (docs/OPERATIONS.md).
+        d("thread_pool_adaptive", Bool, Global, true, V::Bool(false)),
         d("thread_pool_stall_limit", u(1, U32MAX), Global, true, V::UInt(500)),
         d("thread_pool_max_threads", u(1, 65536), Global, true, V::UInt(65536)),
         d("thread_pool_idle_timeout", u(1, U32MAX), Global, true, V::UInt(60)),
@@ -470,6 +475,7 @@ impl Vars {
             aliases,
             global: RwLock::new(global),
             subscribers: Mutex::new(Vec::new()),
+            runtime_max: RwLock::new(HashMap::new()),
         }
     }
 
@@ -591,6 +597,18 @@ impl Vars {
         }
     }
 
+    /// Tightens the upper bound of a global integer variable at run time (see `runtime_max`);
+    /// an unknown name is ignored.
+    pub fn set_runtime_max(&self, name: &str, max: u64) {
+        if let Some(d) = self.def(name) {
+            let n = d.name;
+            self.runtime_max
+                .write()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(n, max);
+        }
+    }
+
     /// `SET GLOBAL name = value` (runtime: read-only variables are refused).
     pub fn set_global(&self, name: &str, value: &SetValue) -> Result<(), VarError> {
         let d = self.def_or_err(name)?;
@@ -601,6 +619,17 @@ impl Vars {
             return Err(VarError::SessionOnly(d.name.to_string()));
         }
         let v = self.validate(d, value, true)?;
+        let max = self
+            .runtime_max
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(d.name)
+            .copied();
+        if let (Some(max), VarValue::UInt(n)) = (max, &v) {
+            if *n > max {
+                return Err(VarError::BadValue(d.name.to_string(), n.to_string()));
+            }
+        }
         self.store_global(d.name, v);
         Ok(())
     }
@@ -823,6 +852,17 @@ mod tests {
                 .code(),
             1231
         );
+        // A bound known only at run time (the pool's allocated groups) tightens the range.
+        v.set_runtime_max("thread_pool_size", 128);
+        assert_eq!(
+            v.set_global("thread_pool_size", &SetValue::Int(129))
+                .unwrap_err()
+                .code(),
+            1231
+        );
+        v.set_global("thread_pool_size", &SetValue::Int(128))
+            .unwrap();
+        assert_eq!(v.get("thread_pool_size"), VarValue::UInt(128));
         assert_eq!(
             v.set_global("max_connections", &SetValue::Str("x".into()))
                 .unwrap_err()

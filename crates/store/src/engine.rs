@@ -462,7 +462,7 @@ impl Engine {
 
     /// CREATE DATABASE. Errors with `DatabaseExists` if it exists.
     pub fn create_database(&self, name: &str) -> Result<()> {
-        let _ddl = lock_mutex(&self.inner.ddl);
+        let _ddl = self.inner.lock_ddl();
         if self.database_exists(name) {
             return Err(StoreError::DatabaseExists(name.to_string()));
         }
@@ -475,7 +475,7 @@ impl Engine {
 
     /// DROP DATABASE with all its tables. Returns the number of tables dropped.
     pub fn drop_database(&self, name: &str) -> Result<usize> {
-        let _ddl = lock_mutex(&self.inner.ddl);
+        let _ddl = self.inner.lock_ddl();
         let tables = self.tables(name)?;
         let mut b = WriteBatch::default();
         let mut defs = Vec::new();
@@ -515,7 +515,7 @@ impl Engine {
         spec: TableSpec,
         fk_checks: bool,
     ) -> Result<Arc<TableDef>> {
-        let _ddl = lock_mutex(&self.inner.ddl);
+        let _ddl = self.inner.lock_ddl();
         if !self.database_exists(db) {
             return Err(StoreError::NoSuchDatabase(db.to_string()));
         }
@@ -640,7 +640,7 @@ impl Engine {
 
     /// DROP TABLE: removes the definition and (with a range delete) all rows and index entries.
     pub fn drop_table(&self, db: &str, name: &str) -> Result<()> {
-        let _ddl = lock_mutex(&self.inner.ddl);
+        let _ddl = self.inner.lock_ddl();
         let def = self.inner.table(db, name)?;
         let mut b = WriteBatch::default();
         drop_table_writes(&mut b, &def);
@@ -655,7 +655,7 @@ impl Engine {
 
     /// TRUNCATE TABLE: deletes all rows and index entries and resets AUTO_INCREMENT.
     pub fn truncate_table(&self, db: &str, name: &str) -> Result<()> {
-        let _ddl = lock_mutex(&self.inner.ddl);
+        let _ddl = self.inner.lock_ddl();
         let def = self.inner.table(db, name)?;
         let mut b = WriteBatch::default();
         delete_prefix(&mut b, &catalog::rows_prefix(def.id));
@@ -674,7 +674,7 @@ impl Engine {
     /// Concurrent writes to the table during the build are not supported (no metadata locks
     /// yet): the SQL layer should not run DDL and DML on one table at the same time.
     pub fn create_index(&self, db: &str, table: &str, spec: IndexSpec) -> Result<Arc<TableDef>> {
-        let _ddl = lock_mutex(&self.inner.ddl);
+        let _ddl = self.inner.lock_ddl();
         let def = self.inner.table(db, table)?;
         if spec.name.eq_ignore_ascii_case("PRIMARY") || def.index(&spec.name).is_some() {
             return Err(StoreError::IndexExists(spec.name.clone()));
@@ -754,7 +754,7 @@ impl Engine {
         table: &str,
         spec: &catalog::ForeignKeySpec,
     ) -> Result<Arc<TableDef>> {
-        let _ddl = lock_mutex(&self.inner.ddl);
+        let _ddl = self.inner.lock_ddl();
         let def = self.inner.table(db, table)?;
         let parent_db = spec.ref_db.clone().unwrap_or_else(|| db.to_string());
         let parent = if parent_db == db && spec.ref_table.eq_ignore_ascii_case(table) {
@@ -785,7 +785,7 @@ impl Engine {
 
     /// ALTER TABLE DROP FOREIGN KEY name (its index stays, as in InnoDB).
     pub fn drop_foreign_key(&self, db: &str, table: &str, name: &str) -> Result<Arc<TableDef>> {
-        let _ddl = lock_mutex(&self.inner.ddl);
+        let _ddl = self.inner.lock_ddl();
         let def = self.inner.table(db, table)?;
         if !def
             .foreign_keys
@@ -840,7 +840,7 @@ impl Engine {
         column: ColumnDef,
         if_not_exists: bool,
     ) -> Result<Arc<TableDef>> {
-        let _ddl = lock_mutex(&self.inner.ddl);
+        let _ddl = self.inner.lock_ddl();
         let def = self.inner.table(db, table)?;
         if def.column_index(&column.name).is_some() && if_not_exists {
             return Ok(def);
@@ -1001,7 +1001,7 @@ impl Engine {
 
     /// DROP INDEX / ALTER TABLE DROP INDEX.
     pub fn drop_index(&self, db: &str, table: &str, name: &str) -> Result<Arc<TableDef>> {
-        let _ddl = lock_mutex(&self.inner.ddl);
+        let _ddl = self.inner.lock_ddl();
         let def = self.inner.table(db, table)?;
         let Some(ix) = def.index(name).cloned() else {
             return Err(StoreError::NoSuchIndex(name.to_string()));
@@ -1076,12 +1076,15 @@ impl Engine {
 
     /// Flushes memtables to SST files (used by tests that want on-disk data).
     pub fn flush(&self) -> Result<()> {
+        let _w = shoal_wait::wait(WaitKind::DiskIo);
         self.inner.db.flush()?;
         Ok(())
     }
 
     /// Compacts the whole key space (tests; `OPTIMIZE TABLE`).
     pub fn compact(&self) {
+        // A full compaction reads and rewrites every file: reported as disk I/O.
+        let _w = shoal_wait::wait(WaitKind::DiskIo);
         self.inner.db.compact_range::<&[u8], &[u8]>(None, None);
     }
 }
@@ -1289,8 +1292,23 @@ impl Inner {
         Ok(def)
     }
 
-    /// A synced write outside transactions (DDL, counters).
+    /// Serializes DDL statements. Waiting behind another DDL (a synced catalog write, or a
+    /// long ALTER) is reported as a metadata-lock wait, so a pool worker stuck here frees its
+    /// group's slot; the uncontended case costs one `try_lock` and reports nothing.
+    fn lock_ddl(&self) -> MutexGuard<'_, ()> {
+        match self.ddl.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                let _w = shoal_wait::wait(WaitKind::MetaDataLock);
+                lock_mutex(&self.ddl)
+            }
+        }
+    }
+
+    /// A synced write outside transactions (DDL, counters): reported as a `Sync` wait.
     fn write_sync(&self, b: WriteBatch) -> Result<()> {
+        let _w = shoal_wait::wait(WaitKind::Sync);
         let mut wo = WriteOptions::default();
         wo.set_sync(true);
         self.db.write_opt(b, &wo)?;
@@ -1550,6 +1568,10 @@ impl Inner {
     pub(crate) fn commit_batch(&self, batch: WriteBatch) -> Result<()> {
         Stats::add(&self.stats.write_commits, 1);
         if self.flush_mode.load(Ordering::Relaxed) != 1 {
+            // Flush modes 0 and 2: no fsync, but the WAL write itself can block (a RocksDB
+            // write stall, the kernel throttling dirty pages): reported as disk I/O so the
+            // pool sees it like the synced path's `GroupCommit`/`Sync` waits.
+            let _w = shoal_wait::wait(WaitKind::DiskIo);
             self.db.write_opt(batch, &WriteOptions::default())?;
             return Ok(());
         }

@@ -67,12 +67,14 @@
 //! # Configuration and observability
 //!
 //! [`PoolHandling::start`] builds the pool [`Config`] from the `thread_pool_*` variables and
-//! subscribes to SET GLOBAL of each (live: size, oversubscribe, stall limit, max threads, idle
+//! subscribes to SET GLOBAL of each (live: size, oversubscribe, adaptive, stall limit, max threads, idle
 //! timeout, kick-up timer, priority mode and tickets, dedicated listener, linger, work stealing).
 //! It registers a SHOW
 //! STATUS provider (`Threadpool_*`), the information_schema tables `THREAD_POOL_GROUPS`,
 //! `THREAD_POOL_QUEUES`, `THREAD_POOL_STATS`, `THREAD_POOL_WAITS` (MariaDB's columns) plus
-//! `THREAD_POOL_LATENCY` (ours: queueing/execution p50/p95/p99/max per group), and a process-list
+//! `THREAD_POOL_LATENCY` (ours: queueing/execution p50/p95/p99/max per group) and
+//! `THREAD_POOL_ADAPTIVE_HISTORY` (ours: the adaptive controller's cap changes; the current cap
+//! is `THREAD_POOL_GROUPS.CONCURRENCY_CAP`), and a process-list
 //! state provider (`queued (high)`, `running`, `waiting: SLEEP`, ...). All callbacks hold a
 //! `Weak` pool reference, so a stopped pool just contributes nothing.
 
@@ -254,6 +256,10 @@ pub fn config_from_server(server: &Server) -> Config {
         max_size: size.max(d.max_size),
         oversubscribe: var_u64(server, "thread_pool_oversubscribe", d.oversubscribe as u64)
             as usize,
+        adaptive: server
+            .variable_value("thread_pool_adaptive")
+            .map(|v| v.as_bool())
+            .unwrap_or(false),
         stall_limit: Duration::from_millis(var_u64(server, "thread_pool_stall_limit", 500).max(1)),
         max_threads: var_u64(server, "thread_pool_max_threads", d.max_threads as u64).max(1)
             as usize,
@@ -304,6 +310,10 @@ fn apply_variable(pool: &Pool<ServerHandler>, name: &str, v: &VarValue) {
         "thread_pool_size" => pool.set_size(v.as_u64() as usize),
         "thread_pool_oversubscribe" => {
             pool.set_oversubscribe(v.as_u64() as usize);
+            Ok(())
+        }
+        "thread_pool_adaptive" => {
+            pool.set_adaptive(v.as_bool());
             Ok(())
         }
         "thread_pool_stall_limit" => pool.set_stall_limit(Duration::from_millis(v.as_u64().max(1))),
@@ -383,6 +393,9 @@ pub fn status_rows(st: &PoolStats) -> Vec<(String, String)> {
         c.edge_idles += x.edge_idles;
         c.edge_requeues += x.edge_requeues;
         c.recovered_events += x.recovered_events;
+        c.adaptive_raises += x.adaptive_raises;
+        c.adaptive_lowers += x.adaptive_lowers;
+        c.adaptive_reverts += x.adaptive_reverts;
     }
     let sum = |f: fn(&shoal_pool::GroupStats) -> usize| -> u64 {
         st.groups.iter().map(f).sum::<usize>() as u64
@@ -429,6 +442,17 @@ pub fn status_rows(st: &PoolStats) -> Vec<(String, String)> {
         ("Threadpool_edge_idles", c.edge_idles),
         ("Threadpool_edge_requeues", c.edge_requeues),
         ("Threadpool_recovered_events", c.recovered_events),
+        ("Threadpool_adaptive_raises", c.adaptive_raises),
+        ("Threadpool_adaptive_lowers", c.adaptive_lowers),
+        ("Threadpool_adaptive_reverts", c.adaptive_reverts),
+        (
+            "Threadpool_concurrency_cap",
+            st.groups
+                .iter()
+                .filter(|g| g.id < st.size)
+                .map(|g| g.cap as u64)
+                .sum(),
+        ),
     ];
     let mut out: Vec<(String, String)> = rows
         .drain(..)
@@ -455,6 +479,7 @@ pub fn groups_table(st: &PoolStats) -> VirtualTable {
             "QUEUE_LENGTH",
             "HAS_LISTENER",
             "IS_STALLED",
+            "CONCURRENCY_CAP",
         ]
         .map(String::from)
         .to_vec(),
@@ -471,9 +496,62 @@ pub fn groups_table(st: &PoolStats) -> VirtualTable {
                     int(g.queue_high + g.queue_low),
                     int(g.has_listener as u8),
                     int(g.is_stalled as u8),
+                    int(g.cap),
                 ]
             })
             .collect(),
+    }
+}
+
+/// `information_schema.THREAD_POOL_ADAPTIVE_HISTORY` (shoal): each group's last cap changes by
+/// its adaptive controller (oldest first), with the reason and what the interval measured.
+pub fn adaptive_history_table(st: &PoolStats) -> VirtualTable {
+    let mut rows = Vec::new();
+    for g in &st.groups {
+        for (i, a) in g.adaptive_history.iter().enumerate() {
+            let since =
+                a.at.duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default();
+            let m = &a.sample;
+            rows.push(vec![
+                int(g.id),
+                int(i),
+                Value::DateTime(shoal_sql::value::DateTime::from_unix(
+                    since.as_secs() as i64,
+                    since.subsec_micros(),
+                )),
+                int(a.old_cap),
+                int(a.new_cap),
+                Value::Str(a.reason.name().into()),
+                int(m.elapsed.as_millis()),
+                int(m.completed),
+                Value::Double((m.throughput() * 10.0).round() / 10.0),
+                int(m.mean_queue_us()),
+                int(m.mean_exec_us()),
+                Value::Double((m.wait_share() * 1000.0).round() / 1000.0),
+                int(m.queued),
+            ]);
+        }
+    }
+    VirtualTable {
+        columns: [
+            "GROUP_ID",
+            "SEQ",
+            "DECIDED_AT",
+            "OLD_CAP",
+            "NEW_CAP",
+            "REASON",
+            "INTERVAL_MS",
+            "COMPLETED",
+            "THROUGHPUT",
+            "AVG_QUEUEING_US",
+            "AVG_EXECUTION_US",
+            "WAIT_SHARE",
+            "QUEUE_LENGTH",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
     }
 }
 
@@ -603,6 +681,11 @@ impl PoolHandling {
     /// Starts the pool from the server's variables and registers every hook (see module docs).
     pub fn start(server: &Arc<Server>) -> Result<Arc<PoolHandling>, PoolStartError> {
         let pool = Arc::new(Pool::start(config_from_server(server), ServerHandler)?);
+        // The groups are allocated at startup (max(128, thread_pool_size)): a SET GLOBAL
+        // beyond them is refused with 1231 instead of being accepted and not applied.
+        server
+            .vars
+            .set_runtime_max("thread_pool_size", pool.config().max_size as u64);
         let weak = Arc::downgrade(&pool);
         {
             let w = weak.clone();
@@ -620,12 +703,13 @@ impl PoolHandling {
                 }
             }));
         }
-        let tables: [(&str, TableFn); 5] = [
+        let tables: [(&str, TableFn); 6] = [
             ("THREAD_POOL_GROUPS", groups_table),
             ("THREAD_POOL_QUEUES", queues_table),
             ("THREAD_POOL_STATS", stats_table),
             ("THREAD_POOL_WAITS", waits_table),
             ("THREAD_POOL_LATENCY", latency_table),
+            ("THREAD_POOL_ADAPTIVE_HISTORY", adaptive_history_table),
         ];
         for (name, f) in tables {
             let w: Weak<Pool<ServerHandler>> = weak.clone();

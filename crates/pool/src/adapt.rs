@@ -1,0 +1,552 @@
+//! The adaptive concurrency controller (`thread_pool_adaptive`): one per group, a pure state
+//! machine. Input: what the group measured over the last interval ([`Sample`]); output: the
+//! group's new concurrency cap and why ([`Decision`]). The pool's timer feeds it once per
+//! interval and applies the cap in place of `1 + thread_pool_oversubscribe`.
+//!
+//! # The idea taken, and why
+//!
+//! The candidates were (a) *Vegas/gradient limiters* (Netflix's concurrency-limits: the limit
+//! follows `limit × min_rtt / rtt` plus a queue allowance), (b) *AIMD* as in TCP Reno, and
+//! (c) *hill climbing* as in the .NET thread pool (change the thread count, keep the change if
+//! throughput rose, reverse it otherwise). Vegas and the gradient limiter judge concurrency by
+//! latency against a no-load baseline. That fits a client limiting requests to one service. It
+//! fits a database group badly: a statement's execution time depends on the statement. A
+//! `SELECT SLEEP(0.05)` next to point selects would read as "congestion". AIMD needs a loss
+//! signal, and a pool has none. So we took **hill climbing on throughput**, the .NET idea, in the
+//! simple "probe, measure, keep or reverse" form rather than .NET's sine-wave/Fourier version.
+//! That form needs hundreds of samples per decision, and a group sees only a few intervals per
+//! second. The hill climber is steered by two pool-specific signals:
+//!
+//! * **Is the cap binding at all?** If nothing queued during the interval, the cap limited
+//!   nobody: changing it teaches nothing, and the controller holds.
+//! * **Which way to probe first?** The *wait share*: the fraction of execution time that workers
+//!   spent inside reported waits (`shoal_wait`: disk reads, fsync, locks, sleeps). A high share
+//!   with work queued is the I/O-bound signature: more workers overlap more waits, so the
+//!   controller probes *up*. A low share is CPU-bound work: more runnable workers than cores
+//!   only lengthen every statement's execution time (the "latency without throughput" case),
+//!   so it probes *down*. The share is only a prior: throughput has the last word.
+//!
+//! # The state machine
+//!
+//! `Steady` → (binding, and the chosen direction's back-off has run out) → `Probe{dir, base}`: the
+//! cap moves by `step = max(1, cap / 4)` (multiplicative, so 2048 I/O-bound clients reach a
+//! high cap in seconds, not minutes). The next interval runs at the new cap. Then:
+//!
+//! * up, and throughput rose by more than the noise margin → **kept**, probe up again (while
+//!   work still queues);
+//! * up, I/O-bound (wait share high), throughput held within the margin and the mean
+//!   queueing time fell by more than `max(5 %, 2 × noise)` (and by 100 µs) → **kept** as well: the waiting workers cost little, and
+//!   with closed-loop clients a shorter queue shows in latency before it shows in throughput;
+//! * up otherwise → **reverted** (cap back down), back-off for "up" doubles;
+//! * down, and throughput held within the margin (and, I/O-bound, queueing did not grow by
+//!   more than that) → **kept** (same work, fewer runnable workers, shorter execution), probe down
+//!   again while CPU-bound;
+//! * down otherwise → **reverted** (cap back up), back-off for "down" doubles.
+//!
+//! A kept probe resets its direction's back-off to zero, and so does a change of regime (the
+//! wait share crossing [`WAIT_SHARE_HIGH`] between binding intervals): a back-off learnt on a
+//! CPU-bound load must not delay the climb when the load turns I/O-bound. The noise margin is
+//! `max(5 %, 2/√completed, 2 × noise)`. Here `noise` is an exponential average of the relative
+//! throughput change between consecutive steady intervals (same cap). Pure noise therefore rarely
+//! keeps a probe, and each reverted probe doubles the wait before the next one in that direction
+//! (2, 4, … 64 intervals). A noisy but flat workload sees a handful of probes, then one every
+//! 64 intervals: the "no oscillation" bound the unit tests check. An interval with fewer than
+//! [`MIN_COMPLETED`] statements is too thin to judge: it holds, and abandons a probe in flight
+//! (keeping its cap, which is harmless for a load that went away).
+//!
+//! Bounds: `1 <= cap <= max_cap`. The pool passes `thread_pool_max_threads / groups` as `max_cap`.
+
+use std::time::Duration;
+
+/// Fewest statements an interval must complete before the controller judges it.
+pub const MIN_COMPLETED: u64 = 16;
+/// Smallest relative throughput change taken as a real one.
+pub const MIN_MARGIN: f64 = 0.05;
+/// Wait share above which an interval with queued work looks I/O-bound (probe up first).
+pub const WAIT_SHARE_HIGH: f64 = 0.3;
+/// Longest back-off, in intervals, after repeated reverted probes in one direction.
+pub const MAX_BACKOFF: u32 = 64;
+
+/// What a group measured over one interval (accumulated under the group lock).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Sample {
+    /// Length of the interval.
+    pub elapsed: Duration,
+    /// Statements (handler calls) completed.
+    pub completed: u64,
+    /// Total queueing time of the entries dequeued, µs.
+    pub queue_us: u64,
+    /// Total execution time of the statements completed, µs.
+    pub exec_us: u64,
+    /// Total time workers spent inside reported waits (ended in this interval), µs.
+    pub wait_us: u64,
+    /// Entries queued at the end of the interval.
+    pub queued: usize,
+    /// Entries dequeued after waiting in the queue for at least [`BINDING_WAIT_US`].
+    pub delayed: u64,
+}
+
+/// A queueing time above this means the entry waited for a slot (not just a hand-off).
+pub const BINDING_WAIT_US: u64 = 200;
+
+impl Sample {
+    /// Accounts one dequeued entry's queueing time.
+    pub fn note_dequeue(&mut self, qt: Duration) {
+        let us = u64::try_from(qt.as_micros()).unwrap_or(u64::MAX);
+        self.queue_us = self.queue_us.saturating_add(us);
+        if us >= BINDING_WAIT_US {
+            self.delayed += 1;
+        }
+    }
+    /// Accounts one completed statement's execution time.
+    pub fn note_exec(&mut self, d: Duration) {
+        self.completed += 1;
+        let us = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        self.exec_us = self.exec_us.saturating_add(us);
+    }
+    /// Accounts one ended reported wait.
+    pub fn note_wait(&mut self, d: Duration) {
+        let us = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        self.wait_us = self.wait_us.saturating_add(us);
+    }
+    /// Completed statements per second.
+    pub fn throughput(&self) -> f64 {
+        let s = self.elapsed.as_secs_f64();
+        if s <= 0.0 {
+            0.0
+        } else {
+            self.completed as f64 / s
+        }
+    }
+    /// Fraction of execution time spent inside reported waits, in 0..=1.
+    pub fn wait_share(&self) -> f64 {
+        if self.exec_us == 0 {
+            0.0
+        } else {
+            (self.wait_us as f64 / self.exec_us as f64).min(1.0)
+        }
+    }
+    /// Mean execution time, µs.
+    pub fn mean_exec_us(&self) -> u64 {
+        self.exec_us.checked_div(self.completed).unwrap_or(0)
+    }
+    /// Mean queueing time, µs.
+    pub fn mean_queue_us(&self) -> u64 {
+        self.queue_us.checked_div(self.completed).unwrap_or(0)
+    }
+    /// Whether the cap limited anybody: work queued at the end, or entries waited for a slot.
+    pub fn binding(&self) -> bool {
+        self.queued > 0 || self.delayed > 0
+    }
+}
+
+/// Why the cap is what it is after an interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// Nothing to learn: too few statements, or nothing queued (the cap bound nobody), or a
+    /// back-off is running.
+    Hold,
+    /// A probe up: trying a higher cap (waits high and work queued, or exploring).
+    ProbeUp,
+    /// A probe down: trying a lower cap (few waits: CPU-bound, or exploring).
+    ProbeDown,
+    /// The last raise paid (throughput rose beyond noise): raising again.
+    RaisePaid,
+    /// The last lowering cost nothing (throughput held): lowering again.
+    LowerFree,
+    /// The last raise did not pay: back down.
+    RevertRaise,
+    /// The last lowering cost throughput: back up.
+    RevertLower,
+    /// Clamped into `1..=max_cap` (e.g. `thread_pool_max_threads` fell).
+    Bound,
+}
+
+impl Reason {
+    /// A short name for the history table.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reason::Hold => "hold",
+            Reason::ProbeUp => "probe up",
+            Reason::ProbeDown => "probe down",
+            Reason::RaisePaid => "raise paid",
+            Reason::LowerFree => "lower was free",
+            Reason::RevertRaise => "raise did not pay",
+            Reason::RevertLower => "lower cost throughput",
+            Reason::Bound => "bound",
+        }
+    }
+}
+
+/// The controller's output for one interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decision {
+    /// The cap during the interval.
+    pub old: usize,
+    /// The cap from now on.
+    pub new: usize,
+    /// Why.
+    pub reason: Reason,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dir {
+    Up = 0,
+    Down = 1,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    Steady,
+    /// The cap moved by `step` in `dir` before this interval; `base` is the throughput before
+    /// and `base_queue` the mean queueing time (µs) before.
+    Probe {
+        dir: Dir,
+        base: f64,
+        base_queue: u64,
+        step: usize,
+    },
+}
+
+/// One group's controller (see the module doc).
+#[derive(Debug, Clone)]
+pub struct Controller {
+    cap: usize,
+    phase: Phase,
+    /// Exponential average of the relative throughput change between steady intervals.
+    noise: f64,
+    /// Throughput of the previous judged interval (for the noise estimate).
+    last_tput: Option<f64>,
+    /// Current back-off per direction, in intervals (0: none).
+    backoff: [u32; 2],
+    /// Intervals left before a probe in that direction is allowed.
+    wait_left: [u32; 2],
+    /// Whether the last binding steady interval looked I/O-bound (wait share high): a flip
+    /// means the load changed, and the back-offs learnt on the old load are dropped.
+    last_prefer_up: Option<bool>,
+}
+
+impl Controller {
+    /// A controller starting at `cap` (the static `1 + oversubscribe` when switched on).
+    pub fn new(cap: usize) -> Controller {
+        Controller {
+            cap: cap.max(1),
+            phase: Phase::Steady,
+            noise: 0.0,
+            last_tput: None,
+            backoff: [0; 2],
+            wait_left: [0; 2],
+            last_prefer_up: None,
+        }
+    }
+
+    /// The current cap.
+    pub fn cap(&self) -> usize {
+        self.cap
+    }
+
+    /// The noise margin a probe must beat, for an interval of `completed` statements.
+    pub fn margin(&self, completed: u64) -> f64 {
+        let stat = 2.0 / (completed.max(1) as f64).sqrt();
+        MIN_MARGIN.max(stat).max(2.0 * self.noise).min(0.5)
+    }
+
+    /// Feeds one interval's measurements; returns the new cap and the reason.
+    pub fn step(&mut self, s: &Sample, max_cap: usize) -> Decision {
+        let old = self.cap;
+        let max_cap = max_cap.max(1);
+        if self.cap > max_cap {
+            self.cap = max_cap;
+            self.phase = Phase::Steady;
+            return self.decide(old, Reason::Bound);
+        }
+        if s.completed < MIN_COMPLETED || s.elapsed.is_zero() {
+            self.phase = Phase::Steady;
+            self.last_tput = None;
+            return self.decide(old, Reason::Hold);
+        }
+        let tput = s.throughput();
+        let margin = self.margin(s.completed);
+        match self.phase {
+            Phase::Probe {
+                dir,
+                base,
+                base_queue,
+                step,
+            } => {
+                let gain = if base > 0.0 { tput / base - 1.0 } else { 1.0 };
+                self.last_tput = Some(tput);
+                let io = s.wait_share() >= WAIT_SHARE_HIGH;
+                let queue = s.mean_queue_us();
+                // I/O-bound: extra workers mostly wait, so a raise that costs no throughput
+                // and cuts queueing clearly is worth keeping; a lowering that lengthens
+                // queueing clearly is not, even at equal throughput.
+                let q = queue as f64;
+                let bq = base_queue as f64;
+                let floor = BINDING_WAIT_US as f64;
+                // A mean over many entries: steadier than a count, so the fixed margin and the
+                // observed noise only, not the counting term.
+                let qm = MIN_MARGIN.max(2.0 * self.noise).min(0.5);
+                let queue_fell = q + floor / 2.0 < bq * (1.0 - qm);
+                let queue_rose = q > bq * (1.0 + qm) + floor / 2.0;
+                let up_pays = gain > margin || (io && gain >= -margin && queue_fell);
+                let down_free = gain >= -margin && !(io && queue_rose);
+                match dir {
+                    Dir::Up if up_pays => {
+                        self.backoff[Dir::Up as usize] = 0;
+                        if s.binding() && self.cap < max_cap {
+                            return self.probe(Dir::Up, s, max_cap, Reason::RaisePaid);
+                        }
+                        self.phase = Phase::Steady;
+                        self.decide(old, Reason::Hold)
+                    }
+                    Dir::Up => {
+                        self.cap = self.cap.saturating_sub(step).max(1);
+                        self.back_off(Dir::Up);
+                        self.decide(old, Reason::RevertRaise)
+                    }
+                    Dir::Down if down_free => {
+                        self.backoff[Dir::Down as usize] = 0;
+                        if s.binding() && self.cap > 1 && !io {
+                            return self.probe(Dir::Down, s, max_cap, Reason::LowerFree);
+                        }
+                        self.phase = Phase::Steady;
+                        self.decide(old, Reason::Hold)
+                    }
+                    Dir::Down => {
+                        self.cap = (self.cap + step).min(max_cap);
+                        self.back_off(Dir::Down);
+                        self.decide(old, Reason::RevertLower)
+                    }
+                }
+            }
+            Phase::Steady => {
+                if let Some(last) = self.last_tput {
+                    if last > 0.0 {
+                        let d = (tput / last - 1.0).abs().min(1.0);
+                        self.noise = 0.8 * self.noise + 0.2 * d;
+                    }
+                }
+                self.last_tput = Some(tput);
+                for w in &mut self.wait_left {
+                    *w = w.saturating_sub(1);
+                }
+                if !s.binding() {
+                    return self.decide(old, Reason::Hold);
+                }
+                let can_up = self.cap < max_cap && self.wait_left[Dir::Up as usize] == 0;
+                let can_down = self.cap > 1 && self.wait_left[Dir::Down as usize] == 0;
+                let prefer_up = s.wait_share() >= WAIT_SHARE_HIGH;
+                if self.last_prefer_up.is_some_and(|p| p != prefer_up) {
+                    self.backoff = [0; 2];
+                    self.wait_left = [0; 2];
+                }
+                self.last_prefer_up = Some(prefer_up);
+                let dir = match (prefer_up, can_up, can_down) {
+                    (true, true, _) | (false, true, false) => Dir::Up,
+                    (false, _, true) | (true, false, true) => Dir::Down,
+                    _ => return self.decide(old, Reason::Hold),
+                };
+                let reason = match dir {
+                    Dir::Up => Reason::ProbeUp,
+                    Dir::Down => Reason::ProbeDown,
+                };
+                self.probe(dir, s, max_cap, reason)
+            }
+        }
+    }
+
+    fn probe(&mut self, dir: Dir, base: &Sample, max_cap: usize, reason: Reason) -> Decision {
+        let old = self.cap;
+        let step = (self.cap / 4).max(1);
+        self.cap = match dir {
+            Dir::Up => (self.cap + step).min(max_cap),
+            Dir::Down => self.cap.saturating_sub(step).max(1),
+        };
+        let step = self.cap.abs_diff(old);
+        self.phase = if step == 0 {
+            Phase::Steady
+        } else {
+            Phase::Probe {
+                dir,
+                base: base.throughput(),
+                base_queue: base.mean_queue_us(),
+                step,
+            }
+        };
+        self.decide(old, reason)
+    }
+
+    fn back_off(&mut self, dir: Dir) {
+        let b = &mut self.backoff[dir as usize];
+        *b = (*b * 2).clamp(2, MAX_BACKOFF);
+        self.wait_left[dir as usize] = *b;
+        self.phase = Phase::Steady;
+    }
+
+    fn decide(&self, old: usize, reason: Reason) -> Decision {
+        Decision {
+            old,
+            new: self.cap,
+            reason,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TICK: Duration = Duration::from_millis(500);
+
+    /// A synthetic group: `tput(cap)` statements per second, execution time and wait share.
+    fn sample(tput: f64, wait_share: f64, queued: usize) -> Sample {
+        let completed = (tput * TICK.as_secs_f64()) as u64;
+        let exec_us = completed * 1000;
+        Sample {
+            elapsed: TICK,
+            completed,
+            queue_us: completed * 500,
+            exec_us,
+            wait_us: (exec_us as f64 * wait_share) as u64,
+            queued,
+            delayed: completed / 2,
+        }
+    }
+
+    /// Runs `n` intervals of a workload whose throughput is `f(cap)`; returns the caps.
+    fn drive(
+        c: &mut Controller,
+        n: usize,
+        max: usize,
+        f: impl Fn(usize, usize) -> Sample,
+    ) -> Vec<usize> {
+        let mut caps = Vec::new();
+        for i in 0..n {
+            let s = f(c.cap(), i);
+            let d = c.step(&s, max);
+            assert_eq!(d.old.max(1), d.old);
+            assert!((1..=max).contains(&d.new), "{d:?}");
+            caps.push(d.new);
+        }
+        caps
+    }
+
+    /// A deterministic pseudo-random number in -1..1 (an LCG).
+    fn jitter(i: usize, seed: u64) -> f64 {
+        let x = (i as u64 + 1)
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(seed.wrapping_mul(1442695040888963407));
+        ((x >> 33) % 2001) as f64 / 1000.0 - 1.0
+    }
+
+    #[test]
+    fn cpu_bound_flat_throughput_brings_the_cap_down() {
+        // Two cores' worth of work: throughput is flat from cap 1 on, no waits.
+        let mut c = Controller::new(8);
+        let caps = drive(&mut c, 40, 64, |_, _| sample(10_000.0, 0.0, 30));
+        assert_eq!(*caps.last().unwrap(), 1, "{caps:?}");
+        assert!(caps.iter().skip(20).all(|&x| x <= 2), "{caps:?}");
+    }
+
+    #[test]
+    fn cpu_bound_with_a_real_knee_stays_at_the_knee() {
+        // Throughput rises up to cap 3, then flat: the cap must not settle below 3.
+        let mut c = Controller::new(8);
+        let caps = drive(&mut c, 80, 64, |cap, _| {
+            sample(3000.0 * cap.min(3) as f64, 0.0, 30)
+        });
+        let tail = &caps[40..];
+        assert!(
+            tail.iter().filter(|&&x| x >= 3).count() >= tail.len() * 3 / 4,
+            "{caps:?}"
+        );
+        assert!(tail.iter().all(|&x| (2..=5).contains(&x)), "{caps:?}");
+    }
+
+    #[test]
+    fn io_bound_rising_throughput_raises_the_cap() {
+        // Each worker is 90 % waiting: throughput grows with the cap up to 40.
+        let mut c = Controller::new(3);
+        let caps = drive(&mut c, 60, 512, |cap, _| {
+            sample(200.0 * cap.min(40) as f64, 0.9, 500)
+        });
+        let top = *caps.iter().max().unwrap();
+        assert!(top >= 40, "{caps:?}");
+        assert!(caps[30..].iter().all(|&x| x >= 30), "{caps:?}");
+    }
+
+    #[test]
+    fn io_bound_raise_that_shortens_the_queue_is_kept_at_equal_throughput() {
+        // Closed-loop clients behind reported waits: throughput flat, but the mean queueing
+        // time falls as the cap rises, until cap 16 where the queue is gone.
+        let mut c = Controller::new(2);
+        let caps = drive(&mut c, 40, 512, |cap, _| {
+            let mut s = sample(1000.0, 0.95, 0);
+            let q = 16usize.saturating_sub(cap) as u64 * 2000;
+            s.queue_us = s.completed * q;
+            s.delayed = if q > 0 { s.completed } else { 0 };
+            s.queued = (q / 1000) as usize;
+            s
+        });
+        assert!(*caps.last().unwrap() >= 12, "{caps:?}");
+        assert!(caps.iter().all(|&x| x <= 24), "{caps:?}");
+        // The same flat throughput without waits (CPU-bound): no raise is kept.
+        let mut c = Controller::new(2);
+        let caps = drive(&mut c, 40, 512, |_, _| sample(1000.0, 0.0, 10));
+        assert!(caps.iter().all(|&x| x <= 3), "{caps:?}");
+    }
+
+    #[test]
+    fn the_cap_never_exceeds_the_bound() {
+        let mut c = Controller::new(3);
+        let caps = drive(&mut c, 60, 10, |cap, _| {
+            sample(200.0 * cap as f64, 0.9, 500)
+        });
+        assert_eq!(*caps.iter().max().unwrap(), 10);
+        // A lower bound (max_threads fell) clamps at once.
+        let d = c.step(&sample(2000.0, 0.9, 500), 4);
+        assert_eq!((d.new, d.reason), (4, Reason::Bound));
+    }
+
+    #[test]
+    fn noise_does_not_make_it_oscillate() {
+        for seed in 0..20 {
+            // Flat throughput with +-10 % noise, half waits: nothing to gain either way.
+            let mut c = Controller::new(4);
+            let caps = drive(&mut c, 400, 64, |_, i| {
+                sample(4000.0 * (1.0 + 0.10 * jitter(i, seed)), 0.5, 20)
+            });
+            let changes = caps.windows(2).filter(|w| w[0] != w[1]).count();
+            assert!(changes <= 40, "seed {seed}: {changes} changes: {caps:?}");
+            let late = caps[200..].windows(2).filter(|w| w[0] != w[1]).count();
+            assert!(late <= 16, "seed {seed}: {late} late changes");
+            assert!(caps.iter().all(|&x| x <= 12), "seed {seed}: {caps:?}");
+        }
+    }
+
+    #[test]
+    fn no_queue_or_too_few_statements_holds() {
+        let mut c = Controller::new(5);
+        let mut s = sample(4000.0, 0.0, 0);
+        s.delayed = 0;
+        for _ in 0..10 {
+            assert_eq!(c.step(&s, 64).reason, Reason::Hold);
+        }
+        let thin = sample(10.0, 0.9, 100);
+        assert_eq!(c.step(&thin, 64).reason, Reason::Hold);
+        assert_eq!(c.cap(), 5);
+    }
+
+    #[test]
+    fn a_load_change_is_followed() {
+        // CPU-bound first (cap goes down), then I/O-bound (cap goes back up).
+        let mut c = Controller::new(6);
+        drive(&mut c, 40, 256, |_, _| sample(10_000.0, 0.0, 30));
+        assert!(c.cap() <= 2);
+        let caps = drive(&mut c, 200, 256, |cap, _| {
+            sample(300.0 * cap.min(32) as f64, 0.95, 400)
+        });
+        assert!(*caps.last().unwrap() >= 24, "{caps:?}");
+    }
+}

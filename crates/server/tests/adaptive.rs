@@ -1,0 +1,203 @@
+//! `thread_pool_adaptive` against the real `shoal` binary with real clients (the `mysql` crate):
+//! the I/O-like load (`SELECT SLEEP(...)`, which reports its wait) raises a group's
+//! concurrency cap, a CPU-bound load (`BENCHMARK()`, which reports nothing) brings it down, and
+//! `SET GLOBAL thread_pool_adaptive = OFF` restores the static cap. The observability (the
+//! `CONCURRENCY_CAP` column, `THREAD_POOL_ADAPTIVE_HISTORY`, the `Threadpool_adaptive_*`
+//! counters) is what the tests read, so it is tested on the way.
+//!
+//! Directions, not numbers: every assertion polls with a generous deadline, since the machine
+//! may be a loaded 2-core box. One group (`thread_pool_size=1`) keeps the cap in one place.
+
+mod support;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use mysql::prelude::Queryable;
+use support::{global_status as status, Shoal};
+
+fn server(tag: &str, extra: &[&str]) -> (Shoal, u16) {
+    let admin = support::free_port();
+    let admin_arg = format!("--admin-port={admin}");
+    let mut args = vec![
+        "--thread-handling=pool-of-threads",
+        "--thread-pool-size=1",
+        "--thread-pool-stall-limit=200",
+        "--max-connections=500",
+    ];
+    args.extend_from_slice(extra);
+    args.push(&admin_arg);
+    (Shoal::start(tag, &args), admin)
+}
+
+/// A connection through the admin port (served outside the pool, so polling never queues).
+fn admin(s: &Shoal, port: u16) -> mysql::Conn {
+    mysql::Conn::new(s.mysql_opts().tcp_port(port)).expect("admin connect")
+}
+
+fn cap(a: &mut mysql::Conn) -> i64 {
+    a.query_first(
+        "SELECT CONCURRENCY_CAP FROM information_schema.THREAD_POOL_GROUPS WHERE GROUP_ID = 0",
+    )
+    .unwrap()
+    .unwrap()
+}
+
+/// Clients that run `sql` in a loop until the flag is cleared; each thread returns how many
+/// statements it completed.
+fn load(s: &Shoal, clients: usize, sql: &str, stop: &Arc<AtomicBool>) -> Vec<JoinHandle<u64>> {
+    (0..clients)
+        .map(|_| {
+            let mut c = mysql::Conn::new(s.mysql_opts()).expect("connect");
+            let (sql, stop) = (sql.to_string(), stop.clone());
+            std::thread::spawn(move || {
+                let mut n = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    c.query_drop(&sql).expect("load statement");
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect()
+}
+
+fn finish(stop: &AtomicBool, hs: Vec<JoinHandle<u64>>) -> u64 {
+    stop.store(true, Ordering::Relaxed);
+    hs.into_iter().map(|h| h.join().expect("load thread")).sum()
+}
+
+/// Polls `f` every 100 ms until it holds; returns the last value seen, panics after `secs`.
+fn poll_until(secs: u64, what: &str, mut f: impl FnMut() -> (bool, String)) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let (ok, seen) = f();
+        if ok {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}; last seen: {seen}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn history(a: &mut mysql::Conn) -> Vec<(i64, i64, String, f64)> {
+    a.query_map(
+        "SELECT OLD_CAP, NEW_CAP, REASON, WAIT_SHARE FROM information_schema.THREAD_POOL_ADAPTIVE_HISTORY \
+         WHERE GROUP_ID = 0 ORDER BY SEQ",
+        |(o, n, r, w): (i64, i64, String, f64)| (o, n, r, w),
+    )
+    .unwrap()
+}
+
+/// `BENCHMARK(n, 1 + 1)` evaluations per second on this server.
+fn benchmark_rate(c: &mut mysql::Conn) -> f64 {
+    let n = 300_000u64;
+    let t = Instant::now();
+    c.query_drop(format!("SELECT BENCHMARK({n}, 1 + 1)"))
+        .unwrap();
+    n as f64 / t.elapsed().as_secs_f64().max(1e-6)
+}
+
+/// Many clients in `SELECT SLEEP(0.05)`: a high wait share with work queued behind a cap of 2
+/// (oversubscribe 1). The cap must rise, the raise must show in the history with a high wait
+/// share, and OFF must restore the static cap.
+#[test]
+fn io_like_load_raises_the_cap_and_off_restores_the_static_cap() {
+    let (s, port) = server("adaptive-io", &["--thread-pool-oversubscribe=1"]);
+    let mut a = admin(&s, port);
+    assert_eq!(cap(&mut a), 2, "static cap 1 + oversubscribe");
+    let v: Option<i64> = a
+        .query_first("SELECT @@global.thread_pool_adaptive")
+        .unwrap();
+    assert_eq!(v, Some(0), "OFF by default");
+    a.query_drop("SET GLOBAL thread_pool_adaptive = ON")
+        .unwrap();
+    assert_eq!(cap(&mut a), 2, "ON starts from 1 + oversubscribe");
+    let stop = Arc::new(AtomicBool::new(false));
+    let hs = load(&s, 64, "SELECT SLEEP(0.05)", &stop);
+    poll_until(90, "the cap to rise above 2", || {
+        let c = cap(&mut a);
+        (c >= 4, format!("cap {c}, history {:?}", history(&mut a)))
+    });
+    let raises = status(&mut a, "Threadpool_adaptive_raises");
+    assert!(raises >= 1, "Threadpool_adaptive_raises = {raises}");
+    let h = history(&mut a);
+    assert!(
+        h.iter().any(|(o, n, _, w)| n > o && *w >= 0.3),
+        "a raise with a high wait share in {h:?}"
+    );
+    // OFF: the static cap applies at once (the load keeps running).
+    a.query_drop("SET GLOBAL thread_pool_adaptive = OFF")
+        .unwrap();
+    assert_eq!(cap(&mut a), 2);
+    // And the static knob works again while OFF.
+    a.query_drop("SET GLOBAL thread_pool_oversubscribe = 3")
+        .unwrap();
+    assert_eq!(cap(&mut a), 4);
+    let done = finish(&stop, hs);
+    assert!(done > 0);
+    eprintln!(
+        "I/O-like load: {done} statements; history {:?}",
+        history(&mut a)
+    );
+    // The history survives OFF.
+    assert!(!history(&mut a).is_empty());
+    assert_eq!(s.recovered_events(), Some(0));
+}
+
+/// CPU-bound statements (short `BENCHMARK()`s, no reported wait) from many clients on a group
+/// that starts with a high cap (oversubscribe 10 -> 11): more runnable workers than cores only
+/// lengthen execution, so the controller must bring the cap down, and the history must show
+/// lowerings with a low wait share.
+#[test]
+fn cpu_bound_load_brings_the_cap_down() {
+    let (s, port) = server("adaptive-cpu", &["--thread-pool-oversubscribe=10"]);
+    let mut a = admin(&s, port);
+    // Statements of about 10 ms of CPU each (calibrated on this server).
+    let rate = benchmark_rate(&mut a);
+    let n = ((rate * 0.010) as u64).max(1000);
+    a.query_drop("SET GLOBAL thread_pool_adaptive = ON")
+        .unwrap();
+    assert_eq!(cap(&mut a), 11);
+    let stop = Arc::new(AtomicBool::new(false));
+    let hs = load(&s, 24, &format!("SELECT BENCHMARK({n}, 1 + 1)"), &stop);
+    poll_until(120, "the cap to come down to 5 or less", || {
+        let c = cap(&mut a);
+        (c <= 5, format!("cap {c}, history {:?}", history(&mut a)))
+    });
+    let lowers = status(&mut a, "Threadpool_adaptive_lowers");
+    assert!(lowers >= 2, "Threadpool_adaptive_lowers = {lowers}");
+    let h = history(&mut a);
+    assert!(
+        h.iter().any(|(o, n, _, w)| n < o && *w < 0.3),
+        "a lowering with a low wait share in {h:?}"
+    );
+    // It stays low while the load lasts: sample for a while, the cap never climbs back
+    // anywhere near the start (probes up are reverted when they do not pay).
+    let t = Instant::now();
+    let mut top = 0;
+    while t.elapsed() < Duration::from_secs(4) {
+        top = top.max(cap(&mut a));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        top <= 8,
+        "the cap climbed back to {top}: {:?}",
+        history(&mut a)
+    );
+    let done = finish(&stop, hs);
+    eprintln!(
+        "CPU-bound load: {done} statements; history {:?}",
+        history(&mut a)
+    );
+    // OFF restores the static cap.
+    a.query_drop("SET GLOBAL thread_pool_adaptive = OFF")
+        .unwrap();
+    assert_eq!(cap(&mut a), 11);
+    assert_eq!(s.recovered_events(), Some(0));
+}

@@ -33,7 +33,7 @@ fn open(server: &Arc<Server>) -> shoal_session::Session {
         user: "root",
         host: "127.0.0.1",
         scramble: b"0123456789abcdefghij",
-        auth_response: &[],
+        credentials: shoal_proto::Credentials::Native(&[]),
         database: None,
         interactive: false,
         attributes: &[],

@@ -38,13 +38,22 @@ fn login(
         user,
         host: "127.0.0.1",
         scramble: &SCRAMBLE,
-        auth_response: &token,
+        credentials: shoal_proto::Credentials::Native(&token),
         database: db,
         interactive: false,
         attributes: &[],
         tls: false,
         secure_transport: false,
     })
+    .map_err(denied)
+}
+
+/// The error of a refused login (these logins never ask for full authentication).
+fn denied(e: shoal_proto::AuthError) -> shoal_proto::ErrorInfo {
+    match e {
+        shoal_proto::AuthError::Denied(e) => e,
+        shoal_proto::AuthError::FullAuthRequired => panic!("full authentication asked for"),
+    }
 }
 
 fn root(server: &Arc<Server>) -> (Session, Arc<Ctl>) {
@@ -131,13 +140,14 @@ fn authentication() {
         user: "root",
         host: "10.1.2.3",
         scramble: &SCRAMBLE,
-        auth_response: &token,
+        credentials: shoal_proto::Credentials::Native(&token),
         database: None,
         interactive: false,
         attributes: &[],
         tls: false,
         secure_transport: false,
-    });
+    })
+    .map_err(denied);
     assert_eq!(r.unwrap_err().code, 1045);
 }
 

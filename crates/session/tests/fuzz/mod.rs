@@ -236,7 +236,7 @@ impl Rig {
             user: "root",
             host: "127.0.0.1",
             scramble: &scramble,
-            auth_response: &[],
+            credentials: shoal_proto::Credentials::Native(&[]),
             database: None,
             interactive: false,
             attributes: &[],

@@ -174,13 +174,12 @@ fn caching_sha2_password_with_pymysql_the_rust_crate_and_the_mariadb_cli() {
     assert!(err.contains("1045"), "{err}");
 
     // The stored form is MySQL's: copied with AS, the same password works.
+    let stored: String = root
+        .query_first("SELECT authentication_string FROM mysql.user WHERE User = 'sha'")
+        .unwrap()
+        .unwrap();
     root.query_drop(format!(
-        "CREATE USER copy@'%' IDENTIFIED WITH caching_sha2_password AS '{}'",
-        root.query_first::<String, _>(
-            "SELECT authentication_string FROM mysql.user WHERE User = 'sha'"
-        )
-        .unwrap()
-        .unwrap()
+        "CREATE USER copy@'%' IDENTIFIED WITH caching_sha2_password AS '{stored}'"
     ))
     .unwrap();
     assert_eq!(rust_login(&srv, "copy", "pw6", false).unwrap(), "copy@%");

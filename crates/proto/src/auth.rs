@@ -202,10 +202,7 @@ impl RsaKeyPair {
     /// Decrypts a full-authentication packet: RSA-OAEP(SHA-1) of `(pw || NUL) XOR nonce`.
     /// Returns the password without its NUL, `None` if it does not decrypt.
     pub fn decrypt_password(&self, data: &[u8], nonce: &[u8]) -> Option<Vec<u8>> {
-        let plain = self
-            .private
-            .decrypt(Oaep::new::<sha1::Sha1>(), data)
-            .ok()?;
+        let plain = self.private.decrypt(Oaep::new::<sha1::Sha1>(), data).ok()?;
         Some(unxor_password(&plain, nonce))
     }
 

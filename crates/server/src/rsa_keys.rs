@@ -40,7 +40,9 @@ pub fn configure(server: &Server, datadir: &Path) -> Result<Option<PathBuf>, Str
     server.add_status_provider(Box::new(|rows| {
         rows.push((
             "Caching_sha2_password_rsa_public_key".into(),
-            keys().map(|k| k.public_pem().to_string()).unwrap_or_default(),
+            keys()
+                .map(|k| k.public_pem().to_string())
+                .unwrap_or_default(),
         ));
     }));
     let var = |n: &str| server.variable(n).unwrap_or_default();

@@ -132,7 +132,8 @@ fn caching_sha2_password_with_pymysql_the_rust_crate_and_the_mariadb_cli() {
     assert_eq!(sha2_counts(&mut root), (1, 1));
 
     // A new password empties the account's cache entry (the plugin stays).
-    root.query_drop("ALTER USER sha@'%' IDENTIFIED BY 'pw2'").unwrap();
+    root.query_drop("ALTER USER sha@'%' IDENTIFIED BY 'pw2'")
+        .unwrap();
     let plugin: String = root
         .query_first("SELECT plugin FROM mysql.user WHERE User = 'sha'")
         .unwrap()
@@ -150,19 +151,22 @@ fn caching_sha2_password_with_pymysql_the_rust_crate_and_the_mariadb_cli() {
     root.query_drop("SET PASSWORD FOR sha@'%' = 'pw3'").unwrap();
     assert_eq!(rust_login(&srv, "sha", "pw3", true).unwrap(), "sha@%");
     assert_eq!(sha2_counts(&mut root), (2, 3));
-    root.query_drop("ALTER USER sha@'%' IDENTIFIED BY 'pw4'").unwrap();
+    root.query_drop("ALTER USER sha@'%' IDENTIFIED BY 'pw4'")
+        .unwrap();
     assert_eq!(pymysql(&srv, "sha", "pw4", "tls"), "sha@%");
     assert_eq!(sha2_counts(&mut root), (2, 4));
     assert_eq!(pymysql(&srv, "sha", "pw4", "tls"), "sha@%");
     assert_eq!(sha2_counts(&mut root), (3, 4));
     // ... and over the Unix socket (secure transport: clear, as in MySQL).
-    root.query_drop("ALTER USER sha@'%' IDENTIFIED BY 'pw5'").unwrap();
+    root.query_drop("ALTER USER sha@'%' IDENTIFIED BY 'pw5'")
+        .unwrap();
     assert_eq!(pymysql(&srv, "sha", "pw5", "socket"), "sha@%");
     assert_eq!(sha2_counts(&mut root), (3, 5));
 
     // The mariadb CLI loads its caching_sha2_password client plugin for the switch; over TLS
     // it sends the password in clear, then takes the fast path.
-    root.query_drop("ALTER USER sha@'%' IDENTIFIED BY 'pw6'").unwrap();
+    root.query_drop("ALTER USER sha@'%' IDENTIFIED BY 'pw6'")
+        .unwrap();
     let (code, out, err) = mariadb_cli(&srv, "sha", "pw6", &["--ssl"]);
     assert_eq!((code, out.trim()), (0, "sha@%"), "{err}");
     assert_eq!(sha2_counts(&mut root), (3, 6));
@@ -186,11 +190,17 @@ fn caching_sha2_password_with_pymysql_the_rust_crate_and_the_mariadb_cli() {
     let e = root
         .query_drop("CREATE USER bad@'%' IDENTIFIED WITH caching_sha2_password AS '$A$005$short'")
         .unwrap_err();
-    assert!(matches!(e, mysql::Error::MySqlError(ref m) if m.code == 1827), "{e}");
+    assert!(
+        matches!(e, mysql::Error::MySqlError(ref m) if m.code == 1827),
+        "{e}"
+    );
     let e = root
         .query_drop("CREATE USER bad@'%' IDENTIFIED WITH sha256_password BY 'x'")
         .unwrap_err();
-    assert!(matches!(e, mysql::Error::MySqlError(ref m) if m.code == 1524), "{e}");
+    assert!(
+        matches!(e, mysql::Error::MySqlError(ref m) if m.code == 1524),
+        "{e}"
+    );
 
     // Back to mysql_native_password; an account without password logs in at once.
     root.query_drop("ALTER USER sha@'%' IDENTIFIED WITH mysql_native_password BY 'n1'")
@@ -219,7 +229,11 @@ fn caching_sha2_password_with_pymysql_the_rust_crate_and_the_mariadb_cli() {
             .unwrap()
             .permissions()
             .mode();
-        assert_eq!(mode & 0o077, 0, "private_key.pem readable by others: {mode:o}");
+        assert_eq!(
+            mode & 0o077,
+            0,
+            "private_key.pem readable by others: {mode:o}"
+        );
     }
 }
 
@@ -245,7 +259,8 @@ fn default_authentication_plugin_caching_sha2_password() {
         .unwrap();
     assert_eq!(plugin, "caching_sha2_password");
     // New accounts use it; a native account is reached by a switch the other way.
-    root.query_drop("CREATE USER d@'%' IDENTIFIED BY 'dpw'").unwrap();
+    root.query_drop("CREATE USER d@'%' IDENTIFIED BY 'dpw'")
+        .unwrap();
     root.query_drop("CREATE USER n@'%' IDENTIFIED WITH mysql_native_password BY 'npw'")
         .unwrap();
     let rows: Vec<(String, String)> = root
@@ -272,7 +287,10 @@ fn default_authentication_plugin_caching_sha2_password() {
     let dir = srv.dir.clone();
     let mut srv = srv;
     srv.stop();
-    let srv2 = Shoal::start_in(&dir, &["--default-authentication-plugin=caching_sha2_password"]);
+    let srv2 = Shoal::start_in(
+        &dir,
+        &["--default-authentication-plugin=caching_sha2_password"],
+    );
     assert_eq!(rust_login(&srv2, "d", "dpw", false).unwrap(), "d@%");
     let mut root = srv2.conn();
     assert_eq!(sha2_counts(&mut root), (0, 1));
@@ -299,7 +317,10 @@ fn first_start_generates_a_root_password_unless_initialize_insecure() {
     assert_eq!(pw.len(), 20, "{pw:?}");
     // The empty password is refused; the logged one works (Rust crate, PyMySQL, CLI).
     assert_eq!(rust_login(&srv, "root", "", false), Err(1045));
-    assert_eq!(rust_login(&srv, "root", &pw, false).unwrap(), "root@localhost");
+    assert_eq!(
+        rust_login(&srv, "root", &pw, false).unwrap(),
+        "root@localhost"
+    );
     assert_eq!(pymysql(&srv, "root", &pw, "tcp"), "root@localhost");
     let (code, out, err) = mariadb_cli(&srv, "root", &pw, &[]);
     assert_eq!((code, out.trim()), (0, "root@localhost"), "{err}");
@@ -308,7 +329,10 @@ fn first_start_generates_a_root_password_unless_initialize_insecure() {
     srv.stop();
     let srv = Shoal::start_in(&dir, &["--skip-initialize-insecure"]);
     assert!(!srv.stderr().contains("temporary password"));
-    assert_eq!(rust_login(&srv, "root", &pw, false).unwrap(), "root@localhost");
+    assert_eq!(
+        rust_login(&srv, "root", &pw, false).unwrap(),
+        "root@localhost"
+    );
     assert_eq!(rust_login(&srv, "root", "", false), Err(1045));
 
     // The development default: no password, and the log says so loudly.
@@ -319,7 +343,10 @@ fn first_start_generates_a_root_password_unless_initialize_insecure() {
         log.contains("--initialize-insecure: account root@localhost has NO PASSWORD"),
         "{log}"
     );
-    assert_eq!(rust_login(&insecure, "root", "", false).unwrap(), "root@localhost");
+    assert_eq!(
+        rust_login(&insecure, "root", "", false).unwrap(),
+        "root@localhost"
+    );
     // --root-password chooses it instead.
     let chosen = Shoal::start(
         "auth-chosen",
@@ -327,7 +354,10 @@ fn first_start_generates_a_root_password_unless_initialize_insecure() {
     );
     assert!(!chosen.stderr().contains("temporary password"));
     assert_eq!(rust_login(&chosen, "root", "", false), Err(1045));
-    assert_eq!(rust_login(&chosen, "root", "Ch0sen", false).unwrap(), "root@localhost");
+    assert_eq!(
+        rust_login(&chosen, "root", "Ch0sen", false).unwrap(),
+        "root@localhost"
+    );
 }
 
 /// `GET /metrics` with extra header lines; the status code.

@@ -93,9 +93,8 @@ impl Record {
                 )
             })?
         };
-        let auth = Auth::from_stored(plugin, &self.password).ok_or_else(|| {
-            format!("account '{}'@'{}': bad password hash", self.user, self.host)
-        })?;
+        let auth = Auth::from_stored(plugin, &self.password)
+            .ok_or_else(|| format!("account '{}'@'{}': bad password hash", self.user, self.host))?;
         Ok(Account {
             user: self.user,
             host: self.host,
@@ -260,9 +259,7 @@ impl Accounts {
             );
             if generated {
                 // mysqld --initialize's words, so that scripts written for it find the line.
-                tracing::warn!(
-                    "A temporary password is generated for root@localhost: {password}"
-                );
+                tracing::warn!("A temporary password is generated for root@localhost: {password}");
             }
         } else {
             *self.list.write().unwrap_or_else(PoisonError::into_inner) = loaded;

@@ -375,7 +375,11 @@ impl Server {
                 let on = match value.to_ascii_uppercase().as_str() {
                     "ON" | "1" | "TRUE" | "" => true,
                     "OFF" | "0" | "FALSE" => false,
-                    _ => return Err(format!("option '--initialize-insecure={value}': not a boolean")),
+                    _ => {
+                        return Err(format!(
+                            "option '--initialize-insecure={value}': not a boolean"
+                        ))
+                    }
                 };
                 self.accounts.set_initialize_insecure(on);
                 Ok(())
@@ -723,8 +727,10 @@ impl Server {
 
     /// `default_authentication_plugin`.
     pub fn default_auth_plugin(&self) -> shoal_proto::AuthPlugin {
-        shoal_proto::AuthPlugin::from_name(&self.vars.get("default_authentication_plugin").display())
-            .unwrap_or_default()
+        shoal_proto::AuthPlugin::from_name(
+            &self.vars.get("default_authentication_plugin").display(),
+        )
+        .unwrap_or_default()
     }
 
     /// CREATE USER with its options: `REQUIRE SSL` and `MAX_USER_CONNECTIONS`; false if it

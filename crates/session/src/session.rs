@@ -34,8 +34,8 @@ use std::sync::{Arc, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use shoal_proto::{
-    AuthError, AuthPlugin, Backend, Column, Credentials, ColumnFlags, ColumnType, ErrorInfo, LoginRequest, OkInfo, PrepareOk, Response,
-    ResultSet, SessionStatus, StmtMap, Value as PValue,
+    AuthError, AuthPlugin, Backend, Column, ColumnFlags, ColumnType, Credentials, ErrorInfo,
+    LoginRequest, OkInfo, PrepareOk, Response, ResultSet, SessionStatus, StmtMap, Value as PValue,
 };
 use shoal_sql::ast::{SetExpr, SetTarget, ShowFilter, ShowKind, Statement, VarScope};
 use shoal_sql::eval::{eval, like, Context};

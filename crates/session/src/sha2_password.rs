@@ -165,8 +165,7 @@ impl Sha2Hash {
             return None;
         }
         let (salt, digest) = b.split_at(SALT_LEN);
-        if salt.iter().any(|&c| c == 0 || c == b'$') || !digest.iter().all(|c| ITOA64.contains(c))
-        {
+        if salt.iter().any(|&c| c == 0 || c == b'$') || !digest.iter().all(|c| ITOA64.contains(c)) {
             return None;
         }
         Some(Sha2Hash {
@@ -197,11 +196,17 @@ impl Sha2Hash {
     }
 }
 
+/// `(user, host pattern lower-cased)`.
+type AccountKey = (String, String);
+
+/// A cache entry: the account's stored string when it was cached, and `SHA256(SHA256(pw))`.
+type Entry = (String, [u8; 32]);
+
 /// Cached fast-path entries, see the module doc.
 #[derive(Default)]
 pub struct Sha2Cache {
     /// `(user, host pattern lower-cased)` → (the account's stored string, `SHA256(SHA256(pw))`).
-    entries: Mutex<HashMap<(String, String), (String, [u8; 32])>>,
+    entries: Mutex<HashMap<AccountKey, Entry>>,
     /// `Caching_sha2_password_fast_auths`: logins the cache accepted.
     fast_auths: AtomicU64,
     /// `Caching_sha2_password_full_auths`: successful full authentications (password checked

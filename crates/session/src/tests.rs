@@ -136,18 +136,19 @@ fn authentication() {
     // Root is loopback-only.
     let (mut s, _) = open(&server);
     let token = crate::users::scramble_password(&SCRAMBLE, "s3cret");
-    let r = s.authenticate(&LoginRequest {
-        user: "root",
-        host: "10.1.2.3",
-        scramble: &SCRAMBLE,
-        credentials: shoal_proto::Credentials::Native(&token),
-        database: None,
-        interactive: false,
-        attributes: &[],
-        tls: false,
-        secure_transport: false,
-    })
-    .map_err(denied);
+    let r = s
+        .authenticate(&LoginRequest {
+            user: "root",
+            host: "10.1.2.3",
+            scramble: &SCRAMBLE,
+            credentials: shoal_proto::Credentials::Native(&token),
+            database: None,
+            interactive: false,
+            attributes: &[],
+            tls: false,
+            secure_transport: false,
+        })
+        .map_err(denied);
     assert_eq!(r.unwrap_err().code, 1045);
 }
 

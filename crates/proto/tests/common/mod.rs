@@ -10,9 +10,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use shoal_proto::{
-    native_password_hash, AuthError, AuthPlugin, Credentials, verify_native_password, Backend, Column, ColumnFlags, ColumnType,
-    Connection, ErrorInfo, LoginRequest, OkInfo, PrepareOk, Progress, ProtoConfig, Response,
-    ResultSet, SessionStatus, Value,
+    native_password_hash, verify_native_password, AuthError, AuthPlugin, Backend, Column,
+    ColumnFlags, ColumnType, Connection, Credentials, ErrorInfo, LoginRequest, OkInfo, PrepareOk,
+    Progress, ProtoConfig, Response, ResultSet, SessionStatus, Value,
 };
 
 /// A scripted backend. Users: `root`/`pw`, `nopw` with an empty password.

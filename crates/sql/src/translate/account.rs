@@ -591,7 +591,9 @@ mod tests {
             }
         );
         assert_eq!(
-            parse("ALTER USER a IDENTIFIED WITH ed25519").unwrap_err().code(),
+            parse("ALTER USER a IDENTIFIED WITH ed25519")
+                .unwrap_err()
+                .code(),
             1524
         );
         assert_eq!(

@@ -71,6 +71,8 @@ fn main() {
     server
         .set_startup_option("max_prepared_stmt_count", "1000000")
         .expect("max_prepared_stmt_count");
+    // The development default: a fresh datadir's root has no password.
+    server.accounts().set_initialize_insecure(true);
     server.set_table_engine(shoal_exec::TableEngine::open(cfg).expect("engine"));
     let mut admin = open(&server);
     run(&mut admin, "CREATE DATABASE sbtest");

@@ -844,6 +844,8 @@ fn table_server(tag: &str) -> (Arc<Server>, std::path::PathBuf) {
     cfg.block_cache_bytes = 8 << 20;
     let engine = shoal_exec::TableEngine::open(cfg).unwrap();
     let server = Server::new();
+    // The development default: a fresh datadir's root has no password.
+    server.accounts().set_initialize_insecure(true);
     server.set_table_engine(engine);
     (server, dir)
 }

@@ -46,7 +46,7 @@ stop_server() {
 trap stop_server EXIT
 
 start_server() { # BUFFER_POOL
-  "$SHOAL" --port=$PORT --socket="$WORK/sock" --datadir="$WORK/data" \
+  "$SHOAL" --port=$PORT --socket="$WORK/sock" --datadir="$WORK/data" --initialize-insecure \
     --thread-handling=pool-of-threads --max-connections=6000 --max-prepared-stmt-count=4000000 \
     --innodb-buffer-pool-size="$1" --innodb-flush-log-at-trx-commit=1 \
     --innodb-flush-method=O_DIRECT >>"$WORK/server.log" 2>&1 &

@@ -32,7 +32,7 @@ start_server() { # name
         --innodb-flush-method=O_DIRECT --thread-handling=one-thread-per-connection \
         >"$WORK/mariadb.log" 2>&1 & ;;
     shoal-*)
-      "$SHOAL" --port=$PORT --socket="$WORK/shoal.sock" --datadir="$WORK/$1" \
+      "$SHOAL" --port=$PORT --socket="$WORK/shoal.sock" --datadir="$WORK/$1" --initialize-insecure \
         --thread-handling="${1#shoal-}" --max-connections=2000 --innodb-buffer-pool-size=1G \
         --innodb-flush-log-at-trx-commit=1 --innodb-flush-method=O_DIRECT >"$WORK/$1.log" 2>&1 & ;;
   esac

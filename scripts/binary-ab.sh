@@ -28,8 +28,11 @@ mkdir -p "$W"
 start() { # binary index
   local dir=$W/b$1
   mkdir -p "$dir"
+  # Builds from before the first-start root password know no --initialize-insecure.
+  local init=()
+  grep -qa initialize-insecure "${BIN_LIST[$1]}" && init=(--initialize-insecure)
   "${BIN_LIST[$1]}" --port=$P --socket="$dir/sock" --datadir="$dir/data" --thread-handling=pool-of-threads \
-    >>"$dir/log" 2>&1 &
+    ${init[@]+"${init[@]}"} >>"$dir/log" 2>&1 &
   S=$!
   await_server $P $S "$dir/log"
   if [ ! -e "$dir/prepared" ]; then

@@ -34,7 +34,7 @@ stop() { if [ -n "$S" ]; then kill "$S" 2>/dev/null || true; wait "$S" 2>/dev/nu
 trap stop EXIT
 start() {
   # shellcheck disable=SC2086
-  ${SRV_PIN[@]+"${SRV_PIN[@]}"} "$SHOAL" --port=$P --socket=$W/sock --datadir=$W/data --thread-handling=$1 \
+  ${SRV_PIN[@]+"${SRV_PIN[@]}"} "$SHOAL" --port=$P --socket=$W/sock --datadir=$W/data --initialize-insecure --thread-handling=$1 \
     --max-connections=6000 --max-prepared-stmt-count=4000000 --innodb-buffer-pool-size=1G \
     --innodb-flush-log-at-trx-commit=1 --innodb-flush-method=O_DIRECT $EXTRA >>$W/log 2>&1 &
   S=$!

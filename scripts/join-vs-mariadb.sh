@@ -29,7 +29,7 @@ start() {
         --bind-address=127.0.0.1 --user=root --skip-grant-tables --skip-log-bin \
         --performance-schema=OFF --innodb-buffer-pool-size=256M >"$WORK/mariadb.log" 2>&1 & ;;
     shoal)
-      "$SHOAL" --port=$PORT --socket="$WORK/shoal.sock" --datadir="$WORK/shoal" \
+      "$SHOAL" --port=$PORT --socket="$WORK/shoal.sock" --datadir="$WORK/shoal" --initialize-insecure \
         --innodb-buffer-pool-size=256M >"$WORK/shoal.log" 2>&1 & ;;
   esac
   SERVER=$!

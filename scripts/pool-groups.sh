@@ -25,7 +25,7 @@ n=${1:?connections}; shift
 [ -d "$W/data" ] || { echo "no datadir: run scripts/handler-ab.sh once first"; exit 1; }
 [ "$TIME" -ge 4 ] || { echo "TIME must be at least 4"; exit 1; }
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-"$SHOAL" --port=$P --socket=$W/sock --datadir=$W/data --thread-handling=pool-of-threads \
+"$SHOAL" --port=$P --socket=$W/sock --datadir=$W/data --initialize-insecure --thread-handling=pool-of-threads \
   --max-connections=6000 --max-prepared-stmt-count=4000000 --innodb-buffer-pool-size=1G \
   --innodb-flush-method=O_DIRECT "$@" >>$W/log 2>&1 &
 S=$!

@@ -60,7 +60,7 @@ start_server() {
     shoal-*)
       local h=one-thread-per-connection
       [ "$name" = shoal-pool ] && h=pool-of-threads
-      "$SHOAL" --port=$PORT --socket="$WORK/sock" --datadir="$WORK/data-$name" \
+      "$SHOAL" --port=$PORT --socket="$WORK/sock" --datadir="$WORK/data-$name" --initialize-insecure \
         --thread-handling=$h --max-connections=6000 --max-prepared-stmt-count=4000000 \
         --innodb-buffer-pool-size="$bp" --innodb-flush-log-at-trx-commit=1 \
         --innodb-flush-method=O_DIRECT >>"$WORK/$name.log" 2>&1 & ;;

@@ -25,7 +25,7 @@ h=${1:?handler}; points=${2:?"client counts"}
 [ -d "$W/data" ] || { echo "no datadir: run scripts/handler-ab.sh once first"; exit 1; }
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 # shellcheck disable=SC2086
-${SRV_PIN[@]+"${SRV_PIN[@]}"} "$SHOAL" --port=$P --socket=$W/sock --datadir=$W/data --thread-handling=$h \
+${SRV_PIN[@]+"${SRV_PIN[@]}"} "$SHOAL" --port=$P --socket=$W/sock --datadir=$W/data --initialize-insecure --thread-handling=$h \
   --max-connections=6000 --max-prepared-stmt-count=4000000 --innodb-buffer-pool-size=1G \
   --innodb-flush-log-at-trx-commit=1 --innodb-flush-method=O_DIRECT $EXTRA >>$W/log 2>&1 &
 S=$!

@@ -29,7 +29,7 @@ stop() { if [ -n "$S" ]; then kill "$S" 2>/dev/null || true; wait "$S" 2>/dev/nu
 trap stop EXIT
 start() { # dir handler
   # shellcheck disable=SC2086
-  "$SHOAL" --port=$P --socket="$1/sock" --datadir="$1/data" --thread-handling="$2" \
+  "$SHOAL" --port=$P --socket="$1/sock" --datadir="$1/data" --initialize-insecure --thread-handling="$2" \
     --max-connections=2000 --innodb-buffer-pool-size=1G --innodb-flush-log-at-trx-commit=1 \
     --innodb-flush-method=O_DIRECT $EXTRA >>"$1/log" 2>&1 &
   S=$!

@@ -51,7 +51,7 @@ start() { # name
         --innodb-flush-log-at-trx-commit=1 --innodb-flush-method=O_DIRECT \
         --thread-handling="$THREAD_HANDLING" >"$WORK/mariadb.log" 2>&1 & ;;
     shoal)
-      "$SHOAL" --port=$PORT --socket="$WORK/shoal.sock" --datadir="$WORK/shoal" \
+      "$SHOAL" --port=$PORT --socket="$WORK/shoal.sock" --datadir="$WORK/shoal" --initialize-insecure \
         --thread-handling="$THREAD_HANDLING" --max-connections=2000 --innodb-buffer-pool-size=1G \
         --innodb-flush-log-at-trx-commit=1 --innodb-flush-method=O_DIRECT >"$WORK/shoal.log" 2>&1 & ;;
   esac

@@ -42,6 +42,7 @@ impl Shoal {
             .arg(format!("--port={port}"))
             .arg(format!("--socket={}", dir.join("s.sock").display()))
             .arg(format!("--datadir={}", dir.join("data").display()))
+            .arg("--initialize-insecure")
             .arg(format!("--thread-handling={handling}"))
             .arg("--innodb-flush-log-at-trx-commit=2")
             .stdout(Stdio::null())

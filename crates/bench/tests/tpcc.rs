@@ -48,6 +48,7 @@ fn shoal() -> Option<Server> {
     cmd.arg(format!("--port={port}"))
         .arg(format!("--socket={}", dir.join("s.sock").display()))
         .arg(format!("--datadir={}", dir.join("data").display()))
+        .arg("--initialize-insecure")
         .arg("--thread-handling=pool-of-threads")
         .arg("--innodb-flush-log-at-trx-commit=2");
     Some(Server::spawn(cmd, dir, port, "shoal"))

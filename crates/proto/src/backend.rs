@@ -9,6 +9,8 @@
 use std::sync::Arc;
 
 use mysql_common::constants::{ColumnFlags, ColumnType};
+
+pub use crate::auth::{AuthError, AuthPlugin, Credentials};
 use mysql_common::value::Value;
 
 /// A MySQL error as sent in an ERR packet.
@@ -174,11 +176,10 @@ pub struct LoginRequest<'a> {
     pub user: &'a str,
     /// Client host as the server sees it (`127.0.0.1`, `localhost` for the Unix socket).
     pub host: &'a str,
-    /// The 20-byte scramble sent in the greeting.
+    /// The 20-byte nonce sent in the greeting (and in an auth switch).
     pub scramble: &'a [u8; 20],
-    /// The `mysql_native_password` response: SHA1(pw) XOR SHA1(scramble + SHA1(SHA1(pw))),
-    /// empty for an empty password.
-    pub auth_response: &'a [u8],
+    /// What the client sent to prove its password, by plugin (see [`crate::auth`]).
+    pub credentials: Credentials<'a>,
     /// Database requested with CONNECT_WITH_DB.
     pub database: Option<&'a str>,
     /// Whether the client set CLIENT_INTERACTIVE (interactive_timeout applies instead of
@@ -197,9 +198,17 @@ pub struct LoginRequest<'a> {
 /// One value per connection, owned by the protocol's connection state, so it must be `Send`.
 /// Every method runs on whatever thread currently serves the connection.
 pub trait Backend: Send {
-    /// Verifies credentials (`mysql_native_password`) and, if given, the initial database.
-    /// Errors: 1045 (access denied), 1049 (unknown database), 1040 (too many connections).
-    fn authenticate(&mut self, login: &LoginRequest<'_>) -> Result<(), ErrorInfo>;
+    /// The authentication plugin of the account `user` logs in as from `host`; for an unknown
+    /// account the server's default (`default_authentication_plugin`), so that the exchange
+    /// does not tell a probe whether the account exists.
+    fn auth_plugin(&mut self, user: &str, host: &str) -> AuthPlugin;
+
+    /// Verifies credentials and, if given, the initial database. Errors: 1045 (access denied),
+    /// 1049 (unknown database), 1040 (too many connections), or
+    /// [`AuthError::FullAuthRequired`] for a `caching_sha2_password` scramble the server's
+    /// cache cannot verify (the protocol then asks for the password and calls again with
+    /// [`Credentials::Clear`]).
+    fn authenticate(&mut self, login: &LoginRequest<'_>) -> Result<(), AuthError>;
 
     /// Runs COM_QUERY text. With `multi_statements` the text may hold several statements
     /// separated by `;`; results are returned in order and execution stops after the first

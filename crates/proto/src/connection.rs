@@ -28,8 +28,10 @@
 //! # Phases
 //!
 //! `Greeting` (greeting queued, waiting for the HandshakeResponse41) → optional `AuthSwitch`
-//! (a client that opened with another plugin, e.g. `caching_sha2_password`, is asked to switch to
-//! `mysql_native_password`) → `Command` → `Closed`. Anything unparseable before authentication is
+//! (a client that opened with another plugin than its account's is asked to switch) → optional
+//! `Sha2Full` (`caching_sha2_password`'s full authentication: waiting for the password, or for
+//! `0x02`, the request for the RSA public key) → `Command` → `Closed`; see [`crate::auth`] for
+//! the exchanges. Anything unparseable before authentication is
 //! answered with ERR 1043 (bad handshake) and closes; wrong sequence ids get ERR 1156; a message
 //! above `max_allowed_packet` gets ERR 1153; all three close the connection, as MySQL does.
 //! COM_STMT_SEND_LONG_DATA keeps at most `max_allowed_packet` bytes per parameter: past that the
@@ -59,6 +61,9 @@ use mysql_common::proto::MyDeserialize;
 use mysql_common::value::Value;
 use rand::Rng;
 
+use std::sync::Arc;
+
+use crate::auth::{clear_password, AuthError, AuthPlugin, Credentials, RsaKeyPair};
 use crate::backend::{Backend, Column, ErrorInfo, LoginRequest, OkInfo, Response, ResultSet};
 use crate::packet::{
     gather_payload, put_lenenc_bytes, put_lenenc_int, scan_message, write_message, Reader, Scan,
@@ -92,7 +97,6 @@ pub const SERVER_CAPABILITIES: CapabilityFlags = CapabilityFlags::from_bits_trun
         | CapabilityFlags::CLIENT_DEPRECATE_EOF.bits(),
 );
 
-const NATIVE_PLUGIN: &str = "mysql_native_password";
 /// Largest handshake/auth message accepted before authentication.
 const MAX_LOGIN_PACKET: usize = 64 * 1024;
 /// utf8mb4_general_ci, announced in the greeting.
@@ -130,6 +134,11 @@ pub struct ProtoConfig {
     /// The link is secure without TLS (a Unix socket): counts as secure transport for
     /// `require_secure_transport`, as in MySQL (not for `REQUIRE SSL`).
     pub local_socket: bool,
+    /// The plugin the greeting names (`default_authentication_plugin`).
+    pub default_auth_plugin: AuthPlugin,
+    /// The RSA key pair for `caching_sha2_password`'s full authentication without TLS
+    /// (`None`: such logins are refused).
+    pub rsa: Option<Arc<RsaKeyPair>>,
 }
 
 impl Default for ProtoConfig {
@@ -142,6 +151,8 @@ impl Default for ProtoConfig {
             admission: Admission::Open,
             tls: false,
             local_socket: false,
+            default_auth_plugin: AuthPlugin::NativePassword,
+            rsa: None,
         }
     }
 }
@@ -180,6 +191,7 @@ pub enum CloseReason {
 enum Phase {
     Greeting,
     AuthSwitch,
+    Sha2Full,
     Command,
     Closed,
 }
@@ -206,6 +218,8 @@ struct PendingLogin {
     database: Option<String>,
     attributes: Vec<(String, String)>,
     interactive: bool,
+    /// The account's plugin, once asked.
+    plugin: AuthPlugin,
 }
 
 /// All protocol state of one client connection. See the module docs.
@@ -306,7 +320,7 @@ impl<B: Backend> Connection<B> {
         p.extend_from_slice(&[0u8; 10]);
         p.extend_from_slice(&self.scramble[8..]);
         p.push(0);
-        p.extend_from_slice(NATIVE_PLUGIN.as_bytes());
+        p.extend_from_slice(self.config.default_auth_plugin.name().as_bytes());
         p.push(0);
         self.send(&p);
     }
@@ -689,6 +703,7 @@ impl<B: Backend> Connection<B> {
         match self.phase {
             Phase::Greeting => self.handshake_response(&payload),
             Phase::AuthSwitch => self.auth_switch_response(&payload),
+            Phase::Sha2Full => self.sha2_full_response(&payload),
             Phase::Command => {
                 let p = self.command(&payload);
                 if self.phase == Phase::Command {
@@ -764,6 +779,7 @@ impl<B: Backend> Connection<B> {
             database,
             attributes,
             interactive: client_caps.contains(CapabilityFlags::CLIENT_INTERACTIVE),
+            plugin: AuthPlugin::NativePassword,
         };
         let plugin = resp
             .auth_plugin()
@@ -785,29 +801,81 @@ impl<B: Backend> Connection<B> {
             }
         }
 
-        match plugin.as_deref() {
-            None | Some("") | Some(NATIVE_PLUGIN) => self.finish_login(&auth),
-            Some(_) => {
-                // Ask the client to switch to mysql_native_password with the same scramble.
-                let mut p = vec![0xFE];
-                p.extend_from_slice(NATIVE_PLUGIN.as_bytes());
-                p.push(0);
-                p.extend_from_slice(&self.scramble);
-                p.push(0);
-                self.send(&p);
-                self.expect_seq = self.send_seq;
-                self.phase = Phase::AuthSwitch;
-                Progress::Continue
-            }
+        // A response without a plugin name is mysql_native_password's (pre-plugin clients).
+        let client_plugin = match plugin.as_deref() {
+            None | Some("") => Some(AuthPlugin::NativePassword),
+            Some(name) => AuthPlugin::from_name(name),
+        };
+        let host = self.config.host.clone();
+        let account_plugin = self.backend.auth_plugin(&self.login.user, &host);
+        self.login.plugin = account_plugin;
+        if client_plugin == Some(account_plugin) {
+            return self.authenticate_with(&auth);
         }
+        // Ask the client to switch to the account's plugin, with the same nonce.
+        let mut p = vec![0xFE];
+        p.extend_from_slice(account_plugin.name().as_bytes());
+        p.push(0);
+        p.extend_from_slice(&self.scramble);
+        p.push(0);
+        self.send(&p);
+        self.expect_seq = self.send_seq;
+        self.phase = Phase::AuthSwitch;
+        Progress::Continue
     }
 
     fn auth_switch_response(&mut self, payload: &[u8]) -> Progress {
         let auth = payload.to_vec();
-        self.finish_login(&auth)
+        self.authenticate_with(&auth)
     }
 
-    fn finish_login(&mut self, auth: &[u8]) -> Progress {
+    /// The response to the account's plugin's challenge.
+    fn authenticate_with(&mut self, auth: &[u8]) -> Progress {
+        match self.login.plugin {
+            AuthPlugin::NativePassword => self.finish_login(Credentials::Native(auth)),
+            AuthPlugin::CachingSha2Password => self.finish_login(Credentials::Sha2Scramble(auth)),
+        }
+    }
+
+    /// `caching_sha2_password`'s full authentication: the password in clear over a secure
+    /// link, else `0x02` (send me the public key) or the RSA-encrypted password.
+    fn sha2_full_response(&mut self, payload: &[u8]) -> Progress {
+        if self.tls || self.config.local_socket {
+            let password = clear_password(payload).to_vec();
+            return self.finish_login(Credentials::Clear(&password));
+        }
+        let Some(rsa) = self.config.rsa.clone() else {
+            // MySQL without key files: no way to send the password safely.
+            return self.refuse_login();
+        };
+        if payload == [0x02] {
+            let mut p = vec![0x01];
+            p.extend_from_slice(rsa.public_pem().as_bytes());
+            self.send(&p);
+            self.expect_seq = self.send_seq;
+            return Progress::Continue;
+        }
+        match rsa.decrypt_password(payload, &self.scramble) {
+            Some(password) => self.finish_login(Credentials::Clear(&password)),
+            None => self.refuse_login(),
+        }
+    }
+
+    /// 1045 from the protocol itself (an undecryptable password, no RSA keys).
+    fn refuse_login(&mut self) -> Progress {
+        let e = ErrorInfo::new(
+            1045,
+            "28000",
+            format!(
+                "Access denied for user '{}'@'{}' (using password: YES)",
+                self.login.user, self.config.host
+            ),
+        );
+        self.send_err(&e);
+        self.close(CloseReason::LoginFailed)
+    }
+
+    fn finish_login(&mut self, credentials: Credentials<'_>) -> Progress {
         let login = std::mem::take(&mut self.login);
         let scramble = self.scramble;
         let host = self.config.host.clone();
@@ -815,7 +883,7 @@ impl<B: Backend> Connection<B> {
             user: &login.user,
             host: &host,
             scramble: &scramble,
-            auth_response: auth,
+            credentials,
             database: login.database.as_deref(),
             interactive: login.interactive,
             attributes: &login.attributes,
@@ -826,13 +894,28 @@ impl<B: Backend> Connection<B> {
         self.login = login;
         match result {
             Ok(()) => {
+                if matches!(credentials, Credentials::Sha2Scramble(_))
+                    && credentials.password_given()
+                {
+                    // Fast authentication success: the cache vouched for the scramble.
+                    self.send(&[0x01, 0x03]);
+                }
                 self.phase = Phase::Command;
                 self.logged_in = true;
                 self.expect_seq = 0;
                 self.send_ok(&OkInfo::default(), false, 0x00);
                 Progress::Continue
             }
-            Err(e) => {
+            Err(AuthError::FullAuthRequired)
+                if matches!(credentials, Credentials::Sha2Scramble(_)) =>
+            {
+                self.send(&[0x01, 0x04]);
+                self.expect_seq = self.send_seq;
+                self.phase = Phase::Sha2Full;
+                Progress::Continue
+            }
+            Err(AuthError::FullAuthRequired) => self.refuse_login(),
+            Err(AuthError::Denied(e)) => {
                 self.send_err(&e);
                 self.close(CloseReason::LoginFailed)
             }

@@ -9,14 +9,17 @@
 //! [`Backend`] trait (see [`backend`]).
 //!
 //! Modules: [`packet`] (framing, multi-packet messages, checked reader), [`values`] (text and
-//! binary value encodings, parameter decoding), [`connection`] (the state machine).
+//! binary value encodings, parameter decoding), [`connection`] (the state machine), [`auth`]
+//! (authentication plugins: native and caching_sha2_password, the RSA key pair).
 
+pub mod auth;
 pub mod backend;
 pub mod connection;
 pub mod packet;
 pub mod stmt_map;
 pub mod values;
 
+pub use auth::{AuthError, AuthPlugin, Credentials, RsaKeyPair};
 pub use backend::{
     Backend, Column, ErrorInfo, LoginRequest, OkInfo, PrepareOk, Response, ResultSet, SessionStatus,
 };

@@ -378,6 +378,8 @@ impl Client {
                 admission,
                 tls: tls::acceptor().is_some(),
                 local_socket: matches!(stream, Stream::Unix(_)),
+                default_auth_plugin: server.default_auth_plugin(),
+                rsa: crate::rsa_keys::keys(),
             },
         );
         Client {

@@ -10,6 +10,7 @@
 //! - [`listener`]: TCP, Unix socket and admin-port listeners and the accept loop.
 //! - [`metrics`]: Prometheus text on an HTTP port, outside both connection handlers.
 //! - [`restore`]: `--restore-from`, a `BACKUP TO` directory made into a datadir.
+//! - [`rsa_keys`]: `caching_sha2_password`'s RSA key pair (given or generated).
 //! - [`tls`]: TLS certificates (given or generated) and the per-connection TLS state.
 
 pub mod client;
@@ -18,4 +19,5 @@ pub mod listener;
 pub mod metrics;
 pub mod options;
 pub mod restore;
+pub mod rsa_keys;
 pub mod tls;

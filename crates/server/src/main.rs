@@ -207,7 +207,26 @@ fn main() {
         .init();
 
     let server = Server::new();
+    // Secrets of the metrics port: startup options of this binary, never variables.
+    let mut metrics_auth = shoal_server::metrics::MetricsAuth::default();
     for opt in &parsed.options {
+        match opt.name.as_str() {
+            "metrics_token" => {
+                metrics_auth.token = Some(opt.value.clone()).filter(|v| !v.is_empty());
+                continue;
+            }
+            "metrics_basic_auth" => {
+                if !opt.value.is_empty() && !opt.value.contains(':') {
+                    fail(format!(
+                        "--metrics-basic-auth wants USER:PASSWORD [from {}]",
+                        opt.origin
+                    ));
+                }
+                metrics_auth.basic = Some(opt.value.clone()).filter(|v| !v.is_empty());
+                continue;
+            }
+            _ => {}
+        }
         if let Err(e) = server.set_startup_option(&opt.name, &opt.value) {
             if opt.loose {
                 tracing::warn!("ignoring option '--{}' ({}): {e}", opt.name, opt.origin);
@@ -260,21 +279,28 @@ fn main() {
         Ok(None) => tracing::info!("TLS off (--skip-ssl)"),
         Err(e) => fail(e),
     }
+    if let Err(e) = shoal_server::rsa_keys::configure(&server, &datadir) {
+        fail(e);
+    }
 
     let shutdown = Arc::new(AtomicBool::new(false));
     // Metrics first: by the time clients can connect, the scrape endpoint is up too.
     let metrics_port = server.vars.get("metrics_port").as_u64() as u16;
     let metrics_thread = if metrics_port != 0 {
+        let address = server.variable("metrics_address").unwrap_or_default();
+        if metrics_auth.is_open() {
+            tracing::info!("metrics on {address}:{metrics_port} without credentials");
+        }
         match shoal_server::metrics::spawn(
             server.clone(),
-            &server.bind_address(),
+            &address,
             metrics_port,
+            metrics_auth,
             shutdown.clone(),
         ) {
             Ok(h) => Some(h),
             Err(e) => fail(format!(
-                "cannot listen for metrics on {}:{metrics_port}: {e}",
-                server.bind_address()
+                "cannot listen for metrics on {address}:{metrics_port}: {e}"
             )),
         }
     } else {

@@ -15,6 +15,17 @@
 //! error answer the rest of the input is read and discarded for a moment, so that closing does
 //! not reset the connection before the client has read the answer.
 //!
+//! # Who may scrape
+//!
+//! The port is bound on `metrics_address` (127.0.0.1 unless configured: the counters tell an
+//! outsider a lot about the load and the accounts' activity). With `--metrics-token=T` a
+//! request must carry `Authorization: Bearer T`; with `--metrics-basic-auth=USER:PASSWORD`
+//! `Authorization: Basic base64(USER:PASSWORD)` (what Prometheus' `authorization` and
+//! `basic_auth` scrape options send); with both, either is accepted. Anything else gets `401`
+//! with a `WWW-Authenticate` challenge. Credentials are compared in constant time. They are
+//! startup options only, never shown by `SHOW VARIABLES` (put them in the option file rather
+//! than on the command line, where `ps` shows them).
+//!
 //! Counters and gauges are not told apart (mysqld's status does not say which is which); every
 //! series is exported `untyped`, as mysqld_exporter does for the status it does not know.
 
@@ -35,22 +46,95 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long the input after an error answer is read and discarded before closing.
 const DRAIN: Duration = Duration::from_secs(1);
 
+/// Who may scrape (see the module doc); both `None`: anyone who reaches the port.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetricsAuth {
+    /// `--metrics-token`: the bearer token.
+    pub token: Option<String>,
+    /// `--metrics-basic-auth`: `user:password`.
+    pub basic: Option<String>,
+}
+
+impl MetricsAuth {
+    /// No credentials are asked for.
+    pub fn is_open(&self) -> bool {
+        self.token.is_none() && self.basic.is_none()
+    }
+
+    /// Whether the request head carries accepted credentials.
+    pub fn allows(&self, head: &str) -> bool {
+        use base64::Engine;
+        if self.is_open() {
+            return true;
+        }
+        for line in head.lines().skip(1) {
+            let Some((name, value)) = line.split_once(':') else {
+                continue;
+            };
+            if !name.trim().eq_ignore_ascii_case("authorization") {
+                continue;
+            }
+            let value = value.trim();
+            let Some((scheme, cred)) = value.split_once(' ') else {
+                continue;
+            };
+            let cred = cred.trim();
+            if scheme.eq_ignore_ascii_case("bearer") {
+                if let Some(t) = &self.token {
+                    if same(cred.as_bytes(), t.as_bytes()) {
+                        return true;
+                    }
+                }
+            } else if scheme.eq_ignore_ascii_case("basic") {
+                if let (Some(b), Ok(decoded)) = (
+                    &self.basic,
+                    base64::engine::general_purpose::STANDARD.decode(cred),
+                ) {
+                    if same(&decoded, b.as_bytes()) {
+                        return true;
+                    }
+                }
+            }
+        }
+        false
+    }
+
+    /// The `WWW-Authenticate` challenges of a `401`.
+    fn challenges(&self) -> String {
+        let mut h = String::new();
+        if self.token.is_some() {
+            h.push_str("WWW-Authenticate: Bearer realm=\"shoal metrics\"\r\n");
+        }
+        if self.basic.is_some() {
+            h.push_str("WWW-Authenticate: Basic realm=\"shoal metrics\"\r\n");
+        }
+        h
+    }
+}
+
+/// Constant-time equality (the length is not hidden).
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 /// Binds `address:port` and serves scrapes until `shutdown` is set.
 pub fn spawn(
     server: Arc<Server>,
     address: &str,
     port: u16,
+    auth: MetricsAuth,
     shutdown: Arc<AtomicBool>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     let listener = TcpListener::bind((address, port))?;
     listener.set_nonblocking(true)?;
     let active = Arc::new(AtomicUsize::new(0));
+    let auth = Arc::new(auth);
     std::thread::Builder::new()
         .name("metrics".into())
         .spawn(move || {
             while !shutdown.load(Ordering::Acquire) {
                 match listener.accept() {
-                    Ok((stream, _)) => dispatch(&server, stream, &active),
+                    Ok((stream, _)) => dispatch(&server, &auth, stream, &active),
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                         std::thread::sleep(Duration::from_millis(50));
                     }
@@ -73,7 +157,12 @@ impl Drop for Slot {
 }
 
 /// Serves `stream` on a thread of its own, or answers `503` at once when [`MAX_REQUESTS`] run.
-fn dispatch(server: &Arc<Server>, stream: TcpStream, active: &Arc<AtomicUsize>) {
+fn dispatch(
+    server: &Arc<Server>,
+    auth: &Arc<MetricsAuth>,
+    stream: TcpStream,
+    active: &Arc<AtomicUsize>,
+) {
     if active.fetch_add(1, Ordering::AcqRel) >= MAX_REQUESTS {
         active.fetch_sub(1, Ordering::AcqRel);
         // Best effort and never blocking the accept thread.
@@ -83,11 +172,12 @@ fn dispatch(server: &Arc<Server>, stream: TcpStream, active: &Arc<AtomicUsize>) 
     }
     let slot = Slot(active.clone());
     let server = server.clone();
+    let auth = auth.clone();
     let spawned = std::thread::Builder::new()
         .name("metrics-request".into())
         .spawn(move || {
             let _slot = slot;
-            if let Err(e) = serve(&server, stream) {
+            if let Err(e) = serve(&server, &auth, stream) {
                 tracing::debug!("metrics request failed: {e}");
             }
         });
@@ -187,16 +277,27 @@ fn head_end(head: &[u8]) -> Option<usize> {
     }
 }
 
-fn respond(mut w: &TcpStream, status: &str, ctype: &str, body: &str) -> std::io::Result<()> {
+fn respond(w: &TcpStream, status: &str, ctype: &str, body: &str) -> std::io::Result<()> {
+    respond_with(w, status, "", ctype, body)
+}
+
+/// An answer with extra header lines (`extra`: each ending in CRLF).
+fn respond_with(
+    mut w: &TcpStream,
+    status: &str,
+    extra: &str,
+    ctype: &str,
+    body: &str,
+) -> std::io::Result<()> {
     write!(
         w,
-        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "HTTP/1.1 {status}\r\n{extra}Content-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )?;
     w.flush()
 }
 
-fn serve(server: &Server, mut stream: TcpStream) -> std::io::Result<()> {
+fn serve(server: &Server, auth: &MetricsAuth, mut stream: TcpStream) -> std::io::Result<()> {
     let deadline = Instant::now() + REQUEST_TIMEOUT;
     stream.set_nonblocking(false)?;
     stream.set_write_timeout(Some(Duration::from_secs(2)))?;
@@ -215,6 +316,15 @@ fn serve(server: &Server, mut stream: TcpStream) -> std::io::Result<()> {
         }
     };
     let head = String::from_utf8_lossy(&head);
+    if !auth.allows(&head) {
+        return respond_with(
+            &stream,
+            "401 Unauthorized",
+            &auth.challenges(),
+            "text/plain",
+            "credentials required\n",
+        );
+    }
     let request = head.lines().next().unwrap_or("");
     let mut parts = request.split_ascii_whitespace();
     let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
@@ -262,7 +372,24 @@ fn drain(stream: &mut TcpStream) {
 
 #[cfg(test)]
 mod tests {
-    use super::{head_end, sanitize};
+    use super::{head_end, sanitize, MetricsAuth};
+
+    #[test]
+    fn credentials() {
+        let open = MetricsAuth::default();
+        assert!(open.allows("GET /metrics HTTP/1.1\r\n"));
+        let a = MetricsAuth {
+            token: Some("t0k".into()),
+            basic: Some("prom:pw".into()),
+        };
+        assert!(!a.allows("GET /metrics HTTP/1.1\r\nHost: x\r\n"));
+        assert!(a.allows("GET /metrics HTTP/1.1\r\nauthorization: Bearer t0k\r\n"));
+        assert!(!a.allows("GET /metrics HTTP/1.1\r\nAuthorization: Bearer t0K\r\n"));
+        // base64("prom:pw") = cHJvbTpwdw==
+        assert!(a.allows("GET /metrics HTTP/1.1\r\nAuthorization: Basic cHJvbTpwdw==\r\n"));
+        assert!(!a.allows("GET /metrics HTTP/1.1\r\nAuthorization: Basic cHJvbTpwdx==\r\n"));
+        assert!(!a.allows("GET /metrics HTTP/1.1\r\nX-Authorization: Bearer t0k\r\n"));
+    }
 
     #[test]
     fn the_head_ends_at_the_first_empty_line() {

@@ -315,7 +315,7 @@ fn time_now() -> time::OffsetDateTime {
 
 /// Writes `text` to `path` (through a temporary file and a rename, so a crash leaves no
 /// half-written file), mode 0600 when `secret`.
-fn write_file(path: &Path, text: &str, secret: bool) -> Result<(), String> {
+pub(crate) fn write_file(path: &Path, text: &str, secret: bool) -> Result<(), String> {
     use std::os::unix::fs::OpenOptionsExt;
     let tmp = path.with_extension("pem.tmp");
     let mut f = std::fs::OpenOptions::new()

@@ -205,6 +205,7 @@ fn stale_socket_is_replaced() {
             format!("--port={port}"),
             format!("--socket={}", sock.display()),
             format!("--datadir={}", dir.join("d").display()),
+            "--initialize-insecure".to_string(),
         ])
         .stderr(std::process::Stdio::null())
         .spawn()

@@ -458,6 +458,7 @@ fn thread_stack_sizes_connection_threads() {
     let dir = support::temp_dir("settings-stack-min");
     let out = std::process::Command::new(support::shoal_binary())
         .arg(format!("--datadir={}", dir.join("data").display()))
+        .arg("--initialize-insecure")
         .arg(format!("--port={}", support::free_port()))
         .arg(format!("--socket={}", dir.join("s.sock").display()))
         .arg("--thread-stack=128K")

@@ -335,6 +335,7 @@ fn restart_keeps_data_and_datadir_is_locked() {
         .arg(format!("--port={port2}"))
         .arg(format!("--socket={}", dir.join("second.sock").display()))
         .arg(format!("--datadir={}", dir.join("data").display()))
+        .arg("--initialize-insecure")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));

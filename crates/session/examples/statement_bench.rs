@@ -33,7 +33,7 @@ fn open(server: &Arc<Server>) -> shoal_session::Session {
         user: "root",
         host: "127.0.0.1",
         scramble: b"0123456789abcdefghij",
-        auth_response: &[],
+        credentials: shoal_proto::Credentials::Native(&[]),
         database: None,
         interactive: false,
         attributes: &[],
@@ -71,6 +71,8 @@ fn main() {
     server
         .set_startup_option("max_prepared_stmt_count", "1000000")
         .expect("max_prepared_stmt_count");
+    // The development default: a fresh datadir's root has no password.
+    server.accounts().set_initialize_insecure(true);
     server.set_table_engine(shoal_exec::TableEngine::open(cfg).expect("engine"));
     let mut admin = open(&server);
     run(&mut admin, "CREATE DATABASE sbtest");

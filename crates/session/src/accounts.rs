@@ -15,10 +15,14 @@
 //! # First start
 //!
 //! A datadir without account records gets `root@localhost` with every privilege and GRANT
-//! OPTION, and the password given with `--root-password` (empty by default: the development
-//! default `./run-server` documents). A `--root-password` given on a later start sets
-//! root@localhost's password again (and stores it), so the option keeps its meaning. The server
-//! logs a warning at every start while root@localhost has no password.
+//! OPTION, using `default_authentication_plugin`, and, like `mysqld --initialize`, a random
+//! password written to the error log ("A temporary password is generated for root@localhost:
+//! ..."). `--root-password=PW` chooses the password instead, `--initialize-insecure` gives root
+//! no password (the development default `./run-server` and the tests use). A `--root-password`
+//! given on a later start sets root@localhost's password again (and stores it), so the option
+//! keeps its meaning. The server logs a loud warning at every start while root@localhost has no
+//! password. (Unlike MySQL the generated password is not marked expired: shoal has no password
+//! expiry.)
 //!
 //! # Versions
 //!
@@ -32,8 +36,11 @@ use serde::{Deserialize, Serialize};
 use shoal_sql::SqlError;
 use shoal_store::{Engine, SystemWrite};
 
+use shoal_proto::AuthPlugin;
+
 use crate::privileges::Grants;
-use crate::users::{self, Account};
+use crate::sha2_password::Sha2Cache;
+use crate::users::{self, Account, Auth};
 
 /// System-record kind of accounts.
 const KIND: u8 = b'U';
@@ -43,9 +50,14 @@ const KIND: u8 = b'U';
 struct Record {
     user: String,
     host: String,
-    /// `*` + 40 hex digits, or empty for no password.
+    /// The plugin's stored string (`*` + 40 hex digits, `$A$005$...`), or empty for no
+    /// password.
     #[serde(default)]
     password: String,
+    /// The authentication plugin; empty (records written before plugins) is
+    /// `mysql_native_password`.
+    #[serde(default)]
+    plugin: String,
     #[serde(default)]
     max_user_connections: u64,
     #[serde(default)]
@@ -61,7 +73,8 @@ impl Record {
         Record {
             user: a.user.clone(),
             host: a.host.clone(),
-            password: a.password_hash().unwrap_or_default(),
+            password: a.auth.auth_string(),
+            plugin: a.auth.plugin().name().to_string(),
             max_user_connections: a.max_user_connections,
             locked: a.locked,
             grants: a.grants.clone(),
@@ -70,17 +83,22 @@ impl Record {
     }
 
     fn account(self) -> Result<Account, String> {
-        let stage2 = if self.password.is_empty() {
-            None
+        let plugin = if self.plugin.is_empty() {
+            AuthPlugin::NativePassword
         } else {
-            Some(parse_hash(&self.password).ok_or_else(|| {
-                format!("account '{}'@'{}': bad password hash", self.user, self.host)
-            })?)
+            AuthPlugin::from_name(&self.plugin).ok_or_else(|| {
+                format!(
+                    "account '{}'@'{}': unknown plugin '{}'",
+                    self.user, self.host, self.plugin
+                )
+            })?
         };
+        let auth = Auth::from_stored(plugin, &self.password)
+            .ok_or_else(|| format!("account '{}'@'{}': bad password hash", self.user, self.host))?;
         Ok(Account {
             user: self.user,
             host: self.host,
-            stage2,
+            auth,
             max_user_connections: self.max_user_connections,
             locked: self.locked,
             grants: self.grants,
@@ -107,14 +125,27 @@ fn record_name(a: &Account) -> Vec<u8> {
     k
 }
 
+/// How a fresh datadir's root@localhost is made (startup options, see the module doc).
+#[derive(Debug, Default)]
+struct FirstStart {
+    /// `--root-password`: used on a fresh datadir, and set again on every later start.
+    root_password: Option<String>,
+    /// `--initialize-insecure`: a fresh datadir's root gets no password.
+    insecure: bool,
+    /// `default_authentication_plugin`: root's plugin on a fresh datadir.
+    plugin: AuthPlugin,
+}
+
 /// The server's accounts (see the module doc).
 pub struct Accounts {
     list: RwLock<Vec<Account>>,
     version: AtomicU64,
     /// Where changes are written; `None` until the table engine is attached.
     store: RwLock<Option<Engine>>,
-    /// `--root-password`, applied again when the store is attached.
-    root_password: Mutex<Option<String>>,
+    /// What a fresh datadir's root gets.
+    first_start: Mutex<FirstStart>,
+    /// `caching_sha2_password`'s fast-path cache.
+    sha2_cache: Sha2Cache,
 }
 
 impl Default for Accounts {
@@ -123,16 +154,31 @@ impl Default for Accounts {
     }
 }
 
+/// Characters of a generated root password: letters, digits and punctuation that needs no
+/// quoting in a shell or an option file.
+const PASSWORD_CHARS: &[u8] =
+    b"ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789.,:;_-+=#%@";
+
+/// A random password for a fresh datadir's root (20 characters, about 120 bits).
+pub fn generate_password() -> String {
+    use rand::Rng;
+    let mut rng = rand::thread_rng();
+    (0..20)
+        .map(|_| PASSWORD_CHARS[rng.gen_range(0..PASSWORD_CHARS.len())] as char)
+        .collect()
+}
+
 impl Accounts {
-    /// Only the bootstrap root, in memory.
+    /// Only the bootstrap root (no password), in memory.
     pub fn new() -> Accounts {
-        let mut root = Account::new("root", "localhost", None);
+        let mut root = Account::new("root", "localhost", Auth::Native(None));
         root.grants = Grants::all();
         Accounts {
             list: RwLock::new(vec![root]),
             version: AtomicU64::new(1),
             store: RwLock::new(None),
-            root_password: Mutex::new(None),
+            first_start: Mutex::new(FirstStart::default()),
+            sha2_cache: Sha2Cache::default(),
         }
     }
 
@@ -141,17 +187,35 @@ impl Accounts {
         self.version.load(Ordering::Acquire)
     }
 
+    /// `caching_sha2_password`'s cache of successful full authentications.
+    pub fn sha2_cache(&self) -> &Sha2Cache {
+        &self.sha2_cache
+    }
+
+    fn first_start(&self) -> std::sync::MutexGuard<'_, FirstStart> {
+        self.first_start
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// `--root-password`: root@localhost's password now, and again once the store is attached.
     pub fn set_root_password(&self, password: &str) {
-        *self
-            .root_password
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(password.to_string());
+        self.first_start().root_password = Some(password.to_string());
         let mut l = self.list.write().unwrap_or_else(PoisonError::into_inner);
         for a in l.iter_mut().filter(|a| a.is("root", "localhost")) {
-            a.stage2 = users::stage2(password);
+            a.auth = Auth::new(a.auth.plugin(), password);
         }
         self.version.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// `--initialize-insecure`: a fresh datadir's root@localhost gets no password.
+    pub fn set_initialize_insecure(&self, on: bool) {
+        self.first_start().insecure = on;
+    }
+
+    /// `default_authentication_plugin` at startup: the plugin of a fresh datadir's root.
+    pub fn set_default_plugin(&self, plugin: AuthPlugin) {
+        self.first_start().plugin = plugin;
     }
 
     /// Loads the accounts of `store` (bootstrapping a fresh datadir, see the module doc) and
@@ -168,26 +232,41 @@ impl Accounts {
         }
         let fresh = loaded.is_empty();
         *self.store.write().unwrap_or_else(PoisonError::into_inner) = Some(store);
+        let (root_password, insecure, plugin) = {
+            let f = self.first_start();
+            (f.root_password.clone(), f.insecure, f.plugin)
+        };
         if fresh {
-            let current = self
+            let (password, generated) = match (&root_password, insecure) {
+                (Some(pw), _) => (pw.clone(), false),
+                (None, true) => (String::new(), false),
+                (None, false) => (generate_password(), true),
+            };
+            let mut current = self
                 .list
                 .read()
                 .unwrap_or_else(PoisonError::into_inner)
                 .clone();
+            for a in current.iter_mut().filter(|a| a.is("root", "localhost")) {
+                a.auth = Auth::new(plugin, &password);
+            }
             self.persist(&[], &current)
                 .map_err(|e| format!("writing the first accounts: {e}"))?;
-            tracing::info!("new datadir: created account root@localhost with every privilege");
+            *self.list.write().unwrap_or_else(PoisonError::into_inner) = current;
+            tracing::info!(
+                "new datadir: created account root@localhost ({}) with every privilege",
+                plugin.name()
+            );
+            if generated {
+                // mysqld --initialize's words, so that scripts written for it find the line.
+                tracing::warn!("A temporary password is generated for root@localhost: {password}");
+            }
         } else {
             *self.list.write().unwrap_or_else(PoisonError::into_inner) = loaded;
-            let pw = self
-                .root_password
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clone();
-            if let Some(pw) = pw {
+            if let Some(pw) = root_password {
                 self.modify(|l| {
                     for a in l.iter_mut().filter(|a| a.is("root", "localhost")) {
-                        a.stage2 = users::stage2(&pw);
+                        a.auth = Auth::new(a.auth.plugin(), &pw);
                     }
                     Ok(())
                 })
@@ -198,11 +277,17 @@ impl Accounts {
         let list = self.list.read().unwrap_or_else(PoisonError::into_inner);
         if list
             .iter()
-            .any(|a| a.is("root", "localhost") && a.stage2.is_none())
+            .any(|a| a.is("root", "localhost") && !a.auth.has_password())
         {
+            let why = if fresh && insecure {
+                "--initialize-insecure: "
+            } else {
+                ""
+            };
             tracing::warn!(
-                "account root@localhost has NO PASSWORD: anyone on this machine can log in as root. \
-                 Set one with ALTER USER root@localhost IDENTIFIED BY '...' or --root-password"
+                "*** {why}account root@localhost has NO PASSWORD: anyone on this machine can log \
+                 in as root. Development use only. Set one with ALTER USER root@localhost \
+                 IDENTIFIED BY '...' or --root-password ***"
             );
         }
         Ok(())
@@ -251,6 +336,11 @@ impl Accounts {
             .map_err(|e| SqlError::other(1105, "HY000", format!("cannot store accounts: {e}")))?;
         *l = next;
         self.version.fetch_add(1, Ordering::AcqRel);
+        // Cached fast-path entries only of accounts that still exist with the same hash.
+        self.sha2_cache.retain(|u, h, stored| {
+            l.iter()
+                .any(|a| a.is(u, h) && a.auth.auth_string() == stored)
+        });
         Ok(out)
     }
 

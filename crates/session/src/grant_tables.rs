@@ -92,8 +92,8 @@ fn user_table(accounts: &Accounts) -> VirtualTable {
         .map(|a| {
             let mut r = vec![s(&a.host), s(&a.user)];
             r.extend(USER_PRIVS.iter().map(|c| yn(a.grants.global, c.1)));
-            r.push(s("mysql_native_password"));
-            r.push(s(&a.password_hash().unwrap_or_default()));
+            r.push(s(a.auth.plugin().name()));
+            r.push(s(&a.auth.auth_string()));
             r.push(s(if a.locked { "Y" } else { "N" }));
             r.push(Value::Int(a.max_user_connections as i64));
             r

@@ -30,6 +30,7 @@ pub mod grant_tables;
 pub mod hooks;
 pub mod privileges;
 pub mod session;
+pub mod sha2_password;
 pub mod status;
 pub mod users;
 pub mod vars;
@@ -236,6 +237,22 @@ impl Server {
             host_errors: Mutex::new(HashMap::new()),
         });
         grant_tables::register(&server, &accounts);
+        let a = accounts.clone();
+        server.add_status_provider(Box::new(move |rows| {
+            let c = a.sha2_cache();
+            rows.push((
+                "Caching_sha2_password_fast_auths".into(),
+                c.fast_auths().to_string(),
+            ));
+            rows.push((
+                "Caching_sha2_password_full_auths".into(),
+                c.full_auths().to_string(),
+            ));
+            rows.push((
+                "Caching_sha2_password_cached_accounts".into(),
+                c.len().to_string(),
+            ));
+        }));
         server
     }
 
@@ -354,6 +371,31 @@ impl Server {
             "root_password" => {
                 self.accounts.set_root_password(value);
                 Ok(())
+            }
+            "initialize_insecure" => {
+                let on = match value.to_ascii_uppercase().as_str() {
+                    "ON" | "1" | "TRUE" | "" => true,
+                    "OFF" | "0" | "FALSE" => false,
+                    _ => {
+                        return Err(format!(
+                            "option '--initialize-insecure={value}': not a boolean"
+                        ))
+                    }
+                };
+                self.accounts.set_initialize_insecure(on);
+                Ok(())
+            }
+            "default_authentication_plugin" => {
+                let plugin = shoal_proto::AuthPlugin::from_name(value.trim()).ok_or_else(|| {
+                    format!(
+                        "option '--default-authentication-plugin={value}': supported plugins are \
+                         mysql_native_password and caching_sha2_password"
+                    )
+                })?;
+                self.accounts.set_default_plugin(plugin);
+                self.vars
+                    .set_startup(&n, plugin.name())
+                    .map_err(|e| format!("{e} (option '--default-authentication-plugin')"))
             }
             _ => self
                 .vars
@@ -720,7 +762,16 @@ impl Server {
         password: &str,
         max_user_connections: u64,
     ) -> bool {
-        self.create_account_opts(user, host, password, false, max_user_connections)
+        let auth = users::Auth::new(self.default_auth_plugin(), password);
+        self.create_account_opts(user, host, auth, false, max_user_connections)
+    }
+
+    /// `default_authentication_plugin`.
+    pub fn default_auth_plugin(&self) -> shoal_proto::AuthPlugin {
+        shoal_proto::AuthPlugin::from_name(
+            &self.vars.get("default_authentication_plugin").display(),
+        )
+        .unwrap_or_default()
     }
 
     /// CREATE USER with its options: `REQUIRE SSL` and `MAX_USER_CONNECTIONS`; false if it
@@ -729,7 +780,7 @@ impl Server {
         &self,
         user: &str,
         host: &str,
-        password: &str,
+        auth: users::Auth,
         require_ssl: bool,
         max_user_connections: u64,
     ) -> bool {
@@ -738,7 +789,7 @@ impl Server {
                 if l.iter().any(|a| a.is(user, host)) {
                     return Ok(false);
                 }
-                let mut a = Account::new(user, host, users::stage2(password));
+                let mut a = Account::new(user, host, auth);
                 a.max_user_connections = max_user_connections;
                 a.require_ssl = require_ssl;
                 l.push(a);

@@ -34,8 +34,8 @@ use std::sync::{Arc, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use shoal_proto::{
-    Backend, Column, ColumnFlags, ColumnType, ErrorInfo, LoginRequest, OkInfo, PrepareOk, Response,
-    ResultSet, SessionStatus, StmtMap, Value as PValue,
+    AuthError, AuthPlugin, Backend, Column, ColumnFlags, ColumnType, Credentials, ErrorInfo,
+    LoginRequest, OkInfo, PrepareOk, Response, ResultSet, SessionStatus, StmtMap, Value as PValue,
 };
 use shoal_sql::ast::{SetExpr, SetTarget, ShowFilter, ShowKind, Statement, VarScope};
 use shoal_sql::eval::{eval, like, Context};
@@ -1312,10 +1312,21 @@ impl Session {
                 self.check_writes_allowed()?;
                 for u in users {
                     let (name, host) = (&u.user, &u.host);
+                    let spec = match &u.plugin {
+                        Some(plugin) => shoal_sql::ast::PasswordSpec::With {
+                            plugin: plugin.clone(),
+                            password: u.password.clone(),
+                            stored: u.stored.clone(),
+                        },
+                        None => shoal_sql::ast::PasswordSpec::Clear(
+                            u.password.clone().unwrap_or_default(),
+                        ),
+                    };
+                    let auth = access::auth_of(&spec, self.server.default_auth_plugin())?;
                     if !self.server.create_account_opts(
                         name,
                         host,
-                        u.password.as_deref().unwrap_or(""),
+                        auth,
                         options.require_ssl.unwrap_or(false),
                         options.max_user_connections.unwrap_or(0),
                     ) {
@@ -2264,8 +2275,69 @@ fn normalize_sql_mode(v: &SetValue) -> Result<SetValue, SqlError> {
     Ok(SetValue::Str(out.join(",")))
 }
 
+impl Session {
+    /// Checks the password the client proved against the account, by plugin; a
+    /// `caching_sha2_password` scramble the cache cannot vouch for asks for full
+    /// authentication. Successful full authentications fill the cache.
+    fn verify_password(
+        &mut self,
+        account: &crate::users::Account,
+        login: &LoginRequest<'_>,
+    ) -> Result<bool, AuthError> {
+        use crate::users::Auth;
+        let cache = self.server.accounts().sha2_cache();
+        Ok(match (&account.auth, login.credentials) {
+            (Auth::Native(stored), Credentials::Native(response)) => {
+                crate::users::verify_native(stored.as_ref(), login.scramble, response)
+            }
+            (Auth::Sha2(None), Credentials::Sha2Scramble(_)) => !login.credentials.password_given(),
+            (Auth::Sha2(Some(_)), Credentials::Sha2Scramble(response)) => {
+                if !login.credentials.password_given() {
+                    return Ok(false);
+                }
+                let stored = account.auth.auth_string();
+                match cache.get(&account.user, &account.host, &stored) {
+                    Some(stage2)
+                        if shoal_proto::auth::verify_sha2_scramble(
+                            &stage2,
+                            login.scramble,
+                            response,
+                        ) =>
+                    {
+                        cache.count_fast();
+                        true
+                    }
+                    _ => return Err(AuthError::FullAuthRequired),
+                }
+            }
+            (auth @ Auth::Sha2(_), Credentials::Clear(password)) => {
+                let ok = auth.verify_clear(password);
+                if ok && auth.has_password() {
+                    cache.insert(
+                        &account.user,
+                        &account.host,
+                        &auth.auth_string(),
+                        shoal_proto::auth::sha2_stage2(password),
+                    );
+                    cache.count_full();
+                }
+                ok
+            }
+            // The account's plugin changed between the protocol's question and the answer.
+            _ => false,
+        })
+    }
+}
+
 impl Backend for Session {
-    fn authenticate(&mut self, login: &LoginRequest<'_>) -> Result<(), ErrorInfo> {
+    fn auth_plugin(&mut self, user: &str, host: &str) -> AuthPlugin {
+        self.server
+            .find_account(user, host)
+            .map(|a| a.auth.plugin())
+            .unwrap_or_else(|| self.server.default_auth_plugin())
+    }
+
+    fn authenticate(&mut self, login: &LoginRequest<'_>) -> Result<(), AuthError> {
         let host = login.host.to_string();
         self.host = host.clone();
         let denied = || {
@@ -2276,10 +2348,10 @@ impl Backend for Session {
                     "Access denied for user '{}'@'{}' (using password: {})",
                     login.user,
                     host,
-                    if login.auth_response.is_empty() {
-                        "NO"
-                    } else {
+                    if login.credentials.password_given() {
                         "YES"
+                    } else {
+                        "NO"
                     }
                 ),
             )
@@ -2290,48 +2362,50 @@ impl Backend for Session {
                 .variable_value("require_secure_transport")
                 .is_some_and(|v| v.as_bool())
         {
-            return Err(insecure_transport());
+            return Err(insecure_transport().into());
         }
-        let account = self
-            .server
-            .find_account(login.user, &host)
-            .ok_or_else(denied)?;
-        if !crate::users::verify_native(
-            account.stage2.as_ref(),
-            login.scramble,
-            login.auth_response,
-        ) {
-            return Err(denied());
+        let Some(account) = self.server.find_account(login.user, &host) else {
+            // caching_sha2_password: ask for the password as for an uncached account, so that
+            // the exchange does not tell a probe whether the account exists.
+            if matches!(login.credentials, Credentials::Sha2Scramble(_))
+                && login.credentials.password_given()
+            {
+                return Err(AuthError::FullAuthRequired);
+            }
+            return Err(denied().into());
+        };
+        if !self.verify_password(&account, login)? {
+            return Err(denied().into());
         }
         // REQUIRE SSL: the same 1045 as a wrong password (MySQL gives nothing more away).
         if account.require_ssl && !login.tls {
-            return Err(denied());
+            return Err(denied().into());
         }
         if account.locked {
-            return Err(ErrorInfo::new(
+            return Err(AuthError::Denied(ErrorInfo::new(
                 3118,
                 "HY000",
                 format!(
                     "Access denied for user '{}'@'{}'. Account is locked.",
                     login.user, host
                 ),
-            ));
+            )));
         }
         if self.admin {
             // The administrative port is for administrators (MySQL: SERVICE_CONNECTION_ADMIN;
             // here SUPER or CONNECTION_ADMIN), at most `extra_max_connections` at once.
             if !account.is_super() {
-                return Err(ErrorInfo::new(
+                return Err(AuthError::Denied(ErrorInfo::new(
                     1227,
                     "42000",
                     "Access denied; you need (at least one of) the SUPER or CONNECTION_ADMIN privilege(s) for this operation",
-                ));
+                )));
             }
             let max = self.server.vars.get("extra_max_connections").as_u64() as usize;
             let n = self.server.admin_sessions.fetch_add(1, Ordering::SeqCst);
             if n >= max {
                 self.server.admin_sessions.fetch_sub(1, Ordering::SeqCst);
-                return Err(ErrorInfo::new(1040, "08004", "Too many connections"));
+                return Err(ErrorInfo::new(1040, "08004", "Too many connections").into());
             }
             self.admin_counted = true;
         }
@@ -2343,7 +2417,7 @@ impl Backend for Session {
                     .status()
                     .connection_errors_max_connections
                     .fetch_add(1, Ordering::Relaxed);
-                return Err(ErrorInfo::new(1040, "08004", "Too many connections"));
+                return Err(ErrorInfo::new(1040, "08004", "Too many connections").into());
             }
         }
         if let Some(db) = login.database.filter(|d| !d.is_empty()) {
@@ -2354,11 +2428,11 @@ impl Backend for Session {
             };
             checker.enter_database(db).map_err(|e| to_error_info(&e))?;
             if !self.server.catalog().database_exists(db) {
-                return Err(ErrorInfo::new(
+                return Err(AuthError::Denied(ErrorInfo::new(
                     1049,
                     "42000",
                     format!("Unknown database '{db}'"),
-                ));
+                )));
             }
             self.db = Some(db.to_string());
         }
@@ -2368,20 +2442,20 @@ impl Backend for Session {
             .server
             .admit_user(&self.entry, login.user, &account.host, limit)
         {
-            return Err(ErrorInfo::new(
+            return Err(AuthError::Denied(ErrorInfo::new(
                 1203,
                 "42000",
                 format!(
                     "User {} already has more than 'max_user_connections' active connections",
                     login.user
                 ),
-            ));
+            )));
         }
         self.server.note_login(&self.entry.host);
         self.user = login.user.to_string();
         self.account_host = account.host.clone();
         self.set_account_grants(&account);
-        self.password_used = !login.auth_response.is_empty();
+        self.password_used = login.credentials.password_given();
         self.interactive = login.interactive;
         self.hot.set(None);
         let mut info = self

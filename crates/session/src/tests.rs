@@ -38,13 +38,22 @@ fn login(
         user,
         host: "127.0.0.1",
         scramble: &SCRAMBLE,
-        auth_response: &token,
+        credentials: shoal_proto::Credentials::Native(&token),
         database: db,
         interactive: false,
         attributes: &[],
         tls: false,
         secure_transport: false,
     })
+    .map_err(denied)
+}
+
+/// The error of a refused login (these logins never ask for full authentication).
+fn denied(e: shoal_proto::AuthError) -> shoal_proto::ErrorInfo {
+    match e {
+        shoal_proto::AuthError::Denied(e) => e,
+        shoal_proto::AuthError::FullAuthRequired => panic!("full authentication asked for"),
+    }
 }
 
 fn root(server: &Arc<Server>) -> (Session, Arc<Ctl>) {
@@ -127,17 +136,19 @@ fn authentication() {
     // Root is loopback-only.
     let (mut s, _) = open(&server);
     let token = crate::users::scramble_password(&SCRAMBLE, "s3cret");
-    let r = s.authenticate(&LoginRequest {
-        user: "root",
-        host: "10.1.2.3",
-        scramble: &SCRAMBLE,
-        auth_response: &token,
-        database: None,
-        interactive: false,
-        attributes: &[],
-        tls: false,
-        secure_transport: false,
-    });
+    let r = s
+        .authenticate(&LoginRequest {
+            user: "root",
+            host: "10.1.2.3",
+            scramble: &SCRAMBLE,
+            credentials: shoal_proto::Credentials::Native(&token),
+            database: None,
+            interactive: false,
+            attributes: &[],
+            tls: false,
+            secure_transport: false,
+        })
+        .map_err(denied);
     assert_eq!(r.unwrap_err().code, 1045);
 }
 
@@ -833,6 +844,8 @@ fn table_server(tag: &str) -> (Arc<Server>, std::path::PathBuf) {
     cfg.block_cache_bytes = 8 << 20;
     let engine = shoal_exec::TableEngine::open(cfg).unwrap();
     let server = Server::new();
+    // The development default: a fresh datadir's root has no password.
+    server.accounts().set_initialize_insecure(true);
     server.set_table_engine(engine);
     (server, dir)
 }

@@ -1,7 +1,10 @@
-//! Accounts and `mysql_native_password` verification.
+//! Accounts and their authentication: `mysql_native_password` and `caching_sha2_password`.
 //!
-//! An account is `'user'@'host'` where host is a pattern (`%` and `_` wildcards, as in MySQL).
-//! We store only `SHA1(SHA1(password))` (what MySQL keeps in `mysql.user.authentication_string`),
+//! An account is `'user'@'host'` where host is a pattern (`%` and `_` wildcards, as in MySQL),
+//! with an authentication plugin and what that plugin stores ([`Auth`]). A
+//! `caching_sha2_password` account stores a salted sha256crypt hash (see
+//! [`crate::sha2_password`]). For `mysql_native_password` we store only
+//! `SHA1(SHA1(password))` (what MySQL keeps in `mysql.user.authentication_string`),
 //! which is enough to verify the challenge-response: the client sends
 //! `token = SHA1(pw) XOR SHA1(scramble || SHA1(SHA1(pw)))`; XOR-ing the token with
 //! `SHA1(scramble || stored)` yields `SHA1(pw)`, whose SHA1 must equal `stored`.
@@ -11,6 +14,87 @@
 //! mysqld install; accounts are kept durably by [`crate::accounts`].
 
 use sha1::{Digest, Sha1};
+use shoal_proto::AuthPlugin;
+
+use crate::sha2_password::Sha2Hash;
+
+/// An account's authentication plugin and what it stores.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Auth {
+    /// `mysql_native_password`: `SHA1(SHA1(password))`, `None` for an empty password.
+    Native(Option<[u8; 20]>),
+    /// `caching_sha2_password`: the sha256crypt hash, `None` for an empty password.
+    Sha2(Option<Sha2Hash>),
+}
+
+impl Auth {
+    /// `password` hashed for `plugin`.
+    pub fn new(plugin: AuthPlugin, password: &str) -> Auth {
+        match plugin {
+            AuthPlugin::NativePassword => Auth::Native(stage2(password)),
+            AuthPlugin::CachingSha2Password => {
+                Auth::Sha2((!password.is_empty()).then(|| Sha2Hash::new(password)))
+            }
+        }
+    }
+
+    /// A stored string for `plugin` (`*` + 40 hex digits, `$A$005$...`, or empty for no
+    /// password); `None` if it is not in the plugin's format.
+    pub fn from_stored(plugin: AuthPlugin, s: &str) -> Option<Auth> {
+        if s.is_empty() {
+            return Some(Auth::new(plugin, ""));
+        }
+        match plugin {
+            AuthPlugin::NativePassword => {
+                crate::accounts::parse_hash(s).map(|h| Auth::Native(Some(h)))
+            }
+            AuthPlugin::CachingSha2Password => Sha2Hash::parse(s).map(|h| Auth::Sha2(Some(h))),
+        }
+    }
+
+    /// The plugin.
+    pub fn plugin(&self) -> AuthPlugin {
+        match self {
+            Auth::Native(_) => AuthPlugin::NativePassword,
+            Auth::Sha2(_) => AuthPlugin::CachingSha2Password,
+        }
+    }
+
+    /// The account has a password.
+    pub fn has_password(&self) -> bool {
+        match self {
+            Auth::Native(h) => h.is_some(),
+            Auth::Sha2(h) => h.is_some(),
+        }
+    }
+
+    /// `mysql.user.authentication_string`: empty without a password.
+    pub fn auth_string(&self) -> String {
+        match self {
+            Auth::Native(h) => h.map(|h| native_hex(&h)).unwrap_or_default(),
+            Auth::Sha2(h) => h.as_ref().map(Sha2Hash::to_auth_string).unwrap_or_default(),
+        }
+    }
+
+    /// Whether `password` (in clear) is the account's.
+    pub fn verify_clear(&self, password: &[u8]) -> bool {
+        match self {
+            Auth::Native(None) | Auth::Sha2(None) => password.is_empty(),
+            Auth::Native(Some(h)) => {
+                let s1 = Sha1::digest(password);
+                let s2: [u8; 20] = Sha1::digest(s1).into();
+                s2 == *h
+            }
+            Auth::Sha2(Some(h)) => h.verify(password),
+        }
+    }
+}
+
+/// `*` + 40 upper-case hex digits.
+fn native_hex(h: &[u8; 20]) -> String {
+    let hex: String = h.iter().map(|b| format!("{b:02X}")).collect();
+    format!("*{hex}")
+}
 
 /// One account.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,8 +103,8 @@ pub struct Account {
     pub user: String,
     /// Host pattern (`%`, `localhost`, `127.0.0.1`, `10.0.%`).
     pub host: String,
-    /// `SHA1(SHA1(password))`, or `None` for an empty password.
-    pub stage2: Option<[u8; 20]>,
+    /// The authentication plugin and its stored hash.
+    pub auth: Auth,
     /// `WITH MAX_USER_CONNECTIONS n`: most simultaneous connections of this account; 0 = the
     /// global `max_user_connections` applies.
     pub max_user_connections: u64,
@@ -34,11 +118,11 @@ pub struct Account {
 
 impl Account {
     /// A new account without privileges (what CREATE USER makes).
-    pub fn new(user: &str, host: &str, stage2: Option<[u8; 20]>) -> Account {
+    pub fn new(user: &str, host: &str, auth: Auth) -> Account {
         Account {
             user: user.to_string(),
             host: host.to_string(),
-            stage2,
+            auth,
             max_user_connections: 0,
             locked: false,
             grants: crate::privileges::Grants::default(),
@@ -57,13 +141,13 @@ impl Account {
         self.user == user && self.host.eq_ignore_ascii_case(host)
     }
 
-    /// The stored hash as MySQL shows it (`*` + 40 upper-case hex digits), `None` without a
-    /// password.
+    /// The `mysql_native_password` hash as MySQL shows it (`*` + 40 upper-case hex digits),
+    /// `None` without a password or with another plugin.
     pub fn password_hash(&self) -> Option<String> {
-        self.stage2.map(|h| {
-            let hex: String = h.iter().map(|b| format!("{b:02X}")).collect();
-            format!("*{hex}")
-        })
+        match &self.auth {
+            Auth::Native(Some(h)) => Some(native_hex(h)),
+            _ => None,
+        }
     }
 }
 

@@ -302,8 +302,10 @@ fn defs() -> Vec<VarDef> {
         d("net_retry_count", u(1, u64::MAX), Both, true, V::UInt(10)),
         d("max_allowed_packet", u(1024, 1073741824), Both, true, V::UInt(67108864)),
         d("admin_port", u(0, 65535), Global, false, V::UInt(0)),
-        // shoal: Prometheus text on GET /metrics at bind_address:metrics_port (0 = off).
+        // shoal: Prometheus text on GET /metrics at metrics_address:metrics_port (0 = off).
         d("metrics_port", u(0, 65535), Global, false, V::UInt(0)),
+        // The metrics port's address (not bind_address: loopback unless said otherwise).
+        d("metrics_address", Str, Global, false, s("127.0.0.1")),
         d("admin_address", Str, Global, false, s("127.0.0.1")),
         d("extra_port", u(0, 65535), Global, false, V::UInt(0)),
         d("extra_max_connections", u(1, 100000), Global, true, V::UInt(1)),
@@ -357,7 +359,13 @@ fn defs() -> Vec<VarDef> {
         d("explicit_defaults_for_timestamp", Bool, Both, true, V::Bool(true)),
         d("default_storage_engine", Str, Both, true, s("InnoDB")),
         d("default_tmp_storage_engine", Str, Both, true, s("InnoDB")),
+        // Authentication (crates/proto/src/auth.rs, crates/server/src/rsa_keys.rs): the plugin of
+        // new accounts and of the greeting; caching_sha2_password's RSA key files (relative
+        // paths are in the datadir; generated on first start when absent).
         d("default_authentication_plugin", Str, Global, false, s("mysql_native_password")),
+        d("caching_sha2_password_private_key_path", Str, Global, false, s("private_key.pem")),
+        d("caching_sha2_password_public_key_path", Str, Global, false, s("public_key.pem")),
+        d("caching_sha2_password_auto_generate_rsa_keys", Bool, Global, false, V::Bool(true)),
         d("init_connect", Str, Global, true, s("")),
         // TLS (crates/server/src/tls.rs): `ssl` OFF (`--skip-ssl`) turns it off; without
         // ssl_cert/ssl_key the server uses (and first generates) certificates in the datadir,

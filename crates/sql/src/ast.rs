@@ -532,6 +532,8 @@ pub struct NewUser {
     /// `IDENTIFIED WITH plugin` (lower case; `None`: `default_authentication_plugin` for a new
     /// account, unchanged for ALTER USER).
     pub plugin: Option<String>,
+    /// `IDENTIFIED WITH plugin AS 'stored string'`: the plugin's stored form, taken as is.
+    pub stored: Option<String>,
 }
 
 /// Account options of CREATE USER / ALTER USER (`None`: not written).
@@ -691,6 +693,16 @@ pub enum PasswordSpec {
     Clear(String),
     /// `SHA1(SHA1(password))` given as `*` + 40 hex digits.
     Hash([u8; 20]),
+    /// `IDENTIFIED WITH plugin [BY 'password' | AS 'stored string']` (plugin lower-cased;
+    /// neither: no password).
+    With {
+        /// The plugin.
+        plugin: String,
+        /// `BY 'password'`.
+        password: Option<String>,
+        /// `AS 'stored string'`, in the plugin's format.
+        stored: Option<String>,
+    },
 }
 
 /// Account-management statements (`crates/sql/src/translate/account.rs`). A `None` user is

@@ -417,6 +417,7 @@ fn session_statements_parse() {
                 host: "%".into(),
                 password: Some("pw".into()),
                 plugin: None,
+                stored: None,
             }],
             false,
             AccountOptions::default()
@@ -427,6 +428,7 @@ fn session_statements_parse() {
         host: host.into(),
         password: password.map(String::from),
         plugin: None,
+        stored: None,
     };
     assert_eq!(
         parse("CREATE USER 'tls'@'%' IDENTIFIED BY 'pw' REQUIRE SSL WITH MAX_USER_CONNECTIONS 3")
@@ -450,6 +452,20 @@ fn session_statements_parse() {
             .unwrap_err()
             .code(),
         1524
+    );
+    assert_eq!(
+        parse("CREATE USER s@'%' IDENTIFIED WITH Caching_Sha2_Password AS '$A$005$x'")
+            .unwrap()
+            .statement,
+        Statement::CreateUser(
+            vec![NewUser {
+                plugin: Some("caching_sha2_password".into()),
+                stored: Some("$A$005$x".into()),
+                ..spec("s", "%", None)
+            }],
+            false,
+            AccountOptions::default()
+        )
     );
     assert!(parse("CREATE USER a REQUIRE").is_err());
     assert!(parse("ALTER USER a REQUIRE SSL junk").is_err());

@@ -10,9 +10,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use shoal_proto::{
-    native_password_hash, verify_native_password, Backend, Column, ColumnFlags, ColumnType,
-    Connection, ErrorInfo, LoginRequest, OkInfo, PrepareOk, Progress, ProtoConfig, Response,
-    ResultSet, SessionStatus, Value,
+    native_password_hash, verify_native_password, AuthError, AuthPlugin, Backend, Column,
+    ColumnFlags, ColumnType, Connection, Credentials, ErrorInfo, LoginRequest, OkInfo, PrepareOk,
+    Progress, ProtoConfig, Response, ResultSet, SessionStatus, Value,
 };
 
 /// A scripted backend. Users: `root`/`pw`, `nopw` with an empty password.
@@ -204,7 +204,11 @@ impl TestBackend {
 }
 
 impl Backend for TestBackend {
-    fn authenticate(&mut self, login: &LoginRequest<'_>) -> Result<(), ErrorInfo> {
+    fn auth_plugin(&mut self, _user: &str, _host: &str) -> AuthPlugin {
+        AuthPlugin::NativePassword
+    }
+
+    fn authenticate(&mut self, login: &LoginRequest<'_>) -> Result<(), AuthError> {
         self.last_login_tls = login.tls;
         let stored = match login.user {
             "root" => Some(native_password_hash("pw")),
@@ -214,10 +218,14 @@ impl Backend for TestBackend {
                     1045,
                     "28000",
                     format!("Access denied for user '{}'@'{}'", login.user, login.host),
-                ))
+                )
+                .into())
             }
         };
-        if !verify_native_password(login.scramble, login.auth_response, stored.as_ref()) {
+        let Credentials::Native(response) = login.credentials else {
+            return Err(ErrorInfo::new(1045, "28000", "not mysql_native_password").into());
+        };
+        if !verify_native_password(login.scramble, response, stored.as_ref()) {
             return Err(ErrorInfo::new(
                 1045,
                 "28000",
@@ -225,13 +233,14 @@ impl Backend for TestBackend {
                     "Access denied for user '{}'@'{}' (using password: {})",
                     login.user,
                     login.host,
-                    if login.auth_response.is_empty() {
-                        "NO"
-                    } else {
+                    if login.credentials.password_given() {
                         "YES"
+                    } else {
+                        "NO"
                     }
                 ),
-            ));
+            )
+            .into());
         }
         if let Some(db) = login.database {
             self.init_db(db)?;

@@ -102,6 +102,9 @@ impl Shoal {
             format!("--port={port}"),
             format!("--socket={}", socket.display()),
             format!("--datadir={}", dir.join("data").display()),
+            // The documented development default: root without a password (a test that wants
+            // the generated one passes --skip-initialize-insecure, which comes later and wins).
+            "--initialize-insecure".to_string(),
         ];
         args.extend(extra.iter().map(|s| s.to_string()));
         // The readiness line below is logged at info by the `shoal` target: keep it whatever

@@ -10,13 +10,13 @@
 
 use std::sync::Arc;
 
-use shoal_proto::Response;
+use shoal_proto::{AuthPlugin, Response};
 use shoal_sql::ast::{AccountStmt, GrantLevel, PasswordSpec, UserSpec};
 use shoal_sql::SqlError;
 
 use super::{ok, text_result, to_result_set, Session};
 use crate::privileges::{self, Checker, Grants, Level};
-use crate::users::{self, Account};
+use crate::users::{Account, Auth};
 
 impl Session {
     /// Reloads the account's grants when the account store changed since they were cached
@@ -361,9 +361,9 @@ impl Session {
                 lock,
                 require_ssl,
             } => {
-                let targets: Vec<(UserHost, Option<Stage2>)> = users
+                let targets: Vec<(UserHost, Option<&PasswordSpec>)> = users
                     .iter()
-                    .map(|(u, pw)| (self.account_of(u), pw.as_ref().map(stage2_of)))
+                    .map(|(u, pw)| (self.account_of(u), pw.as_ref()))
                     .collect();
                 // Changing one's own password needs no privilege; anything else CREATE USER.
                 let own_password_only = lock.is_none()
@@ -387,7 +387,8 @@ impl Session {
                             ));
                         };
                         if let Some(pw) = pw {
-                            a.stage2 = *pw;
+                            // Without IDENTIFIED WITH the account keeps its plugin (MySQL 8).
+                            a.auth = auth_of(pw, a.auth.plugin())?;
                         }
                         if let Some(lock) = lock {
                             a.locked = *lock;
@@ -440,7 +441,6 @@ impl Session {
                         self.checker().database("mysql", privileges::UPDATE)?;
                     }
                 }
-                let stage2 = stage2_of(password);
                 self.server.accounts().modify(|l| {
                     let a = l.iter_mut().find(|a| a.is(&u, &h)).ok_or_else(|| {
                         SqlError::other(
@@ -449,7 +449,7 @@ impl Session {
                             "Can't find any matching row in the user table",
                         )
                     })?;
-                    a.stage2 = stage2;
+                    a.auth = auth_of(password, a.auth.plugin())?;
                     Ok(())
                 })?;
                 Ok(ok(0))
@@ -458,16 +458,35 @@ impl Session {
     }
 }
 
-/// A password as stored: `SHA1(SHA1(pw))`, `None` for none.
-type Stage2 = Option<[u8; 20]>;
-
 /// `(user, host)` of an account.
 type UserHost = (String, String);
 
-fn stage2_of(p: &PasswordSpec) -> Stage2 {
+/// What `p` stores: a password is hashed for `plugin` (the account's, or the one named with
+/// `IDENTIFIED WITH`), a `*hash` is `mysql_native_password`'s, an `AS 'string'` must be in its
+/// plugin's format (else 1827, as MySQL).
+pub(crate) fn auth_of(p: &PasswordSpec, plugin: AuthPlugin) -> Result<Auth, SqlError> {
     match p {
-        PasswordSpec::Clear(s) => users::stage2(s),
-        PasswordSpec::Hash(h) => Some(*h),
+        PasswordSpec::Clear(s) => Ok(Auth::new(plugin, s)),
+        PasswordSpec::Hash(h) => Ok(Auth::Native(Some(*h))),
+        PasswordSpec::With {
+            plugin,
+            password,
+            stored,
+        } => {
+            let plugin = AuthPlugin::from_name(plugin).ok_or_else(|| {
+                SqlError::other(1524, "HY000", format!("Plugin '{plugin}' is not loaded"))
+            })?;
+            match (password, stored) {
+                (_, Some(stored)) => Auth::from_stored(plugin, stored).ok_or_else(|| {
+                    SqlError::other(
+                        1827,
+                        "HY000",
+                        "The password hash doesn't have the expected format.",
+                    )
+                }),
+                (password, None) => Ok(Auth::new(plugin, password.as_deref().unwrap_or(""))),
+            }
+        }
     }
 }
 

@@ -215,6 +215,8 @@ impl Rig {
         cfg.lock_wait_timeout = Duration::from_secs(1);
         let engine = shoal_exec::TableEngine::open(cfg).expect("table engine");
         let server = Server::new();
+        // The development default: a fresh datadir's root has no password.
+        server.accounts().set_initialize_insecure(true);
         server.set_table_engine(engine);
         // Values up to 4 MiB (REPEAT, CONCAT, long data): RSS stays comparable between runs.
         server
@@ -236,7 +238,7 @@ impl Rig {
             user: "root",
             host: "127.0.0.1",
             scramble: &scramble,
-            auth_response: &[],
+            credentials: shoal_proto::Credentials::Native(&[]),
             database: None,
             interactive: false,
             attributes: &[],

@@ -101,6 +101,11 @@ impl P {
     fn is_word(&self, n: usize, w: &str) -> bool {
         matches!(self.toks.get(self.i + n), Some(Tok::Word(x, false)) if x.eq_ignore_ascii_case(w))
     }
+    /// The token just consumed is the word `w`.
+    fn is_prev_word(&self, w: &str) -> bool {
+        self.i > 0
+            && matches!(self.toks.get(self.i - 1), Some(Tok::Word(x, false)) if x.eq_ignore_ascii_case(w))
+    }
     fn eat(&mut self, w: &str) -> bool {
         if self.is_word(0, w) {
             self.i += 1;
@@ -265,24 +270,42 @@ impl P {
             _ => Err(self.err()),
         }
     }
-    /// `IDENTIFIED [WITH mysql_native_password] BY 'x' | IDENTIFIED BY PASSWORD '*hash'`.
+    /// `IDENTIFIED [WITH plugin] BY 'x' | IDENTIFIED WITH plugin [AS 'stored'] |
+    /// IDENTIFIED BY PASSWORD '*hash'`.
     fn identified(&mut self) -> Result<PasswordSpec, SqlError> {
         if self.eat("WITH") {
             let plugin = self.name()?;
-            if !plugin.eq_ignore_ascii_case("mysql_native_password") {
-                return Err(SqlError::Unsupported(format!(
-                    "authentication plugin {plugin}"
-                )));
+            if !super::AUTH_PLUGINS
+                .iter()
+                .any(|p| p.eq_ignore_ascii_case(&plugin))
+            {
+                return Err(SqlError::other(
+                    1524,
+                    "HY000",
+                    format!("Plugin '{plugin}' is not loaded"),
+                ));
             }
-            if self.eat("AS") {
-                return match self.peek().cloned() {
+            let plugin = plugin.to_ascii_lowercase();
+            let (mut password, mut stored) = (None, None);
+            if self.eat("AS") || self.eat("BY") {
+                let by = self.is_prev_word("BY");
+                match self.peek().cloned() {
                     Some(Tok::Str(s)) => {
                         self.i += 1;
-                        PasswordSpec::hash(&s)
+                        if by {
+                            password = Some(s);
+                        } else {
+                            stored = Some(s);
+                        }
                     }
-                    _ => Err(self.err()),
-                };
+                    _ => return Err(self.err()),
+                }
             }
+            return Ok(PasswordSpec::With {
+                plugin,
+                password,
+                stored,
+            });
         }
         self.expect("BY")?;
         if self.eat("PASSWORD") {
@@ -550,6 +573,28 @@ mod tests {
         assert_eq!(
             parse("RENAME USER a@'%' TO b@localhost").unwrap(),
             AccountStmt::RenameUser(vec![(u("a", "%").unwrap(), u("b", "localhost").unwrap())])
+        );
+        assert_eq!(
+            parse("ALTER USER a IDENTIFIED WITH caching_sha2_password BY 'x'").unwrap(),
+            AccountStmt::AlterUser {
+                if_exists: false,
+                users: vec![(
+                    u("a", "%"),
+                    Some(PasswordSpec::With {
+                        plugin: "caching_sha2_password".into(),
+                        password: Some("x".into()),
+                        stored: None
+                    })
+                )],
+                lock: None,
+                require_ssl: None,
+            }
+        );
+        assert_eq!(
+            parse("ALTER USER a IDENTIFIED WITH ed25519")
+                .unwrap_err()
+                .code(),
+            1524
         );
         assert_eq!(
             parse("ALTER USER IF EXISTS a IDENTIFIED BY 'x' ACCOUNT LOCK").unwrap(),

@@ -438,6 +438,7 @@ impl Translator<'_> {
                     host,
                     password: None,
                     plugin: None,
+                    stored: None,
                 };
                 if word(i, "IDENTIFIED") {
                     i += 1;
@@ -452,6 +453,13 @@ impl Translator<'_> {
                             ));
                         }
                         spec.plugin = Some(plugin.to_ascii_lowercase());
+                        if word(i, "AS") {
+                            match toks.get(i + 1) {
+                                Some(UTok::Str(s)) => spec.stored = Some(s.clone()),
+                                _ => return Err(SqlError::Syntax("IDENTIFIED WITH ... AS".into())),
+                            }
+                            i += 2;
+                        }
                     }
                     if word(i, "BY") {
                         match toks.get(i + 1) {
@@ -1023,7 +1031,7 @@ impl UserStmt {
 }
 
 /// Authentication plugins `IDENTIFIED WITH` accepts.
-pub const AUTH_PLUGINS: &[&str] = &["mysql_native_password"];
+pub const AUTH_PLUGINS: &[&str] = &["mysql_native_password", "caching_sha2_password"];
 
 /// Tokens of a user specification list.
 #[derive(Debug, Clone, PartialEq)]

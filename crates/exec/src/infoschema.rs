@@ -260,17 +260,8 @@ pub fn rows(
                         s(&t.db),
                         s(&r.key),
                         Value::UInt(r.seq as u64),
-                        s(&r.column),
-                        s("A"),
-                        Value::Null,
-                        Value::Null,
-                        Value::Null,
-                        s(if r.nullable { "YES" } else { "" }),
-                        s("BTREE"),
-                        s(""),
-                        s(""),
-                        s("NO"),
                     ]);
+                    out.last_mut().expect("row").extend(index_column_values(&r));
                 }
             }
         }
@@ -425,6 +416,23 @@ pub struct IndexColumn {
     pub seq: usize,
     pub column: String,
     pub nullable: bool,
+}
+
+/// The columns STATISTICS and SHOW INDEX share from `COLUMN_NAME` / `Column_name` on:
+/// collation, cardinality, sub-part, packed, nullable, index type, comments, ignored.
+pub fn index_column_values(r: &IndexColumn) -> Vec<Value> {
+    vec![
+        s(&r.column),
+        s("A"),
+        Value::Null,
+        Value::Null,
+        Value::Null,
+        s(if r.nullable { "YES" } else { "" }),
+        s("BTREE"),
+        s(""),
+        s(""),
+        s("NO"),
+    ]
 }
 
 /// Every (index, column) of `t`: the primary key first, then the secondary indexes in

@@ -281,22 +281,14 @@ pub fn show_index(t: &TableDef) -> ExecOutput {
     let rows = crate::infoschema::index_rows(t)
         .into_iter()
         .map(|r| {
-            vec![
+            let mut row = vec![
                 s(&t.name),
                 Value::Int(i64::from(!r.unique)),
                 s(&r.key),
                 Value::Int(r.seq as i64),
-                s(&r.column),
-                s("A"),
-                Value::Null,
-                Value::Null,
-                Value::Null,
-                s(if r.nullable { "YES" } else { "" }),
-                s("BTREE"),
-                s(""),
-                s(""),
-                s("NO"),
-            ]
+            ];
+            row.extend(crate::infoschema::index_column_values(&r));
+            row
         })
         .collect();
     rows_out(cols, rows)

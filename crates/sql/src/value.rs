@@ -55,6 +55,17 @@ pub struct DateTime {
 }
 
 impl DateTime {
+    /// The zero date, 0000-00-00 00:00:00.
+    pub const ZERO: DateTime = DateTime {
+        year: 0,
+        month: 0,
+        day: 0,
+        hour: 0,
+        minute: 0,
+        second: 0,
+        micro: 0,
+    };
+
     /// From seconds (and microseconds) since the Unix epoch, in UTC.
     pub fn from_unix(secs: i64, micro: u32) -> DateTime {
         let days = secs.div_euclid(86400);
@@ -428,15 +439,7 @@ fn is_numeric(v: &Value) -> bool {
 /// YYYYMMDDhhmmss. Zero, and any number that is no such value (5, 691232, 20201301), is the
 /// zero date 0000-00-00, before every real date (MySQL warns 1292 there).
 pub fn datetime_of_number(n: i128) -> DateTime {
-    let zero = DateTime {
-        year: 0,
-        month: 0,
-        day: 0,
-        hour: 0,
-        minute: 0,
-        second: 0,
-        micro: 0,
-    };
+    let zero = DateTime::ZERO;
     let full: i128 = match n {
         101..=691_231 => (n + 20_000_000) * 1_000_000,
         700_101..=991_231 => (n + 19_000_000) * 1_000_000,

@@ -194,8 +194,9 @@ struct SubFrame {
 fn varies_within_statement(e: &Expr) -> bool {
     match e {
         Expr::UserVar(_) | Expr::AssignUserVar(..) => true,
+        // Function names are upper case from translation on.
         Expr::Function(name, _) => matches!(
-            name.to_ascii_uppercase().as_str(),
+            name.as_str(),
             "RAND"
                 | "UUID"
                 | "UUID_SHORT"

@@ -262,7 +262,7 @@ fn from_digit_run(run: &[u8]) -> Option<(DateTime, bool)> {
         8 | 14 => (n(0, 4), 4),
         _ => return None,
     };
-    let mut d = zero();
+    let mut d = DateTime::ZERO;
     d.year = year as u16;
     d.month = n(rest, rest + 2) as u8;
     d.day = n(rest + 2, rest + 4) as u8;
@@ -273,18 +273,6 @@ fn from_digit_run(run: &[u8]) -> Option<(DateTime, bool)> {
         d.second = n(rest + 8, rest + 10) as u8;
     }
     valid(&d).then_some((d, has_time))
-}
-
-fn zero() -> DateTime {
-    DateTime {
-        year: 0,
-        month: 0,
-        day: 0,
-        hour: 0,
-        minute: 0,
-        second: 0,
-        micro: 0,
-    }
 }
 
 /// Reads `.ffffff` (any number of digits; past six ignored) at `b[*i..]`.
@@ -336,7 +324,7 @@ fn parse(s: &str) -> Parsed {
     let (Some(month), Some(day)) = (field(&mut i, false), field(&mut i, false)) else {
         return Parsed::Invalid;
     };
-    let mut d = zero();
+    let mut d = DateTime::ZERO;
     // Two-digit years are completed as MySQL does.
     d.year = if run <= 2 { year_2000(year) } else { year }.min(99_999) as u16;
     if year > 9999 || month > 12 || day > 31 {
@@ -428,7 +416,7 @@ fn to_datetime(ctx: &mut dyn Context, v: &Value) -> Option<(DateTime, bool)> {
                 _ => format!("{n:0>14}"),
             };
             let r = if i == 0.0 {
-                Some((zero(), false))
+                Some((DateTime::ZERO, false))
             } else {
                 from_digit_run(padded.as_bytes())
             };

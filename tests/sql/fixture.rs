@@ -418,12 +418,13 @@ pub fn run_file(path: &Path, target: &mut dyn Target, side: Side) -> Report {
                 .push(format!("{name}{note}: {}\n  {why}", b.sql));
             continue;
         }
-        // A plain SELECT answers the same through the binary protocol.
-        let select = b
-            .sql
-            .trim_start()
-            .get(..6)
-            .is_some_and(|w| w.eq_ignore_ascii_case("select"));
+        // A plain SELECT (or WITH ... SELECT) answers the same through the binary protocol.
+        let first = b.sql.trim_start();
+        let select = ["select", "with "].iter().any(|k| {
+            first
+                .get(..k.len())
+                .is_some_and(|w| w.eq_ignore_ascii_case(k))
+        });
         if select && b.mode == Mode::Plain && matches!(want, Expect::Rows(_)) {
             if let Some(p) = target.run_prepared(&b.sql) {
                 if let Err(why) = check(&b, want, &p) {

@@ -252,7 +252,7 @@ fn parse_show_like(text: &str) -> Result<Option<TableStmt>, SqlError> {
         .unwrap_or_default();
     match first.as_str() {
         "DESCRIBE" | "DESC" | "EXPLAIN" if w.len() >= 2 => {
-            if kw(w.get(1), "SELECT") || kw(w.get(1), "(") {
+            if kw(w.get(1), "SELECT") || kw(w.get(1), "(") || kw(w.get(1), "WITH") {
                 // EXPLAIN SELECT: the query engine's plan (below, through sqlparser).
                 return Ok(None);
             }

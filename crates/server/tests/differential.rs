@@ -18,8 +18,8 @@
 //! UNION [ALL] (members parenthesized with their own ORDER BY + LIMIT at times); column names
 //! qualified, or bare where unique. A few statements are wrong on purpose (unknown or ambiguous
 //! column, two-column IN subquery, aggregate in WHERE: both servers must refuse them alike) and
-//! a few use what shoal does not implement (WITH, INTERSECT, EXCEPT, COUNT(DISTINCT a, b),
-//! DATE literals: they must be refused with 1235 and are counted as unsupported).
+//! some use WITH (a derived table spelt as a common table expression), INTERSECT, EXCEPT,
+//! COUNT(DISTINCT a, b) and DATE literals.
 //!
 //! # Determinism
 //! Only queries with one right answer are generated: ORDER BY lists every output column (after,
@@ -350,7 +350,7 @@ struct FromItem {
     factor: Factor,
     alias: String,
     cond: Cond,
-    /// A derived table spelt `WITH alias AS (..)` (shoal: not implemented).
+    /// A derived table spelt `WITH alias AS (..)`.
     cte: bool,
 }
 
@@ -377,7 +377,7 @@ struct Sel {
 enum Body {
     Sel(Box<Sel>),
     Union(bool, Box<Body>, Box<Body>),
-    /// INTERSECT or EXCEPT (shoal: not implemented).
+    /// INTERSECT or EXCEPT.
     SetOp(&'static str, Box<Body>, Box<Body>),
     Paren(Box<Query>),
 }
@@ -489,7 +489,8 @@ impl Body {
                 r.sql()
             ),
             Body::SetOp(op, l, r) => format!("{} {op} {}", l.sql(), r.sql()),
-            Body::Paren(q) => format!("({})", q.sql()),
+            // MariaDB 10.11 cannot parse `(WITH ..)`: the member's CTEs are the statement's.
+            Body::Paren(q) => format!("({})", q.sql_with(false)),
         }
     }
 
@@ -510,20 +511,28 @@ impl Body {
                 v.extend(r.ctes());
                 v
             }
-            // Rendered inside its parentheses by its own `Query::sql`.
-            Body::Paren(_) => Vec::new(),
+            // Hoisted into the statement's WITH (names are unique in a statement).
+            Body::Paren(q) => q.body.ctes(),
         }
     }
 }
 
 impl Query {
     fn sql(&self) -> String {
-        let ctes: Vec<String> = self
-            .body
-            .ctes()
-            .into_iter()
-            .map(|(a, q)| format!("{a} AS ({})", q.sql()))
-            .collect();
+        self.sql_with(true)
+    }
+
+    /// The query, with its CTEs' WITH clause unless a query around it spells them.
+    fn sql_with(&self, with: bool) -> String {
+        let ctes: Vec<String> = if with {
+            self.body
+                .ctes()
+                .into_iter()
+                .map(|(a, q)| format!("{a} AS ({})", q.sql()))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let mut s = if ctes.is_empty() {
             String::new()
         } else {
@@ -748,7 +757,7 @@ impl<'a> Gen<'a> {
     fn literal_for_any(&mut self, ty: Ty) -> String {
         let other = self.p(0.25);
         match ty {
-            // DATE '..' literals: not implemented in shoal (counted as unsupported).
+            // DATE literals.
             Ty::Date if self.p(0.01) => format!("DATE {}", literal(&mut self.rng, Ty::Date)),
             Ty::Date => {
                 if other {
@@ -1079,7 +1088,7 @@ impl<'a> Gen<'a> {
             None => ("COUNT(*)".to_string(), Ty::Big),
             Some((c, t)) => match self.rng.gen_range(0..10) {
                 0 => ("COUNT(*)".to_string(), Ty::Big),
-                // COUNT(DISTINCT a, b): not implemented in shoal (counted as unsupported).
+                // COUNT(DISTINCT a, b).
                 1 if self.p(0.04) => {
                     let (c2, _) = self
                         .colref_if(false, &|_| true)
@@ -1148,7 +1157,7 @@ impl<'a> Gen<'a> {
             let kinds = (want == Want::Derived).then(|| tys.clone());
             let saved_kinds = std::mem::replace(&mut self.member_types, kinds);
             let (r, _) = self.member(w, pref, paren);
-            // At times INTERSECT or EXCEPT (not implemented in shoal: counted as unsupported).
+            // At times INTERSECT or EXCEPT.
             let mut b = if want == Want::Top && self.p(0.06) {
                 let op = if self.p(0.5) { "INTERSECT" } else { "EXCEPT" };
                 Body::SetOp(op, Box::new(l), Box::new(r))

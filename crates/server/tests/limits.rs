@@ -611,6 +611,8 @@ fn a_query_over_the_memory_budget_fails_and_the_server_lives() {
         "SELECT COUNT(*) FROM (SELECT REPEAT(a.v, 1000000) x FROM m.t a, m.t b, m.t c, m.t d) z",
         "SELECT LENGTH(x) FROM (SELECT REPEAT(a.v, 1000000) x FROM m.t a, m.t b, m.t c) z ORDER BY x LIMIT 1",
         "SELECT a.id FROM m.t a, m.t b, m.t c, m.t d ORDER BY REPEAT(a.v, 1000000) LIMIT 1",
+        // a recursive CTE whose rows grow tenfold per round
+        "WITH RECURSIVE c (n, s) AS (SELECT 1, REPEAT('x', 100000) UNION ALL SELECT c.n + 1, c.s FROM c, m.t WHERE c.n < 40) SELECT COUNT(*) FROM c",
     ];
     for q in huge {
         let err = c.query_drop(q).unwrap_err();

@@ -452,6 +452,7 @@ fn defs() -> Vec<VarDef> {
         d("session_track_system_variables", Str, Both, true, s("time_zone,autocommit,character_set_client,character_set_results,character_set_connection")),
         d("session_track_transaction_info", Enum(&["OFF", "STATE", "CHARACTERISTICS"]), Both, true, s("OFF")),
         d("max_sort_length", u(4, 8388608), Both, true, V::UInt(1024)),
+        d("max_recursive_iterations", u(0, u64::MAX), Both, true, V::UInt(1000)),
         d("max_join_size", u(1, u64::MAX), Both, true, V::UInt(u64::MAX)),
         d("group_concat_max_len", u(4, u64::MAX), Both, true, V::UInt(1024)),
         d("old_passwords", u(0, 2), Both, true, V::UInt(0)),

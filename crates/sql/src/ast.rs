@@ -202,6 +202,10 @@ impl AggFunc {
     }
 }
 
+/// The function name of `COUNT(DISTINCT a, b, ..)`'s argument: the tuple `(a, b, ..)`, NULL if
+/// any member is (no function can be called by this name: it starts with a NUL byte).
+pub const DISTINCT_TUPLE: &str = "\0tuple";
+
 /// An aggregate call.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Aggregate {
@@ -261,14 +265,54 @@ pub struct Query {
 #[derive(Debug, Clone, PartialEq)]
 pub enum QueryBody {
     Select(Box<QuerySelect>),
-    /// `left UNION [ALL] right`.
-    Union {
+    /// `left UNION | INTERSECT | EXCEPT [ALL] right`.
+    SetOp {
+        op: SetOp,
         all: bool,
         left: Box<QueryBody>,
         right: Box<QueryBody>,
     },
     /// A parenthesized query with its own ORDER BY / LIMIT.
     Query(Box<Query>),
+}
+
+/// A set operation between two query bodies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetOp {
+    /// Rows of either side.
+    Union,
+    /// Rows of the left side that the right side has too.
+    Intersect,
+    /// Rows of the left side that the right side does not have.
+    Except,
+}
+
+impl SetOp {
+    /// The keyword.
+    pub fn name(self) -> &'static str {
+        match self {
+            SetOp::Union => "UNION",
+            SetOp::Intersect => "INTERSECT",
+            SetOp::Except => "EXCEPT",
+        }
+    }
+}
+
+/// `WITH RECURSIVE name [(columns)] AS (anchor UNION [ALL] step ...)`: the anchor members run
+/// once; each step member then runs over the rows the previous round added (the
+/// [`TableExpr::WorkTable`]) until a round adds none.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecursiveCte {
+    /// The CTE's name (in messages).
+    pub name: String,
+    /// Its column names (empty: the anchor's).
+    pub columns: Vec<String>,
+    /// The members that do not read the CTE, with the set operations between them.
+    pub anchor: QueryBody,
+    /// The members that read it (each exactly once, in its FROM clause).
+    pub steps: Vec<QueryBody>,
+    /// A `UNION` (not `UNION ALL`) joins a step: the result has no duplicate rows.
+    pub distinct: bool,
 }
 
 /// One SELECT block.
@@ -305,8 +349,20 @@ pub enum TableExpr {
         name: String,
         alias: Option<String>,
     },
-    /// `(SELECT ..) AS alias`.
-    Derived { query: Box<Query>, alias: String },
+    /// `(SELECT ..) AS alias`, or a reference to a common table expression.
+    Derived {
+        query: Box<Query>,
+        alias: String,
+        /// The CTE's column list (`WITH c (a, b) AS ..`): renames the query's columns.
+        columns: Vec<String>,
+    },
+    /// A reference to a recursive common table expression.
+    Recursive {
+        cte: Box<RecursiveCte>,
+        alias: String,
+    },
+    /// Inside a recursive CTE's step: the rows the previous round added.
+    WorkTable { name: String, alias: String },
     /// A join of two table expressions.
     Join {
         left: Box<TableExpr>,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use shoal_sql::ast::{
     Aggregate, BinOp, CastType, Expr, JoinCond, JoinKind, Query, QueryBody, QueryItem, QuerySelect,
-    RowLock, Subquery, SubqueryKind, TableExpr,
+    RecursiveCte, RowLock, Subquery, SubqueryKind, TableExpr,
 };
 use shoal_sql::decimal::Decimal;
 use shoal_sql::eval::static_type;
@@ -237,6 +237,43 @@ struct Binder<'e> {
     tables: Vec<(String, String, Arc<TableDef>)>,
     /// Tables of other subsystems read (database, name as written).
     provided: Vec<(String, String)>,
+    /// The work tables of the recursive CTEs whose steps are being bound, innermost last.
+    work: Vec<WorkDef>,
+    /// Work tables numbered so far.
+    works: usize,
+}
+
+/// The work table of a recursive CTE, while its steps are bound.
+struct WorkDef {
+    name: String,
+    id: usize,
+    /// Its columns: name, type, description.
+    cols: Vec<(String, SqlType, ColumnInfo)>,
+}
+
+/// Applies a CTE's column list to a query's column names (4002 when the counts differ).
+fn rename_columns(names: &mut [String], columns: &[String]) -> Result<(), SqlError> {
+    if columns.is_empty() {
+        return Ok(());
+    }
+    if columns.len() != names.len() {
+        return Err(SqlError::other(
+            4002,
+            "HY000",
+            "WITH column list and SELECT field list have different column counts",
+        ));
+    }
+    names.clone_from_slice(columns);
+    Ok(())
+}
+
+/// Whether a bound body groups rows (a recursive CTE's step must not: 4008).
+fn groups(b: &Body) -> bool {
+    match b {
+        Body::Select(s) => s.grouped,
+        Body::Query(q) => groups(&q.body),
+        Body::SetOp { left, right, .. } => groups(left) || groups(right),
+    }
 }
 
 /// A bound query with its result columns.
@@ -293,6 +330,8 @@ pub fn prepare(
         frames: Vec::new(),
         tables: Vec::new(),
         provided: Vec::new(),
+        work: Vec::new(),
+        works: 0,
     };
     let bound = b.query(q, false, lock_mode(q.lock))?;
     let columns = bound
@@ -364,7 +403,7 @@ impl Binder<'_> {
             }
             other => {
                 let (mut body, names, infos) = self.body(other, barrier, lock)?;
-                if let Body::Union { types, .. } = &body {
+                if let Body::SetOp { types, .. } = &body {
                     let types = types.clone();
                     chain_types(&mut body, &types);
                 }
@@ -414,7 +453,12 @@ impl Binder<'_> {
                 let bound = self.query(q, barrier, lock)?;
                 Ok((Body::Query(Box::new(bound.node)), bound.names, bound.infos))
             }
-            QueryBody::Union { all, left, right } => {
+            QueryBody::SetOp {
+                op,
+                all,
+                left,
+                right,
+            } => {
                 let (l, names, linfos) = self.body(left, barrier, lock)?;
                 let (r, rnames, rinfos) = self.body(right, barrier, lock)?;
                 if names.len() != rnames.len() {
@@ -440,7 +484,8 @@ impl Binder<'_> {
                     });
                 }
                 Ok((
-                    Body::Union {
+                    Body::SetOp {
+                        op: *op,
                         all: *all,
                         left: Box::new(l),
                         right: Box::new(r),
@@ -712,6 +757,8 @@ impl Binder<'_> {
             let leaf = &leaves[l];
             let whole = match &leaf.kind {
                 LeafKind::Table { .. } => matches!(leaf.access, Access::FullScan),
+                // A work table changes every round of its recursive CTE: never kept.
+                LeafKind::Work(_) => false,
                 _ => true,
             };
             if pos == 0 || !whole {
@@ -894,8 +941,13 @@ impl Binder<'_> {
                 });
                 Ok((Source::Leaf(leaves.len() - 1), slots.collect()))
             }
-            TableExpr::Derived { query, alias } => {
-                let bound = self.query(query, true, LockMode::None)?;
+            TableExpr::Derived {
+                query,
+                alias,
+                columns,
+            } => {
+                let mut bound = self.query(query, true, LockMode::None)?;
+                rename_columns(&mut bound.names, columns)?;
                 let cols = bound
                     .names
                     .iter()
@@ -913,6 +965,59 @@ impl Binder<'_> {
                 let (slots, _) = self.add_source(alias, cols);
                 leaves.push(Leaf {
                     kind: LeafKind::Derived(Box::new(bound.node)),
+                    name: alias.clone(),
+                    slots: slots.clone(),
+                    filter: None,
+                    access: Access::FullScan,
+                    null_side,
+                    hash: Vec::new(),
+                });
+                Ok((Source::Leaf(leaves.len() - 1), slots.collect()))
+            }
+            TableExpr::Recursive { cte, alias } => {
+                let (kind, cols) = self.recursive(cte, alias)?;
+                let (slots, _) = self.add_source(alias, cols);
+                leaves.push(Leaf {
+                    kind,
+                    name: alias.clone(),
+                    slots: slots.clone(),
+                    filter: None,
+                    access: Access::FullScan,
+                    null_side,
+                    hash: Vec::new(),
+                });
+                Ok((Source::Leaf(leaves.len() - 1), slots.collect()))
+            }
+            TableExpr::WorkTable { name, alias } => {
+                let w = self
+                    .work
+                    .iter()
+                    .rev()
+                    .find(|w| w.name == *name)
+                    .ok_or_else(|| SqlError::NoSuchTable(String::new(), name.clone()))?;
+                if null_side {
+                    // The recursive reference on the null-supplying side of an outer join.
+                    return Err(SqlError::other(
+                        4008,
+                        "HY000",
+                        format!(
+                            "Restrictions imposed on recursive definitions are violated for table '{name}'"
+                        ),
+                    ));
+                }
+                let id = w.id;
+                let cols = w
+                    .cols
+                    .iter()
+                    .map(|(n, ty, info)| {
+                        let mut info = info.clone();
+                        info.table = alias.clone();
+                        (n.clone(), *ty, info)
+                    })
+                    .collect();
+                let (slots, _) = self.add_source(alias, cols);
+                leaves.push(Leaf {
+                    kind: LeafKind::Work(id),
                     name: alias.clone(),
                     slots: slots.clone(),
                     filter: None,
@@ -1038,6 +1143,82 @@ impl Binder<'_> {
     }
 
     /// The type a derived table's column has: its select item's type.
+    /// A recursive CTE read as `alias`: its plan and its columns. The anchor members decide
+    /// the columns' names and types; the steps are bound with the work table in scope.
+    #[allow(clippy::type_complexity)]
+    fn recursive(
+        &mut self,
+        cte: &RecursiveCte,
+        alias: &str,
+    ) -> Result<(LeafKind, Vec<(String, SqlType, ColumnInfo)>), SqlError> {
+        let (mut anchor, mut names, infos) = self.body(&cte.anchor, true, LockMode::None)?;
+        if let Body::SetOp { types, .. } = &anchor {
+            let types = types.clone();
+            chain_types(&mut anchor, &types);
+        }
+        rename_columns(&mut names, &cte.columns)?;
+        let cols: Vec<(String, SqlType, ColumnInfo)> = names
+            .iter()
+            .zip(&infos)
+            .map(|(n, info)| {
+                let mut info = info.clone();
+                info.name = n.clone();
+                info.table = cte.name.clone();
+                info.schema = String::new();
+                (n.clone(), info_type(&info), info)
+            })
+            .collect();
+        let types: Vec<SqlType> = cols.iter().map(|c| c.1).collect();
+        let id = self.works;
+        self.works += 1;
+        self.work.push(WorkDef {
+            name: cte.name.clone(),
+            id,
+            cols: cols.clone(),
+        });
+        let steps = cte
+            .steps
+            .iter()
+            .map(|st| {
+                let (b, step_names, _) = self.body(st, true, LockMode::None)?;
+                if step_names.len() != names.len() {
+                    return Err(SqlError::other(
+                        1222,
+                        "21000",
+                        "The used SELECT statements have a different number of columns",
+                    ));
+                }
+                if groups(&b) {
+                    return Err(SqlError::other(
+                        4008,
+                        "HY000",
+                        format!(
+                            "Restrictions imposed on recursive definitions are violated for table '{}'",
+                            cte.name
+                        ),
+                    ));
+                }
+                Ok(b)
+            })
+            .collect::<Result<Vec<_>, SqlError>>();
+        self.work.pop();
+        let plan = RecursivePlan {
+            id,
+            anchor,
+            steps: steps?,
+            distinct: cte.distinct,
+            types,
+        };
+        let cols = cols
+            .into_iter()
+            .map(|(n, ty, mut info)| {
+                info.table = alias.to_string();
+                (n, ty, info)
+            })
+            .collect();
+        Ok((LeafKind::Recursive(Box::new(plan)), cols))
+    }
+
     fn derived_type(&self, _node: &QNode, _i: usize, info: &ColumnInfo) -> SqlType {
         info_type(info)
     }
@@ -1367,7 +1548,7 @@ fn info_type(info: &ColumnInfo) -> SqlType {
 /// column types: an inner node's duplicates are then judged, and its rows converted, as the
 /// whole UNION's are.
 fn chain_types(b: &mut Body, final_types: &[SqlType]) {
-    if let Body::Union {
+    if let Body::SetOp {
         left, right, types, ..
     } = b
     {

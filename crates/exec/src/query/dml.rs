@@ -59,7 +59,9 @@ fn from_tables(from: &[TableExpr], db: Option<&str>, out: &mut Vec<(String, Stri
                 from_tables(std::slice::from_ref(left), db, out);
                 from_tables(std::slice::from_ref(right), db, out);
             }
-            TableExpr::Derived { .. } => {}
+            TableExpr::Derived { .. }
+            | TableExpr::Recursive { .. }
+            | TableExpr::WorkTable { .. } => {}
         }
     }
 }

@@ -64,7 +64,7 @@ pub fn rows(plan: &QueryPlan) -> Vec<Vec<Value>> {
 
 fn has_union(b: &Body) -> bool {
     match b {
-        Body::Union { .. } => true,
+        Body::SetOp { .. } => true,
         Body::Query(q) => has_union(&q.body),
         Body::Select(_) => false,
     }
@@ -78,15 +78,18 @@ fn body(plan: &QueryPlan, b: &Body, kind: &str, next_id: &mut i64, out: &mut Vec
     match b {
         Body::Select(s) => select(plan, s, kind, next_id, out),
         Body::Query(q) => node(plan, q, kind, next_id, out),
-        Body::Union { left, right, .. } => {
+        Body::SetOp {
+            op, left, right, ..
+        } => {
             let first = *next_id;
             body(plan, left, kind, next_id, out);
-            body(plan, right, "UNION", next_id, out);
+            body(plan, right, op.name(), next_id, out);
             let ids: Vec<String> = (first..*next_id).map(|i| i.to_string()).collect();
+            let word = op.name().to_ascii_lowercase();
             out.push(row(
                 None,
-                "UNION RESULT",
-                &format!("<union{}>", ids.join(",")),
+                &format!("{} RESULT", op.name()),
+                &format!("<{word}{}>", ids.join(",")),
                 "ALL",
                 None,
                 None,
@@ -191,18 +194,27 @@ fn select(
                     }
                 }
             }
-            LeafKind::Derived(_) => ("ALL", None, None),
+            LeafKind::Derived(_) | LeafKind::Recursive(_) | LeafKind::Work(_) => {
+                ("ALL", None, None)
+            }
             LeafKind::System { .. } | LeafKind::Provided { .. } => ("ALL", None, None),
         };
         let table = match &leaf.kind {
-            LeafKind::Derived(_) => format!("<derived:{}>", leaf.name),
+            LeafKind::Derived(_) | LeafKind::Recursive(_) => format!("<derived:{}>", leaf.name),
             _ => leaf.name.clone(),
         };
         out.push(row(Some(id), kind, &table, ty, key, reference, extra));
     }
     for leaf in &s.leaves {
-        if let LeafKind::Derived(n) = &leaf.kind {
-            node(plan, n, "DERIVED", next_id, out);
+        match &leaf.kind {
+            LeafKind::Derived(n) => node(plan, n, "DERIVED", next_id, out),
+            LeafKind::Recursive(r) => {
+                body(plan, &r.anchor, "DERIVED", next_id, out);
+                for st in &r.steps {
+                    body(plan, st, "RECURSIVE UNION", next_id, out);
+                }
+            }
+            _ => {}
         }
     }
 }

@@ -1,7 +1,21 @@
 //! The query engine: SELECT with any FROM clause — joins (inner, comma, `USING`, `NATURAL`,
-//! LEFT/RIGHT), derived tables, `UNION [ALL]`, subqueries in expressions (scalar, `IN`,
-//! `EXISTS`, `ANY/ALL`, correlated or not), aggregates over any of them — over stored tables and
-//! `information_schema`, in one snapshot of the session's transaction.
+//! LEFT/RIGHT), derived tables, common table expressions, `UNION` / `INTERSECT` / `EXCEPT`
+//! `[ALL]`, subqueries in expressions (scalar, `IN`, `EXISTS`, `ANY/ALL`, correlated or not),
+//! aggregates over any of them — over stored tables and `information_schema`, in one snapshot
+//! of the session's transaction.
+//!
+//! # Common table expressions
+//! The translator (`shoal_sql::translate::query`) resolves CTE names by scope: a reference to an
+//! ordinary CTE becomes a derived table of its query (materialised per reference, like one), a
+//! reference to a recursive one a [`LeafKind::Recursive`] leaf, and inside a recursive CTE's own
+//! members the reference is its **work table** ([`LeafKind::Work`]). A recursive CTE runs as
+//! its definition says: the anchor members once, then the step members over the rows the
+//! previous round added, round after round, until a round adds nothing or
+//! `max_recursive_iterations` rounds ran (MariaDB's limit: no error, the rows so far). `UNION`
+//! (not ALL) drops repeated rows across rounds too, so a cycle ends. A work table changes every
+//! round, so it is never hash-joined, and derived or hash tables first built inside a step are
+//! dropped after each round. MariaDB's restrictions are checked: no aggregate in a step, the
+//! work table not read from a subquery nor on the null side of an outer join (4008).
 //!
 //! # Binding ([`bind`])
 //! A query arrives as `shoal_sql::ast::Query` with names as written. The binder resolves every
@@ -48,7 +62,7 @@ pub(crate) mod run;
 use std::ops::Range;
 use std::sync::Arc;
 
-use shoal_sql::ast::{AggFunc, Expr};
+use shoal_sql::ast::{AggFunc, Expr, SetOp};
 use shoal_sql::value::SqlType;
 use shoal_store::{LockMode, TableDef};
 
@@ -120,7 +134,9 @@ pub(crate) struct QNode {
 #[derive(Debug)]
 pub(crate) enum Body {
     Select(Box<SelectPlan>),
-    Union {
+    /// `left UNION | INTERSECT | EXCEPT [ALL] right`.
+    SetOp {
+        op: SetOp,
         all: bool,
         left: Box<Body>,
         right: Box<Body>,
@@ -223,6 +239,24 @@ pub(crate) enum LeafKind {
         from: Arc<dyn SystemTables>,
     },
     Derived(Box<QNode>),
+    /// A recursive CTE, materialised per execution.
+    Recursive(Box<RecursivePlan>),
+    /// The work table of the recursive CTE with this id: the previous round's rows.
+    Work(usize),
+}
+
+/// A recursive CTE: the anchor runs once, then the steps run over the rows the previous round
+/// added (the work table [`LeafKind::Work`] with `id`), until a round adds none or
+/// `max_recursive_iterations` rounds ran (MariaDB stops there without an error).
+#[derive(Debug)]
+pub(crate) struct RecursivePlan {
+    pub id: usize,
+    pub anchor: Body,
+    pub steps: Vec<Body>,
+    /// Duplicate rows are dropped (`UNION` joins a step), also across rounds.
+    pub distinct: bool,
+    /// The columns' types (the anchor's): every step's rows are converted to them.
+    pub types: Vec<SqlType>,
 }
 
 impl std::fmt::Debug for LeafKind {
@@ -232,6 +266,8 @@ impl std::fmt::Debug for LeafKind {
             LeafKind::System { name } => write!(f, "System({name})"),
             LeafKind::Provided { db, name, .. } => write!(f, "Provided({db}.{name})"),
             LeafKind::Derived(n) => write!(f, "Derived({n:?})"),
+            LeafKind::Recursive(r) => write!(f, "Recursive({r:?})"),
+            LeafKind::Work(id) => write!(f, "Work({id})"),
         }
     }
 }

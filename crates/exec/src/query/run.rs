@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use shoal_sql::ast::{BinOp, Expr, Subquery, SubqueryKind, VarScope};
+use shoal_sql::ast::{BinOp, Expr, Subquery, SubqueryKind, VarScope, DISTINCT_TUPLE};
 use shoal_sql::eval::{eval, Context};
 use shoal_sql::value::{coerce_to, compare, row_mem_size, DateTime, Value};
 use shoal_sql::SqlError;
@@ -42,6 +42,7 @@ pub fn execute(
             .map(|_| Memo::default())
             .collect(),
         derived: HashMap::new(),
+        work: HashMap::new(),
         visited: 0,
         hashed: HashMap::new(),
     };
@@ -66,7 +67,9 @@ struct Runner<'p, 'a> {
     /// Answers of stable correlated subqueries by their outer values, by id (see `memo`).
     memos: Vec<Memo>,
     /// Derived tables' rows (never correlated: computed once per execution).
-    derived: HashMap<*const QNode, Rows>,
+    derived: HashMap<*const (), Rows>,
+    /// The work tables of the recursive CTEs being computed, by id.
+    work: HashMap<usize, Rows>,
     visited: u64,
     /// What the statement's buffers hold (`max_session_mem_used`).
     mem: MemBudget,
@@ -286,28 +289,111 @@ impl<'p, 'a> Runner<'p, 'a> {
                 .map(|(_, r)| r)
                 .collect()),
             Body::Query(q) => self.node(q, None),
-            Body::Union {
+            Body::SetOp {
+                op,
                 all,
                 left,
                 right,
                 types,
             } => {
                 let mut rows = self.body(left)?;
-                rows.extend(self.body(right)?);
-                // The members' values as the UNION's column types (before duplicates go:
+                let mut right = self.body(right)?;
+                // The members' values as the result's column types (before duplicates go:
                 // `1` and `'1'` in a string column are one value).
-                for row in &mut rows {
+                for row in rows.iter_mut().chain(right.iter_mut()) {
                     for (v, ty) in row.iter_mut().zip(types) {
                         *v = coerce_to(std::mem::replace(v, Value::Null), *ty);
                     }
                 }
-                if !*all {
-                    let mut seen = HashSet::new();
-                    rows.retain(|r| seen.insert(group_key(r)));
+                match op {
+                    SetOp::Union => {
+                        rows.extend(right);
+                        if !*all {
+                            let mut seen = HashSet::new();
+                            rows.retain(|r| seen.insert(group_key(r)));
+                        }
+                    }
+                    SetOp::Intersect | SetOp::Except => {
+                        // How many times the right side has each row (ALL takes one per
+                        // left row: the smaller count for INTERSECT, the difference for
+                        // EXCEPT; without ALL a row appears once at most).
+                        let mut counts: HashMap<String, usize> = HashMap::new();
+                        for r in &right {
+                            *counts.entry(group_key(r)).or_default() += 1;
+                        }
+                        let intersect = *op == SetOp::Intersect;
+                        let mut seen = HashSet::new();
+                        rows.retain(|r| {
+                            let key = group_key(r);
+                            let matched = match counts.get_mut(&key) {
+                                Some(n) if *n > 0 => {
+                                    if *all {
+                                        *n -= 1;
+                                    }
+                                    true
+                                }
+                                _ => false,
+                            };
+                            matched == intersect && (*all || seen.insert(key))
+                        });
+                    }
                 }
                 Ok(rows)
             }
         }
+    }
+
+    /// The rows of a recursive CTE: the anchor's, then round after round the steps' over the
+    /// rows the round before added, until a round adds none or `max_recursive_iterations`
+    /// rounds ran.
+    fn recursive(&mut self, rp: &'p RecursivePlan) -> Result<Vec<Vec<Value>>, SqlError> {
+        let rounds = self
+            .env
+            .system_var(VarScope::Session, "max_recursive_iterations")
+            .ok()
+            .and_then(|v| v.to_i128())
+            .map_or(1000, |n| n.clamp(0, u64::MAX.into()) as u64);
+        let mut seen = HashSet::new();
+        let mut all = Vec::new();
+        let mut fresh = Vec::new();
+        let mut add = |r: &mut Self, rows: Vec<Vec<Value>>, fresh: &mut Vec<Vec<Value>>| {
+            for mut row in rows {
+                for (v, ty) in row.iter_mut().zip(&rp.types) {
+                    *v = coerce_to(std::mem::replace(v, Value::Null), *ty);
+                }
+                if rp.distinct && !seen.insert(group_key(&row)) {
+                    continue;
+                }
+                r.mem.charge(row_mem_size(&row))?;
+                fresh.push(row);
+            }
+            Ok::<(), SqlError>(())
+        };
+        let anchor = self.body(&rp.anchor)?;
+        add(self, anchor, &mut fresh)?;
+        let mut round = 0;
+        while !fresh.is_empty() && round < rounds {
+            round += 1;
+            self.tick()?;
+            all.extend(fresh.iter().cloned());
+            self.work
+                .insert(rp.id, Arc::new(std::mem::take(&mut fresh)));
+            // Derived tables and hash tables first built inside a step may have read the
+            // work table: built again next round.
+            let (derived, hashed): (HashSet<_>, HashSet<_>) = (
+                self.derived.keys().copied().collect(),
+                self.hashed.keys().copied().collect(),
+            );
+            for step in &rp.steps {
+                let rows = self.body(step)?;
+                add(self, rows, &mut fresh)?;
+            }
+            self.derived.retain(|k, _| derived.contains(k));
+            self.hashed.retain(|k, _| hashed.contains(k));
+        }
+        all.extend(fresh);
+        self.work.remove(&rp.id);
+        Ok(all)
     }
 
     /// ORDER BY keys of the row in the frame (projected as `row`).
@@ -390,6 +476,17 @@ impl<'p, 'a> Runner<'p, 'a> {
             for (ai, a) in s.aggs.iter().enumerate() {
                 let v = match &a.arg {
                     None => Value::Int(1),
+                    Some(Expr::Function(name, args)) if name == DISTINCT_TUPLE => {
+                        let mut tuple = Vec::with_capacity(args.len());
+                        for e in args {
+                            tuple.push(r.eval(e)?);
+                        }
+                        if tuple.iter().any(Value::is_null) {
+                            Value::Null
+                        } else {
+                            Value::Str(group_key(&tuple))
+                        }
+                    }
                     Some(e) => r.eval(e)?,
                 };
                 groups[gi].1[ai].add(a.func, v)?;
@@ -493,16 +590,8 @@ impl<'p, 'a> Runner<'p, 'a> {
                 let rows = from.get(db, name).map(|(_, r)| r).unwrap_or_default();
                 self.rows(&rows, leaf, f)
             }
-            LeafKind::Derived(node) => {
-                let key: *const QNode = &**node;
-                let rows = match self.derived.get(&key) {
-                    Some(r) => r.clone(),
-                    None => {
-                        let r: Rows = Arc::new(self.node(node, None)?);
-                        self.derived.insert(key, r.clone());
-                        r
-                    }
-                };
+            LeafKind::Derived(_) | LeafKind::Recursive(_) | LeafKind::Work(_) => {
+                let rows = self.leaf_rows(leaf)?;
                 self.rows(&rows, leaf, f)
             }
         }
@@ -528,7 +617,7 @@ impl<'p, 'a> Runner<'p, 'a> {
                 Arc::new(from.get(db, name).map(|(_, r)| r).unwrap_or_default())
             }
             LeafKind::Derived(node) => {
-                let key: *const QNode = &**node;
+                let key = &**node as *const QNode as *const ();
                 match self.derived.get(&key) {
                     Some(r) => r.clone(),
                     None => {
@@ -538,6 +627,18 @@ impl<'p, 'a> Runner<'p, 'a> {
                     }
                 }
             }
+            LeafKind::Recursive(rp) => {
+                let key = &**rp as *const RecursivePlan as *const ();
+                match self.derived.get(&key) {
+                    Some(r) => r.clone(),
+                    None => {
+                        let r: Rows = Arc::new(self.recursive(rp)?);
+                        self.derived.insert(key, r.clone());
+                        r
+                    }
+                }
+            }
+            LeafKind::Work(id) => self.work.get(id).cloned().unwrap_or_default(),
         })
     }
 

@@ -25,6 +25,58 @@ struct QueryScope<'s, 'a> {
     src: &'s SourceText<'a>,
     /// `?` placeholders seen so far in the statement.
     params: &'s mut usize,
+    /// The common table expressions in scope, innermost last.
+    ctes: Vec<Cte>,
+    /// How many subqueries and CTE definitions enclose the text being translated.
+    depth: usize,
+}
+
+/// A common table expression in scope.
+struct Cte {
+    name: String,
+    def: CteDef,
+}
+
+enum CteDef {
+    /// A CTE that does not read itself: each reference is a derived table of its query.
+    Plain { query: Query, columns: Vec<String> },
+    /// A recursive CTE, complete.
+    Recursive(RecursiveCte),
+    /// A `WITH RECURSIVE` CTE whose own members are being translated: a reference is its work
+    /// table, allowed only at `depth` (in a member's FROM clause or a derived table there, not
+    /// inside a subquery: 4008 as in MariaDB).
+    Own { depth: usize, refs: usize },
+}
+
+fn restriction_violated(name: &str) -> SqlError {
+    SqlError::other(
+        4008,
+        "HY000",
+        format!("Restrictions imposed on recursive definitions are violated for table '{name}'"),
+    )
+}
+
+impl QueryScope<'_, '_> {
+    /// Runs `f` one subquery level deeper.
+    fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        self.depth += 1;
+        let r = f(self);
+        self.depth -= 1;
+        r
+    }
+
+    /// The CTE a table name written without a database refers to, innermost first.
+    fn cte(&mut self, name: &str) -> Option<&mut Cte> {
+        self.ctes.iter_mut().rev().find(|c| c.name == name)
+    }
+
+    /// How many times the CTE being defined has been referenced.
+    fn own_refs(&self) -> usize {
+        match self.ctes.last().map(|c| &c.def) {
+            Some(CteDef::Own { refs, .. }) => *refs,
+            _ => 0,
+        }
+    }
 }
 
 impl ExprScope for QueryScope<'_, '_> {
@@ -41,7 +93,7 @@ impl ExprScope for QueryScope<'_, '_> {
     }
 
     fn subquery(&mut self, kind: SubqueryKind, q: &sp::Query) -> Result<Expr, SqlError> {
-        let query = query(self.src, self.params, q)?;
+        let query = self.nested(|cx| query_in(cx, q))?;
         Ok(Expr::Subquery(Box::new(Subquery { kind, query, id: 0 })))
     }
 
@@ -58,10 +110,13 @@ impl ExprScope for QueryScope<'_, '_> {
         } else {
             match args.as_slice() {
                 [a] => Some(expr(self, a)?),
-                // COUNT(DISTINCT a, b) and the like.
-                _ if distinct && func == AggFunc::Count => {
-                    return Err(unsupported("COUNT(DISTINCT) of several expressions"))
-                }
+                // COUNT(DISTINCT a, b): the tuples, as one ROW value.
+                _ if distinct && func == AggFunc::Count && args.len() > 1 => Some(Expr::Function(
+                    DISTINCT_TUPLE.into(),
+                    args.iter()
+                        .map(|a| expr(self, a))
+                        .collect::<Result<_, _>>()?,
+                )),
                 _ => return Err(SqlError::ParamCount(name.to_string())),
             }
         };
@@ -79,7 +134,7 @@ pub fn from_clause(
     params: &mut usize,
     from: &[sp::TableWithJoins],
 ) -> Result<Vec<TableExpr>, SqlError> {
-    let mut cx = QueryScope { src, params };
+    let mut cx = QueryScope::new(src, params);
     from.iter().map(|t| table_with_joins(&mut cx, t)).collect()
 }
 
@@ -89,26 +144,231 @@ pub fn query_expr(
     params: &mut usize,
     e: &sp::Expr,
 ) -> Result<Expr, SqlError> {
-    expr(&mut QueryScope { src, params }, e)
+    expr(&mut QueryScope::new(src, params), e)
+}
+
+impl<'s, 'a> QueryScope<'s, 'a> {
+    fn new(src: &'s SourceText<'a>, params: &'s mut usize) -> Self {
+        QueryScope {
+            src,
+            params,
+            ctes: Vec::new(),
+            depth: 0,
+        }
+    }
 }
 
 /// Translates a query; `params` counts the statement's placeholders.
 pub fn query(src: &SourceText<'_>, params: &mut usize, q: &sp::Query) -> Result<Query, SqlError> {
-    if q.with.is_some() {
-        return Err(unsupported("WITH (common table expressions)"));
+    query_in(&mut QueryScope::new(src, params), q)
+}
+
+/// A query in the scope of its enclosing ones (their CTEs visible); its own `WITH` clause adds
+/// CTEs for its body only.
+fn query_in(cx: &mut QueryScope<'_, '_>, q: &sp::Query) -> Result<Query, SqlError> {
+    let outer_ctes = cx.ctes.len();
+    let r = with_clause(cx, q).and_then(|()| query_body(cx, q));
+    cx.ctes.truncate(outer_ctes);
+    r
+}
+
+/// Brings the CTEs of `q`'s WITH clause into scope, each visible to the ones after it.
+fn with_clause(cx: &mut QueryScope<'_, '_>, q: &sp::Query) -> Result<(), SqlError> {
+    let Some(with) = &q.with else {
+        return Ok(());
+    };
+    let first = cx.ctes.len();
+    for cte in &with.cte_tables {
+        let name = cte.alias.name.value.clone();
+        if cx.ctes[first..].iter().any(|c| c.name == name) {
+            return Err(SqlError::other(
+                4004,
+                "HY000",
+                format!("Duplicate query name `{name}` in WITH clause"),
+            ));
+        }
+        if cte.from.is_some() {
+            return Err(unsupported("WITH ... FROM"));
+        }
+        let columns: Vec<String> = cte
+            .alias
+            .columns
+            .iter()
+            .map(|c| c.name.value.clone())
+            .collect();
+        let def = if with.recursive {
+            recursive_cte(cx, &name, columns, &cte.query)?
+        } else {
+            CteDef::Plain {
+                query: cx.nested(|cx| query_in(cx, &cte.query))?,
+                columns,
+            }
+        };
+        cx.ctes.push(Cte { name, def });
     }
+    Ok(())
+}
+
+/// A CTE of `WITH RECURSIVE`: recursive if one of its members reads it, else plain.
+fn recursive_cte(
+    cx: &mut QueryScope<'_, '_>,
+    name: &str,
+    columns: Vec<String>,
+    q: &sp::Query,
+) -> Result<CteDef, SqlError> {
+    let params = *cx.params;
+    cx.ctes.push(Cte {
+        name: name.to_string(),
+        def: CteDef::Own {
+            depth: cx.depth + 1,
+            refs: 0,
+        },
+    });
+    let r = cx.nested(|cx| recursive_members(cx, name, q));
+    cx.ctes.pop();
+    match r? {
+        Some((anchor, steps, distinct)) => Ok(CteDef::Recursive(RecursiveCte {
+            name: name.to_string(),
+            columns,
+            anchor,
+            steps,
+            distinct,
+        })),
+        None => {
+            // It never reads itself: an ordinary CTE (translated again, `?`s renumbered).
+            *cx.params = params;
+            Ok(CteDef::Plain {
+                query: cx.nested(|cx| query_in(cx, q))?,
+                columns,
+            })
+        }
+    }
+}
+
+/// The members of a recursive CTE's query split into (anchor, steps, distinct); `None` when
+/// no member reads the CTE.
+#[allow(clippy::type_complexity)]
+fn recursive_members(
+    cx: &mut QueryScope<'_, '_>,
+    name: &str,
+    q: &sp::Query,
+) -> Result<Option<(QueryBody, Vec<QueryBody>, bool)>, SqlError> {
+    let outer_ctes = cx.ctes.len();
+    let r = (|| {
+        with_clause(cx, q)?;
+        let mut members = Vec::new();
+        flatten_unions(&q.body, None, &mut members)?;
+        let mut anchor: Option<QueryBody> = None;
+        let mut steps = Vec::new();
+        let mut distinct = false;
+        for (op, member) in members {
+            let before = cx.own_refs();
+            let b = body(cx, member)?;
+            match cx.own_refs() - before {
+                0 => {
+                    anchor = Some(match (anchor, op) {
+                        (None, _) => b,
+                        (Some(left), op) => {
+                            let (op, all) = op.unwrap_or((SetOp::Union, true));
+                            QueryBody::SetOp {
+                                op,
+                                all,
+                                left: Box::new(left),
+                                right: Box::new(b),
+                            }
+                        }
+                    })
+                }
+                1 => {
+                    match op {
+                        Some((SetOp::Union, all)) => distinct |= !all,
+                        // The first member: no anchor before it (4005 below if none after).
+                        None => {}
+                        Some(_) => return Err(restriction_violated(name)),
+                    }
+                    steps.push(b);
+                }
+                _ => {
+                    return Err(unsupported(
+                        "several references to a recursive CTE in one SELECT",
+                    ))
+                }
+            }
+        }
+        if steps.is_empty() {
+            return Ok(None);
+        }
+        if q.order_by.is_some() || q.limit_clause.is_some() {
+            return Err(unsupported("global ORDER BY/LIMIT in recursive CTE spec"));
+        }
+        let anchor = anchor.ok_or_else(|| {
+            SqlError::other(
+                4005,
+                "HY000",
+                format!("No anchors for recursive WITH element '{name}'"),
+            )
+        })?;
+        Ok(Some((anchor, steps, distinct)))
+    })();
+    cx.ctes.truncate(outer_ctes);
+    r
+}
+
+/// The members of a chain of set operations (`a UNION b UNION ALL c` nests to the left), each
+/// with the operation (and ALL) joining it to the members before it.
+#[allow(clippy::type_complexity)]
+fn flatten_unions<'q>(
+    b: &'q sp::SetExpr,
+    op: Option<(SetOp, bool)>,
+    out: &mut Vec<(Option<(SetOp, bool)>, &'q sp::SetExpr)>,
+) -> Result<(), SqlError> {
+    match b {
+        sp::SetExpr::SetOperation {
+            left,
+            op: sop,
+            set_quantifier,
+            right,
+        } => {
+            let joined = (set_op(*sop)?, set_all(*sop, set_quantifier)?);
+            flatten_unions(left, op, out)?;
+            out.push((Some(joined), right));
+        }
+        other => out.push((op, other)),
+    }
+    Ok(())
+}
+
+/// Whether a set operation keeps duplicates (`ALL`).
+fn set_all(op: sp::SetOperator, q: &sp::SetQuantifier) -> Result<bool, SqlError> {
+    match q {
+        sp::SetQuantifier::All => Ok(true),
+        sp::SetQuantifier::Distinct | sp::SetQuantifier::None => Ok(false),
+        other => Err(unsupported(format!("{op} {other}"))),
+    }
+}
+
+fn set_op(op: sp::SetOperator) -> Result<SetOp, SqlError> {
+    match op {
+        sp::SetOperator::Union => Ok(SetOp::Union),
+        sp::SetOperator::Intersect => Ok(SetOp::Intersect),
+        sp::SetOperator::Except => Ok(SetOp::Except),
+        other => Err(unsupported(other.to_string())),
+    }
+}
+
+/// The body, ORDER BY, LIMIT and locks of a query (its CTEs already in scope).
+fn query_body(cx: &mut QueryScope<'_, '_>, q: &sp::Query) -> Result<Query, SqlError> {
     if q.fetch.is_some() || !q.pipe_operators.is_empty() {
         return Err(unsupported("FETCH"));
     }
-    let mut cx = QueryScope { src, params };
-    let body = body(&mut cx, &q.body)?;
+    let body = body(cx, &q.body)?;
     let mut order_by = Vec::new();
     if let Some(ob) = &q.order_by {
         match &ob.kind {
             sp::OrderByKind::Expressions(v) => {
                 for o in v {
                     let desc = matches!(o.options.sort, Some(sp::OrderBySort::Desc));
-                    order_by.push((expr(&mut cx, &o.expr)?, desc));
+                    order_by.push((expr(cx, &o.expr)?, desc));
                 }
             }
             sp::OrderByKind::All(_) => return Err(unsupported("ORDER BY ALL")),
@@ -124,16 +384,13 @@ pub fn query(src: &SourceText<'_>, params: &mut usize, q: &sp::Query) -> Result<
             if !limit_by.is_empty() {
                 return Err(unsupported("LIMIT BY"));
             }
-            let l = limit.as_ref().map(|e| expr(&mut cx, e)).transpose()?;
-            let o = offset
-                .as_ref()
-                .map(|o| expr(&mut cx, &o.value))
-                .transpose()?;
+            let l = limit.as_ref().map(|e| expr(cx, e)).transpose()?;
+            let o = offset.as_ref().map(|o| expr(cx, &o.value)).transpose()?;
             (l, o)
         }
         Some(sp::LimitClause::OffsetCommaLimit { offset, limit }) => {
-            let o = expr(&mut cx, offset)?;
-            (Some(expr(&mut cx, limit)?), Some(o))
+            let o = expr(cx, offset)?;
+            (Some(expr(cx, limit)?), Some(o))
         }
     };
     let lock = match q.locks.first() {
@@ -155,24 +412,18 @@ pub fn query(src: &SourceText<'_>, params: &mut usize, q: &sp::Query) -> Result<
 fn body(cx: &mut QueryScope<'_, '_>, b: &sp::SetExpr) -> Result<QueryBody, SqlError> {
     match b {
         sp::SetExpr::Select(s) => Ok(QueryBody::Select(Box::new(select(cx, s)?))),
-        sp::SetExpr::Query(q) => Ok(QueryBody::Query(Box::new(query(cx.src, cx.params, q)?))),
+        sp::SetExpr::Query(q) => Ok(QueryBody::Query(Box::new(query_in(cx, q)?))),
         sp::SetExpr::SetOperation {
             left,
             op,
             set_quantifier,
             right,
         } => {
-            if *op != sp::SetOperator::Union {
-                return Err(unsupported(format!("{op}")));
-            }
-            let all = match set_quantifier {
-                sp::SetQuantifier::All => true,
-                sp::SetQuantifier::Distinct | sp::SetQuantifier::None => false,
-                other => return Err(unsupported(format!("UNION {other}"))),
-            };
+            let (op, all) = (set_op(*op)?, set_all(*op, set_quantifier)?);
             let left = body(cx, left)?;
             let right = body(cx, right)?;
-            Ok(QueryBody::Union {
+            Ok(QueryBody::SetOp {
+                op,
                 all,
                 left: Box::new(left),
                 right: Box::new(right),
@@ -332,10 +583,38 @@ fn table_factor(cx: &mut QueryScope<'_, '_>, tf: &sp::TableFactor) -> Result<Tab
                 [d, t] => (Some(d.clone()), t.clone()),
                 _ => return Err(SqlError::Syntax(name.to_string())),
             };
+            let alias = alias.as_ref().map(|a| a.name.value.clone());
+            if db.is_none() {
+                let depth = cx.depth;
+                if let Some(cte) = cx.cte(&table) {
+                    let shown = alias.unwrap_or_else(|| table.clone());
+                    return match &mut cte.def {
+                        CteDef::Plain { query, columns } => Ok(TableExpr::Derived {
+                            query: Box::new(query.clone()),
+                            alias: shown,
+                            columns: columns.clone(),
+                        }),
+                        CteDef::Recursive(r) => Ok(TableExpr::Recursive {
+                            cte: Box::new(r.clone()),
+                            alias: shown,
+                        }),
+                        CteDef::Own { depth: own, refs } => {
+                            if *own != depth {
+                                return Err(restriction_violated(&table));
+                            }
+                            *refs += 1;
+                            Ok(TableExpr::WorkTable {
+                                name: table,
+                                alias: shown,
+                            })
+                        }
+                    };
+                }
+            }
             Ok(TableExpr::Table {
                 db,
                 name: table,
-                alias: alias.as_ref().map(|a| a.name.value.clone()),
+                alias,
             })
         }
         sp::TableFactor::Derived {
@@ -354,10 +633,13 @@ fn table_factor(cx: &mut QueryScope<'_, '_>, tf: &sp::TableFactor) -> Result<Tab
             if !alias.columns.is_empty() {
                 return Err(unsupported("derived table column lists"));
             }
-            let query = query(cx.src, cx.params, subquery)?;
+            // Not a level deeper for a recursive CTE: a step may read its work table through
+            // a derived table (unlike through a subquery).
+            let query = query_in(cx, subquery)?;
             Ok(TableExpr::Derived {
                 query: Box::new(query),
                 alias: alias.name.value.clone(),
+                columns: Vec::new(),
             })
         }
         sp::TableFactor::NestedJoin {

@@ -1070,7 +1070,66 @@ impl TableSession {
         }
     }
 
+    /// Runs `f` holding `tables` exclusively: the metadata lock of DDL that changes what rows
+    /// or index entries a table has (an index build, a copy, TRUNCATE, DROP). It waits until
+    /// no other transaction holds an intent on them (every statement takes one until its
+    /// transaction ends) and holds new statements on them off until `f` returns, so no write
+    /// lands beside the change (a CREATE INDEX scan used to miss rows written behind it).
+    /// Under LOCK TABLES the session's WRITE lock is that guarantee already.
+    pub(crate) fn exclusively<T>(
+        &mut self,
+        tables: Vec<TableKey>,
+        f: impl FnOnce(&mut Self) -> Result<T, SqlError>,
+    ) -> Result<T, SqlError> {
+        let exclusive = self.locked.is_none();
+        if exclusive {
+            let requests: Vec<_> = tables
+                .into_iter()
+                .map(|k| (k, LockRequest::Write))
+                .collect();
+            self.engine.locks.lock_tables(
+                self.lock_id,
+                &requests,
+                self.table_lock_timeout,
+                &self.kill.killed,
+            )?;
+        }
+        let r = f(self);
+        if exclusive {
+            self.engine.locks.unlock_tables_only(self.lock_id);
+        }
+        r
+    }
+
     fn ddl(
+        &mut self,
+        store: &Engine,
+        plan: &Plan,
+        ctx: &mut dyn Context,
+    ) -> Result<ExecOutput, SqlError> {
+        let db = |t: &TableRef| resolve_db(t, &plan.db);
+        // DDL that changes a table's rows or index entries holds it exclusively.
+        let keys: Vec<TableKey> = match &plan.stmt {
+            TableStmt::CreateIndex { table, .. }
+            | TableStmt::DropIndex { table, .. }
+            | TableStmt::Truncate(table) => vec![(db(table)?, table.name.clone())],
+            TableStmt::AlterTable { table, ops } if !ops.iter().any(AlterOp::changes_columns) => {
+                vec![(db(table)?, table.name.clone())]
+            }
+            TableStmt::DropTable { tables, .. } => tables
+                .iter()
+                .map(|t| Ok((db(t)?, t.name.clone())))
+                .collect::<Result<_, SqlError>>()?,
+            _ => Vec::new(),
+        };
+        if keys.is_empty() {
+            self.ddl_unlocked(store, plan, ctx)
+        } else {
+            self.exclusively(keys, |me| me.ddl_unlocked(store, plan, ctx))
+        }
+    }
+
+    fn ddl_unlocked(
         &mut self,
         store: &Engine,
         plan: &Plan,

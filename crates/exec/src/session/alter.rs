@@ -36,7 +36,6 @@ use super::TableSession;
 use crate::ast::AlterOp;
 use crate::convert::{datum_to_value, store_err, value_to_datum};
 use crate::exec::ExecOutput;
-use crate::table_lock::LockRequest;
 
 fn unsupported(what: &str) -> SqlError {
     SqlError::Unsupported(what.to_string())
@@ -313,38 +312,28 @@ impl TableSession {
         slots: &[Slot],
     ) -> Result<(), SqlError> {
         let key = (def.db.clone(), def.name.clone());
-        let exclusive = self.locked.is_none();
-        if exclusive {
-            self.engine.locks.lock_tables(
-                self.lock_id,
-                &[(key, LockRequest::Write)],
-                self.table_lock_timeout,
-                &self.kill.killed,
-            )?;
-        }
         let mut failure: Option<SqlError> = None;
         let mut row_no = 0u64;
-        let result = store.rewrite_table(def, new_def, &mut |old: Vec<Datum>| {
-            row_no += 1;
-            let mut out = Vec::with_capacity(slots.len());
-            for s in slots {
-                let v = match s.from {
-                    None => s.col.added_default.clone().unwrap_or(Datum::Null),
-                    Some(i) => match convert(&old[i], &def.columns[i], &s.col, row_no) {
-                        Ok(d) => d,
-                        Err(e) => {
-                            failure = Some(e);
-                            return Err(shoal_store::StoreError::Interrupted);
-                        }
-                    },
-                };
-                out.push(v);
-            }
-            Ok(out)
-        });
-        if exclusive {
-            self.engine.locks.unlock_tables_only(self.lock_id);
-        }
+        let result = self.exclusively(vec![key], |_| {
+            Ok(store.rewrite_table(def, new_def, &mut |old: Vec<Datum>| {
+                row_no += 1;
+                let mut out = Vec::with_capacity(slots.len());
+                for s in slots {
+                    let v = match s.from {
+                        None => s.col.added_default.clone().unwrap_or(Datum::Null),
+                        Some(i) => match convert(&old[i], &def.columns[i], &s.col, row_no) {
+                            Ok(d) => d,
+                            Err(e) => {
+                                failure = Some(e);
+                                return Err(shoal_store::StoreError::Interrupted);
+                            }
+                        },
+                    };
+                    out.push(v);
+                }
+                Ok(out)
+            }))
+        })?;
         match (result, failure) {
             (_, Some(e)) => Err(e),
             (Err(e), None) => Err(store_err(e)),

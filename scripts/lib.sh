@@ -49,8 +49,10 @@
 #
 # Results
 #   bench_run OUTDIR LOG ARG...
-#                     "$BENCH" run ARG... --output=OUTDIR, all output to LOG; returns its status
-#                     and sets BENCH_JSON to the result file it wrote (empty if none).
+#                     "$BENCH" run ARG... --output=OUTDIR, all output to LOG, prefixed by the
+#                     array BENCH_WRAP (e.g. (taskset -c 1)) if set; returns its status
+#                     (non-zero also when no result file was written) and sets BENCH_JSON to
+#                     the result file it wrote.
 #   bench_json FILE FIELD[:FORMAT]...
 #                     prints the FIELDs of a shoal-bench result JSON on one line, space-separated:
 #                     a FIELD is a dotted path (summary.tps, summary.latency_ms.p99,
@@ -72,6 +74,7 @@ SHOAL_INIT=${SHOAL_INIT---initialize-insecure}
 SERVER=
 SERVER_LOG=
 SERVER_WRAP=()
+BENCH_WRAP=()
 BENCH_JSON=
 _LIB_ON_EXIT=()
 _LIB_TEMP=()
@@ -220,11 +223,15 @@ bench_run() {
   shift 2
   mkdir -p "$out"
   BENCH_JSON=
-  "$BENCH" run "$@" --output="$out" >"$log" 2>&1 || rc=$?
+  ${BENCH_WRAP[@]+"${BENCH_WRAP[@]}"} "$BENCH" run "$@" --output="$out" >"$log" 2>&1 || rc=$?
   # shoal-bench names the file it wrote on stderr (its name carries a time stamp).
   # shellcheck disable=SC2034 # read by the sourcing script
   BENCH_JSON=$(sed -n 's/^result written to //p' "$log" | tail -1)
-  return $rc
+  if [ "$rc" -eq 0 ] && [ ! -f "$BENCH_JSON" ]; then
+    echo "bench_run: shoal-bench wrote no result file into $out" >>"$log"
+    rc=1
+  fi
+  return "$rc"
 }
 
 bench_json() {

@@ -52,7 +52,9 @@
 #                     "$BENCH" run ARG... --output=OUTDIR, all output to LOG, prefixed by the
 #                     array BENCH_WRAP (e.g. (taskset -c 1)) if set; returns its status
 #                     (non-zero also when no result file was written) and sets BENCH_JSON to
-#                     the result file it wrote.
+#                     the result file it wrote. Run in the background (&), its status comes from
+#                     `wait` and the file from bench_file.
+#   bench_file LOG    prints the result file a shoal-bench run logged to LOG as written.
 #   bench_json FILE FIELD[:FORMAT]...
 #                     prints the FIELDs of a shoal-bench result JSON on one line, space-separated:
 #                     a FIELD is a dotted path (summary.tps, summary.latency_ms.p99,
@@ -224,15 +226,17 @@ bench_run() {
   mkdir -p "$out"
   BENCH_JSON=
   ${BENCH_WRAP[@]+"${BENCH_WRAP[@]}"} "$BENCH" run "$@" --output="$out" >"$log" 2>&1 || rc=$?
-  # shoal-bench names the file it wrote on stderr (its name carries a time stamp).
   # shellcheck disable=SC2034 # read by the sourcing script
-  BENCH_JSON=$(sed -n 's/^result written to //p' "$log" | tail -1)
+  BENCH_JSON=$(bench_file "$log")
   if [ "$rc" -eq 0 ] && [ ! -f "$BENCH_JSON" ]; then
     echo "bench_run: shoal-bench wrote no result file into $out" >>"$log"
     rc=1
   fi
   return "$rc"
 }
+
+# shoal-bench names the file it wrote on stderr (the name carries a time stamp).
+bench_file() { sed -n 's/^result written to //p' "$1" | tail -1; }
 
 bench_json() {
   python3 - "$@" <<'PY'

@@ -66,7 +66,7 @@
 #
 # Misc
 #   on_exit CMD       runs CMD (a string, eval'ed) at exit, after the server is stopped.
-#   temp_dir VAR      makes a directory under /var/tmp, removed at exit, and puts its path in VAR.
+#   temp_dir          makes a directory under /var/tmp, removed at exit, and sets TEMP_DIR to it.
 #   close_test_binary builds crates/server/tests/close.rs (release) and prints its executable.
 
 SHOAL_BIN_DIR=${SHOAL_BIN_DIR:-${CARGO_TARGET_DIR:-/var/tmp/shoal-target}/release}
@@ -78,6 +78,7 @@ SERVER_LOG=
 SERVER_WRAP=()
 BENCH_WRAP=()
 BENCH_JSON=
+TEMP_DIR=
 _LIB_ON_EXIT=()
 _LIB_TEMP=()
 
@@ -94,10 +95,8 @@ trap 'exit 143' TERM
 on_exit() { _LIB_ON_EXIT+=("$1"); }
 
 temp_dir() {
-  local _d
-  _d=$(mktemp -d /var/tmp/shoal-script.XXXXXX)
-  _LIB_TEMP+=("$_d")
-  printf -v "$1" '%s' "$_d"
+  TEMP_DIR=$(mktemp -d /var/tmp/shoal-script.XXXXXX)
+  _LIB_TEMP+=("$TEMP_DIR")
 }
 
 need_bins() {
@@ -149,7 +148,7 @@ _port_free_or_die() {
 start_shoal() {
   local port=$1 dir=$2
   shift 2
-  [ -n "$dir" ] || temp_dir dir
+  [ -n "$dir" ] || { temp_dir; dir=$TEMP_DIR; }
   _port_free_or_die "$port"
   mkdir -p "$dir"
   local init=()
@@ -164,7 +163,7 @@ start_shoal() {
 start_mariadb() {
   local port=$1 dir=$2 mariadbd
   shift 2
-  [ -n "$dir" ] || temp_dir dir
+  [ -n "$dir" ] || { temp_dir; dir=$TEMP_DIR; }
   _port_free_or_die "$port"
   mkdir -p "$dir"
   if [ ! -d "$dir/data/mysql" ]; then

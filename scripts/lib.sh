@@ -21,11 +21,12 @@
 #                     appending its output to DIR/log; SERVER_WRAP (an array, e.g. (taskset -c 0))
 #                     prefixes the command. An empty DIR means a temp_dir. Fails if PORT is already
 #                     taken (a stray server would answer for the new one), then waits until the
-#                     server answers `SELECT 1` (await_server).
+#                     server answers `SELECT 1` (as await_server); starts it again if it died on
+#                     "Address already in use" (a client's port in TIME-WAIT), for up to a minute.
 #   start_mariadb PORT DIR [FLAG...]
 #                     a private MariaDB (mariadbd from PATH or /usr/sbin): mariadb-install-db
 #                     into DIR/data on the first start, then mariadbd --no-defaults on 127.0.0.1:PORT
-#                     with the socket, pid file and log (overwritten) in DIR, --user=root
+#                     with the socket, pid file and log (appended) in DIR, --user=root
 #                     --skip-grant-tables --skip-log-bin --performance-schema=OFF and the FLAGs.
 #                     Same port check and wait as start_shoal.
 #   stop_server       kills the running server (SIGTERM) and waits for it to exit.
@@ -41,8 +42,8 @@
 #                     runs STATEMENTS as root over TCP, tab-separated rows without headers.
 #   status_var PORT NAME
 #                     prints the global status variable NAME (empty if unknown or unreachable).
-#   close_wait_count PORT
-#                     server sockets on PORT in CLOSE-WAIT.
+#   close_wait_count PORT [PID]
+#                     server sockets on PORT in CLOSE-WAIT (held by PID, if given).
 #   check_drained PORT [SECS]
 #                     the end-of-run check every load script makes (below): exits 1 if the server
 #                     kept connections, CLOSE-WAIT sockets or a recovered pool event.
@@ -129,42 +130,65 @@ _up_or_dead() { ! kill -0 "$2" 2>/dev/null || mariadb -h127.0.0.1 -P"$1" -uroot 
 await_server() {
   local port=$1 pid=$2 log=$3 secs=${4:-120}
   if poll "$secs" _up_or_dead "$port" "$pid" && kill -0 "$pid" 2>/dev/null; then return 0; fi
-  if kill -0 "$pid" 2>/dev/null; then
-    echo "server did not answer on port $port within $secs s: $log" >&2
+  _server_failed "$port" "$pid" "$log" "$secs"
+}
+
+_server_failed() {
+  if kill -0 "$2" 2>/dev/null; then
+    echo "server did not answer on port $1 within $4 s: $3" >&2
   else
-    echo "server did not start: $log" >&2
+    echo "server did not start: $3" >&2
   fi
-  tail -20 "$log" >&2 2>/dev/null || true
+  tail -20 "$3" >&2 2>/dev/null || true
   exit 1
 }
 
-_port_free_or_die() {
-  if port_in_use "$1"; then
-    echo "port $1 is already in use: set PORT to a free port" >&2
+# _serve PORT LOG CMD...: starts CMD in the background (prefixed by SERVER_WRAP, output appended
+# to LOG) and waits until it answers on PORT. A server that dies with "Address already in use"
+# is started again, for up to a minute: the port-in-use check before it sees only listeners,
+# but a client's ephemeral port in TIME-WAIT (the kernel hands out ports in the 33xxx range to
+# clients too) also blocks the bind until it expires.
+_serve() {
+  local port=$1 log=$2 tries=0 from
+  shift 2
+  if port_in_use "$port"; then
+    echo "port $port is already in use: set PORT to a free port" >&2
     exit 1
   fi
+  while :; do
+    from=$(($(stat -c %s "$log" 2>/dev/null || echo 0) + 1))
+    ${SERVER_WRAP[@]+"${SERVER_WRAP[@]}"} "$@" >>"$log" 2>&1 &
+    SERVER=$!
+    # shellcheck disable=SC2034 # for the sourcing script
+    SERVER_LOG=$log
+    if poll 120 _up_or_dead "$port" "$SERVER" && kill -0 "$SERVER" 2>/dev/null; then return 0; fi
+    if ! kill -0 "$SERVER" 2>/dev/null && [ "$tries" -lt 30 ] &&
+      tail -c +"$from" "$log" | grep -q 'Address already in use'; then
+      wait "$SERVER" 2>/dev/null || true
+      tries=$((tries + 1))
+      echo "port $port: address in use (a socket in TIME-WAIT?), starting again in 2 s" >&2
+      sleep 2
+      continue
+    fi
+    _server_failed "$port" "$SERVER" "$log" 120
+  done
 }
 
 start_shoal() {
   local port=$1 dir=$2
   shift 2
   [ -n "$dir" ] || { temp_dir; dir=$TEMP_DIR; }
-  _port_free_or_die "$port"
   mkdir -p "$dir"
   local init=()
   [ -z "$SHOAL_INIT" ] || init=("$SHOAL_INIT")
-  ${SERVER_WRAP[@]+"${SERVER_WRAP[@]}"} "$SHOAL" --port="$port" --socket="$dir/sock" \
-    --datadir="$dir/data" ${init[@]+"${init[@]}"} "$@" >>"$dir/log" 2>&1 &
-  SERVER=$!
-  SERVER_LOG=$dir/log
-  await_server "$port" "$SERVER" "$SERVER_LOG"
+  _serve "$port" "$dir/log" "$SHOAL" --port="$port" --socket="$dir/sock" --datadir="$dir/data" \
+    ${init[@]+"${init[@]}"} "$@"
 }
 
 start_mariadb() {
   local port=$1 dir=$2 mariadbd
   shift 2
   [ -n "$dir" ] || { temp_dir; dir=$TEMP_DIR; }
-  _port_free_or_die "$port"
   mkdir -p "$dir"
   if [ ! -d "$dir/data/mysql" ]; then
     mariadb-install-db --no-defaults --datadir="$dir/data" \
@@ -172,12 +196,9 @@ start_mariadb() {
       { echo "mariadb-install-db failed: $dir/install.log" >&2; tail -20 "$dir/install.log" >&2; exit 1; }
   fi
   mariadbd=$(command -v mariadbd || echo /usr/sbin/mariadbd)
-  ${SERVER_WRAP[@]+"${SERVER_WRAP[@]}"} "$mariadbd" --no-defaults --datadir="$dir/data" \
-    --socket="$dir/sock" --pid-file="$dir/pid" --port="$port" --bind-address=127.0.0.1 \
-    --user=root --skip-grant-tables --skip-log-bin --performance-schema=OFF "$@" >"$dir/log" 2>&1 &
-  SERVER=$!
-  SERVER_LOG=$dir/log
-  await_server "$port" "$SERVER" "$SERVER_LOG"
+  _serve "$port" "$dir/log" "$mariadbd" --no-defaults --datadir="$dir/data" --socket="$dir/sock" \
+    --pid-file="$dir/pid" --port="$port" --bind-address=127.0.0.1 --user=root \
+    --skip-grant-tables --skip-log-bin --performance-schema=OFF "$@"
 }
 
 stop_server() {
@@ -188,29 +209,37 @@ stop_server() {
   fi
 }
 
-# close_wait_count PORT: server sockets on PORT in CLOSE-WAIT (the client's FIN arrived, the
-# server never closed), from /proc/net/tcp and tcp6.
+# close_wait_count PORT [PID]: server sockets on PORT in CLOSE-WAIT (the client's FIN arrived,
+# the server never closed), from /proc/net/tcp and tcp6; with PID only the sockets that process
+# holds (a client elsewhere on the machine may have PORT as its ephemeral port).
 close_wait_count() {
-  awk -v p="$(printf '%04X' "$1")" \
-    'FNR > 1 { split($2, a, ":"); if (a[2] == p && $4 == "08") n++ } END { print n + 0 }' \
-    /proc/net/tcp /proc/net/tcp6 2>/dev/null
+  local inodes=""
+  if [ -n "${2:-}" ]; then
+    inodes=$(find "/proc/$2/fd" -lname 'socket:*' -printf '%l\n' 2>/dev/null | tr -dc '0-9\n' | tr '\n' ' ')
+  fi
+  awk -v p="$(printf '%04X' "$1")" -v pid="${2:-}" -v inodes=" $inodes" \
+    'FNR > 1 { split($2, a, ":")
+      if (a[2] == p && $4 == "08" && (pid == "" || index(inodes, " " $10 " "))) n++ }
+     END { print n + 0 }' /proc/net/tcp /proc/net/tcp6 2>/dev/null
 }
 
 # check_drained PORT [SECS]: after a run, waits up to SECS (default 60) until the server on
-# 127.0.0.1:PORT holds no client connection but the checking one; then requires that no server
-# socket is in CLOSE-WAIT and, on a shoal pool, that Threadpool_recovered_events is 0 (the
-# pool's safety net found a lost wake-up). Otherwise prints what is left and exits the calling
-# script with status 1: a run that leaves connections behind is a failed run.
+# 127.0.0.1:PORT holds no client connection but the checking one and no socket in CLOSE-WAIT
+# (of the script's server, SERVER, if it has one; a session can end a moment before its
+# socket is closed); then also requires that, on a shoal pool, Threadpool_recovered_events is
+# 0 (the pool's safety net found a lost wake-up). Otherwise prints what is left and exits the
+# calling script with status 1: a run that leaves connections behind is a failed run.
 _drained_n=
+_drained_cw=
 _drained() {
   _drained_n=$(status_var "$1" Threads_connected)
-  [ -n "$_drained_n" ] && [ "$_drained_n" -le 1 ]
+  _drained_cw=$(close_wait_count "$1" "$SERVER")
+  [ -n "$_drained_n" ] && [ "$_drained_n" -le 1 ] && [ "$_drained_cw" -eq 0 ]
 }
 check_drained() {
   local port=$1 secs=${2:-60} n cw rec
   poll "$secs" _drained "$port" || true
-  n=$_drained_n
-  cw=$(close_wait_count "$port")
+  n=$_drained_n cw=$_drained_cw
   rec=$(status_var "$port" Threadpool_recovered_events)
   if [ -z "$n" ] || [ "$n" -gt 1 ] || [ "$cw" -gt 0 ] || [ "${rec:-0}" -gt 0 ]; then
     echo "FAIL: after the run on port $port: Threads_connected=${n:-?} (want 1), CLOSE-WAIT sockets=$cw (want 0), Threadpool_recovered_events=${rec:-n/a} (want 0 or n/a)" >&2

@@ -68,7 +68,9 @@
 # Misc
 #   on_exit CMD       runs CMD (a string, eval'ed) at exit, after the server is stopped.
 #   temp_dir          makes a directory under /var/tmp, removed at exit, and sets TEMP_DIR to it.
-#   close_test_binary builds crates/server/tests/close.rs (release) and prints its executable.
+#   start_hogs N      starts N CPU hogs (spinning processes), killed at exit.
+#   close_test_binary prints the executable of crates/server/tests/close.rs: $CLOSE_TEST_BIN if
+#                     set (prebuilt), else built by cargo (release).
 
 SHOAL_BIN_DIR=${SHOAL_BIN_DIR:-${CARGO_TARGET_DIR:-/var/tmp/shoal-target}/release}
 SHOAL=${SHOAL:-$SHOAL_BIN_DIR/shoal}
@@ -315,16 +317,27 @@ print(" ".join(f.get(k, "n/a") for k in sys.argv[2:]))
 PY
 }
 
-# Builds crates/server/tests/close.rs (release) and prints its executable; exits the calling
-# script if it cannot (close-stress.sh and steal-churn.sh run it directly, without cargo).
+# close_test_binary: prints the executable of crates/server/tests/close.rs: CLOSE_TEST_BIN if set
+# (a prebuilt one; no cargo), else built (release) by cargo; exits the calling script if it
+# cannot (close-stress.sh and steal-churn.sh run it directly, without cargo).
 close_test_binary() {
-  local bin
-  bin=$(cargo test --release -p shoal --test close --no-run --message-format=json 2>/dev/null |
-    python3 -c 'import json,sys
+  local bin=${CLOSE_TEST_BIN:-}
+  if [ -z "$bin" ]; then
+    bin=$(cargo test --release -p shoal --test close --no-run --message-format=json 2>/dev/null |
+      python3 -c 'import json,sys
 for l in sys.stdin:
     m = json.loads(l)
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "close":
         print(m["executable"])')
-  [ -x "$bin" ] || { echo "could not build the close test" >&2; exit 1; }
+  fi
+  [ -x "$bin" ] || { echo "could not build the close test${CLOSE_TEST_BIN:+ (CLOSE_TEST_BIN=$CLOSE_TEST_BIN is not executable)}" >&2; exit 1; }
   echo "$bin"
+}
+
+# start_hogs N: N processes spinning on a core each, killed at exit.
+start_hogs() {
+  for _ in $(seq "$1"); do
+    (while :; do :; done) &
+    on_exit "kill $! 2>/dev/null"
+  done
 }

@@ -33,6 +33,8 @@ bench_run "$W/results" "$log" oltp_point_select --mysql-host=127.0.0.1 --mysql-p
   --time="$TIME" --warmup-time=4 --client-nice="$CLIENT_NICE" --connect-concurrency=128 \
   --label=pool-groups $BENCH_EXTRA &
 B=$!
+# If the script stops early: the run's shell and its shoal-bench (nothing once they are done).
+on_exit "pkill -P $B 2>/dev/null; kill $B 2>/dev/null"
 # The sleeps below place a measurement window inside the run (they wait for no state).
 if [ "$WINDOW" = run ]; then
   # The warm-up ends 4 s after the connections are up (a second or two for thousands).

@@ -16,10 +16,8 @@
 # the issue's targets (TPS >= 0.95x, p99 <= 1.1x). Exits non-zero if a run or a check fails
 # (a target missed is reported, not an error: set STRICT=1 to make it one).
 set -euo pipefail
+# shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
-TARGET=${CARGO_TARGET_DIR:-/var/tmp/shoal-target}
-SHOAL=${SHOAL:-$TARGET/release/shoal}
-BENCH=${BENCH:-$TARGET/release/shoal-bench}
 WORK=${WORK:-/var/tmp/shoal-adaptive-grid}
 TABLES=${TABLES:-4}; SIZE=${SIZE:-50000}
 TIME=${TIME:-5}; WARMUP=${WARMUP:-4}; REPEATS=${REPEATS:-1}
@@ -36,34 +34,26 @@ STRICT=${STRICT:-0}
 IOBOUND_BP=${IOBOUND_BP:-$(( TABLES * SIZE * 240 / 8 / 1048576 < 6 ? 6 : TABLES * SIZE * 240 / 8 / 1048576 ))M}
 SB_EXTRA=${SB_EXTRA---client-nice=-10}
 
-for b in "$SHOAL" "$BENCH"; do [ -x "$b" ] || { echo "build first: missing $b" >&2; exit 1; }; done
+need_bins "$SHOAL" "$BENCH"
 ulimit -n "$(ulimit -Hn)" || true
 rm -rf "$WORK"; mkdir -p "$WORK"
-SERVER=
-stop_server() {
-  if [ -n "$SERVER" ]; then kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true; SERVER=; fi
-}
-trap stop_server EXIT
 
 start_server() { # BUFFER_POOL
-  "$SHOAL" --port=$PORT --socket="$WORK/sock" --datadir="$WORK/data" --initialize-insecure \
-    --thread-handling=pool-of-threads --max-connections=6000 --max-prepared-stmt-count=4000000 \
-    --innodb-buffer-pool-size="$1" --innodb-flush-log-at-trx-commit=1 \
-    --innodb-flush-method=O_DIRECT >>"$WORK/server.log" 2>&1 &
-  SERVER=$!
-  await_server $PORT "$SERVER" "$WORK/server.log"
+  start_shoal "$PORT" "$WORK" --thread-handling=pool-of-threads --max-connections=6000 \
+    --max-prepared-stmt-count=4000000 --innodb-buffer-pool-size="$1" \
+    --innodb-flush-log-at-trx-commit=1 --innodb-flush-method=O_DIRECT
 }
-sql() { mariadb -h127.0.0.1 -P$PORT -uroot -N -e "$1"; }
+q() { sql "$PORT" "$1"; }
 
 # apply CONFIG: "static-S-O" or "adaptive"
 apply() {
   case $1 in
     adaptive)
-      sql "SET GLOBAL thread_pool_adaptive = OFF; SET GLOBAL thread_pool_size = $ADAPTIVE_SIZE;
+      q "SET GLOBAL thread_pool_adaptive = OFF; SET GLOBAL thread_pool_size = $ADAPTIVE_SIZE;
            SET GLOBAL thread_pool_oversubscribe = $ADAPTIVE_OVERSUB; SET GLOBAL thread_pool_adaptive = ON" ;;
     static-*)
       local s o; s=$(echo "$1" | cut -d- -f2); o=$(echo "$1" | cut -d- -f3)
-      sql "SET GLOBAL thread_pool_adaptive = OFF; SET GLOBAL thread_pool_size = $s;
+      q "SET GLOBAL thread_pool_adaptive = OFF; SET GLOBAL thread_pool_size = $s;
            SET GLOBAL thread_pool_oversubscribe = $o" ;;
   esac
 }
@@ -71,13 +61,14 @@ apply() {
 CONFIGS=""
 for s in $SIZES; do for o in $OVERSUBS; do CONFIGS="$CONFIGS static-$s-$o"; done; done
 CONFIGS="$CONFIGS adaptive"
-CONN=(--mysql-host=127.0.0.1 --mysql-port=$PORT --mysql-user=root --mysql-db=sbtest
-      --tables=$TABLES --table-size=$SIZE)
+CONN=(--mysql-host=127.0.0.1 "--mysql-port=$PORT" --mysql-user=root --mysql-db=sbtest
+      "--tables=$TABLES" "--table-size=$SIZE")
 
 start_server 1G
-sql 'CREATE DATABASE IF NOT EXISTS sbtest'
+q 'CREATE DATABASE IF NOT EXISTS sbtest'
 echo "$(date +%T) preparing $TABLES x $SIZE rows"
-"$BENCH" prepare oltp_read_write "${CONN[@]}" --threads=4 --quiet >"$WORK/prepare.log" 2>&1
+"$BENCH" prepare oltp_read_write "${CONN[@]}" --threads=4 --quiet >"$WORK/prepare.log" 2>&1 \
+  || { tail -20 "$WORK/prepare.log" >&2; echo "prepare failed: $WORK/prepare.log" >&2; exit 1; }
 stop_server
 echo "data on disk: $(du -sm "$WORK/data" | cut -f1) MiB; I/O-bound buffer pool $IOBOUND_BP" | tee "$WORK/sizes.txt"
 failed=0
@@ -92,21 +83,22 @@ for regime in $REGIMES; do
           apply "$cfg"
           log="$WORK/$regime-$wl-$n-$cfg-$rep.log"
           echo "$(date +%T) $regime $wl $n $cfg #$rep"
-          if ! "$BENCH" run "$wl" "${CONN[@]}" --threads="$n" --time="$TIME" --warmup-time="$WARMUP" \
-              --quiet --server-pid="$SERVER" --connect-concurrency=128 $SB_EXTRA \
-              --label="$cfg" --output="$out" >"$log" 2>&1; then
+          # shellcheck disable=SC2086 # SB_EXTRA: several options
+          if ! bench_run "$out" "$log" "$wl" "${CONN[@]}" --threads="$n" --time="$TIME" \
+              --warmup-time="$WARMUP" --quiet --server-pid="$SERVER" --connect-concurrency=128 \
+              $SB_EXTRA --label="$cfg"; then
             echo "  run failed: see $log" >&2; failed=1
           fi
           if [ "$cfg" = adaptive ]; then
-            sql "SELECT GROUP_ID, CONCURRENCY_CAP FROM information_schema.THREAD_POOL_GROUPS" \
+            q "SELECT GROUP_ID, CONCURRENCY_CAP FROM information_schema.THREAD_POOL_GROUPS" \
               >"$WORK/$regime-$wl-$n-caps-$rep.txt" 2>&1 || true
           fi
-          check_drained $PORT 120
+          check_drained "$PORT" 120
         done
       done
     done
   done
-  sql "SHOW GLOBAL STATUS LIKE 'Threadpool_adaptive%'" >"$WORK/$regime-adaptive-status.txt"
+  q "SHOW GLOBAL STATUS LIKE 'Threadpool_adaptive%'" >"$WORK/$regime-adaptive-status.txt"
   stop_server
 done
 

@@ -9,70 +9,70 @@
 #
 #   BINS="/tmp/shoal-before /tmp/shoal-after" ROUNDS=3 THREADS=8 scripts/binary-ab.sh
 #   SYSCALLS=1 BINS=... scripts/binary-ab.sh
-# Exits non-zero if a server does not start or a run reports errors.
+# Exits non-zero if a server does not start, a run reports errors or leaves connections open.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
-TARGET=${CARGO_TARGET_DIR:-/var/tmp/shoal-target}
-BENCH=${BENCH:-$TARGET/release/shoal-bench}
 W=${WORK:-/var/tmp/shoal-binary-ab}; P=${PORT:-33812}
 ROUNDS=${ROUNDS:-3}; THREADS=${THREADS:-8}; TIME=${TIME:-8}; WL=${WL:-oltp_point_select}
 SYSCALLS=${SYSCALLS:-0}
 read -r -a BIN_LIST <<<"${BINS:?set BINS to two or more server binaries}"
-CONN=(--mysql-host=127.0.0.1 --mysql-port=$P --mysql-user=root --mysql-db=sbtest --tables=2
+need_bins "$BENCH" "${BIN_LIST[@]}"
+CONN=(--mysql-host=127.0.0.1 "--mysql-port=$P" --mysql-user=root --mysql-db=sbtest --tables=2
       --table-size=10000)
-S=
-stop() { if [ -n "$S" ]; then kill "$S" 2>/dev/null || true; wait "$S" 2>/dev/null || true; S=; fi; }
-trap stop EXIT
 mkdir -p "$W"
 start() { # binary index
   local dir=$W/b$1
-  mkdir -p "$dir"
   # Builds from before the first-start root password know no --initialize-insecure.
-  local init=()
-  grep -qa initialize-insecure "${BIN_LIST[$1]}" && init=(--initialize-insecure)
-  "${BIN_LIST[$1]}" --port=$P --socket="$dir/sock" --datadir="$dir/data" --thread-handling=pool-of-threads \
-    ${init[@]+"${init[@]}"} >>"$dir/log" 2>&1 &
-  S=$!
-  await_server $P $S "$dir/log"
+  local init_opt=
+  if grep -qa initialize-insecure "${BIN_LIST[$1]}"; then init_opt=--initialize-insecure; fi
+  SHOAL=${BIN_LIST[$1]} SHOAL_INIT=$init_opt start_shoal "$P" "$dir" --thread-handling=pool-of-threads
   if [ ! -e "$dir/prepared" ]; then
-    mariadb -h127.0.0.1 -P$P -uroot -e 'CREATE DATABASE IF NOT EXISTS sbtest'
+    sql "$P" 'CREATE DATABASE IF NOT EXISTS sbtest'
     "$BENCH" prepare "$WL" "${CONN[@]}" >/dev/null
     touch "$dir/prepared"
   fi
-  "$BENCH" run "$WL" "${CONN[@]}" --threads="$THREADS" --time=3 >/dev/null # warm the cache
+  "$BENCH" run "$WL" "${CONN[@]}" --threads="$THREADS" --time=3 >"$W/warmup.log" 2>&1 \
+    || { tail -20 "$W/warmup.log" >&2; echo "FAIL: warm-up run failed" >&2; exit 1; } # warms the cache
 }
 ticks() { awk '{print $14, $15}' "/proc/$1/stat"; }
-run() { # -> "transactions errors"
-  "$BENCH" run "$WL" "${CONN[@]}" --threads="$THREADS" --time="$1" 2>&1 |
-    awk '/transactions:/ {t=$2} /ignored errors:/ {e=$3} END {print t+0, e+0}'
+run() { # SECS: one measured run; sets N (transactions), ERR (failed + ignored errors), TPS
+  bench_run "$W/results" "$W/run.log" "$WL" "${CONN[@]}" --threads="$THREADS" --time="$1" \
+    || { tail -20 "$W/run.log" >&2; echo "FAIL: shoal-bench run failed: $W/run.log" >&2; exit 1; }
+  read -r N e1 e2 TPS < <(bench_json "$BENCH_JSON" summary.events summary.errors \
+    summary.ignored_errors summary.tps)
+  ERR=$((e1 + e2))
 }
 hz=$(getconf CLK_TCK)
 for r in $(seq "$ROUNDS"); do
   for i in "${!BIN_LIST[@]}"; do
     start "$i"
-    read -r u0 s0 < <(ticks $S)
-    read -r n err < <(run "$TIME")
-    read -r u1 s1 < <(ticks $S)
-    [ "$n" -gt 0 ] && [ "$err" -eq 0 ] || { echo "FAIL: ${BIN_LIST[$i]}: $n transactions, $err errors" >&2; exit 1; }
-    awk -v r="$r" -v b="${BIN_LIST[$i]}" -v n="$n" -v t="$TIME" -v hz="$hz" \
+    read -r u0 s0 < <(ticks "$SERVER")
+    run "$TIME"
+    read -r u1 s1 < <(ticks "$SERVER")
+    if [ "$N" -eq 0 ] || [ "$ERR" -ne 0 ]; then
+      echo "FAIL: ${BIN_LIST[$i]}: $N transactions, $ERR errors" >&2; exit 1
+    fi
+    check_drained "$P"
+    awk -v r="$r" -v b="${BIN_LIST[$i]}" -v n="$N" -v tps="$TPS" -v hz="$hz" \
       -v du=$((u1 - u0)) -v ds=$((s1 - s0)) 'BEGIN {
         printf "round %d  %-28s tps %9.1f  server user %6.2f us/tx  sys %6.2f us/tx\n",
-          r, b, n / t, du * 1e6 / hz / n, ds * 1e6 / hz / n }'
-    stop
+          r, b, tps, du * 1e6 / hz / n, ds * 1e6 / hz / n }'
+    stop_server
   done
 done
 if [ "$SYSCALLS" = 1 ]; then
   command -v strace >/dev/null || { echo "SYSCALLS=1 needs strace" >&2; exit 1; }
   for i in "${!BIN_LIST[@]}"; do
     start "$i"
-    strace -c -f -p $S -o "$W/strace-$i.txt" 2>/dev/null &
+    strace -c -f -p "$SERVER" -o "$W/strace-$i.txt" 2>/dev/null &
     st=$!
+    on_exit "kill $st 2>/dev/null"
     sleep 1 # strace attaches to each thread in turn
-    read -r n _ < <(run 5)
+    run 5
     kill -INT $st; wait $st || true
-    echo "system calls per transaction, ${BIN_LIST[$i]} ($n transactions):"
-    awk -v n="$n" 'NR > 2 && $4 ~ /^[0-9]+$/ && $4 / n >= 0.01 { printf "  %-16s %.3f\n", $NF, $4 / n }' "$W/strace-$i.txt"
-    stop
+    echo "system calls per transaction, ${BIN_LIST[$i]} ($N transactions):"
+    awk -v n="$N" 'NR > 2 && $4 ~ /^[0-9]+$/ && $4 / n >= 0.01 { printf "  %-16s %.3f\n", $NF, $4 / n }' "$W/strace-$i.txt"
+    stop_server
   done
 fi

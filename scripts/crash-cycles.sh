@@ -10,8 +10,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 CYCLES=${CYCLES:-20}; ROUNDS=${ROUNDS:-1}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/shoal-target}
-log=$(mktemp /var/tmp/shoal-crash-cycles.XXXXXX)
-trap 'rm -f "$log"' EXIT
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
+temp_dir
+log=$TEMP_DIR/cargo-test.log
 for r in $(seq "$ROUNDS"); do
   echo "== round $r of $ROUNDS: $CYCLES cycles"
   rc=0

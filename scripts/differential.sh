@@ -13,11 +13,14 @@ cd "$(dirname "$0")/.."
 QUERIES=${QUERIES:-20000}
 SEEDS=${SEEDS:-"$(( (RANDOM << 15) | RANDOM )) $(( (RANDOM << 15) | RANDOM )) $(( (RANDOM << 15) | RANDOM ))"}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/shoal-target}
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
 cargo build --release -p shoal --tests --quiet
+temp_dir
 failed=()
 for seed in $SEEDS; do
   echo "== seed $seed: $QUERIES queries"
-  log=$(mktemp /var/tmp/shoal-differential.XXXXXX)
+  log=$TEMP_DIR/$seed.log
   rc=0
   SHOAL_DIFF_SEED=$seed SHOAL_DIFF_QUERIES=$QUERIES \
     cargo test --release -p shoal --test differential -- --nocapture >"$log" 2>&1 || rc=$?

@@ -15,7 +15,7 @@
 #   scripts/fuzz.sh                                   # 10^6 inputs per target
 #   INPUTS=20000 CHUNKS=2 TARGETS=sql scripts/fuzz.sh
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 INPUTS=${INPUTS:-1000000}
 CHUNKS=${CHUNKS:-10}
 TARGETS=${TARGETS:-"protocol sql"}
@@ -23,8 +23,10 @@ SEED=${SEED:-$(date +%s)}
 NICE=${NICE:-10}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/shoal-target}
 per=$(( (INPUTS + CHUNKS - 1) / CHUNKS ))
-work=$(mktemp -d /var/tmp/shoal-fuzz.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
+temp_dir
+work=$TEMP_DIR
 
 echo "fuzz: targets [$TARGETS], $INPUTS inputs each in $CHUNKS chunks of $per, seed $SEED"
 tests=""
@@ -38,7 +40,7 @@ failed=0
 for t in $TARGETS; do
   summary="$work/summary-$t"
   : >"$summary"
-  crashes=0; hangs=0; died=0
+  hangs=0; died=0
   for c in $(seq "$CHUNKS"); do
     seed=$((SEED + c))
     log="$work/$t-$c.log"

@@ -15,37 +15,29 @@
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
-TARGET=${CARGO_TARGET_DIR:-/var/tmp/shoal-target}
-SHOAL=${SHOAL:-$TARGET/release/shoal}
-BENCH=${BENCH:-$TARGET/release/shoal-bench}
 W=${WORK:-/var/tmp/shoal-handler-ab}; P=${PORT:-33811}
 ROUNDS=${ROUNDS:-2}; THREADS=${THREADS:-8}; TIME=${TIME:-10}; WL=${WL:-oltp_point_select}
 HANDLERS=${HANDLERS:-"one-thread-per-connection pool-of-threads"}
 EXTRA=${EXTRA:-}; BENCH_EXTRA=${BENCH_EXTRA:-}
 # SERVER_CPUS / CLIENT_CPUS (taskset lists, e.g. 0 and 1): give the server and the load generator
 # cores of their own, so the client's cost cannot be read as the server's. Unset: both share all.
-SRV_PIN=(); CLI_PIN=()
-[ -n "${SERVER_CPUS:-}" ] && SRV_PIN=(taskset -c "$SERVER_CPUS")
-[ -n "${CLIENT_CPUS:-}" ] && CLI_PIN=(taskset -c "$CLIENT_CPUS")
-CONN=(--mysql-host=127.0.0.1 --mysql-port=$P --mysql-user=root --mysql-db=sbtest --tables=8
+[ -n "${SERVER_CPUS:-}" ] && SERVER_WRAP=(taskset -c "$SERVER_CPUS")
+[ -n "${CLIENT_CPUS:-}" ] && BENCH_WRAP=(taskset -c "$CLIENT_CPUS")
+need_bins "$SHOAL" "$BENCH"
+CONN=(--mysql-host=127.0.0.1 "--mysql-port=$P" --mysql-user=root --mysql-db=sbtest --tables=8
       --table-size=50000)
-S=
-stop() { if [ -n "$S" ]; then kill "$S" 2>/dev/null || true; wait "$S" 2>/dev/null || true; S=; fi; }
-trap stop EXIT
 start() {
-  # shellcheck disable=SC2086
-  ${SRV_PIN[@]+"${SRV_PIN[@]}"} "$SHOAL" --port=$P --socket=$W/sock --datadir=$W/data --initialize-insecure --thread-handling=$1 \
-    --max-connections=6000 --max-prepared-stmt-count=4000000 --innodb-buffer-pool-size=1G \
-    --innodb-flush-log-at-trx-commit=1 --innodb-flush-method=O_DIRECT $EXTRA >>$W/log 2>&1 &
-  S=$!
-  await_server "$P" "$S" "$W/log"
+  # shellcheck disable=SC2086 # EXTRA: several options
+  start_shoal "$P" "$W" --thread-handling="$1" --max-connections=6000 \
+    --max-prepared-stmt-count=4000000 --innodb-buffer-pool-size=1G \
+    --innodb-flush-log-at-trx-commit=1 --innodb-flush-method=O_DIRECT $EXTRA
 }
 mkdir -p "$W"
 if [ ! -d "$W/data" ]; then
   start one-thread-per-connection
-  mariadb -h127.0.0.1 -P$P -uroot -e 'CREATE DATABASE IF NOT EXISTS sbtest'
+  sql "$P" 'CREATE DATABASE IF NOT EXISTS sbtest'
   "$BENCH" prepare oltp_read_write "${CONN[@]}" --threads=4 --quiet >"$W/prepare.log" 2>&1
-  stop
+  stop_server
 fi
 # Odd rounds run the handlers in the given order, even rounds reversed (A B B A ...): runs on one
 # datadir are not independent (the memtable and L0 carried over from the previous run change
@@ -58,18 +50,19 @@ for r in $(seq "$ROUNDS"); do
   [ $((r % 2)) -eq 0 ] && order=$REVERSED
   for h in $order; do
     start "$h"
-    out=$(${CLI_PIN[@]+"${CLI_PIN[@]}"} "$BENCH" run "$WL" "${CONN[@]}" --threads="$THREADS" --time="$TIME" --warmup-time=2 \
-      --client-nice=-10 --connect-concurrency=128 $BENCH_EXTRA 2>&1) \
-      || { echo "$out" >&2; echo "FAIL: round $r $h: shoal-bench run failed" >&2; exit 1; }
-    echo "$out" >"$W/last-$h.txt"
-    tps=$(echo "$out" | sed -n 's/.*transactions: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p')
-    p99=$(echo "$out" | sed -n 's/.*99th percentile: *//p')
-    cpu=$(echo "$out" | sed -n 's/.*server (pid [0-9]*) cpu user\/sys % of a core: *\([0-9.]*\)\/\([0-9.]*\).*/\1 \2/p')
-    per=$(python3 -c "u,s='$cpu'.split(); print(round((float(u)+float(s))*1e4/float('${tps:-0}' or 1),1))" 2>/dev/null || echo '?')
-    echo "round $r $h: tps=$tps p99=${p99}ms server_cpu(user/sys)=${cpu/ //} server_us_per_trx=$per"
-    echo "$r $h ${tps:-0} ${per:-0} ${p99:-0}" >>"$W/rounds.txt"
+    # shellcheck disable=SC2086 # BENCH_EXTRA: several options
+    bench_run "$W/results" "$W/last-$h.txt" "$WL" "${CONN[@]}" --threads="$THREADS" --time="$TIME" \
+      --warmup-time=2 --client-nice=-10 --connect-concurrency=128 --label="$h" $BENCH_EXTRA \
+      || { cat "$W/last-$h.txt" >&2; echo "FAIL: round $r $h: shoal-bench run failed" >&2; exit 1; }
+    read -r tps p99 u s < <(bench_json "$BENCH_JSON" summary.tps:.2f summary.latency_ms.p99:.2f \
+      sys.server_cpu_user_pct:.1f sys.server_cpu_sys_pct:.1f)
+    # Server CPU (user + sys, % of a core) per transaction, in microseconds.
+    per=$(awk -v t="$tps" -v u="$u" -v s="$s" 'BEGIN { if (t > 0) printf "%.1f", (u + s) * 1e4 / t; else print "?" }')
+    echo "round $r $h: tps=$tps p99=${p99}ms server_cpu(user/sys)=$u/$s server_us_per_trx=$per"
+    [ "$per" = "?" ] && per=0
+    echo "$r $h ${tps:-0} $per ${p99:-0}" >>"$W/rounds.txt"
     if [ "$h" = pool-of-threads ]; then
-      mariadb -h127.0.0.1 -P$P -uroot -N -e "SHOW GLOBAL STATUS WHERE Variable_name IN \
+      sql "$P" "SHOW GLOBAL STATUS WHERE Variable_name IN \
         ('Threadpool_threads','Threadpool_linger_hits','Threadpool_dequeues_by_listener', \
          'Threadpool_dequeues_by_worker','Threadpool_wakes','Threadpool_waits_row_lock', \
          'Threadpool_waits_diskio','Threadpool_waits_group_commit','Threadpool_arms', \
@@ -77,12 +70,13 @@ for r in $(seq "$ROUNDS"); do
       echo
     fi
     check_drained "$P"
-    stop
+    stop_server
   done
 done
 # Summary: per handler the min / median / mean TPS, and the per-round ratio of the last handler
 # to the first (as given in HANDLERS) with its geometric mean, the estimate that the A B B A order
 # leaves unbiased.
+# shellcheck disable=SC2086 # one argument per handler
 python3 - "$W/rounds.txt" $HANDLERS <<'PY'
 import math, statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]

@@ -9,40 +9,25 @@
 # ratio shoal / MariaDB of the medians. Both servers must give the same answer to every query,
 # or the script fails.
 set -euo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd)
-TARGET=${CARGO_TARGET_DIR:-/var/tmp/shoal-target}
-SHOAL=${SHOAL:-$TARGET/release/shoal}
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
 PORT=${PORT:-33420}
 ROWS=${ROWS:-5000}
 ROUNDS=${ROUNDS:-5}
-WORK=$(mktemp -d /var/tmp/shoal-join.XXXXXX)
+temp_dir
+WORK=$TEMP_DIR
 PY=${SHOAL_VENV:-/var/tmp/shoal-venv}/bin/python3
-SERVER=
-trap '[ -n "$SERVER" ] && kill $SERVER 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
+need_bins "$SHOAL"
 
 start() {
   case $1 in
-    mariadb)
-      mkdir -p "$WORK/mariadb"
-      "$(command -v mariadbd || echo /usr/sbin/mariadbd)" --no-defaults --datadir="$WORK/mariadb" \
-        --socket="$WORK/mariadb.sock" --pid-file="$WORK/mariadb.pid" --port=$PORT \
-        --bind-address=127.0.0.1 --user=root --skip-grant-tables --skip-log-bin \
-        --performance-schema=OFF --innodb-buffer-pool-size=256M >"$WORK/mariadb.log" 2>&1 & ;;
-    shoal)
-      "$SHOAL" --port=$PORT --socket="$WORK/shoal.sock" --datadir="$WORK/shoal" --initialize-insecure \
-        --innodb-buffer-pool-size=256M >"$WORK/shoal.log" 2>&1 & ;;
+    mariadb) start_mariadb "$PORT" "$WORK/mariadb" --innodb-buffer-pool-size=256M ;;
+    shoal) start_shoal "$PORT" "$WORK/shoal" --innodb-buffer-pool-size=256M ;;
   esac
-  SERVER=$!
-  for _ in $(seq 300); do
-    kill -0 $SERVER 2>/dev/null || { echo "server $1 exited: $WORK/$1.log"; cat "$WORK/$1.log"; exit 1; }
-    mariadb -h127.0.0.1 -P$PORT -uroot -e 'SELECT 1' >/dev/null 2>&1 && return
-    sleep 0.2
-  done
-  echo "server $1 did not start"; exit 1
 }
 
 for srv in mariadb shoal; do
-  start $srv
+  start "$srv"
   "$PY" - "$PORT" "$ROWS" "$ROUNDS" "$srv" >"$WORK/$srv.out" <<'EOF'
 import json, statistics, sys, time
 import pymysql
@@ -78,7 +63,7 @@ for q in queries:
     out.append({"query": q, "answer": repr(answer), "min": min(times), "median": statistics.median(times)})
 print(json.dumps(out))
 EOF
-  kill $SERVER; wait $SERVER 2>/dev/null || true; SERVER=
+  stop_server
 done
 "$PY" - "$WORK/mariadb.out" "$WORK/shoal.out" "$ROWS" "$ROUNDS" <<'EOF'
 import json, sys

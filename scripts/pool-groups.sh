@@ -14,41 +14,46 @@
 #   WINDOW=run CLIENT_NICE=0 scripts/pool-groups.sh 2048 --innodb-buffer-pool-size=11M
 #   WINDOW=run BENCH_EXTRA="--client-threads=2 --report-interval=1" scripts/pool-groups.sh 2048 ...
 set -euo pipefail
+# shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
-TARGET=${CARGO_TARGET_DIR:-/var/tmp/shoal-target}
-SHOAL=${SHOAL:-$TARGET/release/shoal}
-BENCH=${BENCH:-$TARGET/release/shoal-bench}
 W=${WORK:-/var/tmp/shoal-handler-ab}; P=${PORT:-33811}; TIME=${TIME:-15}
 BENCH_EXTRA=${BENCH_EXTRA:---client-threads=2}
 WINDOW=${WINDOW:-last}; CLIENT_NICE=${CLIENT_NICE:--10}
 n=${1:?connections}; shift
+need_bins "$SHOAL" "$BENCH"
 [ -d "$W/data" ] || { echo "no datadir: run scripts/handler-ab.sh once first"; exit 1; }
 [ "$TIME" -ge 4 ] || { echo "TIME must be at least 4"; exit 1; }
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-"$SHOAL" --port=$P --socket=$W/sock --datadir=$W/data --initialize-insecure --thread-handling=pool-of-threads \
-  --max-connections=6000 --max-prepared-stmt-count=4000000 --innodb-buffer-pool-size=1G \
-  --innodb-flush-method=O_DIRECT "$@" >>$W/log 2>&1 &
-S=$!
-trap 'kill $S 2>/dev/null || true; wait $S 2>/dev/null || true' EXIT
-for _ in $(seq 300); do mariadb -h127.0.0.1 -P$P -uroot -e 'SELECT 1' >/dev/null 2>&1 && break; sleep 0.2; done
-# shellcheck disable=SC2086
-"$BENCH" run oltp_point_select --mysql-host=127.0.0.1 --mysql-port=$P --mysql-user=root \
-  --mysql-db=sbtest --tables=8 --table-size=50000 --threads="$n" --time="$TIME" --warmup-time=4 \
-  --client-nice="$CLIENT_NICE" --connect-concurrency=128 $BENCH_EXTRA >"$W/groups-bench.txt" 2>&1 &
+start_shoal "$P" "$W" --thread-handling=pool-of-threads --max-connections=6000 \
+  --max-prepared-stmt-count=4000000 --innodb-buffer-pool-size=1G --innodb-flush-method=O_DIRECT "$@"
+log=$W/groups-bench.txt
+# shellcheck disable=SC2086 # BENCH_EXTRA: several options
+bench_run "$W/results" "$log" oltp_point_select --mysql-host=127.0.0.1 --mysql-port="$P" \
+  --mysql-user=root --mysql-db=sbtest --tables=8 --table-size=50000 --threads="$n" \
+  --time="$TIME" --warmup-time=4 --client-nice="$CLIENT_NICE" --connect-concurrency=128 \
+  --label=pool-groups $BENCH_EXTRA &
 B=$!
+# If the script stops early: the run's shell and its shoal-bench (nothing once they are done).
+on_exit "pkill -P $B 2>/dev/null; kill $B 2>/dev/null"
+# The sleeps below place a measurement window inside the run (they wait for no state).
 if [ "$WINDOW" = run ]; then
   # The warm-up ends 4 s after the connections are up (a second or two for thousands).
   sleep 6.5
-  mariadb -h127.0.0.1 -P$P -uroot -e 'FLUSH THREAD_POOL_LATENCY'
-  wait $B || { cat "$W/groups-bench.txt" >&2; echo "FAIL: shoal-bench run failed" >&2; exit 1; }
+  sql "$P" 'FLUSH THREAD_POOL_LATENCY'
+  wait $B || { cat "$log" >&2; echo "FAIL: shoal-bench run failed" >&2; exit 1; }
 else
   sleep $((TIME + 4 - 2))
-  mariadb -h127.0.0.1 -P$P -uroot -e 'FLUSH THREAD_POOL_LATENCY'
+  sql "$P" 'FLUSH THREAD_POOL_LATENCY'
   sleep 1.5
 fi
-mariadb -h127.0.0.1 -P$P -uroot -e "SELECT * FROM information_schema.THREAD_POOL_LATENCY;
+mariadb -h127.0.0.1 -P"$P" -uroot -e "SELECT * FROM information_schema.THREAD_POOL_LATENCY;
   SELECT * FROM information_schema.THREAD_POOL_GROUPS;
   SHOW GLOBAL STATUS LIKE 'Threadpool_balanced'"
-wait $B || { cat "$W/groups-bench.txt" >&2; echo "FAIL: shoal-bench run failed" >&2; exit 1; }
-grep -E '^\[|transactions:|percentile' "$W/groups-bench.txt"
+wait $B || { cat "$log" >&2; echo "FAIL: shoal-bench run failed" >&2; exit 1; }
+# Per-interval lines, if BENCH_EXTRA asked for them (--report-interval), then the result.
+grep -E '^\[' "$log" || true
+read -r trx tps p50 p95 p99 p999 < <(bench_json "$(bench_file "$log")" summary.events \
+  summary.tps:.2f summary.latency_ms.p50:.2f summary.latency_ms.p95:.2f \
+  summary.latency_ms.p99:.2f summary.latency_ms.p999:.2f)
+echo "transactions: $trx ($tps per sec.); latency ms: p50 $p50, p95 $p95, p99 $p99, p99.9 $p999"
 check_drained "$P"

@@ -9,13 +9,12 @@
 #   cargo build --release -p shoal -p shoal-bench && scripts/pool-matrix.sh
 #   THREADS="8 32" CACHES=cached SERVERS="shoal-pool" TIME=5 scripts/pool-matrix.sh   (quick look)
 #
-# Results: $WORK/results/<cache>/*.json (full shoal-bench results) and $WORK/matrix.md.
+# Results: $WORK/results/<cache>/*.json (full shoal-bench results) and $WORK/matrix.md. Exits
+# non-zero if a run fails (after the summary) or a server keeps connections after a point.
 set -euo pipefail
+# shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-TARGET=${CARGO_TARGET_DIR:-/var/tmp/shoal-target}
-SHOAL=${SHOAL:-$TARGET/release/shoal}
-BENCH=${BENCH:-$TARGET/release/shoal-bench}
 WORK=${WORK:-/var/tmp/shoal-pool-matrix}
 TABLES=${TABLES:-8}; SIZE=${SIZE:-50000}
 TIME=${TIME:-10}; WARMUP=${WARMUP:-5}
@@ -31,76 +30,42 @@ IOBOUND_BP=${IOBOUND_BP:-$(( TABLES * SIZE * 240 / 8 / 1048576 < 6 ? 6 : TABLES 
 # thousands of server threads (see docs/BENCH.md). Set SB_EXTRA= to run without.
 SB_EXTRA=${SB_EXTRA---client-nice=-10}
 
-for b in "$SHOAL" "$BENCH"; do [ -x "$b" ] || { echo "build first: missing $b"; exit 1; }; done
+need_bins "$SHOAL" "$BENCH"
 ulimit -n "$(ulimit -Hn)" || true
 rm -rf "$WORK"; mkdir -p "$WORK"
-SERVER=
-stop_server() {
-  if [ -n "$SERVER" ]; then kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true; SERVER=; fi
-}
-trap stop_server EXIT
 
-# start_server NAME BUFFER_POOL
+# start_server NAME BUFFER_POOL: each server keeps its datadir in $WORK/NAME/data.
 start_server() {
   local name=$1 bp=$2
+  local opts=(--max-connections=6000 --max-prepared-stmt-count=4000000
+    --innodb-buffer-pool-size="$bp" --innodb-flush-log-at-trx-commit=1 --innodb-flush-method=O_DIRECT)
   case $name in
     mariadb-pool)
-      if [ ! -d "$WORK/data-$name" ]; then
-        mariadb-install-db --no-defaults --datadir="$WORK/data-$name" \
-          --auth-root-authentication-method=normal >/dev/null 2>&1
-      fi
-      /usr/sbin/mariadbd --no-defaults --datadir="$WORK/data-$name" --socket="$WORK/sock" \
-        --pid-file="$WORK/pid" --port=$PORT --bind-address=127.0.0.1 --user=root \
-        --skip-grant-tables --skip-log-bin --performance-schema=OFF --max-connections=6000 \
-        --back-log=4096 --max-prepared-stmt-count=4000000 --innodb-buffer-pool-size="$bp" \
-        --innodb-flush-log-at-trx-commit=1 --innodb-flush-method=O_DIRECT \
-        --innodb-log-file-size=256M \
-        --thread-handling=pool-of-threads --thread-pool-size=2 \
-        >"$WORK/$name.log" 2>&1 & ;;
-    shoal-*)
-      local h=one-thread-per-connection
-      [ "$name" = shoal-pool ] && h=pool-of-threads
-      "$SHOAL" --port=$PORT --socket="$WORK/sock" --datadir="$WORK/data-$name" --initialize-insecure \
-        --thread-handling=$h --max-connections=6000 --max-prepared-stmt-count=4000000 \
-        --innodb-buffer-pool-size="$bp" --innodb-flush-log-at-trx-commit=1 \
-        --innodb-flush-method=O_DIRECT >>"$WORK/$name.log" 2>&1 & ;;
+      start_mariadb "$PORT" "$WORK/$name" "${opts[@]}" --back-log=4096 --innodb-log-file-size=256M \
+        --thread-handling=pool-of-threads --thread-pool-size=2 ;;
+    shoal-per-thread) start_shoal "$PORT" "$WORK/$name" "${opts[@]}" --thread-handling=one-thread-per-connection ;;
+    shoal-pool) start_shoal "$PORT" "$WORK/$name" "${opts[@]}" --thread-handling=pool-of-threads ;;
+    *) echo "unknown server $name (SERVERS: shoal-per-thread, shoal-pool, mariadb-pool)" >&2; exit 1 ;;
   esac
-  SERVER=$!
-  for _ in $(seq 600); do
-    mariadb -h127.0.0.1 -P$PORT -uroot -e 'SELECT 1' >/dev/null 2>&1 && return
-    sleep 0.2
-  done
-  echo "server $name did not start"; tail -20 "$WORK/$name.log"; exit 1
 }
 
-# The clients of a point can still be finishing (a 2048-client read-write transaction takes
-# seconds): wait until they are gone, or the next point meets 1040 Too many connections.
-wait_drained() {
-  for _ in $(seq 240); do
-    local n
-    n=$(mariadb -h127.0.0.1 -P$PORT -uroot -N -e "SHOW GLOBAL STATUS LIKE 'Threads_connected'" 2>/dev/null | awk '{print $2}')
-    [ -n "$n" ] && [ "$n" -le 1 ] && break
-    sleep 0.5
-  done
-  # Then the same check every script makes: nothing left open, in CLOSE-WAIT or recovered.
-  check_drained $PORT 1
-}
-
-CONN=(--mysql-host=127.0.0.1 --mysql-port=$PORT --mysql-user=root --mysql-db=sbtest
-      --tables=$TABLES --table-size=$SIZE)
+CONN=(--mysql-host=127.0.0.1 "--mysql-port=$PORT" --mysql-user=root --mysql-db=sbtest
+      "--tables=$TABLES" "--table-size=$SIZE")
 datasize_mb() { # NAME -> MiB of table data on disk
   case $1 in
-    mariadb-pool) du -sm "$WORK/data-$1/sbtest" | cut -f1 ;;
-    *) du -sm "$WORK/data-$1" | cut -f1 ;;
+    mariadb-pool) du -sm "$WORK/$1/data/sbtest" | cut -f1 ;;
+    *) du -sm "$WORK/$1/data" | cut -f1 ;;
   esac
 }
 
+failed=0
 for srv in $SERVERS; do
   # Prepare once per server with a big cache, then restart for each cache size.
   start_server "$srv" 1G
-  mariadb -h127.0.0.1 -P$PORT -uroot -e 'CREATE DATABASE IF NOT EXISTS sbtest'
+  sql "$PORT" 'CREATE DATABASE IF NOT EXISTS sbtest'
   echo "$(date +%T) $srv: preparing $TABLES x $SIZE rows"
-  "$BENCH" prepare oltp_read_write "${CONN[@]}" --threads=4 --quiet >"$WORK/$srv-prepare.log" 2>&1
+  "$BENCH" prepare oltp_read_write "${CONN[@]}" --threads=4 --quiet >"$WORK/$srv-prepare.log" 2>&1 \
+    || { tail -20 "$WORK/$srv-prepare.log" >&2; echo "prepare failed: $WORK/$srv-prepare.log" >&2; exit 1; }
   stop_server
   mb=$(datasize_mb "$srv")
   echo "$srv data on disk: ${mb} MiB" | tee -a "$WORK/sizes.txt"
@@ -113,11 +78,14 @@ for srv in $SERVERS; do
     for wl in $WORKLOADS; do
       for n in $THREADS; do
         echo "$(date +%T) $srv $cache $wl $n"
-        "$BENCH" run "$wl" "${CONN[@]}" --threads="$n" --time="$TIME" --warmup-time="$WARMUP" \
-          --quiet --server-pid="$SERVER" --connect-concurrency=128 $SB_EXTRA \
-          --label="$srv" --output="$out" >"$WORK/$srv-$cache-$wl-$n.log" 2>&1 \
-          || echo "  (run failed: see $WORK/$srv-$cache-$wl-$n.log)"
-        wait_drained
+        # shellcheck disable=SC2086 # SB_EXTRA: several options
+        bench_run "$out" "$WORK/$srv-$cache-$wl-$n.log" "$wl" "${CONN[@]}" --threads="$n" \
+          --time="$TIME" --warmup-time="$WARMUP" --quiet --server-pid="$SERVER" \
+          --connect-concurrency=128 $SB_EXTRA --label="$srv" \
+          || { echo "  (run failed: see $WORK/$srv-$cache-$wl-$n.log)"; failed=1; }
+        # The clients of a point can still be finishing (a 2048-client read-write transaction
+        # takes seconds): the next point would meet 1040 Too many connections.
+        check_drained "$PORT" 120
       done
     done
     stop_server
@@ -125,3 +93,4 @@ for srv in $SERVERS; do
 done
 
 python3 "$ROOT/scripts/pool-matrix-summary.py" "$WORK" | tee "$WORK/matrix.md"
+[ "$failed" = 0 ] || { echo "some runs failed" >&2; exit 1; }

@@ -11,16 +11,17 @@
 #   scripts/handler-ab.sh                              # once, creates and fills the datadir
 #   SERVER_CPUS=0 CLIENT_CPUS=1 ROUNDS=4 scripts/pool-retention.sh <shoal binary> [<other binary> ...]
 #
-# With no binary, the build's own. TIME / WARMUP / SERVER_CPUS / CLIENT_CPUS / EXTRA go to
+# With no binary, $SHOAL (default: shoal in SHOAL_BIN_DIR, see scripts/lib.sh). TIME / WARMUP / SERVER_CPUS / CLIENT_CPUS / EXTRA go to
 # scripts/pool-sweep.sh (defaults here: TIME=6 WARMUP=3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TARGET=${CARGO_TARGET_DIR:-/var/tmp/shoal-target}
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
 ROUNDS=${ROUNDS:-4}
 export TIME=${TIME:-6} WARMUP=${WARMUP:-3}
-[ $# -gt 0 ] || set -- "$TARGET/release/shoal"
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+[ $# -gt 0 ] || set -- "$SHOAL"
+temp_dir
+out=$TEMP_DIR/sweeps
 for r in $(seq "$ROUNDS"); do
   for b in "$@"; do
     echo "== round $r $b $(date +%T)" >&2

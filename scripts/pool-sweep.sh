@@ -9,57 +9,53 @@
 #   scripts/pool-sweep.sh pool-of-threads "8 32 128 512 1024 2048 4096 4096 2048 1024 512 128 32 8"
 #   WL=oltp_read_write EXTRA=--innodb-buffer-pool-size=11M scripts/pool-sweep.sh pool-of-threads "8 2048"
 set -euo pipefail
+# shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
-TARGET=${CARGO_TARGET_DIR:-/var/tmp/shoal-target}
-SHOAL=${SHOAL:-$TARGET/release/shoal}
-BENCH=${BENCH:-$TARGET/release/shoal-bench}
 W=${WORK:-/var/tmp/shoal-handler-ab}; P=${PORT:-33811}
 TIME=${TIME:-10}; WARMUP=${WARMUP:-5}; WL=${WL:-oltp_point_select}; EXTRA=${EXTRA:-}
 BENCH_EXTRA=${BENCH_EXTRA:-}
 # SERVER_CPUS / CLIENT_CPUS (taskset lists, e.g. 0 and 1): give the server and the load generator
 # cores of their own, so the client's cost cannot be read as the server's. Unset: both share all.
-SRV_PIN=(); CLI_PIN=()
-[ -n "${SERVER_CPUS:-}" ] && SRV_PIN=(taskset -c "$SERVER_CPUS")
-[ -n "${CLIENT_CPUS:-}" ] && CLI_PIN=(taskset -c "$CLIENT_CPUS")
+[ -n "${SERVER_CPUS:-}" ] && SERVER_WRAP=(taskset -c "$SERVER_CPUS")
+[ -n "${CLIENT_CPUS:-}" ] && BENCH_WRAP=(taskset -c "$CLIENT_CPUS")
 h=${1:?handler}; points=${2:?"client counts"}
+need_bins "$SHOAL" "$BENCH"
 [ -d "$W/data" ] || { echo "no datadir: run scripts/handler-ab.sh once first"; exit 1; }
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-# shellcheck disable=SC2086
-${SRV_PIN[@]+"${SRV_PIN[@]}"} "$SHOAL" --port=$P --socket=$W/sock --datadir=$W/data --initialize-insecure --thread-handling=$h \
-  --max-connections=6000 --max-prepared-stmt-count=4000000 --innodb-buffer-pool-size=1G \
-  --innodb-flush-log-at-trx-commit=1 --innodb-flush-method=O_DIRECT $EXTRA >>$W/log 2>&1 &
-S=$!
-trap 'kill $S 2>/dev/null || true; wait $S 2>/dev/null || true' EXIT
-for _ in $(seq 300); do mariadb -h127.0.0.1 -P$P -uroot -e 'SELECT 1' >/dev/null 2>&1 && break; sleep 0.2; done
+# shellcheck disable=SC2086 # EXTRA: several options
+start_shoal "$P" "$W" --thread-handling="$h" --max-connections=6000 \
+  --max-prepared-stmt-count=4000000 --innodb-buffer-pool-size=1G \
+  --innodb-flush-log-at-trx-commit=1 --innodb-flush-method=O_DIRECT $EXTRA
+ticks() { awk '{print $14+$15}' "/proc/$SERVER/stat"; }
 for n in $points; do
   # The pool's own queueing and execution percentiles restart at every point (they then cover
   # warm-up + run): the server's side of the latency, next to the client's p99 (printed: the
   # larger of the groups' p99s).
-  [ "$h" = pool-of-threads ] && mariadb -h127.0.0.1 -P$P -uroot -e 'FLUSH THREAD_POOL_LATENCY'
-  c0=$(awk '{print $14+$15}' /proc/$S/stat)
-  out=$(${CLI_PIN[@]+"${CLI_PIN[@]}"} "$BENCH" run "$WL" --mysql-host=127.0.0.1 --mysql-port=$P --mysql-user=root \
-    --mysql-db=sbtest --tables=8 --table-size=50000 --threads="$n" --time="$TIME" \
-    --warmup-time="$WARMUP" --client-nice=-10 --connect-concurrency=128 $BENCH_EXTRA 2>&1) \
-    || { echo "$out" >&2; echo "FAIL: $h n=$n: shoal-bench run failed" >&2; exit 1; }
-  c1=$(awk '{print $14+$15}' /proc/$S/stat)
-  tps=$(echo "$out" | sed -n 's/.*transactions: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p')
-  q=$(echo "$out" | sed -n 's/.*queries: *\([0-9]*\).*/\1/p' | head -1)
-  p99=$(echo "$out" | sed -n 's/.*99th percentile: *//p' | head -1)
+  [ "$h" = pool-of-threads ] && sql "$P" 'FLUSH THREAD_POOL_LATENCY'
+  c0=$(ticks)
+  # shellcheck disable=SC2086 # BENCH_EXTRA: several options
+  bench_run "$W/results" "$W/sweep-last.txt" "$WL" --mysql-host=127.0.0.1 --mysql-port="$P" \
+    --mysql-user=root --mysql-db=sbtest --tables=8 --table-size=50000 --threads="$n" \
+    --time="$TIME" --warmup-time="$WARMUP" --client-nice=-10 --connect-concurrency=128 \
+    --label="$h" $BENCH_EXTRA \
+    || { cat "$W/sweep-last.txt" >&2; echo "FAIL: $h n=$n: shoal-bench run failed" >&2; exit 1; }
+  c1=$(ticks)
   # Server CPU (user+sys, ticks of 10 ms) over warm-up + run, per query of the measured run:
   # comparable between points, not an absolute cost (it includes connecting and disconnecting).
   # srv_us / cli_us: the server's and the load generator's CPU per transaction over the measured
   # run alone, from shoal-bench's own sampling: where the time per transaction goes as the
   # connection count grows, server and client apart (they share the machine's cores).
-  srv=$(echo "$out" | sed -n 's/.*server (pid [0-9]*) cpu user\/sys % of a core: *\([0-9.]*\)\/\([0-9.]*\).*/\1 \2/p' | head -1)
-  cli=$(echo "$out" | sed -n 's/.*load generator cpu % of a core: *\([0-9.]*\).*/\1/p' | head -1)
-  per=$(python3 -c "
-t=float('${tps:-0}' or 0); s=[float(x) for x in '${srv:-0 0}'.split()]; c=float('${cli:-0}' or 0)
-print('srv_us=%.1f cli_us=%.1f' % (sum(s)*1e4/t, c*1e4/t) if t else 'srv_us=? cli_us=?')")
+  read -r tps p99 q u s c < <(bench_json "$BENCH_JSON" summary.tps:.2f summary.latency_ms.p99:.2f \
+    summary.queries sys.server_cpu_user_pct sys.server_cpu_sys_pct sys.tool_cpu_pct)
+  per=$(awk -v t="$tps" -v u="$u" -v s="$s" -v c="$c" -v q="$q" -v dt=$((c1 - c0)) 'BEGIN {
+    printf "us_per_query=%.1f ", dt * 1e4 / (q > 0 ? q : 1)
+    if (t > 0) printf "srv_us=%.1f cli_us=%.1f", (u + s) * 1e4 / t, c * 1e4 / t
+    else printf "srv_us=? cli_us=?" }')
   if [ "$h" = pool-of-threads ]; then
-    per="$per $(mariadb -h127.0.0.1 -P$P -uroot -N -e 'SELECT QUEUEING_P99_US, EXECUTION_P99_US
+    per="$per $(sql "$P" 'SELECT QUEUEING_P99_US, EXECUTION_P99_US
       FROM information_schema.THREAD_POOL_LATENCY' | awk '$1>q{q=$1} $2>x{x=$2}
       END{printf "srv_queue_p99=%.1fms srv_exec_p99=%.1fms", q/1000, x/1000}')"
   fi
-  echo "$h n=$n tps=$tps p99=${p99}ms server_cpu_ticks=$((c1 - c0)) us_per_query=$(python3 -c "print(round(($c1-$c0)*1e4/max(1,int('${q:-0}' or 0)),1))") $per"
+  echo "$h n=$n tps=$tps p99=${p99}ms server_cpu_ticks=$((c1 - c0)) $per"
   check_drained "$P"
 done

@@ -5,7 +5,8 @@
 # linger, with work stealing on and off, ROUNDS times each, alternating. Prints the sessions
 # each configuration completed per round, min/median of the ratio on/off, and exits non-zero
 # if the median ratio is below MIN_RATIO (default 0.5): stealing once cut this load to a tenth
-# (a waker yielded while holding the victim group's lock).
+# (a waker yielded while holding the victim group's lock). CLOSE_TEST_BIN=<close test
+# executable> skips the cargo build (scripts/lib.sh).
 #
 #   ROUNDS=5 SECS=4 scripts/steal-churn.sh
 set -euo pipefail

@@ -17,6 +17,8 @@ FILTER=${FILTER:-}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/shoal-target}
 export SHOAL_VENV=${SHOAL_VENV:-/var/tmp/shoal-venv}
 export PATH="$SHOAL_VENV/bin:$PATH"
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
 out=$(mktemp -d /tmp/suite-under-load.XXXXXX)
 # name<TAB>executable<TAB>package directory, one line per test binary (unit and integration).
 cargo test --release --workspace --no-run --message-format=json 2>/dev/null |
@@ -35,13 +37,7 @@ fi
 n=$(wc -l <"$out/binaries")
 [ "$n" -gt 0 ] || { echo "no test binaries found"; exit 1; }
 echo "$n test binaries, $COPIES copies, $HOGS hogs; logs in $out"
-hogs=()
-cleanup() { for p in "${hogs[@]}"; do kill "$p" 2>/dev/null || true; done; }
-trap cleanup EXIT
-for _ in $(seq "$HOGS"); do
-  (while :; do :; done) &
-  hogs+=($!)
-done
+start_hogs "$HOGS"
 run_copy() {
   local copy=$1 failed=0 name exe dir
   while IFS=$'\t' read -r name exe dir; do

@@ -14,35 +14,29 @@
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
-TARGET=${CARGO_TARGET_DIR:-/var/tmp/shoal-target}
-SHOAL=${SHOAL:-$TARGET/release/shoal}
 W=${WORK:-/var/tmp/shoal-sysbench-ab}; P=${PORT:-33822}
 ROUNDS=${ROUNDS:-4}; THREADS=${THREADS:-8}; TIME=${TIME:-10}; WARMUP=${WARMUP:-3}
 WL=${WL:-oltp_read_write}; TABLES=${TABLES:-8}; SIZE=${SIZE:-10000}
 HANDLERS=${HANDLERS:-"one-thread-per-connection pool-of-threads"}
 EXTRA=${EXTRA:-}
 command -v sysbench >/dev/null || { echo "sysbench is not installed (./run-tests installs it)"; exit 1; }
-SB=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-port=$P --mysql-user=root --mysql-db=sbtest
-    --tables=$TABLES --table-size=$SIZE)
-S=
-stop() { if [ -n "$S" ]; then kill "$S" 2>/dev/null || true; wait "$S" 2>/dev/null || true; S=; fi; }
-trap stop EXIT
+need_bins "$SHOAL"
+SB=(--db-driver=mysql --mysql-host=127.0.0.1 "--mysql-port=$P" --mysql-user=root --mysql-db=sbtest
+    "--tables=$TABLES" "--table-size=$SIZE")
 start() { # dir handler
-  # shellcheck disable=SC2086
-  "$SHOAL" --port=$P --socket="$1/sock" --datadir="$1/data" --initialize-insecure --thread-handling="$2" \
-    --max-connections=2000 --innodb-buffer-pool-size=1G --innodb-flush-log-at-trx-commit=1 \
-    --innodb-flush-method=O_DIRECT $EXTRA >>"$1/log" 2>&1 &
-  S=$!
-  await_server "$P" "$S" "$1/log"
+  # shellcheck disable=SC2086 # EXTRA: several options
+  start_shoal "$P" "$1" --thread-handling="$2" --max-connections=2000 \
+    --innodb-buffer-pool-size=1G --innodb-flush-log-at-trx-commit=1 \
+    --innodb-flush-method=O_DIRECT $EXTRA
 }
-ticks() { awk '{print $14+$15}' "/proc/$S/stat"; }
+ticks() { awk '{print $14+$15}' "/proc/$SERVER/stat"; }
 mkdir -p "$W/base"
 if [ ! -f "$W/base/prepared-$TABLES-$SIZE" ]; then
-  rm -rf "$W/base"/*
+  rm -rf "${W:?}/base"/*
   start "$W/base" one-thread-per-connection
-  mariadb -h127.0.0.1 -P$P -uroot -e 'CREATE DATABASE IF NOT EXISTS sbtest'
+  sql "$P" 'CREATE DATABASE IF NOT EXISTS sbtest'
   sysbench oltp_read_write "${SB[@]}" --threads=4 prepare >"$W/base/prepare.log" 2>&1
-  stop
+  stop_server
   touch "$W/base/prepared-$TABLES-$SIZE"
 fi
 REVERSED=$(echo "$HANDLERS" | tr ' ' '\n' | tac | tr '\n' ' ')
@@ -56,17 +50,19 @@ for r in $(seq "$ROUNDS"); do
     sysbench "$WL" "${SB[@]}" --threads="$THREADS" --time="$WARMUP" run >"$W/run/warmup.log" 2>&1 \
       || { cat "$W/run/warmup.log" >&2; echo "FAIL: round $r $h: warm-up failed" >&2; exit 1; }
     t0=$(ticks)
-    out=$(sysbench "$WL" "${SB[@]}" --threads="$THREADS" --time="$TIME" --percentile=99 run 2>&1) \
-      || { echo "$out" >&2; echo "FAIL: round $r $h: sysbench run failed" >&2; exit 1; }
+    sysbench "$WL" "${SB[@]}" --threads="$THREADS" --time="$TIME" --percentile=99 run >"$W/run/run.log" 2>&1 \
+      || { cat "$W/run/run.log" >&2; echo "FAIL: round $r $h: sysbench run failed" >&2; exit 1; }
     t1=$(ticks)
     check_drained "$P"
-    stop
-    tps=$(echo "$out" | sed -n 's/.*transactions: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p')
-    p99=$(echo "$out" | sed -n 's/.*99th percentile: *//p')
-    echo "round $r $h: tps=${tps:-0} p99=${p99:-?}ms server_cpu_ticks=$((t1 - t0))"
+    stop_server
+    read -r tps p99 < <(sysbench_result "$W/run/run.log" tps p99)
+    [ "$tps" = n/a ] && tps=0
+    [ "$p99" = n/a ] && p99="?"
+    echo "round $r $h: tps=$tps p99=${p99}ms server_cpu_ticks=$((t1 - t0))"
     echo "$r $h ${tps:-0}" >>"$W/rounds.txt"
   done
 done
+# shellcheck disable=SC2086 # one argument per handler
 python3 - "$W/rounds.txt" $HANDLERS <<'PY'
 import math, statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]

@@ -80,9 +80,8 @@ impl MemBudget {
             return Err(self.exceeded());
         }
         if all > self.global_limit {
-            return Err(SqlError::other(
-                4083,
-                "HY000",
+            return Err(SqlError::coded(
+                shoal_errors::ER_DA_GLOBAL_CONN_LIMIT,
                 format!(
                     "Global connection memory limit {} bytes exceeded. Consumed {all} bytes.",
                     self.global_limit
@@ -106,10 +105,7 @@ impl MemBudget {
 
     /// The error for a statement over its budget (1290, as MariaDB answers).
     pub fn exceeded(&self) -> SqlError {
-        SqlError::other(
-            1290,
-            "HY000",
-            format!(
+        SqlError::coded(shoal_errors::ER_OPTION_PREVENTS_STATEMENT, format!(
                 "The MySQL server is running with the --max-session-mem-used={} option so it cannot execute this statement",
                 self.limit
             ),

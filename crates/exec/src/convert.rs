@@ -337,9 +337,8 @@ pub fn parse_datetime(s: &str) -> Option<DateTime> {
 }
 
 fn incorrect(kind: &str, v: &Value, col: &str, row: usize) -> SqlError {
-    SqlError::other(
-        1366,
-        "HY000",
+    SqlError::coded(
+        shoal_errors::ER_TRUNCATED_WRONG_VALUE_FOR_FIELD,
         format!(
             "Incorrect {kind} value: '{}' for column '{col}' at row {row}",
             v.to_text().unwrap_or_default()
@@ -419,21 +418,18 @@ pub fn value_to_datum(v: &Value, ty: ColumnType, col: &str, row: usize) -> Resul
     };
     ty.coerce(d).map_err(|detail| {
         if detail.starts_with("data too long") {
-            SqlError::other(
-                1406,
-                "22001",
+            SqlError::coded(
+                shoal_errors::ER_DATA_TOO_LONG,
                 format!("Data too long for column '{col}' at row {row}"),
             )
         } else if detail.contains("out of range") {
-            SqlError::other(
-                1264,
-                "22003",
+            SqlError::coded(
+                shoal_errors::ER_WARN_DATA_OUT_OF_RANGE,
                 format!("Out of range value for column '{col}' at row {row}"),
             )
         } else {
-            SqlError::other(
-                1366,
-                "HY000",
+            SqlError::coded(
+                shoal_errors::ER_TRUNCATED_WRONG_VALUE_FOR_FIELD,
                 format!("Incorrect value for column '{col}' at row {row}: {detail}"),
             )
         }

@@ -75,11 +75,12 @@ impl Context for RowCtx<'_> {
     fn column(&self, name: &str) -> Result<Value, SqlError> {
         if let Some(n) = name.strip_prefix(AGG_PREFIX) {
             let i: usize = n.parse().unwrap_or(usize::MAX);
-            return self
-                .aggs
-                .get(i)
-                .cloned()
-                .ok_or_else(|| SqlError::other(1111, "HY000", "Invalid use of group function"));
+            return self.aggs.get(i).cloned().ok_or_else(|| {
+                SqlError::coded(
+                    shoal_errors::ER_INVALID_GROUP_FUNC_USE,
+                    "Invalid use of group function",
+                )
+            });
         }
         if let Some(c) = name.strip_prefix(VALUES_PREFIX) {
             let pos = self.names.iter().position(|n| n.eq_ignore_ascii_case(c));
@@ -1056,9 +1057,8 @@ impl Exec<'_> {
         for (rn, exprs) in ins.rows.iter().enumerate() {
             let rown = rn + 1;
             if exprs.len() != positions.len() {
-                return Err(SqlError::other(
-                    1136,
-                    "21S01",
+                return Err(SqlError::coded(
+                    shoal_errors::ER_WRONG_VALUE_COUNT_ON_ROW,
                     format!("Column count doesn't match value count at row {rown}"),
                 ));
             }
@@ -1083,9 +1083,8 @@ impl Exec<'_> {
             }
             for (i, c) in table.columns.iter().enumerate() {
                 if !given[i] && c.default.is_none() && !c.nullable && !c.auto_increment {
-                    return Err(SqlError::other(
-                        1364,
-                        "HY000",
+                    return Err(SqlError::coded(
+                        shoal_errors::ER_NO_DEFAULT_FOR_FIELD,
                         format!("Field '{}' doesn't have a default value", c.name),
                     ));
                 }

@@ -80,9 +80,8 @@ pub(crate) fn describe(child: &TableDef, fk: &ForeignKeyDef) -> String {
 }
 
 fn no_parent(child: &TableDef, fk: &ForeignKeyDef) -> SqlError {
-    SqlError::other(
-        1452,
-        "23000",
+    SqlError::coded(
+        shoal_errors::ER_NO_REFERENCED_ROW_2,
         format!(
             "Cannot add or update a child row: a foreign key constraint fails ({})",
             describe(child, fk)
@@ -91,9 +90,8 @@ fn no_parent(child: &TableDef, fk: &ForeignKeyDef) -> SqlError {
 }
 
 fn has_children(child: &TableDef, fk: &ForeignKeyDef) -> SqlError {
-    SqlError::other(
-        1451,
-        "23000",
+    SqlError::coded(
+        shoal_errors::ER_ROW_IS_REFERENCED_2,
         format!(
             "Cannot delete or update a parent row: a foreign key constraint fails ({})",
             describe(child, fk)
@@ -254,10 +252,7 @@ impl Fks {
                 FkAction::Restrict | FkAction::NoAction => return Err(has_children(child, fk)),
                 FkAction::Cascade | FkAction::SetNull => {
                     if depth >= MAX_DEPTH {
-                        return Err(SqlError::other(
-                            3008,
-                            "HY000",
-                            format!("Foreign key cascade delete/update exceeds max depth of {MAX_DEPTH}."),
+                        return Err(SqlError::coded(shoal_errors::ER_FK_DEPTH_EXCEEDED, format!("Foreign key cascade delete/update exceeds max depth of {MAX_DEPTH}."),
                         ));
                     }
                     let next = Self::gather(&self.store, child);
@@ -320,10 +315,7 @@ impl Fks {
                 FkAction::Restrict | FkAction::NoAction => return Err(has_children(child, fk)),
                 FkAction::Cascade | FkAction::SetNull => {
                     if depth >= MAX_DEPTH {
-                        return Err(SqlError::other(
-                            3008,
-                            "HY000",
-                            format!("Foreign key cascade delete/update exceeds max depth of {MAX_DEPTH}."),
+                        return Err(SqlError::coded(shoal_errors::ER_FK_DEPTH_EXCEEDED, format!("Foreign key cascade delete/update exceeds max depth of {MAX_DEPTH}."),
                         ));
                     }
                     let next = Self::gather(&self.store, child);

@@ -92,7 +92,7 @@ impl TableEngine {
         dir: &std::path::Path,
         version: &str,
     ) -> Result<BackupReport, SqlError> {
-        let bad = |m: String| SqlError::other(1210, "HY000", m);
+        let bad = |m: String| SqlError::coded(shoal_errors::ER_WRONG_ARGUMENTS, m);
         if !dir.is_absolute() {
             return Err(bad(format!(
                 "BACKUP TO needs an absolute directory on the server's host, not '{}'",
@@ -104,18 +104,16 @@ impl TableEngine {
                 .map(|mut d| d.next().is_none())
                 .unwrap_or(false);
             if !empty {
-                return Err(SqlError::other(
-                    1086,
-                    "HY000",
+                return Err(SqlError::coded(
+                    shoal_errors::ER_FILE_EXISTS_ERROR,
                     format!("File '{}' already exists", dir.display()),
                 ));
             }
         }
         let t0 = std::time::Instant::now();
         let io = |e: std::io::Error| {
-            SqlError::other(
-                1030,
-                "HY000",
+            SqlError::coded(
+                shoal_errors::ER_GET_ERRNO,
                 format!("Got error '{e}' from storage engine"),
             )
         };
@@ -384,18 +382,14 @@ pub struct Restrictions {
 
 /// 1290 `ER_OPTION_PREVENTS_STATEMENT` for `option` (`--read-only`, `--super-read-only`).
 pub fn read_only_error(option: &str) -> SqlError {
-    SqlError::other(
-        1290,
-        "HY000",
-        format!("The MySQL server is running with the {option} option so it cannot execute this statement"),
+    SqlError::coded(shoal_errors::ER_OPTION_PREVENTS_STATEMENT, format!("The MySQL server is running with the {option} option so it cannot execute this statement"),
     )
 }
 
 /// 1792 `ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION`.
 pub fn read_only_transaction_error() -> SqlError {
-    SqlError::other(
-        1792,
-        "25006",
+    SqlError::coded(
+        shoal_errors::ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION,
         "Cannot execute statement in a READ ONLY transaction.",
     )
 }
@@ -858,10 +852,7 @@ impl TableSession {
     /// TABLES it is refused as MySQL refuses it (1192).
     pub fn flush_tables(&mut self) -> Result<(), SqlError> {
         if self.locked.is_some() {
-            return Err(SqlError::other(
-                1192,
-                "HY000",
-                "Can't execute the given command because you have active locked tables or an active transaction",
+            return Err(SqlError::coded(shoal_errors::ER_LOCK_OR_ACTIVE_TRANSACTION, "Can't execute the given command because you have active locked tables or an active transaction",
             ));
         }
         Ok(())
@@ -887,7 +878,10 @@ impl TableSession {
             .iter()
             .position(|(n, _)| n.eq_ignore_ascii_case(name))
             .ok_or_else(|| {
-                SqlError::other(1305, "42000", format!("SAVEPOINT {name} does not exist"))
+                SqlError::coded(
+                    shoal_errors::ER_SP_DOES_NOT_EXIST,
+                    format!("SAVEPOINT {name} does not exist"),
+                )
             })
     }
 
@@ -1152,7 +1146,10 @@ impl TableSession {
                 // InnoDB's limit (MySQL and MariaDB answer 1117). The store's checks are
                 // quadratic in the column count: 64000 columns took 8 s (found by fuzzing).
                 if spec.columns.len() > MAX_COLUMNS {
-                    return Err(SqlError::other(1117, "HY000", "Too many columns"));
+                    return Err(SqlError::coded(
+                        shoal_errors::ER_TOO_MANY_FIELDS,
+                        "Too many columns",
+                    ));
                 }
                 match store.create_table_with(&d, spec.clone(), crate::fk::checks_on(ctx)) {
                     Ok(_) => Ok(ExecOutput::ok(0)),
@@ -1188,9 +1185,8 @@ impl TableSession {
                     }
                 }
                 if !missing.is_empty() && !*if_exists {
-                    return Err(SqlError::other(
-                        1051,
-                        "42S02",
+                    return Err(SqlError::coded(
+                        shoal_errors::ER_BAD_TABLE_ERROR,
                         format!("Unknown table '{}'", missing.join(",")),
                     ));
                 }
@@ -1204,10 +1200,7 @@ impl TableSession {
                         for (child, fi) in store.referencing(d, n) {
                             let child_key = (child.db.clone(), child.name.to_ascii_lowercase());
                             if !dropping.contains(&child_key) {
-                                return Err(SqlError::other(
-                                    3730,
-                                    "HY000",
-                                    format!(
+                                return Err(SqlError::coded(shoal_errors::ER_FK_CANNOT_DROP_PARENT, format!(
                                         "Cannot drop table '{n}' referenced by a foreign key constraint '{}' on table '{}'.",
                                         child.foreign_keys[fi].name, child.name
                                     ),
@@ -1246,9 +1239,8 @@ impl TableSession {
                 for op in ops {
                     if let AlterOp::AddColumn { column, .. } = op {
                         if names.iter().any(|n| n.eq_ignore_ascii_case(&column.name)) {
-                            return Err(SqlError::other(
-                                1060,
-                                "42S21",
+                            return Err(SqlError::coded(
+                                shoal_errors::ER_DUP_FIELDNAME,
                                 format!("Duplicate column name '{}'", column.name),
                             ));
                         }
@@ -1322,9 +1314,8 @@ impl TableSession {
             .iter()
             .map(|c| {
                 def.column_index(c).ok_or_else(|| {
-                    SqlError::other(
-                        1072,
-                        "42000",
+                    SqlError::coded(
+                        shoal_errors::ER_KEY_COLUMN_DOES_NOT_EXITS,
                         format!("Key column '{c}' doesn't exist in table"),
                     )
                 })
@@ -1375,10 +1366,7 @@ impl TableSession {
                 txn.rollback();
                 if !rows.is_empty() {
                     let name = spec.name.clone().unwrap_or_else(|| format!("{table}_ibfk"));
-                    return Err(SqlError::other(
-                        1452,
-                        "23000",
-                        format!(
+                    return Err(SqlError::coded(shoal_errors::ER_NO_REFERENCED_ROW_2, format!(
                             "Cannot add or update a child row: a foreign key constraint fails (`{db}`.`{table}`, CONSTRAINT `{name}` FOREIGN KEY ({}) REFERENCES {} ({}))",
                             spec.columns.iter().map(|c| q(c)).collect::<Vec<_>>().join(", "),
                             q(&spec.ref_table),
@@ -1402,27 +1390,24 @@ impl Drop for TableSession {
 
 /// 1100 `ER_TABLE_NOT_LOCKED`.
 fn not_locked(t: &str) -> SqlError {
-    SqlError::other(
-        1100,
-        "HY000",
+    SqlError::coded(
+        shoal_errors::ER_TABLE_NOT_LOCKED,
         format!("Table '{t}' was not locked with LOCK TABLES"),
     )
 }
 
 /// 1099 `ER_TABLE_NOT_LOCKED_FOR_WRITE`.
 fn read_locked(t: &str) -> SqlError {
-    SqlError::other(
-        1099,
-        "HY000",
+    SqlError::coded(
+        shoal_errors::ER_TABLE_NOT_LOCKED_FOR_WRITE,
         format!("Table '{t}' was locked with a READ lock and can't be updated"),
     )
 }
 
 /// 1223 `ER_CANT_UPDATE_WITH_READLOCK`.
 pub fn conflicting_read_lock() -> SqlError {
-    SqlError::other(
-        1223,
-        "HY000",
+    SqlError::coded(
+        shoal_errors::ER_CANT_UPDATE_WITH_READLOCK,
         "Can't execute the query because you have a conflicting read lock",
     )
 }
@@ -1490,9 +1475,8 @@ fn plan_tables(plan: &Plan) -> Result<Vec<(TableKey, LockRequest)>, SqlError> {
 }
 
 fn access_denied(db: &str) -> SqlError {
-    SqlError::other(
-        1044,
-        "42000",
+    SqlError::coded(
+        shoal_errors::ER_DBACCESS_DENIED_ERROR,
         format!("Access denied for user to database '{db}'"),
     )
 }

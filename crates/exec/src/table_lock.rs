@@ -240,9 +240,8 @@ impl Drop for WaitingGauge<'_> {
 
 /// 1205 `ER_LOCK_WAIT_TIMEOUT`.
 pub fn lock_wait_timeout() -> SqlError {
-    SqlError::other(
-        1205,
-        "HY000",
+    SqlError::coded(
+        shoal_errors::ER_LOCK_WAIT_TIMEOUT,
         "Lock wait timeout exceeded; try restarting transaction",
     )
 }

@@ -570,9 +570,8 @@ fn column_type(dt: &sp::DataType) -> Result<ColumnType, SqlError> {
             sp::ExactNumberInfo::PrecisionAndScale(p, s) => (*p, u64::try_from(*s).unwrap_or(0)),
         };
         if p == 0 || p > 38 || s > 30 || s > p {
-            return Err(SqlError::other(
-                1426,
-                "42000",
+            return Err(SqlError::coded(
+                shoal_errors::ER_TOO_BIG_PRECISION,
                 format!("Too-big precision or scale {p},{s} (max 38,30)"),
             ));
         }
@@ -881,9 +880,8 @@ impl Translator<'_> {
             match c {
                 sp::TableConstraint::PrimaryKey(pk) => {
                     if !spec.primary_key.is_empty() {
-                        return Err(SqlError::other(
-                            1068,
-                            "42000",
+                        return Err(SqlError::coded(
+                            shoal_errors::ER_MULTIPLE_PRI_KEY,
                             "Multiple primary key defined",
                         ));
                     }
@@ -907,9 +905,8 @@ impl Translator<'_> {
             {
                 Some(c) => c.nullable = false,
                 None => {
-                    return Err(SqlError::other(
-                        1072,
-                        "42000",
+                    return Err(SqlError::coded(
+                        shoal_errors::ER_KEY_COLUMN_DOES_NOT_EXITS,
                         format!("Key column '{pk}' doesn't exist in table"),
                     ))
                 }
@@ -983,9 +980,8 @@ impl Translator<'_> {
                 }
                 sp::ColumnOption::PrimaryKey(_) => {
                     if !spec.primary_key.is_empty() {
-                        return Err(SqlError::other(
-                            1068,
-                            "42000",
+                        return Err(SqlError::coded(
+                            shoal_errors::ER_MULTIPLE_PRI_KEY,
                             "Multiple primary key defined",
                         ));
                     }
@@ -1003,9 +999,8 @@ impl Translator<'_> {
                         .any(|t| t.to_string().eq_ignore_ascii_case("AUTO_INCREMENT")) =>
                 {
                     if !ty.is_integer() {
-                        return Err(SqlError::other(
-                            1063,
-                            "42000",
+                        return Err(SqlError::coded(
+                            shoal_errors::ER_WRONG_FIELD_SPEC,
                             format!("Incorrect column specifier for column '{name}'"),
                         ));
                     }
@@ -1049,15 +1044,17 @@ impl Translator<'_> {
         }
         let ex = self.expr(e, Scope::Plain, &mut Vec::new())?;
         if !is_constant(&ex) {
-            return Err(SqlError::other(
-                1067,
-                "42000",
+            return Err(SqlError::coded(
+                shoal_errors::ER_INVALID_DEFAULT,
                 format!("Invalid default value for '{col}'"),
             ));
         }
         let v = shoal_sql::eval::eval(&ex, &mut ConstCtx)?;
         let d = value_to_datum(&v, ty, col, 1).map_err(|_| {
-            SqlError::other(1067, "42000", format!("Invalid default value for '{col}'"))
+            SqlError::coded(
+                shoal_errors::ER_INVALID_DEFAULT,
+                format!("Invalid default value for '{col}'"),
+            )
         })?;
         Ok(ColumnDefault::Value(d))
     }
@@ -1129,9 +1126,8 @@ impl Translator<'_> {
                         .as_ref()
                         .is_some_and(|n| n.iter().any(|n| n.eq_ignore_ascii_case(q)));
                     if !known {
-                        return Err(SqlError::other(
-                            1051,
-                            "42S02",
+                        return Err(SqlError::coded(
+                            shoal_errors::ER_BAD_TABLE_ERROR,
                             format!("Unknown table '{q}'"),
                         ));
                     }
@@ -1242,9 +1238,8 @@ impl Translator<'_> {
     /// `UPDATE t1 JOIN t2 ON ... SET ... [WHERE ...]`.
     fn multi_update(&mut self, u: &sp::Update) -> Result<TableStmt, SqlError> {
         if !u.order_by.is_empty() || u.limit.is_some() {
-            return Err(SqlError::other(
-                1221,
-                "HY000",
+            return Err(SqlError::coded(
+                shoal_errors::ER_WRONG_USAGE,
                 "Incorrect usage of UPDATE and ORDER BY / LIMIT",
             ));
         }
@@ -1288,9 +1283,8 @@ impl Translator<'_> {
         from: &[sp::TableWithJoins],
     ) -> Result<TableStmt, SqlError> {
         if !d.order_by.is_empty() || d.limit.is_some() {
-            return Err(SqlError::other(
-                1221,
-                "HY000",
+            return Err(SqlError::coded(
+                shoal_errors::ER_WRONG_USAGE,
                 "Incorrect usage of multi-table DELETE and ORDER BY / LIMIT",
             ));
         }
@@ -1526,9 +1520,8 @@ impl ExprScope for ExprCx<'_> {
     fn special_function(&mut self, name: &str, f: &sp::Function) -> Result<Option<Expr>, SqlError> {
         if let Some(func) = agg_func(name) {
             if self.scope != Scope::Aggregate {
-                return Err(SqlError::other(
-                    1111,
-                    "HY000",
+                return Err(SqlError::coded(
+                    shoal_errors::ER_INVALID_GROUP_FUNC_USE,
                     "Invalid use of group function",
                 ));
             }

@@ -25,6 +25,11 @@ pub struct ErrorInfo {
 }
 
 impl ErrorInfo {
+    /// An error of the table with its message.
+    pub fn coded(code: shoal_errors::Code, message: impl Into<String>) -> Self {
+        ErrorInfo::new(code.code, code.state, message)
+    }
+
     /// Builds an error from its parts.
     pub fn new(code: u16, state: &str, message: impl Into<String>) -> Self {
         let mut s = [b'H', b'Y', b'0', b'0', b'0'];

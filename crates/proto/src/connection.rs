@@ -560,9 +560,8 @@ impl<B: Backend> Connection<B> {
         for (ri, values) in rs.rows.iter().enumerate() {
             row.clear();
             if values.len() != rs.columns.len() {
-                let e = ErrorInfo::new(
-                    1105,
-                    "HY000",
+                let e = ErrorInfo::coded(
+                    shoal_errors::ER_UNKNOWN_ERROR,
                     format!(
                         "internal error: row {ri} has {} values for {} columns",
                         values.len(),
@@ -588,9 +587,8 @@ impl<B: Backend> Connection<B> {
                     {
                         self.output.truncate(start_len);
                         self.send_seq = start_seq;
-                        self.send_err(&ErrorInfo::new(
-                            1105,
-                            "HY000",
+                        self.send_err(&ErrorInfo::coded(
+                            shoal_errors::ER_UNKNOWN_ERROR,
                             format!("internal error in column '{}': {e}", c.name),
                         ));
                         return;
@@ -672,14 +670,16 @@ impl<B: Backend> Connection<B> {
             } => (wire_len, payload_len, last_seq),
             Scan::OutOfOrder => {
                 self.send_seq = self.expect_seq.wrapping_add(1);
-                self.send_err(&ErrorInfo::new(1156, "08S01", "Got packets out of order"));
+                self.send_err(&ErrorInfo::coded(
+                    shoal_errors::ER_NET_PACKETS_OUT_OF_ORDER,
+                    "Got packets out of order",
+                ));
                 return self.close(CloseReason::ProtocolError);
             }
             Scan::TooLarge => {
                 self.send_seq = self.expect_seq.wrapping_add(1);
-                self.send_err(&ErrorInfo::new(
-                    1153,
-                    "08S01",
+                self.send_err(&ErrorInfo::coded(
+                    shoal_errors::ER_NET_PACKET_TOO_LARGE,
                     "Got a packet bigger than 'max_allowed_packet' bytes",
                 ));
                 let reason = if self.phase == Phase::Command {
@@ -716,7 +716,10 @@ impl<B: Backend> Connection<B> {
     }
 
     fn bad_handshake(&mut self) -> Progress {
-        self.send_err(&ErrorInfo::new(1043, "08S01", "Bad handshake"));
+        self.send_err(&ErrorInfo::coded(
+            shoal_errors::ER_HANDSHAKE_ERROR,
+            "Bad handshake",
+        ));
         self.close(CloseReason::LoginFailed)
     }
 
@@ -863,9 +866,8 @@ impl<B: Backend> Connection<B> {
 
     /// 1045 from the protocol itself (an undecryptable password, no RSA keys).
     fn refuse_login(&mut self) -> Progress {
-        let e = ErrorInfo::new(
-            1045,
-            "28000",
+        let e = ErrorInfo::coded(
+            shoal_errors::ER_ACCESS_DENIED_ERROR,
             format!(
                 "Access denied for user '{}'@'{}' (using password: YES)",
                 self.login.user, self.config.host
@@ -924,7 +926,10 @@ impl<B: Backend> Connection<B> {
 
     fn command(&mut self, payload: &[u8]) -> Progress {
         let Some(&cmd) = payload.first() else {
-            self.send_err(&ErrorInfo::new(1047, "08S01", "Unknown command"));
+            self.send_err(&ErrorInfo::coded(
+                shoal_errors::ER_UNKNOWN_COM_ERROR,
+                "Unknown command",
+            ));
             return Progress::Continue;
         };
         let body = &payload[1..];
@@ -1042,9 +1047,8 @@ impl<B: Backend> Connection<B> {
                     self.multi_statements = false;
                     self.send_eof(0, false);
                 }
-                Some(_) => self.send_err(&ErrorInfo::new(
-                    1047,
-                    "08S01",
+                Some(_) => self.send_err(&ErrorInfo::coded(
+                    shoal_errors::ER_UNKNOWN_COM_ERROR,
                     "Unknown command (COM_SET_OPTION value)",
                 )),
                 None => return self.malformed(),
@@ -1060,7 +1064,10 @@ impl<B: Backend> Connection<B> {
                     self.caps.contains(CapabilityFlags::CLIENT_MULTI_STATEMENTS);
                 self.send_ok(&OkInfo::default(), false, 0x00);
             }
-            _ => self.send_err(&ErrorInfo::new(1047, "08S01", "Unknown command")),
+            _ => self.send_err(&ErrorInfo::coded(
+                shoal_errors::ER_UNKNOWN_COM_ERROR,
+                "Unknown command",
+            )),
         }
         Progress::Continue
     }
@@ -1068,9 +1075,8 @@ impl<B: Backend> Connection<B> {
     /// A command whose fixed fields are truncated: error, then close (the stream can no longer
     /// be trusted).
     fn malformed(&mut self) -> Progress {
-        self.send_err(&ErrorInfo::new(
-            1835,
-            "HY000",
+        self.send_err(&ErrorInfo::coded(
+            shoal_errors::ER_MALFORMED_PACKET,
             "Malformed communication packet.",
         ));
         self.close(CloseReason::ProtocolError)
@@ -1084,7 +1090,10 @@ impl<B: Backend> Connection<B> {
             self.backend.query(&sql, self.multi_statements)
         };
         if results.is_empty() {
-            self.send_err(&ErrorInfo::new(1065, "42000", "Query was empty"));
+            self.send_err(&ErrorInfo::coded(
+                shoal_errors::ER_EMPTY_QUERY,
+                "Query was empty",
+            ));
             return;
         }
         let n = results.len();
@@ -1108,7 +1117,10 @@ impl<B: Backend> Connection<B> {
                 // The prepare-OK's column count is 16 bits: 65536 columns were announced as 0
                 // and then all sent, and the client lost the thread (found by fuzzing).
                 self.backend.close_statement(id);
-                self.send_err(&ErrorInfo::new(1117, "HY000", "Too many columns"));
+                self.send_err(&ErrorInfo::coded(
+                    shoal_errors::ER_TOO_MANY_FIELDS,
+                    "Too many columns",
+                ));
             }
             Ok(ok) => {
                 self.next_stmt_id = self.next_stmt_id.wrapping_add(1).max(1);
@@ -1218,9 +1230,8 @@ fn bind_params(st: &mut Statement, r: &mut Reader<'_>) -> Result<Vec<Value>, Bin
     let Some(types) = st.types.as_ref() else {
         // MySQL: parameters were never bound.
         st.long_data.clear();
-        return Err(BindError::Reply(ErrorInfo::new(
-            1210,
-            "HY000",
+        return Err(BindError::Reply(ErrorInfo::coded(
+            shoal_errors::ER_WRONG_ARGUMENTS,
             "Incorrect arguments to mysqld_stmt_execute",
         )));
     };
@@ -1239,9 +1250,8 @@ fn bind_params(st: &mut Statement, r: &mut Reader<'_>) -> Result<Vec<Value>, Bin
         match long {
             Some(data) => params.push(Value::Bytes(data)),
             None => params.push(decode_param(r, t, unsigned, i).map_err(|e| {
-                BindError::Reply(ErrorInfo::new(
-                    1210,
-                    "HY000",
+                BindError::Reply(ErrorInfo::coded(
+                    shoal_errors::ER_WRONG_ARGUMENTS,
                     format!("Incorrect arguments to mysqld_stmt_execute: {e}"),
                 ))
             })?),
@@ -1254,18 +1264,16 @@ fn bind_params(st: &mut Statement, r: &mut Reader<'_>) -> Result<Vec<Value>, Bin
 /// `max_allowed_packet`: MySQL's and MariaDB's (ER_UNKNOWN_ERROR with this text; the
 /// connection stays usable).
 fn long_data_too_long() -> ErrorInfo {
-    ErrorInfo::new(
-        1105,
-        "HY000",
+    ErrorInfo::coded(
+        shoal_errors::ER_UNKNOWN_ERROR,
         "Parameter of prepared statement which is set through mysql_send_long_data() is longer \
          than 'max_allowed_packet' bytes",
     )
 }
 
 fn unknown_stmt(id: u32, what: &str) -> ErrorInfo {
-    ErrorInfo::new(
-        1243,
-        "HY000",
+    ErrorInfo::coded(
+        shoal_errors::ER_UNKNOWN_STMT_HANDLER,
         format!("Unknown prepared statement handler ({id}) given to {what}"),
     )
 }

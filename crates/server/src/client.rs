@@ -245,9 +245,8 @@ pub enum TimeoutKind {
 
 /// ER_CLIENT_INTERACTION_TIMEOUT, sent before closing an idle connection (MySQL 8).
 pub fn interaction_timeout_error() -> ErrorInfo {
-    ErrorInfo::new(
-        4031,
-        "HY000",
+    ErrorInfo::coded(
+        shoal_errors::ER_CLIENT_INTERACTION_TIMEOUT,
         "The client was disconnected by the server because of inactivity. See wait_timeout and \
          interactive_timeout for configuring this behavior.",
     )
@@ -255,7 +254,10 @@ pub fn interaction_timeout_error() -> ErrorInfo {
 
 /// ER_SERVER_SHUTDOWN.
 pub fn shutdown_error() -> ErrorInfo {
-    ErrorInfo::new(1053, "08S01", "Server shutdown in progress")
+    ErrorInfo::coded(
+        shoal_errors::ER_SERVER_SHUTDOWN,
+        "Server shutdown in progress",
+    )
 }
 
 /// Refuses a connection before the greeting, as mysqld refuses a blocked host: one error
@@ -348,7 +350,7 @@ impl Client {
         server.status().connections.fetch_add(1, Ordering::Relaxed);
         let count = server.connection_count();
         let max = server.max_connections();
-        let too_many = ErrorInfo::new(1040, "08004", "Too many connections");
+        let too_many = ErrorInfo::coded(shoal_errors::ER_CON_COUNT_ERROR, "Too many connections");
         let admission = if admin {
             Admission::Open
         } else if count > max {

@@ -332,8 +332,12 @@ impl Accounts {
         let mut l = self.list.write().unwrap_or_else(PoisonError::into_inner);
         let mut next = l.clone();
         let out = f(&mut next)?;
-        self.persist(&l, &next)
-            .map_err(|e| SqlError::other(1105, "HY000", format!("cannot store accounts: {e}")))?;
+        self.persist(&l, &next).map_err(|e| {
+            SqlError::coded(
+                shoal_errors::ER_UNKNOWN_ERROR,
+                format!("cannot store accounts: {e}"),
+            )
+        })?;
         *l = next;
         self.version.fetch_add(1, Ordering::AcqRel);
         // Cached fast-path entries only of accounts that still exist with the same hash.

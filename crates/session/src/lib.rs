@@ -280,10 +280,7 @@ impl Server {
             .copied()
             .unwrap_or(0);
         (errors >= max).then(|| {
-            shoal_proto::ErrorInfo::new(
-                1129,
-                "HY000",
-                format!("Host '{ip}' is blocked because of many connection errors; unblock with 'mysqladmin flush-hosts'"),
+            shoal_proto::ErrorInfo::coded(shoal_errors::ER_HOST_IS_BLOCKED, format!("Host '{ip}' is blocked because of many connection errors; unblock with 'mysqladmin flush-hosts'"),
             )
         })
     }
@@ -648,7 +645,10 @@ impl Server {
         is_super: bool,
     ) -> Result<(), shoal_proto::ErrorInfo> {
         let entry = self.process(id).ok_or_else(|| {
-            shoal_proto::ErrorInfo::new(1094, "HY000", format!("Unknown thread id: {id}"))
+            shoal_proto::ErrorInfo::coded(
+                shoal_errors::ER_NO_SUCH_THREAD,
+                format!("Unknown thread id: {id}"),
+            )
         })?;
         if !is_super
             && entry
@@ -658,9 +658,8 @@ impl Server {
                 .user
                 != by_user
         {
-            return Err(shoal_proto::ErrorInfo::new(
-                1095,
-                "HY000",
+            return Err(shoal_proto::ErrorInfo::coded(
+                shoal_errors::ER_KILL_DENIED_ERROR,
                 format!("You are not owner of thread {id}"),
             ));
         }

@@ -190,15 +190,9 @@ pub fn parse_privileges(names: &[String], level: &Level) -> Result<u64, SqlError
                     })?;
                 if found.2 & level.mask() == 0 {
                     return Err(match level {
-                        Level::Table(..) => SqlError::other(
-                            1144,
-                            "42000",
-                            "Illegal GRANT/REVOKE command; please consult the manual to see which privileges can be used",
+                        Level::Table(..) => SqlError::coded(shoal_errors::ER_ILLEGAL_GRANT_FOR_TABLE, "Illegal GRANT/REVOKE command; please consult the manual to see which privileges can be used",
                         ),
-                        _ => SqlError::other(
-                            1221,
-                            "HY000",
-                            "Incorrect usage of DB GRANT and GLOBAL PRIVILEGES",
+                        _ => SqlError::coded(shoal_errors::ER_WRONG_USAGE, "Incorrect usage of DB GRANT and GLOBAL PRIVILEGES",
                         ),
                     });
                 }
@@ -438,9 +432,8 @@ impl Checker<'_> {
         if self.grants.on_table(db, table, bit) {
             return Ok(());
         }
-        Err(SqlError::other(
-            1142,
-            "42000",
+        Err(SqlError::coded(
+            shoal_errors::ER_TABLEACCESS_DENIED_ERROR,
             format!(
                 "{command} command denied to user '{}'@'{}' for table {}.{}",
                 self.user,
@@ -469,9 +462,8 @@ impl Checker<'_> {
 
     /// `ER_DBACCESS_DENIED_ERROR`.
     pub fn db_denied(&self, db: &str) -> SqlError {
-        SqlError::other(
-            1044,
-            "42000",
+        SqlError::coded(
+            shoal_errors::ER_DBACCESS_DENIED_ERROR,
             format!(
                 "Access denied for user '{}'@'{}' to database '{db}'",
                 self.user, self.host
@@ -490,9 +482,8 @@ impl Checker<'_> {
 
 /// 1227 `ER_SPECIFIC_ACCESS_DENIED_ERROR`.
 pub fn specific_denied(names: &str) -> SqlError {
-    SqlError::other(
-        1227,
-        "42000",
+    SqlError::coded(
+        shoal_errors::ER_SPECIFIC_ACCESS_DENIED_ERROR,
         format!(
             "Access denied; you need (at least one of) the {names} privilege(s) for this operation"
         ),

@@ -469,9 +469,8 @@ fn is_query_text(sql: &str) -> bool {
 /// ER_SECURE_TRANSPORT_REQUIRED: a login without TLS (or a Unix socket) while
 /// `require_secure_transport` is ON.
 fn insecure_transport() -> ErrorInfo {
-    ErrorInfo::new(
-        3159,
-        "HY000",
+    ErrorInfo::coded(
+        shoal_errors::ER_SECURE_TRANSPORT_REQUIRED,
         "Connections using insecure transport are prohibited while \
          --require_secure_transport=ON.",
     )
@@ -837,9 +836,8 @@ impl Session {
         match scope {
             VarScope::Global => return vars.global(lname).map(var_to_value).map_err(var_err),
             VarScope::Session if def.scope == Scope::Global => {
-                return Err(SqlError::other(
-                    1238,
-                    "HY000",
+                return Err(SqlError::coded(
+                    shoal_errors::ER_INCORRECT_GLOBAL_LOCAL_VAR,
                     format!("Variable '{lname}' is a GLOBAL variable"),
                 ))
             }
@@ -1135,14 +1133,16 @@ impl Session {
                             .iter()
                             .find(|x| x.0.eq_ignore_ascii_case(c))
                             .ok_or_else(|| {
-                                SqlError::other(1273, "HY000", format!("Unknown collation: '{c}'"))
+                                SqlError::coded(
+                                    shoal_errors::ER_UNKNOWN_COLLATION,
+                                    format!("Unknown collation: '{c}'"),
+                                )
                             })?;
                         let same = found.1.eq_ignore_ascii_case(&cs)
                             || (cs == "utf8" && found.1 == "utf8mb3");
                         if !same {
-                            return Err(SqlError::other(
-                                1253,
-                                "42000",
+                            return Err(SqlError::coded(
+                                shoal_errors::ER_COLLATION_CHARSET_MISMATCH,
                                 format!(
                                     "COLLATION '{}' is not valid for CHARACTER SET '{cs}'",
                                     found.0
@@ -1235,9 +1235,8 @@ impl Session {
                 let v = eval(id, &mut self.ctx(params))?;
                 let id = v.to_i128().unwrap_or(-1);
                 if id < 0 || id > u32::MAX as i128 {
-                    return Err(SqlError::other(
-                        1094,
-                        "HY000",
+                    return Err(SqlError::coded(
+                        shoal_errors::ER_NO_SUCH_THREAD,
                         format!("Unknown thread id: {id}"),
                     ));
                 }
@@ -1254,8 +1253,10 @@ impl Session {
                 let catalog = self.server.catalog();
                 match catalog.create_database(name) {
                     Ok(()) => Ok(ok(1)),
-                    Err(e) if *if_not_exists && e.code() == 1007 => {
-                        self.warn(1007, e.to_string());
+                    Err(e)
+                        if *if_not_exists && e.code() == shoal_errors::ER_DB_CREATE_EXISTS.code =>
+                    {
+                        self.warn(shoal_errors::ER_DB_CREATE_EXISTS.code, e.to_string());
                         Ok(ok(0))
                     }
                     Err(e) => Err(e.into()),
@@ -1278,8 +1279,8 @@ impl Session {
                         }
                         Ok(ok(tables))
                     }
-                    Err(e) if *if_exists && e.code() == 1008 => {
-                        self.warn(1008, e.to_string());
+                    Err(e) if *if_exists && e.code() == shoal_errors::ER_DB_DROP_EXISTS.code => {
+                        self.warn(shoal_errors::ER_DB_DROP_EXISTS.code, e.to_string());
                         Ok(ok(0))
                     }
                     Err(e) => Err(e.into()),
@@ -1332,13 +1333,12 @@ impl Session {
                     ) {
                         if *if_not_exists {
                             self.warn(
-                                3163,
+                                shoal_errors::ER_USER_ALREADY_EXISTS.code,
                                 format!("Authorization ID '{name}'@'{host}' already exists."),
                             );
                         } else {
-                            return Err(SqlError::other(
-                                1396,
-                                "HY000",
+                            return Err(SqlError::coded(
+                                shoal_errors::ER_CANNOT_USER,
                                 format!("Operation CREATE USER failed for '{name}'@'{host}'"),
                             ));
                         }
@@ -1353,13 +1353,12 @@ impl Session {
                     if !self.server.drop_account(u, h) {
                         if *if_exists {
                             self.warn(
-                                3162,
+                                shoal_errors::ER_USER_DOES_NOT_EXIST.code,
                                 format!("Authorization ID '{u}'@'{h}' does not exist."),
                             );
                         } else {
-                            return Err(SqlError::other(
-                                1396,
-                                "HY000",
+                            return Err(SqlError::coded(
+                                shoal_errors::ER_CANNOT_USER,
                                 format!("Operation DROP USER failed for '{u}'@'{h}'"),
                             ));
                         }
@@ -1413,7 +1412,7 @@ impl Session {
                     .alter_keys(db.as_deref(), &t.name)?;
                 // MySQL's answer for InnoDB: the store keeps its indexes current always.
                 self.warn(
-                    1031,
+                    shoal_errors::ER_ILLEGAL_HA.code,
                     format!(
                         "Table storage engine for '{}' doesn't have this option",
                         t.name
@@ -1473,14 +1472,16 @@ impl Session {
                     ));
                 }
                 if kind == "drop_table" {
-                    return Err(SqlError::other(
-                        1051,
-                        "42S02",
+                    return Err(SqlError::coded(
+                        shoal_errors::ER_BAD_TABLE_ERROR,
                         format!("Unknown table '{}'", missing.join(",")),
                     ));
                 }
                 for m in missing {
-                    self.warn(1051, format!("Unknown table '{m}'"));
+                    self.warn(
+                        shoal_errors::ER_BAD_TABLE_ERROR.code,
+                        format!("Unknown table '{m}'"),
+                    );
                 }
                 Ok(ok(0))
             }
@@ -1622,9 +1623,8 @@ impl Session {
             None => self.in_transaction,
         };
         if open {
-            return Err(SqlError::other(
-                1568,
-                "25001",
+            return Err(SqlError::coded(
+                shoal_errors::ER_CANT_CHANGE_TX_CHARACTERISTICS,
                 "Transaction characteristics can't be changed while a transaction is in progress",
             ));
         }
@@ -1658,7 +1658,10 @@ impl Session {
             .iter()
             .find(|x| x.0.eq_ignore_ascii_case(&cs))
             .ok_or_else(|| {
-                SqlError::other(1115, "42000", format!("Unknown character set: '{cs}'"))
+                SqlError::coded(
+                    shoal_errors::ER_UNKNOWN_CHARACTER_SET,
+                    format!("Unknown character set: '{cs}'"),
+                )
             })?;
         let name = if found.0 == "utf8" {
             "utf8mb3"
@@ -1731,10 +1734,7 @@ impl Session {
                     None => self.in_transaction,
                 };
                 if on && open {
-                    return Err(SqlError::other(
-                        1192,
-                        "HY000",
-                        "Can't execute the given command because you have active locked tables or an active transaction",
+                    return Err(SqlError::coded(shoal_errors::ER_LOCK_OR_ACTIVE_TRANSACTION, "Can't execute the given command because you have active locked tables or an active transaction",
                     ));
                 }
             }
@@ -1811,10 +1811,7 @@ impl Session {
                     .map(|(k, v)| k.len() + v.mem_size())
                     .sum();
                 if (others + name.len() + v.mem_size()) as u64 > limit {
-                    return Err(SqlError::other(
-                        1290,
-                        "HY000",
-                        format!("The MySQL server is running with the --max-session-mem-used={limit} option so it cannot execute this statement"),
+                    return Err(SqlError::coded(shoal_errors::ER_OPTION_PREVENTS_STATEMENT, format!("The MySQL server is running with the --max-session-mem-used={limit} option so it cannot execute this statement"),
                     ));
                 }
                 self.user_vars.insert(name, v);
@@ -2171,7 +2168,7 @@ impl Session {
                     self.arm_deadline(is_query_text(part));
                     let r = self.run_table(&[]);
                     match self.disarm_deadline(r, false) {
-                        Err(te) if te.code() == 1064 => Err(e),
+                        Err(te) if te.code() == shoal_errors::ER_PARSE_ERROR.code => Err(e),
                         other => other.map(|resp| self.with_warning_count(resp)),
                     }
                 }
@@ -2204,9 +2201,8 @@ fn is_transaction_control(sql: &str) -> bool {
 
 fn check_db_name(name: &str) -> Result<(), SqlError> {
     if name.is_empty() || name.len() > 64 || name.ends_with(' ') || name.contains('/') {
-        return Err(SqlError::other(
-            1102,
-            "42000",
+        return Err(SqlError::coded(
+            shoal_errors::ER_WRONG_DB_NAME,
             format!("Incorrect database name '{name}'"),
         ));
     }
@@ -2219,9 +2215,8 @@ fn normalize_sql_mode(v: &SetValue) -> Result<SetValue, SqlError> {
         SetValue::Default => return Ok(SetValue::Str(DEFAULT_SQL_MODE.into())),
         SetValue::Int(0) => String::new(),
         other => {
-            return Err(SqlError::other(
-                1231,
-                "42000",
+            return Err(SqlError::coded(
+                shoal_errors::ER_WRONG_VALUE_FOR_VAR,
                 format!("Variable 'sql_mode' can't be set to the value of '{other:?}'"),
             ))
         }
@@ -2259,9 +2254,8 @@ fn normalize_sql_mode(v: &SetValue) -> Result<SetValue, SqlError> {
                 parts.iter().for_each(|p| set(p));
             }
             None => {
-                return Err(SqlError::other(
-                    1231,
-                    "42000",
+                return Err(SqlError::coded(
+                    shoal_errors::ER_WRONG_VALUE_FOR_VAR,
                     format!("Variable 'sql_mode' can't be set to the value of '{part}'"),
                 ))
             }
@@ -2341,9 +2335,8 @@ impl Backend for Session {
         let host = login.host.to_string();
         self.host = host.clone();
         let denied = || {
-            ErrorInfo::new(
-                1045,
-                "28000",
+            ErrorInfo::coded(
+                shoal_errors::ER_ACCESS_DENIED_ERROR,
                 format!(
                     "Access denied for user '{}'@'{}' (using password: {})",
                     login.user,
@@ -2382,9 +2375,8 @@ impl Backend for Session {
             return Err(denied().into());
         }
         if account.locked {
-            return Err(AuthError::Denied(ErrorInfo::new(
-                3118,
-                "HY000",
+            return Err(AuthError::Denied(ErrorInfo::coded(
+                shoal_errors::ER_ACCOUNT_HAS_BEEN_LOCKED,
                 format!(
                     "Access denied for user '{}'@'{}'. Account is locked.",
                     login.user, host
@@ -2395,17 +2387,18 @@ impl Backend for Session {
             // The administrative port is for administrators (MySQL: SERVICE_CONNECTION_ADMIN;
             // here SUPER or CONNECTION_ADMIN), at most `extra_max_connections` at once.
             if !account.is_super() {
-                return Err(AuthError::Denied(ErrorInfo::new(
-                    1227,
-                    "42000",
-                    "Access denied; you need (at least one of) the SUPER or CONNECTION_ADMIN privilege(s) for this operation",
+                return Err(AuthError::Denied(ErrorInfo::coded(shoal_errors::ER_SPECIFIC_ACCESS_DENIED_ERROR, "Access denied; you need (at least one of) the SUPER or CONNECTION_ADMIN privilege(s) for this operation",
                 )));
             }
             let max = self.server.vars.get("extra_max_connections").as_u64() as usize;
             let n = self.server.admin_sessions.fetch_add(1, Ordering::SeqCst);
             if n >= max {
                 self.server.admin_sessions.fetch_sub(1, Ordering::SeqCst);
-                return Err(ErrorInfo::new(1040, "08004", "Too many connections").into());
+                return Err(ErrorInfo::coded(
+                    shoal_errors::ER_CON_COUNT_ERROR,
+                    "Too many connections",
+                )
+                .into());
             }
             self.admin_counted = true;
         }
@@ -2417,7 +2410,11 @@ impl Backend for Session {
                     .status()
                     .connection_errors_max_connections
                     .fetch_add(1, Ordering::Relaxed);
-                return Err(ErrorInfo::new(1040, "08004", "Too many connections").into());
+                return Err(ErrorInfo::coded(
+                    shoal_errors::ER_CON_COUNT_ERROR,
+                    "Too many connections",
+                )
+                .into());
             }
         }
         if let Some(db) = login.database.filter(|d| !d.is_empty()) {
@@ -2428,9 +2425,8 @@ impl Backend for Session {
             };
             checker.enter_database(db).map_err(|e| to_error_info(&e))?;
             if !self.server.catalog().database_exists(db) {
-                return Err(AuthError::Denied(ErrorInfo::new(
-                    1049,
-                    "42000",
+                return Err(AuthError::Denied(ErrorInfo::coded(
+                    shoal_errors::ER_BAD_DB_ERROR,
                     format!("Unknown database '{db}'"),
                 )));
             }
@@ -2442,9 +2438,8 @@ impl Backend for Session {
             .server
             .admit_user(&self.entry, login.user, &account.host, limit)
         {
-            return Err(AuthError::Denied(ErrorInfo::new(
-                1203,
-                "42000",
+            return Err(AuthError::Denied(ErrorInfo::coded(
+                shoal_errors::ER_TOO_MANY_USER_CONNECTIONS,
                 format!(
                     "User {} already has more than 'max_user_connections' active connections",
                     login.user
@@ -2543,10 +2538,7 @@ impl Backend for Session {
             .prepared_stmt_count
             .load(Ordering::Relaxed);
         if cur >= max {
-            return Err(ErrorInfo::new(
-                1461,
-                "42000",
-                format!("Can't create more than max_prepared_stmt_count statements (current value: {max})"),
+            return Err(ErrorInfo::coded(shoal_errors::ER_MAX_PREPARED_STMT_COUNT_REACHED, format!("Can't create more than max_prepared_stmt_count statements (current value: {max})"),
             ));
         }
         let parts = split_statements(sql);
@@ -2562,7 +2554,9 @@ impl Backend for Session {
                 let ts = self.table_session().expect("engine present");
                 let plan = match ts.prepare(sql, db.as_deref()) {
                     Ok(plan) => plan,
-                    Err(te) if te.code() == 1064 => return Err(to_error_info(&e)),
+                    Err(te) if te.code() == shoal_errors::ER_PARSE_ERROR.code => {
+                        return Err(to_error_info(&e))
+                    }
                     Err(te) => return Err(to_error_info(&te)),
                 };
                 // MySQL checks privileges at PREPARE too (and again at every execution).
@@ -2646,9 +2640,8 @@ impl Backend for Session {
             .questions
             .fetch_add(1, Ordering::Relaxed);
         let p = self.prepared.get(stmt_id).cloned().ok_or_else(|| {
-            ErrorInfo::new(
-                1243,
-                "HY000",
+            ErrorInfo::coded(
+                shoal_errors::ER_UNKNOWN_STMT_HANDLER,
                 format!(
                     "Unknown prepared statement handler ({stmt_id}) given to mysqld_stmt_execute"
                 ),
@@ -2656,9 +2649,8 @@ impl Backend for Session {
         })?;
         let expected = p.plan.as_ref().map_or(p.prepared.params, |p| p.param_count);
         if params.len() != expected {
-            return Err(ErrorInfo::new(
-                1210,
-                "HY000",
+            return Err(ErrorInfo::coded(
+                shoal_errors::ER_WRONG_ARGUMENTS,
                 "Incorrect arguments to mysqld_stmt_execute",
             ));
         }
@@ -2795,20 +2787,17 @@ impl Drop for Session {
 /// past 65535, `as u16` announced 0 parameters for 65536 (found by fuzzing).
 fn param_count(n: usize) -> Result<u16, ErrorInfo> {
     u16::try_from(n).map_err(|_| {
-        ErrorInfo::new(
-            1390,
-            "HY000",
+        ErrorInfo::coded(
+            shoal_errors::ER_PS_MANY_PARAM,
             "Prepared statement contains too many placeholders",
         )
     })
 }
 
-/// 3024 ER_QUERY_TIMEOUT: a SELECT ran past `max_execution_time`.
+/// A SELECT ran past `max_execution_time`.
 fn query_timeout() -> SqlError {
-    SqlError::Other {
-        code: 3024,
-        state: "HY000",
-        message: "Query execution was interrupted, maximum statement execution time exceeded"
-            .into(),
-    }
+    SqlError::coded(
+        shoal_errors::ER_QUERY_TIMEOUT,
+        "Query execution was interrupted, maximum statement execution time exceeded",
+    )
 }

@@ -143,28 +143,28 @@ pub enum VarError {
 }
 
 impl VarError {
+    /// The MySQL error of this error.
+    pub fn error_code(&self) -> shoal_errors::Code {
+        use shoal_errors as er;
+        match self {
+            VarError::Unknown(_) => er::ER_UNKNOWN_SYSTEM_VARIABLE,
+            VarError::ReadOnly(_) | VarError::NoGlobalValue(_) => er::ER_INCORRECT_GLOBAL_LOCAL_VAR,
+            VarError::SessionReadOnly(_) => er::ER_VARIABLE_IS_READONLY,
+            VarError::GlobalOnly(_) => er::ER_GLOBAL_VARIABLE,
+            VarError::SessionOnly(_) => er::ER_LOCAL_VARIABLE,
+            VarError::BadValue(..) => er::ER_WRONG_VALUE_FOR_VAR,
+            VarError::WrongType(_) => er::ER_WRONG_TYPE_FOR_VAR,
+        }
+    }
+
     /// MySQL error code.
     pub fn code(&self) -> u16 {
-        match self {
-            VarError::Unknown(_) => 1193,
-            VarError::ReadOnly(_) | VarError::NoGlobalValue(_) => 1238,
-            VarError::SessionReadOnly(_) => 1621,
-            VarError::GlobalOnly(_) => 1229,
-            VarError::SessionOnly(_) => 1228,
-            VarError::BadValue(..) => 1231,
-            VarError::WrongType(_) => 1232,
-        }
+        self.error_code().code
     }
 
     /// SQLSTATE.
     pub fn sqlstate(&self) -> &'static str {
-        match self {
-            VarError::Unknown(_) => "HY000",
-            VarError::ReadOnly(_) | VarError::NoGlobalValue(_) => "HY000",
-            VarError::SessionReadOnly(_) => "HY000",
-            VarError::GlobalOnly(_) | VarError::SessionOnly(_) => "HY000",
-            VarError::BadValue(..) | VarError::WrongType(_) => "42000",
-        }
+        self.error_code().state
     }
 }
 

@@ -30,22 +30,25 @@ pub enum CatalogError {
 }
 
 impl CatalogError {
+    /// The MySQL error of this error.
+    pub fn error_code(&self) -> shoal_errors::Code {
+        use shoal_errors as er;
+        match self {
+            CatalogError::DatabaseExists(_) => er::ER_DB_CREATE_EXISTS,
+            CatalogError::NoSuchDatabase(_) => er::ER_DB_DROP_EXISTS,
+            CatalogError::SystemDatabase(_) => er::ER_DBACCESS_DENIED_ERROR,
+            CatalogError::Storage(_) => er::ER_GET_ERRNO,
+        }
+    }
+
     /// MySQL error code.
     pub fn code(&self) -> u16 {
-        match self {
-            CatalogError::DatabaseExists(_) => 1007,
-            CatalogError::NoSuchDatabase(_) => 1008,
-            CatalogError::SystemDatabase(_) => 1044,
-            CatalogError::Storage(_) => 1030,
-        }
+        self.error_code().code
     }
 
     /// SQLSTATE.
     pub fn sqlstate(&self) -> &'static str {
-        match self {
-            CatalogError::SystemDatabase(_) => "42000",
-            _ => "HY000",
-        }
+        self.error_code().state
     }
 }
 

@@ -132,9 +132,8 @@ pub fn nesting_bound(tokens: &[TokenWithSpan]) -> usize {
 pub fn stack_overrun(bound: usize) -> SqlError {
     let used = bound.saturating_mul(BYTES_PER_LEVEL);
     let stack = MAX_DEPTH * BYTES_PER_LEVEL;
-    SqlError::other(
-        1436,
-        "HY000",
+    SqlError::coded(
+        shoal_errors::ER_STACK_OVERRUN_NEED_MORE,
         format!(
             "Thread stack overrun: {used} bytes used of a {stack} byte stack, and {} bytes needed. \
              Consider increasing the thread_stack system variable.",

@@ -15,6 +15,8 @@
 //!   `MICROSECOND TO SECOND` (sqlparser gives `SECOND` a precision, never `TO`). The translator
 //!   maps the pair back to the compound unit. Only the first compound word after `INTERVAL` at
 //!   its bracket depth, with something between, and not followed by `(` or `.`.
+//! * `EXTRACT(DAY_HOUR FROM x)` -> `` `EXTRACT`('DAY_HOUR', x) ``, the call the translator
+//!   makes of any EXTRACT, for the compound units sqlparser does not know as fields.
 
 use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace, Word};
 
@@ -34,6 +36,7 @@ pub fn rewrite(tokens: &mut Vec<TokenWithSpan>) {
             || is_word(&t.token, "SHARE")
             || is_word(&t.token, "UPDATE")
             || is_word(&t.token, "INTERVAL")
+            || is_word(&t.token, "EXTRACT")
     });
     if !triggers {
         return;
@@ -42,6 +45,36 @@ pub fn rewrite(tokens: &mut Vec<TokenWithSpan>) {
     mod_operator(tokens);
     update_commas(tokens);
     compound_intervals(tokens);
+    compound_extract(tokens);
+}
+
+/// `EXTRACT(DAY_HOUR FROM x)` -> `` `EXTRACT`('DAY_HOUR', x) ``: a call of the function the
+/// translator makes of every EXTRACT (unit name, value), which sqlparser reads as a plain call
+/// (it knows no compound date/time field).
+fn compound_extract(tokens: &mut [TokenWithSpan]) {
+    let pos = positions(tokens);
+    for w in pos.windows(4) {
+        let [e, open, unit, from] = [w[0], w[1], w[2], w[3]];
+        if !is_word(&tokens[e].token, "EXTRACT")
+            || tokens[open].token != Token::LParen
+            || !is_word(&tokens[from].token, "FROM")
+        {
+            continue;
+        }
+        let Some((name, _, _)) = COMPOUND_UNITS
+            .iter()
+            .find(|(w, _, _)| is_word(&tokens[unit].token, w))
+        else {
+            continue;
+        };
+        tokens[e].token = Token::Word(Word {
+            value: "EXTRACT".into(),
+            quote_style: Some('`'),
+            keyword: sqlparser::keywords::Keyword::NoKeyword,
+        });
+        tokens[unit].token = Token::SingleQuotedString((*name).into());
+        tokens[from].token = Token::Comma;
+    }
 }
 
 /// MySQL's compound interval units and the `leading TO last` pair each becomes.

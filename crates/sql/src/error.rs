@@ -57,43 +57,47 @@ pub enum SqlError {
 }
 
 impl SqlError {
+    /// The table entry of this error.
+    pub fn error_code(&self) -> shoal_errors::Code {
+        use shoal_errors as er;
+        match self {
+            SqlError::Syntax(_) => er::ER_PARSE_ERROR,
+            SqlError::EmptyQuery => er::ER_EMPTY_QUERY,
+            SqlError::Unsupported(_) => er::ER_NOT_SUPPORTED_YET,
+            SqlError::OutOfRange(..) => er::ER_DATA_OUT_OF_RANGE,
+            SqlError::UnknownFunction(_) => er::ER_SP_DOES_NOT_EXIST,
+            SqlError::ParamCount(_) => er::ER_WRONG_PARAMCOUNT_TO_NATIVE_FCT,
+            SqlError::UnknownColumn(..) => er::ER_BAD_FIELD_ERROR,
+            SqlError::NoSuchTable(..) => er::ER_NO_SUCH_TABLE,
+            SqlError::NoDatabase => er::ER_NO_DB_ERROR,
+            SqlError::UnknownDatabase(_) => er::ER_BAD_DB_ERROR,
+            SqlError::Interrupted => er::ER_QUERY_INTERRUPTED,
+            SqlError::WrongArguments(_) => er::ER_WRONG_ARGUMENTS,
+            SqlError::OperandColumns(_) => er::ER_OPERAND_COLUMNS,
+            SqlError::Other { code, state, .. } => shoal_errors::Code {
+                code: *code,
+                state,
+                name: shoal_errors::Code::of(*code).map_or("", |c| c.name),
+            },
+        }
+    }
+
     /// MySQL error code.
     pub fn code(&self) -> u16 {
-        match self {
-            SqlError::Syntax(_) => 1064,
-            SqlError::EmptyQuery => 1065,
-            SqlError::Unsupported(_) => 1235,
-            SqlError::OutOfRange(..) => 1690,
-            SqlError::UnknownFunction(_) => 1305,
-            SqlError::ParamCount(_) => 1582,
-            SqlError::UnknownColumn(..) => 1054,
-            SqlError::NoSuchTable(..) => 1146,
-            SqlError::NoDatabase => 1046,
-            SqlError::UnknownDatabase(_) => 1049,
-            SqlError::Interrupted => 1317,
-            SqlError::WrongArguments(_) => 1210,
-            SqlError::OperandColumns(_) => 1241,
-            SqlError::Other { code, .. } => *code,
-        }
+        self.error_code().code
     }
 
     /// SQLSTATE.
     pub fn sqlstate(&self) -> &'static str {
-        match self {
-            SqlError::Syntax(_) | SqlError::Unsupported(_) | SqlError::UnknownFunction(_) => {
-                "42000"
-            }
-            SqlError::EmptyQuery | SqlError::ParamCount(_) | SqlError::UnknownDatabase(_) => {
-                "42000"
-            }
-            SqlError::OutOfRange(..) => "22003",
-            SqlError::UnknownColumn(..) => "42S22",
-            SqlError::NoSuchTable(..) => "42S02",
-            SqlError::NoDatabase => "3D000",
-            SqlError::Interrupted => "70100",
-            SqlError::WrongArguments(_) => "HY000",
-            SqlError::OperandColumns(_) => "21000",
-            SqlError::Other { state, .. } => state,
+        self.error_code().state
+    }
+
+    /// An error of the table with its message.
+    pub fn coded(code: shoal_errors::Code, message: impl Into<String>) -> Self {
+        SqlError::Other {
+            code: code.code,
+            state: code.state,
+            message: message.into(),
         }
     }
 

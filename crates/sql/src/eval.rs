@@ -124,7 +124,7 @@ pub(crate) fn over_packet(ctx: &mut dyn Context, func: &str, len: u128) -> bool 
         return false;
     }
     ctx.warn(
-        1301,
+        shoal_errors::ER_WARN_ALLOWED_PACKET_OVERFLOWED.code,
         format!("Result of {func}() was larger than max_allowed_packet ({max}) - truncated"),
     );
     true
@@ -672,11 +672,17 @@ fn datetime_of(ctx: &mut dyn Context, s: &str) -> Option<DateTime> {
     match parse_datetime(s) {
         ParsedDateTime::Exact(d) => Some(d),
         ParsedDateTime::Truncated(d) => {
-            ctx.warn(1292, format!("Truncated incorrect datetime value: '{s}'"));
+            ctx.warn(
+                shoal_errors::ER_TRUNCATED_WRONG_VALUE.code,
+                format!("Truncated incorrect datetime value: '{s}'"),
+            );
             Some(d)
         }
         ParsedDateTime::Invalid => {
-            ctx.warn(1292, format!("Incorrect datetime value: '{s}'"));
+            ctx.warn(
+                shoal_errors::ER_TRUNCATED_WRONG_VALUE.code,
+                format!("Incorrect datetime value: '{s}'"),
+            );
             None
         }
     }
@@ -917,9 +923,8 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
             let mut t = ctx.now();
             let fsp = if args.is_empty() { 0 } else { int(0) };
             if !(0..=6).contains(&fsp) {
-                return Err(SqlError::other(
-                    1426,
-                    "42000",
+                return Err(SqlError::coded(
+                    shoal_errors::ER_TOO_BIG_PRECISION,
                     format!("Too-big precision {fsp} specified for 'now'. Maximum is 6."),
                 ));
             }
@@ -993,17 +998,15 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
         "SLEEP" => {
             args_exact(name, args, 1)?;
             if any_null {
-                return Err(SqlError::other(
-                    1210,
-                    "HY000",
+                return Err(SqlError::coded(
+                    shoal_errors::ER_WRONG_ARGUMENTS,
                     "Incorrect arguments to sleep",
                 ));
             }
             let secs = vals[0].to_f64().unwrap_or(0.0);
             if secs < 0.0 {
-                return Err(SqlError::other(
-                    1210,
-                    "HY000",
+                return Err(SqlError::coded(
+                    shoal_errors::ER_WRONG_ARGUMENTS,
                     "Incorrect arguments to sleep",
                 ));
             }
@@ -1202,9 +1205,8 @@ fn eval_level(e: &Expr, ctx: &mut dyn Context) -> Result<Value, SqlError> {
         Expr::Column(c) | Expr::QColumn(_, c) => ctx.column(c),
         Expr::Slot(i) => ctx.slot(*i),
         Expr::Subquery(q) => ctx.subquery(q),
-        Expr::Aggregate(_) => Err(SqlError::other(
-            1111,
-            "HY000",
+        Expr::Aggregate(_) => Err(SqlError::coded(
+            shoal_errors::ER_INVALID_GROUP_FUNC_USE,
             "Invalid use of group function",
         )),
         Expr::Param(i) => ctx.param(*i),

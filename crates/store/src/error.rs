@@ -190,57 +190,52 @@ impl StoreError {
 }
 
 impl StoreError {
+    /// The MySQL error of this error.
+    pub fn error_code(&self) -> shoal_errors::Code {
+        use shoal_errors as er;
+        match self {
+            StoreError::DuplicateKey { .. } => er::ER_DUP_ENTRY,
+            StoreError::LockWaitTimeout => er::ER_LOCK_WAIT_TIMEOUT,
+            StoreError::Deadlock => er::ER_LOCK_DEADLOCK,
+            StoreError::Interrupted => er::ER_QUERY_INTERRUPTED,
+            StoreError::TxnNotActive | StoreError::Locked(_) => er::ER_UNKNOWN_ERROR,
+            StoreError::NoSuchTable { .. } => er::ER_NO_SUCH_TABLE,
+            StoreError::TableExists(_) => er::ER_TABLE_EXISTS_ERROR,
+            StoreError::NoSuchDatabase(_) => er::ER_BAD_DB_ERROR,
+            StoreError::DatabaseExists(_) => er::ER_DB_CREATE_EXISTS,
+            StoreError::IndexExists(_) => er::ER_DUP_KEYNAME,
+            StoreError::NoSuchIndex(_) => er::ER_CANT_DROP_FIELD_OR_KEY,
+            StoreError::NoSuchColumn(_) => er::ER_BAD_FIELD_ERROR,
+            StoreError::NullNotAllowed(_) => er::ER_BAD_NULL_ERROR,
+            StoreError::BadValue { .. } => er::ER_TRUNCATED_WRONG_VALUE_FOR_FIELD,
+            StoreError::BadDefinition(_) => er::ER_NOT_SUPPORTED_YET,
+            // 1451 / 1452 (23000), 3008 (HY000).
+            StoreError::ForeignKey { code, .. } => er::Code::of(*code).unwrap_or(er::Code {
+                code: *code,
+                state: "HY000",
+                name: "",
+            }),
+            StoreError::Definition { code, state, .. } => er::Code {
+                code: *code,
+                state,
+                name: er::Code::of(*code).map_or("", |c| c.name),
+            },
+            StoreError::Corrupt(_) | StoreError::Io(_) | StoreError::RocksDb(_) => er::ER_GET_ERRNO,
+            StoreError::CommitFailed(_) => er::ER_ERROR_DURING_COMMIT,
+            StoreError::DiskFull(_) => er::ER_DISK_FULL,
+            StoreError::TxnTooBig(_) => er::ER_TRANS_CACHE_FULL,
+            StoreError::LockTableFull => er::ER_LOCK_TABLE_FULL,
+        }
+    }
+
     /// The MySQL error number for this error.
     pub fn mysql_code(&self) -> u16 {
-        match self {
-            StoreError::DuplicateKey { .. } => 1062,
-            StoreError::LockWaitTimeout => 1205,
-            StoreError::Deadlock => 1213,
-            StoreError::Interrupted => 1317,
-            StoreError::TxnNotActive => 1105,
-            StoreError::NoSuchTable { .. } => 1146,
-            StoreError::TableExists(_) => 1050,
-            StoreError::NoSuchDatabase(_) => 1049,
-            StoreError::DatabaseExists(_) => 1007,
-            StoreError::IndexExists(_) => 1061,
-            StoreError::NoSuchIndex(_) => 1091,
-            StoreError::NoSuchColumn(_) => 1054,
-            StoreError::NullNotAllowed(_) => 1048,
-            StoreError::BadValue { .. } => 1366,
-            StoreError::BadDefinition(_) => 1235,
-            StoreError::ForeignKey { code, .. } => *code,
-            StoreError::Definition { code, .. } => *code,
-            StoreError::Corrupt(_) => 1030,
-            StoreError::Locked(_) => 1105,
-            StoreError::CommitFailed(_) => 1180,
-            StoreError::Io(_) => 1030,
-            StoreError::RocksDb(_) => 1030,
-            StoreError::DiskFull(_) => 1021,
-            StoreError::TxnTooBig(_) => 1197,
-            StoreError::LockTableFull => 1206,
-        }
+        self.error_code().code
     }
 
     /// The SQLSTATE for this error.
     pub fn sqlstate(&self) -> &'static str {
-        match self {
-            StoreError::DuplicateKey { .. } => "23000",
-            StoreError::NullNotAllowed(_) => "23000",
-            StoreError::LockWaitTimeout => "HY000",
-            StoreError::Deadlock => "40001",
-            StoreError::Interrupted => "70100",
-            StoreError::NoSuchTable { .. } => "42S02",
-            StoreError::TableExists(_) => "42S01",
-            StoreError::NoSuchDatabase(_) => "42000",
-            StoreError::DatabaseExists(_) => "HY000",
-            StoreError::IndexExists(_) => "42000",
-            StoreError::NoSuchIndex(_) => "42000",
-            StoreError::NoSuchColumn(_) => "42S22",
-            StoreError::BadValue { .. } => "HY000",
-            StoreError::BadDefinition(_) => "42000",
-            StoreError::Definition { state, .. } => state,
-            _ => "HY000",
-        }
+        self.error_code().state
     }
 }
 

@@ -126,9 +126,8 @@ fn unknown_column(q: Option<&str>, name: &str, clause: &str) -> SqlError {
 }
 
 fn ambiguous(name: &str, clause: &str) -> SqlError {
-    SqlError::other(
-        1052,
-        "23000",
+    SqlError::coded(
+        shoal_errors::ER_NON_UNIQ_ERROR,
         format!("Column '{name}' in {clause} is ambiguous"),
     )
 }
@@ -257,9 +256,8 @@ fn rename_columns(names: &mut [String], columns: &[String]) -> Result<(), SqlErr
         return Ok(());
     }
     if columns.len() != names.len() {
-        return Err(SqlError::other(
-            4002,
-            "HY000",
+        return Err(SqlError::coded(
+            shoal_errors::ER_WITH_COL_WRONG_LIST,
             "WITH column list and SELECT field list have different column counts",
         ));
     }
@@ -462,9 +460,8 @@ impl Binder<'_> {
                 let (l, names, linfos) = self.body(left, barrier, lock)?;
                 let (r, rnames, rinfos) = self.body(right, barrier, lock)?;
                 if names.len() != rnames.len() {
-                    return Err(SqlError::other(
-                        1222,
-                        "21000",
+                    return Err(SqlError::coded(
+                        shoal_errors::ER_WRONG_NUMBER_OF_COLUMNS_IN_SELECT,
                         "The used SELECT statements have a different number of columns",
                     ));
                 }
@@ -575,7 +572,10 @@ impl Binder<'_> {
             match it {
                 QueryItem::Wildcard(None) => {
                     if s.from.is_empty() {
-                        return Err(SqlError::other(1096, "HY000", "No tables used"));
+                        return Err(SqlError::coded(
+                            shoal_errors::ER_NO_TABLES_USED,
+                            "No tables used",
+                        ));
                     }
                     for &slot in &star {
                         let info = self.slot_info[slot].clone().expect("source column");
@@ -597,7 +597,10 @@ impl Binder<'_> {
                                 .find(|x| x.name.eq_ignore_ascii_case(t))
                         })
                         .ok_or_else(|| {
-                            SqlError::other(1051, "42S02", format!("Unknown table '{t}'"))
+                            SqlError::coded(
+                                shoal_errors::ER_BAD_TABLE_ERROR,
+                                format!("Unknown table '{t}'"),
+                            )
                         })?;
                     let slots: Vec<usize> = src.cols.iter().map(|c| c.slot).collect();
                     for slot in slots {
@@ -997,10 +1000,7 @@ impl Binder<'_> {
                     .ok_or_else(|| SqlError::NoSuchTable(String::new(), name.clone()))?;
                 if null_side {
                     // The recursive reference on the null-supplying side of an outer join.
-                    return Err(SqlError::other(
-                        4008,
-                        "HY000",
-                        format!(
+                    return Err(SqlError::coded(shoal_errors::ER_NOT_STANDARD_COMPLIANT_RECURSIVE, format!(
                             "Restrictions imposed on recursive definitions are violated for table '{name}'"
                         ),
                     ));
@@ -1182,17 +1182,11 @@ impl Binder<'_> {
             .map(|st| {
                 let (b, step_names, _) = self.body(st, true, LockMode::None)?;
                 if step_names.len() != names.len() {
-                    return Err(SqlError::other(
-                        1222,
-                        "21000",
-                        "The used SELECT statements have a different number of columns",
+                    return Err(SqlError::coded(shoal_errors::ER_WRONG_NUMBER_OF_COLUMNS_IN_SELECT, "The used SELECT statements have a different number of columns",
                     ));
                 }
                 if groups(&b) {
-                    return Err(SqlError::other(
-                        4008,
-                        "HY000",
-                        format!(
+                    return Err(SqlError::coded(shoal_errors::ER_NOT_STANDARD_COMPLIANT_RECURSIVE, format!(
                             "Restrictions imposed on recursive definitions are violated for table '{}'",
                             cte.name
                         ),
@@ -1382,9 +1376,8 @@ impl Binder<'_> {
                 Expr::Column(name) => self.resolve(None, name, clause)?,
                 Expr::Aggregate(a) => {
                     if !clause.aggs || self.aggs.is_empty() {
-                        return Err(SqlError::other(
-                            1111,
-                            "HY000",
+                        return Err(SqlError::coded(
+                            shoal_errors::ER_INVALID_GROUP_FUNC_USE,
                             "Invalid use of group function",
                         ));
                     }

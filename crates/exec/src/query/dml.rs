@@ -124,9 +124,8 @@ pub fn prepare_multi(
     if m.delete {
         for t in &m.targets {
             let i = find(t).ok_or_else(|| {
-                SqlError::other(
-                    1109,
-                    "42S02",
+                SqlError::coded(
+                    shoal_errors::ER_UNKNOWN_TABLE,
                     format!("Unknown table '{t}' in MULTI DELETE"),
                 )
             })?;
@@ -146,9 +145,8 @@ pub fn prepare_multi(
                         let def = store.table(d, n).map_err(store_err)?;
                         if def.column_index(col).is_some() {
                             if hit.is_some() {
-                                return Err(SqlError::other(
-                                    1052,
-                                    "23000",
+                                return Err(SqlError::coded(
+                                    shoal_errors::ER_NON_UNIQ_ERROR,
                                     format!("Column '{col}' in field list is ambiguous"),
                                 ));
                             }

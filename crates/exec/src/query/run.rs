@@ -832,9 +832,8 @@ impl<'p, 'a> Runner<'p, 'a> {
             SubqueryKind::Scalar => match rows.len() {
                 0 => Ok(Value::Null),
                 1 => Ok(rows[0][0].clone()),
-                _ => Err(SqlError::other(
-                    1242,
-                    "21000",
+                _ => Err(SqlError::coded(
+                    shoal_errors::ER_SUBQUERY_NO_1_ROW,
                     "Subquery returns more than 1 row",
                 )),
             },

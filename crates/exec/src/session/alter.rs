@@ -144,9 +144,8 @@ impl TableSession {
                         if *if_exists {
                             continue;
                         }
-                        return Err(SqlError::other(
-                            1091,
-                            "42000",
+                        return Err(SqlError::coded(
+                            shoal_errors::ER_CANT_DROP_FIELD_OR_KEY,
                             format!("Can't DROP COLUMN `{name}`; check that it exists"),
                         ));
                     };
@@ -158,19 +157,13 @@ impl TableSession {
                                 Some(None) => "PRIMARY".to_string(),
                                 None => f.name.clone(),
                             };
-                            return Err(SqlError::other(
-                                1553,
-                                "HY000",
-                                format!(
+                            return Err(SqlError::coded(shoal_errors::ER_DROP_INDEX_FK, format!(
                                     "Cannot drop index '{index}': needed in a foreign key constraint"
                                 ),
                             ));
                         }
                         if let Some((child, fk)) = parent_key(stored) {
-                            return Err(SqlError::other(
-                                1829,
-                                "HY000",
-                                format!(
+                            return Err(SqlError::coded(shoal_errors::ER_FK_COLUMN_CANNOT_DROP, format!(
                                     "Cannot drop column '{stored}': needed in a foreign key constraint '{fk}' of table `{}`.`{}`",
                                     child.db, child.name
                                 ),
@@ -185,9 +178,8 @@ impl TableSession {
                     }
                     slots.remove(at);
                     if slots.is_empty() {
-                        return Err(SqlError::other(
-                            1090,
-                            "42000",
+                        return Err(SqlError::coded(
+                            shoal_errors::ER_CANT_REMOVE_ALL_FIELDS,
                             "You can't delete all columns with ALTER TABLE; use DROP TABLE instead",
                         ));
                     }
@@ -198,9 +190,8 @@ impl TableSession {
                     column,
                 } => {
                     let Some(at) = find(&slots, old) else {
-                        return Err(SqlError::other(
-                            1054,
-                            "42S22",
+                        return Err(SqlError::coded(
+                            shoal_errors::ER_BAD_FIELD_ERROR,
                             format!("Unknown column '{old}' in '{table}'"),
                         ));
                     };
@@ -216,20 +207,14 @@ impl TableSession {
                         let stored = &def.columns[i];
                         if col.ty != stored.ty {
                             if let Some(f) = child_key(i) {
-                                return Err(SqlError::other(
-                                    1832,
-                                    "HY000",
-                                    format!(
+                                return Err(SqlError::coded(shoal_errors::ER_FK_COLUMN_CANNOT_CHANGE, format!(
                                         "Cannot change column '{}': used in a foreign key constraint '{}'",
                                         stored.name, f.name
                                     ),
                                 ));
                             }
                             if let Some((child, fk)) = parent_key(&stored.name) {
-                                return Err(SqlError::other(
-                                    1833,
-                                    "HY000",
-                                    format!(
+                                return Err(SqlError::coded(shoal_errors::ER_FK_COLUMN_CANNOT_CHANGE_CHILD, format!(
                                         "Cannot change column '{}': used in a foreign key constraint '{fk}' of table '{}.{}'",
                                         stored.name, child.db, child.name
                                     ),
@@ -343,15 +328,17 @@ impl TableSession {
 }
 
 fn duplicate(name: &str) -> SqlError {
-    SqlError::other(1060, "42S21", format!("Duplicate column name '{name}'"))
+    SqlError::coded(
+        shoal_errors::ER_DUP_FIELDNAME,
+        format!("Duplicate column name '{name}'"),
+    )
 }
 
 /// One stored value of column `was` as column `now` holds it, with MariaDB's ALTER errors.
 fn convert(d: &Datum, was: &ColumnDef, now: &ColumnDef, row: u64) -> Result<Datum, SqlError> {
     let truncated = || {
-        SqlError::other(
-            1265,
-            "01000",
+        SqlError::coded(
+            shoal_errors::WARN_DATA_TRUNCATED,
             format!("Data truncated for column '{}' at row {row}", now.name),
         )
     };
@@ -367,16 +354,17 @@ fn convert(d: &Datum, was: &ColumnDef, now: &ColumnDef, row: u64) -> Result<Datu
     }
     let v = datum_to_value(d);
     let out = value_to_datum(&v, now.ty, &now.name, row as usize).map_err(|e| match e.code() {
-        1406 => truncated(),
-        1366 if now.ty.is_integer() || matches!(v, Value::Str(_)) => {
+        c if c == shoal_errors::ER_DATA_TOO_LONG.code => truncated(),
+        c if c == shoal_errors::ER_TRUNCATED_WRONG_VALUE_FOR_FIELD.code
+            && (now.ty.is_integer() || matches!(v, Value::Str(_))) =>
+        {
             let kind = if now.ty.is_integer() {
                 "INTEGER"
             } else {
                 "DECIMAL"
             };
-            SqlError::other(
-                1292,
-                "22007",
+            SqlError::coded(
+                shoal_errors::ER_TRUNCATED_WRONG_VALUE,
                 format!(
                     "Truncated incorrect {kind} value: '{}'",
                     v.to_text().unwrap_or_default()
@@ -389,9 +377,8 @@ fn convert(d: &Datum, was: &ColumnDef, now: &ColumnDef, row: u64) -> Result<Datu
     // there, 1265 for a string cut short).
     if let (ColumnType::Char(n) | ColumnType::Varchar(n), Datum::Bytes(b)) = (now.ty, &out) {
         if String::from_utf8_lossy(b).chars().count() > n as usize {
-            return Err(SqlError::other(
-                1406,
-                "22001",
+            return Err(SqlError::coded(
+                shoal_errors::ER_DATA_TOO_LONG,
                 format!("Data too long for column '{}' at row {row}", now.name),
             ));
         }

@@ -222,9 +222,8 @@ impl Session {
             return Ok(());
         }
         Err(match level {
-            Level::Global => SqlError::other(
-                1045,
-                "28000",
+            Level::Global => SqlError::coded(
+                shoal_errors::ER_ACCESS_DENIED_ERROR,
                 format!(
                     "Access denied for user '{}'@'{}' (using password: {})",
                     self.user,
@@ -233,9 +232,8 @@ impl Session {
                 ),
             ),
             Level::Database(d) => self.checker().db_denied(d),
-            Level::Table(d, t) => SqlError::other(
-                1142,
-                "42000",
+            Level::Table(d, t) => SqlError::coded(
+                shoal_errors::ER_TABLEACCESS_DENIED_ERROR,
                 format!(
                     "GRANT command denied to user '{}'@'{}' for table {}.{}",
                     self.user,
@@ -279,9 +277,8 @@ impl Session {
                 self.server.accounts().modify(|l| {
                     for (u, h) in &targets {
                         let a = l.iter_mut().find(|a| a.is(u, h)).ok_or_else(|| {
-                            SqlError::other(
-                                1410,
-                                "42000",
+                            SqlError::coded(
+                                shoal_errors::ER_CANT_CREATE_USER_WITH_GRANT,
                                 "You are not allowed to create a user with GRANT",
                             )
                         })?;
@@ -380,9 +377,8 @@ impl Session {
                                 missing.push(format!("'{u}'@'{h}'"));
                                 continue;
                             }
-                            return Err(SqlError::other(
-                                1396,
-                                "HY000",
+                            return Err(SqlError::coded(
+                                shoal_errors::ER_CANNOT_USER,
                                 format!("Operation ALTER USER failed for '{u}'@'{h}'"),
                             ));
                         };
@@ -400,7 +396,10 @@ impl Session {
                     Ok(())
                 })?;
                 for m in missing {
-                    self.warn(3162, format!("Authorization ID {m} does not exist."));
+                    self.warn(
+                        shoal_errors::ER_USER_DOES_NOT_EXIST.code,
+                        format!("Authorization ID {m} does not exist."),
+                    );
                 }
                 Ok(ok(0))
             }
@@ -409,9 +408,8 @@ impl Session {
                 self.server.accounts().modify(|l| {
                     for (from, to) in pairs {
                         let fail = || {
-                            SqlError::other(
-                                1396,
-                                "HY000",
+                            SqlError::coded(
+                                shoal_errors::ER_CANNOT_USER,
                                 format!(
                                     "Operation RENAME USER failed for '{}'@'{}'",
                                     from.user, from.host
@@ -443,9 +441,8 @@ impl Session {
                 }
                 self.server.accounts().modify(|l| {
                     let a = l.iter_mut().find(|a| a.is(&u, &h)).ok_or_else(|| {
-                        SqlError::other(
-                            1133,
-                            "28000",
+                        SqlError::coded(
+                            shoal_errors::ER_PASSWORD_NO_MATCH,
                             "Can't find any matching row in the user table",
                         )
                     })?;
@@ -474,13 +471,15 @@ pub(crate) fn auth_of(p: &PasswordSpec, plugin: AuthPlugin) -> Result<Auth, SqlE
             stored,
         } => {
             let plugin = AuthPlugin::from_name(plugin).ok_or_else(|| {
-                SqlError::other(1524, "HY000", format!("Plugin '{plugin}' is not loaded"))
+                SqlError::coded(
+                    shoal_errors::ER_PLUGIN_IS_NOT_LOADED,
+                    format!("Plugin '{plugin}' is not loaded"),
+                )
             })?;
             match (password, stored) {
                 (_, Some(stored)) => Auth::from_stored(plugin, stored).ok_or_else(|| {
-                    SqlError::other(
-                        1827,
-                        "HY000",
+                    SqlError::coded(
+                        shoal_errors::ER_PASSWORD_FORMAT,
                         "The password hash doesn't have the expected format.",
                     )
                 }),
@@ -493,14 +492,12 @@ pub(crate) fn auth_of(p: &PasswordSpec, plugin: AuthPlugin) -> Result<Auth, SqlE
 /// 1141 / 1147 `ER_NONEXISTING_GRANT` / `ER_NONEXISTING_TABLE_GRANT`.
 fn no_such_grant(user: &str, host: &str, table: Option<&str>) -> SqlError {
     match table {
-        None => SqlError::other(
-            1141,
-            "42000",
+        None => SqlError::coded(
+            shoal_errors::ER_NONEXISTING_GRANT,
             format!("There is no such grant defined for user '{user}' on host '{host}'"),
         ),
-        Some(t) => SqlError::other(
-            1147,
-            "42000",
+        Some(t) => SqlError::coded(
+            shoal_errors::ER_NONEXISTING_TABLE_GRANT,
             format!(
                 "There is no such grant defined for user '{user}' on host '{host}' on table '{t}'"
             ),

@@ -23,8 +23,8 @@
 //! result outside years 0-9999 is NULL with warning 1441. The result is a DATE for a DATE and a
 //! unit of a day or more, a DATETIME for a DATE and a time unit or for a DATETIME, and for a
 //! string argument a string in the same shape (MariaDB's typing). Compound units (DAY_HOUR,
-//! ...) in DATE_ADD / DATE_SUB / `+ INTERVAL`: see `compound_amount`; EXTRACT of one is not
-//! supported.
+//! ...) in DATE_ADD / DATE_SUB / `+ INTERVAL`: see `compound_amount`; in EXTRACT: see
+//! `extract_compound`.
 //!
 //! There is no session time zone: shoal runs in UTC, as NOW() and UNIX_TIMESTAMP() do.
 
@@ -377,9 +377,8 @@ pub fn typed_literal(date_only: bool, s: &str) -> Result<Value, SqlError> {
                 Ok(Value::DateTime(d))
             }
         }
-        _ => Err(SqlError::other(
-            1525,
-            "HY000",
+        _ => Err(SqlError::coded(
+            shoal_errors::ER_WRONG_VALUE,
             format!("Incorrect {what} value: '{s}'"),
         )),
     }
@@ -405,7 +404,10 @@ fn to_datetime(ctx: &mut dyn Context, v: &Value) -> Option<(DateTime, bool)> {
             let i = v.to_f64().unwrap_or(-1.0).trunc();
             let text = v.to_text().unwrap_or_default();
             if !(0.0..1e14).contains(&i) {
-                ctx.warn(1292, format!("Incorrect datetime value: '{text}'"));
+                ctx.warn(
+                    shoal_errors::ER_TRUNCATED_WRONG_VALUE.code,
+                    format!("Incorrect datetime value: '{text}'"),
+                );
                 return None;
             }
             let n = format!("{}", i as u64);
@@ -421,7 +423,10 @@ fn to_datetime(ctx: &mut dyn Context, v: &Value) -> Option<(DateTime, bool)> {
                 from_digit_run(padded.as_bytes())
             };
             if r.is_none() {
-                ctx.warn(1292, format!("Incorrect datetime value: '{text}'"));
+                ctx.warn(
+                    shoal_errors::ER_TRUNCATED_WRONG_VALUE.code,
+                    format!("Incorrect datetime value: '{text}'"),
+                );
             }
             return r;
         }
@@ -429,11 +434,17 @@ fn to_datetime(ctx: &mut dyn Context, v: &Value) -> Option<(DateTime, bool)> {
     match parse(&s) {
         Parsed::Exact(d, t) => Some((d, t)),
         Parsed::Truncated(d, t) => {
-            ctx.warn(1292, format!("Truncated incorrect datetime value: '{s}'"));
+            ctx.warn(
+                shoal_errors::ER_TRUNCATED_WRONG_VALUE.code,
+                format!("Truncated incorrect datetime value: '{s}'"),
+            );
             Some((d, t))
         }
         Parsed::Invalid => {
-            ctx.warn(1292, format!("Incorrect datetime value: '{s}'"));
+            ctx.warn(
+                shoal_errors::ER_TRUNCATED_WRONG_VALUE.code,
+                format!("Incorrect datetime value: '{s}'"),
+            );
             None
         }
     }
@@ -504,11 +515,17 @@ fn to_time(ctx: &mut dyn Context, v: &Value) -> Option<Time> {
                 Parsed::Exact(d, false) | Parsed::Truncated(d, false)
                     if parse_time(s).is_none_or(|(_, whole)| !whole) =>
                 {
-                    ctx.warn(1292, format!("Truncated incorrect time value: '{s}'"));
+                    ctx.warn(
+                        shoal_errors::ER_TRUNCATED_WRONG_VALUE.code,
+                        format!("Truncated incorrect time value: '{s}'"),
+                    );
                     return Some(of(&d));
                 }
                 Parsed::Truncated(d, true) => {
-                    ctx.warn(1292, format!("Truncated incorrect time value: '{s}'"));
+                    ctx.warn(
+                        shoal_errors::ER_TRUNCATED_WRONG_VALUE.code,
+                        format!("Truncated incorrect time value: '{s}'"),
+                    );
                     return Some(of(&d));
                 }
                 _ => {}
@@ -516,11 +533,17 @@ fn to_time(ctx: &mut dyn Context, v: &Value) -> Option<Time> {
             match parse_time(s) {
                 Some((t, true)) => Some(t),
                 Some((t, false)) => {
-                    ctx.warn(1292, format!("Truncated incorrect time value: '{s}'"));
+                    ctx.warn(
+                        shoal_errors::ER_TRUNCATED_WRONG_VALUE.code,
+                        format!("Truncated incorrect time value: '{s}'"),
+                    );
                     Some(t)
                 }
                 None => {
-                    ctx.warn(1292, format!("Incorrect time value: '{s}'"));
+                    ctx.warn(
+                        shoal_errors::ER_TRUNCATED_WRONG_VALUE.code,
+                        format!("Incorrect time value: '{s}'"),
+                    );
                     None
                 }
             }
@@ -530,7 +553,10 @@ fn to_time(ctx: &mut dyn Context, v: &Value) -> Option<Time> {
             match parse_time(&s) {
                 Some((t, _)) => Some(t),
                 None => {
-                    ctx.warn(1292, format!("Incorrect time value: '{s}'"));
+                    ctx.warn(
+                        shoal_errors::ER_TRUNCATED_WRONG_VALUE.code,
+                        format!("Incorrect time value: '{s}'"),
+                    );
                     None
                 }
             }
@@ -797,7 +823,10 @@ fn date_add_compound(
         unit,
         sub,
     ) else {
-        ctx.warn(1441, "Datetime function: datetime field overflow".into());
+        ctx.warn(
+            shoal_errors::ER_DATETIME_FUNCTION_OVERFLOW.code,
+            "Datetime function: datetime field overflow".into(),
+        );
         return Ok(Value::Null);
     };
     let is_time = !months;
@@ -825,7 +854,10 @@ fn date_add(ctx: &mut dyn Context, vals: &[Value], sub: bool) -> Result<Value, S
         return Ok(Value::Null);
     };
     let Some(r) = add_interval(d, &vals[1], unit, sub) else {
-        ctx.warn(1441, "Datetime function: datetime field overflow".into());
+        ctx.warn(
+            shoal_errors::ER_DATETIME_FUNCTION_OVERFLOW.code,
+            "Datetime function: datetime field overflow".into(),
+        );
         return Ok(Value::Null);
     };
     Ok(match &vals[0] {
@@ -1143,7 +1175,7 @@ fn extract(v: &[u8], fmt: &str, f: &mut Fields) -> Result<usize, bool> {
 fn str_to_date(ctx: &mut dyn Context, s: &str, fmt: &str) -> Result<Value, SqlError> {
     let bad = |ctx: &mut dyn Context| {
         ctx.warn(
-            1411,
+            shoal_errors::ER_WRONG_VALUE_FOR_TYPE.code,
             format!("Incorrect datetime value: '{s}' for function str_to_date"),
         );
         Ok(Value::Null)
@@ -1197,7 +1229,10 @@ fn str_to_date(ctx: &mut dyn Context, s: &str, fmt: &str) -> Result<Value, SqlEr
             (false, true) => "time",
             _ => "datetime",
         };
-        ctx.warn(1292, format!("Truncated incorrect {kind} value: '{s}'"));
+        ctx.warn(
+            shoal_errors::ER_TRUNCATED_WRONG_VALUE.code,
+            format!("Truncated incorrect {kind} value: '{s}'"),
+        );
     }
     Ok(match (has_date, has_time) {
         (true, false) => Value::Date(d),
@@ -1254,7 +1289,7 @@ fn unixtime(ctx: &mut dyn Context, v: &Value) -> Option<(i64, u32, u32)> {
     }
     if secs > i32::MAX as i128 {
         ctx.warn(
-            1292,
+            shoal_errors::ER_TRUNCATED_WRONG_VALUE.code,
             format!(
                 "Truncated incorrect unixtime value: '{}'",
                 v.to_text().unwrap_or_default()
@@ -1263,6 +1298,57 @@ fn unixtime(ctx: &mut dyn Context, v: &Value) -> Option<(i64, u32, u32)> {
         return None;
     }
     Some((secs as i64, micro, decimals))
+}
+
+/// `EXTRACT(DAY_MINUTE FROM x)` and the other compound units: the fields' values as the
+/// digits of one number, two per field after the first (six for microseconds), as MySQL
+/// computes them: `EXTRACT(DAY_MINUTE FROM '2020-01-02 03:04')` is 20304. Units from `HOUR`
+/// down read a time (negative for a negative TIME); `DAY_*` and `YEAR_MONTH` read a date.
+/// `None` when `unit` is no compound unit.
+fn extract_compound(ctx: &mut dyn Context, unit: &Value, v: &Value) -> Option<Value> {
+    let Value::Str(unit) = unit else {
+        return None;
+    };
+    let unit = unit.to_ascii_uppercase();
+    compound_fields(&unit)?;
+    let fields: Vec<(&str, i64)> = if unit == "YEAR_MONTH" || unit.starts_with("DAY_") {
+        let Some((d, _)) = to_datetime(ctx, v) else {
+            return Some(Value::Null);
+        };
+        vec![
+            ("YEAR", d.year as i64),
+            ("MONTH", d.month as i64),
+            ("DAY", d.day as i64),
+            ("HOUR", d.hour as i64),
+            ("MINUTE", d.minute as i64),
+            ("SECOND", d.second as i64),
+            ("MICROSECOND", d.micro as i64),
+        ]
+    } else {
+        let Some(t) = to_time(ctx, v) else {
+            return Some(Value::Null);
+        };
+        let sign = if t.neg { -1 } else { 1 };
+        vec![
+            ("HOUR", sign * t.hour as i64),
+            ("MINUTE", sign * t.minute as i64),
+            ("SECOND", sign * t.second as i64),
+            ("MICROSECOND", sign * t.micro as i64),
+        ]
+    };
+    let (first, last) = unit.split_once('_')?;
+    let start = fields.iter().position(|(n, _)| *n == first)?;
+    let end = fields.iter().position(|(n, _)| *n == last)?;
+    let mut out: i64 = 0;
+    for (i, (name, value)) in fields[start..=end].iter().enumerate() {
+        let scale = match (i, *name) {
+            (0, _) => 1,
+            (_, "MICROSECOND") => 1_000_000,
+            _ => 100,
+        };
+        out = out * scale + value;
+    }
+    Some(Value::Int(out))
 }
 
 /// The first argument of EXTRACT, TIMESTAMPDIFF, TIMESTAMPADD: a unit name.
@@ -1407,6 +1493,9 @@ pub(super) fn call(
         "EXTRACT" => {
             // Translated to (unit, date).
             arity(name, args, 2, 2)?;
+            if let Some(v) = extract_compound(ctx, &vals[0], &vals[1]) {
+                return Ok(Some(v));
+            }
             let unit = unit_arg(&vals[0])?;
             if unit.is_time() {
                 match to_time(ctx, &vals[1]) {

@@ -232,7 +232,7 @@ pub(super) fn call(
                 Some(h) => Value::Str(h),
                 None => {
                     ctx.warn(
-                        1583,
+                        shoal_errors::ER_WRONG_PARAMETERS_TO_NATIVE_FCT.code,
                         "Incorrect parameters in the call to native function 'sha2'".into(),
                     );
                     Value::Null

@@ -26,7 +26,10 @@ fn out_of_range(name: &str, args: &[Expr]) -> SqlError {
 
 /// A logarithm's argument outside its domain: NULL with MySQL's warning.
 fn log_domain(ctx: &mut dyn Context) -> Value {
-    ctx.warn(1365, "Division by 0".into());
+    ctx.warn(
+        shoal_errors::ER_DIVISION_BY_ZERO.code,
+        "Division by 0".into(),
+    );
     Value::Null
 }
 

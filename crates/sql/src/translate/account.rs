@@ -279,9 +279,8 @@ impl P {
                 .iter()
                 .any(|p| p.eq_ignore_ascii_case(&plugin))
             {
-                return Err(SqlError::other(
-                    1524,
-                    "HY000",
+                return Err(SqlError::coded(
+                    shoal_errors::ER_PLUGIN_IS_NOT_LOADED,
                     format!("Plugin '{plugin}' is not loaded"),
                 ));
             }
@@ -354,9 +353,8 @@ impl PasswordSpec {
         match bytes {
             Some(b) => Ok(PasswordSpec::Hash(b.try_into().expect("20 bytes"))),
             // MySQL's ER_PASSWD_LENGTH.
-            None => Err(SqlError::other(
-                1372,
-                "HY000",
+            None => Err(SqlError::coded(
+                shoal_errors::ER_PASSWD_LENGTH,
                 "Password hash should be a 41-digit hexadecimal number",
             )),
         }

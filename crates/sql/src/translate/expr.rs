@@ -445,9 +445,8 @@ fn expr_level(cx: &mut dyn ExprScope, e: &sp::Expr) -> Result<Expr, SqlError> {
                 Some(e) => match expr(cx, e)? {
                     Expr::Literal(Value::Str(s)) if s.chars().count() == 1 => s.chars().next(),
                     _ => {
-                        return Err(SqlError::other(
-                            1210,
-                            "HY000",
+                        return Err(SqlError::coded(
+                            shoal_errors::ER_WRONG_ARGUMENTS,
                             "Incorrect arguments to ESCAPE",
                         ))
                     }
@@ -640,9 +639,8 @@ pub fn cast_type(dt: &sp::DataType) -> Result<CastType, SqlError> {
                 .and_then(|x| x.trim_end_matches(')').trim().parse::<u8>().ok())
                 .unwrap_or(0);
             if scale > 30 {
-                return Err(SqlError::other(
-                    1425,
-                    "42000",
+                return Err(SqlError::coded(
+                    shoal_errors::ER_TOO_BIG_SCALE,
                     format!("Too big scale {scale} specified. Maximum is 30."),
                 ));
             }

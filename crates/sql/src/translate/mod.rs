@@ -446,9 +446,8 @@ impl Translator<'_> {
                         let plugin = text(toks.get(i + 1))?;
                         i += 2;
                         if !AUTH_PLUGINS.iter().any(|p| p.eq_ignore_ascii_case(&plugin)) {
-                            return Err(SqlError::other(
-                                1524,
-                                "HY000",
+                            return Err(SqlError::coded(
+                                shoal_errors::ER_PLUGIN_IS_NOT_LOADED,
                                 format!("Plugin '{plugin}' is not loaded"),
                             ));
                         }
@@ -970,7 +969,10 @@ impl Translator<'_> {
                 }
                 sp::SelectItem::Wildcard(_) => {
                     if from.is_none() {
-                        return Err(SqlError::other(1096, "HY000", "No tables used"));
+                        return Err(SqlError::coded(
+                            shoal_errors::ER_NO_TABLES_USED,
+                            "No tables used",
+                        ));
                     }
                     items.push(SelectItem {
                         expr: Expr::Column("*".into()),

@@ -49,9 +49,8 @@ enum CteDef {
 }
 
 fn restriction_violated(name: &str) -> SqlError {
-    SqlError::other(
-        4008,
-        "HY000",
+    SqlError::coded(
+        shoal_errors::ER_NOT_STANDARD_COMPLIANT_RECURSIVE,
         format!("Restrictions imposed on recursive definitions are violated for table '{name}'"),
     )
 }
@@ -181,9 +180,8 @@ fn with_clause(cx: &mut QueryScope<'_, '_>, q: &sp::Query) -> Result<(), SqlErro
     for cte in &with.cte_tables {
         let name = cte.alias.name.value.clone();
         if cx.ctes[first..].iter().any(|c| c.name == name) {
-            return Err(SqlError::other(
-                4004,
-                "HY000",
+            return Err(SqlError::coded(
+                shoal_errors::ER_DUP_QUERY_NAME,
                 format!("Duplicate query name `{name}` in WITH clause"),
             ));
         }
@@ -302,9 +300,8 @@ fn recursive_members(
             return Err(unsupported("global ORDER BY/LIMIT in recursive CTE spec"));
         }
         let anchor = anchor.ok_or_else(|| {
-            SqlError::other(
-                4005,
-                "HY000",
+            SqlError::coded(
+                shoal_errors::ER_RECURSIVE_WITHOUT_ANCHORS,
                 format!("No anchors for recursive WITH element '{name}'"),
             )
         })?;
@@ -624,9 +621,8 @@ fn table_factor(cx: &mut QueryScope<'_, '_>, tf: &sp::TableFactor) -> Result<Tab
             ..
         } => {
             let Some(alias) = alias else {
-                return Err(SqlError::other(
-                    1248,
-                    "42000",
+                return Err(SqlError::coded(
+                    shoal_errors::ER_DERIVED_MUST_HAVE_ALIAS,
                     "Every derived table must have its own alias",
                 ));
             };

@@ -17,9 +17,11 @@
 //! The highest score wins (the PRIMARY KEY on ties). The chosen path only narrows what is read:
 //! the executor always re-applies the complete WHERE clause to every row it reads, so a path is
 //! allowed to return a superset of the matching rows and correctness never depends on the path.
-//! Keys are only used on integer and DECIMAL columns: string keys are stored with a binary
-//! collation while SQL comparison is case-insensitive, so a string key lookup could miss rows;
-//! those statements scan (and filter) instead.
+//! Keys are used on integer, DECIMAL, DATE, DATETIME and TIMESTAMP columns (a bound value
+//! becomes a key only where key order is SQL's comparison: see `exact_key`, `temporal_key`).
+//! Not on strings: string keys are stored with a binary collation while SQL comparison is
+//! case-insensitive, so a string key lookup could miss rows; those statements scan (and
+//! filter) instead.
 //!
 //! A plan holds expressions, not values: [`resolve`] evaluates them against the parameters of
 //! one execution and converts them to key values for storage. A bound that does not fit the key
@@ -160,7 +162,14 @@ fn column_pos(table: &TableDef, e: &Expr) -> Option<usize> {
 }
 
 fn key_type_ok(ty: ColumnType) -> bool {
-    matches!(ty, ColumnType::Int { .. } | ColumnType::Decimal { .. })
+    matches!(
+        ty,
+        ColumnType::Int { .. }
+            | ColumnType::Decimal { .. }
+            | ColumnType::Date
+            | ColumnType::DateTime
+            | ColumnType::Timestamp
+    )
 }
 
 fn predicates(table: &TableDef, filter: Option<&Expr>) -> Vec<(usize, Pred)> {
@@ -325,9 +334,49 @@ pub fn choose_access(table: &TableDef, filter: Option<&Expr>) -> Access {
     best.1
 }
 
+/// The key of a DATE / DATETIME / TIMESTAMP column that compares with `v` as SQL compares
+/// them (`shoal_sql::value::compare`): a date or datetime value, a string that spells one
+/// whole, an integer read as one (`datetime_of_number`). A DATE column has a key only for a
+/// midnight value (`d = '2020-01-01 10:00'` matches no date, `d < '2020-01-01 10:00'` is not
+/// `d < '2020-01-01'`): otherwise none, and the caller scans (or drops the bound) and the
+/// re-checked WHERE decides.
+fn temporal_key(v: &Value, ty: ColumnType) -> Option<Datum> {
+    let when = match v {
+        Value::Int(_) | Value::UInt(_) => {
+            shoal_sql::value::datetime_of_number(v.to_i128().unwrap_or(0))
+        }
+        _ => shoal_sql::value::temporal_operand(v)?,
+    };
+    let date = shoal_store::Date {
+        year: when.year,
+        month: when.month,
+        day: when.day,
+    };
+    let midnight = when.hour == 0 && when.minute == 0 && when.second == 0 && when.micro == 0;
+    match ty {
+        ColumnType::Date if midnight => Some(Datum::Date(date)),
+        ColumnType::DateTime | ColumnType::Timestamp => {
+            Some(Datum::DateTime(shoal_store::DateTime {
+                date,
+                hour: when.hour,
+                minute: when.minute,
+                second: when.second,
+                micro: when.micro,
+            }))
+        }
+        _ => None,
+    }
+}
+
 /// Converts a bound value to a key value of type `ty` only if it represents exactly the
 /// same number (so key order agrees with SQL comparison).
 fn exact_key(v: &Value, ty: ColumnType) -> Option<Datum> {
+    if matches!(
+        ty,
+        ColumnType::Date | ColumnType::DateTime | ColumnType::Timestamp
+    ) {
+        return temporal_key(v, ty);
+    }
     let d = match v {
         Value::Int(i) => Datum::Int(*i),
         Value::UInt(u) => Datum::UInt(*u),

@@ -466,6 +466,20 @@ pub fn datetime_of_number(n: i128) -> DateTime {
     }
 }
 
+/// The datetime a value compares as beside a date or datetime: a date or datetime itself, or a
+/// string that spells a whole one, as in MySQL (`DATE '2020-01-05' = '2020-1-5'`,
+/// `< '2020-01-05 10:00'`). `None` for anything else (then [`compare`] compares text).
+pub fn temporal_operand(v: &Value) -> Option<DateTime> {
+    match v {
+        Value::Date(d) | Value::DateTime(d) => Some(*d),
+        Value::Str(s) => match crate::eval::parse_datetime(s) {
+            crate::eval::ParsedDateTime::Exact(d) => Some(d),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// Compares two non-NULL values with MySQL's rules; `None` if either is NULL.
 pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
     if a.is_null() || b.is_null() {
@@ -480,17 +494,7 @@ pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
         (Str(x), Str(y)) => collate_cmp(x, y),
         (Date(_) | DateTime(_), Date(_) | DateTime(_) | Str(_))
         | (Str(_), Date(_) | DateTime(_)) => {
-            // A string that spells a whole date or datetime compares as that value, as in
-            // MySQL: `DATE '2020-01-05' = '2020-1-5'`, `< '2020-01-05 10:00'`.
-            let when = |v: &Value| match v {
-                Date(d) | DateTime(d) => Some(*d),
-                Str(s) => match crate::eval::parse_datetime(s) {
-                    crate::eval::ParsedDateTime::Exact(d) => Some(d),
-                    _ => None,
-                },
-                _ => None,
-            };
-            if let (Some(x), Some(y)) = (when(a), when(b)) {
+            if let (Some(x), Some(y)) = (temporal_operand(a), temporal_operand(b)) {
                 return Some(x.cmp(&y));
             }
             // Anything else (not a date at all) as text, as before.

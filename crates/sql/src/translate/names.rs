@@ -103,6 +103,112 @@ impl<'a> SourceText<'a> {
     /// sqlparser's spans end before a function's closing parenthesis (and cover only the name
     /// of `NOW()`), so the end is extended until parentheses balance.
     fn source_text(&self, e: &sp::Expr) -> Option<String> {
+        let (a, b) = self.source_range(e)?;
+        Some(self.sql[a..b].trim().to_string())
+    }
+
+    /// `x IS [NOT] NULL | TRUE | FALSE | UNKNOWN`: sqlparser's span is `x`'s; the range runs on
+    /// over the trailing words.
+    fn is_test_range(&self, inner: &sp::Expr) -> Option<(usize, usize)> {
+        let (a, mut b) = self.source_range(inner)?;
+        let bytes = self.sql.as_bytes();
+        let word = |at: usize| -> (usize, usize) {
+            let mut i = at;
+            while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            let start = i;
+            while i < bytes.len() && bytes[i].is_ascii_alphabetic() {
+                i += 1;
+            }
+            (start, i)
+        };
+        let (s, e) = word(b);
+        if !self.sql[s..e].eq_ignore_ascii_case("IS") {
+            return None;
+        }
+        b = e;
+        let (s, e) = word(b);
+        let (s, e) = if self.sql[s..e].eq_ignore_ascii_case("NOT") {
+            word(e)
+        } else {
+            (s, e)
+        };
+        let last = &self.sql[s..e];
+        if !["NULL", "TRUE", "FALSE", "UNKNOWN"]
+            .iter()
+            .any(|w| last.eq_ignore_ascii_case(w))
+        {
+            return None;
+        }
+        Some((a, e))
+    }
+
+    /// `(a, b)` widened to the parentheses right around it, if there are (none: unchanged).
+    fn widen_parens(&self, a: usize, b: usize) -> Option<(usize, usize)> {
+        let bytes = self.sql.as_bytes();
+        let mut i = a;
+        while i > 0 && bytes[i - 1].is_ascii_whitespace() {
+            i -= 1;
+        }
+        let mut j = b;
+        while j < bytes.len() && bytes[j].is_ascii_whitespace() {
+            j += 1;
+        }
+        if i > 0 && bytes[i - 1] == b'(' && j < bytes.len() && bytes[j] == b')' {
+            Some((i - 1, j + 1))
+        } else {
+            (a < b).then_some((a, b))
+        }
+    }
+
+    /// The byte range of [`Self::source_text`].
+    fn source_range(&self, e: &sp::Expr) -> Option<(usize, usize)> {
+        match e {
+            sp::Expr::IsNull(x)
+            | sp::Expr::IsNotNull(x)
+            | sp::Expr::IsTrue(x)
+            | sp::Expr::IsNotTrue(x)
+            | sp::Expr::IsFalse(x)
+            | sp::Expr::IsNotFalse(x)
+            | sp::Expr::IsUnknown(x)
+            | sp::Expr::IsNotUnknown(x) => return self.is_test_range(x),
+            // The parentheses around the inner range (the span is the inside's).
+            sp::Expr::Nested(x) => {
+                let (a, b) = self.source_range(x)?;
+                return self.widen_parens(a, b);
+            }
+            sp::Expr::Subquery(_) => {
+                let span = e.span();
+                let (a, b) = (self.offset(span.start)?, self.offset(span.end)?);
+                return self.widen_parens(a, b);
+            }
+            // The operator before the operand (the span is the operand's).
+            // MySQL's parser drops a unary plus: the name is the operand's.
+            sp::Expr::UnaryOp {
+                op: sp::UnaryOperator::Plus,
+                expr,
+            } => return self.source_range(expr),
+            sp::Expr::UnaryOp { op, expr } => {
+                let (a, b) = self.source_range(expr)?;
+                let sym = op.to_string();
+                let bytes = self.sql.as_bytes();
+                let mut i = a;
+                while i > 0 && bytes[i - 1].is_ascii_whitespace() {
+                    i -= 1;
+                }
+                let start = i.checked_sub(sym.len())?;
+                return (self.sql.get(start..i)?.eq_ignore_ascii_case(&sym)).then_some((start, b));
+            }
+            // From the left operand's start to the right one's end: either may have a span
+            // that misses its own first or last words (`CAST(..)`, `x IS NULL`).
+            sp::Expr::BinaryOp { left, right, .. } => {
+                let (a, _) = self.source_range(left)?;
+                let (_, b) = self.source_range(right)?;
+                return (a < b).then_some((a, b));
+            }
+            _ => {}
+        }
         let span = e.span();
         let mut a = self.offset(span.start)?;
         let mut b = self.offset(span.end)?;
@@ -118,6 +224,8 @@ impl<'a> SourceText<'a> {
                 | sp::Expr::Floor { .. }
                 | sp::Expr::Position { .. }
                 | sp::Expr::Extract { .. }
+                | sp::Expr::Cast { .. }
+                | sp::Expr::Convert { .. }
         ) {
             // Keyword forms (`SUBSTRING(x FROM 2)`, `TRIM(LEADING 'a' FROM x)`): the span starts
             // inside the parentheses; the name is the word before the opening one.
@@ -182,7 +290,7 @@ impl<'a> SourceText<'a> {
             }
             b = j + 1;
         }
-        Some(self.sql[a..b].trim().to_string())
+        Some((a, b))
     }
 
     /// MySQL's column name for an unaliased select item: a string literal's value, a column's
@@ -197,6 +305,10 @@ impl<'a> SourceText<'a> {
                 _ => {}
             },
             sp::Expr::Identifier(i) => return i.value.clone(),
+            sp::Expr::UnaryOp {
+                op: sp::UnaryOperator::Plus,
+                expr,
+            } => return self.column_name(expr),
             sp::Expr::CompoundIdentifier(ids) if !ids[0].value.starts_with("@@") => {
                 return ids.last().map(|i| i.value.clone()).unwrap_or_default()
             }

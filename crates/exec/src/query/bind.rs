@@ -235,6 +235,8 @@ struct Binder<'e> {
     aggs: Vec<Vec<BoundAgg>>,
     frames: Vec<SubFrame>,
     tables: Vec<(String, String, Arc<TableDef>)>,
+    /// Every reference to a stored table: (database, name, alias or name).
+    refs: Vec<(String, String, String)>,
     /// Tables of other subsystems read (database, name as written).
     provided: Vec<(String, String)>,
 }
@@ -292,6 +294,7 @@ pub fn prepare(
         aggs: Vec::new(),
         frames: Vec::new(),
         tables: Vec::new(),
+        refs: Vec::new(),
         provided: Vec::new(),
     };
     let bound = b.query(q, false, lock_mode(q.lock))?;
@@ -314,6 +317,7 @@ pub fn prepare(
             .collect(),
         slots: b.nslots,
         tables: b.tables,
+        refs: b.refs,
         provided: b.provided,
     })
 }
@@ -865,6 +869,7 @@ impl Binder<'_> {
                 } else {
                     let def = self.store.table(&d, name).map_err(store_err)?;
                     self.tables.push((d.clone(), name.clone(), def.clone()));
+                    self.refs.push((d.clone(), name.clone(), shown.clone()));
                     let cols = def
                         .columns
                         .iter()

@@ -357,12 +357,10 @@ impl Session {
             }
             AccountStmt::ShowCreateUser(u) => {
                 let (user, host) = self.account_of(u);
-                // As MySQL and MariaDB: one's own account, else CREATE USER or SELECT on
-                // the `mysql` database (1044 otherwise), checked before the account's
-                // existence (1133).
-                if !self.is_self(&user, &host)
-                    && self.grants.global & privileges::CREATE_USER == 0
-                {
+                // As MySQL and MariaDB: one's own account, else SELECT on the `mysql`
+                // database (1044 otherwise; the CREATE USER privilege is not enough),
+                // checked before the account's existence (1133).
+                if !self.is_self(&user, &host) {
                     self.checker().database("mysql", privileges::SELECT)?;
                 }
                 let a = self.server.accounts().get(&user, &host).ok_or_else(|| {

@@ -334,7 +334,9 @@ fn the_mysql_log_tables_exist_empty_as_in_mysql() {
         assert!(create.1.starts_with(&format!("CREATE TABLE `{t}` (")));
         assert!(create.1.contains("ENGINE=CSV"), "{}", create.1);
         // Re-creating it (what a dump's restore does) is a note; without IF NOT EXISTS 1050.
-        let ddl = create.1.replacen("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1);
+        let ddl = create
+            .1
+            .replacen("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1);
         c.query_drop("USE mysql").unwrap();
         c.query_drop(&ddl).unwrap();
         let w: Option<(String, u16, String)> = c.query_first("SHOW WARNINGS").unwrap();
@@ -357,7 +359,14 @@ fn the_mysql_log_tables_exist_empty_as_in_mysql() {
         .unwrap();
     assert_eq!(
         cols,
-        ["event_time", "user_host", "thread_id", "server_id", "command_type", "argument"]
+        [
+            "event_time",
+            "user_host",
+            "thread_id",
+            "server_id",
+            "command_type",
+            "argument"
+        ]
     );
     // Elsewhere the names are ordinary: a user table called general_log is created as usual,
     // and an untranslatable definition still fails there.
@@ -378,12 +387,7 @@ fn outcomes(c: &mut mysql::Conn, script: &[&str]) -> Vec<String> {
             Ok(rows) => {
                 let rows: Vec<Vec<String>> = rows
                     .into_iter()
-                    .map(|r| {
-                        r.unwrap()
-                            .into_iter()
-                            .map(|v| v.as_sql(true))
-                            .collect()
-                    })
+                    .map(|r| r.unwrap().into_iter().map(|v| v.as_sql(true)).collect())
                     .collect();
                 format!("{q} -> ok {rows:?}")
             }

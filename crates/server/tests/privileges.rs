@@ -734,12 +734,11 @@ fn show_create_user_matches_mariadb_and_recreates_the_account() {
         &mut root,
         "CREATE USER 'sha'@'%' IDENTIFIED WITH caching_sha2_password BY 'shapw'",
     );
-    let text: (String,) = root
-        .query_first("SHOW CREATE USER sha")
-        .unwrap()
-        .unwrap();
+    let text: (String,) = root.query_first("SHOW CREATE USER sha").unwrap().unwrap();
     assert!(
-        text.0.starts_with("CREATE USER `sha`@`%` IDENTIFIED VIA caching_sha2_password USING '$A$005$"),
+        text.0.starts_with(
+            "CREATE USER `sha`@`%` IDENTIFIED VIA caching_sha2_password USING '$A$005$"
+        ),
         "{}",
         text.0
     );

@@ -253,7 +253,10 @@ impl Session {
 
     /// Runs an account statement.
     pub(super) fn account_statement(&mut self, st: &AccountStmt) -> Result<Response, SqlError> {
-        if !matches!(st, AccountStmt::ShowGrants(_) | AccountStmt::ShowCreateUser(_)) {
+        if !matches!(
+            st,
+            AccountStmt::ShowGrants(_) | AccountStmt::ShowCreateUser(_)
+        ) {
             self.check_writes_allowed()?;
         }
         match st {

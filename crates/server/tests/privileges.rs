@@ -646,6 +646,7 @@ fn show_create_user_matches_mariadb_and_recreates_the_account() {
         "GRANT CREATE USER ON *.* TO 'cu'@'%'",
         "CREATE USER 'ms'@'%' IDENTIFIED BY 'mspw'",
         "GRANT SELECT ON mysql.* TO 'ms'@'%'",
+        "CREATE USER 'mx'@'%' IDENTIFIED BY 'mxpw' WITH MAX_USER_CONNECTIONS 3",
     ];
     let queries = [
         "SHOW CREATE USER 'nopw'",
@@ -729,7 +730,9 @@ fn show_create_user_matches_mariadb_and_recreates_the_account() {
     recreate(&mut root, "'lo'@'%'");
     recreate(&mut root, "lk@localhost");
     recreate(&mut root, "'we''i`rd'@'10.0.%'");
+    recreate(&mut root, "'mx'@'%'");
     user_conn(&s, "lo", "lopw");
+    user_conn(&s, "mx", "mxpw");
     exec(
         &mut root,
         "CREATE USER 'sha'@'%' IDENTIFIED WITH caching_sha2_password BY 'shapw'",

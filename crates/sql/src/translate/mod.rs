@@ -459,10 +459,9 @@ impl Translator<'_> {
                             _ => return Err(SqlError::Syntax("IDENTIFIED BY PASSWORD".into())),
                         }
                         i += 3;
-                    }
-                    // `IDENTIFIED {WITH | VIA} plugin [{AS | USING} 'stored' | BY 'pw']`
-                    // (VIA and USING are MariaDB's spellings).
-                    if word(i, "WITH") || word(i, "VIA") {
+                    } else if word(i, "WITH") || word(i, "VIA") {
+                        // `IDENTIFIED {WITH | VIA} plugin [{AS | USING} 'stored' | BY 'pw']`
+                        // (VIA and USING are MariaDB's spellings).
                         let plugin = text(toks.get(i + 1))?;
                         i += 2;
                         if !AUTH_PLUGINS.iter().any(|p| p.eq_ignore_ascii_case(&plugin)) {

@@ -3,9 +3,12 @@
 //! TABLES ... READ) and with `--single-transaction` (START TRANSACTION WITH CONSISTENT SNAPSHOT
 //! and savepoints), restored with `mariadb db < dump.sql` into a second, empty server and
 //! compared table by table (SHOW CREATE TABLE, every row in primary-key order); dumps taken
-//! while writers move money between two tables restore a consistent sum; and the table locks
+//! while writers move money between two tables restore a consistent sum; `--all-databases`
+//! dumps of three databases restore into an empty server (the `mysql` log tables they insist
+//! on exist, empty); and the table locks
 //! the tools rely on (LOCK TABLES, FLUSH TABLES WITH READ LOCK) block, time out, answer 1100,
-//! 1099 and 1223, and go away on UNLOCK, START TRANSACTION and disconnect as in MySQL.
+//! 1099 and 1223, and go away on UNLOCK, START TRANSACTION and disconnect as in MySQL; LOCK
+//! TABLES with aliases answers statement by statement as the private MariaDB does.
 
 mod support;
 

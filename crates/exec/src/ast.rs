@@ -6,6 +6,7 @@
 //! byte, which no identifier can contain.
 
 use shoal_sql::ast::Expr;
+use shoal_sql::SqlError;
 use shoal_store::{IndexSpec, LockMode, TableSpec};
 
 /// Column-name prefix for aggregate results (`"\0agg3"` = aggregate #3).
@@ -20,6 +21,8 @@ pub struct TableRef {
     pub db: Option<String>,
     /// Table name.
     pub name: String,
+    /// `[AS] alias` of a single-table SELECT, UPDATE or DELETE (the name LOCK TABLES checks).
+    pub alias: Option<String>,
 }
 
 pub use shoal_sql::ast::AggFunc;
@@ -215,6 +218,10 @@ pub enum TableStmt {
         if_not_exists: bool,
         /// Definition for the store.
         spec: TableSpec,
+        /// The error translating the definition gave, kept until the database is known:
+        /// only for a table named like a log table of `mysql` (`general_log`, `slow_log`),
+        /// whose MySQL definition shoal cannot translate but need not ([`crate::mysql_schema`]).
+        deferred: Option<SqlError>,
     },
     /// CREATE \[UNIQUE\] INDEX.
     CreateIndex {

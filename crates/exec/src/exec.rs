@@ -130,6 +130,9 @@ impl Context for RowCtx<'_> {
     fn warn(&mut self, code: u16, message: String) {
         self.outer.warn(code, message)
     }
+    fn note(&mut self, code: u16, message: String) {
+        self.outer.note(code, message)
+    }
     fn max_allowed_packet(&mut self) -> u64 {
         self.outer.max_allowed_packet()
     }

@@ -62,6 +62,7 @@ pub mod convert;
 pub mod exec;
 pub(crate) mod fk;
 pub mod infoschema;
+pub mod mysql_schema;
 pub mod needs;
 pub mod plan;
 pub mod query;

@@ -353,8 +353,9 @@ pub struct TableSession {
     select_limit: u64,
     /// This session's id in the engine's table lock manager.
     lock_id: u64,
-    /// The tables of `LOCK TABLES` while they are held (the session may touch no others).
-    locked: Option<HashMap<TableKey, TableLockKind>>,
+    /// The tables of `LOCK TABLES` while they are held (the session may touch no others), by
+    /// (database, table, the name statements must use: the alias, else the table's name).
+    locked: Option<HashMap<LockName, TableLockKind>>,
     /// Holds the global read lock (`FLUSH TABLES WITH READ LOCK`).
     global_read: bool,
     /// `lock_wait_timeout`: how long a table lock or intent is waited for (1205 after).
@@ -561,6 +562,23 @@ impl TableSession {
     /// Parses, translates and plans a table statement. `current_db` resolves unqualified
     /// table names (for this plan's whole life, as MySQL resolves at PREPARE).
     pub fn prepare(&mut self, sql: &str, current_db: Option<&str>) -> Result<Arc<Plan>, SqlError> {
+        let r = self.prepare_unlocked(sql, current_db);
+        // Under LOCK TABLES a table that is not locked is 1100 even when it does not exist:
+        // MySQL and MariaDB look in the locked set before the catalog.
+        match r {
+            Err(e) if self.locked.is_some() && e.code() == 1146 => {
+                Err(not_locked(&missing_table_name(&e)))
+            }
+            r => r,
+        }
+    }
+
+    /// [`Self::prepare`] without the LOCK TABLES view of missing tables.
+    fn prepare_unlocked(
+        &mut self,
+        sql: &str,
+        current_db: Option<&str>,
+    ) -> Result<Arc<Plan>, SqlError> {
         let (stmt, param_count) = parse_table_statement(sql)?;
         let db = current_db.map(str::to_string);
         // Another subsystem's table (`mysql.user`, a THREAD_POOL_* table) is read by the query
@@ -705,13 +723,11 @@ impl TableSession {
         if !tables.is_empty() {
             if let Some(locked) = &self.locked {
                 let creates = matches!(plan.stmt, TableStmt::CreateTable { .. });
-                for ((d, t), r) in &tables {
-                    match locked.get(&(d.clone(), t.clone())) {
+                for (key, write) in plan_lock_names(plan, &tables)? {
+                    match locked.get(&key) {
                         None if creates => {}
-                        None => return Err(not_locked(t)),
-                        Some(TableLockKind::Read) if *r == LockRequest::WriteIntent => {
-                            return Err(read_locked(t))
-                        }
+                        None => return Err(not_locked(&key.2)),
+                        Some(TableLockKind::Read) if write => return Err(read_locked(&key.2)),
                         Some(_) => {}
                     }
                 }
@@ -769,18 +785,33 @@ impl TableSession {
     /// takes every lock at once (1146 for a missing table, 1205 after `lock_wait_timeout`).
     pub fn lock_tables(
         &mut self,
-        list: &[(Option<String>, String, TableLockKind)],
+        list: &[(Option<String>, String, Option<String>, TableLockKind)],
         current_db: Option<&str>,
     ) -> Result<(), SqlError> {
         self.unlock_tables()?;
         self.commit()?;
+        // The names statements will use (alias, else table name) must be unique, as in one
+        // FROM clause: MySQL answers 1066 before locking anything.
+        let mut names: HashMap<LockName, TableLockKind> = HashMap::new();
         let mut want: HashMap<TableKey, TableLockKind> = HashMap::new();
-        for (db, name, kind) in list {
+        for (db, name, alias, kind) in list {
             let d = db
                 .clone()
                 .or_else(|| current_db.map(str::to_string))
                 .ok_or(SqlError::NoDatabase)?;
             let def = self.engine.store.table(&d, name).map_err(store_err)?;
+            let shown = alias.clone().unwrap_or_else(|| def.name.clone());
+            if names
+                .keys()
+                .any(|(kd, _, kn)| *kn == shown && (alias.is_some() || *kd == def.db))
+            {
+                return Err(SqlError::other(
+                    1066,
+                    "42000",
+                    format!("Not unique table/alias: '{shown}'"),
+                ));
+            }
+            names.insert((def.db.clone(), def.name.clone(), shown), *kind);
             let e = want
                 .entry((def.db.clone(), def.name.clone()))
                 .or_insert(*kind);
@@ -808,7 +839,7 @@ impl TableSession {
             self.table_lock_timeout,
             &self.kill.killed,
         )?;
-        self.locked = Some(want);
+        self.locked = Some(names);
         Ok(())
     }
 
@@ -910,7 +941,7 @@ impl TableSession {
         let d = db.ok_or(SqlError::NoDatabase)?;
         let def = self.engine.store.table(d, name).map_err(store_err)?;
         if let Some(locked) = &self.locked {
-            match locked.get(&(def.db.clone(), def.name.clone())) {
+            match locked.get(&(def.db.clone(), def.name.clone(), name.to_string())) {
                 None => return Err(not_locked(name)),
                 Some(TableLockKind::Read) => return Err(read_locked(name)),
                 Some(TableLockKind::Write) => {}
@@ -965,6 +996,9 @@ impl TableSession {
             }
             TableStmt::ShowCreateTable(t) => {
                 let d = resolve_db(t, &plan.db)?;
+                if let Some(log) = crate::mysql_schema::log_table(&d, &t.name) {
+                    return Ok(show::show_create_log_table(log));
+                }
                 let def = store.table(&d, &t.name).map_err(store_err)?;
                 return Ok(show::show_create(&store, &def));
             }
@@ -1135,6 +1169,7 @@ impl TableSession {
                 db: d,
                 if_not_exists,
                 spec,
+                deferred,
             } => {
                 let d = d
                     .clone()
@@ -1142,6 +1177,18 @@ impl TableSession {
                     .ok_or(SqlError::NoDatabase)?;
                 if is_info_schema(&d) {
                     return Err(access_denied(&d));
+                }
+                // `mysql.general_log` / `slow_log` always exist (crate::mysql_schema).
+                if crate::mysql_schema::log_table(&d, &spec.name).is_some() {
+                    let exists = format!("Table '{}' already exists", spec.name);
+                    if *if_not_exists {
+                        ctx.note(1050, exists);
+                        return Ok(ExecOutput::ok(0));
+                    }
+                    return Err(SqlError::other(1050, "42S01", exists));
+                }
+                if let Some(e) = deferred {
+                    return Err(e.clone());
                 }
                 // InnoDB's limit (MySQL and MariaDB answer 1117). The store's checks are
                 // quadratic in the column count: 64000 columns took 8 s (found by fuzzing).
@@ -1154,12 +1201,8 @@ impl TableSession {
                 match store.create_table_with(&d, spec.clone(), crate::fk::checks_on(ctx)) {
                     Ok(_) => Ok(ExecOutput::ok(0)),
                     Err(shoal_store::StoreError::TableExists(_)) if *if_not_exists => {
-                        Ok(ExecOutput::Ok {
-                            affected_rows: 0,
-                            last_insert_id: 0,
-                            info: String::new(),
-                            warnings: 1,
-                        })
+                        ctx.note(1050, format!("Table '{}' already exists", spec.name));
+                        Ok(ExecOutput::ok(0))
                     }
                     Err(e) => Err(store_err(e)),
                 }
@@ -1386,6 +1429,74 @@ impl Drop for TableSession {
         self.rollback();
         self.engine.locks.release_all(self.lock_id);
     }
+}
+
+/// (database, table, name in statements): how LOCK TABLES entries and statements' table
+/// references are matched. The name is the alias when one is given, else the table's name;
+/// aliases compare case-sensitively, as MariaDB and MySQL compare them on Linux.
+type LockName = (String, String, String);
+
+/// Every table reference of a plan as LOCK TABLES sees it, with whether it is written:
+/// aliases of the query engine's tables and of single-table SELECT / UPDATE / DELETE count,
+/// every other table a statement touches goes by its name (`tables`: [`plan_tables`]).
+fn plan_lock_names(
+    plan: &Plan,
+    tables: &[(TableKey, LockRequest)],
+) -> Result<Vec<(LockName, bool)>, SqlError> {
+    let mut out: Vec<(LockName, bool)> = Vec::new();
+    let mut add = |d: &str, t: &str, shown: &str, write: bool| {
+        if is_info_schema(d) {
+            return;
+        }
+        let key = (d.to_string(), t.to_string(), shown.to_string());
+        match out.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, w)) => *w |= write,
+            None => out.push((key, write)),
+        }
+    };
+    if let Some(q) = &plan.query {
+        for (d, t, shown) in q.table_refs() {
+            add(d, t, shown, false);
+        }
+    }
+    if let Some(m) = &plan.multi {
+        let targets: Vec<(&str, &str)> = m.targets().collect();
+        for (d, t, shown) in m.query().table_refs() {
+            add(d, t, shown, targets.contains(&(d, t)));
+        }
+    }
+    let mut single = |t: &TableRef, write: bool| -> Result<(), SqlError> {
+        let d = resolve_db(t, &plan.db)?;
+        add(&d, &t.name, t.alias.as_deref().unwrap_or(&t.name), write);
+        Ok(())
+    };
+    match &plan.stmt {
+        TableStmt::Select(sel) => single(&sel.table, false)?,
+        TableStmt::Update(u) => single(&u.table, true)?,
+        TableStmt::Delete(dl) => single(&dl.table, true)?,
+        TableStmt::Insert(i) => single(&i.table, true)?,
+        _ => {}
+    }
+    // Whatever else the statement touches (DDL's tables, foreign-key parents) by name.
+    for ((d, t), r) in tables {
+        if !out.iter().any(|((od, ot, _), _)| od == d && ot == t) {
+            out.push((
+                (d.clone(), t.clone(), t.clone()),
+                *r == LockRequest::WriteIntent,
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// The table a 1146 names (`Table 'db.t' doesn't exist` -> `t`).
+fn missing_table_name(e: &SqlError) -> String {
+    if let SqlError::NoSuchTable(_, t) = e {
+        return t.clone();
+    }
+    let m = e.to_string();
+    let quoted = m.split('\'').nth(1).unwrap_or_default();
+    quoted.rsplit('.').next().unwrap_or_default().to_string()
 }
 
 /// 1100 `ER_TABLE_NOT_LOCKED`.

@@ -38,7 +38,7 @@ pub fn show_tables(
     full: bool,
     pat: &Option<String>,
 ) -> Result<ExecOutput, SqlError> {
-    let names = match engine.tables(db) {
+    let mut names = match engine.tables(db) {
         Ok(names) => names,
         // `mysql`, `performance_schema`, `sys`: schemas that exist (SHOW DATABASES lists them,
         // USE works) but hold no tables here; `mariadb-check --all-databases` lists each one.
@@ -49,6 +49,14 @@ pub fn show_tables(
         }
         Err(e) => return Err(store_err(e)),
     };
+    if db.eq_ignore_ascii_case("mysql") {
+        names.extend(
+            crate::mysql_schema::LOG_TABLES
+                .iter()
+                .map(|t| t.name.to_string()),
+        );
+        names.sort();
+    }
     let mut cols = vec![ColumnInfo::text(&format!("Tables_in_{db}"))];
     if full {
         cols.push(ColumnInfo::text("Table_type"));
@@ -189,6 +197,85 @@ pub fn create_table_text(t: &TableDef, next_auto: Option<u64>) -> String {
     }
     text.push_str(" DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin");
     text
+}
+
+/// SHOW CREATE TABLE of a log table of the `mysql` schema ([`crate::mysql_schema`]).
+pub fn show_create_log_table(t: &crate::mysql_schema::LogTable) -> ExecOutput {
+    rows_out(
+        vec![ColumnInfo::text("Table"), ColumnInfo::text("Create Table")],
+        vec![vec![s(t.name), s(t.create)]],
+    )
+}
+
+/// The information_schema.TABLES row of a log table of the `mysql` schema.
+fn log_table_tables_row(t: &crate::mysql_schema::LogTable) -> Vec<Value> {
+    let comment = if t.name == "general_log" {
+        "General log"
+    } else {
+        "Slow log"
+    };
+    vec![
+        s("def"),
+        s("mysql"),
+        s(t.name),
+        s("BASE TABLE"),
+        s("CSV"),
+        Value::UInt(10),
+        s("Dynamic"),
+        Value::UInt(0),
+        Value::UInt(0),
+        Value::UInt(0),
+        Value::UInt(0),
+        Value::UInt(0),
+        Value::UInt(0),
+        Value::Null,
+        Value::Null,
+        Value::Null,
+        Value::Null,
+        s("utf8mb3_general_ci"),
+        Value::Null,
+        s(""),
+        s(comment),
+        Value::UInt(0),
+        s("N"),
+    ]
+}
+
+/// The information_schema.COLUMNS rows of a log table of the `mysql` schema.
+fn log_table_column_rows(t: &crate::mysql_schema::LogTable) -> Vec<Vec<Value>> {
+    let opt = |v: Option<i64>| v.map(Value::Int).unwrap_or(Value::Null);
+    t.columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let timestamp = c.data_type == "timestamp";
+            vec![
+                s("def"),
+                s("mysql"),
+                s(t.name),
+                s(c.name),
+                Value::Int(i as i64 + 1),
+                if timestamp {
+                    s("CURRENT_TIMESTAMP(6)")
+                } else {
+                    Value::Null
+                },
+                s("NO"),
+                s(c.data_type),
+                opt(c.char_len),
+                opt(c.numeric.map(|n| n.0)),
+                opt(c.numeric.map(|n| n.1)),
+                s(c.column_type),
+                s(""),
+                s(if timestamp {
+                    "DEFAULT_GENERATED on update CURRENT_TIMESTAMP(6)"
+                } else {
+                    ""
+                }),
+                s(""),
+            ]
+        })
+        .collect()
 }
 
 /// SHOW CREATE TABLE.
@@ -731,7 +818,15 @@ pub fn info_schema(engine: &Engine, table: &str) -> Result<VirtualTable, SqlErro
             } else {
                 visible_tables(engine, &all_databases(engine))
             };
-            let rows = crate::infoschema::rows(engine, other, &tables, visible_processes);
+            let mut rows = crate::infoschema::rows(engine, other, &tables, visible_processes);
+            if other == "TABLES" {
+                rows.extend(
+                    crate::mysql_schema::LOG_TABLES
+                        .iter()
+                        .filter(|t| visible("mysql", Some(t.name)))
+                        .map(log_table_tables_row),
+                );
+            }
             return Ok((names, infos, rows));
         }
         other => match EMPTY_TABLES.iter().find(|(n, _, _)| *n == other) {
@@ -848,6 +943,13 @@ pub fn info_schema(engine: &Engine, table: &str) -> Result<VirtualTable, SqlErro
                                 s(""),
                             ]);
                         }
+                    }
+                }
+            }
+            if up == "COLUMNS" {
+                for t in crate::mysql_schema::LOG_TABLES {
+                    if visible("mysql", Some(t.name)) {
+                        rows.extend(log_table_column_rows(t));
                     }
                 }
             }

@@ -630,6 +630,147 @@ fn show_grants_text_matches_mariadb() {
     }
 }
 
+/// SHOW CREATE USER: MariaDB's text, column title and errors for the same accounts, its
+/// privilege rule, and its output recreating the account with the same password.
+#[test]
+fn show_create_user_matches_mariadb_and_recreates_the_account() {
+    let s = Shoal::start("show-create-user", &[]);
+    let setup = [
+        "CREATE DATABASE d1",
+        "CREATE USER 'nopw'@'%'",
+        "CREATE USER 'lk'@'localhost' IDENTIFIED BY 'a' ACCOUNT LOCK",
+        "CREATE USER 'we''i`rd'@'10.0.%' IDENTIFIED BY 'b' REQUIRE SSL WITH MAX_USER_CONNECTIONS 7",
+        "CREATE USER 'lo'@'%' IDENTIFIED BY 'lopw'",
+        "GRANT SELECT ON d1.* TO 'lo'@'%'",
+        "CREATE USER 'cu'@'%' IDENTIFIED BY 'cupw'",
+        "GRANT CREATE USER ON *.* TO 'cu'@'%'",
+        "CREATE USER 'ms'@'%' IDENTIFIED BY 'mspw'",
+        "GRANT SELECT ON mysql.* TO 'ms'@'%'",
+        "CREATE USER 'mx'@'%' IDENTIFIED BY 'mxpw' WITH MAX_USER_CONNECTIONS 3",
+    ];
+    let queries = [
+        "SHOW CREATE USER 'nopw'",
+        "SHOW CREATE USER lk@localhost",
+        "SHOW CREATE USER 'we''i`rd'@'10.0.%'",
+        "SHOW CREATE USER 'lo'@'%'",
+        "SHOW CREATE USER nosuch@x",
+        "SHOW CREATE USER 'nopw'@'localhost'",
+    ];
+    // (who, password, statement): the privilege rule of MySQL and MariaDB.
+    let as_users = [
+        ("lo", "lopw", "SHOW CREATE USER"),
+        ("lo", "lopw", "SHOW CREATE USER CURRENT_USER()"),
+        ("lo", "lopw", "SHOW CREATE USER lo"),
+        ("lo", "lopw", "SHOW CREATE USER nopw"),
+        ("lo", "lopw", "SHOW CREATE USER nosuch@x"),
+        ("cu", "cupw", "SHOW CREATE USER nopw"),
+        ("ms", "mspw", "SHOW CREATE USER lo"),
+    ];
+    let answer = |c: &mut Conn, q: &str| -> String {
+        match c.query::<mysql::Row, _>(q) {
+            Ok(r) => {
+                let cols: Vec<String> = r
+                    .first()
+                    .map(|row| {
+                        row.columns_ref()
+                            .iter()
+                            .map(|c| c.name_str().into_owned())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let rows: Vec<String> = r
+                    .iter()
+                    .map(|row| {
+                        (0..row.len())
+                            .map(|i| match row.as_ref(i).unwrap() {
+                                mysql::Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+                                v => v.as_sql(true),
+                            })
+                            .collect::<Vec<_>>()
+                            .join("\t")
+                    })
+                    .collect();
+                format!("{cols:?} {rows:?}")
+            }
+            Err(mysql::Error::MySqlError(e)) => format!("{} {} {}", e.code, e.state, e.message),
+            Err(e) => panic!("{q}: {e}"),
+        }
+    };
+    let run = |port_conn: &mut Conn, login_as: &dyn Fn(&str, &str) -> Conn| -> Vec<String> {
+        for q in setup {
+            exec(port_conn, q);
+        }
+        let mut out: Vec<String> = queries.iter().map(|q| answer(port_conn, q)).collect();
+        for (u, pw, q) in as_users {
+            let mut c = login_as(u, pw);
+            out.push(format!("{u}: {}", answer(&mut c, q)));
+        }
+        out
+    };
+    let mut root = s.conn();
+    let ours = run(&mut root, &|u, pw| user_conn(&s, u, pw));
+    assert!(ours[0].contains("CREATE USER `nopw`@`%`"), "{ours:?}");
+    assert!(ours[4].starts_with("1133 28000"), "{ours:?}");
+    assert!(ours[9].starts_with("lo: 1044 42000"), "{ours:?}");
+
+    // The text creates the account again, with its password, lock, SSL and limits.
+    let recreate = |c: &mut Conn, who: &str| {
+        let text: (String,) = c
+            .query_first(format!("SHOW CREATE USER {who}"))
+            .unwrap()
+            .unwrap();
+        exec(c, &format!("DROP USER {who}"));
+        exec(c, &text.0);
+        let again: (String,) = c
+            .query_first(format!("SHOW CREATE USER {who}"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(again.0, text.0);
+    };
+    recreate(&mut root, "'lo'@'%'");
+    recreate(&mut root, "lk@localhost");
+    recreate(&mut root, "'we''i`rd'@'10.0.%'");
+    recreate(&mut root, "'mx'@'%'");
+    user_conn(&s, "lo", "lopw");
+    user_conn(&s, "mx", "mxpw");
+    exec(
+        &mut root,
+        "CREATE USER 'sha'@'%' IDENTIFIED WITH caching_sha2_password BY 'shapw'",
+    );
+    let text: (String,) = root.query_first("SHOW CREATE USER sha").unwrap().unwrap();
+    assert!(
+        text.0.starts_with(
+            "CREATE USER `sha`@`%` IDENTIFIED VIA caching_sha2_password USING '$A$005$"
+        ),
+        "{}",
+        text.0
+    );
+    recreate(&mut root, "'sha'@'%'");
+    user_conn(&s, "sha", "shapw");
+    assert!(login(&s, "sha", "wrong", None).is_err());
+
+    let Some(m) = shoal_testkit::MariaDb::start(&shoal_testkit::MariaDbOptions {
+        install: true,
+        extra: vec![],
+    }) else {
+        return;
+    };
+    let opts = mysql::OptsBuilder::new()
+        .ip_or_hostname(Some("127.0.0.1"))
+        .tcp_port(m.port)
+        .prefer_socket(false);
+    let mut mroot = Conn::new(opts.clone().user(Some("root"))).unwrap();
+    let theirs = run(&mut mroot, &|u, pw| {
+        Conn::new(opts.clone().user(Some(u)).pass(Some(pw))).unwrap()
+    });
+    // shoal's 1044 names the client's host (as every 1044 of its own does), MariaDB the
+    // account's host pattern; the rest of the line is the same.
+    let host = |l: &String| l.replace("@'127.0.0.1'", "@'%'");
+    for (o, t) in ours.iter().zip(&theirs) {
+        assert_eq!(host(o), host(t));
+    }
+}
+
 /// PyMySQL: a login with a wrong password (1045), a denied SELECT (1142) and, after GRANT, rows.
 #[test]
 fn pymysql_sees_the_same_errors() {

@@ -237,6 +237,19 @@ impl Server {
             host_errors: Mutex::new(HashMap::new()),
         });
         grant_tables::register(&server, &accounts);
+        // `mysql.general_log` / `slow_log`: MySQL's columns, never a row (no table log
+        // output); see shoal_exec::mysql_schema.
+        for t in shoal_exec::mysql_schema::LOG_TABLES {
+            let columns: Vec<String> = t.columns.iter().map(|c| c.name.to_string()).collect();
+            server.add_virtual_table(
+                "mysql",
+                t.name,
+                Arc::new(move || hooks::VirtualTable {
+                    columns: columns.clone(),
+                    rows: Vec::new(),
+                }),
+            );
+        }
         let a = accounts.clone();
         server.add_status_provider(Box::new(move |rows| {
             let c = a.sha2_cache();

@@ -607,6 +607,9 @@ impl Context for Ctx<'_> {
     fn warn(&mut self, code: u16, message: String) {
         self.s.diag.push(("Warning", code, message));
     }
+    fn note(&mut self, code: u16, message: String) {
+        self.s.diag.push(("Note", code, message));
+    }
     fn max_allowed_packet(&mut self) -> u64 {
         self.s.hot().max_allowed_packet
     }
@@ -1342,6 +1345,13 @@ impl Session {
                                 format!("Operation CREATE USER failed for '{name}'@'{host}'"),
                             ));
                         }
+                    } else if options.locked == Some(true) {
+                        self.server.accounts().modify(|l| {
+                            if let Some(a) = l.iter_mut().find(|a| a.is(name, host)) {
+                                a.locked = true;
+                            }
+                            Ok(())
+                        })?;
                     }
                 }
                 Ok(ok(0))
@@ -1369,11 +1379,11 @@ impl Session {
             Statement::LockTables(list) => {
                 let list: Vec<_> = list
                     .iter()
-                    .map(|(t, k)| (t.db.clone(), t.name.clone(), *k))
+                    .map(|(t, alias, k)| (t.db.clone(), t.name.clone(), alias.clone(), *k))
                     .collect();
                 let db = self.db.clone();
                 // MySQL: LOCK TABLES in the table's database (1044) and SELECT on the table.
-                for (d, t, _) in &list {
+                for (d, t, _, _) in &list {
                     let d = d
                         .clone()
                         .or_else(|| db.clone())

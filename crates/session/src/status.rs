@@ -67,6 +67,7 @@ pub const COM_NAMES: &[&str] = &[
     "grant",
     "revoke",
     "show_grants",
+    "show_create_user",
     "alter_user",
     "rename_user",
 ];

@@ -599,6 +599,8 @@ pub struct AccountOptions {
     pub require_ssl: Option<bool>,
     /// `WITH MAX_USER_CONNECTIONS n` (0 = the global `max_user_connections` applies).
     pub max_user_connections: Option<u64>,
+    /// `ACCOUNT LOCK` (`Some(true)`) / `ACCOUNT UNLOCK` (`Some(false)`).
+    pub locked: Option<bool>,
 }
 
 /// A statement.
@@ -648,7 +650,7 @@ pub enum Statement {
     /// session decides which it can do.
     Flush(Vec<String>),
     /// `LOCK TABLE[S] t [AS a] READ [LOCAL] | [LOW_PRIORITY] WRITE, ...`.
-    LockTables(Vec<(TableName, TableLockKind)>),
+    LockTables(Vec<(TableName, Option<String>, TableLockKind)>),
     /// `UNLOCK TABLE[S]`.
     UnlockTables,
     /// `SAVEPOINT name`.
@@ -788,6 +790,8 @@ pub enum AccountStmt {
     },
     /// `SHOW GRANTS [FOR user]`.
     ShowGrants(Option<UserSpec>),
+    /// `SHOW CREATE USER [user]` (`None`: the session's account).
+    ShowCreateUser(Option<UserSpec>),
     /// `ALTER USER [IF EXISTS] user [IDENTIFIED ...], ... [ACCOUNT LOCK | UNLOCK]`.
     AlterUser {
         /// IF EXISTS.
@@ -817,6 +821,7 @@ impl AccountStmt {
             AccountStmt::Grant { .. } => "grant",
             AccountStmt::Revoke { .. } => "revoke",
             AccountStmt::ShowGrants(_) => "show_grants",
+            AccountStmt::ShowCreateUser(_) => "show_create_user",
             AccountStmt::AlterUser { .. } => "alter_user",
             AccountStmt::RenameUser(_) => "rename_user",
             AccountStmt::SetPassword { .. } => "set_option",

@@ -81,6 +81,11 @@ pub trait Context {
     }
     /// Records a warning of the running statement (for `SHOW WARNINGS`). The default drops it.
     fn warn(&mut self, _code: u16, _message: String) {}
+    /// Records a note (`SHOW WARNINGS` level `Note`, e.g. 1050 for `CREATE TABLE IF NOT
+    /// EXISTS` of an existing table). The default records it as a warning.
+    fn note(&mut self, code: u16, message: String) {
+        self.warn(code, message)
+    }
     /// `max_allowed_packet`: the largest string a function may build (larger results are NULL
     /// with warning 1301). The default reads the session variable.
     fn max_allowed_packet(&mut self) -> u64 {

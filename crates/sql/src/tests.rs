@@ -440,6 +440,7 @@ fn session_statements_parse() {
             AccountOptions {
                 require_ssl: Some(true),
                 max_user_connections: Some(3),
+                locked: None,
             }
         )
     );

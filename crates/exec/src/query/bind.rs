@@ -234,6 +234,8 @@ struct Binder<'e> {
     aggs: Vec<Vec<BoundAgg>>,
     frames: Vec<SubFrame>,
     tables: Vec<(String, String, Arc<TableDef>)>,
+    /// Every reference to a stored table: (database, name, alias or name).
+    refs: Vec<(String, String, String)>,
     /// Tables of other subsystems read (database, name as written).
     provided: Vec<(String, String)>,
     /// The work tables of the recursive CTEs whose steps are being bound, innermost last.
@@ -327,6 +329,7 @@ pub fn prepare(
         aggs: Vec::new(),
         frames: Vec::new(),
         tables: Vec::new(),
+        refs: Vec::new(),
         provided: Vec::new(),
         work: Vec::new(),
         works: 0,
@@ -351,6 +354,7 @@ pub fn prepare(
             .collect(),
         slots: b.nslots,
         tables: b.tables,
+        refs: b.refs,
         provided: b.provided,
     })
 }
@@ -915,6 +919,7 @@ impl Binder<'_> {
                 } else {
                     let def = self.store.table(&d, name).map_err(store_err)?;
                     self.tables.push((d.clone(), name.clone(), def.clone()));
+                    self.refs.push((d.clone(), name.clone(), shown.clone()));
                     let cols = def
                         .columns
                         .iter()

@@ -96,6 +96,9 @@ pub struct QueryPlan {
     pub(crate) slots: usize,
     /// The stored tables as bound: the plan is rebuilt when one of them changed.
     pub(crate) tables: Vec<(String, String, Arc<TableDef>)>,
+    /// Every reference to a stored table: (database, name, the name it goes by in the
+    /// query: its alias, else its name). LOCK TABLES checks these.
+    pub(crate) refs: Vec<(String, String, String)>,
     /// The tables of other subsystems ([`SystemTables`]) it reads: (database, name).
     pub(crate) provided: Vec<(String, String)>,
 }
@@ -108,6 +111,13 @@ impl QueryPlan {
             .iter()
             .map(|(d, n, _)| (d.as_str(), n.as_str()))
             .chain(self.provided.iter().map(|(d, n)| (d.as_str(), n.as_str())))
+    }
+
+    /// Every reference to a stored table: (database, name, alias or name), in binding order.
+    pub fn table_refs(&self) -> impl Iterator<Item = (&str, &str, &str)> {
+        self.refs
+            .iter()
+            .map(|(d, n, a)| (d.as_str(), n.as_str(), a.as_str()))
     }
 
     /// Whether a table it was bound to was altered (or dropped) since: then it is bound again.

@@ -251,7 +251,10 @@ impl Session {
 
     /// Runs an account statement.
     pub(super) fn account_statement(&mut self, st: &AccountStmt) -> Result<Response, SqlError> {
-        if !matches!(st, AccountStmt::ShowGrants(_)) {
+        if !matches!(
+            st,
+            AccountStmt::ShowGrants(_) | AccountStmt::ShowCreateUser(_)
+        ) {
             self.check_writes_allowed()?;
         }
         match st {
@@ -349,6 +352,28 @@ impl Session {
                     .collect();
                 Ok(Response::Rows(to_result_set(
                     text_result(&[title.as_str()], rows),
+                    0,
+                )))
+            }
+            AccountStmt::ShowCreateUser(u) => {
+                let (user, host) = self.account_of(u);
+                // As MySQL and MariaDB: one's own account, else SELECT on the `mysql`
+                // database (1044 otherwise; the CREATE USER privilege is not enough),
+                // checked before the account's existence (1133).
+                if !self.is_self(&user, &host) {
+                    self.checker().database("mysql", privileges::SELECT)?;
+                }
+                let a = self.server.accounts().get(&user, &host).ok_or_else(|| {
+                    SqlError::other(
+                        1133,
+                        "28000",
+                        "Can't find any matching row in the user table",
+                    )
+                })?;
+                let title = format!("CREATE USER for {}@{}", a.user, a.host);
+                let row = vec![shoal_sql::value::Value::Str(create_user_text(&a))];
+                Ok(Response::Rows(to_result_set(
+                    text_result(&[title.as_str()], vec![row]),
                     0,
                 )))
             }
@@ -490,6 +515,44 @@ pub(crate) fn auth_of(p: &PasswordSpec, plugin: AuthPlugin) -> Result<Auth, SqlE
 }
 
 /// 1141 / 1147 `ER_NONEXISTING_GRANT` / `ER_NONEXISTING_TABLE_GRANT`.
+/// `SHOW CREATE USER`'s statement in MariaDB's form: `CREATE USER `u`@`h``, then the
+/// password (`IDENTIFIED BY PASSWORD '*hash'` for mysql_native_password; `IDENTIFIED VIA
+/// caching_sha2_password [USING '$A$005$...']` for the other plugin; nothing for a
+/// mysql_native_password account without one), `REQUIRE SSL`, `WITH MAX_USER_CONNECTIONS n`
+/// and `ACCOUNT LOCK`, each only when set. CREATE USER accepts it back as is, so it copies an
+/// account to another server with the same password.
+pub(crate) fn create_user_text(a: &crate::users::Account) -> String {
+    let ident = |s: &str| format!("`{}`", s.replace('`', "``"));
+    let string = |s: &str| format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"));
+    let mut t = format!("CREATE USER {}@{}", ident(&a.user), ident(&a.host));
+    match &a.auth {
+        crate::users::Auth::Native(None) => {}
+        crate::users::Auth::Native(Some(_)) => {
+            let hash = a.auth.auth_string();
+            t.push_str(&format!(" IDENTIFIED BY PASSWORD {}", string(&hash)));
+        }
+        crate::users::Auth::Sha2(h) => {
+            t.push_str(" IDENTIFIED VIA caching_sha2_password");
+            if h.is_some() {
+                t.push_str(&format!(" USING {}", string(&a.auth.auth_string())));
+            }
+        }
+    }
+    if a.require_ssl {
+        t.push_str(" REQUIRE SSL");
+    }
+    if a.max_user_connections > 0 {
+        t.push_str(&format!(
+            " WITH MAX_USER_CONNECTIONS {}",
+            a.max_user_connections
+        ));
+    }
+    if a.locked {
+        t.push_str(" ACCOUNT LOCK");
+    }
+    t
+}
+
 fn no_such_grant(user: &str, host: &str, table: Option<&str>) -> SqlError {
     match table {
         None => SqlError::coded(

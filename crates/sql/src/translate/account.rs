@@ -363,10 +363,10 @@ impl PasswordSpec {
 
 /// Whether the statement starting with `head` `second` (upper-cased first words) is one of
 /// this module's.
-pub fn is_account_statement(head: &str, second: &str) -> bool {
+pub fn is_account_statement(head: &str, second: &str, third: &str) -> bool {
     match head {
         "GRANT" | "REVOKE" => true,
-        "SHOW" => second == "GRANTS",
+        "SHOW" => second == "GRANTS" || (second == "CREATE" && third == "USER"),
         "RENAME" | "ALTER" => second == "USER",
         "SET" => second == "PASSWORD",
         _ => false,
@@ -424,6 +424,10 @@ pub fn parse(sql: &str) -> Result<AccountStmt, SqlError> {
             level,
             users,
         }
+    } else if p.eat_seq(&["SHOW", "CREATE", "USER"]) {
+        // `SHOW CREATE USER` alone is the session's account, as `CURRENT_USER` is.
+        let user = if p.i < p.toks.len() { p.user()? } else { None };
+        AccountStmt::ShowCreateUser(user)
     } else if p.eat("SHOW") {
         p.expect("GRANTS")?;
         let user = if p.eat("FOR") { p.user()? } else { None };

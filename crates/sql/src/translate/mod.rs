@@ -69,7 +69,8 @@ fn parse_tokens(sql: &str, tokens: Vec<TokenWithSpan>) -> Result<Parsed, SqlErro
     };
     let head = peek_word(&p, 0).unwrap_or_default();
     let second = peek_word(&p, 1).unwrap_or_default();
-    if account::is_account_statement(&head, &second) {
+    let third = peek_word(&p, 2).unwrap_or_default();
+    if account::is_account_statement(&head, &second, &third) {
         return Ok(Parsed {
             statement: Statement::Account(account::parse(sql)?),
             params: 0,
@@ -260,16 +261,21 @@ impl Translator<'_> {
                 let mut list = Vec::new();
                 loop {
                     let t = self.table_name(p)?;
-                    // An alias names the table in the statements under the lock; shoal
-                    // locks the table itself and does not track aliases.
-                    if eat(p, "AS")
+                    // `t [AS] alias`: under the lock, statements must name the table by
+                    // its alias (crates/exec/src/session.rs, LOCK TABLES).
+                    let explicit = eat(p, "AS");
+                    let alias = if explicit
                         || !matches!(
                             peek_word(p, 0).as_deref(),
                             Some("READ" | "WRITE" | "LOW_PRIORITY")
-                        )
-                    {
-                        return Err(unsupported("LOCK TABLES with an alias"));
-                    }
+                        ) {
+                        match p.next_token().token {
+                            Token::Word(w) => Some(w.value),
+                            other => return Err(SqlError::Syntax(other.to_string())),
+                        }
+                    } else {
+                        None
+                    };
                     let kind = if eat(p, "READ") {
                         eat(p, "LOCAL");
                         TableLockKind::Read
@@ -280,7 +286,7 @@ impl Translator<'_> {
                         }
                         TableLockKind::Write
                     };
-                    list.push((t, kind));
+                    list.push((t, alias, kind));
                     if !p.consume_token(&Token::Comma) {
                         break;
                     }
@@ -442,7 +448,20 @@ impl Translator<'_> {
                 };
                 if word(i, "IDENTIFIED") {
                     i += 1;
-                    if word(i, "WITH") {
+                    // `IDENTIFIED BY PASSWORD '*hash'` (MariaDB, MySQL 5.7): the stored
+                    // mysql_native_password hash, as SHOW CREATE USER prints it.
+                    if word(i, "BY") && word(i + 1, "PASSWORD") {
+                        match toks.get(i + 2) {
+                            Some(UTok::Str(h)) => {
+                                spec.plugin = Some("mysql_native_password".into());
+                                spec.stored = Some(h.clone());
+                            }
+                            _ => return Err(SqlError::Syntax("IDENTIFIED BY PASSWORD".into())),
+                        }
+                        i += 3;
+                    } else if word(i, "WITH") || word(i, "VIA") {
+                        // `IDENTIFIED {WITH | VIA} plugin [{AS | USING} 'stored' | BY 'pw']`
+                        // (VIA and USING are MariaDB's spellings).
                         let plugin = text(toks.get(i + 1))?;
                         i += 2;
                         if !AUTH_PLUGINS.iter().any(|p| p.eq_ignore_ascii_case(&plugin)) {
@@ -452,7 +471,7 @@ impl Translator<'_> {
                             ));
                         }
                         spec.plugin = Some(plugin.to_ascii_lowercase());
-                        if word(i, "AS") {
+                        if word(i, "AS") || word(i, "USING") {
                             match toks.get(i + 1) {
                                 Some(UTok::Str(s)) => spec.stored = Some(s.clone()),
                                 _ => return Err(SqlError::Syntax("IDENTIFIED WITH ... AS".into())),
@@ -476,7 +495,8 @@ impl Translator<'_> {
                 Some(UTok::Word(w))
                     if kind != UserStmt::Drop
                         && (w.eq_ignore_ascii_case("WITH")
-                            || w.eq_ignore_ascii_case("REQUIRE")) =>
+                            || w.eq_ignore_ascii_case("REQUIRE")
+                            || w.eq_ignore_ascii_case("ACCOUNT")) =>
                 {
                     break
                 }
@@ -544,6 +564,17 @@ impl Translator<'_> {
             if i == first {
                 return Err(SqlError::Syntax(format!("{:?}", toks.get(i))));
             }
+        }
+        // `ACCOUNT LOCK | UNLOCK` (CREATE USER only; ALTER USER is parsed elsewhere).
+        if kind == UserStmt::Create && word(i, "ACCOUNT") {
+            if word(i + 1, "LOCK") {
+                options.locked = Some(true);
+            } else if word(i + 1, "UNLOCK") {
+                options.locked = Some(false);
+            } else {
+                return Err(SqlError::Syntax(format!("{:?}", toks.get(i + 1))));
+            }
+            i += 2;
         }
         if i != toks.len() {
             return Err(SqlError::Syntax(format!("{:?}", toks.get(i))));

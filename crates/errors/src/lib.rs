@@ -179,6 +179,12 @@ pub const ER_EMPTY_QUERY: Code = Code {
     state: "42000",
     name: "ER_EMPTY_QUERY",
 };
+/// 1066 (42000): not unique table/alias.
+pub const ER_NONUNIQ_TABLE: Code = Code {
+    code: 1066,
+    state: "42000",
+    name: "ER_NONUNIQ_TABLE",
+};
 /// 1067 (42000): invalid default value.
 pub const ER_INVALID_DEFAULT: Code = Code {
     code: 1067,
@@ -830,6 +836,7 @@ pub const ALL: &[Code] = &[
     ER_WRONG_FIELD_SPEC,
     ER_PARSE_ERROR,
     ER_EMPTY_QUERY,
+    ER_NONUNIQ_TABLE,
     ER_INVALID_DEFAULT,
     ER_MULTIPLE_PRI_KEY,
     ER_KEY_COLUMN_DOES_NOT_EXITS,

@@ -805,9 +805,8 @@ impl TableSession {
                 .keys()
                 .any(|(kd, _, kn)| *kn == shown && (alias.is_some() || *kd == def.db))
             {
-                return Err(SqlError::other(
-                    1066,
-                    "42000",
+                return Err(SqlError::coded(
+                    shoal_errors::ER_NONUNIQ_TABLE,
                     format!("Not unique table/alias: '{shown}'"),
                 ));
             }
@@ -1182,10 +1181,10 @@ impl TableSession {
                 if crate::mysql_schema::log_table(&d, &spec.name).is_some() {
                     let exists = format!("Table '{}' already exists", spec.name);
                     if *if_not_exists {
-                        ctx.note(1050, exists);
+                        ctx.note(shoal_errors::ER_TABLE_EXISTS_ERROR.code, exists);
                         return Ok(ExecOutput::ok(0));
                     }
-                    return Err(SqlError::other(1050, "42S01", exists));
+                    return Err(SqlError::coded(shoal_errors::ER_TABLE_EXISTS_ERROR, exists));
                 }
                 if let Some(e) = deferred {
                     return Err(e.clone());
@@ -1201,7 +1200,10 @@ impl TableSession {
                 match store.create_table_with(&d, spec.clone(), crate::fk::checks_on(ctx)) {
                     Ok(_) => Ok(ExecOutput::ok(0)),
                     Err(shoal_store::StoreError::TableExists(_)) if *if_not_exists => {
-                        ctx.note(1050, format!("Table '{}' already exists", spec.name));
+                        ctx.note(
+                            shoal_errors::ER_TABLE_EXISTS_ERROR.code,
+                            format!("Table '{}' already exists", spec.name),
+                        );
                         Ok(ExecOutput::ok(0))
                     }
                     Err(e) => Err(store_err(e)),

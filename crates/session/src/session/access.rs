@@ -364,9 +364,8 @@ impl Session {
                     self.checker().database("mysql", privileges::SELECT)?;
                 }
                 let a = self.server.accounts().get(&user, &host).ok_or_else(|| {
-                    SqlError::other(
-                        1133,
-                        "28000",
+                    SqlError::coded(
+                        shoal_errors::ER_PASSWORD_NO_MATCH,
                         "Can't find any matching row in the user table",
                     )
                 })?;

@@ -77,6 +77,8 @@ pub struct SelectStmt {
     pub distinct: bool,
     /// FOR UPDATE / LOCK IN SHARE MODE.
     pub lock: LockMode,
+    /// Their NOWAIT / SKIP LOCKED.
+    pub lock_wait: shoal_sql::ast::LockWait,
     /// Aggregate calls referenced as `AGG_PREFIX{n}`.
     pub aggs: Vec<AggCall>,
 }
@@ -336,6 +338,20 @@ impl TableStmt {
             TableStmt::Select(s) => s.lock == LockMode::Exclusive,
             TableStmt::Query(q) => q.lock == shoal_sql::ast::RowLock::Update,
             _ => false,
+        }
+    }
+
+    /// What the statement's locking reads do with a row another transaction has locked.
+    pub fn lock_wait(&self) -> shoal_store::LockWait {
+        let w = match self {
+            TableStmt::Select(s) => s.lock_wait,
+            TableStmt::Query(q) => q.lock_wait,
+            _ => shoal_sql::ast::LockWait::Wait,
+        };
+        match w {
+            shoal_sql::ast::LockWait::Wait => shoal_store::LockWait::Wait,
+            shoal_sql::ast::LockWait::NoWait => shoal_store::LockWait::NoWait,
+            shoal_sql::ast::LockWait::SkipLocked => shoal_store::LockWait::SkipLocked,
         }
     }
 

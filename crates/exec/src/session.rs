@@ -1056,9 +1056,11 @@ impl TableSession {
         let mut txn = self.txn.take().expect("opened above");
         let sp = txn.begin_statement();
         let system = self.engine.system_tables();
+        txn.set_lock_wait(plan.stmt.lock_wait());
         let result = show::with_visibility(self.visibility.clone(), || {
             run_dml(&store, system, plan, &mut txn, params, ctx)
         });
+        txn.set_lock_wait(shoal_store::LockWait::Wait);
         let result = match result {
             Ok(ExecOutput::Rows { columns, mut rows })
                 if self.select_limit < rows.len() as u64 && plan.stmt.unlimited_select() =>

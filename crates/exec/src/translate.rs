@@ -1214,6 +1214,7 @@ impl Translator<'_> {
                 sp::LockType::Share => LockMode::Shared,
             },
         };
+        let lock_wait = shoal_sql::translate::query::lock_wait(&q.locks)?;
         if sel.top.is_some() || !sel.lateral_views.is_empty() || sel.qualify.is_some() {
             return Err(unsupported("SELECT clause"));
         }
@@ -1228,6 +1229,7 @@ impl Translator<'_> {
             offset,
             distinct,
             lock,
+            lock_wait,
             aggs,
         })))
     }

@@ -217,3 +217,121 @@ fn kill_interrupts_a_lock_waiter() {
         .expect("read");
     assert_eq!(rows(&out), vec!["1"]);
 }
+
+/// `FOR UPDATE SKIP LOCKED` as a job queue: workers take the first job nobody holds, mark it
+/// done and commit. Every job is done exactly once, and no take waits behind another worker's
+/// job (the lock wait timeout is 30 s; a take must return well before). `NOWAIT` on a held row
+/// fails at once with 1205; on a free one it reads; the policy lasts one statement.
+#[test]
+fn skip_locked_job_queue_and_nowait() {
+    let (_d, eng) = engine("skiplocked");
+    let mut ts = eng.session();
+    let mut ctx = Ctx::default();
+    let db = Some("test");
+    ts.query(
+        "CREATE TABLE jobs (id INT PRIMARY KEY, done INT NOT NULL, worker INT, KEY kd (done))",
+        db,
+        &mut ctx,
+    )
+    .expect("create");
+    let n = 200;
+    let values: Vec<String> = (1..=n).map(|i| format!("({i}, 0, NULL)")).collect();
+    ts.query(
+        &format!("INSERT INTO jobs VALUES {}", values.join(",")),
+        db,
+        &mut ctx,
+    )
+    .expect("insert");
+    let workers = 4;
+    let start = Arc::new(Barrier::new(workers));
+    let hs: Vec<_> = (0..workers)
+        .map(|w| {
+            let (eng, start) = (eng.clone(), start.clone());
+            std::thread::spawn(move || {
+                let mut ts = eng.session();
+                let mut ctx = Ctx::default();
+                ts.set_lock_wait_timeout(Duration::from_secs(30));
+                let take = ts
+                    .prepare(
+                        "SELECT id FROM jobs WHERE done = 0 ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED",
+                        Some("test"),
+                    )
+                    .expect("prep");
+                let finish = ts
+                    .prepare("UPDATE jobs SET done = done + 1, worker = ? WHERE id = ?", Some("test"))
+                    .expect("prep");
+                start.wait();
+                let mut mine = 0;
+                loop {
+                    ts.begin().expect("begin");
+                    let t0 = Instant::now();
+                    let got = rows(&ts.execute(&take, &[], &mut ctx).expect("take"));
+                    // Never blocked behind another worker's job.
+                    assert!(t0.elapsed() < Duration::from_secs(10), "SKIP LOCKED waited");
+                    let Some(id) = got.first() else {
+                        ts.commit().expect("commit");
+                        break;
+                    };
+                    let id: i64 = id.parse().expect("id");
+                    let v = shoal_sql::value::Value::Int;
+                    ts.execute(&finish, &[v(w as i64), v(id)], &mut ctx)
+                        .expect("finish");
+                    ts.commit().expect("commit");
+                    mine += 1;
+                }
+                mine
+            })
+        })
+        .collect();
+    let total: usize = hs.into_iter().map(|h| h.join().expect("worker")).sum();
+    assert_eq!(total, n);
+    let out = ts
+        .query(
+            "SELECT COUNT(*), MIN(done), MAX(done) FROM jobs",
+            db,
+            &mut ctx,
+        )
+        .expect("count");
+    assert_eq!(rows(&out), vec![format!("{n}|1|1")]);
+
+    // NOWAIT: a held row fails at once, a free one is read.
+    let mut holder = eng.session();
+    holder.begin().expect("begin");
+    holder
+        .query("SELECT id FROM jobs WHERE id = 1 FOR UPDATE", db, &mut ctx)
+        .expect("hold");
+    ts.set_lock_wait_timeout(Duration::from_secs(30));
+    ts.begin().expect("begin");
+    let t0 = Instant::now();
+    let e = ts
+        .query(
+            "SELECT id FROM jobs WHERE id = 1 FOR UPDATE NOWAIT",
+            db,
+            &mut ctx,
+        )
+        .expect_err("held");
+    assert_eq!(e.code(), 1205);
+    assert!(t0.elapsed() < Duration::from_secs(10), "NOWAIT waited");
+    let out = ts
+        .query(
+            "SELECT id FROM jobs WHERE id = 2 FOR UPDATE NOWAIT",
+            db,
+            &mut ctx,
+        )
+        .expect("free row");
+    assert_eq!(rows(&out), vec!["2".to_string()]);
+    // The next plain locking read of the same transaction waits again (the policy was the
+    // statement's): it times out after the wait.
+    ts.set_lock_wait_timeout(Duration::from_millis(300));
+    let t0 = Instant::now();
+    let e = ts
+        .query("SELECT id FROM jobs WHERE id = 1 FOR UPDATE", db, &mut ctx)
+        .expect_err("held");
+    assert_eq!(e.code(), 1205);
+    assert!(
+        t0.elapsed() >= Duration::from_millis(250),
+        "a plain FOR UPDATE did not wait"
+    );
+    ts.rollback();
+    holder.rollback();
+}

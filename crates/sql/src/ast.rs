@@ -250,6 +250,18 @@ pub enum RowLock {
     Update,
 }
 
+/// What a locking read does with a row another transaction has locked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LockWait {
+    /// Waits (up to `innodb_lock_wait_timeout`).
+    #[default]
+    Wait,
+    /// `NOWAIT`: fails at once (1205).
+    NoWait,
+    /// `SKIP LOCKED`: passes the row by.
+    SkipLocked,
+}
+
 /// A query: a SELECT or a UNION of them, ordered and limited.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Query {
@@ -259,6 +271,8 @@ pub struct Query {
     pub limit: Option<Expr>,
     pub offset: Option<Expr>,
     pub lock: RowLock,
+    /// `NOWAIT` / `SKIP LOCKED` of the row lock.
+    pub lock_wait: LockWait,
 }
 
 /// The body of a query.

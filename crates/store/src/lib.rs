@@ -49,5 +49,6 @@ pub use engine::{Engine, EngineConfig};
 pub use error::{Result, StoreError};
 pub use system::SystemWrite;
 pub use txn::{
-    InsertOutcome, Isolation, KeyRange, KillHandle, LockMode, Row, RowKey, Savepoint, Transaction,
+    InsertOutcome, Isolation, KeyRange, KillHandle, LockMode, LockWait, Row, RowKey, Savepoint,
+    Transaction,
 };

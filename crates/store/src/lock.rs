@@ -138,28 +138,16 @@ impl LockManager {
         if st.interrupted.remove(&txn) {
             return Err(LockError::Interrupted);
         }
-        let entry = st.locks.entry(key.to_vec()).or_default();
-        let held = entry.holders.iter().position(|(t, _)| *t == txn);
-        let upgrade = match held {
-            Some(i) if entry.holders[i].1 >= mode => return Ok(false),
-            Some(i) => {
-                if entry.holders.len() == 1 {
-                    entry.holders[i].1 = mode;
-                    return Ok(false);
-                }
-                true
-            }
-            None => {
-                if entry.queue.is_empty() && entry.holders.iter().all(|(_, m)| compatible(*m, mode))
-                {
-                    entry.holders.push((txn, mode));
-                    return Ok(false);
-                }
-                false
-            }
+        let upgrade = match take_if_free(&mut st, txn, key, mode) {
+            Free::Taken => return Ok(false),
+            Free::Busy { upgrade } => upgrade,
         };
         // Must wait: first make sure waiting cannot deadlock.
-        let pos = if upgrade { 0 } else { entry.queue.len() };
+        let pos = if upgrade {
+            0
+        } else {
+            st.locks.get(key).map_or(0, |e| e.queue.len())
+        };
         if self.detect.load(Ordering::Relaxed) && st.would_deadlock(txn, key, mode, pos) {
             stats.deadlocks.fetch_add(1, Ordering::Relaxed);
             if let Some(e) = st.locks.get(key) {
@@ -225,6 +213,27 @@ impl LockManager {
         stats.row_lock_time_ms.fetch_add(ms, Ordering::Relaxed);
         stats.row_lock_time_max_ms.fetch_max(ms, Ordering::Relaxed);
         result
+    }
+
+    /// Acquires `key` in `mode` for `txn` only if that needs no wait (`NOWAIT`, `SKIP
+    /// LOCKED`): `Ok(true)` when held, `Ok(false)` when another transaction's lock (or an
+    /// earlier waiter) is in the way. Never waits, so never deadlocks.
+    pub fn try_acquire(&self, txn: TxnId, key: &[u8], mode: Strength) -> Result<bool, LockError> {
+        let mut st = self.lock_state();
+        if st.interrupted.remove(&txn) {
+            return Err(LockError::Interrupted);
+        }
+        match take_if_free(&mut st, txn, key, mode) {
+            Free::Taken => Ok(true),
+            Free::Busy { .. } => {
+                if let Some(e) = st.locks.get(key) {
+                    if e.holders.is_empty() && e.queue.is_empty() {
+                        st.locks.remove(key);
+                    }
+                }
+                Ok(false)
+            }
+        }
     }
 
     /// Releases every lock in `keys` held by `txn` and grants what can now be granted. Also
@@ -332,6 +341,39 @@ impl State {
             }
         }
         false
+    }
+}
+
+/// What [`take_if_free`] found.
+enum Free {
+    /// Held by the caller now (or already, at that strength).
+    Taken,
+    /// Another transaction's lock or an earlier waiter is in the way; `upgrade`: the caller
+    /// holds a weaker lock on it.
+    Busy { upgrade: bool },
+}
+
+/// Grants `key` in `mode` to `txn` if no wait is needed (the part of an acquisition that
+/// never blocks).
+fn take_if_free(st: &mut State, txn: TxnId, key: &[u8], mode: Strength) -> Free {
+    let entry = st.locks.entry(key.to_vec()).or_default();
+    let held = entry.holders.iter().position(|(t, _)| *t == txn);
+    match held {
+        Some(i) if entry.holders[i].1 >= mode => Free::Taken,
+        Some(i) => {
+            if entry.holders.len() == 1 {
+                entry.holders[i].1 = mode;
+                return Free::Taken;
+            }
+            Free::Busy { upgrade: true }
+        }
+        None => {
+            if entry.queue.is_empty() && entry.holders.iter().all(|(_, m)| compatible(*m, mode)) {
+                entry.holders.push((txn, mode));
+                return Free::Taken;
+            }
+            Free::Busy { upgrade: false }
+        }
     }
 }
 

@@ -74,6 +74,19 @@ pub enum LockMode {
     Exclusive,
 }
 
+/// What a locking read does with a row another transaction has locked (`FOR UPDATE` /
+/// `FOR SHARE` and their `NOWAIT` / `SKIP LOCKED`), set per statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LockWait {
+    /// Waits up to the lock wait timeout (1205 after it).
+    #[default]
+    Wait,
+    /// Fails at once with 1205, as MariaDB's `NOWAIT`.
+    NoWait,
+    /// Passes the row by: it is not read.
+    SkipLocked,
+}
+
 /// The encoded primary key of a row (opaque; from [`Row::key`] or [`RowKey::from_values`]).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RowKey(pub Vec<u8>);
@@ -219,6 +232,8 @@ pub struct Transaction {
     /// Keys this transaction holds locks on.
     held: HashSet<Vec<u8>>,
     lock_timeout: Duration,
+    /// What the current statement's locking reads do with a locked row.
+    lock_wait: LockWait,
     killed: Arc<AtomicBool>,
     /// Bytes buffered by this transaction's writes so far (keys, values, undo), never
     /// decreased: what its uncommitted changes hold in memory at most.
@@ -261,6 +276,7 @@ impl Transaction {
             undo: Vec::new(),
             held: HashSet::new(),
             lock_timeout,
+            lock_wait: LockWait::Wait,
             killed: Arc::new(AtomicBool::new(false)),
             write_bytes: 0,
             write_limit: u64::MAX,
@@ -411,6 +427,40 @@ impl Transaction {
         Ok(())
     }
 
+    /// What the following locking reads do with a row another transaction has locked (the
+    /// executor sets it for one statement and back to `Wait` after).
+    pub fn set_lock_wait(&mut self, w: LockWait) {
+        self.lock_wait = w;
+    }
+
+    /// The row lock of a locking read under the statement's [`LockWait`]: `Ok(false)` when
+    /// `SKIP LOCKED` passes the row by.
+    fn lock_read(&mut self, key: &[u8], strength: Strength) -> Result<bool> {
+        if self.lock_wait == LockWait::Wait {
+            return self.lock(key, strength).map(|()| true);
+        }
+        let new = !self.held.contains(key);
+        if new && self.lock_bytes > self.write_limit {
+            return Err(StoreError::LockTableFull);
+        }
+        match self.inner.locks.try_acquire(self.id, key, strength) {
+            Ok(true) => {
+                if new {
+                    self.lock_bytes += 2 * key.len() as u64 + 128;
+                    self.held.insert(key.to_vec());
+                }
+                Ok(true)
+            }
+            Ok(false) if self.lock_wait == LockWait::SkipLocked => Ok(false),
+            Ok(false) => {
+                Stats::add(&self.inner.stats.lock_timeouts, 1);
+                Err(StoreError::LockWaitTimeout)
+            }
+            Err(LockError::Interrupted) => Err(StoreError::Interrupted),
+            Err(_) => Err(StoreError::LockWaitTimeout),
+        }
+    }
+
     fn lock(&mut self, key: &[u8], strength: Strength) -> Result<()> {
         let new = !self.held.contains(key);
         if new && self.lock_bytes > self.write_limit {
@@ -518,17 +568,21 @@ impl Transaction {
         self.check_active()?;
         let t = self.inner.table_by_id(table)?;
         let dk = row_key(t.id, &key.0);
-        let v = match self.effective_lock(lock) {
+        let lock = self.effective_lock(lock);
+        let v = match lock {
             LockMode::None => {
                 self.ensure_snapshot();
                 self.read_snap(&dk)?
             }
-            LockMode::Shared => {
-                self.lock(&dk, Strength::Shared)?;
-                self.read_latest(&dk)?
-            }
-            LockMode::Exclusive => {
-                self.lock(&dk, Strength::Exclusive)?;
+            LockMode::Shared | LockMode::Exclusive => {
+                let s = if lock == LockMode::Shared {
+                    Strength::Shared
+                } else {
+                    Strength::Exclusive
+                };
+                if !self.lock_read(&dk, s)? {
+                    return Ok(None);
+                }
                 self.read_latest(&dk)?
             }
         };
@@ -831,7 +885,9 @@ impl Transaction {
                 let v = match strength {
                     None => v,
                     Some(s) => {
-                        self.lock(&k, s)?;
+                        if !self.lock_read(&k, s)? {
+                            continue;
+                        }
                         match self.read_latest(&k)? {
                             Some(v) => v,
                             None => continue,
@@ -924,7 +980,9 @@ impl Transaction {
                         None => continue,
                     },
                     Some(s) => {
-                        self.lock(&dk, s)?;
+                        if !self.lock_read(&dk, s)? {
+                            continue;
+                        }
                         match self.read_latest(&dk)? {
                             Some(v) => v,
                             None => continue,

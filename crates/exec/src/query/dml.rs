@@ -213,6 +213,7 @@ pub fn prepare_multi(
         limit: None,
         offset: None,
         lock: RowLock::Update,
+        lock_wait: Default::default(),
     };
     Ok(MultiPlan {
         query: super::prepare(store, None, &query, db)?,

@@ -397,12 +397,29 @@ fn query_body(cx: &mut QueryScope<'_, '_>, q: &sp::Query) -> Result<Query, SqlEr
             sp::LockType::Share => RowLock::Share,
         },
     };
+    let lock_wait = lock_wait(&q.locks)?;
     Ok(Query {
         body,
         order_by,
         limit,
         offset,
         lock,
+        lock_wait,
+    })
+}
+
+/// `NOWAIT` / `SKIP LOCKED` of a locking clause (one per query; `FOR UPDATE OF t` is refused).
+pub fn lock_wait(locks: &[sp::LockClause]) -> Result<LockWait, SqlError> {
+    let Some(l) = locks.first() else {
+        return Ok(LockWait::Wait);
+    };
+    if locks.len() > 1 || l.of.is_some() {
+        return Err(unsupported("FOR UPDATE OF / several locking clauses"));
+    }
+    Ok(match l.nonblock {
+        None => LockWait::Wait,
+        Some(sp::NonBlock::Nowait) => LockWait::NoWait,
+        Some(sp::NonBlock::SkipLocked) => LockWait::SkipLocked,
     })
 }
 

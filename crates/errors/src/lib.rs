@@ -503,6 +503,12 @@ pub const ER_COLLATION_CHARSET_MISMATCH: Code = Code {
     state: "42000",
     name: "ER_COLLATION_CHARSET_MISMATCH",
 };
+/// 1260 (HY000): a GROUP_CONCAT result cut to group_concat_max_len (a warning).
+pub const ER_CUT_VALUE_GROUP_CONCAT: Code = Code {
+    code: 1260,
+    state: "HY000",
+    name: "ER_CUT_VALUE_GROUP_CONCAT",
+};
 /// 1264 (22003): out of range value for a column.
 pub const ER_WARN_DATA_OUT_OF_RANGE: Code = Code {
     code: 1264,
@@ -890,6 +896,7 @@ pub const ALL: &[Code] = &[
     ER_UNKNOWN_STMT_HANDLER,
     ER_DERIVED_MUST_HAVE_ALIAS,
     ER_COLLATION_CHARSET_MISMATCH,
+    ER_CUT_VALUE_GROUP_CONCAT,
     ER_WARN_DATA_OUT_OF_RANGE,
     WARN_DATA_TRUNCATED,
     ER_UNKNOWN_COLLATION,

@@ -416,6 +416,8 @@ pub(crate) struct Acc {
     fsum: Option<f64>,
     best: Option<Value>,
     seen: Option<std::collections::HashSet<String>>,
+    /// GROUP_CONCAT's values with their ORDER BY keys, in arrival order.
+    parts: Vec<(Vec<Value>, String)>,
 }
 
 impl Acc {
@@ -427,7 +429,61 @@ impl Acc {
             fsum: None,
             best: None,
             seen: distinct.then(Default::default),
+            parts: Vec::new(),
         }
+    }
+
+    /// GROUP_CONCAT: one row's value as text with its ORDER BY keys (NULL values are left out
+    /// by the caller; with DISTINCT, a value seen before is too).
+    pub(crate) fn add_concat(&mut self, text: String, keys: Vec<Value>) {
+        if let Some(seen) = &mut self.seen {
+            if !seen.insert(group_key(&[Value::Str(text.clone())])) {
+                return;
+            }
+        }
+        self.count += 1;
+        self.parts.push((keys, text));
+    }
+
+    /// GROUP_CONCAT's result: the values sorted by their keys (`desc` per key), joined by
+    /// `separator`, cut to `max_len` bytes (at a character boundary); NULL without values.
+    /// When it was cut: the number of the value that did not fit (warning 1260 names it, as
+    /// MariaDB does).
+    pub(crate) fn finish_concat(
+        &self,
+        desc: &[bool],
+        separator: &str,
+        max_len: usize,
+    ) -> (Value, Option<usize>) {
+        if self.parts.is_empty() {
+            return (Value::Null, None);
+        }
+        let mut parts: Vec<&(Vec<Value>, String)> = self.parts.iter().collect();
+        if !desc.is_empty() {
+            // Stable: equal keys keep their arrival order.
+            sort_by_keys(&mut parts, |p| &p.0, desc);
+        }
+        let mut out = String::new();
+        let mut over = None;
+        for (i, (_, t)) in parts.iter().enumerate() {
+            if i > 0 {
+                out.push_str(separator);
+            }
+            out.push_str(t);
+            if out.len() > max_len {
+                over = Some(i + 1);
+                break;
+            }
+        }
+        if over.is_none() {
+            return (Value::Str(out), None);
+        }
+        let mut cut = max_len;
+        while !out.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        out.truncate(cut);
+        (Value::Str(out), over)
     }
 
     pub(crate) fn add(&mut self, func: AggFunc, v: Value) -> Result<(), SqlError> {
@@ -473,6 +529,7 @@ impl Acc {
                     self.fsum = Some(self.fsum.unwrap_or(base) + v.to_f64().unwrap_or(0.0));
                 }
             },
+            AggFunc::GroupConcat => {}
             AggFunc::Min | AggFunc::Max => {
                 let replace = match &self.best {
                     None => true,
@@ -512,6 +569,8 @@ impl Acc {
                 }
             },
             AggFunc::Min | AggFunc::Max => self.best.clone().unwrap_or(Value::Null),
+            // Finished by `finish_concat` (it needs the call's clauses).
+            AggFunc::GroupConcat => Value::Null,
         }
     }
 }

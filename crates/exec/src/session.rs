@@ -1881,6 +1881,7 @@ fn expr_type(e: &Expr, def: &TableDef, sel: &SelectStmt) -> SqlType {
                     Some(SqlType::Decimal(s)) => SqlType::Decimal(s + 4),
                     _ => SqlType::Decimal(4),
                 },
+                AggFunc::GroupConcat => SqlType::Str,
                 AggFunc::Min | AggFunc::Max => arg_ty.unwrap_or(SqlType::Null),
             }
         }
@@ -2028,6 +2029,7 @@ fn virtual_expr_type(
                     Some(SqlType::Decimal(s)) => SqlType::Decimal(s + 4),
                     _ => SqlType::Decimal(4),
                 },
+                AggFunc::GroupConcat => SqlType::Str,
                 AggFunc::Min | AggFunc::Max => arg_ty.unwrap_or(SqlType::Null),
             }
         }

@@ -1543,6 +1543,16 @@ impl ExprScope for ExprCx<'_> {
     }
 
     fn special_function(&mut self, name: &str, f: &sp::Function) -> Result<Option<Expr>, SqlError> {
+        if name == "GROUP_CONCAT" {
+            if self.scope != Scope::Aggregate {
+                return Err(SqlError::coded(
+                    shoal_errors::ER_INVALID_GROUP_FUNC_USE,
+                    "Invalid use of group function",
+                ));
+            }
+            // The query engine's (this executor has no ordered, joined accumulator).
+            return Err(SqlError::Unsupported("GROUP_CONCAT here".into()));
+        }
         if let Some(func) = agg_func(name) {
             if self.scope != Scope::Aggregate {
                 return Err(SqlError::coded(

@@ -186,6 +186,8 @@ pub enum AggFunc {
     Min,
     /// MAX.
     Max,
+    /// GROUP_CONCAT: the group's non-NULL values as text, joined by a separator.
+    GroupConcat,
 }
 
 impl AggFunc {
@@ -197,6 +199,7 @@ impl AggFunc {
             "AVG" => AggFunc::Avg,
             "MIN" => AggFunc::Min,
             "MAX" => AggFunc::Max,
+            "GROUP_CONCAT" => AggFunc::GroupConcat,
             _ => return None,
         })
     }
@@ -214,6 +217,17 @@ pub struct Aggregate {
     pub arg: Option<Expr>,
     /// `DISTINCT` inside the call.
     pub distinct: bool,
+    /// GROUP_CONCAT's `ORDER BY` (expression, descending) and `SEPARATOR` (None: `,`).
+    pub concat: Option<Box<ConcatSpec>>,
+}
+
+/// GROUP_CONCAT's clauses.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConcatSpec {
+    /// `ORDER BY` inside the call: (expression, descending).
+    pub order: Vec<(Expr, bool)>,
+    /// `SEPARATOR 'x'`.
+    pub separator: String,
 }
 
 /// How a subquery is used.

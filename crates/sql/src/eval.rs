@@ -1601,6 +1601,7 @@ fn static_type_level(e: &Expr) -> SqlType {
                     SqlType::Decimal(s) => SqlType::Decimal(s + 4),
                     _ => SqlType::Double,
                 },
+                AggFunc::GroupConcat => SqlType::Str,
             }
         }
         _ => SqlType::Str,

@@ -5,8 +5,8 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use shoal_sql::ast::{
-    Aggregate, BinOp, CastType, Expr, JoinCond, JoinKind, Query, QueryBody, QueryItem, QuerySelect,
-    RecursiveCte, RowLock, Subquery, SubqueryKind, TableExpr,
+    Aggregate, BinOp, CastType, ConcatSpec, Expr, JoinCond, JoinKind, Query, QueryBody, QueryItem,
+    QuerySelect, RecursiveCte, RowLock, Subquery, SubqueryKind, TableExpr,
 };
 use shoal_sql::decimal::Decimal;
 use shoal_sql::eval::static_type;
@@ -79,6 +79,17 @@ fn map_level(
             func: a.func,
             arg: a.arg.as_ref().map(|x| m(x).map(|b| *b)).transpose()?,
             distinct: a.distinct,
+            concat: match &a.concat {
+                None => None,
+                Some(c) => Some(Box::new(ConcatSpec {
+                    order: c
+                        .order
+                        .iter()
+                        .map(|(x, d)| m(x).map(|b| (*b, *d)))
+                        .collect::<Result<_, _>>()?,
+                    separator: c.separator.clone(),
+                })),
+            },
         })),
         Expr::Subquery(s) => {
             let kind = match &s.kind {
@@ -1404,7 +1415,26 @@ impl Binder<'_> {
                         func: a.func,
                         arg: arg.clone(),
                         distinct: a.distinct,
+                        concat: None,
                     })));
+                    let concat = match &a.concat {
+                        None => None,
+                        Some(c) => {
+                            let mut order = Vec::new();
+                            for (x, desc) in &c.order {
+                                let inner = Clause {
+                                    name: "order clause",
+                                    aggs: false,
+                                    aliases: &[],
+                                };
+                                order.push((self.expr(x, &inner)?, *desc));
+                            }
+                            Some(Box::new(ConcatSpec {
+                                order,
+                                separator: c.separator.clone(),
+                            }))
+                        }
+                    };
                     let slot = self.alloc(ty, None);
                     self.aggs
                         .last_mut()
@@ -1414,6 +1444,7 @@ impl Binder<'_> {
                             arg,
                             distinct: a.distinct,
                             slot,
+                            concat,
                         });
                     Expr::Slot(slot)
                 }

@@ -192,6 +192,8 @@ pub(crate) struct BoundAgg {
     pub arg: Option<Expr>,
     pub distinct: bool,
     pub slot: usize,
+    /// GROUP_CONCAT's ORDER BY (bound) and separator.
+    pub concat: Option<Box<shoal_sql::ast::ConcatSpec>>,
 }
 
 /// The join tree of a SELECT block.

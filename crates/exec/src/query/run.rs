@@ -474,6 +474,20 @@ impl<'p, 'a> Runner<'p, 'a> {
                 }
             };
             for (ai, a) in s.aggs.iter().enumerate() {
+                if let Some(spec) = &a.concat {
+                    let v = match &a.arg {
+                        Some(e) => r.eval(e)?,
+                        None => Value::Null,
+                    };
+                    let Some(text) = v.to_text() else { continue };
+                    let mut keys = Vec::with_capacity(spec.order.len());
+                    for (k, _) in &spec.order {
+                        keys.push(r.eval(k)?);
+                    }
+                    r.mem.charge(text.len() + row_mem_size(&keys))?;
+                    groups[gi].1[ai].add_concat(text, keys);
+                    continue;
+                }
                 let v = match &a.arg {
                     None => Value::Int(1),
                     Some(Expr::Function(name, args)) if name == DISTINCT_TUPLE => {
@@ -503,7 +517,26 @@ impl<'p, 'a> Runner<'p, 'a> {
         for (snapshot, accs) in groups {
             self.frame[s.slots.clone()].clone_from_slice(&snapshot);
             for (a, acc) in s.aggs.iter().zip(&accs) {
-                self.frame[a.slot] = acc.finish(a.func, div);
+                self.frame[a.slot] = match &a.concat {
+                    None => acc.finish(a.func, div),
+                    Some(spec) => {
+                        let max_len = self
+                            .env
+                            .system_var(VarScope::Session, "group_concat_max_len")
+                            .ok()
+                            .and_then(|v| v.to_i128())
+                            .map_or(1024, |n| n.clamp(4, u32::MAX.into()) as usize);
+                        let desc: Vec<bool> = spec.order.iter().map(|(_, d)| *d).collect();
+                        let (v, cut) = acc.finish_concat(&desc, &spec.separator, max_len);
+                        if let Some(row) = cut {
+                            self.env.warn(
+                                shoal_errors::ER_CUT_VALUE_GROUP_CONCAT.code,
+                                format!("Row {row} was cut by GROUP_CONCAT()"),
+                            );
+                        }
+                        v
+                    }
+                };
             }
             if !self.holds(&s.having)? {
                 continue;

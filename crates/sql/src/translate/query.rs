@@ -100,6 +100,9 @@ impl ExprScope for QueryScope<'_, '_> {
         let Some(func) = AggFunc::of(name) else {
             return Ok(None);
         };
+        if func == AggFunc::GroupConcat {
+            return self.group_concat(f).map(Some);
+        }
         let (args, distinct, star) = call_args(f)?;
         let arg = if star {
             if func != AggFunc::Count || distinct {
@@ -123,7 +126,63 @@ impl ExprScope for QueryScope<'_, '_> {
             func,
             arg,
             distinct,
+            concat: None,
         }))))
+    }
+}
+
+impl QueryScope<'_, '_> {
+    /// `GROUP_CONCAT([DISTINCT] e, ... [ORDER BY e [ASC|DESC], ...] [SEPARATOR 's'])`: several
+    /// expressions are concatenated per row (CONCAT: NULL if one is, and the row is left out).
+    fn group_concat(&mut self, f: &sp::Function) -> Result<Expr, SqlError> {
+        let sp::FunctionArguments::List(l) = &f.args else {
+            return Err(SqlError::Syntax("GROUP_CONCAT".into()));
+        };
+        let distinct = matches!(
+            l.duplicate_treatment,
+            Some(sp::DuplicateTreatment::Distinct)
+        );
+        let mut args = Vec::new();
+        for a in &l.args {
+            match a {
+                sp::FunctionArg::Unnamed(sp::FunctionArgExpr::Expr(e)) => args.push(expr(self, e)?),
+                _ => return Err(SqlError::Syntax(format!("GROUP_CONCAT({a})"))),
+            }
+        }
+        let mut spec = ConcatSpec {
+            order: Vec::new(),
+            separator: ",".into(),
+        };
+        for c in &l.clauses {
+            match c {
+                sp::FunctionArgumentClause::OrderBy(obs) => {
+                    for o in obs {
+                        let desc = matches!(o.options.sort, Some(sp::OrderBySort::Desc));
+                        spec.order.push((expr(self, &o.expr)?, desc));
+                    }
+                }
+                sp::FunctionArgumentClause::Separator(v) => {
+                    spec.separator = match &v.value {
+                        sp::Value::SingleQuotedString(s) | sp::Value::DoubleQuotedString(s) => {
+                            s.clone()
+                        }
+                        other => return Err(SqlError::Syntax(format!("SEPARATOR {other}"))),
+                    }
+                }
+                other => return Err(unsupported(format!("GROUP_CONCAT {other}"))),
+            }
+        }
+        let arg = match args.len() {
+            0 => return Err(SqlError::Syntax("GROUP_CONCAT()".into())),
+            1 => args.pop(),
+            _ => Some(Expr::Function("CONCAT".into(), args)),
+        };
+        Ok(Expr::Aggregate(Box::new(Aggregate {
+            func: AggFunc::GroupConcat,
+            arg,
+            distinct,
+            concat: Some(Box::new(spec)),
+        })))
     }
 }
 

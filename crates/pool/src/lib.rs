@@ -344,6 +344,8 @@ mod stats;
 
 pub use crate::core::{Counters, Prio};
 pub use pool::{poll_readable, Pool};
+/// The contract types live in `shoal-sched`, shared with the session layer.
+pub use shoal_sched::{HighPrioMode, PrioHint, SessionPriority};
 pub use stats::{Adjustment, ConnState, GroupStats, Percentiles, PoolStats, QueueEntryInfo};
 
 use std::os::fd::RawFd;
@@ -362,43 +364,6 @@ pub enum Outcome {
     Yield,
     /// Close the connection ([`Handler::close`] with [`CloseReason::Handler`]).
     Close,
-}
-
-/// What the session holds after a command; decides priority and the lock-holder guarantee.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PrioHint {
-    /// The session is inside a transaction (what counts is the handler's call: the server also
-    /// counts an implicit one under `autocommit=0`).
-    pub in_transaction: bool,
-    /// The session holds row, table, metadata or user locks.
-    pub holds_locks: bool,
-    /// The session's own priority (MariaDB `thread_pool_priority`): `High`/`Low` pick the queue
-    /// outright, `Auto` applies the high-priority mode. Never affects `must_run`.
-    pub priority: SessionPriority,
-    /// The session's own `thread_pool_high_prio_mode` (Percona session scope); `None`: the
-    /// pool's global mode.
-    pub mode: Option<HighPrioMode>,
-    /// The session's own `thread_pool_high_prio_tickets`; `None`: the pool's global value.
-    pub tickets: Option<u64>,
-}
-
-/// A session's requested queue (MariaDB `thread_pool_priority`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum SessionPriority {
-    /// Decided by the high-priority mode and tickets (the default).
-    #[default]
-    Auto,
-    /// Always the high queue.
-    High,
-    /// Always the low queue (lock holders still get the lock-holder guarantee).
-    Low,
-}
-
-impl PrioHint {
-    /// Whether the session must always get a thread (see the crate doc).
-    pub fn must_run(self) -> bool {
-        self.in_transaction || self.holds_locks
-    }
 }
 
 /// Why [`Handler::close`] is called.
@@ -466,18 +431,6 @@ pub trait Handler: Send + Sync + 'static {
     fn timed_out(&self, conn: &mut Self::Conn);
     /// The connection leaves the pool (already removed from epoll): close the socket.
     fn close(&self, conn: Self::Conn, reason: CloseReason);
-}
-
-/// `thread_pool_high_prio_mode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum HighPrioMode {
-    /// High while in a transaction or holding locks, and tickets remain.
-    #[default]
-    Transactions,
-    /// Every statement is high.
-    Statements,
-    /// Nothing is high (except login, KILL and timeouts).
-    None,
 }
 
 /// Pool configuration. Everything but `max_size` can be changed live with the setters.

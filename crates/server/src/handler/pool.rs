@@ -84,11 +84,10 @@ use std::time::{Duration, Instant};
 
 use shoal_pool::{
     CloseReason, Config, Handler, HighPrioMode, Outcome, Pool, PoolError, PoolStats, PrioHint,
-    SessionPriority,
 };
 use shoal_session::hooks::VirtualTable;
 use shoal_session::vars::VarValue;
-use shoal_session::{Server, ThreadPoolPriority};
+use shoal_session::Server;
 use shoal_sql::value::Value;
 
 use crate::client::{self, shutdown_error, Client};
@@ -170,18 +169,7 @@ impl Handler for ServerHandler {
         if !c.is_authenticated() {
             return PrioHint::default();
         }
-        let h = c.backend().scheduling_hint();
-        PrioHint {
-            in_transaction: h.in_transaction,
-            holds_locks: h.holds_locks,
-            priority: match h.priority {
-                ThreadPoolPriority::High => SessionPriority::High,
-                ThreadPoolPriority::Low => SessionPriority::Low,
-                ThreadPoolPriority::Auto => SessionPriority::Auto,
-            },
-            mode: Some(prio_mode(h.high_prio_mode)),
-            tickets: Some(h.high_prio_tickets),
-        }
+        c.backend().scheduling_hint()
     }
 
     fn idle_deadline(&self, conn: &PoolConn) -> Option<Instant> {
@@ -238,13 +226,7 @@ fn var_u64(server: &Server, name: &str, default: u64) -> u64 {
 }
 
 fn prio_mode(s: &str) -> HighPrioMode {
-    if s.eq_ignore_ascii_case("statements") {
-        HighPrioMode::Statements
-    } else if s.eq_ignore_ascii_case("none") {
-        HighPrioMode::None
-    } else {
-        HighPrioMode::Transactions
-    }
+    HighPrioMode::from_name(s).unwrap_or_default()
 }
 
 /// The pool configuration the `thread_pool_*` variables describe.

@@ -26,7 +26,7 @@ use crate::core::{
     Settle,
 };
 use crate::stats::{Adjustment, ConnState, GroupStats, Percentiles, PoolStats, QueueEntryInfo};
-use crate::{CloseReason, Config, Handler, HighPrioMode, Outcome, PoolError, PrioHint};
+use crate::{CloseReason, Config, Handler, HighPrioMode, Knob, Outcome, PoolError, PrioHint};
 
 const SHARDS: usize = 16;
 const MAX_EVENTS: usize = 1024;
@@ -464,6 +464,30 @@ impl<H: Handler> Pool<H> {
     pub fn set_histograms(&self, on: bool) {
         self.shared.histograms.store(on, Ordering::SeqCst);
     }
+    /// Applies one setting of `config` to the running pool: the live setter of `knob` with the
+    /// value `config` holds for it (the server's `SET GLOBAL thread_pool_*`, through the table
+    /// in `shoal_sched::vars`). [`Knob::None`] changes nothing.
+    pub fn apply(&self, knob: Knob, config: &Config) -> Result<(), PoolError> {
+        match knob {
+            Knob::Size => return self.set_size(config.size),
+            Knob::Oversubscribe => self.set_oversubscribe(config.oversubscribe),
+            Knob::Adaptive => self.set_adaptive(config.adaptive),
+            Knob::StallLimit => return self.set_stall_limit(config.stall_limit),
+            Knob::MaxThreads => return self.set_max_threads(config.max_threads),
+            Knob::IdleTimeout => self.set_idle_timeout(config.idle_timeout),
+            Knob::PrioKickupTimer => self.set_prio_kickup_timer(config.prio_kickup_timer),
+            Knob::HighPrioMode => self.set_high_prio_mode(config.high_prio_mode),
+            Knob::HighPrioTickets => self.set_high_prio_tickets(config.high_prio_tickets),
+            Knob::DedicatedListener => self.set_dedicated_listener(config.dedicated_listener),
+            Knob::Linger => self.set_linger(config.linger),
+            Knob::LingerThreads => self.set_linger_threads(config.linger_threads),
+            Knob::WorkStealing => self.set_work_stealing(config.work_stealing),
+            Knob::Balance => self.set_balance(config.balance),
+            Knob::None => {}
+        }
+        Ok(())
+    }
+
     /// The current size.
     pub fn size(&self) -> usize {
         self.shared.size.load(Ordering::SeqCst)

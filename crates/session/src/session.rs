@@ -118,8 +118,10 @@ type Diag = (&'static str, u16, String);
 struct HotVars {
     generation: u64,
     priority: SessionPriority,
-    mode: HighPrioMode,
-    tickets: u64,
+    /// `None` when the variable is not defined: the pool's global mode applies.
+    mode: Option<HighPrioMode>,
+    /// `None` when the variable is not defined: the pool's global value applies.
+    tickets: Option<u64>,
     /// `wait_timeout`, or `interactive_timeout` for interactive clients.
     idle_timeout: Duration,
     autocommit: bool,
@@ -712,8 +714,8 @@ impl Session {
                 .as_ref()
                 .is_some_and(|ts| ts.holds_locks() || ts.holds_table_locks()),
             priority: c.priority,
-            mode: Some(c.mode),
-            tickets: Some(c.tickets),
+            mode: c.mode,
+            tickets: c.tickets,
         }
     }
 
@@ -739,8 +741,12 @@ impl Session {
         let c = HotVars {
             generation,
             priority: SessionPriority::from_name(&text("thread_pool_priority")).unwrap_or_default(),
-            mode: HighPrioMode::from_name(&text("thread_pool_high_prio_mode")).unwrap_or_default(),
-            tickets: self.var_u64("thread_pool_high_prio_tickets", u64::from(u32::MAX)),
+            mode: HighPrioMode::from_name(&text("thread_pool_high_prio_mode")),
+            tickets: self
+                .vars
+                .get(&self.server.vars, "thread_pool_high_prio_tickets")
+                .ok()
+                .map(|v| v.as_u64()),
             idle_timeout: Duration::from_secs(self.var_u64(idle_name, 28800)),
             autocommit: self
                 .vars

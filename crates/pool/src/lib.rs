@@ -326,6 +326,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! ## Where the code is
+//!
+//! [`core`]: the group state machine (every scheduling rule, plain data); [`adapt`]: the
+//! adaptive controller; `pool`: the side effects (the `Pool` handle, workers, listener), with
+//! the timer thread in `pool::timer` and work stealing and age balancing in `pool::balance`;
+//! `stats`: snapshots. The configuration and the `thread_pool_*` variable table are
+//! `shoal-sched`'s.
+//!
 //! ## Model checking
 //!
 //! The group state machine ([`core`]) is plain data. `model` holds loom models of it (run with

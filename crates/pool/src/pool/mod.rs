@@ -1,5 +1,8 @@
-//! The pool proper: groups, workers, listener, timer, connections (see the crate doc for the
+//! The pool proper: groups, workers, listener, connections (see the crate doc for the
 //! design; this module performs the side effects the decisions in [`crate::core`] ask for).
+//!
+//! The timer thread is [`timer`], balancing between groups (work stealing, age balancing) is
+//! [`balance`]; each adds methods to `Shared`, the state every pool thread shares.
 //!
 //! ## Lock order
 //!
@@ -27,6 +30,9 @@ use crate::core::{
 };
 use crate::stats::{Adjustment, ConnState, GroupStats, Percentiles, PoolStats, QueueEntryInfo};
 use crate::{CloseReason, Config, Handler, HighPrioMode, Knob, Outcome, PoolError, PrioHint};
+
+mod balance;
+mod timer;
 
 const SHARDS: usize = 16;
 const MAX_EVENTS: usize = 1024;
@@ -939,73 +945,6 @@ impl<H: Handler> Shared<H> {
         }
     }
 
-    /// Wakes one idle worker of another group to steal from `gid`.
-    ///
-    /// The caller holds `gid`'s lock, so the other groups can only be `try_lock`ed (blocking
-    /// here could deadlock against a waker of that group doing the same towards `gid`). A
-    /// `try_lock` that fails because the lock is briefly busy (its listener queueing events,
-    /// the timer, a worker finishing a command) is retried a bounded number of times: giving up
-    /// at once missed the thief and left the work to wait for the busy worker or the stall timer.
-    fn wake_thief(&self, gid: usize) {
-        let size = self.size.load(Ordering::SeqCst);
-        // A group whose lock stayed busy may have had an idle worker: the timer thread, which
-        // holds no group lock and may wait for one, retries at once (`retry_thieves`).
-        let mut busy = false;
-        for k in 1..size {
-            let v = (gid + k) % size;
-            let mut other = None;
-            for _ in 0..THIEF_LOCK_SPINS {
-                match self.groups[v].inner.try_lock() {
-                    Ok(g) => {
-                        other = Some(g);
-                        break;
-                    }
-                    Err(std::sync::TryLockError::Poisoned(p)) => {
-                        other = Some(p.into_inner());
-                        break;
-                    }
-                    Err(std::sync::TryLockError::WouldBlock) => std::hint::spin_loop(),
-                }
-            }
-            let Some(mut other) = other else {
-                busy = true;
-                continue;
-            };
-            if let Some(w) = other.core.idle.pop() {
-                other.core.active += 1;
-                other.core.counters.wakes += 1;
-                w.wake.store(WAKE_STEAL, Ordering::SeqCst);
-                w.cv.notify_one();
-                return;
-            }
-        }
-        if busy && gid < 64 {
-            self.thief_pending.fetch_or(1 << gid, Ordering::SeqCst);
-            let _g = lock(&self.timer_lock);
-            self.timer_cv.notify_all();
-        }
-    }
-
-    /// Takes an entry another group cannot start now (work stealing).
-    ///
-    /// The caller must hold NO group lock: each victim is locked in turn with a blocking lock,
-    /// one at a time, so no thread ever waits for a group lock while holding another (the
-    /// wakers, which do hold one, only `try_lock`). The first version `try_lock`ed the victim
-    /// while holding its own group's lock, and the victim's lock is typically still held by the
-    /// very waker that just woke the thief: under load the thief lost that race, found nothing,
-    /// went back to sleep and the work waited behind the victim's busy worker.
-    fn try_steal(&self, gid: usize, now: Instant) -> Option<(Entry<H::Conn>, Duration)> {
-        let size = self.size.load(Ordering::SeqCst);
-        for k in 1..size {
-            let v = (gid + k) % size;
-            let mut other = self.groups[v].lock();
-            if let Some(x) = other.core.steal(self.oversub(v), now) {
-                return Some(x);
-            }
-        }
-        None
-    }
-
     fn log_blocked(&self, gid: usize) {
         let mut last = lock(&self.last_blocked_log);
         let now = Instant::now();
@@ -1361,48 +1300,6 @@ impl<H: Handler> Shared<H> {
                     }
                 }
             }
-        }
-    }
-
-    /// Age balancing: the group whose next entry this worker of `gid` should take instead of
-    /// its own, and the stamp that entry must be no younger than. One other group is looked at
-    /// per dequeue, in turn, through its published `next_since` (no lock); only a worker that
-    /// may dequeue now and whose own group has work balances, so an idle group never pulls
-    /// (that is work stealing's job) and the caps still bound every group's concurrency.
-    fn balance_target(
-        &self,
-        gid: usize,
-        core: &GroupCore<Entry<H::Conn>, Arc<WorkerSlot>>,
-        slot: &WorkerSlot,
-    ) -> Option<(usize, Instant)> {
-        let margin = self.balance_us.load(Ordering::Relaxed);
-        let size = self.size.load(Ordering::Relaxed);
-        if margin == 0 || size < 2 || gid >= size || !core.may_dequeue(self.oversub(gid)) {
-            return None;
-        }
-        let own = core.next_since()?;
-        // The worker's own turn counter (it outlives `get_event` calls): 1..size-1 added to
-        // `gid`, so every other group gets looked at, not only the next one.
-        let turn = slot.balance_turn.fetch_add(1, Ordering::Relaxed);
-        let v = (gid + 1 + turn % (size - 1)) % size;
-        let theirs = self.groups[v].next_since.load(Ordering::Relaxed);
-        let own_stamp = self.stamp(own);
-        if theirs == 0 || theirs.saturating_add(margin) >= own_stamp {
-            return None;
-        }
-        Some((v, own.checked_sub(Duration::from_micros(margin))?))
-    }
-
-    /// µs since the pool's epoch, plus one (zero means "nothing queued").
-    fn stamp(&self, t: Instant) -> u64 {
-        us(t.saturating_duration_since(self.epoch)) + 1
-    }
-
-    /// Publishes group `gid`'s next entry for age balancing (a no-op while balancing is off).
-    fn publish_next(&self, gid: usize, core: &GroupCore<Entry<H::Conn>, Arc<WorkerSlot>>) {
-        if self.balance_us.load(Ordering::Relaxed) != 0 {
-            let v = core.next_since().map_or(0, |t| self.stamp(t));
-            self.groups[gid].next_since.store(v, Ordering::Relaxed);
         }
     }
 
@@ -1817,236 +1714,6 @@ impl<H: Handler> Shared<H> {
             }
         }
         Ok(())
-    }
-
-    fn timer_main(self: Arc<Self>) {
-        let mut events = Events::with_capacity(MAX_EVENTS.try_into().expect("non-zero"));
-        let mut next_tick = Instant::now() + self.stall_limit();
-        loop {
-            let woken = {
-                let g = lock(&self.timer_lock);
-                if self.is_shutdown() {
-                    return;
-                }
-                if self.thief_pending.load(Ordering::SeqCst) != 0 {
-                    true
-                } else {
-                    let wait = next_tick.saturating_duration_since(Instant::now());
-                    let (_g, r) = self
-                        .timer_cv
-                        .wait_timeout(g, wait)
-                        .unwrap_or_else(|e| e.into_inner());
-                    !r.timed_out()
-                }
-            };
-            if self.is_shutdown() {
-                return;
-            }
-            let pending = self.thief_pending.swap(0, Ordering::SeqCst);
-            if pending != 0 {
-                self.retry_thieves(pending);
-                if Instant::now() < next_tick {
-                    // Woken for thieves only: the tick keeps its time.
-                    continue;
-                }
-            } else if !woken && Instant::now() < next_tick {
-                continue; // a spurious wake-up
-            }
-            // The stall limit's time, or a wake-up by a stall-limit change (at once, as before).
-            self.tick(&mut events);
-            next_tick = Instant::now() + self.stall_limit();
-        }
-    }
-
-    /// Wakes a thief for each group in `pending` (see `thief_pending`) that still has work it
-    /// cannot start, taking each group's lock in turn with a blocking lock (the timer holds no
-    /// other group lock).
-    fn retry_thieves(&self, pending: u64) {
-        let size = self.size.load(Ordering::SeqCst);
-        for gid in 0..size.min(64) {
-            if pending & (1 << gid) == 0 {
-                continue;
-            }
-            if !self.groups[gid].lock().core.wants_thief(self.oversub(gid)) {
-                continue;
-            }
-            for k in 1..size {
-                let v = (gid + k) % size;
-                let mut other = self.groups[v].lock();
-                if let Some(w) = other.core.idle.pop() {
-                    other.core.active += 1;
-                    other.core.counters.wakes += 1;
-                    w.wake.store(WAKE_STEAL, Ordering::SeqCst);
-                    w.cv.notify_one();
-                    break;
-                }
-            }
-        }
-    }
-
-    /// One timer tick: kick-up, stalls, missing listeners, rescue polls, idle deadlines.
-    fn tick(self: &Arc<Self>, events: &mut Events) {
-        let kickup = Duration::from_micros(self.kickup_us.load(Ordering::Relaxed));
-        for gid in 0..self.groups.len() {
-            let group = &self.groups[gid];
-            let mut inner = group.lock();
-            let core = &mut inner.core;
-            if core.threads == 0 && core.connections == 0 && core.queued() == 0 {
-                continue;
-            }
-            core.kick_up(kickup, Instant::now());
-            let (stalled, missing) = core.tick();
-            let adaptive = gid < self.size.load(Ordering::Relaxed) && inner.adapt.is_some();
-            if adaptive {
-                self.adapt(group, &mut inner, Instant::now());
-            }
-            let core = &mut inner.core;
-            if stalled {
-                self.wake_or_create(gid, core, Reason::Stall);
-            } else if missing {
-                self.provide_listener(gid, core);
-            } else if self.stealing.load(Ordering::Relaxed) && core.wants_thief(self.oversub(gid)) {
-                // A steal lost to a race gets another chance every tick.
-                self.wake_thief(gid);
-            }
-            if adaptive && !stalled && !missing {
-                // A raised cap lets queued work start now, not at the next event.
-                self.after_queue(gid, core);
-            }
-            let rescue = !core.listener && core.connections > 0;
-            drop(inner);
-            if rescue {
-                self.rescue_poll(gid, events);
-            }
-        }
-        let now = Instant::now();
-        let mut idle = Vec::new();
-        for e in self.all_entries() {
-            let mut m = lock(&e.meta);
-            if m.deadline.is_some_and(|d| d <= now) && m.phase.claim() {
-                m.prio = Prio::High;
-                let (gid, must) = (m.group, m.must_run);
-                let mut inner = self.groups[gid].lock();
-                inner
-                    .core
-                    .push((e.clone(), Action::Timeout), Prio::High, must, now);
-                self.after_queue(gid, &mut inner.core);
-            } else if m.phase == Phase::Idle && m.registered && !m.writable {
-                drop(m);
-                idle.push(e);
-            } else {
-                m.suspect = None;
-            }
-        }
-        self.sweep(idle, now);
-    }
-
-    /// The safety net: finds idle connections whose socket is readable (input, end of file or
-    /// an error) although epoll never reported them, and queues them, counting
-    /// `recovered_events` and logging an error: every such event is a lost wake-up, a bug.
-    ///
-    /// One `poll(2)` over the sockets of every idle connection armed for readability. A
-    /// readable one is only a suspect: its report may be on its way (in the listener's hands,
-    /// or in the ready list of a listener about to wake up). It is recovered at a later tick
-    /// if it never left `Idle` meanwhile (a run clears the mark), is still readable, at least
-    /// [`RECOVER_AFTER`] passed, and its group's epoll was polled to completion twice since
-    /// the mark: the second of those polls began after the mark, when the input was already
-    /// there, so a report in the ready list would have been collected and claimed before the
-    /// count moved. The listener is notified at the mark, and again while the count lags, so
-    /// that an idle group's listener, asleep in `epoll_wait`, polls anyway.
-    fn sweep(self: &Arc<Self>, idle: Vec<Arc<ConnEntry<H::Conn>>>, now: Instant) {
-        if idle.is_empty() {
-            return;
-        }
-        let mut fds: Vec<libc::pollfd> = idle
-            .iter()
-            .map(|e| libc::pollfd {
-                fd: e.fd,
-                events: libc::POLLIN | libc::POLLRDHUP,
-                revents: 0,
-            })
-            .collect();
-        // SAFETY: a valid array of `fds.len()` pollfds; a zero timeout never blocks. An fd
-        // closed and reused meanwhile only misleads about a connection that is `Closed` by
-        // then, which the phase check below skips.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
-        if n < 0 {
-            return;
-        }
-        let mut notify = vec![false; self.groups.len()];
-        for (e, p) in idle.iter().zip(&fds) {
-            let mut m = lock(&e.meta);
-            let readable =
-                p.revents & (libc::POLLIN | libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0;
-            if !readable || m.phase != Phase::Idle || !m.registered || m.writable {
-                m.suspect = None;
-                continue;
-            }
-            let gid = m.group;
-            let polls = self.groups[gid].polls.load(Ordering::SeqCst);
-            match m.suspect {
-                None => {
-                    m.suspect = Some((polls, now));
-                    notify[gid] = true;
-                }
-                Some((seen, since))
-                    if polls >= seen + 2
-                        && now.saturating_duration_since(since) >= RECOVER_AFTER =>
-                {
-                    if !m.phase.claim() {
-                        continue;
-                    }
-                    m.suspect = None;
-                    let (prio, must, holder) = (m.prio, m.must_run, m.holder);
-                    tracing::error!(
-                        conn = e.id,
-                        group = gid,
-                        edge = m.edge,
-                        "thread pool: an idle connection's socket was readable but epoll never \
-                         reported it; queued by the safety net (Threadpool_recovered_events)"
-                    );
-                    let mut inner = self.groups[gid].lock();
-                    inner.core.counters.recovered_events += 1;
-                    inner.core.io_since_tick = true;
-                    inner
-                        .core
-                        .push_placed((e.clone(), Action::Event), prio, must, holder, now);
-                    self.after_queue(gid, &mut inner.core);
-                }
-                Some(_) => notify[gid] = true,
-            }
-        }
-        for (gid, n) in notify.into_iter().enumerate() {
-            if n {
-                if let Some(p) = self.groups[gid].poller.get() {
-                    let _ = p.notify();
-                }
-            }
-        }
-    }
-
-    /// A non-blocking poll of a group without a listener (see the lock-holder guarantee).
-    fn rescue_poll(self: &Arc<Self>, gid: usize, events: &mut Events) {
-        let Some(p) = self.groups[gid].poller.get() else {
-            return;
-        };
-        events.clear();
-        if p.wait(events, Some(Duration::ZERO)).is_err() {
-            return;
-        }
-        let claimed = self.claim(gid, events);
-        self.groups[gid].polls.fetch_add(1, Ordering::SeqCst);
-        let mut inner = self.groups[gid].lock();
-        inner.core.counters.polls_by_worker += 1;
-        if claimed.is_empty() {
-            return;
-        }
-        inner.core.io_since_tick = true;
-        let now = Instant::now();
-        for (e, p, m, h) in claimed {
-            inner.core.push_placed(e, p, m, h, now);
-        }
-        self.after_queue(gid, &mut inner.core);
     }
 
     fn stats(&self) -> PoolStats {

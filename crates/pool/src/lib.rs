@@ -326,6 +326,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! ## Where the code is
+//!
+//! [`core`]: the group state machine (every scheduling rule, plain data); [`adapt`]: the
+//! adaptive controller; `pool`: the side effects (the `Pool` handle, workers, listener), with
+//! the timer thread in `pool::timer` and work stealing and age balancing in `pool::balance`;
+//! `stats`: snapshots. The configuration and the `thread_pool_*` variable table are
+//! `shoal-sched`'s.
+//!
 //! ## Model checking
 //!
 //! The group state machine ([`core`]) is plain data. `model` holds loom models of it (run with
@@ -344,6 +352,10 @@ mod stats;
 
 pub use crate::core::{Counters, Prio};
 pub use pool::{poll_readable, Pool};
+/// The contract types and the configuration live in `shoal-sched`, shared with the session
+/// layer (which declares the `thread_pool_*` variables from its table).
+pub use shoal_sched::vars::Knob;
+pub use shoal_sched::{Config, HighPrioMode, PrioHint, SessionPriority};
 pub use stats::{Adjustment, ConnState, GroupStats, Percentiles, PoolStats, QueueEntryInfo};
 
 use std::os::fd::RawFd;
@@ -362,43 +374,6 @@ pub enum Outcome {
     Yield,
     /// Close the connection ([`Handler::close`] with [`CloseReason::Handler`]).
     Close,
-}
-
-/// What the session holds after a command; decides priority and the lock-holder guarantee.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PrioHint {
-    /// The session is inside a transaction (what counts is the handler's call: the server also
-    /// counts an implicit one under `autocommit=0`).
-    pub in_transaction: bool,
-    /// The session holds row, table, metadata or user locks.
-    pub holds_locks: bool,
-    /// The session's own priority (MariaDB `thread_pool_priority`): `High`/`Low` pick the queue
-    /// outright, `Auto` applies the high-priority mode. Never affects `must_run`.
-    pub priority: SessionPriority,
-    /// The session's own `thread_pool_high_prio_mode` (Percona session scope); `None`: the
-    /// pool's global mode.
-    pub mode: Option<HighPrioMode>,
-    /// The session's own `thread_pool_high_prio_tickets`; `None`: the pool's global value.
-    pub tickets: Option<u64>,
-}
-
-/// A session's requested queue (MariaDB `thread_pool_priority`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum SessionPriority {
-    /// Decided by the high-priority mode and tickets (the default).
-    #[default]
-    Auto,
-    /// Always the high queue.
-    High,
-    /// Always the low queue (lock holders still get the lock-holder guarantee).
-    Low,
-}
-
-impl PrioHint {
-    /// Whether the session must always get a thread (see the crate doc).
-    pub fn must_run(self) -> bool {
-        self.in_transaction || self.holds_locks
-    }
 }
 
 /// Why [`Handler::close`] is called.
@@ -466,96 +441,6 @@ pub trait Handler: Send + Sync + 'static {
     fn timed_out(&self, conn: &mut Self::Conn);
     /// The connection leaves the pool (already removed from epoll): close the socket.
     fn close(&self, conn: Self::Conn, reason: CloseReason);
-}
-
-/// `thread_pool_high_prio_mode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum HighPrioMode {
-    /// High while in a transaction or holding locks, and tickets remain.
-    #[default]
-    Transactions,
-    /// Every statement is high.
-    Statements,
-    /// Nothing is high (except login, KILL and timeouts).
-    None,
-}
-
-/// Pool configuration. Everything but `max_size` can be changed live with the setters.
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// `thread_pool_size`: number of active groups.
-    pub size: usize,
-    /// Groups allocated up front; the upper bound for live resizes (default max(size, 128)).
-    pub max_size: usize,
-    /// `thread_pool_oversubscribe`: cap on active workers per group is 1 + this (the starting
-    /// cap in adaptive mode).
-    pub oversubscribe: usize,
-    /// `thread_pool_adaptive`: each group's cap is set by its controller (see [`adapt`]).
-    pub adaptive: bool,
-    /// `thread_pool_stall_limit`: timer period.
-    pub stall_limit: Duration,
-    /// `thread_pool_max_threads`.
-    pub max_threads: usize,
-    /// `thread_pool_idle_timeout`: an idle worker exits after this.
-    pub idle_timeout: Duration,
-    /// `thread_pool_prio_kickup_timer`.
-    pub prio_kickup_timer: Duration,
-    /// `thread_pool_high_prio_mode`.
-    pub high_prio_mode: HighPrioMode,
-    /// `thread_pool_high_prio_tickets`.
-    pub high_prio_tickets: u64,
-    /// `thread_pool_dedicated_listener`.
-    pub dedicated_listener: bool,
-    /// Record queueing/execution time histograms.
-    pub histograms: bool,
-    /// Work stealing between groups (see the crate doc); off by default (classic behaviour).
-    pub work_stealing: bool,
-    /// How long a worker may linger on the connection it just ran, while nothing is queued in
-    /// its group (see the crate doc, "Lingering"); zero turns it off.
-    pub linger: Duration,
-    /// Most threads of one group that may linger at once (`thread_pool_linger_threads`); at
-    /// least 1. Lingering needs an empty queue, so under load nothing lingers whatever this
-    /// says; it bounds the extra threads lingering may keep at moderate concurrency.
-    pub linger_threads: usize,
-    /// Age balancing between busy groups (`thread_pool_balance_usec`; zero turns it off): a
-    /// worker about to take its own group's next entry takes another group's instead when that
-    /// one has been queued longer by more than this (see the crate doc, "Balancing").
-    pub balance: Duration,
-    /// Name prefix of pool threads.
-    pub thread_name: String,
-    /// Stack size of worker threads in bytes (`thread_stack`); `None`: Rust's default (2 MiB
-    /// unless `RUST_MIN_STACK` says otherwise). Fixed at start.
-    pub stack_size: Option<usize>,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Config {
-            size: cpus,
-            max_size: cpus.max(128),
-            // MariaDB's default is 3: slack for workers blocked where nothing reports it. Here
-            // every blocking point reports its wait (which frees the slot), and one more
-            // runnable worker per group only lengthens the execution tail
-            // (docs/perf-log/2026-12-01-session-9-seventh-pass.md).
-            oversubscribe: 2,
-            adaptive: false,
-            stall_limit: Duration::from_millis(500),
-            max_threads: 65536,
-            idle_timeout: Duration::from_secs(60),
-            prio_kickup_timer: Duration::from_millis(1000),
-            high_prio_mode: HighPrioMode::Transactions,
-            high_prio_tickets: u64::from(u32::MAX),
-            dedicated_listener: false,
-            histograms: true,
-            work_stealing: false,
-            linger: Duration::from_micros(2000),
-            balance: Duration::from_micros(2000),
-            linger_threads: 16,
-            thread_name: "shoal-pool".into(),
-            stack_size: None,
-        }
-    }
 }
 
 /// Errors of the pool API.

@@ -44,7 +44,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
-pub use session::{SchedulingHint, Session, ThreadPoolPriority};
+pub use session::Session;
 use shoal_sql::catalog::{Catalog, MemCatalog};
 use status::StatusCounters;
 use users::Account;

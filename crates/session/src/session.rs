@@ -45,6 +45,7 @@ use shoal_sql::value::{DateTime, SqlType, Value};
 use shoal_sql::{split_statements, SqlError};
 
 use shoal_exec::{ExecOutput, Isolation, Plan, TableSession};
+use shoal_sched::{HighPrioMode, PrioHint, SessionPriority};
 
 use crate::hooks::FlushFn;
 use crate::status::com_index;
@@ -108,34 +109,6 @@ const SQL_MODES: &[&str] = &[
 /// A diagnostic of the last statement: (level, code, message).
 type Diag = (&'static str, u16, String);
 
-/// A session's `thread_pool_priority`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ThreadPoolPriority {
-    /// Always the high queue.
-    High,
-    /// Always the low queue.
-    Low,
-    /// Decided by `thread_pool_high_prio_mode` and tickets.
-    Auto,
-}
-
-/// What the thread pool needs to know about a session after each command
-/// ([`Session::scheduling_hint`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SchedulingHint {
-    /// A transaction is open (BEGIN, or autocommit=0 after a statement).
-    pub in_transaction: bool,
-    /// The open transaction holds row locks.
-    pub holds_locks: bool,
-    /// The session's `thread_pool_priority`.
-    pub priority: ThreadPoolPriority,
-    /// The session's `thread_pool_high_prio_mode`, lower case
-    /// (`transactions` | `statements` | `none`).
-    pub high_prio_mode: &'static str,
-    /// The session's `thread_pool_high_prio_tickets`.
-    pub high_prio_tickets: u64,
-}
-
 /// The variables read on every statement or by the pool after every command, converted once
 /// per [`SessionVars::generation`] (that is, once per session `SET`). Looking them up by name
 /// each time (a hash of the name, a clone, for two of them a string conversion) cost a few
@@ -144,9 +117,11 @@ pub struct SchedulingHint {
 #[derive(Debug, Clone, Copy)]
 struct HotVars {
     generation: u64,
-    priority: ThreadPoolPriority,
-    mode: &'static str,
-    tickets: u64,
+    priority: SessionPriority,
+    /// `None` when the variable is not defined: the pool's global mode applies.
+    mode: Option<HighPrioMode>,
+    /// `None` when the variable is not defined: the pool's global value applies.
+    tickets: Option<u64>,
     /// `wait_timeout`, or `interactive_timeout` for interactive clients.
     idle_timeout: Duration,
     autocommit: bool,
@@ -724,13 +699,13 @@ impl Session {
     /// and row-lock state (the lock-holder guarantee) and its own `thread_pool_priority`,
     /// `thread_pool_high_prio_mode` and `thread_pool_high_prio_tickets` (session values: copied
     /// from the globals at connect, changed by SET SESSION; SET GLOBAL affects new sessions).
-    pub fn scheduling_hint(&self) -> SchedulingHint {
+    pub fn scheduling_hint(&self) -> PrioHint {
         let in_transaction = match &self.table {
             Some(ts) => ts.in_transaction(),
             None => self.in_transaction,
         };
         let c = self.hot();
-        SchedulingHint {
+        PrioHint {
             in_transaction,
             // Row locks live in the table engine's transaction; with autocommit=0 a locking
             // read opens one implicitly and it counts exactly like BEGIN.
@@ -741,8 +716,8 @@ impl Session {
                 .as_ref()
                 .is_some_and(|ts| ts.holds_locks() || ts.holds_table_locks()),
             priority: c.priority,
-            high_prio_mode: c.mode,
-            high_prio_tickets: c.tickets,
+            mode: c.mode,
+            tickets: c.tickets,
         }
     }
 
@@ -767,17 +742,13 @@ impl Session {
         };
         let c = HotVars {
             generation,
-            priority: match text("thread_pool_priority").as_str() {
-                "high" => ThreadPoolPriority::High,
-                "low" => ThreadPoolPriority::Low,
-                _ => ThreadPoolPriority::Auto,
-            },
-            mode: match text("thread_pool_high_prio_mode").as_str() {
-                "statements" => "statements",
-                "none" => "none",
-                _ => "transactions",
-            },
-            tickets: self.var_u64("thread_pool_high_prio_tickets", u64::from(u32::MAX)),
+            priority: SessionPriority::from_name(&text("thread_pool_priority")).unwrap_or_default(),
+            mode: HighPrioMode::from_name(&text("thread_pool_high_prio_mode")),
+            tickets: self
+                .vars
+                .get(&self.server.vars, "thread_pool_high_prio_tickets")
+                .ok()
+                .map(|v| v.as_u64()),
             idle_timeout: Duration::from_secs(self.var_u64(idle_name, 28800)),
             autocommit: self
                 .vars

@@ -855,7 +855,7 @@ fn table_server(tag: &str) -> (Arc<Server>, std::path::PathBuf) {
 /// `thread_pool_priority` / `high_prio_mode` / `high_prio_tickets`.
 #[test]
 fn scheduling_hint_reports_row_locks_and_pool_priority() {
-    use crate::session::ThreadPoolPriority;
+    use shoal_sched::{HighPrioMode, SessionPriority};
     let (server, dir) = table_server("hint");
     let (mut s, _) = root(&server);
     for sql in [
@@ -868,9 +868,9 @@ fn scheduling_hint_reports_row_locks_and_pool_priority() {
     }
     let h = s.scheduling_hint();
     assert!(!h.in_transaction && !h.holds_locks, "{h:?}");
-    assert_eq!(h.priority, ThreadPoolPriority::Auto);
-    assert_eq!(h.high_prio_mode, "transactions");
-    assert_eq!(h.high_prio_tickets, u64::from(u32::MAX));
+    assert_eq!(h.priority, SessionPriority::Auto);
+    assert_eq!(h.mode, Some(HighPrioMode::Transactions));
+    assert_eq!(h.tickets, Some(u64::from(u32::MAX)));
     one(&mut s, "BEGIN");
     let h = s.scheduling_hint();
     assert!(h.in_transaction && !h.holds_locks, "{h:?}");
@@ -894,12 +894,12 @@ fn scheduling_hint_reports_row_locks_and_pool_priority() {
     one(&mut s, "SET SESSION thread_pool_high_prio_tickets = 3");
     one(&mut s, "SET GLOBAL thread_pool_priority = 'low'");
     let h = s.scheduling_hint();
-    assert_eq!(h.priority, ThreadPoolPriority::High);
-    assert_eq!(h.high_prio_mode, "none");
-    assert_eq!(h.high_prio_tickets, 3);
-    assert_eq!(other.scheduling_hint().priority, ThreadPoolPriority::Auto);
+    assert_eq!(h.priority, SessionPriority::High);
+    assert_eq!(h.mode, Some(HighPrioMode::None));
+    assert_eq!(h.tickets, Some(3));
+    assert_eq!(other.scheduling_hint().priority, SessionPriority::Auto);
     let (mut newer, _) = root(&server);
-    assert_eq!(newer.scheduling_hint().priority, ThreadPoolPriority::Low);
+    assert_eq!(newer.scheduling_hint().priority, SessionPriority::Low);
     newer.disconnect();
     assert_eq!(
         one(&mut s, "SET SESSION thread_pool_priority = 'bogus'"),

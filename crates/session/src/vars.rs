@@ -226,12 +226,6 @@ const ISOLATION: &[&str] = &[
 /// Default `sql_mode` (MySQL 8.0).
 pub const DEFAULT_SQL_MODE: &str = "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION";
 
-fn cpus() -> u64 {
-    std::thread::available_parallelism()
-        .map(|n| n.get() as u64)
-        .unwrap_or(1)
-}
-
 /// The machine's host name (`hostname` variable; the generated TLS certificate names it).
 pub fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -262,7 +256,7 @@ fn defs() -> Vec<VarDef> {
         default,
     };
     const U32MAX: u64 = u32::MAX as u64;
-    vec![
+    let mut defs = vec![
         d("version", Str, Global, false, s(VERSION)),
         d("version_comment", Str, Global, false, s(VERSION_COMMENT)),
         d("version_compile_os", Str, Global, false, s("Linux")),
@@ -415,30 +409,7 @@ fn defs() -> Vec<VarDef> {
         d("innodb_version", Str, Global, false, s("8.0.36")),
         d("innodb_log_file_size", u(1048576, u64::MAX), Global, false, V::UInt(50331648)),
         d("innodb_strict_mode", Bool, Both, true, V::Bool(true)),
-        d("thread_pool_size", u(1, 100000), Global, true, V::UInt(cpus())),
-        // 2, not MariaDB's 3: see docs/OPERATIONS.md (every blocking point reports its wait).
-        d("thread_pool_oversubscribe", u(1, 1000), Global, true, V::UInt(2)),
         // shoal: each group's concurrency cap set by its own controller (docs/OPERATIONS.md).
-        d("thread_pool_adaptive", Bool, Global, true, V::Bool(false)),
-        d("thread_pool_stall_limit", u(1, U32MAX), Global, true, V::UInt(500)),
-        d("thread_pool_max_threads", u(1, 65536), Global, true, V::UInt(65536)),
-        d("thread_pool_idle_timeout", u(1, U32MAX), Global, true, V::UInt(60)),
-        d("thread_pool_prio_kickup_timer", u(0, U32MAX), Global, true, V::UInt(1000)),
-        d(
-            "thread_pool_high_prio_mode",
-            Enum(&["transactions", "statements", "none"]),
-            Both,
-            true,
-            s("transactions"),
-        ),
-        d("thread_pool_high_prio_tickets", u(0, U32MAX), Both, true, V::UInt(U32MAX)),
-        d("thread_pool_dedicated_listener", Bool, Global, true, V::Bool(false)),
-        d("thread_pool_linger_usec", u(0, 60_000_000), Global, true, V::UInt(2000)),
-        d("thread_pool_linger_threads", u(1, 65536), Global, true, V::UInt(16)),
-        d("thread_pool_work_stealing", Bool, Global, true, V::Bool(false)),
-        d("thread_pool_balance_usec", u(0, 60_000_000), Global, true, V::UInt(2000)),
-        d("thread_pool_exact_stats", Bool, Global, false, V::Bool(true)),
-        d("thread_pool_priority", Enum(&["high", "low", "auto"]), Both, true, s("auto")),
         d("timestamp", Double { min: 0.0, max: 2147483647.0 }, Session, true, V::Double(0.0)),
         d("last_insert_id", u(0, u64::MAX), Session, true, V::UInt(0)),
         d("insert_id", u(0, u64::MAX), Session, true, V::UInt(0)),
@@ -456,7 +427,50 @@ fn defs() -> Vec<VarDef> {
         d("max_join_size", u(1, u64::MAX), Both, true, V::UInt(u64::MAX)),
         d("group_concat_max_len", u(4, u64::MAX), Both, true, V::UInt(1024)),
         d("old_passwords", u(0, 2), Both, true, V::UInt(0)),
-    ]
+    ];
+    // The thread pool's variables: one table, defaults from the pool's `Config::default()`.
+    defs.extend(shoal_sched::vars::VARIABLES.iter().map(pool_def));
+    defs
+}
+
+/// The definition of one of the thread pool's variables ([`shoal_sched::vars`]).
+fn pool_def(v: &shoal_sched::vars::Var) -> VarDef {
+    use shoal_sched::vars::{Domain, Scope as PoolScope};
+    VarDef {
+        name: v.name,
+        ty: match v.domain {
+            Domain::Bool => VarType::Bool,
+            Domain::UInt { min, max } => VarType::UInt { min, max },
+            Domain::Enum(words) => VarType::Enum(words),
+        },
+        scope: match v.scope {
+            PoolScope::Global => Scope::Global,
+            PoolScope::Both => Scope::Both,
+        },
+        dynamic: v.dynamic,
+        default: from_pool_value(v.default_value()),
+    }
+}
+
+/// A pool table value as a stored variable value.
+pub fn from_pool_value(v: shoal_sched::vars::Value) -> VarValue {
+    use shoal_sched::vars::Value;
+    match v {
+        Value::Bool(b) => VarValue::Bool(b),
+        Value::UInt(n) => VarValue::UInt(n),
+        Value::Word(w) => VarValue::Str(w),
+    }
+}
+
+/// A stored value of one of the pool's variables in the pool table's terms (what its
+/// [`shoal_sched::vars::Var::set`] takes).
+pub fn to_pool_value(v: &VarValue) -> shoal_sched::vars::Value {
+    use shoal_sched::vars::Value;
+    match v {
+        VarValue::Bool(b) => Value::Bool(*b),
+        VarValue::Str(s) => Value::Word(s.clone()),
+        other => Value::UInt(other.as_u64()),
+    }
 }
 
 fn canonical_name(name: &str) -> String {
@@ -974,5 +988,45 @@ mod tests {
         let seen = seen.lock().unwrap_or_else(PoisonError::into_inner);
         assert_eq!(seen.len(), 3);
         assert_eq!(seen[2], ("thread_pool_size".to_string(), VarValue::UInt(7)));
+    }
+
+    /// The pool's variables come from its table: every entry is defined with the table's
+    /// domain and scope, and its default is what the pool's `Config::default()` holds.
+    #[test]
+    fn pool_variables_come_from_the_pool_table() {
+        let v = Vars::new();
+        let config = shoal_sched::Config::default();
+        for p in shoal_sched::vars::VARIABLES {
+            let d = v.def(p.name).expect(p.name);
+            assert_eq!(d.dynamic, p.dynamic, "{}", p.name);
+            assert_eq!(
+                v.get(p.name),
+                from_pool_value((p.get)(&config)),
+                "{}",
+                p.name
+            );
+            assert_eq!(
+                to_pool_value(&v.get(p.name)),
+                p.default_value(),
+                "{}",
+                p.name
+            );
+        }
+        let defined = v
+            .all()
+            .iter()
+            .filter(|d| d.name.starts_with("thread_pool_"))
+            .count();
+        assert_eq!(defined, shoal_sched::vars::VARIABLES.len());
+        // Values outside the table's domain are refused as for any variable.
+        assert!(v
+            .set_global("thread_pool_oversubscribe", &SetValue::Int(0))
+            .is_err());
+        assert!(v
+            .set_global("thread_pool_high_prio_mode", &SetValue::Str("bogus".into()))
+            .is_err());
+        assert!(v
+            .set_global("thread_pool_exact_stats", &SetValue::Int(0))
+            .is_err());
     }
 }

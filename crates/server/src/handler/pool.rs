@@ -66,7 +66,8 @@
 //!
 //! # Configuration and observability
 //!
-//! [`PoolHandling::start`] builds the pool [`Config`] from the `thread_pool_*` variables and
+//! [`PoolHandling::start`] builds the pool [`Config`] from the `thread_pool_*` variables (the
+//! table `shoal_sched::vars::VARIABLES`: [`config_from_server`]) and
 //! subscribes to SET GLOBAL of each (live: size, oversubscribe, adaptive, stall limit, max threads, idle
 //! timeout, kick-up timer, priority mode and tickets, dedicated listener, linger, work stealing).
 //! It registers a SHOW
@@ -82,13 +83,11 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use shoal_pool::{
-    CloseReason, Config, Handler, HighPrioMode, Outcome, Pool, PoolError, PoolStats, PrioHint,
-    SessionPriority,
-};
+use shoal_pool::{CloseReason, Config, Handler, Outcome, Pool, PoolError, PoolStats, PrioHint};
+use shoal_sched::vars::VARIABLES;
 use shoal_session::hooks::VirtualTable;
-use shoal_session::vars::VarValue;
-use shoal_session::{Server, ThreadPoolPriority};
+use shoal_session::vars::{to_pool_value, VarValue};
+use shoal_session::Server;
 use shoal_sql::value::Value;
 
 use crate::client::{self, shutdown_error, Client};
@@ -170,18 +169,7 @@ impl Handler for ServerHandler {
         if !c.is_authenticated() {
             return PrioHint::default();
         }
-        let h = c.backend().scheduling_hint();
-        PrioHint {
-            in_transaction: h.in_transaction,
-            holds_locks: h.holds_locks,
-            priority: match h.priority {
-                ThreadPoolPriority::High => SessionPriority::High,
-                ThreadPoolPriority::Low => SessionPriority::Low,
-                ThreadPoolPriority::Auto => SessionPriority::Auto,
-            },
-            mode: Some(prio_mode(h.high_prio_mode)),
-            tickets: Some(h.high_prio_tickets),
-        }
+        c.backend().scheduling_hint()
     }
 
     fn idle_deadline(&self, conn: &PoolConn) -> Option<Instant> {
@@ -230,133 +218,29 @@ pub struct PoolHandling {
     server: Arc<Server>,
 }
 
-fn var_u64(server: &Server, name: &str, default: u64) -> u64 {
-    server
-        .variable_value(name)
-        .map(|v| v.as_u64())
-        .unwrap_or(default)
-}
-
-fn prio_mode(s: &str) -> HighPrioMode {
-    if s.eq_ignore_ascii_case("statements") {
-        HighPrioMode::Statements
-    } else if s.eq_ignore_ascii_case("none") {
-        HighPrioMode::None
-    } else {
-        HighPrioMode::Transactions
-    }
-}
-
-/// The pool configuration the `thread_pool_*` variables describe.
+/// The pool configuration the `thread_pool_*` variables describe: `Config::default()` with
+/// each variable of the pool's table ([`shoal_sched::vars::VARIABLES`]) written into it.
 pub fn config_from_server(server: &Server) -> Config {
-    let d = Config::default();
-    let size = var_u64(server, "thread_pool_size", d.size as u64).max(1) as usize;
-    Config {
-        size,
-        max_size: size.max(d.max_size),
-        oversubscribe: var_u64(server, "thread_pool_oversubscribe", d.oversubscribe as u64)
-            as usize,
-        adaptive: server
-            .variable_value("thread_pool_adaptive")
-            .map(|v| v.as_bool())
-            .unwrap_or(false),
-        stall_limit: Duration::from_millis(var_u64(server, "thread_pool_stall_limit", 500).max(1)),
-        max_threads: var_u64(server, "thread_pool_max_threads", d.max_threads as u64).max(1)
-            as usize,
-        idle_timeout: Duration::from_secs(var_u64(server, "thread_pool_idle_timeout", 60)),
-        prio_kickup_timer: Duration::from_millis(var_u64(
-            server,
-            "thread_pool_prio_kickup_timer",
-            1000,
-        )),
-        high_prio_mode: prio_mode(
-            &server
-                .variable("thread_pool_high_prio_mode")
-                .unwrap_or_default(),
-        ),
-        high_prio_tickets: var_u64(server, "thread_pool_high_prio_tickets", d.high_prio_tickets),
-        dedicated_listener: server
-            .variable_value("thread_pool_dedicated_listener")
-            .map(|v| v.as_bool())
-            .unwrap_or(false),
-        histograms: true,
-        work_stealing: server
-            .variable_value("thread_pool_work_stealing")
-            .map(|v| v.as_bool())
-            .unwrap_or(false),
-        linger: Duration::from_micros(var_u64(
-            server,
-            "thread_pool_linger_usec",
-            d.linger.as_micros() as u64,
-        )),
-        linger_threads: var_u64(
-            server,
-            "thread_pool_linger_threads",
-            d.linger_threads as u64,
-        ) as usize,
-        balance: Duration::from_micros(var_u64(
-            server,
-            "thread_pool_balance_usec",
-            d.balance.as_micros() as u64,
-        )),
-        thread_name: "shoal-pool".into(),
-        stack_size: Some(server.thread_stack()),
+    let mut config = Config::default();
+    for var in VARIABLES {
+        if let Some(v) = server.variable_value(var.name) {
+            (var.set)(&mut config, &to_pool_value(&v));
+        }
     }
+    config.stack_size = Some(server.thread_stack());
+    config
 }
 
-/// Applies one SET GLOBAL to the pool (ignores other variables).
+/// Applies one SET GLOBAL to the pool (ignores other variables): the new value is written
+/// into the running pool's configuration by the table's setter, and the pool applies the
+/// variable's knob.
 fn apply_variable(pool: &Pool<ServerHandler>, name: &str, v: &VarValue) {
-    let res = match name.to_ascii_lowercase().as_str() {
-        "thread_pool_size" => pool.set_size(v.as_u64() as usize),
-        "thread_pool_oversubscribe" => {
-            pool.set_oversubscribe(v.as_u64() as usize);
-            Ok(())
-        }
-        "thread_pool_adaptive" => {
-            pool.set_adaptive(v.as_bool());
-            Ok(())
-        }
-        "thread_pool_stall_limit" => pool.set_stall_limit(Duration::from_millis(v.as_u64().max(1))),
-        "thread_pool_max_threads" => pool.set_max_threads(v.as_u64().max(1) as usize),
-        "thread_pool_idle_timeout" => {
-            pool.set_idle_timeout(Duration::from_secs(v.as_u64()));
-            Ok(())
-        }
-        "thread_pool_prio_kickup_timer" => {
-            pool.set_prio_kickup_timer(Duration::from_millis(v.as_u64()));
-            Ok(())
-        }
-        "thread_pool_high_prio_mode" => {
-            pool.set_high_prio_mode(prio_mode(&v.as_string()));
-            Ok(())
-        }
-        "thread_pool_high_prio_tickets" => {
-            pool.set_high_prio_tickets(v.as_u64());
-            Ok(())
-        }
-        "thread_pool_dedicated_listener" => {
-            pool.set_dedicated_listener(v.as_bool());
-            Ok(())
-        }
-        "thread_pool_work_stealing" => {
-            pool.set_work_stealing(v.as_bool());
-            Ok(())
-        }
-        "thread_pool_linger_usec" => {
-            pool.set_linger(Duration::from_micros(v.as_u64()));
-            Ok(())
-        }
-        "thread_pool_linger_threads" => {
-            pool.set_linger_threads(v.as_u64() as usize);
-            Ok(())
-        }
-        "thread_pool_balance_usec" => {
-            pool.set_balance(Duration::from_micros(v.as_u64()));
-            Ok(())
-        }
-        _ => Ok(()),
+    let Some(var) = shoal_sched::vars::find(&name.to_ascii_lowercase()) else {
+        return;
     };
-    if let Err(e) = res {
+    let mut config = pool.config();
+    (var.set)(&mut config, &to_pool_value(v));
+    if let Err(e) = pool.apply(var.knob, &config) {
         tracing::warn!("SET GLOBAL {name}: the thread pool did not apply it: {e}");
     }
 }

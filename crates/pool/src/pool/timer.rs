@@ -1,0 +1,253 @@
+//! The timer thread: the pool's safety net, one thread for every group.
+//!
+//! It sleeps on `Shared::timer_cv` until the next tick (`thread_pool_stall_limit`) or until a
+//! thief is pending (`Shared::thief_pending`: `wake_thief` could not take a victim's lock
+//! without waiting, so the timer retries it at once, holding no group lock). At each tick
+//! (`tick`) it walks every active group under its lock and lets the state machine
+//! (`GroupCore::tick`) decide: a group whose queue did not move for a whole tick is stalled
+//! and gets another worker (woken or created), old low-priority entries are kicked up to the
+//! high queue, the adaptive controller judges the last interval, and a group whose every thread
+//! is blocked while work may be waiting in epoll is polled by the timer itself (`rescue_poll`),
+//! which is what keeps an idle lock holder's COMMIT readable when `thread_pool_max_threads`
+//! refuses a thread. Outside the group locks it then sweeps the connections (`sweep`): idle
+//! ones past their deadline are queued HIGH and timed out, and an idle connection found
+//! readable twice a second apart (`RECOVER_AFTER`) had its readiness report lost: it is queued
+//! and counted in `Threadpool_recovered_events`.
+//!
+//! Nothing here decides on its own: every rule is a method of `crate::core::GroupCore`; this
+//! module only schedules when the rules run and performs the side effects they ask for.
+
+use super::*;
+
+impl<H: Handler> Shared<H> {
+    /// The timer thread: ticks every `thread_pool_stall_limit`, and retries thieves at once.
+    pub(super) fn timer_main(self: Arc<Self>) {
+        let mut events = Events::with_capacity(MAX_EVENTS.try_into().expect("non-zero"));
+        let mut next_tick = Instant::now() + self.stall_limit();
+        loop {
+            let woken = {
+                let g = lock(&self.timer_lock);
+                if self.is_shutdown() {
+                    return;
+                }
+                if self.thief_pending.load(Ordering::SeqCst) != 0 {
+                    true
+                } else {
+                    let wait = next_tick.saturating_duration_since(Instant::now());
+                    let (_g, r) = self
+                        .timer_cv
+                        .wait_timeout(g, wait)
+                        .unwrap_or_else(|e| e.into_inner());
+                    !r.timed_out()
+                }
+            };
+            if self.is_shutdown() {
+                return;
+            }
+            let pending = self.thief_pending.swap(0, Ordering::SeqCst);
+            if pending != 0 {
+                self.retry_thieves(pending);
+                if Instant::now() < next_tick {
+                    // Woken for thieves only: the tick keeps its time.
+                    continue;
+                }
+            } else if !woken && Instant::now() < next_tick {
+                continue; // a spurious wake-up
+            }
+            // The stall limit's time, or a wake-up by a stall-limit change (at once, as before).
+            self.tick(&mut events);
+            next_tick = Instant::now() + self.stall_limit();
+        }
+    }
+
+    /// Wakes a thief for each group in `pending` (see `thief_pending`) that still has work it
+    /// cannot start, taking each group's lock in turn with a blocking lock (the timer holds no
+    /// other group lock).
+    fn retry_thieves(&self, pending: u64) {
+        let size = self.size.load(Ordering::SeqCst);
+        for gid in 0..size.min(64) {
+            if pending & (1 << gid) == 0 {
+                continue;
+            }
+            if !self.groups[gid].lock().core.wants_thief(self.oversub(gid)) {
+                continue;
+            }
+            for k in 1..size {
+                let v = (gid + k) % size;
+                let mut other = self.groups[v].lock();
+                if let Some(w) = other.core.idle.pop() {
+                    other.core.active += 1;
+                    other.core.counters.wakes += 1;
+                    w.wake.store(WAKE_STEAL, Ordering::SeqCst);
+                    w.cv.notify_one();
+                    break;
+                }
+            }
+        }
+    }
+
+    /// One timer tick: kick-up, stalls, missing listeners, rescue polls, idle deadlines.
+    fn tick(self: &Arc<Self>, events: &mut Events) {
+        let kickup = Duration::from_micros(self.kickup_us.load(Ordering::Relaxed));
+        for gid in 0..self.groups.len() {
+            let group = &self.groups[gid];
+            let mut inner = group.lock();
+            let core = &mut inner.core;
+            if core.threads == 0 && core.connections == 0 && core.queued() == 0 {
+                continue;
+            }
+            core.kick_up(kickup, Instant::now());
+            let (stalled, missing) = core.tick();
+            let adaptive = gid < self.size.load(Ordering::Relaxed) && inner.adapt.is_some();
+            if adaptive {
+                self.adapt(group, &mut inner, Instant::now());
+            }
+            let core = &mut inner.core;
+            if stalled {
+                self.wake_or_create(gid, core, Reason::Stall);
+            } else if missing {
+                self.provide_listener(gid, core);
+            } else if self.stealing.load(Ordering::Relaxed) && core.wants_thief(self.oversub(gid)) {
+                // A steal lost to a race gets another chance every tick.
+                self.wake_thief(gid);
+            }
+            if adaptive && !stalled && !missing {
+                // A raised cap lets queued work start now, not at the next event.
+                self.after_queue(gid, core);
+            }
+            let rescue = !core.listener && core.connections > 0;
+            drop(inner);
+            if rescue {
+                self.rescue_poll(gid, events);
+            }
+        }
+        let now = Instant::now();
+        let mut idle = Vec::new();
+        for e in self.all_entries() {
+            let mut m = lock(&e.meta);
+            if m.deadline.is_some_and(|d| d <= now) && m.phase.claim() {
+                m.prio = Prio::High;
+                let (gid, must) = (m.group, m.must_run);
+                let mut inner = self.groups[gid].lock();
+                inner
+                    .core
+                    .push((e.clone(), Action::Timeout), Prio::High, must, now);
+                self.after_queue(gid, &mut inner.core);
+            } else if m.phase == Phase::Idle && m.registered && !m.writable {
+                drop(m);
+                idle.push(e);
+            } else {
+                m.suspect = None;
+            }
+        }
+        self.sweep(idle, now);
+    }
+
+    /// The safety net: finds idle connections whose socket is readable (input, end of file or
+    /// an error) although epoll never reported them, and queues them, counting
+    /// `recovered_events` and logging an error: every such event is a lost wake-up, a bug.
+    ///
+    /// One `poll(2)` over the sockets of every idle connection armed for readability. A
+    /// readable one is only a suspect: its report may be on its way (in the listener's hands,
+    /// or in the ready list of a listener about to wake up). It is recovered at a later tick
+    /// if it never left `Idle` meanwhile (a run clears the mark), is still readable, at least
+    /// [`RECOVER_AFTER`] passed, and its group's epoll was polled to completion twice since
+    /// the mark: the second of those polls began after the mark, when the input was already
+    /// there, so a report in the ready list would have been collected and claimed before the
+    /// count moved. The listener is notified at the mark, and again while the count lags, so
+    /// that an idle group's listener, asleep in `epoll_wait`, polls anyway.
+    fn sweep(self: &Arc<Self>, idle: Vec<Arc<ConnEntry<H::Conn>>>, now: Instant) {
+        if idle.is_empty() {
+            return;
+        }
+        let mut fds: Vec<libc::pollfd> = idle
+            .iter()
+            .map(|e| libc::pollfd {
+                fd: e.fd,
+                events: libc::POLLIN | libc::POLLRDHUP,
+                revents: 0,
+            })
+            .collect();
+        // SAFETY: a valid array of `fds.len()` pollfds; a zero timeout never blocks. An fd
+        // closed and reused meanwhile only misleads about a connection that is `Closed` by
+        // then, which the phase check below skips.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
+        if n < 0 {
+            return;
+        }
+        let mut notify = vec![false; self.groups.len()];
+        for (e, p) in idle.iter().zip(&fds) {
+            let mut m = lock(&e.meta);
+            let readable =
+                p.revents & (libc::POLLIN | libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0;
+            if !readable || m.phase != Phase::Idle || !m.registered || m.writable {
+                m.suspect = None;
+                continue;
+            }
+            let gid = m.group;
+            let polls = self.groups[gid].polls.load(Ordering::SeqCst);
+            match m.suspect {
+                None => {
+                    m.suspect = Some((polls, now));
+                    notify[gid] = true;
+                }
+                Some((seen, since))
+                    if polls >= seen + 2
+                        && now.saturating_duration_since(since) >= RECOVER_AFTER =>
+                {
+                    if !m.phase.claim() {
+                        continue;
+                    }
+                    m.suspect = None;
+                    let (prio, must, holder) = (m.prio, m.must_run, m.holder);
+                    tracing::error!(
+                        conn = e.id,
+                        group = gid,
+                        edge = m.edge,
+                        "thread pool: an idle connection's socket was readable but epoll never \
+                         reported it; queued by the safety net (Threadpool_recovered_events)"
+                    );
+                    let mut inner = self.groups[gid].lock();
+                    inner.core.counters.recovered_events += 1;
+                    inner.core.io_since_tick = true;
+                    inner
+                        .core
+                        .push_placed((e.clone(), Action::Event), prio, must, holder, now);
+                    self.after_queue(gid, &mut inner.core);
+                }
+                Some(_) => notify[gid] = true,
+            }
+        }
+        for (gid, n) in notify.into_iter().enumerate() {
+            if n {
+                if let Some(p) = self.groups[gid].poller.get() {
+                    let _ = p.notify();
+                }
+            }
+        }
+    }
+
+    /// A non-blocking poll of a group without a listener (see the lock-holder guarantee).
+    fn rescue_poll(self: &Arc<Self>, gid: usize, events: &mut Events) {
+        let Some(p) = self.groups[gid].poller.get() else {
+            return;
+        };
+        events.clear();
+        if p.wait(events, Some(Duration::ZERO)).is_err() {
+            return;
+        }
+        let claimed = self.claim(gid, events);
+        self.groups[gid].polls.fetch_add(1, Ordering::SeqCst);
+        let mut inner = self.groups[gid].lock();
+        inner.core.counters.polls_by_worker += 1;
+        if claimed.is_empty() {
+            return;
+        }
+        inner.core.io_since_tick = true;
+        let now = Instant::now();
+        for (e, p, m, h) in claimed {
+            inner.core.push_placed(e, p, m, h, now);
+        }
+        self.after_queue(gid, &mut inner.core);
+    }
+}

@@ -473,6 +473,12 @@ pub const ER_INCORRECT_GLOBAL_LOCAL_VAR: Code = Code {
     state: "HY000",
     name: "ER_INCORRECT_GLOBAL_LOCAL_VAR",
 };
+/// 1239 (42000): incorrect foreign key definition.
+pub const ER_WRONG_FK_DEF: Code = Code {
+    code: 1239,
+    state: "42000",
+    name: "ER_WRONG_FK_DEF",
+};
 /// 1241 (21000): operand with the wrong number of columns.
 pub const ER_OPERAND_COLUMNS: Code = Code {
     code: 1241,
@@ -707,6 +713,24 @@ pub const ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION: Code = Code {
     state: "25006",
     name: "ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION",
 };
+/// 1822 (HY000): no index on the referenced columns.
+pub const ER_FK_NO_INDEX_PARENT: Code = Code {
+    code: 1822,
+    state: "HY000",
+    name: "ER_FK_NO_INDEX_PARENT",
+};
+/// 1824 (HY000): referenced table does not exist.
+pub const ER_FK_CANNOT_OPEN_PARENT: Code = Code {
+    code: 1824,
+    state: "HY000",
+    name: "ER_FK_CANNOT_OPEN_PARENT",
+};
+/// 1826 (HY000): duplicate foreign key constraint name.
+pub const ER_FK_DUP_NAME: Code = Code {
+    code: 1826,
+    state: "HY000",
+    name: "ER_FK_DUP_NAME",
+};
 /// 1827 (HY000): password hash in the wrong format.
 pub const ER_PASSWORD_FORMAT: Code = Code {
     code: 1827,
@@ -718,6 +742,12 @@ pub const ER_FK_COLUMN_CANNOT_DROP: Code = Code {
     code: 1829,
     state: "HY000",
     name: "ER_FK_COLUMN_CANNOT_DROP",
+};
+/// 1830 (HY000): a SET NULL foreign key column is NOT NULL.
+pub const ER_FK_COLUMN_NOT_NULL: Code = Code {
+    code: 1830,
+    state: "HY000",
+    name: "ER_FK_COLUMN_NOT_NULL",
 };
 /// 1832 (HY000): column used in a foreign key cannot change.
 pub const ER_FK_COLUMN_CANNOT_CHANGE: Code = Code {
@@ -778,6 +808,12 @@ pub const ER_FK_CANNOT_DROP_PARENT: Code = Code {
     code: 3730,
     state: "HY000",
     name: "ER_FK_CANNOT_DROP_PARENT",
+};
+/// 3780 (HY000): referencing and referenced columns incompatible.
+pub const ER_FK_INCOMPATIBLE_COLUMNS: Code = Code {
+    code: 3780,
+    state: "HY000",
+    name: "ER_FK_INCOMPATIBLE_COLUMNS",
 };
 /// 4002 (HY000): CTE column list of another length (MariaDB).
 pub const ER_WITH_COL_WRONG_LIST: Code = Code {
@@ -891,6 +927,7 @@ pub const ALL: &[Code] = &[
     ER_WRONG_TYPE_FOR_VAR,
     ER_NOT_SUPPORTED_YET,
     ER_INCORRECT_GLOBAL_LOCAL_VAR,
+    ER_WRONG_FK_DEF,
     ER_OPERAND_COLUMNS,
     ER_SUBQUERY_NO_1_ROW,
     ER_UNKNOWN_STMT_HANDLER,
@@ -930,8 +967,12 @@ pub const ALL: &[Code] = &[
     ER_VARIABLE_IS_READONLY,
     ER_DATA_OUT_OF_RANGE,
     ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION,
+    ER_FK_NO_INDEX_PARENT,
+    ER_FK_CANNOT_OPEN_PARENT,
+    ER_FK_DUP_NAME,
     ER_PASSWORD_FORMAT,
     ER_FK_COLUMN_CANNOT_DROP,
+    ER_FK_COLUMN_NOT_NULL,
     ER_FK_COLUMN_CANNOT_CHANGE,
     ER_FK_COLUMN_CANNOT_CHANGE_CHILD,
     ER_MALFORMED_PACKET,
@@ -942,6 +983,7 @@ pub const ALL: &[Code] = &[
     ER_USER_DOES_NOT_EXIST,
     ER_USER_ALREADY_EXISTS,
     ER_FK_CANNOT_DROP_PARENT,
+    ER_FK_INCOMPATIBLE_COLUMNS,
     ER_WITH_COL_WRONG_LIST,
     ER_DUP_QUERY_NAME,
     ER_RECURSIVE_WITHOUT_ANCHORS,

@@ -612,7 +612,7 @@ impl Engine {
                     Err(_) if !fk_checks => None,
                     Err(_) => {
                         return Err(fk_error(
-                            1824,
+                            shoal_errors::ER_FK_CANNOT_OPEN_PARENT.code,
                             format!("Failed to open the referenced table '{}'", fk.ref_table),
                         ))
                     }
@@ -762,7 +762,7 @@ impl Engine {
         } else {
             self.inner.table(&parent_db, &spec.ref_table).map_err(|_| {
                 fk_error(
-                    1824,
+                    shoal_errors::ER_FK_CANNOT_OPEN_PARENT.code,
                     format!("Failed to open the referenced table '{}'", spec.ref_table),
                 )
             })?
@@ -771,7 +771,7 @@ impl Engine {
         let cols = f.columns.clone();
         if def.key_with_prefix(&cols).is_none() {
             return Err(fk_error(
-                1822,
+                shoal_errors::ER_FK_NO_INDEX_PARENT.code,
                 format!(
                     "Failed to add the foreign key constraint. Missing index for constraint '{}' in the referenced table '{}'",
                     f.name, table
@@ -793,7 +793,7 @@ impl Engine {
             .any(|f| f.name.eq_ignore_ascii_case(name))
         {
             return Err(fk_error(
-                1091,
+                shoal_errors::ER_CANT_DROP_FIELD_OR_KEY.code,
                 format!("Can't DROP '{name}'; check that column/key exists"),
             ));
         }
@@ -1114,8 +1114,8 @@ fn drop_table_writes(b: &mut WriteBatch, def: &TableDef) {
 fn validate_columns(cols: &[ColumnDef]) -> Result<()> {
     if cols.is_empty() {
         return Err(StoreError::Definition {
-            code: 1113,
-            state: "42000",
+            code: shoal_errors::ER_TABLE_MUST_HAVE_COLUMNS.code,
+            state: shoal_errors::ER_TABLE_MUST_HAVE_COLUMNS.state,
             message: "A table must have at least 1 column".into(),
         });
     }
@@ -1125,15 +1125,15 @@ fn validate_columns(cols: &[ColumnDef]) -> Result<()> {
             .any(|d| d.name.eq_ignore_ascii_case(&c.name))
         {
             return Err(StoreError::Definition {
-                code: 1060,
-                state: "42S21",
+                code: shoal_errors::ER_DUP_FIELDNAME.code,
+                state: shoal_errors::ER_DUP_FIELDNAME.state,
                 message: format!("Duplicate column name '{}'", c.name),
             });
         }
         if c.auto_increment && !c.ty.is_integer() {
             return Err(StoreError::Definition {
-                code: 1063,
-                state: "42000",
+                code: shoal_errors::ER_WRONG_FIELD_SPEC.code,
+                state: shoal_errors::ER_WRONG_FIELD_SPEC.state,
                 message: format!("Incorrect column specifier for column '{}'", c.name),
             });
         }
@@ -1679,7 +1679,7 @@ fn foreign_key(
     };
     if spec.name.is_some() && taken.contains(&name.to_ascii_lowercase()) {
         return Err(fk_error(
-            1826,
+            shoal_errors::ER_FK_DUP_NAME.code,
             format!("Duplicate foreign key constraint name '{name}'"),
         ));
     }
@@ -1687,14 +1687,17 @@ fn foreign_key(
         .columns
         .iter()
         .map(|n| {
-            child
-                .column_index(n)
-                .ok_or_else(|| fk_error(1072, format!("Key column '{n}' doesn't exist in table")))
+            child.column_index(n).ok_or_else(|| {
+                fk_error(
+                    shoal_errors::ER_KEY_COLUMN_DOES_NOT_EXITS.code,
+                    format!("Key column '{n}' doesn't exist in table"),
+                )
+            })
         })
         .collect::<Result<Vec<_>>>()?;
     if spec.ref_columns.len() != cols.len() {
         return Err(fk_error(
-            1239,
+            shoal_errors::ER_WRONG_FK_DEF.code,
             format!(
                 "Incorrect foreign key definition for '{name}': Key reference and table reference don't match"
             ),
@@ -1715,7 +1718,7 @@ fn foreign_key(
     for r in &spec.ref_columns {
         ref_pos.push(parent.column_index(r).ok_or_else(|| {
             fk_error(
-                1822,
+                shoal_errors::ER_FK_NO_INDEX_PARENT.code,
                 format!(
                     "Failed to add the foreign key constraint. Missing column '{r}' for constraint '{name}' in the referenced table '{}'",
                     parent.name
@@ -1725,7 +1728,7 @@ fn foreign_key(
     }
     if parent.key_with_prefix(&ref_pos).is_none() {
         return Err(fk_error(
-            1822,
+            shoal_errors::ER_FK_NO_INDEX_PARENT.code,
             format!(
                 "Failed to add the foreign key constraint. Missing index for constraint '{name}' in the referenced table '{}'",
                 parent.name
@@ -1735,7 +1738,7 @@ fn foreign_key(
     for (&c, &p) in cols.iter().zip(&ref_pos) {
         if !fk_compatible(child.columns[c].ty, parent.columns[p].ty) {
             return Err(fk_error(
-                3780,
+                shoal_errors::ER_FK_INCOMPATIBLE_COLUMNS.code,
                 format!(
                     "Referencing column '{}' and referenced column '{}' in foreign key constraint '{name}' are incompatible.",
                     child.columns[c].name, parent.columns[p].name
@@ -1746,7 +1749,7 @@ fn foreign_key(
             || spec.on_update == catalog::FkAction::SetNull;
         if set_null && !child.columns[c].nullable {
             return Err(fk_error(
-                1830,
+                shoal_errors::ER_FK_COLUMN_NOT_NULL.code,
                 format!(
                     "Column '{}' cannot be NOT NULL: needed in a foreign key constraint '{name}' SET NULL",
                     child.columns[c].name

@@ -17,6 +17,16 @@ fn exec(c: &mut Conn, q: &str) {
     c.query_drop(q).unwrap_or_else(|e| panic!("{q}: {e}"));
 }
 
+/// CHECK TABLE `t` (every index entry against its row) reports one row: status OK.
+fn assert_check_ok(c: &mut Conn, t: &str) {
+    let check: Vec<(String, String)> = c
+        .query_map(format!("CHECK TABLE {t}"), |r: mysql::Row| {
+            (r.get(2).unwrap(), r.get(3).unwrap())
+        })
+        .unwrap();
+    assert_eq!(check, [("status".to_string(), "OK".to_string())], "{t}");
+}
+
 fn col(c: &mut Conn, q: &str) -> Vec<String> {
     c.query::<Option<String>, _>(q)
         .unwrap_or_else(|e| panic!("{q}: {e}"))
@@ -175,12 +185,7 @@ fn index_ddl_beside_writers_keeps_every_index_exact() {
         rows
     );
     assert_eq!(count(&mut c, "SELECT COUNT(*) FROM x.t WHERE k >= 0"), rows);
-    let check: Vec<(String, String)> = c
-        .query_map("CHECK TABLE x.t", |r: mysql::Row| {
-            (r.get(2).unwrap(), r.get(3).unwrap())
-        })
-        .unwrap();
-    assert_eq!(check, [("status".to_string(), "OK".to_string())]);
+    assert_check_ok(&mut c, "x.t");
     // TRUNCATE beside a writer leaves no entry of a row that is gone.
     let stop = Arc::new(AtomicBool::new(false));
     let writer = {
@@ -198,12 +203,7 @@ fn index_ddl_beside_writers_keeps_every_index_exact() {
     exec(&mut c, "TRUNCATE TABLE x.t");
     stop.store(true, Ordering::Relaxed);
     writer.join().unwrap();
-    let check: Vec<(String, String)> = c
-        .query_map("CHECK TABLE x.t", |r: mysql::Row| {
-            (r.get(2).unwrap(), r.get(3).unwrap())
-        })
-        .unwrap();
-    assert_eq!(check, [("status".to_string(), "OK".to_string())]);
+    assert_check_ok(&mut c, "x.t");
     assert_eq!(
         count(&mut c, "SELECT COUNT(*) FROM x.t WHERE v = 'z'"),
         count(&mut c, "SELECT COUNT(*) FROM x.t")
@@ -286,12 +286,7 @@ fn copying_alter_beside_writers_loses_nothing() {
         count(&mut c, "SELECT COUNT(*) FROM a.t WHERE v = 'w1'"),
         count(&mut c, "SELECT COUNT(*) FROM a.t WHERE k >= 2000000")
     );
-    let check: Vec<(String, String)> = c
-        .query_map("CHECK TABLE a.t", |r: mysql::Row| {
-            (r.get(2).unwrap(), r.get(3).unwrap())
-        })
-        .unwrap();
-    assert_eq!(check, [("status".to_string(), "OK".to_string())]);
+    assert_check_ok(&mut c, "a.t");
     assert_eq!(
         col(
             &mut c,

@@ -10,6 +10,7 @@ use shoal_sql::ast::{
 };
 use shoal_sql::decimal::Decimal;
 use shoal_sql::eval::static_type;
+use shoal_sql::translate::query::restriction_violated;
 use shoal_sql::value::{aggregate_type, DateTime, SqlType, Value};
 use shoal_sql::SqlError;
 use shoal_store::{Engine, LockMode};
@@ -261,6 +262,20 @@ struct WorkDef {
     id: usize,
     /// Its columns: name, type, description.
     cols: Vec<(String, SqlType, ColumnInfo)>,
+}
+
+/// A FROM-clause leaf as bound: read whole until the planner narrows a stored table's access
+/// and pushes conjuncts into it.
+fn whole_leaf(kind: LeafKind, name: &str, slots: Range<usize>, null_side: bool) -> Leaf {
+    Leaf {
+        kind,
+        name: name.to_string(),
+        slots,
+        filter: None,
+        access: Access::FullScan,
+        null_side,
+        hash: Vec::new(),
+    }
 }
 
 /// Applies a CTE's column list to a query's column names (4002 when the counts differ).
@@ -949,15 +964,7 @@ impl Binder<'_> {
                     (LeafKind::Table { def, lock }, cols)
                 };
                 let (slots, _) = self.add_source(&shown, cols);
-                leaves.push(Leaf {
-                    kind,
-                    name: shown.clone(),
-                    slots: slots.clone(),
-                    filter: None,
-                    access: Access::FullScan,
-                    null_side,
-                    hash: Vec::new(),
-                });
+                leaves.push(whole_leaf(kind, &shown, slots.clone(), null_side));
                 Ok((Source::Leaf(leaves.len() - 1), slots.collect()))
             }
             TableExpr::Derived {
@@ -982,29 +989,18 @@ impl Binder<'_> {
                     })
                     .collect();
                 let (slots, _) = self.add_source(alias, cols);
-                leaves.push(Leaf {
-                    kind: LeafKind::Derived(Box::new(bound.node)),
-                    name: alias.clone(),
-                    slots: slots.clone(),
-                    filter: None,
-                    access: Access::FullScan,
+                leaves.push(whole_leaf(
+                    LeafKind::Derived(Box::new(bound.node)),
+                    alias,
+                    slots.clone(),
                     null_side,
-                    hash: Vec::new(),
-                });
+                ));
                 Ok((Source::Leaf(leaves.len() - 1), slots.collect()))
             }
             TableExpr::Recursive { cte, alias } => {
                 let (kind, cols) = self.recursive(cte, alias)?;
                 let (slots, _) = self.add_source(alias, cols);
-                leaves.push(Leaf {
-                    kind,
-                    name: alias.clone(),
-                    slots: slots.clone(),
-                    filter: None,
-                    access: Access::FullScan,
-                    null_side,
-                    hash: Vec::new(),
-                });
+                leaves.push(whole_leaf(kind, alias, slots.clone(), null_side));
                 Ok((Source::Leaf(leaves.len() - 1), slots.collect()))
             }
             TableExpr::WorkTable { name, alias } => {
@@ -1016,10 +1012,7 @@ impl Binder<'_> {
                     .ok_or_else(|| SqlError::NoSuchTable(String::new(), name.clone()))?;
                 if null_side {
                     // The recursive reference on the null-supplying side of an outer join.
-                    return Err(SqlError::coded(shoal_errors::ER_NOT_STANDARD_COMPLIANT_RECURSIVE, format!(
-                            "Restrictions imposed on recursive definitions are violated for table '{name}'"
-                        ),
-                    ));
+                    return Err(restriction_violated(name));
                 }
                 let id = w.id;
                 let cols = w
@@ -1032,15 +1025,12 @@ impl Binder<'_> {
                     })
                     .collect();
                 let (slots, _) = self.add_source(alias, cols);
-                leaves.push(Leaf {
-                    kind: LeafKind::Work(id),
-                    name: alias.clone(),
-                    slots: slots.clone(),
-                    filter: None,
-                    access: Access::FullScan,
+                leaves.push(whole_leaf(
+                    LeafKind::Work(id),
+                    alias,
+                    slots.clone(),
                     null_side,
-                    hash: Vec::new(),
-                });
+                ));
                 Ok((Source::Leaf(leaves.len() - 1), slots.collect()))
             }
             TableExpr::Join {
@@ -1198,15 +1188,13 @@ impl Binder<'_> {
             .map(|st| {
                 let (b, step_names, _) = self.body(st, true, LockMode::None)?;
                 if step_names.len() != names.len() {
-                    return Err(SqlError::coded(shoal_errors::ER_WRONG_NUMBER_OF_COLUMNS_IN_SELECT, "The used SELECT statements have a different number of columns",
+                    return Err(SqlError::coded(
+                        shoal_errors::ER_WRONG_NUMBER_OF_COLUMNS_IN_SELECT,
+                        "The used SELECT statements have a different number of columns",
                     ));
                 }
                 if groups(&b) {
-                    return Err(SqlError::coded(shoal_errors::ER_NOT_STANDARD_COMPLIANT_RECURSIVE, format!(
-                            "Restrictions imposed on recursive definitions are violated for table '{}'",
-                            cte.name
-                        ),
-                    ));
+                    return Err(restriction_violated(&cte.name));
                 }
                 Ok(b)
             })

@@ -48,7 +48,9 @@ enum CteDef {
     Own { depth: usize, refs: usize },
 }
 
-fn restriction_violated(name: &str) -> SqlError {
+/// 4008: a recursive CTE's reference where MariaDB does not allow one (a subquery, the
+/// null-supplying side of an outer join, a grouped step).
+pub fn restriction_violated(name: &str) -> SqlError {
     SqlError::coded(
         shoal_errors::ER_NOT_STANDARD_COMPLIANT_RECURSIVE,
         format!("Restrictions imposed on recursive definitions are violated for table '{name}'"),

@@ -1031,6 +1031,21 @@ impl TableSession {
             self.txn = None;
             self.explicit = false;
         }
+        if self.txn.is_none()
+            && matches!(plan.stmt, TableStmt::Query(_))
+            && plan.query.as_ref().is_some_and(|q| q.tables.is_empty())
+        {
+            // A query that reads no stored table (`SELECT 1`, `SELECT @@x`, a virtual table)
+            // opens no transaction, as with InnoDB: a pending `SET TRANSACTION READ ONLY` stays
+            // for the next one, and no snapshot is taken.
+            let mut txn = store.begin(self.isolation);
+            let system = self.engine.system_tables();
+            let result = show::with_visibility(self.visibility.clone(), || {
+                run_dml(&store, system, plan, &mut txn, params, ctx)
+            });
+            txn.rollback();
+            return self.limited(plan, result);
+        }
         let writes = plan.stmt.writes_rows();
         if writes {
             if let Some(option) = self.restrictions.server_read_only {
@@ -1061,15 +1076,7 @@ impl TableSession {
             run_dml(&store, system, plan, &mut txn, params, ctx)
         });
         txn.set_lock_wait(shoal_store::LockWait::Wait);
-        let result = match result {
-            Ok(ExecOutput::Rows { columns, mut rows })
-                if self.select_limit < rows.len() as u64 && plan.stmt.unlimited_select() =>
-            {
-                rows.truncate(self.select_limit as usize);
-                Ok(ExecOutput::Rows { columns, rows })
-            }
-            other => other,
-        };
+        let result = self.limited(plan, result);
         let autocommit_stmt = self.autocommit && !self.explicit;
         match result {
             Ok(out) => {
@@ -1096,6 +1103,23 @@ impl TableSession {
                 }
                 Err(e)
             }
+        }
+    }
+
+    /// A SELECT's rows cut to `sql_select_limit` unless it has its own LIMIT.
+    fn limited(
+        &self,
+        plan: &Plan,
+        result: Result<ExecOutput, SqlError>,
+    ) -> Result<ExecOutput, SqlError> {
+        match result {
+            Ok(ExecOutput::Rows { columns, mut rows })
+                if self.select_limit < rows.len() as u64 && plan.stmt.unlimited_select() =>
+            {
+                rows.truncate(self.select_limit as usize);
+                Ok(ExecOutput::Rows { columns, rows })
+            }
+            other => other,
         }
     }
 
@@ -1659,6 +1683,11 @@ fn run_dml(
             (qp.clone(), plan.columns.clone())
         };
         let rows = crate::query::execute(&qp, store, txn, params, ctx)?;
+        let columns = if qp.param_typed && !params.is_empty() {
+            crate::query::bind::typed_by_values(&columns, &rows).into()
+        } else {
+            columns
+        };
         return Ok(ExecOutput::Rows { columns, rows });
     }
     let mut ex = Exec {

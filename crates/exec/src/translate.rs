@@ -1113,6 +1113,10 @@ impl Translator<'_> {
             return Err(unsupported("SELECT without a table in the table executor"));
         }
         let table = single_table(&sel.from)?;
+        if table.db.is_none() && table.alias.is_none() && table.name.eq_ignore_ascii_case("dual") {
+            // `FROM DUAL` is no table: the query engine's table-less SELECT.
+            return Err(unsupported("FROM DUAL"));
+        }
         if table
             .db
             .as_deref()

@@ -39,7 +39,15 @@ fn login_payload() -> Vec<u8> {
 
 #[test]
 fn nonblocking_cycle_one_command_at_a_time() {
+    // A server with its table engine (queries run there), on a datadir of its own.
+    let dir = std::env::temp_dir().join(format!("shoal-cycle-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut cfg = shoal_exec::EngineConfig::new(&dir);
+    cfg.direct_reads = false;
+    cfg.block_cache_bytes = 8 << 20;
     let server = Server::new();
+    server.accounts().set_initialize_insecure(true);
+    server.set_table_engine(shoal_exec::TableEngine::open(cfg).unwrap());
     let (ours, mut peer) = UnixStream::pair().unwrap();
     ours.set_nonblocking(true).unwrap();
     peer.set_read_timeout(Some(Duration::from_secs(10)))
@@ -110,4 +118,6 @@ fn nonblocking_cycle_one_command_at_a_time() {
     assert_eq!(client.serve_one_command(), Outcome::Closed);
     drop(client);
     assert_eq!(server.connection_count(), n0 - 1);
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -15,12 +15,13 @@
 //! variables, parameters and session facts. Errors are `SqlError`s (code + SQLSTATE) turned into
 //! `ErrorInfo` at the seam; the last statement's diagnostics feed SHOW WARNINGS / SHOW ERRORS.
 //!
-//! Tables: when the server has a table engine ([`crate::Server::set_table_engine`]), each
-//! session lazily opens a `shoal_exec::TableSession`. Statements on tables (the parser's
-//! `TableStatement`, SELECT with FROM that is not a hook's virtual table, SHOW TABLES / COLUMNS /
-//! CREATE TABLE / INDEX) and text the session parser rejects (ORDER BY, GROUP BY, DESCRIBE ...)
-//! go to the engine as text; COM_STMT_PREPARE plans them once (`Arc<Plan>` kept per statement
-//! id) and COM_STMT_EXECUTE binds parameters to that plan. BEGIN/COMMIT/ROLLBACK go to the
+//! Tables: the server has a table engine ([`crate::Server::set_table_engine`]); each session
+//! lazily opens a `shoal_exec::TableSession`. Every query (`Statement::Query`: with or without
+//! tables, on information_schema or another subsystem's virtual tables), the parser's
+//! `TableStatement`s, SHOW TABLES / COLUMNS / CREATE TABLE / INDEX / TABLE STATUS and text the
+//! session parser rejects (DESCRIBE, EXPLAIN, ALTER TABLE ...) go to the engine as text;
+//! COM_STMT_PREPARE plans them once (`Arc<Plan>` kept per statement id) and COM_STMT_EXECUTE
+//! binds parameters to that plan. BEGIN/COMMIT/ROLLBACK go to the
 //! table session; autocommit, `transaction_isolation` and `innodb_lock_wait_timeout` are synced
 //! to it before every use; the status flags' in-transaction bit is the table session's. KILL
 //! reaches a row-lock wait through the `KillHandle` in the shared `ProcessEntry`; disconnect
@@ -39,8 +40,8 @@ use shoal_proto::{
 };
 use shoal_sql::ast::{SetExpr, SetTarget, ShowFilter, ShowKind, Statement, VarScope};
 use shoal_sql::eval::{eval, like, Context};
-use shoal_sql::exec::{resolve_table, ColumnInfo, QueryResult};
 use shoal_sql::plan::Prepared;
+use shoal_sql::result::{resolve_table, ColumnInfo, QueryResult};
 use shoal_sql::value::{DateTime, SqlType, Value};
 use shoal_sql::{split_statements, SqlError};
 
@@ -966,8 +967,7 @@ impl Session {
         self.arm_deadline(com == "select");
         let r = self.execute_statement(stmt, params);
         // A lone SLEEP() interrupted by KILL QUERY returns 1.
-        let lone_sleep = matches!(stmt, Statement::Select(s) if s.items.len() == 1
-            && matches!(&s.items[0].expr, shoal_sql::ast::Expr::Function(n, _) if n == "SLEEP"));
+        let lone_sleep = matches!(stmt, Statement::Query { lone_sleep: true });
         let r = self.disarm_deadline(r, lone_sleep);
         match r {
             Ok(resp) => Ok(self.with_warning_count(resp)),
@@ -1041,51 +1041,9 @@ impl Session {
         params: &[Value],
     ) -> Result<Response, SqlError> {
         match stmt {
-            Statement::Select(sel) => {
-                // A prepared SELECT with a plan was found to be a table statement (not a
-                // virtual table) at PREPARE.
-                if self.cur_stmt.as_ref().is_some_and(|s| s.plan.is_some()) {
-                    return self.run_table(params);
-                }
-                if let Some(vt) = self.virtual_table_of(sel) {
-                    if let Some(t) = &sel.from {
-                        let db = t.db.clone().or_else(|| self.db.clone()).unwrap_or_default();
-                        self.check_virtual(&db, &t.name)?;
-                    }
-                    if crate::hooks::needs_query_engine(sel) && self.has_tables() {
-                        return self.run_table(params);
-                    }
-                    let table = vt();
-                    let r = crate::hooks::select_virtual(sel, table, |e, names, row| {
-                        eval(
-                            e,
-                            &mut Ctx {
-                                s: &mut *self,
-                                params,
-                                row: Some((names, row)),
-                            },
-                        )
-                    })?;
-                    return Ok(Response::Rows(to_result_set(
-                        self.select_limited(sel, r),
-                        0,
-                    )));
-                }
-                // A table-less SELECT that aggregates (`SELECT COUNT(*)`) runs in the query
-                // engine over its one empty row, like any other source.
-                if (sel.from.is_some() || crate::hooks::needs_query_engine(sel))
-                    && self.has_tables()
-                {
-                    return self.run_table(params);
-                }
-                let catalog = self.server.catalog();
-                let mut ctx = self.ctx(params);
-                let r = shoal_sql::exec::select(sel, &mut ctx, catalog.as_ref())?;
-                Ok(Response::Rows(to_result_set(
-                    self.select_limited(sel, r),
-                    0,
-                )))
-            }
+            // Every query runs in the table engine's query engine, whatever it reads (stored
+            // tables, information_schema, other subsystems' virtual tables, no table).
+            Statement::Query { .. } => self.run_table(params),
             Statement::Do(exprs) => {
                 let mut ctx = self.ctx(params);
                 for e in exprs {
@@ -1622,14 +1580,6 @@ impl Session {
 
     /// `sql_select_limit` applied to a result the session computed itself (no table engine, or
     /// a virtual table): a SELECT without a LIMIT of its own returns at most that many rows.
-    fn select_limited(&self, sel: &shoal_sql::ast::Select, mut r: QueryResult) -> QueryResult {
-        let limit = self.hot().select_limit;
-        if sel.limit.is_none() && (r.rows.len() as u64) > limit {
-            r.rows.truncate(limit as usize);
-        }
-        r
-    }
-
     fn charset(&self, cs: Option<&str>) -> Result<(String, String), SqlError> {
         let cs = match cs {
             Some(c) => c.to_string(),
@@ -1867,16 +1817,6 @@ impl Session {
                 Ok(out)
             }
         }
-    }
-
-    /// The virtual table (see [`crate::hooks`]) a SELECT reads, if any.
-    fn virtual_table_of(
-        &self,
-        sel: &shoal_sql::ast::Select,
-    ) -> Option<crate::hooks::VirtualTableFn> {
-        let t = sel.from.as_ref()?;
-        let db = t.db.as_deref().or(self.db.as_deref())?;
-        self.server.hooks().virtual_table(db, &t.name)
     }
 
     fn show(&mut self, kind: &ShowKind, filter: &ShowFilter) -> Result<Response, SqlError> {
@@ -2550,7 +2490,6 @@ impl Backend for Session {
                     sql: sql.to_string(),
                     statement: Statement::TableStatement(kind, Vec::new()),
                     params: plan.param_count,
-                    columns: Vec::new(),
                 };
                 let stmt = Stmt {
                     text: Arc::from(sql),
@@ -2571,15 +2510,11 @@ impl Backend for Session {
             }
             Err(e) => return Err(to_error_info(&e)),
         };
-        let is_table = match &p.statement {
-            Statement::TableStatement(_, _) => true,
-            Statement::Select(sel) => {
-                (sel.from.is_some() && self.virtual_table_of(sel).is_none())
-                    || crate::hooks::needs_query_engine(sel)
-            }
-            _ => false,
-        };
-        let mut columns: Vec<Column> = p.columns.iter().map(|c| column_of(c, &[])).collect();
+        let is_table = matches!(
+            &p.statement,
+            Statement::TableStatement(_, _) | Statement::Query { .. }
+        );
+        let mut columns: Vec<Column> = Vec::new();
         let mut params = param_count(p.params)?;
         let mut table_plan = None;
         if is_table && self.table_session().is_some() {

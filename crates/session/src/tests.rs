@@ -99,7 +99,7 @@ fn one(s: &mut Session, sql: &str) -> String {
 
 #[test]
 fn authentication() {
-    let server = Server::new();
+    let (server, _data) = engine_server();
     let (mut s, _) = open(&server);
     assert!(login(&mut s, "root", "", None).is_ok());
     let (mut s, _) = open(&server);
@@ -154,7 +154,7 @@ fn authentication() {
 
 #[test]
 fn create_user_then_login() {
-    let server = Server::new();
+    let (server, _data) = engine_server();
     let (mut r, _) = root(&server);
     assert_eq!(one(&mut r, "CREATE USER 'bob'@'%' IDENTIFIED BY 'pw'"), "");
     assert_eq!(
@@ -187,7 +187,7 @@ fn all(s: &mut Session, sql: &str) -> String {
 
 #[test]
 fn grants_apply_at_the_next_statement_and_show_as_mariadb() {
-    let server = Server::new();
+    let (server, _data) = engine_server();
     let (mut r, _) = root(&server);
     assert_eq!(one(&mut r, "CREATE DATABASE d"), "");
     assert_eq!(one(&mut r, "CREATE USER 'bob'@'%' IDENTIFIED BY 'pw'"), "");
@@ -245,7 +245,7 @@ fn grants_apply_at_the_next_statement_and_show_as_mariadb() {
 
 #[test]
 fn max_connections_reserves_one_for_super() {
-    let server = Server::new();
+    let (server, _data) = engine_server();
     server.set_startup_option("max_connections", "1").unwrap();
     let (_a, _) = root(&server);
     let (_b, _) = root(&server); // the reserved super slot
@@ -258,7 +258,7 @@ fn max_connections_reserves_one_for_super() {
 
 #[test]
 fn system_variables_set_and_show() {
-    let server = Server::new();
+    let (server, _data) = engine_server();
     let (mut s, _) = root(&server);
     assert_eq!(
         one(
@@ -372,7 +372,7 @@ fn system_variables_set_and_show() {
 
 #[test]
 fn global_variable_subscribers_see_changes() {
-    let server = Server::new();
+    let (server, _data) = engine_server();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let s2 = seen.clone();
     server.subscribe_variables(Box::new(move |n, v| {
@@ -406,7 +406,7 @@ fn global_variable_subscribers_see_changes() {
 
 #[test]
 fn status_counters_and_providers() {
-    let server = Server::new();
+    let (server, _data) = engine_server();
     server.add_status_provider(Box::new(|rows| {
         rows.push(("Threadpool_threads".into(), "4".into()))
     }));
@@ -438,7 +438,7 @@ fn status_counters_and_providers() {
 
 #[test]
 fn flush_runs_registered_resets_after_checking_every_option() {
-    let server = Server::new();
+    let (server, _data) = engine_server();
     let runs = Arc::new(AtomicUsize::new(0));
     let r = runs.clone();
     server.add_flushable(
@@ -460,7 +460,9 @@ fn flush_runs_registered_resets_after_checking_every_option() {
         "ERR 1235"
     );
     assert_eq!(one(&mut s, "FLUSH TABLES t1, t2"), "ERR 1235");
-    assert_eq!(one(&mut s, "FLUSH TABLES WITH READ LOCK"), "ERR 1235");
+    // The global read lock is the table engine's.
+    assert_eq!(one(&mut s, "FLUSH TABLES WITH READ LOCK"), "");
+    assert_eq!(one(&mut s, "UNLOCK TABLES"), "");
     // A name nobody registered is a syntax error, as in MariaDB.
     assert_eq!(
         one(&mut s, "FLUSH THREAD_POOL_STATS, NO_SUCH_TABLE"),
@@ -481,7 +483,7 @@ fn flush_runs_registered_resets_after_checking_every_option() {
 
 #[test]
 fn multi_statements_stop_at_first_error() {
-    let server = Server::new();
+    let (server, _data) = engine_server();
     let (mut s, _) = root(&server);
     let r = s.query("SELECT 1; SELECT 'a;b' ; SELEC 3; SELECT 4", true);
     assert_eq!(r.len(), 3);
@@ -500,7 +502,7 @@ fn multi_statements_stop_at_first_error() {
 
 #[test]
 fn result_column_types() {
-    let server = Server::new();
+    let (server, _data) = engine_server();
     let (mut s, _) = root(&server);
     let r = s.query("SELECT 1, 1.5, 'x', NULL, 2e0, NOW()", false);
     let Ok(Response::Rows(rs)) = &r[0] else {
@@ -524,7 +526,7 @@ fn result_column_types() {
 
 #[test]
 fn databases_and_tables() {
-    let server = Server::new();
+    let (server, _data) = engine_server();
     let (mut s, _) = root(&server);
     assert_eq!(one(&mut s, "CREATE DATABASE d1"), "");
     assert_eq!(one(&mut s, "CREATE DATABASE d1"), "ERR 1007");
@@ -550,11 +552,8 @@ fn databases_and_tables() {
     assert_eq!(one(&mut s, "INSERT INTO t1 VALUES (1)"), "ERR 1146");
     assert_eq!(one(&mut s, "DROP TABLE t1"), "ERR 1051");
     assert_eq!(one(&mut s, "DROP TABLE IF EXISTS t1"), "");
-    assert_eq!(
-        one(&mut s, "CREATE TABLE t1 (id INT PRIMARY KEY)"),
-        "ERR 1235"
-    );
-    assert_eq!(s.field_list("t1", "").unwrap_err().code, 1146);
+    assert_eq!(one(&mut s, "CREATE TABLE t1 (id INT PRIMARY KEY)"), "");
+    assert_eq!(s.field_list("t2", "").unwrap_err().code, 1146);
     assert_eq!(one(&mut s, "DROP DATABASE d1"), "");
     assert_eq!(one(&mut s, "SELECT DATABASE()"), "NULL");
     assert_eq!(one(&mut s, "DROP DATABASE d1"), "ERR 1008");
@@ -565,7 +564,7 @@ fn databases_and_tables() {
 
 #[test]
 fn transactions_set_status_flags() {
-    let server = Server::new();
+    let (server, _data) = engine_server();
     let (mut s, _) = root(&server);
     assert!(!s.status().in_transaction);
     one(&mut s, "BEGIN");
@@ -585,7 +584,7 @@ fn transactions_set_status_flags() {
 /// reach the very next statement, and RESET CONNECTION must restore the defaults.
 #[test]
 fn cached_statement_variables_follow_set() {
-    let server = Server::new();
+    let (server, _data) = engine_server();
     let (mut s, _) = root(&server);
     assert_eq!(one(&mut s, "SELECT 1/3"), "0.3333");
     assert!(s.status().autocommit);
@@ -602,7 +601,7 @@ fn cached_statement_variables_follow_set() {
 
 #[test]
 fn prepared_statements() {
-    let server = Server::new();
+    let (server, _data) = engine_server();
     let (mut s, _) = root(&server);
     let p = s.prepare(1, "SELECT ? + 1, CONCAT(?, 'x')").unwrap();
     assert_eq!(p.params, 2);
@@ -639,7 +638,7 @@ fn prepared_statements() {
 
 #[test]
 fn kill_query_interrupts_sleep_and_kill_connection_shuts_down() {
-    let server = Server::new();
+    let (server, _data) = engine_server();
     let (mut a, _) = root(&server);
     let (mut b, b_ctl) = root(&server);
     let bid = b.id();
@@ -700,7 +699,7 @@ fn kill_query_interrupts_sleep_and_kill_connection_shuts_down() {
 
 #[test]
 fn kill_query_mid_statement_reports_1317() {
-    let server = Server::new();
+    let (server, _data) = engine_server();
     let (mut a, _) = root(&server);
     let (mut b, _) = root(&server);
     let bid = b.id();
@@ -726,7 +725,7 @@ fn kill_query_mid_statement_reports_1317() {
 
 #[test]
 fn reset_connection_restores_defaults() {
-    let server = Server::new();
+    let (server, _data) = engine_server();
     let (mut s, _) = root(&server);
     one(&mut s, "SET @x = 1, wait_timeout = 5");
     s.prepare(1, "SELECT 1").unwrap();
@@ -737,7 +736,7 @@ fn reset_connection_restores_defaults() {
 
 #[test]
 fn startup_options() {
-    let server = Server::new();
+    let (server, _data) = engine_server();
     server.set_startup_option("port", "3307").unwrap();
     server
         .set_startup_option("thread-handling", "pool-of-threads")
@@ -829,6 +828,23 @@ fn fixtures_pass_in_process() {
         report.failures.len(),
         report.failures.join("\n")
     );
+}
+
+/// A datadir removed when the test ends.
+struct Data(std::path::PathBuf);
+
+impl Drop for Data {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A server with its table engine on a fresh datadir of its own (every statement that reads
+/// rows, `SELECT 1` included, runs in the engine).
+fn engine_server() -> (Arc<Server>, Data) {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let (server, dir) = table_server(&format!("t{}", N.fetch_add(1, Ordering::Relaxed)));
+    (server, Data(dir))
 }
 
 /// A server with a real table engine in a fresh directory (removed by the caller at the end).
@@ -981,7 +997,7 @@ fn prepared_table_statements_share_their_columns() {
 
 #[test]
 fn evaluator_warnings_reach_show_warnings_and_the_packet() {
-    let server = Server::new();
+    let (server, _data) = engine_server();
     let (mut s, _) = root(&server);
     s.command_begin(0x03);
     let mut r = s.query("SELECT REPEAT('ab', 33554433)", false);
@@ -1029,7 +1045,7 @@ fn deep_expressions_answer_or_fail_with_1436_on_a_worker_stack() {
     let got = std::thread::Builder::new()
         .stack_size(2 << 20)
         .spawn(|| {
-            let server = Server::new();
+            let (server, _data) = engine_server();
             let (mut s, _) = root(&server);
             [1_000, 10_000, 100_000]
                 .map(|n| one(&mut s, &format!("SELECT 1{}", "+1".repeat(n - 1))))

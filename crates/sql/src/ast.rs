@@ -498,15 +498,6 @@ impl Expr {
     }
 }
 
-/// One item of a SELECT list.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SelectItem {
-    /// The expression.
-    pub expr: Expr,
-    /// Column header: the alias, or the expression's text as written.
-    pub name: String,
-}
-
 /// A table reference `[db.]table [AS alias]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableName {
@@ -514,21 +505,6 @@ pub struct TableName {
     pub db: Option<String>,
     /// Table name.
     pub name: String,
-}
-
-/// `SELECT items [FROM table] [WHERE ..] [LIMIT ..]`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Select {
-    /// Projection.
-    pub items: Vec<SelectItem>,
-    /// The table, if any (FROM DUAL is `None`).
-    pub from: Option<TableName>,
-    /// WHERE.
-    pub filter: Option<Expr>,
-    /// LIMIT row count.
-    pub limit: Option<Expr>,
-    /// OFFSET.
-    pub offset: Option<Expr>,
 }
 
 /// One `SET` assignment target.
@@ -634,8 +610,10 @@ pub struct AccountOptions {
 /// A statement.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Statement {
-    /// SELECT.
-    Select(Select),
+    /// A query (SELECT, WITH, a set operation, a parenthesized query): run by the table
+    /// engine's query engine, which translates and plans it. `lone_sleep`: the query is a lone
+    /// `SELECT SLEEP(n)` (KILL QUERY makes it return 1, not fail).
+    Query { lone_sleep: bool },
     /// `SET a = x, @b = y, GLOBAL c = z`.
     Set(Vec<(SetTarget, SetExpr)>),
     /// `SET NAMES charset [COLLATE collation]` (`None` = DEFAULT).
@@ -708,7 +686,7 @@ impl Statement {
     /// The `Com_*` counter this statement bumps.
     pub fn com_name(&self) -> &'static str {
         match self {
-            Statement::Select(_) => "select",
+            Statement::Query { .. } => "select",
             Statement::Set(_)
             | Statement::SetNames(..)
             | Statement::SetCharset(_)

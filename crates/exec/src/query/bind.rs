@@ -361,6 +361,7 @@ pub fn prepare(
         works: 0,
     };
     let bound = b.query(q, false, lock_mode(q.lock))?;
+    let param_typed = select_items_use_params(&q.body);
     let columns = bound
         .infos
         .into_iter()
@@ -382,7 +383,48 @@ pub fn prepare(
         tables: b.tables,
         refs: b.refs,
         provided: b.provided,
+        param_typed,
     })
+}
+
+/// Whether a SELECT list of `body` (any member of a set operation) has a `?` in an expression:
+/// then the result columns' types are only known once the parameters are bound.
+fn select_items_use_params(body: &QueryBody) -> bool {
+    match body {
+        QueryBody::Select(s) => s.items.iter().any(|it| match it {
+            QueryItem::Expr { expr, .. } => {
+                let mut found = false;
+                visit_expr(expr, &mut |e| found |= matches!(e, Expr::Param(_)));
+                found
+            }
+            QueryItem::Wildcard(_) => false,
+        }),
+        QueryBody::SetOp { left, right, .. } => {
+            select_items_use_params(left) || select_items_use_params(right)
+        }
+        QueryBody::Query(q) => select_items_use_params(&q.body),
+    }
+}
+
+/// The result columns of a query whose expression columns' types depend on its `?`s
+/// (`SELECT ? + 1`), typed by the values of this execution, as MariaDB describes them when the
+/// parameters are bound: a computed column takes its first non-NULL value's type where that
+/// differs from the type guessed at PREPARE (columns of stored tables never change).
+pub(crate) fn typed_by_values(columns: &[ColumnInfo], rows: &[Vec<Value>]) -> Vec<ColumnInfo> {
+    columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            if !c.org_table.is_empty() {
+                return c.clone();
+            }
+            let first = rows.iter().filter_map(|r| r.get(i)).find(|v| !v.is_null());
+            match first.map(Value::sql_type) {
+                Some(ty) if ty != info_type(c) => ColumnInfo::expr(&c.name, ty),
+                _ => c.clone(),
+            }
+        })
+        .collect()
 }
 
 impl Binder<'_> {

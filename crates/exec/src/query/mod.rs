@@ -101,6 +101,8 @@ pub struct QueryPlan {
     pub(crate) refs: Vec<(String, String, String)>,
     /// The tables of other subsystems ([`SystemTables`]) it reads: (database, name).
     pub(crate) provided: Vec<(String, String)>,
+    /// Whether a result column's type depends on a `?` (see `bind::typed_by_values`).
+    pub(crate) param_typed: bool,
 }
 
 impl QueryPlan {

@@ -161,11 +161,6 @@ impl Session {
         }
     }
 
-    /// A SELECT answered from a virtual table (`db.name`).
-    pub(super) fn check_virtual(&self, db: &str, name: &str) -> Result<(), SqlError> {
-        self.check_table_read_or(db, name, shoal_exec::TableNeed::Select)
-    }
-
     /// 1227 naming `names` unless one of `bits` is held globally.
     pub(super) fn require_global(&self, bits: u64, names: &str) -> Result<(), SqlError> {
         self.checker().global_any(bits, names)

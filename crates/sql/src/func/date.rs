@@ -1620,8 +1620,16 @@ pub(super) fn static_type(name: &str, args: &[Expr]) -> Option<SqlType> {
             } else {
                 (args.first(), is_unit_literal(args.get(2)))
             };
+            // A compound unit of whole months (YEAR_MONTH) keeps a DATE a DATE, as a
+            // day-or-longer simple unit does.
+            let months = match (name, args.get(2)) {
+                ("TIMESTAMPADD", _) => false,
+                (_, Some(Expr::Literal(Value::Str(s)))) => s.eq_ignore_ascii_case("YEAR_MONTH"),
+                _ => false,
+            };
             match (d.map(ty), unit) {
                 (Some(SqlType::Date), Some(u)) if !u.is_time() => SqlType::Date,
+                (Some(SqlType::Date), None) if months => SqlType::Date,
                 (Some(SqlType::Date | SqlType::DateTime), _) => SqlType::DateTime,
                 _ => SqlType::Str,
             }

@@ -61,6 +61,10 @@ pub fn parse(sql: &str) -> Result<Parsed, SqlError> {
 }
 
 fn parse_tokens(sql: &str, tokens: Vec<TokenWithSpan>) -> Result<Parsed, SqlError> {
+    let placeholders = tokens
+        .iter()
+        .filter(|t| matches!(t.token, Token::Placeholder(_)))
+        .count();
     let dialect = MySqlDialect {};
     let mut p = Parser::new(&dialect).with_tokens_with_locations(tokens);
     let mut t = Translator {
@@ -97,12 +101,32 @@ fn parse_tokens(sql: &str, tokens: Vec<TokenWithSpan>) -> Result<Parsed, SqlErro
                 "multiple statements in one command".into(),
             ));
         }
-        t.statement(stmts.remove(0))?
+        let st = t.statement(stmts.remove(0))?;
+        if matches!(st, Statement::Query { .. }) {
+            t.params = placeholders;
+        }
+        st
     };
     Ok(Parsed {
         statement,
         params: t.params,
     })
+}
+
+/// Whether a query is a lone `SELECT SLEEP(n)` (no table, one item).
+fn is_lone_sleep(q: &sp::Query) -> bool {
+    let sp::SetExpr::Select(s) = &*q.body else {
+        return false;
+    };
+    let [item] = s.projection.as_slice() else {
+        return false;
+    };
+    let e = match item {
+        sp::SelectItem::UnnamedExpr(e) | sp::SelectItem::ExprWithAlias { expr: e, .. } => e,
+        _ => return false,
+    };
+    s.from.is_empty()
+        && matches!(e, sp::Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("SLEEP"))
 }
 
 /// `ALTER TABLE name DISABLE|ENABLE KEYS` (the name possibly qualified), peeked after `ALTER`.
@@ -885,7 +909,10 @@ impl Translator<'_> {
     fn statement(&mut self, s: sp::Statement) -> Result<Statement, SqlError> {
         use sp::Statement as S;
         Ok(match s {
-            S::Query(q) => Statement::Select(self.query(*q)?),
+            // Its `?`s are counted by the caller; the table engine translates it.
+            S::Query(q) => Statement::Query {
+                lone_sleep: is_lone_sleep(&q),
+            },
             S::Insert(i) => {
                 let kind = if i.replace_into { "replace" } else { "insert" };
                 let t = match &i.table {
@@ -933,116 +960,6 @@ impl Translator<'_> {
                     .join(" ");
                 return Err(unsupported(head));
             }
-        })
-    }
-
-    fn query(&mut self, q: sp::Query) -> Result<Select, SqlError> {
-        if q.with.is_some() {
-            return Err(unsupported("WITH (common table expressions)"));
-        }
-        if q.fetch.is_some() {
-            return Err(unsupported("FETCH"));
-        }
-        let sel = match *q.body {
-            sp::SetExpr::Select(s) => *s,
-            sp::SetExpr::Query(inner) => return self.query(*inner),
-            sp::SetExpr::SetOperation { op, .. } => return Err(unsupported(format!("{op}"))),
-            other => return Err(unsupported(other.to_string())),
-        };
-        if sel.into.is_some() {
-            return Err(unsupported("SELECT ... INTO"));
-        }
-        if sel.having.is_some() {
-            return Err(unsupported("HAVING"));
-        }
-        match &sel.group_by {
-            sp::GroupByExpr::Expressions(v, _) if v.is_empty() => {}
-            _ => return Err(unsupported("GROUP BY")),
-        }
-        let from = match sel.from.len() {
-            0 => None,
-            1 if sel.from[0].joins.is_empty() => {
-                let t = Self::table_factor(&sel.from[0].relation)?;
-                if t.db.is_none() && t.name.eq_ignore_ascii_case("dual") {
-                    None
-                } else {
-                    Some(t)
-                }
-            }
-            _ => {
-                // Report a missing table before the missing feature, as MySQL resolves tables first.
-                let tables = Self::tables_of(&sel.from)?;
-                return Err(SqlError::Unsupported(format!(
-                    "joins (tables {})",
-                    tables
-                        .iter()
-                        .map(|t| t.name.clone())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
-            }
-        };
-        let mut items = Vec::new();
-        for it in sel.projection {
-            match it {
-                sp::SelectItem::UnnamedExpr(e) => {
-                    let n = self.src.column_name(&e);
-                    items.push(SelectItem {
-                        expr: self.expr(e)?,
-                        name: n,
-                    });
-                }
-                sp::SelectItem::ExprWithAlias { expr, alias } => {
-                    items.push(SelectItem {
-                        expr: self.expr(expr)?,
-                        name: alias.value,
-                    });
-                }
-                sp::SelectItem::Wildcard(_) => {
-                    if from.is_none() {
-                        return Err(SqlError::coded(
-                            shoal_errors::ER_NO_TABLES_USED,
-                            "No tables used",
-                        ));
-                    }
-                    items.push(SelectItem {
-                        expr: Expr::Column("*".into()),
-                        name: "*".into(),
-                    });
-                }
-                other => return Err(unsupported(other.to_string())),
-            }
-        }
-        let filter = sel.selection.map(|e| self.expr(e)).transpose()?;
-        let (limit, offset) = match q.limit_clause {
-            None => (None, None),
-            Some(sp::LimitClause::LimitOffset {
-                limit,
-                offset,
-                limit_by,
-            }) => {
-                if !limit_by.is_empty() {
-                    return Err(unsupported("LIMIT BY"));
-                }
-                (
-                    limit.map(|e| self.expr(e)).transpose()?,
-                    offset.map(|o| self.expr(o.value)).transpose()?,
-                )
-            }
-            Some(sp::LimitClause::OffsetCommaLimit { offset, limit }) => {
-                let o = self.expr(offset)?;
-                (Some(self.expr(limit)?), Some(o))
-            }
-        };
-        if q.order_by.is_some() && from.is_some() {
-            return Err(unsupported("ORDER BY on tables"));
-        }
-        Ok(Select {
-            items,
-            from,
-            filter,
-            limit,
-            offset,
         })
     }
 }

@@ -329,9 +329,10 @@
 //! ## Where the code is
 //!
 //! [`core`]: the group state machine (every scheduling rule, plain data); [`adapt`]: the
-//! adaptive controller; `pool`: the side effects (the `Pool` handle, workers, listener), with
-//! the timer thread in `pool::timer` and work stealing and age balancing in `pool::balance`;
-//! `stats`: snapshots. The configuration and the `thread_pool_*` variable table are
+//! adaptive controller; `pool`: the side effects, one file per role (the shared state in
+//! `pool/mod.rs`, the `Pool` handle in `pool::handle`, a worker thread's loop in
+//! `pool::worker`, the listener and socket arming in `pool::listener`, the timer thread in
+//! `pool::timer`, work stealing and age balancing in `pool::balance`); `stats`: snapshots. The configuration and the `thread_pool_*` variable table are
 //! `shoal-sched`'s.
 //!
 //! ## Model checking

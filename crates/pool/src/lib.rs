@@ -337,9 +337,12 @@
 //!
 //! ## Model checking
 //!
-//! The group state machine ([`core`]) is plain data. `model` holds loom models of it (run with
-//! `RUSTFLAGS="--cfg loom" cargo test --release -p shoal-pool --lib loom`); the pool's side
-//! effects (threads, epoll) are covered by the integration tests in `tests/`.
+//! The group state machine ([`core`]) is plain data. `model` holds loom models of it, and
+//! `pool::model` loom models of the pool's own worker loop, wait accounting and shutdown: the
+//! pool takes every lock, condvar, atomic and thread from the `crate::loom` shim (std, or loom
+//! under `--cfg loom`), whose doc says what stays out of the models and why. Run them with
+//! `RUSTFLAGS="--cfg loom" cargo test --release -p shoal-pool --lib loom`. The epoll side and
+//! the timer are covered by the integration tests in `tests/`.
 
 #![warn(missing_docs)]
 

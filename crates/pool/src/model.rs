@@ -19,7 +19,9 @@ use shoal_wait::WaitKind;
 
 type G = GroupCore<u32, usize>;
 
-fn model(f: impl Fn() + Sync + Send + 'static) {
+/// Runs `f` under loom (every interleaving, at most 3 preemptions) or, without `--cfg loom`,
+/// once.
+pub(crate) fn model(f: impl Fn() + Sync + Send + 'static) {
     #[cfg(loom)]
     {
         let mut b = ::loom::model::Builder::new();

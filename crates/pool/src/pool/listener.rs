@@ -84,7 +84,7 @@ impl<H: Handler> Shared<H> {
 
     /// The listener role: poll, claim, queue; returns an entry to execute or `None` to exit.
     pub(super) fn listen(
-        self: &Arc<Self>,
+        self: &StdArc<Self>,
         gid: usize,
         events: &mut Events,
     ) -> Option<Entry<H::Conn>> {
@@ -136,7 +136,7 @@ impl<H: Handler> Shared<H> {
     /// `prefer_edge`: when its socket must be armed for input, arm it edge-triggered (it then
     /// stays armed, and the following commands settle without an `epoll_ctl`) rather than one-shot.
     pub(super) fn rearm(
-        self: &Arc<Self>,
+        self: &StdArc<Self>,
         e: &Arc<ConnEntry<H::Conn>>,
         outcome: Outcome,
         hint: PrioHint,

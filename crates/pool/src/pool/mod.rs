@@ -17,9 +17,7 @@
 //! shutdown after every worker has been joined.
 
 use std::os::fd::{BorrowedFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
-use std::thread::JoinHandle;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
@@ -33,12 +31,18 @@ use crate::core::{
     next_priority, AfterPoll, CreateCtx, Decision, GroupCore, KillStep, Next, Phase, Prio, Reason,
     Settle,
 };
+use crate::loom::thread::{self, JoinHandle};
+use crate::loom::{
+    Arc, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, StdArc,
+};
 use crate::stats::{Adjustment, ConnState, GroupStats, Percentiles, PoolStats, QueueEntryInfo};
 use crate::{CloseReason, Config, Handler, HighPrioMode, Knob, Outcome, PoolError, PrioHint};
 
 mod balance;
 mod handle;
 mod listener;
+#[cfg(test)]
+mod model;
 mod timer;
 mod worker;
 
@@ -139,6 +143,16 @@ struct WorkerSlot {
     /// Age balancing's turn: which other group this worker looks at next (only its own
     /// thread touches it).
     balance_turn: AtomicUsize,
+}
+
+impl WorkerSlot {
+    fn new() -> Self {
+        WorkerSlot {
+            cv: Condvar::new(),
+            wake: AtomicU8::new(WAKE_NONE),
+            balance_turn: AtomicUsize::new(0),
+        }
+    }
 }
 
 const WAKE_NONE: u8 = 0;
@@ -301,6 +315,47 @@ fn percentiles(h: &Histogram<u64>) -> Percentiles {
 }
 
 impl<H: Handler> Shared<H> {
+    /// The shared state of a pool with `config` (already checked): every group allocated,
+    /// no thread started, no poller created.
+    fn new(config: &Config, handler: H) -> Self {
+        Shared {
+            handler,
+            groups: (0..config.max_size)
+                .map(|_| CachePadded::new(Group::new()))
+                .collect(),
+            registry: (0..SHARDS)
+                .map(|_| Mutex::new(FxHashMap::default()))
+                .collect(),
+            size: AtomicUsize::new(config.size),
+            oversubscribe: AtomicUsize::new(config.oversubscribe),
+            adaptive: AtomicBool::new(false),
+            stall_limit_us: AtomicU64::new(us(config.stall_limit)),
+            max_threads: AtomicUsize::new(config.max_threads),
+            idle_timeout_us: AtomicU64::new(us(config.idle_timeout)),
+            kickup_us: AtomicU64::new(us(config.prio_kickup_timer)),
+            prio_mode: AtomicU8::new(mode_to_u8(config.high_prio_mode)),
+            tickets: AtomicU64::new(config.high_prio_tickets),
+            dedicated: AtomicBool::new(config.dedicated_listener),
+            histograms: AtomicBool::new(config.histograms),
+            stealing: AtomicBool::new(config.work_stealing),
+            balance_us: AtomicU64::new(
+                u64::try_from(config.balance.as_micros()).unwrap_or(u64::MAX),
+            ),
+            epoch: Instant::now(),
+            linger_us: AtomicU64::new(u64::try_from(config.linger.as_micros()).unwrap_or(u64::MAX)),
+            linger_threads: AtomicUsize::new(config.linger_threads.max(1)),
+            total_threads: AtomicUsize::new(0),
+            shutdown: AtomicBool::new(false),
+            handles: Mutex::new(Vec::new()),
+            timer_cv: Condvar::new(),
+            thief_pending: AtomicU64::new(0),
+            timer_lock: Mutex::new(()),
+            last_blocked_log: Mutex::new(None),
+            thread_name: config.thread_name.clone(),
+            stack_size: config.stack_size,
+        }
+    }
+
     /// The concurrency cap of group `gid` minus one (what the core's decisions take as
     /// `oversubscribe`): the controller's cap in adaptive mode, else the static setting.
     fn oversub(&self, gid: usize) -> usize {
@@ -417,7 +472,7 @@ impl<H: Handler> Shared<H> {
     /// Wakes or creates a worker for group `gid` (whose core the caller holds locked), applying
     /// the lock-holder rule when the normal path is throttled or refused.
     fn wake_or_create(
-        self: &Arc<Self>,
+        self: &StdArc<Self>,
         gid: usize,
         core: &mut GroupCore<Entry<H::Conn>, Arc<WorkerSlot>>,
         reason: Reason,
@@ -459,7 +514,7 @@ impl<H: Handler> Shared<H> {
     /// Gives the group a listener: an idle worker takes the role directly, else a worker is
     /// woken or created (it becomes the listener when it finds no work).
     fn provide_listener(
-        self: &Arc<Self>,
+        self: &StdArc<Self>,
         gid: usize,
         core: &mut GroupCore<Entry<H::Conn>, Arc<WorkerSlot>>,
     ) {
@@ -473,7 +528,7 @@ impl<H: Handler> Shared<H> {
 
     /// After queueing: make sure somebody will run the queue.
     fn after_queue(
-        self: &Arc<Self>,
+        self: &StdArc<Self>,
         gid: usize,
         core: &mut GroupCore<Entry<H::Conn>, Arc<WorkerSlot>>,
     ) {
@@ -500,10 +555,14 @@ impl<H: Handler> Shared<H> {
     }
 
     /// Spawns a worker for `gid`; the core already counts it as active.
-    fn spawn(self: &Arc<Self>, gid: usize, core: &mut GroupCore<Entry<H::Conn>, Arc<WorkerSlot>>) {
+    fn spawn(
+        self: &StdArc<Self>,
+        gid: usize,
+        core: &mut GroupCore<Entry<H::Conn>, Arc<WorkerSlot>>,
+    ) {
         self.total_threads.fetch_add(1, Ordering::SeqCst);
         let s = self.clone();
-        let mut b = std::thread::Builder::new().name(format!("{}-g{gid}", self.thread_name));
+        let mut b = thread::Builder::new().name(format!("{}-g{gid}", self.thread_name));
         if let Some(size) = self.stack_size {
             b = b.stack_size(size);
         }
@@ -511,7 +570,7 @@ impl<H: Handler> Shared<H> {
         match r {
             Ok(h) => {
                 let mut hs = lock(&self.handles);
-                hs.retain(|h| !h.is_finished());
+                hs.retain(|h| !crate::loom::is_finished(h));
                 hs.push(h);
             }
             Err(e) => {
@@ -522,7 +581,7 @@ impl<H: Handler> Shared<H> {
         }
     }
 
-    fn add(self: &Arc<Self>, id: u64, conn: H::Conn) -> Result<(), PoolError> {
+    fn add(self: &StdArc<Self>, id: u64, conn: H::Conn) -> Result<(), PoolError> {
         if self.is_shutdown() {
             self.handler.close(conn, CloseReason::Rejected);
             return Err(PoolError::ShutDown);
@@ -578,7 +637,7 @@ impl<H: Handler> Shared<H> {
         Ok(())
     }
 
-    fn kill(self: &Arc<Self>, id: u64) -> bool {
+    fn kill(self: &StdArc<Self>, id: u64) -> bool {
         let Some(e) = self.lookup(id) else {
             return false;
         };
@@ -609,6 +668,30 @@ impl<H: Handler> Shared<H> {
             KillStep::AfterRun => {}
         }
         true
+    }
+
+    /// Step 1 of the shutdown protocol (crate doc): the pool-wide flag, then each group's
+    /// (under its lock, where every worker checks it before it parks or takes work).
+    fn begin_shutdown(&self) {
+        self.shutdown.store(true, Ordering::SeqCst);
+        for g in &self.groups {
+            g.lock().core.shutdown = true;
+        }
+    }
+
+    /// Step 3 of the shutdown protocol: wake every idle worker (under its group's lock, so a
+    /// worker that parks after `begin_shutdown` saw the flag instead) and every listener.
+    fn wake_every_thread(&self) {
+        for g in &self.groups {
+            let inner = g.lock();
+            for w in &inner.core.idle {
+                w.cv.notify_one();
+            }
+            drop(inner);
+            if let Some(p) = g.poller.get() {
+                let _ = p.notify();
+            }
+        }
     }
 
     /// Removes the connection from epoll, the registry and its group's count, then hands it to

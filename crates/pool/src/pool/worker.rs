@@ -33,7 +33,9 @@
 //! a notification that came before the wait began still left its flag, so it cannot be lost,
 //! and a spurious or timed-out return finds no flag and sleeps again. An idle timeout exits
 //! only if the worker is still in the idle list; if it is not, a waker took it out in the
-//! meantime and its flag says what to do.
+//! meantime and its flag says what to do. The loom models in `pool::model` run this code
+//! (`get_event`) against `add`, a reported wait and shutdown; each fails, as a deadlock, if
+//! the worker drops the group lock between joining the idle list and waiting.
 //!
 //! ## Reported waits
 //!
@@ -42,7 +44,9 @@
 //! worker, another is woken or created at once when work is queued, or a listener is provided
 //! when none is watching. `wait_end` counts it active again (it may exceed the cap until its
 //! command ends: a command in progress is never preempted) and feeds the wait time to the
-//! adaptive controller's meter.
+//! adaptive controller's meter. The loom model `loom_wait_begin_wakes_a_worker_for_queued_work`
+//! checks that work queued next to a wait beginning always gets a worker (it fails if
+//! `wait_begin` does not wake one).
 
 use super::*;
 
@@ -79,12 +83,23 @@ pub fn poll_readable(fd: RawFd, timeout: Duration) -> bool {
 }
 
 /// Installed on every worker thread: turns wait reports into group accounting.
-struct Observer<H: Handler> {
-    shared: Arc<Shared<H>>,
+pub(super) struct Observer<H: Handler> {
+    shared: StdArc<Shared<H>>,
     gid: usize,
     current: Mutex<Option<Arc<ConnEntry<H::Conn>>>>,
     /// When the worker's current reported wait began (for the controller's wait share).
     wait_since: Mutex<Option<Instant>>,
+}
+
+impl<H: Handler> Observer<H> {
+    pub(super) fn new(shared: StdArc<Shared<H>>, gid: usize) -> Self {
+        Observer {
+            shared,
+            gid,
+            current: Mutex::new(None),
+            wait_since: Mutex::new(None),
+        }
+    }
 }
 
 impl<H: Handler> WaitObserver for Observer<H> {
@@ -120,18 +135,9 @@ impl<H: Handler> WaitObserver for Observer<H> {
 }
 
 impl<H: Handler> Shared<H> {
-    pub(super) fn worker_main(self: Arc<Self>, gid: usize) {
-        let slot = Arc::new(WorkerSlot {
-            cv: Condvar::new(),
-            wake: AtomicU8::new(WAKE_NONE),
-            balance_turn: AtomicUsize::new(0),
-        });
-        let obs = Arc::new(Observer {
-            shared: self.clone(),
-            gid,
-            current: Mutex::new(None),
-            wait_since: Mutex::new(None),
-        });
+    pub(super) fn worker_main(self: StdArc<Self>, gid: usize) {
+        let slot = Arc::new(WorkerSlot::new());
+        let obs = StdArc::new(Observer::new(self.clone(), gid));
         let prev = shoal_wait::set_thread_observer(Some(obs.clone()));
         let mut events = Events::with_capacity(MAX_EVENTS.try_into().expect("non-zero"));
         let mut exec = None;
@@ -158,8 +164,8 @@ impl<H: Handler> Shared<H> {
 
     /// Finds the next entry to run, being the listener or sleeping idle meanwhile. `None`: the
     /// thread must exit (its accounting is already undone).
-    fn get_event(
-        self: &Arc<Self>,
+    pub(super) fn get_event(
+        self: &StdArc<Self>,
         gid: usize,
         slot: &Arc<WorkerSlot>,
         events: &mut Events,
@@ -333,7 +339,7 @@ impl<H: Handler> Shared<H> {
     /// `exec` unless a linger already recorded it. Returns the connection when the worker
     /// lingered on it and its next command arrived: the caller runs it again at once.
     fn run(
-        self: &Arc<Self>,
+        self: &StdArc<Self>,
         gid: usize,
         e: Arc<ConnEntry<H::Conn>>,
         action: Action,
@@ -448,7 +454,7 @@ impl<H: Handler> Shared<H> {
     /// there (or the peer hung up) and the connection was never re-armed. Records the execution
     /// time `exec` under the group lock it takes anyway.
     fn linger(
-        self: &Arc<Self>,
+        self: &StdArc<Self>,
         gid: usize,
         e: &Arc<ConnEntry<H::Conn>>,
         conn: &mut H::Conn,

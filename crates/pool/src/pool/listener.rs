@@ -1,43 +1,37 @@
 //! A group's epoll: the listener that polls it and hands connections to workers, and the
 //! arming of a connection's socket after each command.
 //!
-//! The listener's rules (when it executes an event itself, when it wakes a worker, why it
-//! respects the cap) are the crate doc's "Listener"; the edge-triggered registration and its
-//! four ways to lose a wake-up are the crate doc's "Edge-triggered sockets". This file carries
-//! them out.
+//! The rules are the crate doc's: "Listener" (when it executes an event itself, when it wakes
+//! a worker, why it respects the cap), "Connection life" (who may queue a connection, and the
+//! socket leaving epoll before `close`), "Live changes" (migration after a resize) and
+//! "Edge-triggered sockets" (the registration that is never re-armed, and its four ways to
+//! lose a wake-up). This file carries them out; what it adds is the order of the steps.
 //!
 //! ## The listener
 //!
-//! A worker that finds no work and no listener takes the role (`get_event` in
-//! [`worker`]) and calls [`Shared::listen`]: it blocks in the group's epoll with
-//! its lock released (with `polling`, only one thread may wait on a poller, hence one listener
-//! per group). Each return is handled in two steps, in the lock order of [`super`]:
+//! A worker that finds no work and no listener takes the role (`get_event` in [`worker`]) and
+//! calls [`Shared::listen`]: it blocks in the group's epoll with no lock held (with `polling`,
+//! only one thread may wait on a poller, hence one listener per group). Each return is handled
+//! in two steps, in the lock order of [`super`]:
 //!
-//! 1. `claim`, without the group lock: for each event, find the connection and move it from
-//!    `Idle` to `Queued` under its meta lock ([`Phase::report`]). Only the claim can queue an
-//!    idle connection, so an event racing a KILL or an idle timeout never runs it twice; an
-//!    edge-triggered report on a connection that is queued or running is kept as `pending`.
-//! 2. Under the group lock, [`GroupCore::after_poll`] decides: execute the first event itself
-//!    (the listener becomes a worker; if that puts the group at its cap another listener is
-//!    provided, so new events stay visible), or queue them all and stay the listener (waking a
-//!    worker if the group is under its cap). The group's `polls` count is the safety net's
-//!    evidence that epoll had its chance (see [`Shared::sweep`]).
+//! 1. `claim`, without the group lock: each reported connection is moved from `Idle` to
+//!    `Queued` under its meta lock ([`Phase::report`]), or, an edge-triggered report on a
+//!    connection that is queued or running, marked `pending`.
+//! 2. Under the group lock, [`GroupCore::after_poll`] decides between executing the first event
+//!    itself and queueing them all; the group's `polls` count is the safety net's evidence that
+//!    epoll had its chance (see [`Shared::sweep`]).
 //!
 //! The listener leaves on shutdown and when a resize retired its group and its last
-//! connection has moved; it is woken for both by `Poller::notify`.
+//! connection has moved away; `Poller::notify` wakes it for both.
 //!
 //! ## Arming
 //!
 //! [`Shared::rearm`] runs after every command that did not close the connection. The
 //! connection's state machine ([`Phase::settle`]) says whether it is idle already (its socket
-//! is still armed edge-triggered: no system call but one `poll(2)` for a hang-up, which
-//! an edge report may have hidden behind the data), must be queued again (a yield, or input
-//! reported while it ran), or must be armed: one-shot for a busy connection (its next linger
-//! needs no disarm) or a write, edge-triggered for one that was quiet. A connection whose group
-//! changed with a resize is deleted from the old epoll *before* it is added to the new one, so
-//! two listeners never report it at once, and the connection counts move with it. The socket
-//! is always out of epoll before [`Handler::close`] gets the connection (see `close_entry`), so
-//! a reused descriptor is never reported for the old connection.
+//! is still armed edge-triggered; one `poll(2)` looks for a hang-up that the edge report may
+//! have hidden behind the data), must be queued again (a yield, or input reported while it
+//! ran), or must be armed: one-shot for a busy connection (its next linger needs no disarm) or
+//! a write, edge-triggered for one that was quiet.
 
 use super::*;
 

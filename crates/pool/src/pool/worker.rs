@@ -10,13 +10,12 @@
 //! alternates two calls until the first returns `None`:
 //!
 //! * `get_event` looks for the next entry, under its group's lock, in this order: shutdown
-//!   (exit); a steal, when it was woken as a thief (before anything else, or it would take its
-//!   own group's listener role and forget the steal); age balancing (another group's older
-//!   entry); its own queue, if the group is under its cap or stalled (and then, if more is
-//!   queued and the cap allows, one more worker, so a burst fills the cap at once); exit if its
-//!   group was retired by a resize; a steal before sleeping; the listener role if the group has
-//!   none ([`listener`]); exit if the pool is above `max_threads`; otherwise it
-//!   parks.
+//!   (exit); a steal, when it was woken as a thief; age balancing; its own queue, if the group
+//!   is under its cap or stalled (then one more worker if more is queued); exit if a resize
+//!   retired its group; a steal before sleeping; the listener role if the group has none
+//!   ([`listener`]); exit if the pool is above `max_threads`; otherwise it parks. Why each
+//!   step is where it is: the crate doc's "Work stealing", "Balancing", "Concurrency limit"
+//!   and "Threads"; the order is the code's, here.
 //! * `run` runs one entry (login, command, kill, timeout) with the group lock released. A
 //!   handler panic costs the connection, not the worker: it is caught, any wait left open is
 //!   ended, and the connection is closed with [`CloseReason::Panicked`]. After a command the
@@ -39,14 +38,26 @@
 //!
 //! ## Reported waits
 //!
-//! [`Observer::wait_begin`] marks the worker's connection as waiting (for the processlist) and
-//! tells the core, which no longer counts the worker active; if it was the group's last active
-//! worker, another is woken or created at once when work is queued, or a listener is provided
-//! when none is watching. `wait_end` counts it active again (it may exceed the cap until its
-//! command ends: a command in progress is never preempted) and feeds the wait time to the
-//! adaptive controller's meter. The loom model `loom_wait_begin_wakes_a_worker_for_queued_work`
-//! checks that work queued next to a wait beginning always gets a worker (it fails if
-//! `wait_begin` does not wake one).
+//! The handler's waits reach the pool through the thread's `shoal_wait` observer, an
+//! [`Observer`] that knows the worker's group and current connection. `wait_begin` marks the
+//! connection waiting (for the processlist) and lets the core stop counting the worker active,
+//! then acts on the core's answer: a worker or a listener for the group (the crate doc's
+//! "Concurrency limit" says when). `wait_end` counts the worker active again, even above the
+//! cap (a command in progress is never preempted), and gives the wait's length to the adaptive
+//! controller's meter. Both take the group lock, never while holding the connection's meta lock.
+//! The loom model `loom_wait_begin_wakes_a_worker_for_queued_work` checks that work queued next
+//! to a wait beginning always gets a worker (it fails if `wait_begin` does not wake one).
+//!
+//! ## Lingering
+//!
+//! `linger` follows the crate doc's "Lingering" in this order: the execution time is recorded
+//! under the group lock it takes anyway; a group left without a listener (this worker was it
+//! and ran the event itself) is given one; the core grants the linger
+//! ([`GroupCore::linger_begin`]); under the connection's meta lock its `lingering` flag is set
+//! and an edge-triggered socket disarmed (the listener is not to be woken for the command the
+//! worker awaits); only then is the shutdown flag read, so [`Pool::shutdown`] either sees the
+//! flag and shuts the socket down or the worker sees shutdown; after the wait the core decides
+//! whether the command may run at once ([`GroupCore::linger_end`]).
 
 use super::*;
 

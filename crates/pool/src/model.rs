@@ -19,9 +19,7 @@ use shoal_wait::WaitKind;
 
 type G = GroupCore<u32, usize>;
 
-/// Runs `f` under loom (every interleaving, at most 3 preemptions) or, without `--cfg loom`,
-/// once.
-pub(crate) fn model(f: impl Fn() + Sync + Send + 'static) {
+fn model(f: impl Fn() + Sync + Send + 'static) {
     #[cfg(loom)]
     {
         let mut b = ::loom::model::Builder::new();

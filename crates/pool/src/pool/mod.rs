@@ -7,7 +7,8 @@
 //! methods to `Shared` in its own file: the public handle ([`Pool`]: start, settings, shutdown)
 //! in [`handle`], a worker thread's loop in [`worker`], the group's epoll (listener and socket
 //! arming) in [`listener`], the timer thread in [`timer`], balancing between groups (work
-//! stealing, age balancing) in [`balance`].
+//! stealing, age balancing) in [`balance`]. `model` (tests only) holds loom models of the
+//! worker loop against `add`, a reported wait and shutdown (see `crate::loom`).
 //!
 //! ## Lock order
 //!

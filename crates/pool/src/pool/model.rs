@@ -19,8 +19,20 @@
 
 use super::worker::Observer;
 use super::*;
-use crate::model::model;
 use shoal_wait::WaitObserver;
+
+/// Runs `f` under loom with no preemption bound: every interleaving (these models are small
+/// enough: all three take well under a second), or once without `--cfg loom`.
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    #[cfg(loom)]
+    {
+        let mut b = ::loom::model::Builder::new();
+        b.preemption_bound = None;
+        b.check(f);
+    }
+    #[cfg(not(loom))]
+    f();
+}
 
 /// A handler the models never call into a socket with: their entries are only dequeued.
 struct Quiet;

@@ -615,7 +615,7 @@ fn stats_and_connection_states() {
 /// This test once failed in a full-suite run (the fast command waited 1.5 s behind the
 /// spinner): the woken thief only `try_lock`ed the victim group while the waker still held that
 /// lock, lost the race under load and went back to sleep. The thief now steals holding no lock
-/// of its own and locks victims normally (see `try_steal` in src/pool.rs).
+/// of its own and locks victims normally (see `try_steal` in src/pool/balance.rs).
 #[test]
 fn work_stealing_between_groups() {
     for stealing in [false, true] {

@@ -329,16 +329,20 @@
 //! ## Where the code is
 //!
 //! [`core`]: the group state machine (every scheduling rule, plain data); [`adapt`]: the
-//! adaptive controller; `pool`: the side effects (the `Pool` handle, workers, listener), with
-//! the timer thread in `pool::timer` and work stealing and age balancing in `pool::balance`;
-//! `stats`: snapshots. The configuration and the `thread_pool_*` variable table are
+//! adaptive controller; `pool`: the side effects, one file per role (the shared state in
+//! `pool/mod.rs`, the `Pool` handle in `pool::handle`, a worker thread's loop in
+//! `pool::worker`, the listener and socket arming in `pool::listener`, the timer thread in
+//! `pool::timer`, work stealing and age balancing in `pool::balance`); `stats`: snapshots. The configuration and the `thread_pool_*` variable table are
 //! `shoal-sched`'s.
 //!
 //! ## Model checking
 //!
-//! The group state machine ([`core`]) is plain data. `model` holds loom models of it (run with
-//! `RUSTFLAGS="--cfg loom" cargo test --release -p shoal-pool --lib loom`); the pool's side
-//! effects (threads, epoll) are covered by the integration tests in `tests/`.
+//! The group state machine ([`core`]) is plain data. `model` holds loom models of it, and
+//! `pool::model` loom models of the pool's own worker loop, wait accounting and shutdown: the
+//! pool takes every lock, condvar, atomic and thread from the `crate::loom` shim (std, or loom
+//! under `--cfg loom`), whose doc says what stays out of the models and why. Run them with
+//! `RUSTFLAGS="--cfg loom" cargo test --release -p shoal-pool --lib loom`. The epoll side and
+//! the timer are covered by the integration tests in `tests/`.
 
 #![warn(missing_docs)]
 

@@ -16,7 +16,7 @@ use super::*;
 
 /// A running thread pool. See the crate documentation.
 pub struct Pool<H: Handler> {
-    shared: Arc<Shared<H>>,
+    shared: StdArc<Shared<H>>,
     timer: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -39,42 +39,7 @@ impl<H: Handler> Pool<H> {
                 "max_threads must be positive".into(),
             ));
         }
-        let shared = Arc::new(Shared {
-            handler,
-            groups: (0..config.max_size)
-                .map(|_| CachePadded::new(Group::new()))
-                .collect(),
-            registry: (0..SHARDS)
-                .map(|_| Mutex::new(FxHashMap::default()))
-                .collect(),
-            size: AtomicUsize::new(config.size),
-            oversubscribe: AtomicUsize::new(config.oversubscribe),
-            adaptive: AtomicBool::new(false),
-            stall_limit_us: AtomicU64::new(us(config.stall_limit)),
-            max_threads: AtomicUsize::new(config.max_threads),
-            idle_timeout_us: AtomicU64::new(us(config.idle_timeout)),
-            kickup_us: AtomicU64::new(us(config.prio_kickup_timer)),
-            prio_mode: AtomicU8::new(mode_to_u8(config.high_prio_mode)),
-            tickets: AtomicU64::new(config.high_prio_tickets),
-            dedicated: AtomicBool::new(config.dedicated_listener),
-            histograms: AtomicBool::new(config.histograms),
-            stealing: AtomicBool::new(config.work_stealing),
-            balance_us: AtomicU64::new(
-                u64::try_from(config.balance.as_micros()).unwrap_or(u64::MAX),
-            ),
-            epoch: Instant::now(),
-            linger_us: AtomicU64::new(u64::try_from(config.linger.as_micros()).unwrap_or(u64::MAX)),
-            linger_threads: AtomicUsize::new(config.linger_threads.max(1)),
-            total_threads: AtomicUsize::new(0),
-            shutdown: AtomicBool::new(false),
-            handles: Mutex::new(Vec::new()),
-            timer_cv: Condvar::new(),
-            thief_pending: AtomicU64::new(0),
-            timer_lock: Mutex::new(()),
-            last_blocked_log: Mutex::new(None),
-            thread_name: config.thread_name.clone(),
-            stack_size: config.stack_size,
-        });
+        let shared = StdArc::new(Shared::new(&config, handler));
         // Create the pollers of the active groups now, so that an fd shortage shows at start.
         for g in &shared.groups[..config.size] {
             g.poller()?;
@@ -83,7 +48,7 @@ impl<H: Handler> Pool<H> {
             shared.set_adaptive(true);
         }
         let s = shared.clone();
-        let timer = std::thread::Builder::new()
+        let timer = thread::Builder::new()
             .name(format!("{}-timer", config.thread_name))
             .spawn(move || s.timer_main())?;
         Ok(Pool {
@@ -339,10 +304,7 @@ impl<H: Handler> Pool<H> {
     /// Stops the pool following the numbered protocol in the crate doc. Idempotent.
     pub fn shutdown(&self) {
         let s = &self.shared;
-        s.shutdown.store(true, Ordering::SeqCst);
-        for g in &s.groups {
-            g.lock().core.shutdown = true;
-        }
+        s.begin_shutdown();
         {
             let _g = lock(&s.timer_lock);
             s.timer_cv.notify_all();
@@ -361,16 +323,7 @@ impl<H: Handler> Pool<H> {
                 unsafe { libc::shutdown(e.fd, libc::SHUT_RD) };
             }
         }
-        for g in &s.groups {
-            let inner = g.lock();
-            for w in &inner.core.idle {
-                w.cv.notify_one();
-            }
-            drop(inner);
-            if let Some(p) = g.poller.get() {
-                let _ = p.notify();
-            }
-        }
+        s.wake_every_thread();
         loop {
             let hs: Vec<_> = std::mem::take(&mut *lock(&s.handles));
             if hs.is_empty() {

@@ -1,9 +1,14 @@
 //! The pool proper: groups, workers, listener, connections (see the crate doc for the
 //! design; this module performs the side effects the decisions in [`crate::core`] ask for).
 //!
-//! The public handle ([`Pool`]: start, add, kill, settings, stats, shutdown) is [`handle`], the
-//! timer thread is [`timer`], balancing between groups (work stealing, age balancing) is
-//! [`balance`]; each adds methods to `Shared`, the state every pool thread shares.
+//! This file holds the state every pool thread shares (`Shared`, its groups and connection
+//! registry) and the operations every role uses: waking or creating a worker, providing a
+//! listener, adding, killing and closing a connection, snapshots. Each role adds its own
+//! methods to `Shared` in its own file: the public handle ([`Pool`]: start, settings, shutdown)
+//! in [`handle`], a worker thread's loop in [`worker`], the group's epoll (listener and socket
+//! arming) in [`listener`], the timer thread in [`timer`], balancing between groups (work
+//! stealing, age balancing) in [`balance`]. `model` (tests only) holds loom models of the
+//! worker loop against `add`, a reported wait and shutdown (see `crate::loom`).
 //!
 //! ## Lock order
 //!
@@ -13,9 +18,7 @@
 //! shutdown after every worker has been joined.
 
 use std::os::fd::{BorrowedFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
-use std::thread::JoinHandle;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
@@ -29,14 +32,23 @@ use crate::core::{
     next_priority, AfterPoll, CreateCtx, Decision, GroupCore, KillStep, Next, Phase, Prio, Reason,
     Settle,
 };
+use crate::loom::thread::{self, JoinHandle};
+use crate::loom::{
+    Arc, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, StdArc,
+};
 use crate::stats::{Adjustment, ConnState, GroupStats, Percentiles, PoolStats, QueueEntryInfo};
 use crate::{CloseReason, Config, Handler, HighPrioMode, Knob, Outcome, PoolError, PrioHint};
 
 mod balance;
 mod handle;
+mod listener;
+#[cfg(test)]
+mod model;
 mod timer;
+mod worker;
 
 pub use handle::Pool;
+pub use worker::poll_readable;
 
 const SHARDS: usize = 16;
 const MAX_EVENTS: usize = 1024;
@@ -122,20 +134,6 @@ type Entry<C> = (Arc<ConnEntry<C>>, Action);
 /// Fx hashing of the integer id, not SipHash (ids come from the server, not from clients).
 type Shard<C> = Mutex<FxHashMap<u64, Arc<ConnEntry<C>>>>;
 
-/// What [`Shared::linger`] decided.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Linger {
-    /// Not allowed: go the normal way.
-    No,
-    /// The next command is here: run it now (the worker is active again).
-    Run,
-    /// Lingered, then gave up (timeout, work queued meanwhile, cap full, KILL): the worker
-    /// stays counted lingering until `get_event` calls `linger_abandon`. `true`: input did
-    /// arrive (and the handler may already hold it, so epoll would not report it again): queue
-    /// the connection like a yield. `false`: re-arm.
-    Abandoned(bool),
-}
-
 /// An idle worker's wake-up channel.
 struct WorkerSlot {
     cv: Condvar,
@@ -146,6 +144,16 @@ struct WorkerSlot {
     /// Age balancing's turn: which other group this worker looks at next (only its own
     /// thread touches it).
     balance_turn: AtomicUsize,
+}
+
+impl WorkerSlot {
+    fn new() -> Self {
+        WorkerSlot {
+            cv: Condvar::new(),
+            wake: AtomicU8::new(WAKE_NONE),
+            balance_turn: AtomicUsize::new(0),
+        }
+    }
 }
 
 const WAKE_NONE: u8 = 0;
@@ -294,38 +302,6 @@ fn state_of(m: &ConnMeta) -> ConnState {
     }
 }
 
-/// Waits up to `timeout` for `fd` to become readable (or hung up / in error, which the handler
-/// reports): the default [`Handler::await_input`], public for
-/// handlers that override it only sometimes. Interrupted or failed waits count as "not readable".
-pub fn poll_readable(fd: RawFd, timeout: Duration) -> bool {
-    let mut p = libc::pollfd {
-        fd,
-        events: libc::POLLIN | libc::POLLRDHUP,
-        revents: 0,
-    };
-    let ts = libc::timespec {
-        tv_sec: timeout.as_secs().try_into().unwrap_or(libc::time_t::MAX),
-        tv_nsec: timeout.subsec_nanos().into(),
-    };
-    // SAFETY: one valid pollfd, a valid timespec, no signal mask change.
-    let r = unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) };
-    r > 0 && p.revents != 0
-}
-
-/// Whether the peer of socket `fd` has shut down its side (a FIN received), hung up or left an
-/// error, whether or not data is still unread in front of it. A failed `poll` counts as a
-/// hang-up: the caller then queues the connection, and the handler finds out.
-fn peer_hung_up(fd: RawFd) -> bool {
-    let mut p = libc::pollfd {
-        fd,
-        events: libc::POLLRDHUP,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd; a zero timeout never blocks.
-    let r = unsafe { libc::poll(&mut p, 1, 0) };
-    r < 0 || p.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
-}
-
 fn percentiles(h: &Histogram<u64>) -> Percentiles {
     if h.is_empty() {
         return Percentiles::default();
@@ -339,48 +315,48 @@ fn percentiles(h: &Histogram<u64>) -> Percentiles {
     }
 }
 
-/// Installed on every worker thread: turns wait reports into group accounting.
-struct Observer<H: Handler> {
-    shared: Arc<Shared<H>>,
-    gid: usize,
-    current: Mutex<Option<Arc<ConnEntry<H::Conn>>>>,
-    /// When the worker's current reported wait began (for the controller's wait share).
-    wait_since: Mutex<Option<Instant>>,
-}
-
-impl<H: Handler> WaitObserver for Observer<H> {
-    fn wait_begin(&self, kind: WaitKind) {
-        if let Some(e) = lock(&self.current).as_ref() {
-            lock(&e.meta).wait = Some(kind);
-        }
-        *lock(&self.wait_since) = Some(Instant::now());
-        let mut inner = self.shared.groups[self.gid].lock();
-        if inner.core.wait_begin(kind) {
-            if inner.core.queued() == 0 {
-                self.shared.provide_listener(self.gid, &mut inner.core);
-            } else {
-                self.shared
-                    .wake_or_create(self.gid, &mut inner.core, Reason::Normal);
-            }
-        }
-    }
-
-    fn wait_end(&self, _kind: WaitKind) {
-        let began = lock(&self.wait_since).take();
-        {
-            let mut inner = self.shared.groups[self.gid].lock();
-            inner.core.wait_end();
-            if let Some(t) = began {
-                inner.core.meter.note_wait(t.elapsed());
-            }
-        }
-        if let Some(e) = lock(&self.current).as_ref() {
-            lock(&e.meta).wait = None;
-        }
-    }
-}
-
 impl<H: Handler> Shared<H> {
+    /// The shared state of a pool with `config` (already checked): every group allocated,
+    /// no thread started, no poller created.
+    fn new(config: &Config, handler: H) -> Self {
+        Shared {
+            handler,
+            groups: (0..config.max_size)
+                .map(|_| CachePadded::new(Group::new()))
+                .collect(),
+            registry: (0..SHARDS)
+                .map(|_| Mutex::new(FxHashMap::default()))
+                .collect(),
+            size: AtomicUsize::new(config.size),
+            oversubscribe: AtomicUsize::new(config.oversubscribe),
+            adaptive: AtomicBool::new(false),
+            stall_limit_us: AtomicU64::new(us(config.stall_limit)),
+            max_threads: AtomicUsize::new(config.max_threads),
+            idle_timeout_us: AtomicU64::new(us(config.idle_timeout)),
+            kickup_us: AtomicU64::new(us(config.prio_kickup_timer)),
+            prio_mode: AtomicU8::new(mode_to_u8(config.high_prio_mode)),
+            tickets: AtomicU64::new(config.high_prio_tickets),
+            dedicated: AtomicBool::new(config.dedicated_listener),
+            histograms: AtomicBool::new(config.histograms),
+            stealing: AtomicBool::new(config.work_stealing),
+            balance_us: AtomicU64::new(
+                u64::try_from(config.balance.as_micros()).unwrap_or(u64::MAX),
+            ),
+            epoch: Instant::now(),
+            linger_us: AtomicU64::new(u64::try_from(config.linger.as_micros()).unwrap_or(u64::MAX)),
+            linger_threads: AtomicUsize::new(config.linger_threads.max(1)),
+            total_threads: AtomicUsize::new(0),
+            shutdown: AtomicBool::new(false),
+            handles: Mutex::new(Vec::new()),
+            timer_cv: Condvar::new(),
+            thief_pending: AtomicU64::new(0),
+            timer_lock: Mutex::new(()),
+            last_blocked_log: Mutex::new(None),
+            thread_name: config.thread_name.clone(),
+            stack_size: config.stack_size,
+        }
+    }
+
     /// The concurrency cap of group `gid` minus one (what the core's decisions take as
     /// `oversubscribe`): the controller's cap in adaptive mode, else the static setting.
     fn oversub(&self, gid: usize) -> usize {
@@ -497,7 +473,7 @@ impl<H: Handler> Shared<H> {
     /// Wakes or creates a worker for group `gid` (whose core the caller holds locked), applying
     /// the lock-holder rule when the normal path is throttled or refused.
     fn wake_or_create(
-        self: &Arc<Self>,
+        self: &StdArc<Self>,
         gid: usize,
         core: &mut GroupCore<Entry<H::Conn>, Arc<WorkerSlot>>,
         reason: Reason,
@@ -539,7 +515,7 @@ impl<H: Handler> Shared<H> {
     /// Gives the group a listener: an idle worker takes the role directly, else a worker is
     /// woken or created (it becomes the listener when it finds no work).
     fn provide_listener(
-        self: &Arc<Self>,
+        self: &StdArc<Self>,
         gid: usize,
         core: &mut GroupCore<Entry<H::Conn>, Arc<WorkerSlot>>,
     ) {
@@ -553,7 +529,7 @@ impl<H: Handler> Shared<H> {
 
     /// After queueing: make sure somebody will run the queue.
     fn after_queue(
-        self: &Arc<Self>,
+        self: &StdArc<Self>,
         gid: usize,
         core: &mut GroupCore<Entry<H::Conn>, Arc<WorkerSlot>>,
     ) {
@@ -580,10 +556,14 @@ impl<H: Handler> Shared<H> {
     }
 
     /// Spawns a worker for `gid`; the core already counts it as active.
-    fn spawn(self: &Arc<Self>, gid: usize, core: &mut GroupCore<Entry<H::Conn>, Arc<WorkerSlot>>) {
+    fn spawn(
+        self: &StdArc<Self>,
+        gid: usize,
+        core: &mut GroupCore<Entry<H::Conn>, Arc<WorkerSlot>>,
+    ) {
         self.total_threads.fetch_add(1, Ordering::SeqCst);
         let s = self.clone();
-        let mut b = std::thread::Builder::new().name(format!("{}-g{gid}", self.thread_name));
+        let mut b = thread::Builder::new().name(format!("{}-g{gid}", self.thread_name));
         if let Some(size) = self.stack_size {
             b = b.stack_size(size);
         }
@@ -591,7 +571,7 @@ impl<H: Handler> Shared<H> {
         match r {
             Ok(h) => {
                 let mut hs = lock(&self.handles);
-                hs.retain(|h| !h.is_finished());
+                hs.retain(|h| !crate::loom::is_finished(h));
                 hs.push(h);
             }
             Err(e) => {
@@ -602,7 +582,7 @@ impl<H: Handler> Shared<H> {
         }
     }
 
-    fn add(self: &Arc<Self>, id: u64, conn: H::Conn) -> Result<(), PoolError> {
+    fn add(self: &StdArc<Self>, id: u64, conn: H::Conn) -> Result<(), PoolError> {
         if self.is_shutdown() {
             self.handler.close(conn, CloseReason::Rejected);
             return Err(PoolError::ShutDown);
@@ -658,7 +638,7 @@ impl<H: Handler> Shared<H> {
         Ok(())
     }
 
-    fn kill(self: &Arc<Self>, id: u64) -> bool {
+    fn kill(self: &StdArc<Self>, id: u64) -> bool {
         let Some(e) = self.lookup(id) else {
             return false;
         };
@@ -691,6 +671,30 @@ impl<H: Handler> Shared<H> {
         true
     }
 
+    /// Step 1 of the shutdown protocol (crate doc): the pool-wide flag, then each group's
+    /// (under its lock, where every worker checks it before it parks or takes work).
+    fn begin_shutdown(&self) {
+        self.shutdown.store(true, Ordering::SeqCst);
+        for g in &self.groups {
+            g.lock().core.shutdown = true;
+        }
+    }
+
+    /// Step 3 of the shutdown protocol: wake every idle worker (under its group's lock, so a
+    /// worker that parks after `begin_shutdown` saw the flag instead) and every listener.
+    fn wake_every_thread(&self) {
+        for g in &self.groups {
+            let inner = g.lock();
+            for w in &inner.core.idle {
+                w.cv.notify_one();
+            }
+            drop(inner);
+            if let Some(p) = g.poller.get() {
+                let _ = p.notify();
+            }
+        }
+    }
+
     /// Removes the connection from epoll, the registry and its group's count, then hands it to
     /// the handler. The caller has taken `conn` out of the entry.
     fn close_entry(&self, e: &Arc<ConnEntry<H::Conn>>, conn: H::Conn, reason: CloseReason) {
@@ -711,628 +715,6 @@ impl<H: Handler> Shared<H> {
         drop(m);
         lock(self.shard(e.id)).remove(&e.id);
         self.handler.close(conn, reason);
-    }
-
-    fn worker_main(self: Arc<Self>, gid: usize) {
-        let slot = Arc::new(WorkerSlot {
-            cv: Condvar::new(),
-            wake: AtomicU8::new(WAKE_NONE),
-            balance_turn: AtomicUsize::new(0),
-        });
-        let obs = Arc::new(Observer {
-            shared: self.clone(),
-            gid,
-            current: Mutex::new(None),
-            wait_since: Mutex::new(None),
-        });
-        let prev = shoal_wait::set_thread_observer(Some(obs.clone()));
-        let mut events = Events::with_capacity(MAX_EVENTS.try_into().expect("non-zero"));
-        let mut exec = None;
-        // Set by `run` when a linger ended without running the next command: the worker is
-        // still counted lingering until `get_event` takes the group lock.
-        let mut lingered = false;
-        while let Some((entry, action)) = self.get_event(
-            gid,
-            &slot,
-            &mut events,
-            exec.take(),
-            std::mem::take(&mut lingered),
-        ) {
-            let mut next = Some((entry, action));
-            while let Some((e, a)) = next.take() {
-                // `Some` again when the worker lingered and the next command arrived.
-                next = self
-                    .run(gid, e, a, &obs, &mut exec, &mut lingered)
-                    .map(|e| (e, Action::Event));
-            }
-        }
-        shoal_wait::set_thread_observer(prev);
-    }
-
-    /// Finds the next entry to run, being the listener or sleeping idle meanwhile. `None`: the
-    /// thread must exit (its accounting is already undone).
-    fn get_event(
-        self: &Arc<Self>,
-        gid: usize,
-        slot: &Arc<WorkerSlot>,
-        events: &mut Events,
-        exec: Option<Duration>,
-        lingered: bool,
-    ) -> Option<Entry<H::Conn>> {
-        let group = &self.groups[gid];
-        let mut inner = group.lock();
-        if lingered {
-            inner.core.linger_abandon();
-        }
-        // One steal attempt per round of looking for work (reset after each sleep).
-        let mut tried_steal = false;
-        // Woken as a thief: steal before taking our own group's listener role.
-        let mut steal_first = false;
-        if let Some(d) = exec {
-            inner.core.meter.note_exec(d);
-            if self.histograms.load(Ordering::Relaxed) {
-                let _ = inner.exec_hist.record(us(d));
-            }
-        }
-        loop {
-            if inner.core.shutdown {
-                inner.core.exit_active();
-                self.total_threads.fetch_sub(1, Ordering::SeqCst);
-                return None;
-            }
-            let now = Instant::now();
-            // Woken as a thief: steal first. Taking our own group's work instead (its own
-            // listener and workers look after it) lost the steal whenever our group was busy.
-            if steal_first && !tried_steal && self.stealing.load(Ordering::Relaxed) {
-                tried_steal = true;
-                drop(inner);
-                let stolen = self.try_steal(gid, now);
-                inner = group.lock();
-                if let Some((e, qt)) = stolen {
-                    inner.core.counters.steals += 1;
-                    if self.histograms.load(Ordering::Relaxed) {
-                        let _ = inner.queue_hist.record(us(qt));
-                    }
-                    return Some(e);
-                }
-                continue;
-            }
-            // Age balancing: another group's next entry may have waited longer than ours.
-            if let Some((v, older_than)) = self.balance_target(gid, &inner.core, slot) {
-                drop(inner);
-                let taken = {
-                    let mut o = self.groups[v].lock();
-                    let t = o.core.take_older(older_than, now);
-                    if let Some((_, qt)) = &t {
-                        if self.histograms.load(Ordering::Relaxed) {
-                            let _ = o.queue_hist.record(us(*qt));
-                        }
-                    }
-                    // Also after a futile look: a stamp left stale by a path that does not
-                    // publish (a steal, a kill, a drain) is corrected here, once, instead of
-                    // drawing every later dequeue of this group into the same futile lock.
-                    self.publish_next(v, &o.core);
-                    t
-                };
-                inner = group.lock();
-                if let Some((e, _)) = taken {
-                    return Some(e);
-                }
-            }
-            if let Some((e, qt)) = inner.core.take_work(self.oversub(gid), now) {
-                if self.histograms.load(Ordering::Relaxed) {
-                    let _ = inner.queue_hist.record(us(qt));
-                }
-                self.publish_next(gid, &inner.core);
-                // More queued and still under the cap: bring in one more worker, so a burst
-                // queued at once fills the cap without waiting for a new event or the stall
-                // timer (MariaDB leaves it to those; costs one comparison when the queue is empty).
-                self.after_queue(gid, &mut inner.core);
-                return Some(e);
-            }
-            let retired = gid >= self.size.load(Ordering::SeqCst) && inner.core.connections == 0;
-            if retired {
-                inner.core.exit_active();
-                self.total_threads.fetch_sub(1, Ordering::SeqCst);
-                return None;
-            }
-            // A worker with no work steals before sleeping (when its group has a listener).
-            if !tried_steal
-                && inner.core.listener
-                && self.stealing.load(Ordering::Relaxed)
-                && gid < self.size.load(Ordering::SeqCst)
-            {
-                // Steal without holding our own lock (see `try_steal`); we stay counted active
-                // meanwhile, so nobody can hand us a role. Then look at our own group again:
-                // work may have arrived while the lock was released.
-                tried_steal = true;
-                drop(inner);
-                let stolen = self.try_steal(gid, now);
-                inner = group.lock();
-                if let Some((e, qt)) = stolen {
-                    inner.core.counters.steals += 1;
-                    if self.histograms.load(Ordering::Relaxed) {
-                        let _ = inner.queue_hist.record(us(qt));
-                    }
-                    return Some(e);
-                }
-                continue;
-            }
-            if !inner.core.listener {
-                inner.core.become_listener();
-                drop(inner);
-                match self.listen(gid, events) {
-                    Some(e) => return Some(e),
-                    None => return None,
-                }
-            }
-            let surplus = self.total_threads.load(Ordering::SeqCst)
-                > self.max_threads.load(Ordering::Relaxed)
-                && inner.core.threads > 2;
-            if surplus {
-                inner.core.exit_active();
-                self.total_threads.fetch_sub(1, Ordering::SeqCst);
-                return None;
-            }
-            tried_steal = false;
-            steal_first = false;
-            slot.wake.store(WAKE_NONE, Ordering::SeqCst);
-            inner.core.become_idle(slot.clone());
-            let deadline =
-                now + Duration::from_micros(self.idle_timeout_us.load(Ordering::Relaxed));
-            loop {
-                let wait = deadline.saturating_duration_since(Instant::now());
-                inner = slot
-                    .cv
-                    .wait_timeout(inner, wait)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
-                match slot.wake.swap(WAKE_NONE, Ordering::SeqCst) {
-                    WAKE_ACTIVE => break, // the waker moved us to active
-                    WAKE_STEAL => {
-                        steal_first = true;
-                        break;
-                    }
-                    WAKE_LISTEN => {
-                        drop(inner);
-                        return self.listen(gid, events);
-                    }
-                    _ => {}
-                }
-                if inner.core.shutdown || Instant::now() >= deadline {
-                    if inner.core.idle_timed_out(|w| Arc::ptr_eq(w, slot)) {
-                        self.total_threads.fetch_sub(1, Ordering::SeqCst);
-                        return None;
-                    }
-                    // Not in the idle list: a waker took us out (its flag is already set,
-                    // under this lock).
-                    match slot.wake.swap(WAKE_NONE, Ordering::SeqCst) {
-                        WAKE_LISTEN => {
-                            drop(inner);
-                            return self.listen(gid, events);
-                        }
-                        WAKE_STEAL => {
-                            steal_first = true;
-                            break;
-                        }
-                        _ => break,
-                    }
-                }
-            }
-        }
-    }
-
-    /// Claims the connections behind `events` (Idle → Queued) for group `gid`.
-    fn claim(&self, gid: usize, events: &Events) -> Vec<(Entry<H::Conn>, Prio, bool, bool)> {
-        let mut out = Vec::with_capacity(events.len());
-        for ev in events.iter() {
-            let Some(e) = self.lookup(ev.key as u64) else {
-                continue;
-            };
-            let mut guard = lock(&e.meta);
-            let m = &mut *guard;
-            if std::mem::take(&mut m.lose_report) {
-                continue;
-            }
-            if m.registered && m.group == gid && m.phase.report(m.edge, &mut m.pending) {
-                m.writable = false;
-                let (p, must, holder) = (m.prio, m.must_run, m.holder);
-                drop(guard);
-                out.push(((e, Action::Event), p, must, holder));
-            }
-        }
-        out
-    }
-
-    /// The listener role: poll, claim, queue; returns an entry to execute or `None` to exit.
-    fn listen(self: &Arc<Self>, gid: usize, events: &mut Events) -> Option<Entry<H::Conn>> {
-        let group = &self.groups[gid];
-        loop {
-            events.clear();
-            let polled = match group.poller() {
-                Ok(p) => p.wait(events, None),
-                Err(e) => Err(e),
-            };
-            if let Err(e) = polled {
-                tracing::warn!(group = gid, error = %e, "thread pool poll failed");
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            let claimed = self.claim(gid, events);
-            group.polls.fetch_add(1, Ordering::SeqCst);
-            let mut inner = group.lock();
-            let retired = gid >= self.size.load(Ordering::SeqCst) && inner.core.connections == 0;
-            if inner.core.shutdown || retired {
-                inner.core.listener = false;
-                inner.core.threads -= 1;
-                self.total_threads.fetch_sub(1, Ordering::SeqCst);
-                return None;
-            }
-            let dedicated = self.dedicated.load(Ordering::Relaxed);
-            match inner
-                .core
-                .after_poll(claimed, dedicated, self.oversub(gid), Instant::now())
-            {
-                AfterPoll::Execute(e) => {
-                    if self.histograms.load(Ordering::Relaxed) {
-                        let _ = inner.queue_hist.record(1);
-                    }
-                    if inner.core.needs_new_listener(self.oversub(gid)) {
-                        self.provide_listener(gid, &mut inner.core);
-                    }
-                    return Some(e);
-                }
-                AfterPoll::Listen => {
-                    self.publish_next(gid, &inner.core);
-                    self.after_queue(gid, &mut inner.core)
-                }
-            }
-        }
-    }
-
-    /// Runs one entry on the current worker (of group `gid`), leaving its execution time in
-    /// `exec` unless a linger already recorded it. Returns the connection when the worker
-    /// lingered on it and its next command arrived: the caller runs it again at once.
-    fn run(
-        self: &Arc<Self>,
-        gid: usize,
-        e: Arc<ConnEntry<H::Conn>>,
-        action: Action,
-        obs: &Observer<H>,
-        exec: &mut Option<Duration>,
-        lingered: &mut bool,
-    ) -> Option<Arc<ConnEntry<H::Conn>>> {
-        let started = Instant::now();
-        let mut guard = lock(&e.conn);
-        let conn = guard.as_mut()?;
-        // Busy: this command started within a few linger budgets of the previous one's end
-        // (the window allows for the queue and the client's own turn-around). A connection
-        // that was quiet longer than that is not likely to send again at once, and a linger on
-        // it would only hold a thread (and, for a lingering listener, create a stand-in).
-        let window =
-            Duration::from_micros(self.linger_us.load(Ordering::Relaxed).saturating_mul(4));
-        let (killed, busy) = {
-            let mut m = lock(&e.meta);
-            m.phase = Phase::Running;
-            m.wait = None;
-            m.suspect = None;
-            let busy = m
-                .last_end
-                .is_some_and(|t| started.saturating_duration_since(t) <= window);
-            (m.killed, busy)
-        };
-        *lock(&obs.current) = Some(e.clone());
-        let h = &self.handler;
-        // A panicking handler costs its connection, not the worker (whose accounting must stay
-        // right): the connection is closed with `CloseReason::Panicked`.
-        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let r = match action {
-                Action::Kill => Err(CloseReason::Killed),
-                Action::Timeout => {
-                    h.timed_out(conn);
-                    Err(CloseReason::TimedOut)
-                }
-                _ if killed => Err(CloseReason::Killed),
-                Action::Login => Ok(h.login(conn)),
-                Action::Event => Ok(h.handle(conn)),
-            };
-            match r {
-                Ok(Outcome::Close) => Err(CloseReason::Handler),
-                Ok(o) => Ok(o),
-                Err(r) => Err(r),
-            }
-        }));
-        if ran.is_err() {
-            // Unwound out of a raw `wait_begin` without its `wait_end`: balance the accounting.
-            while shoal_wait::in_wait() {
-                shoal_wait::wait_end();
-            }
-        }
-        *lock(&obs.current) = None;
-        let ended = Instant::now();
-        *exec = Some(ended.saturating_duration_since(started));
-        // A login does not count: a client's first command often follows at once (drivers
-        // send their setup queries), which says nothing about the connection being busy.
-        if action == Action::Event {
-            lock(&e.meta).last_end = Some(ended);
-        }
-        let result = match ran {
-            Ok(Ok(o)) => {
-                let mut o = o;
-                // Only on a busy connection (see `busy` above; never after a login, which has
-                // no previous command). Lingers on quiet connections (a monitoring client
-                // pinging 4096 of them in turn, a burst of connects) would each hold a thread
-                // for nothing, and a lingering listener has a stand-in created.
-                if o == Outcome::Continue && busy {
-                    match self.linger(gid, &e, conn, exec) {
-                        Linger::Run => {
-                            drop(guard);
-                            return Some(e);
-                        }
-                        Linger::Abandoned(ready) => {
-                            *lingered = true;
-                            if ready {
-                                o = Outcome::Yield;
-                            }
-                        }
-                        Linger::No => {}
-                    }
-                }
-                // Asked only now: a lingered command is never queued or armed, so it needs
-                // neither (and the handler may have to look them up per call).
-                let asked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    (h.priority(conn), h.idle_deadline(conn))
-                }));
-                // A connection that was not busy (its command came long after the previous
-                // one: a loaded group, or a quiet client) will not linger next time either:
-                // its socket may stay armed edge-triggered. A busy one stays one-shot, so that
-                // its next linger needs no disarm.
-                let edge = !busy && h.reads_to_end();
-                match asked {
-                    Ok((hint, deadline)) => self.rearm(&e, o, hint, deadline, edge),
-                    Err(_) => Err(CloseReason::Panicked),
-                }
-            }
-            Ok(Err(r)) => Err(r),
-            Err(_) => Err(CloseReason::Panicked),
-        };
-        if let Err(reason) = result {
-            let c = guard.take().expect("present");
-            self.close_entry(&e, c, reason);
-        }
-        None
-    }
-
-    /// The low-concurrency fast path: after a command, if the group may (see
-    /// [`GroupCore::linger_begin`]), watch this connection's socket alone for up to
-    /// `linger_us` (see [`Linger`] for the outcomes). On [`Linger::Run`] the next command is
-    /// there (or the peer hung up) and the connection was never re-armed. Records the execution
-    /// time `exec` under the group lock it takes anyway.
-    fn linger(
-        self: &Arc<Self>,
-        gid: usize,
-        e: &Arc<ConnEntry<H::Conn>>,
-        conn: &mut H::Conn,
-        exec: &mut Option<Duration>,
-    ) -> Linger {
-        let budget = self.linger_us.load(Ordering::Relaxed);
-        if budget == 0 || self.is_shutdown() {
-            return Linger::No;
-        }
-        let size = self.size.load(Ordering::SeqCst);
-        {
-            let m = lock(&e.meta);
-            // Stolen entries run on another group's worker; a resize moves the connection at
-            // its re-arm; a KILL closes it there.
-            if m.group != gid || (e.id % size as u64) as usize != gid || m.killed {
-                return Linger::No;
-            }
-        }
-        {
-            let mut inner = self.groups[gid].lock();
-            if let Some(d) = exec.take() {
-                inner.core.meter.note_exec(d);
-                if self.histograms.load(Ordering::Relaxed) {
-                    let _ = inner.exec_hist.record(us(d));
-                }
-            }
-            // The group's listener may be this very thread (it executed the event itself):
-            // pass the role to an idle worker, or create one (the group stays within its
-            // connections + 1 threads), so the other connections stay watched. A created thread
-            // is not the listener yet: this command goes the normal way, the next ones linger.
-            // Once every busy connection has a lingering worker the hand-offs stop: one thread
-            // per connection, which the group can afford while nothing queues.
-            let max_lingering = self.linger_threads.load(Ordering::Relaxed);
-            if !inner.core.listener && inner.core.may_linger(max_lingering) {
-                self.provide_listener(gid, &mut inner.core);
-            }
-            if !inner.core.linger_begin(max_lingering) {
-                return Linger::No;
-            }
-        }
-        {
-            let mut m = lock(&e.meta);
-            m.lingering = true;
-            // An edge-triggered socket would report the awaited command to the listener too
-            // (a wake-up for nothing, and a requeue after it): disarm it first.
-            if m.edge {
-                // SAFETY: the fd stays open until `Handler::close` (see `rearm`).
-                let fd = unsafe { BorrowedFd::borrow_raw(e.fd) };
-                if let Some(p) = self.groups[m.group].poller.get() {
-                    if p.modify(fd, Event::none(e.id as usize)).is_ok() {
-                        m.edge = false;
-                        self.groups[m.group].arms.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-            }
-        }
-        // After setting `lingering`: either `shutdown` sees the flag and shuts the socket down
-        // for reading, or we see its `shutdown` flag here.
-        let ready = !self.is_shutdown()
-            && std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                self.handler
-                    .await_input(conn, Duration::from_micros(budget))
-            }))
-            .unwrap_or(false);
-        let hit = ready && !self.is_shutdown();
-        let killed = {
-            let mut m = lock(&e.meta);
-            m.lingering = false;
-            m.killed
-        };
-        let mut inner = self.groups[gid].lock();
-        if !inner.core.linger_end(hit && !killed, self.oversub(gid)) {
-            return Linger::Abandoned(ready);
-        }
-        if self.histograms.load(Ordering::Relaxed) {
-            let _ = inner.queue_hist.record(1);
-        }
-        Linger::Run
-    }
-
-    /// Puts a connection back to wait for its next event (migrating it to its new group after a
-    /// resize), or queues it again on [`Outcome::Yield`] or when input arrived while it ran.
-    /// `prefer_edge`: when its socket must be armed for input, arm it edge-triggered (it then
-    /// stays armed, and the following commands settle without an `epoll_ctl`) rather than one-shot.
-    fn rearm(
-        self: &Arc<Self>,
-        e: &Arc<ConnEntry<H::Conn>>,
-        outcome: Outcome,
-        hint: PrioHint,
-        deadline: Option<Instant>,
-        prefer_edge: bool,
-    ) -> Result<(), CloseReason> {
-        let mut m = lock(&e.meta);
-        let killed = m.killed;
-        if !m.phase.rearm(killed) {
-            return Err(CloseReason::Killed);
-        }
-        if self.is_shutdown() {
-            return Err(CloseReason::Shutdown);
-        }
-        m.wait = None;
-        m.deadline = deadline;
-        m.must_run = hint.must_run();
-        m.holder = hint.holds_locks;
-        // The session's own mode and tickets (session scope) win over the pool's globals.
-        let full = hint
-            .tickets
-            .unwrap_or_else(|| self.tickets.load(Ordering::Relaxed));
-        m.tickets = m.tickets.min(full);
-        let mode = hint
-            .mode
-            .unwrap_or_else(|| match self.prio_mode.load(Ordering::Relaxed) {
-                1 => HighPrioMode::Statements,
-                2 => HighPrioMode::None,
-                _ => HighPrioMode::Transactions,
-            });
-        m.prio = next_priority(mode, hint, &mut m.tickets, full);
-        let size = self.size.load(Ordering::SeqCst);
-        let target = (e.id % size as u64) as usize;
-        let old = m.group;
-        let next = match outcome {
-            Outcome::Continue => Next::Input,
-            Outcome::WantWrite => Next::Write,
-            Outcome::Yield => Next::Again,
-            Outcome::Close => return Err(CloseReason::Handler),
-        };
-        {
-            let m = &mut *m;
-            let edge_armed = m.edge && m.registered && old == target;
-            let mut settle = m.phase.settle(next, edge_armed, &mut m.pending);
-            if settle == Settle::Idle && peer_hung_up(e.fd) {
-                // The handler's last read came back short, which says nothing of an end of
-                // file behind the data: `recv` stops at the peer's FIN and reports it only on
-                // the next call, and a FIN that arrived with the data (before their one report
-                // was collected) is reported no more. (Data is different: data that arrives
-                // after a read is reported again, to a listener that finds the connection
-                // running or idle.) One `poll(2)` for a hang-up, far cheaper than the re-arm
-                // it replaces, decides: queue it again, and the next run reads the end of file.
-                m.phase = Phase::Queued;
-                settle = Settle::Requeue;
-            }
-            match settle {
-                Settle::Requeue => {
-                    if next == Next::Input {
-                        self.groups[old]
-                            .edge_requeues
-                            .fetch_add(1, Ordering::Relaxed);
-                    }
-                    let (gid, p, must, holder) = (m.group, m.prio, m.must_run, m.holder);
-                    let mut inner = self.groups[gid].lock();
-                    inner.core.push_placed(
-                        (e.clone(), Action::Event),
-                        p,
-                        must,
-                        holder,
-                        Instant::now(),
-                    );
-                    self.after_queue(gid, &mut inner.core);
-                    return Ok(());
-                }
-                Settle::Idle => {
-                    self.groups[old].edge_idles.fetch_add(1, Ordering::Relaxed);
-                    return Ok(());
-                }
-                Settle::Arm => {}
-            }
-        }
-        // SAFETY: the fd stays open until `Handler::close`, which only runs after `close_entry`
-        // deleted it from epoll.
-        let fd = unsafe { BorrowedFd::borrow_raw(e.fd) };
-        if old != target && m.registered {
-            if let Some(p) = self.groups[old].poller.get() {
-                let _ = p.delete(fd);
-            }
-            m.registered = false;
-            m.edge = false;
-        }
-        let key = e.id as usize;
-        let edge = prefer_edge && outcome != Outcome::WantWrite;
-        let (ev, mode) = if outcome == Outcome::WantWrite {
-            (Event::writable(key), PollMode::Oneshot)
-        } else if edge {
-            (Event::readable(key), PollMode::Edge)
-        } else {
-            (Event::readable(key), PollMode::Oneshot)
-        };
-        m.group = target;
-        m.writable = outcome == Outcome::WantWrite;
-        m.phase = Phase::Idle;
-        let poller = self.groups[target]
-            .poller()
-            .map_err(|_| CloseReason::PollError)?;
-        let r = if m.registered {
-            poller.modify_with_mode(fd, ev, mode)
-        } else {
-            // SAFETY: as above; the fd is deleted from this poller before it is closed.
-            unsafe { poller.add_with_mode(e.fd, ev, mode) }
-        };
-        self.groups[target].arms.fetch_add(1, Ordering::Relaxed);
-        if let Err(err) = r {
-            tracing::warn!(conn = e.id, error = %err, "thread pool could not arm a socket");
-            m.phase = Phase::Running;
-            m.group = old;
-            m.edge = false;
-            return Err(CloseReason::PollError);
-        }
-        m.registered = true;
-        m.edge = edge;
-        if old != target {
-            {
-                let mut o = self.groups[old].lock();
-                o.core.connections = o.core.connections.saturating_sub(1);
-            }
-            if let Some(p) = self.groups[old].poller.get() {
-                let _ = p.notify();
-            }
-            let mut t = self.groups[target].lock();
-            t.core.connections += 1;
-            t.core.counters.migrations_in += 1;
-            if t.core.threads == 0 {
-                self.wake_or_create(target, &mut t.core, Reason::Normal);
-            }
-        }
-        Ok(())
     }
 
     fn stats(&self) -> PoolStats {

@@ -21,7 +21,7 @@ use super::*;
 
 impl<H: Handler> Shared<H> {
     /// The timer thread: ticks every `thread_pool_stall_limit`, and retries thieves at once.
-    pub(super) fn timer_main(self: Arc<Self>) {
+    pub(super) fn timer_main(self: StdArc<Self>) {
         let mut events = Events::with_capacity(MAX_EVENTS.try_into().expect("non-zero"));
         let mut next_tick = Instant::now() + self.stall_limit();
         loop {
@@ -87,7 +87,7 @@ impl<H: Handler> Shared<H> {
     }
 
     /// One timer tick: kick-up, stalls, missing listeners, rescue polls, idle deadlines.
-    fn tick(self: &Arc<Self>, events: &mut Events) {
+    fn tick(self: &StdArc<Self>, events: &mut Events) {
         let kickup = Duration::from_micros(self.kickup_us.load(Ordering::Relaxed));
         for gid in 0..self.groups.len() {
             let group = &self.groups[gid];
@@ -156,7 +156,7 @@ impl<H: Handler> Shared<H> {
     /// there, so a report in the ready list would have been collected and claimed before the
     /// count moved. The listener is notified at the mark, and again while the count lags, so
     /// that an idle group's listener, asleep in `epoll_wait`, polls anyway.
-    fn sweep(self: &Arc<Self>, idle: Vec<Arc<ConnEntry<H::Conn>>>, now: Instant) {
+    fn sweep(self: &StdArc<Self>, idle: Vec<Arc<ConnEntry<H::Conn>>>, now: Instant) {
         if idle.is_empty() {
             return;
         }
@@ -228,7 +228,7 @@ impl<H: Handler> Shared<H> {
     }
 
     /// A non-blocking poll of a group without a listener (see the lock-holder guarantee).
-    fn rescue_poll(self: &Arc<Self>, gid: usize, events: &mut Events) {
+    fn rescue_poll(self: &StdArc<Self>, gid: usize, events: &mut Events) {
         let Some(p) = self.groups[gid].poller.get() else {
             return;
         };

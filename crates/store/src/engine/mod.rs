@@ -22,7 +22,8 @@
 //! - `config`: [`EngineConfig`], the RocksDB options, the block cache and the memory budget.
 //! - `dictionary`: the in-memory catalog loaded at open, and catalog reads.
 //! - `ddl`: CREATE / DROP / TRUNCATE / ALTER of databases, tables and indexes, each one synced
-//!   catalog write; `foreign_keys`: foreign key definitions and their checks.
+//!   catalog write; `rebuild`: the DDL that reads every row (index builds, table copies);
+//!   `foreign_keys`: foreign key definitions and their checks.
 //! - `counters`: AUTO_INCREMENT and hidden row-id counters, reserved durably ahead of use.
 //! - `kv`: key-value reads (point reads and chunked scans) through the block cache first.
 //! - `commit`: group commit, the background WAL syncer and synced writes outside transactions.
@@ -34,6 +35,7 @@ mod ddl;
 mod dictionary;
 mod foreign_keys;
 mod kv;
+mod rebuild;
 
 pub use config::{EngineConfig, MAX_OPEN_FILES};
 pub(crate) use dictionary::Catalog;

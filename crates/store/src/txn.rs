@@ -36,7 +36,7 @@ use crate::catalog::dup_error;
 use crate::catalog::{self, index_entry_key, pk_of_row, row_key, TableDef};
 use crate::codec::{decode_stored, encode_key, encode_row, prefix_successor};
 use crate::datum::{ColumnType, Datum};
-use crate::engine::{Inner, Snap, SnapIter};
+use crate::engine::{Engine, Inner, Snap, SnapIter};
 use crate::error::{Result, StoreError};
 use crate::lock::{LockError, Strength, TxnId};
 use crate::stats::Stats;
@@ -263,8 +263,17 @@ fn column_types(t: &TableDef) -> Vec<ColumnType> {
     t.columns.iter().map(|c| c.ty).collect()
 }
 
+impl Engine {
+    /// Starts a transaction. Plain reads see a snapshot taken at the first read (REPEATABLE
+    /// READ) or at each [`Transaction::begin_statement`] (READ COMMITTED).
+    pub fn begin(&self, isolation: Isolation) -> Transaction {
+        Transaction::new(self.inner.clone(), isolation)
+    }
+}
+
 impl Transaction {
-    pub(crate) fn new(inner: Arc<Inner>, id: TxnId, isolation: Isolation) -> Transaction {
+    fn new(inner: Arc<Inner>, isolation: Isolation) -> Transaction {
+        let id = inner.next_txn_id();
         let lock_timeout = inner.default_lock_wait_timeout();
         Transaction {
             snap_iter: None,

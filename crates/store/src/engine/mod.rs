@@ -44,7 +44,6 @@ pub(crate) use kv::{Snap, SnapIter};
 use crate::error::{Result, StoreError};
 use crate::lock::LockManager;
 use crate::stats::Stats;
-use crate::txn::{Isolation, Transaction};
 use commit::{wal_syncer, GroupCommit};
 use counters::Counter;
 use dictionary::load_catalog;
@@ -194,13 +193,6 @@ impl Engine {
         Ok(Engine { inner })
     }
 
-    /// Starts a transaction. Plain reads see a snapshot taken at the first read (REPEATABLE
-    /// READ) or at each [`Transaction::begin_statement`] (READ COMMITTED).
-    pub fn begin(&self, isolation: Isolation) -> Transaction {
-        let id = self.inner.next_txn.fetch_add(1, Ordering::Relaxed);
-        Transaction::new(self.inner.clone(), id, isolation)
-    }
-
     /// A consistent physical copy of the store in `dir/rocksdb` (which must not exist), made
     /// with RocksDB's checkpoint: the memtables are flushed, then every live SST file is
     /// hard-linked (copied across file systems) and the manifest written, all at one sequence
@@ -322,6 +314,11 @@ impl Engine {
 }
 
 impl Inner {
+    /// A new transaction id (unique per engine run).
+    pub(crate) fn next_txn_id(&self) -> u64 {
+        self.next_txn.fetch_add(1, Ordering::Relaxed)
+    }
+
     /// `innodb_lock_wait_timeout` for a transaction begun now.
     pub(crate) fn default_lock_wait_timeout(&self) -> Duration {
         Duration::from_millis(self.lock_wait_timeout_ms.load(Ordering::Relaxed))

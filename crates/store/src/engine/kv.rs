@@ -5,25 +5,17 @@
 //! from the disk, so a pool worker is known to be blocked exactly when it is. Scans return
 //! chunks of entries, so the layers above (transactions, CHECK TABLE, index builds) merge,
 //! lock and decode between chunks without holding an iterator across them, except the one
-//! reusable iterator a transaction keeps on its snapshot (`SnapIter`).
+//! reusable iterator a transaction keeps on its snapshot: creating a RocksDB iterator is not
+//! cheap (the `snapshot` module says how much, and how the iterator outlives the call).
 
+use super::snapshot::{Snapshot, SnapshotIter};
 use super::{Engine, Inner};
 use crate::catalog::{self, TableDef};
 use crate::codec::prefix_successor;
 use crate::error::Result;
 use crate::stats::Stats;
-use rocksdb::{ErrorKind, ReadOptions, ReadTier, DB};
+use rocksdb::{ErrorKind, ReadOptions, ReadTier};
 use shoal_wait::WaitKind;
-
-/// A RocksDB snapshot that lives as long as the transaction holding it (see `Transaction`).
-pub(crate) type Snap = rocksdb::SnapshotWithThreadMode<'static, DB>;
-
-/// A cache-only (`ReadTier::BlockCache`), unbounded iterator on a transaction's snapshot, kept
-/// by the transaction between range scans: creating a RocksDB iterator (arena, merging
-/// iterator over every memtable and file) cost about 5 % of server CPU in sysbench
-/// read-write, where each transaction runs four range scans on one snapshot. It must be
-/// dropped before the snapshot it reads (see `Transaction`'s field order).
-pub(crate) type SnapIter = rocksdb::DBRawIteratorWithThreadMode<'static, DB>;
 
 impl Engine {
     /// Approximate on-disk bytes of a table's rows and of its secondary indexes, from RocksDB's
@@ -48,24 +40,14 @@ impl Engine {
 }
 
 impl Inner {
-    /// A snapshot of the latest committed state.
-    pub(crate) fn snapshot(&self) -> Snap {
-        // SAFETY: the snapshot borrows `self.db`. Every `Snap` is stored in a `Transaction`
-        // (or a local) that also holds an `Arc<Inner>` and drops the snapshot first, so the
-        // database outlives it; `Inner` is heap-allocated in an `Arc` and never moves.
-        unsafe {
-            std::mem::transmute::<rocksdb::SnapshotWithThreadMode<'_, DB>, Snap>(self.db.snapshot())
-        }
-    }
-
     /// A point read: probes the block cache first; only on a miss reports a DISKIO wait and
     /// reads from disk.
-    pub(crate) fn get(&self, key: &[u8], snap: Option<&Snap>) -> Result<Option<Vec<u8>>> {
+    pub(crate) fn get(&self, key: &[u8], snap: Option<&Snapshot>) -> Result<Option<Vec<u8>>> {
         Stats::add(&self.stats.read_requests, 1);
         let mut ro = ReadOptions::default();
         ro.set_read_tier(ReadTier::BlockCache);
         if let Some(s) = snap {
-            ro.set_snapshot(s);
+            ro.set_snapshot(s.raw());
         }
         match self.db.get_pinned_opt(key, &ro) {
             Ok(v) => Ok(v.map(|p| p.to_vec())),
@@ -73,7 +55,7 @@ impl Inner {
                 Stats::add(&self.stats.disk_reads, 1);
                 let mut ro = ReadOptions::default();
                 if let Some(s) = snap {
-                    ro.set_snapshot(s);
+                    ro.set_snapshot(s.raw());
                 }
                 let _w = shoal_wait::wait(WaitKind::DiskIo);
                 Ok(self.db.get_pinned_opt(key, &ro)?.map(|p| p.to_vec()))
@@ -81,55 +63,42 @@ impl Inner {
             Err(e) => Err(e.into()),
         }
     }
+}
 
-    /// Reads up to `max` committed entries with keys in `[from, to)` (from the snapshot, or the
-    /// latest committed state when `snap` is None). Like [`Inner::get`], iteration runs on the
-    /// block cache only; when it hits a block that is not cached, the next entry is read with a
-    /// normal iterator inside a DISKIO wait and the cache-only iterator resumes after it.
+impl Snapshot {
+    /// Reads up to `max` committed entries of this snapshot with keys in `[from, to)`. Like
+    /// [`Inner::get`], iteration runs on the block cache only; when it hits a block that is not
+    /// cached, the next entry is read with a normal iterator inside a DISKIO wait and the
+    /// cache-only iterator resumes after it. With `cache`, the iterator is taken from there (if
+    /// it reads this snapshot) and put back for the next call.
     pub(crate) fn scan_chunk(
         &self,
         from: &[u8],
         to: Option<&[u8]>,
-        snap: Option<&Snap>,
         max: usize,
         count_requests: bool,
-        mut cache: Option<&mut Option<SnapIter>>,
+        mut cache: Option<&mut Option<SnapshotIter>>,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        let local;
-        let snap = match snap {
-            Some(s) => s,
-            None => {
-                local = self.snapshot();
-                &local
-            }
-        };
+        let snap = self;
+        let stats = &self.inner().stats;
         // A reusable iterator (`cache` given) has no upper bound: the bound is checked here.
         let manual_bound = cache.is_some() && to.is_some();
-        let mk = |cache_only: bool, bounded: bool| -> SnapIter {
+        let mk = |cache_only: bool, bounded: bool| -> SnapshotIter {
             let mut ro = ReadOptions::default();
             if cache_only {
                 ro.set_read_tier(ReadTier::BlockCache);
             }
-            ro.set_snapshot(snap);
             if let (Some(t), true) = (to, bounded) {
                 ro.set_iterate_upper_bound(t.to_vec());
             }
-            // SAFETY: the iterator borrows `self.db` (and reads `snap`). A local one drops at
-            // the end of this call, before `local`; one handed back through `cache` lives in a
-            // `Transaction`, which declares it before its snapshot and its `Arc<Inner>` and
-            // drops it whenever the snapshot is replaced, so both outlive it.
-            unsafe {
-                std::mem::transmute::<rocksdb::DBRawIteratorWithThreadMode<'_, DB>, SnapIter>(
-                    self.db.raw_iterator_opt(ro),
-                )
-            }
+            SnapshotIter::new(snap, ro)
         };
         let beyond = |k: &[u8]| manual_bound && to.is_some_and(|t| k >= t);
         let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         let mut reusable = cache.is_some();
         let mut it = match cache.as_mut().and_then(|c| c.take()) {
-            Some(i) => i,
-            None => mk(true, !manual_bound),
+            Some(i) if i.reads(snap) => i,
+            _ => mk(true, !manual_bound),
         };
         it.seek(from);
         while out.len() < max {
@@ -159,7 +128,7 @@ impl Inner {
                     }
                 }
                 Err(e) if e.kind() == ErrorKind::Incomplete => {
-                    Stats::add(&self.stats.disk_reads, 1);
+                    Stats::add(&stats.disk_reads, 1);
                     let (pos, skip) = match out.last() {
                         Some((k, _)) => (k.clone(), true),
                         None => (from.to_vec(), false),
@@ -198,7 +167,7 @@ impl Inner {
             }
         }
         if count_requests {
-            Stats::add(&self.stats.read_requests, out.len() as u64);
+            Stats::add(&stats.read_requests, out.len() as u64);
         }
         Ok(out)
     }

@@ -25,7 +25,8 @@
 //!   catalog write; `rebuild`: the DDL that reads every row (index builds, table copies);
 //!   `foreign_keys`: foreign key definitions and their checks.
 //! - `counters`: AUTO_INCREMENT and hidden row-id counters, reserved durably ahead of use.
-//! - `kv`: key-value reads (point reads and chunked scans) through the block cache first.
+//! - `kv`: key-value reads (point reads and chunked scans) through the block cache first;
+//!   `snapshot`: snapshots and iterators that keep the database open (the lifetime transmutes).
 //! - `commit`: group commit, the background WAL syncer and synced writes outside transactions.
 
 mod commit;
@@ -36,10 +37,11 @@ mod dictionary;
 mod foreign_keys;
 mod kv;
 mod rebuild;
+mod snapshot;
 
 pub use config::{EngineConfig, MAX_OPEN_FILES};
 pub(crate) use dictionary::Catalog;
-pub(crate) use kv::{Snap, SnapIter};
+pub(crate) use snapshot::{Snapshot, SnapshotIter};
 
 use crate::error::{Result, StoreError};
 use crate::lock::LockManager;

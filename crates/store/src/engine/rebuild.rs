@@ -2,13 +2,13 @@
 //! copying a table into a new layout (the ALTER TABLE copy algorithm).
 //!
 //! Both reserve their new ids with a synced write first, so a crash midway never reuses them;
-//! then they read the table in chunks of 512 rows (`Inner::scan_chunk`, each chunk on a fresh
+//! then they read the table in chunks of 512 rows (`Snapshot::scan_chunk`, each chunk on a fresh
 //! snapshot of the latest state) and write entries in unsynced batches of 10,000. A UNIQUE
 //! collision (1062) or a conversion error removes everything written under the new ids and
 //! leaves the table as it was; success switches the definition with one synced catalog write.
 
 use super::ddl::{delete_prefix, validate_auto_increment, validate_columns};
-use super::{lock_mutex, Engine};
+use super::{lock_mutex, Engine, Snapshot};
 use crate::catalog::{self, dup_error, IndexDef, IndexSpec, TableDef};
 use crate::codec::{decode_stored, prefix_successor};
 use crate::datum::Datum;
@@ -63,9 +63,8 @@ impl Engine {
         let mut cursor = prefix.clone();
         let mut failure = None;
         'outer: loop {
-            let chunk = self
-                .inner
-                .scan_chunk(&cursor, Some(&end), None, 512, false, None)?;
+            let chunk =
+                Snapshot::new(&self.inner).scan_chunk(&cursor, Some(&end), 512, false, None)?;
             let Some(last) = chunk.last() else { break };
             cursor = prefix_successor_key(&last.0);
             for (k, v) in &chunk {
@@ -156,9 +155,8 @@ impl Engine {
         let mut seen: HashSet<Vec<u8>> = HashSet::new();
         let copied: Result<()> = (|| {
             loop {
-                let chunk = self
-                    .inner
-                    .scan_chunk(&cursor, Some(&end), None, 512, false, None)?;
+                let chunk =
+                    Snapshot::new(&self.inner).scan_chunk(&cursor, Some(&end), 512, false, None)?;
                 let Some(last) = chunk.last() else { break };
                 cursor = prefix_successor_key(&last.0);
                 for (k, v) in &chunk {

@@ -505,6 +505,13 @@ impl Transaction {
         }
     }
 
+    /// Whether the transaction keeps a snapshot and an iterator on it (for the drop-order
+    /// tests of `engine::snapshot`).
+    #[cfg(test)]
+    pub(crate) fn holds_snapshot_iterator(&self) -> bool {
+        self.snap.is_some() && self.snap_iter.is_some()
+    }
+
     fn ensure_snapshot(&mut self) {
         if self.snap.is_none() {
             self.snap = Some(Snapshot::new(&self.inner));

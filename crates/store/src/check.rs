@@ -14,7 +14,7 @@
 //!    with no bytes left over; its value decodes as a row of the table's column types; a NOT NULL
 //!    column is not NULL; for a table with a PRIMARY KEY, the row's key columns encode to exactly
 //!    its key. Then, for every index, the entry the row calls for
-//!    ([`crate::catalog::index_entry_key`]) is read: it must exist and point at this row. An
+//!    (`catalog::index_entry_key`) is read: it must exist and point at this row. An
 //!    entry that exists but points at another row is, in a UNIQUE index, two rows with one
 //!    unique value (a duplicate); otherwise a damaged entry.
 //! 2. **Indexes → rows.** Every entry of every index: the row it points at must exist, and that

@@ -31,6 +31,7 @@ impl Engine {
     pub fn next_auto_increment(&self, table: &TableDef, n: u64) -> Result<u64> {
         self.inner.alloc_counter(b'A', table, n)
     }
+
     /// The value the next AUTO_INCREMENT insert would get (for SHOW TABLE STATUS).
     pub fn peek_auto_increment(&self, table: &TableDef) -> Result<u64> {
         self.inner.peek_counter(b'A', table)

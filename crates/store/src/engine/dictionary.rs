@@ -1,6 +1,6 @@
-//! The data dictionary: the catalog in memory, loaded from the meta records at open, and the
-//! catalog reads of [`Engine`]. The record layout is in [`crate::catalog`]; DDL (`ddl`) writes
-//! a record with a synced write and then updates this copy, under the DDL lock.
+//! The data dictionary: the catalog in memory (why it is kept there: [`crate::catalog`], which
+//! also has the layout of its records), loaded from the meta records at open, and the catalog
+//! reads of [`Engine`]. DDL (`ddl`) changes it only after its synced write succeeded.
 
 use super::{Engine, Inner};
 use crate::catalog::{TableDef, SPACE_META};
@@ -12,13 +12,13 @@ use std::sync::Arc;
 /// The catalog in memory: what the `0x01` meta records say, kept current by DDL.
 #[derive(Default)]
 pub(crate) struct Catalog {
-    pub(crate) databases: HashSet<String>,
+    pub(super) databases: HashSet<String>,
     /// Tables by (database, name).
-    pub(crate) tables: HashMap<(String, String), Arc<TableDef>>,
+    pub(super) tables: HashMap<(String, String), Arc<TableDef>>,
     /// The same definitions by table id (what DML looks up: see `Inner::table_by_id`).
-    pub(crate) by_id: HashMap<u32, Arc<TableDef>>,
+    pub(super) by_id: HashMap<u32, Arc<TableDef>>,
     /// The next table/index id (persisted as the `'M'` record; ids are never reused).
-    pub(crate) next_id: u32,
+    pub(super) next_id: u32,
 }
 
 /// Reads every meta record at open.
@@ -106,7 +106,7 @@ impl Engine {
 
 impl Inner {
     /// The catalog, for reading (a poisoned lock is taken over: DDL keeps it consistent).
-    pub(crate) fn catalog_read(&self) -> std::sync::RwLockReadGuard<'_, Catalog> {
+    pub(super) fn catalog_read(&self) -> std::sync::RwLockReadGuard<'_, Catalog> {
         self.catalog.read().unwrap_or_else(|e| e.into_inner())
     }
 

@@ -10,8 +10,8 @@
 //! # Lifetime
 //!
 //! An [`Engine`] is an `Arc` of the shared state (`Inner`: the RocksDB handle, the catalog, the
-//! lock manager, counters, the commit queue). Transactions hold the same `Arc`, so the database
-//! stays open while any of them lives; `Engine` handles are also counted, and the last one to go
+//! lock manager, counters, the commit queue). Transactions and snapshots hold the same `Arc`, so
+//! the database stays open while any of them lives; `Engine` handles are also counted, and the last one to go
 //! stops and joins the background WAL syncer. RocksDB closes when the last `Arc` goes, and only
 //! then is the LOCK file released (the field order of `Inner`).
 //!
@@ -40,7 +40,6 @@ mod rebuild;
 mod snapshot;
 
 pub use config::{EngineConfig, MAX_OPEN_FILES};
-pub(crate) use dictionary::Catalog;
 pub(crate) use snapshot::{Snapshot, SnapshotIter};
 
 use crate::error::{Result, StoreError};
@@ -48,7 +47,7 @@ use crate::lock::LockManager;
 use crate::stats::Stats;
 use commit::{wal_syncer, GroupCommit};
 use counters::Counter;
-use dictionary::load_catalog;
+use dictionary::{load_catalog, Catalog};
 use rocksdb::{Cache, WriteBatch, DB};
 use shoal_wait::WaitKind;
 use std::collections::HashMap;
@@ -60,15 +59,15 @@ use std::sync::{mpsc, Arc, Mutex, MutexGuard, RwLock, Weak};
 use std::time::Duration;
 
 /// Shared engine state, owned by every [`Engine`] handle, transaction and snapshot through an
-/// `Arc`. Field order matters: `db` closes before the LOCK file is released.
+/// `Arc`. Field order matters: see `_lock_file`.
 pub(crate) struct Inner {
-    pub(crate) db: DB,
+    db: DB,
     cache: Cache,
     /// Charges memtables to `cache`; resized with it.
     wbm: rocksdb::WriteBufferManager,
     /// Current block cache capacity (RocksDB's C API has no getter).
     cache_capacity: std::sync::atomic::AtomicUsize,
-    pub(crate) catalog: RwLock<Catalog>,
+    catalog: RwLock<Catalog>,
     /// Serializes DDL statements (see `ddl`).
     ddl: Mutex<()>,
     pub(crate) locks: LockManager,

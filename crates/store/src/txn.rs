@@ -32,8 +32,7 @@
 //! active transaction (client gone) rolls it back. [`KillHandle::kill`] interrupts the current
 //! (or next) lock wait or operation with [`StoreError::Interrupted`].
 
-use crate::catalog::dup_error;
-use crate::catalog::{self, index_entry_key, pk_of_row, row_key, TableDef};
+use crate::catalog::{self, dup_error, index_entry_key, pk_of_row, row_key, TableDef};
 use crate::codec::{decode_stored, encode_key, encode_row, prefix_successor};
 use crate::datum::{ColumnType, Datum};
 use crate::engine::{Engine, Inner, Snapshot, SnapshotIter};

@@ -24,6 +24,7 @@
 
 use crate::codec::{encode_key, encode_key_datum};
 use crate::datum::{ColumnType, Datum};
+use crate::error::StoreError;
 use serde::{Deserialize, Serialize};
 
 pub(crate) const SPACE_META: u8 = 0x01;
@@ -304,4 +305,24 @@ pub(crate) fn counter_key(kind: u8, table_id: u32) -> Vec<u8> {
     let mut k = vec![SPACE_META, kind];
     k.extend_from_slice(&table_id.to_be_bytes());
     k
+}
+
+/// Builds the 1062 error for `row` colliding on `index` (None = PRIMARY).
+pub(crate) fn dup_error(def: &TableDef, index: Option<&IndexDef>, row: &[Datum]) -> StoreError {
+    let (name, cols): (String, Vec<usize>) = match index {
+        Some(ix) => (ix.name.clone(), ix.columns.clone()),
+        None => (
+            "PRIMARY".into(),
+            def.primary_key.clone().unwrap_or_default(),
+        ),
+    };
+    let value = cols
+        .iter()
+        .map(|&i| row[i].to_string())
+        .collect::<Vec<_>>()
+        .join("-");
+    StoreError::DuplicateKey {
+        key_name: name,
+        value,
+    }
 }

@@ -14,7 +14,7 @@
 //!    with no bytes left over; its value decodes as a row of the table's column types; a NOT NULL
 //!    column is not NULL; for a table with a PRIMARY KEY, the row's key columns encode to exactly
 //!    its key. Then, for every index, the entry the row calls for
-//!    ([`crate::catalog::index_entry_key`]) is read: it must exist and point at this row. An
+//!    (`catalog::index_entry_key`) is read: it must exist and point at this row. An
 //!    entry that exists but points at another row is, in a UNIQUE index, two rows with one
 //!    unique value (a duplicate); otherwise a damaged entry.
 //! 2. **Indexes → rows.** Every entry of every index: the row it points at must exist, and that
@@ -34,7 +34,7 @@
 use crate::catalog::{index_entry_key, pk_of_row, row_key, IndexDef, TableDef};
 use crate::codec::{decode_key, decode_stored, prefix_successor};
 use crate::datum::{ColumnType, Datum};
-use crate::engine::{Engine, Inner, Snap};
+use crate::engine::{Engine, Inner, Snapshot};
 use crate::error::Result;
 use std::fmt;
 
@@ -226,7 +226,7 @@ impl Engine {
     /// or the storage cannot be read; inconsistencies are in the report.
     pub fn check_table(&self, db: &str, name: &str) -> Result<CheckReport> {
         let def = self.inner.table(db, name)?;
-        let snap = self.inner.snapshot();
+        let snap = Snapshot::new(&self.inner);
         let c = Checker {
             inner: &self.inner,
             snap: &snap,
@@ -253,7 +253,7 @@ impl Engine {
 
 struct Checker<'a> {
     inner: &'a Inner,
-    snap: &'a Snap,
+    snap: &'a Snapshot,
     def: &'a TableDef,
     types: Vec<ColumnType>,
     pk_types: Vec<ColumnType>,
@@ -265,9 +265,9 @@ impl Checker<'_> {
         let end = prefix_successor(prefix).expect("prefix has a successor");
         let mut cursor = prefix.to_vec();
         loop {
-            let chunk =
-                self.inner
-                    .scan_chunk(&cursor, Some(&end), Some(self.snap), CHUNK, true, None)?;
+            let chunk = self
+                .snap
+                .scan_chunk(&cursor, Some(&end), CHUNK, true, None)?;
             let Some((last, _)) = chunk.last() else {
                 return Ok(());
             };

@@ -24,9 +24,20 @@
 //! fills AUTO_INCREMENT (NULL or 0), keeps PRIMARY/UNIQUE uniqueness and the indexes.
 //! Errors carry MySQL codes ([`StoreError::mysql_code`], [`StoreError::sqlstate`]).
 //!
-//! Modules: [`datum`] (values and types), [`codec`] (key and row encodings), [`catalog`]
-//! (definitions and key layout), [`lock`] (row-lock manager), [`engine`] (open, DDL, group
-//! commit, counters), [`txn`] (transactions), [`check`] (CHECK TABLE: rows against indexes).
+//! # Modules, and which uses which
+//!
+//! Dependencies flow one way, from the top of this list to the bottom; no module uses one
+//! above it:
+//!
+//! - [`check`] (CHECK TABLE: rows against indexes) and [`system`] (records of the server:
+//!   accounts, grants) read and write through the engine.
+//! - [`txn`]: transactions (snapshot reads, write buffer, row locks, savepoints, commit);
+//!   `Engine::begin` is defined here, so the engine knows nothing of transactions.
+//! - [`engine`]: the shared state every transaction uses (open, catalog and DDL, counters,
+//!   key-value reads, group commit), split by role under `engine/`.
+//! - [`lock`] (row-lock manager) and [`stats`] (status counters).
+//! - [`catalog`] (definitions and key layout), [`codec`] (key and row encodings), [`datum`]
+//!   (values and types), [`error`].
 
 pub mod catalog;
 pub mod check;

@@ -32,10 +32,10 @@
 //! active transaction (client gone) rolls it back. [`KillHandle::kill`] interrupts the current
 //! (or next) lock wait or operation with [`StoreError::Interrupted`].
 
-use crate::catalog::{self, index_entry_key, pk_of_row, row_key, TableDef};
+use crate::catalog::{self, dup_error, index_entry_key, pk_of_row, row_key, TableDef};
 use crate::codec::{decode_stored, encode_key, encode_row, prefix_successor};
 use crate::datum::{ColumnType, Datum};
-use crate::engine::{dup_error, Inner, Snap, SnapIter};
+use crate::engine::{Engine, Inner, Snapshot, SnapshotIter};
 use crate::error::{Result, StoreError};
 use crate::lock::{LockError, Strength, TxnId};
 use crate::stats::Stats;
@@ -216,11 +216,12 @@ enum TxnState {
 /// A transaction. `Send` (a session may move between pool threads); its methods take
 /// `&mut self`, so one thread uses it at a time. Dropping it rolls back.
 pub struct Transaction {
-    /// Iterator on `snap` reused by range scans (declared first: it reads `snap`); reset
-    /// whenever `snap` is.
-    snap_iter: Option<SnapIter>,
-    /// Consistent-read snapshot (declared first: must drop before `inner`, which owns the DB).
-    snap: Option<Snap>,
+    /// A cache-only (`ReadTier::BlockCache`), unbounded iterator on `snap`, kept between range
+    /// scans (see `engine::snapshot` for why); reset whenever `snap` is.
+    snap_iter: Option<SnapshotIter>,
+    /// Consistent-read snapshot (it keeps the database open by itself, so the field order of
+    /// a transaction does not matter for safety).
+    snap: Option<Snapshot>,
     inner: Arc<Inner>,
     id: TxnId,
     isolation: Isolation,
@@ -262,8 +263,17 @@ fn column_types(t: &TableDef) -> Vec<ColumnType> {
     t.columns.iter().map(|c| c.ty).collect()
 }
 
+impl Engine {
+    /// Starts a transaction. Plain reads see a snapshot taken at the first read (REPEATABLE
+    /// READ) or at each [`Transaction::begin_statement`] (READ COMMITTED).
+    pub fn begin(&self, isolation: Isolation) -> Transaction {
+        Transaction::new(self.inner.clone(), isolation)
+    }
+}
+
 impl Transaction {
-    pub(crate) fn new(inner: Arc<Inner>, id: TxnId, isolation: Isolation) -> Transaction {
+    fn new(inner: Arc<Inner>, isolation: Isolation) -> Transaction {
+        let id = inner.next_txn_id();
         let lock_timeout = inner.default_lock_wait_timeout();
         Transaction {
             snap_iter: None,
@@ -494,9 +504,16 @@ impl Transaction {
         }
     }
 
+    /// Whether the transaction keeps a snapshot and an iterator on it (for the drop-order
+    /// tests of `engine::snapshot`).
+    #[cfg(test)]
+    pub(crate) fn holds_snapshot_iterator(&self) -> bool {
+        self.snap.is_some() && self.snap_iter.is_some()
+    }
+
     fn ensure_snapshot(&mut self) {
         if self.snap.is_none() {
-            self.snap = Some(self.inner.snapshot());
+            self.snap = Some(Snapshot::new(&self.inner));
         }
     }
 
@@ -1017,15 +1034,13 @@ impl Transaction {
         chunk: usize,
     ) -> Result<(Vec<(Vec<u8>, Vec<u8>)>, Option<Vec<u8>>)> {
         let chunk = chunk.max(1);
-        let (snap, cache) = if use_snapshot {
-            (self.snap.as_ref(), Some(&mut self.snap_iter))
-        } else {
-            (None, None)
+        let db = match (use_snapshot, &self.snap) {
+            (true, Some(snap)) => {
+                snap.scan_chunk(from, Some(to), chunk, true, Some(&mut self.snap_iter))?
+            }
+            // Current reads: the latest committed state, on a snapshot of its own.
+            _ => Snapshot::new(&self.inner).scan_chunk(from, Some(to), chunk, true, None)?,
         };
-        let cache = cache.filter(|_| snap.is_some());
-        let db = self
-            .inner
-            .scan_chunk(from, Some(to), snap, chunk, true, cache)?;
         let full = db.len() == chunk;
         let (buf_end, next) = match (full, db.last()) {
             (true, Some((last, _))) => {

@@ -1,0 +1,143 @@
+//! Engine options, and the RocksDB options and block cache built from them.
+//!
+//! # Memory budget
+//!
+//! One LRU block cache of `block_cache_bytes` (`innodb_buffer_pool_size`) holds data, index and
+//! filter blocks (`cache_index_and_filter_blocks`), so table-reader memory is inside the budget
+//! too. Memtables are charged to the same cache through a RocksDB `WriteBufferManager` built on
+//! it: their memory is reserved in the cache as dummy entries (evicting data blocks), a flush
+//! starts when they reach [`memtable_budget`] (a quarter of the cache, 1..64 MiB), and writers
+//! stall rather than exceed it, so data + index + filter + memtables share one budget. Outside
+//! it, bounded: at most [`MAX_OPEN_FILES`] table readers (file metadata only), the lock table and
+//! per-transaction write buffers (proportional to uncommitted writes), the in-memory catalog,
+//! and allocator slack. The per-server overhead formula is in docs/ARCHITECTURE.md. With
+//! `direct_reads` (`innodb_flush_method=O_DIRECT`) RocksDB reads SST files with `O_DIRECT`, so
+//! the OS page cache does not act as a second, unbounded buffer pool and a data set larger than
+//! the cache really waits on the disk.
+
+use rocksdb::{BlockBasedOptions, Cache, LruCacheOptions, Options, WriteBufferManager};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Engine options (the `innodb_*` variables that concern storage).
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Data directory (created if missing).
+    pub datadir: PathBuf,
+    /// Block cache size in bytes (`innodb_buffer_pool_size`).
+    pub block_cache_bytes: usize,
+    /// Read SST files with O_DIRECT (`innodb_flush_method=O_DIRECT`, the default). Falls back
+    /// to buffered reads, with a warning, on file systems without O_DIRECT (tmpfs).
+    pub direct_reads: bool,
+    /// `innodb_flush_log_at_trx_commit`: 1 = fsync per commit (group commit), 0/2 = once a second.
+    pub flush_log_at_trx_commit: u8,
+    /// Default `innodb_lock_wait_timeout` for new transactions.
+    pub lock_wait_timeout: Duration,
+    /// Memtable size (bytes); at most 3 exist at a time.
+    pub write_buffer_bytes: usize,
+}
+
+impl EngineConfig {
+    /// Defaults for `datadir`: 128 MiB cache, direct reads, flush at every commit, 50 s lock
+    /// wait timeout (InnoDB's defaults).
+    pub fn new(datadir: impl Into<PathBuf>) -> EngineConfig {
+        EngineConfig {
+            datadir: datadir.into(),
+            block_cache_bytes: 128 << 20,
+            direct_reads: true,
+            flush_log_at_trx_commit: 1,
+            lock_wait_timeout: Duration::from_secs(50),
+            write_buffer_bytes: 16 << 20,
+        }
+    }
+}
+
+/// Most SST files open at once (bounds the table cache; see the memory budget in the module docs).
+pub const MAX_OPEN_FILES: i32 = 1024;
+
+/// The memtables' share of the block cache: a quarter of it, at least 1 MiB and at most
+/// 64 MiB (3 × the default 16 MiB write buffer, plus room for one being flushed).
+pub(crate) fn memtable_budget(cache_bytes: usize) -> usize {
+    (cache_bytes / 4).clamp(1 << 20, 64 << 20)
+}
+
+/// Smallest share of the cache one shard of it may have.
+const MIN_CACHE_SHARD: usize = 8 << 20;
+
+/// The block cache: an LRU cache in `2^bits` shards of at least [`MIN_CACHE_SHARD`] (at most
+/// 64). RocksDB's default aims at 512 KiB shards, which splits a small cache (an 11 MiB buffer
+/// pool: 16 shards of 704 KiB) so finely that one SST file's filter or index block (a few hundred
+/// KiB for a 64 MiB file) fills half a shard, and the random data blocks that share its shard evict
+/// it: every lookup then read it from the disk again
+/// (docs/perf-log/2026-12-01-session-9-seventh-pass.md). Larger shards keep the hottest blocks
+/// resident; a shard's mutex is held for a hash probe, and a 2-core machine has little to contend
+/// with.
+fn block_cache(bytes: usize) -> Cache {
+    let mut o = LruCacheOptions::default();
+    o.set_capacity(bytes);
+    o.set_num_shard_bits(cache_shard_bits(bytes));
+    Cache::new_lru_cache_opts(&o)
+}
+
+/// How many bits of shard index [`block_cache`] gives a cache of `bytes`.
+fn cache_shard_bits(bytes: usize) -> i32 {
+    let mut bits = 0;
+    while bits < 6 && bytes >> (bits + 1) >= MIN_CACHE_SHARD {
+        bits += 1;
+    }
+    bits
+}
+
+/// The RocksDB options for `cfg`, with the block cache and the write buffer manager they
+/// share (kept by the engine: `SET GLOBAL innodb_buffer_pool_size` resizes both). Direct
+/// reads are left to [`super::Engine::open`], which falls back when the file system refuses them.
+pub(super) fn db_options(cfg: &EngineConfig) -> (Options, Cache, WriteBufferManager) {
+    let cache = block_cache(cfg.block_cache_bytes.max(1 << 20));
+    // Memtables are charged to the same cache (dummy entries evict blocks as they grow),
+    // and writes stall rather than let memtables exceed their share.
+    let wbm_bytes = memtable_budget(cfg.block_cache_bytes);
+    let wbm =
+        WriteBufferManager::new_write_buffer_manager_with_cache(wbm_bytes, true, cache.clone());
+    let mut bbo = BlockBasedOptions::default();
+    bbo.set_block_cache(&cache);
+    bbo.set_cache_index_and_filter_blocks(true);
+    bbo.set_pin_l0_filter_and_index_blocks_in_cache(true);
+    bbo.set_bloom_filter(10.0, false);
+    bbo.set_block_size(16 << 10);
+    let mut opts = Options::default();
+    opts.create_if_missing(true);
+    opts.set_block_based_table_factory(&bbo);
+    opts.set_write_buffer_manager(&wbm);
+    opts.set_write_buffer_size(cfg.write_buffer_bytes.min(wbm_bytes / 2).max(1 << 20));
+    opts.set_max_write_buffer_number(3);
+    // Table readers (file metadata; their index/filter blocks are in the cache) for at
+    // most this many files.
+    opts.set_max_open_files(MAX_OPEN_FILES);
+    opts.set_max_background_jobs(2);
+    opts.set_compression_type(rocksdb::DBCompressionType::None);
+    opts.set_keep_log_file_num(3);
+    (opts, cache, wbm)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cache_shard_bits;
+
+    /// Shards of at least 8 MiB, at most 64: a small buffer pool stays one LRU (where an SST
+    /// file's filter block of a few hundred KiB is a small share), a large one is split.
+    #[test]
+    fn cache_shards_are_at_least_eight_mib() {
+        let mib = 1usize << 20;
+        for (size, bits) in [
+            (mib, 0),
+            (11 * mib, 0),
+            (16 * mib, 1),
+            (128 * mib, 4),
+            (1024 * mib, 6),
+            (64 * 1024 * mib, 6),
+        ] {
+            assert_eq!(cache_shard_bits(size), bits, "{} MiB", size / mib);
+            assert!(bits == 6 || size >> bits >= 8 * mib || bits == 0);
+        }
+    }
+}

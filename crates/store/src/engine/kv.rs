@@ -1,0 +1,174 @@
+//! Key-value access: point reads and chunked scans over RocksDB, block cache first.
+//!
+//! Every read first runs on the block cache alone (`ReadTier::BlockCache`): a hit costs no
+//! wait. Only a miss reports a `DISKIO` wait to the pool (through `shoal-wait`) and then reads
+//! from the disk, so a pool worker is known to be blocked exactly when it is. Scans return
+//! chunks of entries, so the layers above (transactions, CHECK TABLE, index builds) merge,
+//! lock and decode between chunks without holding an iterator across them, except the one
+//! reusable iterator a transaction keeps on its snapshot: creating a RocksDB iterator is not
+//! cheap (the `snapshot` module says how much, and how the iterator outlives the call).
+
+use super::snapshot::{Snapshot, SnapshotIter};
+use super::{Engine, Inner};
+use crate::catalog::{self, TableDef};
+use crate::codec::prefix_successor;
+use crate::error::Result;
+use crate::stats::Stats;
+use rocksdb::{ErrorKind, ReadOptions, ReadTier};
+use shoal_wait::WaitKind;
+
+impl Engine {
+    /// Approximate on-disk bytes of a table's rows and of its secondary indexes, from RocksDB's
+    /// estimate over the key ranges (SST files only: what is still in the memtable is not
+    /// counted). For information_schema.TABLES' DATA_LENGTH / INDEX_LENGTH.
+    pub fn approximate_sizes(&self, def: &TableDef) -> (u64, u64) {
+        let mut bounds = vec![catalog::rows_prefix(def.id)];
+        bounds.extend(def.indexes.iter().map(|ix| catalog::index_prefix(ix.id)));
+        let ends: Vec<Vec<u8>> = bounds
+            .iter()
+            .map(|p| prefix_successor(p).expect("prefix has a successor"))
+            .collect();
+        let ranges: Vec<rocksdb::Range<'_>> = bounds
+            .iter()
+            .zip(&ends)
+            .map(|(s, e)| rocksdb::Range::new(s, e))
+            .collect();
+        let sizes = self.inner.db.get_approximate_sizes(&ranges);
+        let data = sizes.first().copied().unwrap_or(0);
+        (data, sizes.iter().skip(1).sum())
+    }
+}
+
+impl Inner {
+    /// A point read: probes the block cache first; only on a miss reports a DISKIO wait and
+    /// reads from disk.
+    pub(crate) fn get(&self, key: &[u8], snap: Option<&Snapshot>) -> Result<Option<Vec<u8>>> {
+        Stats::add(&self.stats.read_requests, 1);
+        let mut ro = ReadOptions::default();
+        ro.set_read_tier(ReadTier::BlockCache);
+        if let Some(s) = snap {
+            ro.set_snapshot(s.raw());
+        }
+        match self.db.get_pinned_opt(key, &ro) {
+            Ok(v) => Ok(v.map(|p| p.to_vec())),
+            Err(e) if e.kind() == ErrorKind::Incomplete => {
+                Stats::add(&self.stats.disk_reads, 1);
+                let mut ro = ReadOptions::default();
+                if let Some(s) = snap {
+                    ro.set_snapshot(s.raw());
+                }
+                let _w = shoal_wait::wait(WaitKind::DiskIo);
+                Ok(self.db.get_pinned_opt(key, &ro)?.map(|p| p.to_vec()))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+impl Snapshot {
+    /// Reads up to `max` committed entries of this snapshot with keys in `[from, to)`. Like
+    /// [`Inner::get`], iteration runs on the block cache only; when it hits a block that is not
+    /// cached, the next entry is read with a normal iterator inside a DISKIO wait and the
+    /// cache-only iterator resumes after it. With `cache`, the iterator is taken from there (if
+    /// it reads this snapshot) and put back for the next call.
+    pub(crate) fn scan_chunk(
+        &self,
+        from: &[u8],
+        to: Option<&[u8]>,
+        max: usize,
+        count_requests: bool,
+        mut cache: Option<&mut Option<SnapshotIter>>,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let snap = self;
+        let stats = &self.inner().stats;
+        // A reusable iterator (`cache` given) has no upper bound: the bound is checked here.
+        let manual_bound = cache.is_some() && to.is_some();
+        let mk = |cache_only: bool, bounded: bool| -> SnapshotIter {
+            let mut ro = ReadOptions::default();
+            if cache_only {
+                ro.set_read_tier(ReadTier::BlockCache);
+            }
+            if let (Some(t), true) = (to, bounded) {
+                ro.set_iterate_upper_bound(t.to_vec());
+            }
+            SnapshotIter::new(snap, ro)
+        };
+        let beyond = |k: &[u8]| manual_bound && to.is_some_and(|t| k >= t);
+        let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        let mut reusable = cache.is_some();
+        let mut it = match cache.as_mut().and_then(|c| c.take()) {
+            Some(i) if i.reads(snap) => i,
+            _ => mk(true, !manual_bound),
+        };
+        it.seek(from);
+        while out.len() < max {
+            if it.valid() {
+                let k = it.key().unwrap_or_default();
+                if reusable && beyond(k) {
+                    break;
+                }
+                out.push((k.to_vec(), it.value().unwrap_or_default().to_vec()));
+                it.next();
+                continue;
+            }
+            match it.status() {
+                Ok(()) => break,
+                Err(e) if e.kind() == ErrorKind::Incomplete && reusable => {
+                    // The unbounded iterator may have run into an uncached block past the
+                    // range: continue with a bounded one, which stops at the bound.
+                    reusable = false;
+                    let (pos, skip) = match out.last() {
+                        Some((k, _)) => (k.clone(), true),
+                        None => (from.to_vec(), false),
+                    };
+                    it = mk(true, true);
+                    it.seek(&pos);
+                    if skip && it.valid() && it.key() == Some(&pos[..]) {
+                        it.next();
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::Incomplete => {
+                    Stats::add(&stats.disk_reads, 1);
+                    let (pos, skip) = match out.last() {
+                        Some((k, _)) => (k.clone(), true),
+                        None => (from.to_vec(), false),
+                    };
+                    {
+                        let _w = shoal_wait::wait(WaitKind::DiskIo);
+                        let mut full = mk(false, true);
+                        full.seek(&pos);
+                        if skip && full.valid() && full.key() == Some(&pos[..]) {
+                            full.next();
+                        }
+                        if !full.valid() {
+                            full.status()?;
+                            break;
+                        }
+                        out.push((
+                            full.key().unwrap_or_default().to_vec(),
+                            full.value().unwrap_or_default().to_vec(),
+                        ));
+                    }
+                    let last = out.last().map(|(k, _)| k.clone()).unwrap_or_default();
+                    // A fresh cache-only iterator: an old one may keep per-file error state
+                    // from the miss.
+                    it = mk(true, true);
+                    it.seek(&last);
+                    if it.valid() && it.key() == Some(&last[..]) {
+                        it.next();
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if reusable {
+            if let Some(c) = cache {
+                *c = Some(it);
+            }
+        }
+        if count_requests {
+            Stats::add(&stats.read_requests, out.len() as u64);
+        }
+        Ok(out)
+    }
+}

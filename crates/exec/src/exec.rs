@@ -112,6 +112,9 @@ impl Context for RowCtx<'_> {
     fn last_insert_id(&self) -> u64 {
         self.outer.last_insert_id()
     }
+    fn found_rows(&self) -> u64 {
+        self.outer.found_rows()
+    }
     fn set_last_insert_id(&mut self, v: u64) {
         self.outer.set_last_insert_id(v)
     }

@@ -186,6 +186,7 @@ impl TableEngine {
             restrictions: Restrictions::default(),
             txn_read_only: false,
             next_read_only: None,
+            found_rows: None,
             select_limit: u64::MAX,
             lock_id: self.next_lock_id.fetch_add(1, Ordering::Relaxed),
             locked: None,
@@ -349,6 +350,9 @@ pub struct TableSession {
     /// `SET TRANSACTION READ ONLY | READ WRITE` without a scope: the access mode of the next
     /// transaction only, consumed when it opens.
     next_read_only: Option<bool>,
+    /// The row count without LIMIT of the last `SELECT SQL_CALC_FOUND_ROWS` (taken by the
+    /// session for FOUND_ROWS()).
+    found_rows: Option<u64>,
     /// `sql_select_limit`: most rows a SELECT without a LIMIT of its own returns.
     select_limit: u64,
     /// This session's id in the engine's table lock manager.
@@ -1041,8 +1045,9 @@ impl TableSession {
             let mut txn = store.begin(self.isolation);
             let system = self.engine.system_tables();
             let result = show::with_visibility(self.visibility.clone(), || {
-                run_dml(&store, system, plan, &mut txn, params, ctx)
+                run_dml(&store, system.clone(), plan, &mut txn, params, ctx)
             });
+            let result = self.count_found_rows(result, &store, system, plan, &mut txn, params, ctx);
             txn.rollback();
             return self.limited(plan, result);
         }
@@ -1073,8 +1078,9 @@ impl TableSession {
         let system = self.engine.system_tables();
         txn.set_lock_wait(plan.stmt.lock_wait());
         let result = show::with_visibility(self.visibility.clone(), || {
-            run_dml(&store, system, plan, &mut txn, params, ctx)
+            run_dml(&store, system.clone(), plan, &mut txn, params, ctx)
         });
+        let result = self.count_found_rows(result, &store, system, plan, &mut txn, params, ctx);
         txn.set_lock_wait(shoal_store::LockWait::Wait);
         let result = self.limited(plan, result);
         let autocommit_stmt = self.autocommit && !self.explicit;
@@ -1103,6 +1109,52 @@ impl TableSession {
                 }
                 Err(e)
             }
+        }
+    }
+
+    /// The row count without LIMIT / OFFSET of the last `SELECT SQL_CALC_FOUND_ROWS` this
+    /// session ran (once: taken).
+    pub fn take_found_rows(&mut self) -> Option<u64> {
+        self.found_rows.take()
+    }
+
+    /// After a `SELECT SQL_CALC_FOUND_ROWS ... LIMIT`: runs the query again without its LIMIT,
+    /// OFFSET and ORDER BY, in the same transaction and snapshot, and keeps the count for
+    /// FOUND_ROWS() (MySQL reads on past the LIMIT the same way).
+    #[allow(clippy::too_many_arguments)]
+    fn count_found_rows(
+        &mut self,
+        result: Result<ExecOutput, SqlError>,
+        store: &Engine,
+        system: Option<Arc<dyn crate::query::SystemTables>>,
+        plan: &Plan,
+        txn: &mut Transaction,
+        params: &[Value],
+        ctx: &mut dyn Context,
+    ) -> Result<ExecOutput, SqlError> {
+        self.found_rows = None;
+        let (Ok(ExecOutput::Rows { rows, .. }), TableStmt::Query(q)) = (&result, &plan.stmt) else {
+            return result;
+        };
+        if !q.calc_found_rows {
+            return result;
+        }
+        if q.limit.is_none() && q.offset.is_none() {
+            self.found_rows = Some(rows.len() as u64);
+            return result;
+        }
+        let mut all = (**q).clone();
+        all.limit = None;
+        all.offset = None;
+        all.order_by.clear();
+        let counted = crate::query::prepare(store, system.as_ref(), &all, plan.db.as_deref())
+            .and_then(|qp| crate::query::execute(&qp, store, txn, params, ctx));
+        match counted {
+            Ok(rows) => {
+                self.found_rows = Some(rows.len() as u64);
+                result
+            }
+            Err(e) => Err(e),
         }
     }
 

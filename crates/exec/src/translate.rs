@@ -551,6 +551,9 @@ impl shoal_sql::eval::Context for ConstCtx {
     fn last_insert_id(&self) -> u64 {
         0
     }
+    fn found_rows(&self) -> u64 {
+        0
+    }
     fn set_last_insert_id(&mut self, _v: u64) {}
     fn now(&self) -> shoal_sql::value::DateTime {
         shoal_sql::value::DateTime::from_unix(0, 0)
@@ -1108,6 +1111,14 @@ impl Translator<'_> {
         };
         if sel.into.is_some() {
             return Err(unsupported("SELECT ... INTO"));
+        }
+        if sel
+            .select_modifiers
+            .as_ref()
+            .is_some_and(|m| m.sql_calc_found_rows)
+        {
+            // The query engine counts the rows past the LIMIT.
+            return Err(unsupported("SQL_CALC_FOUND_ROWS in the table executor"));
         }
         if sel.from.is_empty() {
             return Err(unsupported("SELECT without a table in the table executor"));

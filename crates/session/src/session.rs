@@ -41,7 +41,7 @@ use shoal_proto::{
 use shoal_sql::ast::{SetExpr, SetTarget, ShowFilter, ShowKind, Statement, VarScope};
 use shoal_sql::eval::{eval, like, Context};
 use shoal_sql::plan::Prepared;
-use shoal_sql::result::{resolve_table, ColumnInfo, QueryResult};
+use shoal_sql::result::{ColumnInfo, QueryResult};
 use shoal_sql::value::{DateTime, SqlType, Value};
 use shoal_sql::{split_statements, SqlError};
 
@@ -189,6 +189,8 @@ pub struct Session {
     prepared: StmtMap<Arc<Stmt>>,
     /// LAST_INSERT_ID().
     last_insert_id: u64,
+    /// FOUND_ROWS(): rows of the last query (see `run_table`).
+    found_rows: u64,
     /// Diagnostics of the last statement (SHOW WARNINGS / ERRORS).
     diag: Vec<Diag>,
     /// Start time of the running statement (NOW()).
@@ -431,17 +433,6 @@ fn rows_response(columns: Arc<[Column]>, rows: Vec<Vec<Value>>) -> Response {
     })
 }
 
-/// Whether statement text is a query (SELECT, WITH ... SELECT, or a parenthesized SELECT):
-/// what `max_execution_time` applies to among the statements only the engine parses.
-fn is_query_text(sql: &str) -> bool {
-    let t = sql.trim_start();
-    if t.starts_with('(') {
-        return true;
-    }
-    let first: String = t.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
-    first.eq_ignore_ascii_case("select") || first.eq_ignore_ascii_case("with")
-}
-
 /// ER_SECURE_TRANSPORT_REQUIRED: a login without TLS (or a Unix socket) while
 /// `require_secure_transport` is ON.
 fn insecure_transport() -> ErrorInfo {
@@ -450,23 +441,6 @@ fn insecure_transport() -> ErrorInfo {
         "Connections using insecure transport are prohibited while \
          --require_secure_transport=ON.",
     )
-}
-
-/// The Com_ counter of a table statement only the engine parses (by its first keyword).
-fn dml_kind(sql: &str) -> &'static str {
-    let first = sql
-        .split_whitespace()
-        .next()
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    match first.as_str() {
-        "insert" => "insert",
-        "update" => "update",
-        "delete" => "delete",
-        "replace" => "replace",
-        "check" => "check",
-        _ => "select",
-    }
 }
 
 /// `transaction_isolation` text to the engine's level.
@@ -561,6 +535,9 @@ impl Context for Ctx<'_> {
     fn last_insert_id(&self) -> u64 {
         self.s.last_insert_id
     }
+    fn found_rows(&self) -> u64 {
+        self.s.found_rows
+    }
     fn set_last_insert_id(&mut self, v: u64) {
         self.s.last_insert_id = v;
     }
@@ -626,6 +603,7 @@ impl Session {
             user_vars: HashMap::new(),
             prepared: StmtMap::new(),
             last_insert_id: 0,
+            found_rows: 0,
             diag: Vec::new(),
             stmt_time: now_datetime(),
             rand: shoal_sql::func::RandState::default(),
@@ -887,6 +865,13 @@ impl Session {
         let mut ts = self.table.take().expect("created above");
         let stmt = self.cur_stmt.clone();
         let plan = stmt.as_ref().and_then(|s| s.plan.as_ref());
+        let is_query = |p: &Plan| {
+            matches!(
+                p.stmt,
+                shoal_exec::ast::TableStmt::Select(_) | shoal_exec::ast::TableStmt::Query(_)
+            )
+        };
+        let mut query = plan.is_some_and(|p| is_query(p));
         let r = {
             match plan {
                 Some(p) => match self.check_plan(p) {
@@ -902,6 +887,7 @@ impl Session {
                     match ts.prepare(&sql, db.as_deref()) {
                         Ok(p) => match self.check_plan(&p) {
                             Ok(()) => {
+                                query = is_query(&p);
                                 let mut ctx = self.ctx(params);
                                 ts.execute(&p, params, &mut ctx)
                                     .map(|out| self.filter_show_tables(&p, out))
@@ -913,8 +899,9 @@ impl Session {
                 }
             }
         };
+        let calc_found_rows = ts.take_found_rows();
         self.table = Some(ts);
-        r.map(|out| match (out, plan) {
+        let r = r.map(|out| match (out, plan) {
             // A prepared statement's rows: the columns converted at PREPARE, unless the
             // executor returned other ones.
             (ExecOutput::Rows { columns, rows }, Some(p)) if Arc::ptr_eq(&columns, &p.columns) => {
@@ -922,18 +909,18 @@ impl Session {
                 rows_response(s.columns.clone(), rows)
             }
             (out, _) => exec_response(out),
-        })
+        });
+        // FOUND_ROWS(): what the last query returned, or counted without its LIMIT.
+        if let (true, Ok(Response::Rows(rs))) = (query, &r) {
+            self.found_rows = calc_found_rows.unwrap_or(rs.rows.len() as u64);
+        }
+        r
     }
 
     /// The table session, or 1235 naming `what` when no storage engine is plugged in.
     fn tables_or_unsupported(&mut self, what: &str) -> Result<&mut TableSession, SqlError> {
         self.table_session()
             .ok_or_else(|| SqlError::Unsupported(format!("{what} (no storage engine)")))
-    }
-
-    /// Whether a table engine is plugged in.
-    fn has_tables(&self) -> bool {
-        self.table.is_some() || self.server.table_engine().is_some()
     }
 
     fn set_process_text(&self, text: Option<Arc<str>>) {
@@ -1145,22 +1132,6 @@ impl Session {
             Statement::Use(db) => {
                 self.use_db(db)?;
                 Ok(ok(0))
-            }
-            Statement::Show(ShowKind::Tables { .. } | ShowKind::TableInfo(_), _)
-                if self.has_tables() =>
-            {
-                self.run_table(params)
-            }
-            Statement::Show(ShowKind::TableStatus { db }, _) if self.has_tables() => {
-                // The table engine answers from information_schema.TABLES; the database must
-                // exist (1049) and be named or current (1046), as in MariaDB.
-                match db.as_ref().or(self.db.as_ref()) {
-                    None => Err(SqlError::NoDatabase),
-                    Some(d) if !self.server.catalog().database_exists(d) => {
-                        Err(SqlError::UnknownDatabase(d.clone()))
-                    }
-                    Some(_) => self.run_table(params),
-                }
             }
             Statement::Show(kind, filter) => self.show(kind, filter),
             Statement::Kill(id, query_only) => {
@@ -1378,76 +1349,7 @@ impl Session {
                 )))
             }
             Statement::Account(a) => self.account_statement(a),
-            Statement::TableStatement(_, _) if self.has_tables() => self.run_table(params),
-            Statement::TableStatement(kind, tables) => self.table_statement(kind, tables),
-        }
-    }
-
-    fn table_statement(
-        &mut self,
-        kind: &str,
-        tables: &[shoal_sql::ast::TableName],
-    ) -> Result<Response, SqlError> {
-        let catalog = self.server.catalog();
-        let ctx_db = self.db.clone();
-        let resolve = |t: &shoal_sql::ast::TableName| -> Result<(String, String), SqlError> {
-            match &t.db {
-                Some(d) => Ok((d.clone(), t.name.clone())),
-                None => Ok((ctx_db.clone().ok_or(SqlError::NoDatabase)?, t.name.clone())),
-            }
-        };
-        match kind {
-            "drop_table" | "drop_table_if_exists" => {
-                let mut missing = Vec::new();
-                for t in tables {
-                    let (db, name) = resolve(t)?;
-                    if !catalog.table_exists(&db, &name) {
-                        missing.push(format!("{db}.{name}"));
-                    }
-                }
-                if missing.len() < tables.len() {
-                    return Err(SqlError::Unsupported(
-                        "DROP TABLE (storage engine not connected)".into(),
-                    ));
-                }
-                if kind == "drop_table" {
-                    return Err(SqlError::coded(
-                        shoal_errors::ER_BAD_TABLE_ERROR,
-                        format!("Unknown table '{}'", missing.join(",")),
-                    ));
-                }
-                for m in missing {
-                    self.warn(
-                        shoal_errors::ER_BAD_TABLE_ERROR.code,
-                        format!("Unknown table '{m}'"),
-                    );
-                }
-                Ok(ok(0))
-            }
-            "create_table" => {
-                let (db, _) = resolve(&tables[0])?;
-                if !catalog.database_exists(&db) {
-                    return Err(SqlError::UnknownDatabase(db));
-                }
-                Err(SqlError::Unsupported(
-                    "CREATE TABLE (storage engine not connected)".into(),
-                ))
-            }
-            "truncate" => Err(SqlError::Unsupported(
-                "TRUNCATE (storage engine not connected)".into(),
-            )),
-            _ => {
-                for t in tables {
-                    let (db, name) = resolve(t)?;
-                    if !catalog.table_exists(&db, &name) {
-                        return Err(SqlError::NoSuchTable(db, name));
-                    }
-                }
-                Err(SqlError::Unsupported(format!(
-                    "{} (storage engine not connected)",
-                    kind.to_ascii_uppercase()
-                )))
-            }
+            Statement::TableStatement(..) => self.run_table(params),
         }
     }
 
@@ -1833,32 +1735,18 @@ impl Session {
                     .collect(),
                 0,
             ),
-            ShowKind::Tables { db, full } => {
-                let db = match db {
-                    Some(d) => d.clone(),
-                    None => self.db.clone().ok_or(SqlError::NoDatabase)?,
+            // The table engine's: its catalog, privileges and information_schema.
+            ShowKind::Tables { .. } | ShowKind::TableInfo(_) => return self.run_table(&[]),
+            ShowKind::TableStatus { db } => {
+                // Answered from information_schema.TABLES; the database must exist (1049) and
+                // be named or current (1046), as in MariaDB.
+                return match db.as_ref().or(self.db.as_ref()) {
+                    None => Err(SqlError::NoDatabase),
+                    Some(d) if !self.server.catalog().database_exists(d) => {
+                        Err(SqlError::UnknownDatabase(d.clone()))
+                    }
+                    Some(_) => self.run_table(&[]),
                 };
-                let catalog = self.server.catalog();
-                if !catalog.database_exists(&db) {
-                    return Err(SqlError::UnknownDatabase(db));
-                }
-                let header: &'static str = Box::leak(format!("Tables_in_{db}").into_boxed_str());
-                let rows: Vec<Vec<Value>> = catalog
-                    .tables(&db)
-                    .into_iter()
-                    .map(|t| {
-                        let mut r = vec![Value::Str(t)];
-                        if *full {
-                            r.push(s("BASE TABLE"));
-                        }
-                        r
-                    })
-                    .collect();
-                let mut names = vec![header];
-                if *full {
-                    names.push("Table_type");
-                }
-                (names, rows, 0)
             }
             ShowKind::Variables(scope) => {
                 let server = self.server.clone();
@@ -2031,20 +1919,6 @@ impl Session {
                     0,
                 )
             }
-            ShowKind::TableStatus { .. } => {
-                return Err(SqlError::Unsupported(
-                    "SHOW TABLE STATUS (storage engine not connected)".into(),
-                ));
-            }
-            ShowKind::TableInfo(t) => {
-                let (db, name) = resolve_table(t, &self.ctx(&[]))?;
-                if !self.server.catalog().table_exists(&db, &name) {
-                    return Err(SqlError::NoSuchTable(db, name));
-                }
-                return Err(SqlError::Unsupported(
-                    "SHOW COLUMNS/INDEX/CREATE TABLE (storage engine not connected)".into(),
-                ));
-            }
         };
         let rows = self.filter_rows(&names, rows, filter, like_col)?;
         Ok(Response::Rows(to_result_set(text_result(&names, rows), 0)))
@@ -2070,29 +1944,11 @@ impl Session {
             if self.server.fault_injection() {
                 crate::fault::check(&self.server, part);
             }
+            // Routed by the statement's kind: the session's own statements here, queries and
+            // table statements to the table engine.
             let r = match shoal_sql::parse(part) {
                 Ok(p) if p.params > 0 => Err(SqlError::Syntax("?".into())),
                 Ok(p) => self.run(&p.statement, &[]),
-                // Statements only the table engine knows (SHOW CREATE TABLE, DESCRIBE, ...):
-                // its answer wins unless it does not understand the text either. Transaction
-                // control is the session's alone: its syntax error stands.
-                Err(e) if self.has_tables() && !is_transaction_control(part) => {
-                    self.stmt_time = now_datetime();
-                    self.rand.new_statement();
-                    self.diag.clear();
-                    let counters = &self.server.counters;
-                    counters.com[com_index(dml_kind(part))].fetch_add(1, Ordering::Relaxed);
-                    counters.queries.fetch_add(1, Ordering::Relaxed);
-                    // max_execution_time for the SELECTs only the engine parses (ORDER BY,
-                    // GROUP BY, joins...) too: `SELECT * FROM t ORDER BY SLEEP(80)` ran its
-                    // 80 s per row past the limit (found by fuzzing).
-                    self.arm_deadline(is_query_text(part));
-                    let r = self.run_table(&[]);
-                    match self.disarm_deadline(r, false) {
-                        Err(te) if te.code() == shoal_errors::ER_PARSE_ERROR.code => Err(e),
-                        other => other.map(|resp| self.with_warning_count(resp)),
-                    }
-                }
                 Err(e) => Err(e),
             };
             match r {
@@ -2106,18 +1962,6 @@ impl Session {
         }
         out
     }
-}
-
-/// Whether `sql` starts with START, BEGIN, COMMIT or ROLLBACK.
-fn is_transaction_control(sql: &str) -> bool {
-    let first = sql
-        .trim_start()
-        .split(|c: char| !c.is_ascii_alphabetic())
-        .next()
-        .unwrap_or("");
-    ["START", "BEGIN", "COMMIT", "ROLLBACK"]
-        .iter()
-        .any(|k| k.eq_ignore_ascii_case(first))
 }
 
 fn check_db_name(name: &str) -> Result<(), SqlError> {
@@ -2401,12 +2245,16 @@ impl Backend for Session {
             .db
             .clone()
             .ok_or_else(|| to_error_info(&SqlError::NoDatabase))?;
-        if !self.server.catalog().table_exists(&db, table) {
-            return Err(to_error_info(&SqlError::NoSuchTable(db, table.to_string())));
-        }
-        Err(to_error_info(&SqlError::Unsupported(
-            "COM_FIELD_LIST (storage engine not connected)".into(),
-        )))
+        // The table's columns as a query over it describes them (MySQL adds each column's
+        // default value; clients use the names and types). SELECT privilege on it is needed.
+        let sql = format!("SELECT * FROM `{}` LIMIT 0", table.replace('`', "``"));
+        self.refresh_grants();
+        let plan = self
+            .tables_or_unsupported("COM_FIELD_LIST")
+            .and_then(|ts| ts.prepare(&sql, Some(&db)))
+            .and_then(|plan| self.check_plan(&plan).map(|()| plan))
+            .map_err(|e| to_error_info(&e))?;
+        Ok(plan.columns.iter().map(exec_column).collect())
     }
 
     fn statistics(&mut self) -> String {
@@ -2448,6 +2296,7 @@ impl Backend for Session {
         }
         self.diag.clear();
         self.last_insert_id = 0;
+        self.found_rows = 0;
     }
 
     fn prepare(&mut self, stmt_id: u32, sql: &str) -> Result<PrepareOk, ErrorInfo> {
@@ -2466,50 +2315,7 @@ impl Backend for Session {
         if parts.len() > 1 {
             return Err(to_error_info(&SqlError::Syntax(parts[1].to_string())));
         }
-        let p = match Prepared::new(sql) {
-            Ok(p) => p,
-            // A table statement the session's own parser does not take (ORDER BY, GROUP BY,
-            // ...): the table engine prepares it.
-            Err(e) if self.has_tables() => {
-                let db = self.db.clone();
-                let ts = self.table_session().expect("engine present");
-                let plan = match ts.prepare(sql, db.as_deref()) {
-                    Ok(plan) => plan,
-                    Err(te) if te.code() == shoal_errors::ER_PARSE_ERROR.code => {
-                        return Err(to_error_info(&e))
-                    }
-                    Err(te) => return Err(to_error_info(&te)),
-                };
-                // MySQL checks privileges at PREPARE too (and again at every execution).
-                self.refresh_grants();
-                self.check_plan(&plan).map_err(|e| to_error_info(&e))?;
-                let columns: Arc<[Column]> = plan.columns.iter().map(exec_column).collect();
-                let params = param_count(plan.param_count)?;
-                let kind = dml_kind(sql);
-                let prepared = Prepared {
-                    sql: sql.to_string(),
-                    statement: Statement::TableStatement(kind, Vec::new()),
-                    params: plan.param_count,
-                };
-                let stmt = Stmt {
-                    text: Arc::from(sql),
-                    prepared,
-                    plan: Some(plan),
-                    columns: columns.clone(),
-                };
-                if self.prepared.insert(stmt_id, Arc::new(stmt)).is_none() {
-                    self.server
-                        .counters
-                        .prepared_stmt_count
-                        .fetch_add(1, Ordering::Relaxed);
-                }
-                return Ok(PrepareOk {
-                    params,
-                    columns: columns.to_vec(),
-                });
-            }
-            Err(e) => return Err(to_error_info(&e)),
-        };
+        let p = Prepared::new(sql).map_err(|e| to_error_info(&e))?;
         let is_table = matches!(
             &p.statement,
             Statement::TableStatement(_, _) | Statement::Query { .. }

@@ -554,6 +554,13 @@ fn databases_and_tables() {
     assert_eq!(one(&mut s, "DROP TABLE IF EXISTS t1"), "");
     assert_eq!(one(&mut s, "CREATE TABLE t1 (id INT PRIMARY KEY)"), "");
     assert_eq!(s.field_list("t2", "").unwrap_err().code, 1146);
+    let cols = s.field_list("t1", "").unwrap();
+    assert_eq!(
+        cols.iter()
+            .map(|c| (c.name.as_str(), c.table.as_str()))
+            .collect::<Vec<_>>(),
+        [("id", "t1")]
+    );
     assert_eq!(one(&mut s, "DROP DATABASE d1"), "");
     assert_eq!(one(&mut s, "SELECT DATABASE()"), "NULL");
     assert_eq!(one(&mut s, "DROP DATABASE d1"), "ERR 1008");

@@ -287,6 +287,9 @@ pub struct Query {
     pub lock: RowLock,
     /// `NOWAIT` / `SKIP LOCKED` of the row lock.
     pub lock_wait: LockWait,
+    /// `SELECT SQL_CALC_FOUND_ROWS ...` (its first SELECT's modifier): FOUND_ROWS() is then
+    /// the row count without LIMIT / OFFSET.
+    pub calc_found_rows: bool,
 }
 
 /// The body of a query.

@@ -69,6 +69,9 @@ pub trait Context {
     fn last_insert_id(&self) -> u64;
     /// `LAST_INSERT_ID(expr)`.
     fn set_last_insert_id(&mut self, v: u64);
+    /// `FOUND_ROWS()`: the rows the session's last SELECT returned, or with
+    /// `SQL_CALC_FOUND_ROWS` would have returned without its LIMIT.
+    fn found_rows(&self) -> u64;
     /// Statement start time (NOW() is constant within a statement).
     fn now(&self) -> DateTime;
     /// `VERSION()`.
@@ -987,6 +990,10 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
             args_exact(name, args, 0)?;
             Value::UInt(ctx.connection_id())
         }
+        "FOUND_ROWS" => {
+            args_exact(name, args, 0)?;
+            Value::UInt(ctx.found_rows())
+        }
         "LAST_INSERT_ID" => {
             args_range(name, args, 0, 1)?;
             if args.is_empty() {
@@ -1550,7 +1557,7 @@ fn static_type_level(e: &Expr) -> SqlType {
             "CURDATE" | "CURRENT_DATE" => SqlType::Date,
             "LENGTH" | "OCTET_LENGTH" | "CHAR_LENGTH" | "CHARACTER_LENGTH" | "UNIX_TIMESTAMP"
             | "SLEEP" | "ISNULL" | "BENCHMARK" => SqlType::Int,
-            "CONNECTION_ID" | "LAST_INSERT_ID" => SqlType::UInt,
+            "CONNECTION_ID" | "LAST_INSERT_ID" | "FOUND_ROWS" => SqlType::UInt,
             // As the values are: of a string a DOUBLE; CEIL/FLOOR of a DECIMAL an integer;
             // ROUND/TRUNCATE of a DECIMAL to n places DECIMAL(.., n).
             "ABS" | "CEIL" | "CEILING" | "FLOOR" | "ROUND" | "TRUNCATE" => {

@@ -6,9 +6,8 @@
 //! the expression's static type, so `1` is LONGLONG, `1.5` NEWDECIMAL, `'a'` VAR_STRING and
 //! `NULL` NULL — as MySQL reports them.
 
-use crate::ast::{Expr, TableName};
-use crate::error::SqlError;
-use crate::eval::{static_type, Context};
+use crate::ast::Expr;
+use crate::eval::static_type;
 use crate::value::{SqlType, Value};
 
 /// A result column.
@@ -27,15 +26,6 @@ pub struct QueryResult {
     pub columns: Vec<ColumnInfo>,
     /// Rows.
     pub rows: Vec<Vec<Value>>,
-}
-
-/// Resolves the database of a table reference (1046 without a current database).
-pub fn resolve_table(t: &TableName, ctx: &dyn Context) -> Result<(String, String), SqlError> {
-    let db = match &t.db {
-        Some(d) => d.clone(),
-        None => ctx.database().ok_or(SqlError::NoDatabase)?,
-    };
-    Ok((db, t.name.clone()))
 }
 
 /// A column's type: from the first non-NULL value, else from the expression.

@@ -9,7 +9,7 @@ use crate::ast::{Statement, VarScope};
 use crate::eval::{eval, Context};
 use crate::result::column_type;
 use crate::value::{DateTime, SqlType, Value};
-use crate::{parse, SqlError};
+use crate::{parse, Parsed, SqlError};
 
 #[derive(Default)]
 struct TestCtx {
@@ -64,6 +64,9 @@ impl Context for TestCtx {
     }
     fn last_insert_id(&self) -> u64 {
         self.last_id
+    }
+    fn found_rows(&self) -> u64 {
+        11
     }
     fn set_last_insert_id(&mut self, v: u64) {
         self.last_id = v;
@@ -1260,5 +1263,44 @@ fn function_library_survives_extreme_arguments() {
         let mut c = TestCtx::default();
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&mut c, sql)));
         assert!(r.is_ok(), "panicked: {sql}");
+    }
+}
+
+/// Statements are routed by their kind, never by an error: the session's own, a query, or the
+/// table engine's (with the `Com_` kind it is counted under and its `?`s counted on the
+/// tokens); text nobody parses stays a syntax error.
+#[test]
+fn statements_are_routed_by_kind() {
+    let kind = |sql: &str| match parse(sql) {
+        Ok(Parsed {
+            statement: Statement::TableStatement(k, _),
+            params,
+        }) => format!("{k}/{params}"),
+        Ok(Parsed {
+            statement: Statement::Query { lone_sleep },
+            params,
+        }) => format!("query/{params}/{lone_sleep}"),
+        Ok(p) => format!("session: {:?}", p.statement.com_name()),
+        Err(e) => format!("ERR {}", e.code()),
+    };
+    for (sql, want) in [
+        ("DESCRIBE t", "select/0"),
+        ("DESC d.t", "select/0"),
+        ("EXPLAIN SELECT * FROM t WHERE a = ?", "select/1"),
+        ("ANALYZE TABLE t", "analyze/0"),
+        ("CHECK TABLE t QUICK", "check/0"),
+        ("ALTER TABLE t ADD COLUMN c INT", "alter_table/0"),
+        ("DROP INDEX i ON t", "drop_index/0"),
+        ("INSERT INTO t VALUES (?, ?)", "insert/2"),
+        ("UPDATE t SET a = ? WHERE b = '?'", "update/1"),
+        ("SELECT ? + ?, '?'", "query/2/false"),
+        ("WITH c AS (SELECT 1) SELECT * FROM c", "query/0/false"),
+        ("(SELECT 1) UNION (SELECT 2)", "query/0/false"),
+        ("SELECT SLEEP(5)", "query/0/true"),
+        ("SELECT SLEEP(5) FROM t", "query/0/false"),
+        ("SHOW TABLES", "session: \"show_tables\""),
+        ("SELEC 1", "ERR 1064"),
+    ] {
+        assert_eq!(kind(sql), want, "{sql}");
     }
 }

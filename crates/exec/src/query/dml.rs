@@ -212,6 +212,7 @@ pub fn prepare_multi(
         order_by: Vec::new(),
         limit: None,
         offset: None,
+        calc_found_rows: false,
         lock: RowLock::Update,
         lock_wait: Default::default(),
     };

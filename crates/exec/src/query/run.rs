@@ -162,6 +162,9 @@ impl Context for Ev<'_, '_, '_> {
     fn last_insert_id(&self) -> u64 {
         self.r.env.last_insert_id()
     }
+    fn found_rows(&self) -> u64 {
+        self.r.env.found_rows()
+    }
     fn set_last_insert_id(&mut self, v: u64) {
         self.r.env.set_last_insert_id(v)
     }

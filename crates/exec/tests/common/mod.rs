@@ -83,6 +83,9 @@ impl Context for Ctx {
     fn last_insert_id(&self) -> u64 {
         self.last_id
     }
+    fn found_rows(&self) -> u64 {
+        0
+    }
     fn set_last_insert_id(&mut self, v: u64) {
         self.last_id = v;
     }

@@ -460,6 +460,11 @@ fn query_body(cx: &mut QueryScope<'_, '_>, q: &sp::Query) -> Result<Query, SqlEr
     };
     let lock_wait = lock_wait(&q.locks)?;
     Ok(Query {
+        calc_found_rows: first_select(&q.body).is_some_and(|s| {
+            s.select_modifiers
+                .as_ref()
+                .is_some_and(|m| m.sql_calc_found_rows)
+        }),
         body,
         order_by,
         limit,
@@ -467,6 +472,16 @@ fn query_body(cx: &mut QueryScope<'_, '_>, q: &sp::Query) -> Result<Query, SqlEr
         lock,
         lock_wait,
     })
+}
+
+/// The first SELECT of a query body (the left-most member of a set operation).
+fn first_select(b: &sp::SetExpr) -> Option<&sp::Select> {
+    match b {
+        sp::SetExpr::Select(s) => Some(s),
+        sp::SetExpr::Query(q) => first_select(&q.body),
+        sp::SetExpr::SetOperation { left, .. } => first_select(left),
+        _ => None,
+    }
 }
 
 /// `NOWAIT` / `SKIP LOCKED` of a locking clause (one per query; `FOR UPDATE OF t` is refused).

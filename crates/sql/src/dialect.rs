@@ -17,6 +17,11 @@
 //!   its bracket depth, with something between, and not followed by `(` or `.`.
 //! * `EXTRACT(DAY_HOUR FROM x)` -> `` `EXTRACT`('DAY_HOUR', x) ``, the call the translator
 //!   makes of any EXTRACT, for the compound units sqlparser does not know as fields.
+//! * `!x` (MySQL's logical NOT of highest precedence) -> `(NOT x)`, with `x` the operand `!`
+//!   binds: a literal, a name (`t.c`, `@v`), a call, a parenthesized expression, or another
+//!   prefix operator and its operand. `!2 + 1` is `(NOT 2) + 1`, as in MySQL, not
+//!   `NOT (2 + 1)`. (`!=` is its own token.) Anything else after `!` is left for sqlparser's
+//!   1064.
 
 use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace, Word};
 
@@ -37,15 +42,124 @@ pub fn rewrite(tokens: &mut Vec<TokenWithSpan>) {
             || is_word(&t.token, "UPDATE")
             || is_word(&t.token, "INTERVAL")
             || is_word(&t.token, "EXTRACT")
+            || matches!(
+                t.token,
+                Token::ExclamationMark | Token::DoubleExclamationMark
+            )
     });
     if !triggers {
         return;
     }
+    bang_not(tokens);
     lock_in_share_mode(tokens);
     mod_operator(tokens);
     update_commas(tokens);
     compound_intervals(tokens);
     compound_extract(tokens);
+}
+
+/// `!x` -> `(NOT x)` (see the module doc), innermost first so `!!x` nests.
+fn bang_not(tokens: &mut Vec<TokenWithSpan>) {
+    // `!!` is one token: two `!`s.
+    while let Some(i) = tokens
+        .iter()
+        .position(|t| t.token == Token::DoubleExclamationMark)
+    {
+        tokens[i].token = Token::ExclamationMark;
+        let again = tokens[i].clone();
+        tokens.insert(i + 1, again);
+    }
+    loop {
+        let pos = positions(tokens);
+        // The last `!` has no `!` inside its operand: rewrite it, then look again.
+        let Some(k) = pos
+            .iter()
+            .rposition(|&i| tokens[i].token == Token::ExclamationMark)
+        else {
+            return;
+        };
+        let Some(end) = operand_end(tokens, &pos, k + 1) else {
+            return;
+        };
+        let bang = pos[k];
+        let after = pos[end];
+        let close = TokenWithSpan {
+            token: Token::RParen,
+            span: sqlparser::tokenizer::Span::new(tokens[after].span.end, tokens[after].span.end),
+        };
+        tokens.insert(after + 1, close);
+        let span = tokens[bang].span;
+        tokens[bang].token = Token::LParen;
+        tokens.insert(
+            bang + 1,
+            TokenWithSpan {
+                token: Token::Word(Word {
+                    value: "NOT".into(),
+                    quote_style: None,
+                    keyword: sqlparser::keywords::Keyword::NOT,
+                }),
+                span,
+            },
+        );
+        tokens.insert(
+            bang + 2,
+            TokenWithSpan {
+                token: Token::Whitespace(Whitespace::Space),
+                span,
+            },
+        );
+    }
+}
+
+/// The index into `pos` of the last token of the operand starting at `pos[k]`, if it is one a
+/// prefix operator binds (see [`bang_not`]).
+fn operand_end(tokens: &[TokenWithSpan], pos: &[usize], k: usize) -> Option<usize> {
+    let t = &tokens[*pos.get(k)?].token;
+    let closing = |open: usize| -> Option<usize> {
+        let mut depth = 0i32;
+        for (m, &i) in pos.iter().enumerate().skip(open) {
+            match tokens[i].token {
+                Token::LParen => depth += 1,
+                Token::RParen => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(m);
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
+    };
+    let next = |m: usize| pos.get(m).map(|&i| &tokens[i].token);
+    match t {
+        Token::Minus | Token::Plus | Token::Tilde => operand_end(tokens, pos, k + 1),
+        Token::LParen => closing(k),
+        Token::Number(..)
+        | Token::SingleQuotedString(_)
+        | Token::DoubleQuotedString(_)
+        | Token::HexStringLiteral(_)
+        | Token::Placeholder(_) => Some(k),
+        Token::Word(w) => {
+            if w.quote_style.is_none()
+                && matches!(
+                    w.value.to_ascii_uppercase().as_str(),
+                    "NOT" | "INTERVAL" | "BINARY" | "CASE" | "EXISTS" | "SELECT"
+                )
+            {
+                return None;
+            }
+            let mut m = k;
+            loop {
+                match next(m + 1) {
+                    Some(Token::LParen) => return closing(m + 1),
+                    Some(Token::Period) if matches!(next(m + 2), Some(Token::Word(_))) => m += 2,
+                    _ => return Some(m),
+                }
+            }
+        }
+        _ => None,
+    }
 }
 
 /// `EXTRACT(DAY_HOUR FROM x)` -> `` `EXTRACT`('DAY_HOUR', x) ``: a call of the function the
@@ -257,6 +371,19 @@ mod tests {
             rewritten("SELECT day_hour, t.day_hour FROM t WHERE d > NOW() - INTERVAL day_hour DAY"),
             "SELECT day_hour, t.day_hour FROM t WHERE d > NOW() - INTERVAL day_hour DAY"
         );
+    }
+
+    #[test]
+    fn bang_binds_its_operand_only() {
+        assert_eq!(rewritten("SELECT !0, !a.b"), "SELECT (NOT 0), (NOT a.b)");
+        assert_eq!(rewritten("SELECT !2 + 1"), "SELECT (NOT 2) + 1");
+        assert_eq!(
+            rewritten("SELECT !!f(1, (2)), !-x, a != b"),
+            "SELECT (NOT (NOT f(1, (2)))), (NOT -x), a <> b"
+        );
+        assert_eq!(rewritten("SELECT !(1 = 1) = 0"), "SELECT (NOT (1 = 1)) = 0");
+        // Nothing it can bind: left for the parser's error.
+        assert_eq!(rewritten("SELECT !"), "SELECT !");
     }
 
     #[test]

@@ -176,6 +176,18 @@ impl<'a> SourceText<'a> {
             // The parentheses around the inner range (the span is the inside's).
             sp::Expr::Nested(x) => {
                 let (a, b) = self.source_range(x)?;
+                // `!x` is `(NOT x)` to the parser (crate::dialect): those parentheses are not
+                // in the source.
+                if matches!(
+                    **x,
+                    sp::Expr::UnaryOp {
+                        op: sp::UnaryOperator::Not,
+                        ..
+                    }
+                ) && self.sql[a..].starts_with('!')
+                {
+                    return Some((a, b));
+                }
                 return self.widen_parens(a, b);
             }
             sp::Expr::Subquery(_) => {
@@ -191,12 +203,17 @@ impl<'a> SourceText<'a> {
             } => return self.source_range(expr),
             sp::Expr::UnaryOp { op, expr } => {
                 let (a, b) = self.source_range(expr)?;
-                let sym = op.to_string();
                 let bytes = self.sql.as_bytes();
                 let mut i = a;
                 while i > 0 && bytes[i - 1].is_ascii_whitespace() {
                     i -= 1;
                 }
+                // MySQL's `!x` is NOT to the parser (crate::dialect).
+                let sym = if *op == sp::UnaryOperator::Not && self.sql[..i].ends_with('!') {
+                    "!".to_string()
+                } else {
+                    op.to_string()
+                };
                 let start = i.checked_sub(sym.len())?;
                 return (self.sql.get(start..i)?.eq_ignore_ascii_case(&sym)).then_some((start, b));
             }

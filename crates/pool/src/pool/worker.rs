@@ -61,6 +61,9 @@
 
 use super::*;
 
+/// A group's lock, held.
+type GroupGuard<'g, C> = MutexGuard<'g, GroupInner<C>>;
+
 /// What [`Shared::linger`] decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Linger {
@@ -173,6 +176,28 @@ impl<H: Handler> Shared<H> {
         shoal_wait::set_thread_observer(prev);
     }
 
+    /// One steal attempt by a worker of group `gid`: its own group's lock (`inner`) is released
+    /// for [`Self::try_steal`] and taken again; a stolen entry is counted (and its queue time
+    /// recorded) in the thief's group.
+    fn steal_unlocked<'g>(
+        &'g self,
+        gid: usize,
+        now: Instant,
+        inner: GroupGuard<'g, H::Conn>,
+    ) -> (GroupGuard<'g, H::Conn>, Option<Entry<H::Conn>>) {
+        drop(inner);
+        let stolen = self.try_steal(gid, now);
+        let mut inner = self.groups[gid].lock();
+        let entry = stolen.map(|(e, qt)| {
+            inner.core.counters.steals += 1;
+            if self.histograms.load(Ordering::Relaxed) {
+                let _ = inner.queue_hist.record(us(qt));
+            }
+            e
+        });
+        (inner, entry)
+    }
+
     /// Finds the next entry to run, being the listener or sleeping idle meanwhile. `None`: the
     /// thread must exit (its accounting is already undone).
     pub(super) fn get_event(
@@ -209,15 +234,10 @@ impl<H: Handler> Shared<H> {
             // listener and workers look after it) lost the steal whenever our group was busy.
             if steal_first && !tried_steal && self.stealing.load(Ordering::Relaxed) {
                 tried_steal = true;
-                drop(inner);
-                let stolen = self.try_steal(gid, now);
-                inner = group.lock();
-                if let Some((e, qt)) = stolen {
-                    inner.core.counters.steals += 1;
-                    if self.histograms.load(Ordering::Relaxed) {
-                        let _ = inner.queue_hist.record(us(qt));
-                    }
-                    return Some(e);
+                let stolen;
+                (inner, stolen) = self.steal_unlocked(gid, now, inner);
+                if stolen.is_some() {
+                    return stolen;
                 }
                 continue;
             }
@@ -270,15 +290,10 @@ impl<H: Handler> Shared<H> {
                 // meanwhile, so nobody can hand us a role. Then look at our own group again:
                 // work may have arrived while the lock was released.
                 tried_steal = true;
-                drop(inner);
-                let stolen = self.try_steal(gid, now);
-                inner = group.lock();
-                if let Some((e, qt)) = stolen {
-                    inner.core.counters.steals += 1;
-                    if self.histograms.load(Ordering::Relaxed) {
-                        let _ = inner.queue_hist.record(us(qt));
-                    }
-                    return Some(e);
+                let stolen;
+                (inner, stolen) = self.steal_unlocked(gid, now, inner);
+                if stolen.is_some() {
+                    return stolen;
                 }
                 continue;
             }

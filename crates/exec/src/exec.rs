@@ -667,8 +667,6 @@ pub enum Source<'t> {
     /// A stored table, read through an access path, converting only the columns marked in the
     /// mask (parallel to the names; `None`: all), as [`needed_columns`] computes it.
     Table(&'t TableDef, &'t Access, Option<&'t [bool]>),
-    /// Materialised rows (information_schema).
-    Rows(Vec<Vec<Value>>),
 }
 
 impl Exec<'_> {
@@ -835,11 +833,9 @@ impl Exec<'_> {
         let offset = to_limit(&sel.offset, self.ctx, self.params)?.unwrap_or(0);
         // Rows that arrive in ORDER BY's order need no sort, and LIMIT can stop the scan (a
         // locking read then locks only the rows it returns, as InnoDB's index-order read does).
-        let in_order = !sel.order_by.is_empty()
-            && match &source {
-                Source::Table(t, access, _) => self.arrives_in_order(t, access, &sel.order_by)?,
-                Source::Rows(_) => false,
-            };
+        let Source::Table(t, access, needed) = source;
+        let in_order =
+            !sel.order_by.is_empty() && self.arrives_in_order(t, access, &sel.order_by)?;
         let early_stop = (!grouped && (sel.order_by.is_empty() || in_order) && !sel.distinct)
             .then(|| limit.map(|l| l.saturating_add(offset)))
             .flatten();
@@ -864,30 +860,15 @@ impl Exec<'_> {
                     Ok(early_stop.is_none_or(|n| matched.len() < n))
                 }
             };
-            match source {
-                Source::Table(t, access, needed) => {
-                    self.scan(
-                        t,
-                        access,
-                        sel.lock,
-                        sel.filter.as_ref(),
-                        names,
-                        needed,
-                        &mut |ev, _, vals| take(ev, vals),
-                    )?;
-                }
-                Source::Rows(rows) => {
-                    let mut ev = RowEval {
-                        ctx: &mut *self.ctx,
-                        params: self.params,
-                    };
-                    for r in rows {
-                        if ev.matches(sel.filter.as_ref(), names, &r)? && !take(&mut ev, r)? {
-                            break;
-                        }
-                    }
-                }
-            }
+            self.scan(
+                t,
+                access,
+                sel.lock,
+                sel.filter.as_ref(),
+                names,
+                needed,
+                &mut |ev, _, vals| take(ev, vals),
+            )?;
         }
         // (sort keys, output row)
         let mut out: Vec<(Vec<Value>, Vec<Value>)> = Vec::new();

@@ -38,7 +38,7 @@ use crate::plan::{choose_access, Access};
 use crate::query::QueryPlan;
 use crate::show;
 use crate::table_lock::{LockRequest, TableKey, TableLocks};
-use crate::translate::parse_table_statement;
+use crate::translate::{parse_table_statement, translate_tree};
 
 mod alter;
 
@@ -566,7 +566,22 @@ impl TableSession {
     /// Parses, translates and plans a table statement. `current_db` resolves unqualified
     /// table names (for this plan's whole life, as MySQL resolves at PREPARE).
     pub fn prepare(&mut self, sql: &str, current_db: Option<&str>) -> Result<Arc<Plan>, SqlError> {
-        let r = self.prepare_unlocked(sql, current_db);
+        self.prepare_tree(sql, None, current_db)
+    }
+
+    /// [`Self::prepare`] of a statement the session already parsed: `tree` (if any) is `sql`
+    /// as sqlparser read it, translated here without parsing the text again.
+    pub fn prepare_tree(
+        &mut self,
+        sql: &str,
+        tree: Option<shoal_sql::Tree>,
+        current_db: Option<&str>,
+    ) -> Result<Arc<Plan>, SqlError> {
+        let r = match tree {
+            Some(tree) => translate_tree(sql, tree, current_db),
+            None => parse_table_statement(sql, current_db),
+        }
+        .and_then(|(stmt, n)| self.prepare_parsed(sql, stmt, n, current_db));
         // Under LOCK TABLES a table that is not locked is 1100 even when it does not exist:
         // MySQL and MariaDB look in the locked set before the catalog.
         match r {
@@ -575,31 +590,6 @@ impl TableSession {
             }
             r => r,
         }
-    }
-
-    /// [`Self::prepare`] without the LOCK TABLES view of missing tables.
-    fn prepare_unlocked(
-        &mut self,
-        sql: &str,
-        current_db: Option<&str>,
-    ) -> Result<Arc<Plan>, SqlError> {
-        let (stmt, param_count) = parse_table_statement(sql)?;
-        let db = current_db.map(str::to_string);
-        // Another subsystem's table (`mysql.user`, a THREAD_POOL_* table) is read by the query
-        // engine only; they live in the system schemas, so only those are looked up.
-        if let TableStmt::Select(sel) = &stmt {
-            let d = sel.table.db.as_deref().or(db.as_deref()).unwrap_or("");
-            if (d.eq_ignore_ascii_case("mysql") || is_info_schema(d))
-                && self
-                    .engine
-                    .system_tables()
-                    .is_some_and(|s| s.get(d, &sel.table.name).is_some())
-            {
-                let (q, n) = crate::translate::parse_query_statement(sql)?;
-                return self.prepare_parsed(sql, q, n, current_db);
-            }
-        }
-        self.prepare_parsed(sql, stmt, param_count, current_db)
     }
 
     /// [`Self::prepare`] after parsing.
@@ -653,17 +643,12 @@ impl TableSession {
                     db.as_deref(),
                 )?));
             }
+            // A stored table's (the translator sends the system schemas' to the query engine).
             TableStmt::Select(sel) => {
-                let d = resolve_db(&sel.table, &db)?;
-                if is_info_schema(&d) {
-                    let (names, infos, _) = show::info_schema(store, &sel.table.name)?;
-                    columns = select_columns_virtual(sel, &names, &infos)?;
-                } else {
-                    let (d, def) = table_of(&sel.table)?;
-                    columns = select_columns(sel, &d, &def)?;
-                    check_columns(&def, sel)?;
-                    access = Some((def.clone(), choose_access(&def, sel.filter.as_ref())));
-                }
+                let (d, def) = table_of(&sel.table)?;
+                columns = select_columns(sel, &d, &def)?;
+                check_columns(&def, sel)?;
+                access = Some((def.clone(), choose_access(&def, sel.filter.as_ref())));
             }
             TableStmt::Update(u) => {
                 let (_, def) = table_of(&u.table)?;
@@ -1481,7 +1466,7 @@ impl TableSession {
                 q(&spec.ref_table),
                 eqs.join(" AND ")
             );
-            let (stmt, _) = parse_table_statement(&sql)?;
+            let (stmt, _) = parse_table_statement(&sql, Some(db))?;
             if let TableStmt::Query(query) = stmt {
                 let plan = crate::query::prepare(store, None, &query, Some(db))?;
                 let mut txn = store.begin(shoal_store::Isolation::ReadCommitted);
@@ -1750,15 +1735,6 @@ fn run_dml(
     };
     match &plan.stmt {
         TableStmt::Select(sel) => {
-            let d = resolve_db(&sel.table, &plan.db)?;
-            if is_info_schema(&d) {
-                let (names, _, rows) = show::info_schema(store, &sel.table.name)?;
-                let rows = ex.select(sel, Source::Rows(rows), &names)?;
-                return Ok(ExecOutput::Rows {
-                    columns: plan.columns.clone(),
-                    rows,
-                });
-            }
             let (def, access) = current_access(store, plan, &sel.table, sel.filter.as_ref())?;
             let fresh: Vec<String>;
             let fresh_needed: Option<Vec<bool>>;
@@ -1989,9 +1965,6 @@ fn expr_type(e: &Expr, def: &TableDef, sel: &SelectStmt) -> SqlType {
 /// MySQL gives the call (see [`crate::query::bind::type_results`]), in every clause.
 fn type_select(sel: &mut SelectStmt, db: &Option<String>, store: &Engine) -> Result<(), SqlError> {
     let d = resolve_db(&sel.table, db)?;
-    if is_info_schema(&d) {
-        return Ok(());
-    }
     let Ok(def) = store.table(&d, &sel.table.name) else {
         // Reported (1146) where the statement is planned.
         return Ok(());
@@ -2047,87 +2020,4 @@ fn select_columns(sel: &SelectStmt, db: &str, def: &TableDef) -> Result<Vec<Colu
         }
     }
     Ok(out)
-}
-
-fn select_columns_virtual(
-    sel: &SelectStmt,
-    names: &[String],
-    infos: &[ColumnInfo],
-) -> Result<Vec<ColumnInfo>, SqlError> {
-    let mut out = Vec::new();
-    for it in &sel.items {
-        match it {
-            ProjItem::Star => out.extend(infos.iter().cloned()),
-            ProjItem::Expr { expr, name, .. } => match expr {
-                Expr::Column(c) if !c.starts_with('\0') => {
-                    let i = names
-                        .iter()
-                        .position(|n| n.eq_ignore_ascii_case(c))
-                        .ok_or_else(|| SqlError::UnknownColumn(c.clone(), "field list".into()))?;
-                    let mut ci = infos[i].clone();
-                    ci.name = name.clone();
-                    out.push(ci);
-                }
-                // An aggregate: typed by its argument, as `expr_type` does for stored tables
-                // (every aggregate was a BIGINT: `MAX(TABLE_NAME)` carried strings the binary
-                // protocol could not send; found by fuzzing).
-                e => out.push(ColumnInfo::expr(
-                    name,
-                    virtual_expr_type(e, names, infos, sel),
-                )),
-            },
-        }
-    }
-    Ok(out)
-}
-
-/// [`expr_type`] over an information_schema table's columns.
-fn virtual_expr_type(
-    e: &Expr,
-    names: &[String],
-    infos: &[ColumnInfo],
-    sel: &SelectStmt,
-) -> SqlType {
-    match e {
-        Expr::Column(c) if c.starts_with(AGG_PREFIX) => {
-            let i: usize = c[AGG_PREFIX.len()..].parse().unwrap_or(usize::MAX);
-            let Some(a) = sel.aggs.get(i) else {
-                return SqlType::Null;
-            };
-            let arg_ty = a
-                .arg
-                .as_ref()
-                .map(|x| virtual_expr_type(x, names, infos, sel));
-            match a.func {
-                AggFunc::Count => SqlType::Int,
-                AggFunc::Sum => match arg_ty {
-                    Some(SqlType::Double | SqlType::Str) => SqlType::Double,
-                    Some(SqlType::Decimal(s)) => SqlType::Decimal(s),
-                    _ => SqlType::Decimal(0),
-                },
-                AggFunc::Avg => match arg_ty {
-                    Some(SqlType::Double | SqlType::Str) => SqlType::Double,
-                    Some(SqlType::Decimal(s)) => SqlType::Decimal(s + 4),
-                    _ => SqlType::Decimal(4),
-                },
-                AggFunc::GroupConcat => SqlType::Str,
-                AggFunc::Min | AggFunc::Max => arg_ty.unwrap_or(SqlType::Null),
-            }
-        }
-        Expr::Column(c) => names
-            .iter()
-            .position(|n| n.eq_ignore_ascii_case(c))
-            .map(|i| infos[i].sql_type())
-            .unwrap_or(SqlType::Str),
-        other => crate::query::bind::map_expr(other, &mut |x| {
-            Ok(match x {
-                Expr::Column(_) => Some(Expr::Literal(crate::query::bind::sample(
-                    virtual_expr_type(x, names, infos, sel),
-                ))),
-                _ => None,
-            })
-        })
-        .map(|t| static_type(&t))
-        .unwrap_or(SqlType::Str),
-    }
 }

@@ -33,7 +33,14 @@ fn unsupported(what: impl Into<String>) -> SqlError {
 ///
 /// Expression depth is bounded first (`shoal_sql::depth`): a statement too deep for a worker's
 /// stack is 1436, never a stack overflow.
-pub fn parse_table_statement(sql: &str) -> Result<(TableStmt, usize), SqlError> {
+///
+/// `current_db` is the database unqualified names resolve in: a SELECT from a table of the
+/// system schemas (`mysql`, `information_schema`) goes to the query engine, which reads
+/// every one of them.
+pub fn parse_table_statement(
+    sql: &str,
+    current_db: Option<&str>,
+) -> Result<(TableStmt, usize), SqlError> {
     let text = sql.trim().trim_end_matches(';').trim();
     if text.is_empty() {
         return Err(SqlError::EmptyQuery);
@@ -46,7 +53,27 @@ pub fn parse_table_statement(sql: &str) -> Result<(TableStmt, usize), SqlError> 
     }
     let tokens = shoal_sql::depth::tokenize(text).map_err(syntax_error)?;
     let bound = shoal_sql::depth::check(&tokens)?;
-    shoal_sql::depth::with_room(bound, || parse_tokens(text, tokens))
+    shoal_sql::depth::with_room(bound, || parse_tokens(text, tokens, current_db))
+}
+
+/// Translates a statement the session already parsed ([`shoal_sql::Tree`]), without parsing
+/// its text again: `sql` is the text it was parsed from (result columns are named from it).
+/// `current_db` as in [`parse_table_statement`].
+pub fn translate_tree(
+    sql: &str,
+    tree: shoal_sql::Tree,
+    current_db: Option<&str>,
+) -> Result<(TableStmt, usize), SqlError> {
+    tree.with(|st| {
+        let mut tr = Translator {
+            params: 0,
+            qualifiers: None,
+            src: SourceText::new(sql),
+            current_db,
+        };
+        let st = tr.statement(st)?;
+        Ok((st, tr.params))
+    })
 }
 
 fn syntax_error(e: sqlparser::parser::ParserError) -> SqlError {
@@ -57,6 +84,7 @@ fn syntax_error(e: sqlparser::parser::ParserError) -> SqlError {
 fn parse_tokens(
     text: &str,
     tokens: Vec<sqlparser::tokenizer::TokenWithSpan>,
+    current_db: Option<&str>,
 ) -> Result<(TableStmt, usize), SqlError> {
     // `Parser::parse_sql` on the tokens already checked.
     let mut stmts = Parser::new(&MySqlDialect {})
@@ -70,6 +98,7 @@ fn parse_tokens(
         params: 0,
         qualifiers: None,
         src: SourceText::new(text),
+        current_db,
     };
     let st = tr.statement(stmts.remove(0))?;
     Ok((st, tr.params))
@@ -386,6 +415,8 @@ struct Translator<'a> {
     qualifiers: Option<Vec<String>>,
     /// The statement text: result columns are named as written.
     src: SourceText<'a>,
+    /// The database unqualified table names resolve in.
+    current_db: Option<&'a str>,
 }
 
 fn ident(i: &sp::Ident) -> String {
@@ -679,7 +710,7 @@ impl Translator<'_> {
                 // applies; everything it does not cover goes to the query engine, which covers
                 // it all. The translation has no side effects besides numbering `?`s.
                 let params = self.params;
-                match self.select((*q).clone()) {
+                match self.select(&q) {
                     Err(SqlError::Unsupported(_)) => {
                         self.params = params;
                         let query =
@@ -1099,11 +1130,11 @@ impl Translator<'_> {
             .collect()
     }
 
-    fn select(&mut self, q: sp::Query) -> Result<TableStmt, SqlError> {
+    fn select(&mut self, q: &sp::Query) -> Result<TableStmt, SqlError> {
         if q.with.is_some() {
             return Err(unsupported("WITH (common table expressions)"));
         }
-        let sel = match *q.body {
+        let sel = match &*q.body {
             sp::SetExpr::Select(s) => s,
             sp::SetExpr::SetOperation { .. } => return Err(unsupported("UNION/INTERSECT/EXCEPT")),
             sp::SetExpr::Query(_) => return Err(unsupported("subqueries")),
@@ -1128,14 +1159,12 @@ impl Translator<'_> {
             // `FROM DUAL` is no table: the query engine's table-less SELECT.
             return Err(unsupported("FROM DUAL"));
         }
-        if table
-            .db
-            .as_deref()
-            .is_some_and(|d| d.eq_ignore_ascii_case("information_schema"))
-        {
-            // The query engine reads every information_schema table, the other subsystems'
-            // included (the thread pool's), and aggregates, orders and joins them.
-            return Err(unsupported("information_schema through the query engine"));
+        let db = table.db.as_deref().or(self.current_db).unwrap_or("");
+        if db.eq_ignore_ascii_case("information_schema") || db.eq_ignore_ascii_case("mysql") {
+            // The query engine reads every table of the system schemas, the other subsystems'
+            // included (`mysql.user`, the thread pool's THREAD_POOL_*), and aggregates, orders
+            // and joins them.
+            return Err(unsupported("system schemas through the query engine"));
         }
         self.qualifiers = qualifier_names(&sel.from);
         let distinct = match &sel.distinct {
@@ -1690,5 +1719,60 @@ fn resolve_alias_deep(e: Expr, items: &[ProjItem]) -> Expr {
         ),
         Expr::Unary(op, a) => Expr::Unary(op, Box::new(resolve_alias_deep(*a, items))),
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tree the session's parse hands over translates exactly as the text does: the same
+    /// statement, the same `?` count, result columns named as written (the tree's locations
+    /// are in the text it was parsed from, leading blanks and newlines included).
+    #[test]
+    fn a_parsed_tree_translates_as_its_text() {
+        for sql in [
+            "SELECT 1",
+            "  SELECT  1 + 1 ,\n 'a' AS x",
+            "SELECT id, v FROM t WHERE id = ? AND v LIKE 'a%' ORDER BY 1 LIMIT ?",
+            "\nselect count(*), SUM(a)\n  from t1 join t2 using (id) group by b",
+            "SELECT (SELECT 1) UNION ALL SELECT 2",
+            "INSERT INTO t (a, b) VALUES (?, 'x'), (2, ?)",
+            "UPDATE t SET a = a + ? WHERE id IN (1, 2)",
+            "DELETE FROM t WHERE id > 3",
+            "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))",
+            "SELECT * FROM information_schema.TABLES",
+            "SELECT user FROM user",
+        ] {
+            let parsed = shoal_sql::parse(sql).expect(sql);
+            let tree = parsed.tree.expect("a table statement hands over its tree");
+            for db in [None, Some("mysql")] {
+                let from_text = parse_table_statement(sql, db).expect(sql);
+                let from_tree = translate_tree(sql, tree.clone(), db).expect(sql);
+                // (`TableStmt` has no `PartialEq`: some of its parts carry errors.)
+                assert_eq!(
+                    format!("{from_tree:?}"),
+                    format!("{from_text:?}"),
+                    "{sql} in {db:?}"
+                );
+            }
+        }
+    }
+
+    /// A SELECT from the system schemas, named or current, is the query engine's.
+    #[test]
+    fn system_schema_selects_go_to_the_query_engine() {
+        let is_query = |sql: &str, db: Option<&str>| {
+            matches!(
+                parse_table_statement(sql, db).expect(sql).0,
+                TableStmt::Query(_)
+            )
+        };
+        assert!(is_query("SELECT * FROM information_schema.TABLES", None));
+        assert!(is_query("SELECT user FROM mysql.user", Some("test")));
+        assert!(is_query("SELECT user FROM user", Some("mysql")));
+        assert!(is_query("SELECT * FROM TABLES", Some("INFORMATION_SCHEMA")));
+        assert!(!is_query("SELECT * FROM t", Some("test")));
+        assert!(!is_query("SELECT * FROM user", Some("test")));
     }
 }

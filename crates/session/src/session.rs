@@ -210,6 +210,9 @@ pub struct Session {
     /// Text of the statement being run (table statements without a plan are handed to the
     /// engine as text).
     cur_sql: Arc<str>,
+    /// `cur_sql` as the session's parse read it, for the table engine to translate without
+    /// parsing the text again (taken by `run_table`; `None` for the session's own statements).
+    cur_tree: Option<shoal_sql::Tree>,
     /// The prepared statement being executed (its plan and protocol columns), if any.
     cur_stmt: Option<Arc<Stmt>>,
 }
@@ -612,6 +615,7 @@ impl Session {
             closed: false,
             table: None,
             cur_sql: Arc::from(""),
+            cur_tree: None,
             cur_stmt: None,
         }
     }
@@ -884,7 +888,8 @@ impl Session {
                 None => {
                     let sql = self.cur_sql.clone();
                     let db = self.db.clone();
-                    match ts.prepare(&sql, db.as_deref()) {
+                    let tree = self.cur_tree.take();
+                    match ts.prepare_tree(&sql, tree, db.as_deref()) {
                         Ok(p) => match self.check_plan(&p) {
                             Ok(()) => {
                                 query = is_query(&p);
@@ -1948,7 +1953,12 @@ impl Session {
             // table statements to the table engine.
             let r = match shoal_sql::parse(part) {
                 Ok(p) if p.params > 0 => Err(SqlError::Syntax("?".into())),
-                Ok(p) => self.run(&p.statement, &[]),
+                Ok(p) => {
+                    self.cur_tree = p.tree;
+                    let r = self.run(&p.statement, &[]);
+                    self.cur_tree = None;
+                    r
+                }
                 Err(e) => Err(e),
             };
             match r {
@@ -2315,7 +2325,8 @@ impl Backend for Session {
         if parts.len() > 1 {
             return Err(to_error_info(&SqlError::Syntax(parts[1].to_string())));
         }
-        let p = Prepared::new(sql).map_err(|e| to_error_info(&e))?;
+        let parsed = shoal_sql::parse(sql).map_err(|e| to_error_info(&e))?;
+        let (p, tree) = Prepared::parsed(sql, parsed);
         let is_table = matches!(
             &p.statement,
             Statement::TableStatement(_, _) | Statement::Query { .. }
@@ -2327,7 +2338,7 @@ impl Backend for Session {
             let db = self.db.clone();
             let ts = self.table.as_mut().expect("created above");
             let plan = ts
-                .prepare(sql, db.as_deref())
+                .prepare_tree(sql, tree, db.as_deref())
                 .map_err(|e| to_error_info(&e))?;
             self.refresh_grants();
             self.check_plan(&plan).map_err(|e| to_error_info(&e))?;

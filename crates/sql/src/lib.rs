@@ -31,4 +31,4 @@ mod tests;
 
 pub use error::SqlError;
 pub use split::split_statements;
-pub use translate::{parse, Parsed};
+pub use translate::{parse, Parsed, Tree};

@@ -7,7 +7,7 @@
 
 use crate::ast::Statement;
 use crate::error::SqlError;
-use crate::translate::{parse, Parsed};
+use crate::translate::{parse, Parsed, Tree};
 
 /// A prepared statement.
 #[derive(Debug, Clone)]
@@ -23,11 +23,24 @@ pub struct Prepared {
 impl Prepared {
     /// Parses `sql` for COM_STMT_PREPARE.
     pub fn new(sql: &str) -> Result<Prepared, SqlError> {
-        let Parsed { statement, params } = parse(sql)?;
-        Ok(Prepared {
-            sql: sql.to_string(),
+        Ok(Prepared::parsed(sql, parse(sql)?).0)
+    }
+
+    /// A prepared statement from `sql` parsed as `parsed`, and the tree the table engine
+    /// plans it from (see [`Parsed::tree`]).
+    pub fn parsed(sql: &str, parsed: Parsed) -> (Prepared, Option<Tree>) {
+        let Parsed {
             statement,
             params,
-        })
+            tree,
+        } = parsed;
+        (
+            Prepared {
+                sql: sql.to_string(),
+                statement,
+                params,
+            },
+            tree,
+        )
     }
 }

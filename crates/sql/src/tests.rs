@@ -1275,32 +1275,43 @@ fn statements_are_routed_by_kind() {
         Ok(Parsed {
             statement: Statement::TableStatement(k, _),
             params,
-        }) => format!("{k}/{params}"),
+            tree,
+        }) => format!("{k}/{params}/{}", tree_kind(tree)),
         Ok(Parsed {
             statement: Statement::Query { lone_sleep },
             params,
-        }) => format!("query/{params}/{lone_sleep}"),
+            tree,
+        }) => format!("query/{params}/{lone_sleep}/{}", tree_kind(tree)),
         Ok(p) => format!("session: {:?}", p.statement.com_name()),
         Err(e) => format!("ERR {}", e.code()),
     };
     for (sql, want) in [
-        ("DESCRIBE t", "select/0"),
-        ("DESC d.t", "select/0"),
-        ("EXPLAIN SELECT * FROM t WHERE a = ?", "select/1"),
-        ("ANALYZE TABLE t", "analyze/0"),
-        ("CHECK TABLE t QUICK", "check/0"),
-        ("ALTER TABLE t ADD COLUMN c INT", "alter_table/0"),
-        ("DROP INDEX i ON t", "drop_index/0"),
-        ("INSERT INTO t VALUES (?, ?)", "insert/2"),
-        ("UPDATE t SET a = ? WHERE b = '?'", "update/1"),
-        ("SELECT ? + ?, '?'", "query/2/false"),
-        ("WITH c AS (SELECT 1) SELECT * FROM c", "query/0/false"),
-        ("(SELECT 1) UNION (SELECT 2)", "query/0/false"),
-        ("SELECT SLEEP(5)", "query/0/true"),
-        ("SELECT SLEEP(5) FROM t", "query/0/false"),
+        ("DESCRIBE t", "select/0/text"),
+        ("DESC d.t", "select/0/text"),
+        ("EXPLAIN SELECT * FROM t WHERE a = ?", "select/1/text"),
+        ("ANALYZE TABLE t", "analyze/0/text"),
+        ("CHECK TABLE t QUICK", "check/0/text"),
+        ("ALTER TABLE t ADD COLUMN c INT", "alter_table/0/tree"),
+        ("DROP INDEX i ON t", "drop_index/0/tree"),
+        ("INSERT INTO t VALUES (?, ?)", "insert/2/tree"),
+        ("UPDATE t SET a = ? WHERE b = '?'", "update/1/tree"),
+        ("SELECT ? + ?, '?'", "query/2/false/tree"),
+        ("WITH c AS (SELECT 1) SELECT * FROM c", "query/0/false/tree"),
+        ("(SELECT 1) UNION (SELECT 2)", "query/0/false/tree"),
+        ("SELECT SLEEP(5)", "query/0/true/tree"),
+        ("SELECT SLEEP(5) FROM t", "query/0/false/tree"),
         ("SHOW TABLES", "session: \"show_tables\""),
         ("SELEC 1", "ERR 1064"),
     ] {
         assert_eq!(kind(sql), want, "{sql}");
+    }
+}
+
+/// Whether a parse handed the table engine a tree (it translates that) or only the text (its
+/// hand-written front reads that).
+fn tree_kind(tree: Option<crate::Tree>) -> &'static str {
+    match tree {
+        Some(_) => "tree",
+        None => "text",
     }
 }

@@ -96,6 +96,9 @@ impl MariaDb {
             .arg(format!("--socket={}", dir.join("sock").display()))
             .arg(format!("--pid-file={}", dir.join("pid").display()))
             .arg(format!("--log-error={}", dir.join("err.log").display()))
+            // A private temporary directory: servers and installs running side by side never
+            // meet in /tmp (an install once failed deleting its temporary table there).
+            .arg(format!("--tmpdir={}", dir.join("tmp").display()))
             .arg(format!("--port={port}"))
             .args([
                 "--bind-address=127.0.0.1",
@@ -127,6 +130,7 @@ impl MariaDb {
         let dir = tmpdir("shoal-mariadb", "server");
         let data = dir.join("data");
         std::fs::create_dir_all(&data).expect("datadir");
+        std::fs::create_dir_all(dir.join("tmp")).expect("tmpdir");
         if o.install {
             let out = Command::new("mariadb-install-db")
                 .args([
@@ -136,6 +140,7 @@ impl MariaDb {
                     "--skip-test-db",
                 ])
                 .arg(format!("--datadir={}", data.display()))
+                .arg(format!("--tmpdir={}", dir.join("tmp").display()))
                 .output()
                 .expect("run mariadb-install-db");
             assert!(

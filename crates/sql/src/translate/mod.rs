@@ -37,6 +37,68 @@ pub struct Parsed {
     pub statement: Statement,
     /// Number of `?` placeholders.
     pub params: usize,
+    /// For a query or a table statement sqlparser read: its tree, which the table engine
+    /// translates without parsing the text again (`None` for the session's own statements and
+    /// for the forms the table engine's hand-written front reads from the text).
+    pub tree: Option<Tree>,
+}
+
+/// A statement as sqlparser read it, with the nesting bound its tokens gave
+/// ([`crate::depth::check`]): whatever walks it or drops it does so on a stack with room for
+/// that depth, as the parse did.
+pub struct Tree {
+    /// The statement (`None` only while being taken or dropped).
+    stmt: Option<sp::Statement>,
+    /// The nesting bound of its tokens.
+    bound: usize,
+}
+
+impl Tree {
+    fn new(stmt: sp::Statement, bound: usize) -> Tree {
+        Tree {
+            stmt: Some(stmt),
+            bound,
+        }
+    }
+
+    /// Runs `f` on the statement, on a stack with room for its depth.
+    pub fn with<R>(mut self, f: impl FnOnce(sp::Statement) -> R) -> R {
+        let stmt = self
+            .stmt
+            .take()
+            .expect("a tree holds its statement until taken");
+        crate::depth::with_room(self.bound, || f(stmt))
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        // Dropping a deep expression recurses as deep as parsing it did.
+        if let Some(stmt) = self.stmt.take() {
+            crate::depth::with_room(self.bound, || drop(stmt));
+        }
+    }
+}
+
+impl Clone for Tree {
+    fn clone(&self) -> Tree {
+        Tree {
+            stmt: crate::depth::with_room(self.bound, || self.stmt.clone()),
+            bound: self.bound,
+        }
+    }
+}
+
+impl PartialEq for Tree {
+    fn eq(&self, other: &Tree) -> bool {
+        crate::depth::with_room(self.bound.max(other.bound), || self.stmt == other.stmt)
+    }
+}
+
+impl std::fmt::Debug for Tree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Tree(..)")
+    }
 }
 
 fn perr(e: ParserError) -> SqlError {
@@ -57,10 +119,10 @@ pub fn parse(sql: &str) -> Result<Parsed, SqlError> {
     }
     let tokens = crate::depth::tokenize(sql).map_err(perr)?;
     let bound = crate::depth::check(&tokens)?;
-    crate::depth::with_room(bound, || parse_tokens(sql, tokens))
+    crate::depth::with_room(bound, || parse_tokens(sql, tokens, bound))
 }
 
-fn parse_tokens(sql: &str, tokens: Vec<TokenWithSpan>) -> Result<Parsed, SqlError> {
+fn parse_tokens(sql: &str, tokens: Vec<TokenWithSpan>, bound: usize) -> Result<Parsed, SqlError> {
     let placeholders = tokens
         .iter()
         .filter(|t| matches!(t.token, Token::Placeholder(_)))
@@ -78,6 +140,7 @@ fn parse_tokens(sql: &str, tokens: Vec<TokenWithSpan>) -> Result<Parsed, SqlErro
         return Ok(Parsed {
             statement: Statement::Account(account::parse(sql)?),
             params: 0,
+            tree: None,
         });
     }
     // Statements whose text the table engine's own front reads (DESCRIBE t, EXPLAIN ...,
@@ -86,6 +149,7 @@ fn parse_tokens(sql: &str, tokens: Vec<TokenWithSpan>) -> Result<Parsed, SqlErro
         return Ok(Parsed {
             statement: Statement::TableStatement(kind, Vec::new()),
             params: placeholders,
+            tree: None,
         });
     }
     let own = match head.as_str() {
@@ -98,9 +162,9 @@ fn parse_tokens(sql: &str, tokens: Vec<TokenWithSpan>) -> Result<Parsed, SqlErro
         "ALTER" => second == "TABLE" && is_alter_keys(&p),
         _ => false,
     };
-    let statement = if own {
+    let (statement, tree) = if own {
         p.next_token();
-        t.own_statement(&head, &mut p)?
+        (t.own_statement(&head, &mut p)?, None)
     } else {
         // `p` has only been peeked at: this is `Parser::parse_sql` on the same tokens.
         let mut stmts = p.parse_statements().map_err(perr)?;
@@ -109,16 +173,16 @@ fn parse_tokens(sql: &str, tokens: Vec<TokenWithSpan>) -> Result<Parsed, SqlErro
                 "multiple statements in one command".into(),
             ));
         }
-        let st = t.statement(stmts.remove(0))?;
-        if matches!(st, Statement::Query { .. } | Statement::TableStatement(..)) {
-            // The table engine translates these and numbers their `?`s.
-            t.params = placeholders;
-        }
-        st
+        let tree = stmts.remove(0);
+        let st = t.statement(&tree)?;
+        // The table engine translates these (from the tree) and numbers their `?`s.
+        t.params = placeholders;
+        (st, Some(Tree::new(tree, bound)))
     };
     Ok(Parsed {
         statement,
         params: t.params,
+        tree,
     })
 }
 
@@ -926,12 +990,12 @@ impl Translator<'_> {
         Ok(v)
     }
 
-    fn statement(&mut self, s: sp::Statement) -> Result<Statement, SqlError> {
+    fn statement(&mut self, s: &sp::Statement) -> Result<Statement, SqlError> {
         use sp::Statement as S;
         Ok(match s {
             // Its `?`s are counted by the caller; the table engine translates it.
             S::Query(q) => Statement::Query {
-                lone_sleep: is_lone_sleep(&q),
+                lone_sleep: is_lone_sleep(q),
             },
             S::Insert(i) => {
                 let kind = if i.replace_into { "replace" } else { "insert" };
@@ -963,7 +1027,7 @@ impl Translator<'_> {
                 names,
                 ..
             } => Statement::TableStatement(
-                if if_exists {
+                if *if_exists {
                     "drop_table_if_exists"
                 } else {
                     "drop_table"

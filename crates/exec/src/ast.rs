@@ -7,7 +7,7 @@
 
 use shoal_sql::ast::Expr;
 use shoal_sql::SqlError;
-use shoal_store::{IndexSpec, LockMode, TableSpec};
+use shoal_store::{IndexSpec, TableSpec};
 
 /// Column-name prefix for aggregate results (`"\0agg3"` = aggregate #3).
 pub const AGG_PREFIX: &str = "\0agg";
@@ -52,42 +52,6 @@ pub enum ProjItem {
         /// Whether an alias was given.
         aliased: bool,
     },
-}
-
-/// A single-table SELECT.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SelectStmt {
-    /// FROM table.
-    pub table: TableRef,
-    /// Projection.
-    pub items: Vec<ProjItem>,
-    /// WHERE.
-    pub filter: Option<Expr>,
-    /// GROUP BY expressions.
-    pub group_by: Vec<Expr>,
-    /// HAVING (aggregates replaced).
-    pub having: Option<Expr>,
-    /// ORDER BY (expression, descending); aliases and positions resolved to expressions.
-    pub order_by: Vec<(Expr, bool)>,
-    /// LIMIT.
-    pub limit: Option<Expr>,
-    /// OFFSET.
-    pub offset: Option<Expr>,
-    /// SELECT DISTINCT.
-    pub distinct: bool,
-    /// FOR UPDATE / LOCK IN SHARE MODE.
-    pub lock: LockMode,
-    /// Their NOWAIT / SKIP LOCKED.
-    pub lock_wait: shoal_sql::ast::LockWait,
-    /// Aggregate calls referenced as `AGG_PREFIX{n}`.
-    pub aggs: Vec<AggCall>,
-}
-
-impl SelectStmt {
-    /// Whether the query groups rows (GROUP BY or any aggregate).
-    pub fn is_grouped(&self) -> bool {
-        !self.group_by.is_empty() || !self.aggs.is_empty()
-    }
 }
 
 /// INSERT / REPLACE.
@@ -209,8 +173,8 @@ pub enum TableStmt {
     Explain(Box<shoal_sql::ast::Query>),
     /// A multi-table UPDATE or DELETE (run through the query engine).
     Multi(Box<MultiStmt>),
-    /// A query the single-table SELECT does not cover (joins, subqueries, derived tables,
-    /// UNION, no table): run by the query engine ([`crate::query`]).
+    /// A query (any FROM clause or none, UNION, subqueries): run by the query engine
+    /// ([`crate::query`]).
     Query(Box<shoal_sql::ast::Query>),
     /// CREATE TABLE.
     CreateTable {
@@ -282,8 +246,6 @@ pub enum TableStmt {
     /// CHECK TABLE t, ... [QUICK | FAST | MEDIUM | EXTENDED | CHANGED | FOR UPGRADE] (the
     /// options are accepted and ignored: every check is the full one, see `shoal_store::check`).
     Check(Vec<TableRef>),
-    /// SELECT.
-    Select(Box<SelectStmt>),
     /// INSERT / REPLACE.
     Insert(Box<InsertStmt>),
     /// UPDATE.
@@ -310,7 +272,7 @@ impl TableStmt {
             TableStmt::Check(_) => "check",
             TableStmt::Multi(m) if m.delete => "delete_multi",
             TableStmt::Multi(_) => "update_multi",
-            TableStmt::Select(_) | TableStmt::Query(_) => "select",
+            TableStmt::Query(_) => "select",
             TableStmt::Explain(_) => "explain_other",
             TableStmt::Insert(i) if i.replace => "replace",
             TableStmt::Insert(_) => "insert",
@@ -335,7 +297,6 @@ impl TableStmt {
     /// transaction (1792) like a write; `LOCK IN SHARE MODE` is allowed.
     pub fn locks_for_update(&self) -> bool {
         match self {
-            TableStmt::Select(s) => s.lock == LockMode::Exclusive,
             TableStmt::Query(q) => q.lock == shoal_sql::ast::RowLock::Update,
             _ => false,
         }
@@ -344,7 +305,6 @@ impl TableStmt {
     /// What the statement's locking reads do with a row another transaction has locked.
     pub fn lock_wait(&self) -> shoal_store::LockWait {
         let w = match self {
-            TableStmt::Select(s) => s.lock_wait,
             TableStmt::Query(q) => q.lock_wait,
             _ => shoal_sql::ast::LockWait::Wait,
         };
@@ -359,7 +319,6 @@ impl TableStmt {
     /// client: `sql_select_limit` caps its result (not a subquery's, not INSERT ... SELECT's).
     pub fn unlimited_select(&self) -> bool {
         match self {
-            TableStmt::Select(s) => s.limit.is_none(),
             TableStmt::Query(q) => {
                 q.limit.is_none()
                     && !matches!(&q.body, shoal_sql::ast::QueryBody::Query(inner) if inner.limit.is_some())

@@ -23,19 +23,17 @@
 //! session's own evaluation context.
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
 
 use shoal_sql::ast::{Expr, VarScope};
 use shoal_sql::decimal::Decimal as SqlDecimal;
 use shoal_sql::eval::{eval, Context};
-use shoal_sql::value::{compare, row_mem_size, DateTime as SqlDateTime, Value};
+use shoal_sql::value::{compare, DateTime as SqlDateTime, Value};
 use shoal_sql::SqlError;
 use shoal_store::{
     ColumnDefault, Datum, InsertOutcome, LockMode, Row, StoreError, TableDef, Transaction,
 };
 
 use crate::ast::*;
-use crate::budget::MemBudget;
 use crate::convert::{datum_to_value, store_err, value_to_datum};
 use crate::plan::{resolve, Access, KeyName, Resolved};
 
@@ -206,74 +204,6 @@ fn row_values(r: &Row, needed: Option<&[bool]>) -> Vec<Value> {
             })
             .collect(),
     }
-}
-
-/// Marks in `mask` (parallel to `names`) every column `e` refers to.
-fn mark_columns(e: &Expr, names: &[String], mask: &mut [bool]) {
-    match e {
-        Expr::Column(c) => {
-            for (i, n) in names.iter().enumerate() {
-                if n.eq_ignore_ascii_case(c) {
-                    mask[i] = true;
-                }
-            }
-        }
-        Expr::Literal(_) | Expr::Param(_) | Expr::SysVar(..) | Expr::UserVar(_) => {}
-        Expr::AssignUserVar(_, a) | Expr::Unary(_, a) | Expr::IsNull(a, _) => {
-            mark_columns(a, names, mask)
-        }
-        Expr::IsBool(a, ..) | Expr::Cast(a, _) => mark_columns(a, names, mask),
-        Expr::Binary(_, a, b) | Expr::Like(a, b, ..) => {
-            mark_columns(a, names, mask);
-            mark_columns(b, names, mask);
-        }
-        Expr::InList(a, list, _) => {
-            mark_columns(a, names, mask);
-            list.iter().for_each(|x| mark_columns(x, names, mask));
-        }
-        Expr::Between(a, b, c, _) => {
-            mark_columns(a, names, mask);
-            mark_columns(b, names, mask);
-            mark_columns(c, names, mask);
-        }
-        Expr::Case(op, arms, els) => {
-            op.iter().for_each(|x| mark_columns(x, names, mask));
-            for (w, t) in arms {
-                mark_columns(w, names, mask);
-                mark_columns(t, names, mask);
-            }
-            els.iter().for_each(|x| mark_columns(x, names, mask));
-        }
-        Expr::Function(_, args) => args.iter().for_each(|x| mark_columns(x, names, mask)),
-        // Only the query engine has these (it binds columns to slots itself).
-        Expr::QColumn(_, c) => mark_columns(&Expr::Column(c.clone()), names, mask),
-        Expr::Slot(_) | Expr::Aggregate(_) | Expr::Subquery(_) => mask.fill(true),
-    }
-}
-
-/// Which of the source's columns a SELECT reads (`None`: all, e.g. `SELECT *`). Columns it
-/// never mentions are not converted from storage values (sysbench's `SELECT c ...` ranges skip
-/// the 60-byte `pad` and the rest; `SUM(k)` skips both strings).
-pub(crate) fn needed_columns(sel: &SelectStmt, names: &[String]) -> Option<Vec<bool>> {
-    if sel.items.iter().any(|i| matches!(i, ProjItem::Star)) {
-        return None;
-    }
-    let mut mask = vec![false; names.len()];
-    let mut mark = |e: &Expr| mark_columns(e, names, &mut mask);
-    for it in &sel.items {
-        if let ProjItem::Expr { expr, .. } = it {
-            mark(expr);
-        }
-    }
-    sel.filter.iter().for_each(&mut mark);
-    sel.group_by.iter().for_each(&mut mark);
-    sel.having.iter().for_each(&mut mark);
-    sel.order_by.iter().for_each(|(e, _)| mark(e));
-    sel.aggs
-        .iter()
-        .filter_map(|a| a.arg.as_ref())
-        .for_each(&mut mark);
-    Some(mask)
 }
 
 /// How the values of one sort key column compare. MySQL compares a column in one type: numbers
@@ -618,55 +548,6 @@ impl RowEval<'_> {
             Some(f) => Ok(self.eval_row(f, names, row)?.truth() == Some(true)),
         }
     }
-
-    /// Adds `row` to its group (GROUP BY key; one group without GROUP BY), feeding every
-    /// aggregate's accumulator. The first row of each group is kept for the projection.
-    fn group_add(
-        &mut self,
-        sel: &SelectStmt,
-        names: &[String],
-        row: Vec<Value>,
-        groups: &mut Groups,
-    ) -> Result<(), SqlError> {
-        let mut key = Vec::with_capacity(sel.group_by.len());
-        for g in &sel.group_by {
-            key.push(self.eval_row(g, names, &row)?);
-        }
-        let k = group_key(&key);
-        let gi = match groups.index.get(&k) {
-            Some(&i) => i,
-            None => {
-                groups.index.insert(k, groups.list.len());
-                let accs = sel.aggs.iter().map(|a| Acc::new(a.distinct)).collect();
-                groups.list.push((row.clone(), accs));
-                groups.list.len() - 1
-            }
-        };
-        for (ai, a) in sel.aggs.iter().enumerate() {
-            let v = match &a.arg {
-                None => Value::Int(1),
-                Some(e) => self.eval_row(e, names, &row)?,
-            };
-            groups.list[gi].1[ai].add(a.func, v)?;
-        }
-        Ok(())
-    }
-}
-
-/// Groups of a grouped SELECT, built while scanning.
-#[derive(Default)]
-struct Groups {
-    /// Group key (see [`group_key`]) -> position in `list`.
-    index: HashMap<String, usize>,
-    /// (first row of the group, one accumulator per aggregate), in first-seen order.
-    list: Vec<(Vec<Value>, Vec<Acc>)>,
-}
-
-/// Where SELECT rows come from.
-pub enum Source<'t> {
-    /// A stored table, read through an access path, converting only the columns marked in the
-    /// mask (parallel to the names; `None`: all), as [`needed_columns`] computes it.
-    Table(&'t TableDef, &'t Access, Option<&'t [bool]>),
 }
 
 impl Exec<'_> {
@@ -771,176 +652,6 @@ impl Exec<'_> {
             }
         }
         err.map_or(Ok(()), Err)
-    }
-
-    /// Whether the rows `access` reads come in the order of `order_by`: ascending column
-    /// references that continue the key the access path reads, right after the key columns it
-    /// fixes by equality. Decided on the path as resolved for this execution (a bound that does
-    /// not fit the key falls back to a full scan, in primary-key order).
-    fn arrives_in_order(
-        &mut self,
-        table: &TableDef,
-        access: &Access,
-        order_by: &[(Expr, bool)],
-    ) -> Result<bool, SqlError> {
-        if order_by.iter().any(|(_, desc)| *desc) {
-            return Ok(false);
-        }
-        let resolved = {
-            let mut rc = RowCtx {
-                outer: &mut *self.ctx,
-                params: self.params,
-                names: &[],
-                row: &[],
-                aggs: &[],
-                values_row: None,
-            };
-            resolve(access, table, &mut rc)?
-        };
-        let (key, fixed): (Vec<usize>, usize) = match (&resolved, access) {
-            (Resolved::Empty | Resolved::PkPoint(_), _) => return Ok(true),
-            (Resolved::FullScan, _) => match &table.primary_key {
-                Some(pk) => (pk.clone(), 0),
-                None => return Ok(false),
-            },
-            (Resolved::Range(k, _), Access::Range { prefix, .. }) => {
-                (crate::plan::key_columns(table, k), prefix.len())
-            }
-            (Resolved::Ranges(k, _), _) => (crate::plan::key_columns(table, k), 0),
-            _ => return Ok(false),
-        };
-        for (i, (e, _)) in order_by.iter().enumerate() {
-            let Expr::Column(c) = e else {
-                return Ok(false);
-            };
-            match (table.column_index(c), key.get(fixed + i)) {
-                (Some(p), Some(&k)) if p == k => {}
-                _ => return Ok(false),
-            }
-        }
-        Ok(true)
-    }
-
-    /// Runs a SELECT over `source`; `names` are the source's column names.
-    pub fn select(
-        &mut self,
-        sel: &SelectStmt,
-        source: Source<'_>,
-        names: &[String],
-    ) -> Result<Vec<Vec<Value>>, SqlError> {
-        let grouped = sel.is_grouped();
-        let limit = to_limit(&sel.limit, self.ctx, self.params)?;
-        let offset = to_limit(&sel.offset, self.ctx, self.params)?.unwrap_or(0);
-        // Rows that arrive in ORDER BY's order need no sort, and LIMIT can stop the scan (a
-        // locking read then locks only the rows it returns, as InnoDB's index-order read does).
-        let Source::Table(t, access, needed) = source;
-        let in_order =
-            !sel.order_by.is_empty() && self.arrives_in_order(t, access, &sel.order_by)?;
-        let early_stop = (!grouped && (sel.order_by.is_empty() || in_order) && !sel.distinct)
-            .then(|| limit.map(|l| l.saturating_add(offset)))
-            .flatten();
-        let mut matched: Vec<Vec<Value>> = Vec::new();
-        let mut groups = Groups::default();
-        let mut mem = MemBudget::of(&mut *self.ctx);
-        if early_stop != Some(0) {
-            // Grouped queries aggregate as rows arrive; others keep the matching rows (for
-            // ORDER BY / DISTINCT / LIMIT).
-            let mut take = |ev: &mut RowEval<'_>, vals: Vec<Value>| -> Result<bool, SqlError> {
-                if grouped {
-                    let before = groups.list.len();
-                    let size = row_mem_size(&vals);
-                    ev.group_add(sel, names, vals, &mut groups)?;
-                    if groups.list.len() > before {
-                        mem.charge(size)?;
-                    }
-                    Ok(true)
-                } else {
-                    mem.charge_row(&vals)?;
-                    matched.push(vals);
-                    Ok(early_stop.is_none_or(|n| matched.len() < n))
-                }
-            };
-            self.scan(
-                t,
-                access,
-                sel.lock,
-                sel.filter.as_ref(),
-                names,
-                needed,
-                &mut |ev, _, vals| take(ev, vals),
-            )?;
-        }
-        // (sort keys, output row)
-        let mut out: Vec<(Vec<Value>, Vec<Value>)> = Vec::new();
-        let desc: Vec<bool> = sel.order_by.iter().map(|(_, d)| *d).collect();
-        let div_prec = self.ctx.div_precision();
-        if grouped {
-            let mut groups = groups.list;
-            if groups.is_empty() && sel.group_by.is_empty() {
-                groups.push((
-                    vec![Value::Null; names.len()],
-                    sel.aggs.iter().map(|a| Acc::new(a.distinct)).collect(),
-                ));
-            }
-            for (first, accs) in groups {
-                let aggv: Vec<Value> = sel
-                    .aggs
-                    .iter()
-                    .zip(&accs)
-                    .map(|(a, acc)| acc.finish(a.func, div_prec))
-                    .collect();
-                let mut rc = RowCtx {
-                    outer: &mut *self.ctx,
-                    params: self.params,
-                    names,
-                    row: &first,
-                    aggs: &aggv,
-                    values_row: None,
-                };
-                if let Some(h) = &sel.having {
-                    if eval(h, &mut rc)?.truth() != Some(true) {
-                        continue;
-                    }
-                }
-                let proj = project(&sel.items, &mut rc, &first)?;
-                let mut keys = Vec::new();
-                for (e, _) in &sel.order_by {
-                    keys.push(eval(e, &mut rc)?);
-                }
-                mem.charge(row_mem_size(&keys) + row_mem_size(&proj))?;
-                out.push((keys, proj));
-            }
-        } else {
-            for row in matched {
-                let mut rc = RowCtx {
-                    outer: &mut *self.ctx,
-                    params: self.params,
-                    names,
-                    row: &row,
-                    aggs: &[],
-                    values_row: None,
-                };
-                let proj = project(&sel.items, &mut rc, &row)?;
-                let mut keys = Vec::new();
-                for (e, _) in &sel.order_by {
-                    keys.push(eval(e, &mut rc)?);
-                }
-                mem.charge(row_mem_size(&keys) + row_mem_size(&proj))?;
-                out.push((keys, proj));
-            }
-        }
-        if sel.distinct {
-            let mut seen = std::collections::HashSet::new();
-            out.retain(|(_, r)| seen.insert(group_key(r)));
-        }
-        if !sel.order_by.is_empty() && !in_order {
-            sort_by_keys(&mut out, |r| &r.0, &desc);
-        }
-        let it = out.into_iter().skip(offset).map(|(_, r)| r);
-        Ok(match limit {
-            Some(l) => it.take(l).collect(),
-            None => it.collect(),
-        })
     }
 
     /// Rows matching an UPDATE/DELETE, locked exclusively, ordered and limited.
@@ -1233,17 +944,6 @@ impl Exec<'_> {
             warnings: u16::try_from(warnings).unwrap_or(u16::MAX),
         })
     }
-}
-
-fn project(items: &[ProjItem], rc: &mut RowCtx<'_>, row: &[Value]) -> Result<Vec<Value>, SqlError> {
-    let mut out = Vec::with_capacity(items.len());
-    for it in items {
-        match it {
-            ProjItem::Star => out.extend(row.iter().cloned()),
-            ProjItem::Expr { expr, .. } => out.push(eval(expr, rc)?),
-        }
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

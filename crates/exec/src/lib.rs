@@ -2,10 +2,11 @@
 //!
 //! # How it fits
 //!
-//! The session layer (`shoal-session`) handles statements that need no tables (SET, SHOW
-//! VARIABLES, SELECT without FROM, transactions control, ...). Its parser turns any statement on
-//! a table into `Statement::TableStatement`; the session then hands the statement *text* to
-//! this crate:
+//! The session layer (`shoal-session`) handles its own statements (SET, SHOW VARIABLES,
+//! transaction control, accounts, ...). Every query and every statement on tables comes here,
+//! routed by its kind: as the tree the session's parse made (`shoal_sql::Tree`, translated
+//! without parsing again: [`TableSession::prepare_tree`]) or, for the forms the hand-written
+//! front reads, as text:
 //!
 //! ```text
 //! let engine = TableEngine::open(EngineConfig::new(datadir))?;    // once per server
@@ -35,16 +36,16 @@
 //!
 //! 1. [`translate`]: sqlparser (`MySqlDialect`) -> [`ast::TableStmt`], expressions into
 //!    `shoal_sql::ast::Expr` through the SQL crate's one expression translator; a small
-//!    hand-written front for SHOW/DESCRIBE/ANALYZE/CHECK. A SELECT the single-table form does
-//!    not cover (joins, subqueries, derived tables, UNION, no table) becomes
-//!    [`ast::TableStmt::Query`] for the [`query`] engine. INSERT ... SELECT and multi-table
-//!    UPDATE/DELETE are 1235.
+//!    hand-written front for SHOW/DESCRIBE/ANALYZE/CHECK. Every query (any FROM clause or none,
+//!    UNION, subqueries) becomes [`ast::TableStmt::Query`] for the [`query`] engine, INSERT ...
+//!    SELECT and multi-table UPDATE/DELETE run their query there too.
 //! 2. [`plan`]: access path per statement (primary-key point/IN/range, secondary-index
 //!    prefix/IN/range, full scan), chosen once at PREPARE; values bound at EXECUTE.
-//! 3. [`exec`]: scans through the store transaction, re-applies the full WHERE, then
-//!    aggregates/sorts/projects (SELECT) or writes (INSERT/UPDATE/DELETE/REPLACE).
-//!    [`query`]: binds names to slots of one row frame, plans nested-loop joins with
-//!    per-table access paths, runs subqueries (cached when uncorrelated).
+//! 3. [`query`]: every query — binds names to slots of one row frame, plans nested-loop joins
+//!    with per-table access paths, streams a lone table's rows (LIMIT stops the read), runs
+//!    subqueries (cached when uncorrelated), aggregates, sorts. [`exec`]: the single-table
+//!    writes (INSERT/UPDATE/DELETE/REPLACE), scanning through the store transaction and
+//!    re-applying the full WHERE.
 //! 4. [`session`]: transactions per session (autocommit, statement savepoints, deadlock ends
 //!    the transaction, KILL), DDL with implicit commit, SHOW statements ([`show`]) and
 //!    `information_schema.SCHEMATA/TABLES/COLUMNS`.

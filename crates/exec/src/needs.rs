@@ -91,10 +91,6 @@ impl Plan {
             }
         }
         match &self.stmt {
-            TableStmt::Select(s) => {
-                let (d, t) = resolve(&s.table);
-                add(&d, &t, TableNeed::Select);
-            }
             TableStmt::Query(_) | TableStmt::Explain(_) => {}
             TableStmt::Multi(_) => {
                 if let Some(m) = &self.multi {

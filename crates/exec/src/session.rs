@@ -24,16 +24,16 @@ use std::time::Duration;
 use shoal_sql::ast::Expr;
 use shoal_sql::ast::TableLockKind;
 use shoal_sql::catalog::{Catalog, CatalogError, SYSTEM_DATABASES};
-use shoal_sql::eval::{static_type, Context};
-use shoal_sql::value::{SqlType, Value};
+use shoal_sql::eval::Context;
+use shoal_sql::value::Value;
 use shoal_sql::SqlError;
 use shoal_store::{Engine, EngineConfig, Isolation, Savepoint, TableDef, Transaction};
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 
 use crate::ast::*;
-use crate::convert::{column_info, flags, sql_type_of, store_err, ColumnInfo};
-use crate::exec::{Exec, ExecOutput, Source};
+use crate::convert::{flags, store_err, ColumnInfo};
+use crate::exec::{Exec, ExecOutput};
 use crate::plan::{choose_access, Access};
 use crate::query::QueryPlan;
 use crate::show;
@@ -280,11 +280,6 @@ pub struct Plan {
     /// The table definition the access path was chosen for, and the path. Re-chosen at
     /// execution if the table was altered since.
     access: Option<(Arc<TableDef>, Access)>,
-    /// Column names of `access`'s table definition, for SELECT's expression evaluation (built
-    /// once here instead of at every execution).
-    names: Vec<String>,
-    /// The columns of `names` a SELECT reads (`None`: all), computed once here.
-    needed: Option<Vec<bool>>,
     /// The bound query of a [`TableStmt::Query`] or of an `INSERT ... SELECT`.
     pub(crate) query: Option<Arc<QueryPlan>>,
     /// A bound multi-table UPDATE/DELETE.
@@ -292,9 +287,13 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The chosen access path (for tests and EXPLAIN-like diagnostics).
+    /// The chosen access path: a single-table UPDATE/DELETE's, or a query's first stored
+    /// table's (for tests and EXPLAIN-like diagnostics).
     pub fn access(&self) -> Option<&Access> {
-        self.access.as_ref().map(|(_, a)| a)
+        self.access
+            .as_ref()
+            .map(|(_, a)| a)
+            .or_else(|| self.query.as_ref().and_then(|q| q.first_access()))
     }
 }
 
@@ -578,8 +577,8 @@ impl TableSession {
         current_db: Option<&str>,
     ) -> Result<Arc<Plan>, SqlError> {
         let r = match tree {
-            Some(tree) => translate_tree(sql, tree, current_db),
-            None => parse_table_statement(sql, current_db),
+            Some(tree) => translate_tree(sql, tree),
+            None => parse_table_statement(sql),
         }
         .and_then(|(stmt, n)| self.prepare_parsed(sql, stmt, n, current_db));
         // Under LOCK TABLES a table that is not locked is 1100 even when it does not exist:
@@ -596,14 +595,11 @@ impl TableSession {
     fn prepare_parsed(
         &mut self,
         sql: &str,
-        mut stmt: TableStmt,
+        stmt: TableStmt,
         param_count: usize,
         current_db: Option<&str>,
     ) -> Result<Arc<Plan>, SqlError> {
         let db = current_db.map(str::to_string);
-        if let TableStmt::Select(sel) = &mut stmt {
-            type_select(sel, &db, &self.engine.store)?;
-        }
         let mut columns = Vec::new();
         let mut access = None;
         let store = &self.engine.store;
@@ -643,13 +639,6 @@ impl TableSession {
                     db.as_deref(),
                 )?));
             }
-            // A stored table's (the translator sends the system schemas' to the query engine).
-            TableStmt::Select(sel) => {
-                let (d, def) = table_of(&sel.table)?;
-                columns = select_columns(sel, &d, &def)?;
-                check_columns(&def, sel)?;
-                access = Some((def.clone(), choose_access(&def, sel.filter.as_ref())));
-            }
             TableStmt::Update(u) => {
                 let (_, def) = table_of(&u.table)?;
                 access = Some((def.clone(), choose_access(&def, u.filter.as_ref())));
@@ -663,16 +652,6 @@ impl TableSession {
             }
             _ => {}
         }
-        let names: Vec<String> = access
-            .as_ref()
-            .map(|(def, _): &(Arc<TableDef>, Access)| {
-                def.columns.iter().map(|c| c.name.clone()).collect()
-            })
-            .unwrap_or_default();
-        let needed = match &stmt {
-            TableStmt::Select(sel) if access.is_some() => crate::exec::needed_columns(sel, &names),
-            _ => None,
-        };
         Ok(Arc::new(Plan {
             sql: sql.to_string(),
             stmt,
@@ -680,8 +659,6 @@ impl TableSession {
             columns: columns.into(),
             db,
             access,
-            names,
-            needed,
             query,
             multi,
         }))
@@ -1466,7 +1443,7 @@ impl TableSession {
                 q(&spec.ref_table),
                 eqs.join(" AND ")
             );
-            let (stmt, _) = parse_table_statement(&sql, Some(db))?;
+            let (stmt, _) = parse_table_statement(&sql)?;
             if let TableStmt::Query(query) = stmt {
                 let plan = crate::query::prepare(store, None, &query, Some(db))?;
                 let mut txn = store.begin(shoal_store::Isolation::ReadCommitted);
@@ -1536,7 +1513,6 @@ fn plan_lock_names(
         Ok(())
     };
     match &plan.stmt {
-        TableStmt::Select(sel) => single(&sel.table, false)?,
         TableStmt::Update(u) => single(&u.table, true)?,
         TableStmt::Delete(dl) => single(&dl.table, true)?,
         TableStmt::Insert(i) => single(&i.table, true)?,
@@ -1618,7 +1594,6 @@ fn plan_tables(plan: &Plan) -> Result<Vec<(TableKey, LockRequest)>, SqlError> {
         }
     }
     match &plan.stmt {
-        TableStmt::Select(sel) => add(db(&sel.table)?, sel.table.name.clone(), false),
         TableStmt::Multi(_) => {
             if let Some(m) = &plan.multi {
                 for (d, n, w) in m.tables() {
@@ -1734,29 +1709,6 @@ fn run_dml(
         params,
     };
     match &plan.stmt {
-        TableStmt::Select(sel) => {
-            let (def, access) = current_access(store, plan, &sel.table, sel.filter.as_ref())?;
-            let fresh: Vec<String>;
-            let fresh_needed: Option<Vec<bool>>;
-            let mut columns = plan.columns.clone();
-            let (names, needed): (&[String], Option<&[bool]>) = match &plan.access {
-                Some((old, _)) if Arc::ptr_eq(old, &def) => (&plan.names, plan.needed.as_deref()),
-                _ => {
-                    fresh = def.columns.iter().map(|c| c.name.clone()).collect();
-                    fresh_needed = crate::exec::needed_columns(sel, &fresh);
-                    // The table was altered since PREPARE: `*` and the columns' types are
-                    // the table's now (MySQL re-prepares the statement).
-                    if plan.access.as_ref().is_some_and(|(old, _)| **old != *def) {
-                        check_columns(&def, sel)?;
-                        columns =
-                            select_columns(sel, &resolve_db(&sel.table, &plan.db)?, &def)?.into();
-                    }
-                    (&fresh, fresh_needed.as_deref())
-                }
-            };
-            let rows = ex.select(sel, Source::Table(&def, &access, needed), names)?;
-            Ok(ExecOutput::Rows { columns, rows })
-        }
         TableStmt::Update(u) => {
             if is_info_schema(&resolve_db(&u.table, &plan.db)?) {
                 return Err(access_denied("information_schema"));
@@ -1806,98 +1758,6 @@ fn run_dml(
     }
 }
 
-/// Every column a SELECT names must exist (1054 at PREPARE, as MySQL reports).
-fn check_columns(def: &TableDef, sel: &SelectStmt) -> Result<(), SqlError> {
-    let aliases: Vec<&str> = sel
-        .items
-        .iter()
-        .filter_map(|i| match i {
-            ProjItem::Expr {
-                name,
-                aliased: true,
-                ..
-            } => Some(name.as_str()),
-            _ => None,
-        })
-        .collect();
-    let mut bad = None;
-    let mut visit = |e: &Expr, clause: &str, allow_alias: bool| {
-        walk(e, &mut |c| {
-            if bad.is_none()
-                && !c.starts_with('\0')
-                && def.column_index(c).is_none()
-                && !(allow_alias && aliases.iter().any(|a| a.eq_ignore_ascii_case(c)))
-            {
-                bad = Some(SqlError::UnknownColumn(c.to_string(), clause.to_string()));
-            }
-        })
-    };
-    for it in &sel.items {
-        if let ProjItem::Expr { expr, .. } = it {
-            visit(expr, "field list", false);
-        }
-    }
-    for a in &sel.aggs {
-        if let Some(e) = &a.arg {
-            visit(e, "field list", false);
-        }
-    }
-    if let Some(f) = &sel.filter {
-        visit(f, "where clause", false);
-    }
-    for g in &sel.group_by {
-        visit(g, "group statement", true);
-    }
-    if let Some(h) = &sel.having {
-        visit(h, "having clause", true);
-    }
-    for (o, _) in &sel.order_by {
-        visit(o, "order clause", true);
-    }
-    bad.map_or(Ok(()), Err)
-}
-
-fn walk(e: &Expr, f: &mut dyn FnMut(&str)) {
-    match e {
-        Expr::Column(c) => f(c),
-        Expr::Literal(_) | Expr::Param(_) | Expr::SysVar(..) | Expr::UserVar(_) => {}
-        Expr::AssignUserVar(_, a)
-        | Expr::Unary(_, a)
-        | Expr::IsNull(a, _)
-        | Expr::IsBool(a, _, _)
-        | Expr::Cast(a, _) => walk(a, f),
-        Expr::Binary(_, a, b) | Expr::Like(a, b, _, _) => {
-            walk(a, f);
-            walk(b, f);
-        }
-        Expr::InList(a, l, _) => {
-            walk(a, f);
-            l.iter().for_each(|x| walk(x, f));
-        }
-        Expr::Between(a, b, c, _) => {
-            walk(a, f);
-            walk(b, f);
-            walk(c, f);
-        }
-        Expr::Case(o, w, el) => {
-            if let Some(o) = o {
-                walk(o, f);
-            }
-            for (a, b) in w {
-                walk(a, f);
-                walk(b, f);
-            }
-            if let Some(x) = el {
-                walk(x, f);
-            }
-        }
-        Expr::Function(_, args) => args.iter().for_each(|x| walk(x, f)),
-        Expr::QColumn(_, c) => f(c),
-        // The query engine's forms (never in a single-table statement).
-        Expr::Slot(_) | Expr::Aggregate(_) | Expr::Subquery(_) => {}
-    }
-}
-
 pub(crate) fn key_flags(def: &TableDef, i: usize) -> u16 {
     let mut fl = 0;
     if def.primary_key.as_ref().is_some_and(|pk| pk.contains(&i)) {
@@ -1917,107 +1777,3 @@ pub(crate) fn key_flags(def: &TableDef, i: usize) -> u16 {
 
 /// Most columns a table may have (InnoDB's limit).
 const MAX_COLUMNS: usize = 1017;
-
-fn expr_type(e: &Expr, def: &TableDef, sel: &SelectStmt) -> SqlType {
-    match e {
-        Expr::Column(c) if c.starts_with(AGG_PREFIX) => {
-            let i: usize = c[AGG_PREFIX.len()..].parse().unwrap_or(usize::MAX);
-            let Some(a) = sel.aggs.get(i) else {
-                return SqlType::Null;
-            };
-            let arg_ty = a.arg.as_ref().map(|x| expr_type(x, def, sel));
-            match a.func {
-                AggFunc::Count => SqlType::Int,
-                AggFunc::Sum => match arg_ty {
-                    Some(SqlType::Double | SqlType::Str) => SqlType::Double,
-                    Some(SqlType::Decimal(s)) => SqlType::Decimal(s),
-                    _ => SqlType::Decimal(0),
-                },
-                AggFunc::Avg => match arg_ty {
-                    Some(SqlType::Double | SqlType::Str) => SqlType::Double,
-                    Some(SqlType::Decimal(s)) => SqlType::Decimal(s + 4),
-                    _ => SqlType::Decimal(4),
-                },
-                AggFunc::GroupConcat => SqlType::Str,
-                AggFunc::Min | AggFunc::Max => arg_ty.unwrap_or(SqlType::Null),
-            }
-        }
-        Expr::Column(c) => def
-            .column_index(c)
-            .map(|i| sql_type_of(def.columns[i].ty))
-            .unwrap_or(SqlType::Str),
-        // Typed through its columns and aggregates (`SUM(d) - MAX(d)` is DECIMAL, `id + 1` an
-        // integer), not as if they were strings.
-        other => crate::query::bind::map_expr(other, &mut |x| {
-            Ok(match x {
-                Expr::Column(_) => Some(Expr::Literal(crate::query::bind::sample(expr_type(
-                    x, def, sel,
-                )))),
-                _ => None,
-            })
-        })
-        .map(|t| static_type(&t))
-        .unwrap_or(SqlType::Str),
-    }
-}
-
-/// A stored table's SELECT with IF / IFNULL / COALESCE / CASE results converted to the type
-/// MySQL gives the call (see [`crate::query::bind::type_results`]), in every clause.
-fn type_select(sel: &mut SelectStmt, db: &Option<String>, store: &Engine) -> Result<(), SqlError> {
-    let d = resolve_db(&sel.table, db)?;
-    let Ok(def) = store.table(&d, &sel.table.name) else {
-        // Reported (1146) where the statement is planned.
-        return Ok(());
-    };
-    let typing = sel.clone();
-    let mut type_of = |x: &Expr| expr_type(x, &def, &typing);
-    for it in &mut sel.items {
-        if let ProjItem::Expr { expr, .. } = it {
-            *expr = crate::query::bind::type_results(expr, &mut type_of)?;
-        }
-    }
-    for (e, _) in &mut sel.order_by {
-        *e = crate::query::bind::type_results(e, &mut type_of)?;
-    }
-    for e in sel
-        .filter
-        .iter_mut()
-        .chain(&mut sel.having)
-        .chain(&mut sel.group_by)
-    {
-        *e = crate::query::bind::type_results(e, &mut type_of)?;
-    }
-    for a in &mut sel.aggs {
-        if let Some(e) = &mut a.arg {
-            *e = crate::query::bind::type_results(e, &mut type_of)?;
-        }
-    }
-    Ok(())
-}
-
-fn select_columns(sel: &SelectStmt, db: &str, def: &TableDef) -> Result<Vec<ColumnInfo>, SqlError> {
-    let mut out = Vec::new();
-    for it in &sel.items {
-        match it {
-            ProjItem::Star => {
-                for (i, c) in def.columns.iter().enumerate() {
-                    out.push(column_info(db, &def.name, &c.name, c, key_flags(def, i)));
-                }
-            }
-            ProjItem::Expr { expr, name, .. } => match expr {
-                Expr::Column(c) if def.column_index(c).is_some() => {
-                    let i = def.column_index(c).unwrap_or(0);
-                    out.push(column_info(
-                        db,
-                        &def.name,
-                        name,
-                        &def.columns[i],
-                        key_flags(def, i),
-                    ));
-                }
-                e => out.push(ColumnInfo::expr(name, expr_type(e, def, sel))),
-            },
-        }
-    }
-    Ok(out)
-}

@@ -17,7 +17,7 @@ use shoal_sql::translate::expr::call_args;
 use shoal_sql::translate::{ExprScope, SourceText};
 use shoal_sql::value::Value;
 use shoal_sql::SqlError;
-use shoal_store::{ColumnDef, ColumnDefault, ColumnType, IndexSpec, LockMode, TableSpec};
+use shoal_store::{ColumnDef, ColumnDefault, ColumnType, IndexSpec, TableSpec};
 use sqlparser::ast as sp;
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
@@ -33,14 +33,7 @@ fn unsupported(what: impl Into<String>) -> SqlError {
 ///
 /// Expression depth is bounded first (`shoal_sql::depth`): a statement too deep for a worker's
 /// stack is 1436, never a stack overflow.
-///
-/// `current_db` is the database unqualified names resolve in: a SELECT from a table of the
-/// system schemas (`mysql`, `information_schema`) goes to the query engine, which reads
-/// every one of them.
-pub fn parse_table_statement(
-    sql: &str,
-    current_db: Option<&str>,
-) -> Result<(TableStmt, usize), SqlError> {
+pub fn parse_table_statement(sql: &str) -> Result<(TableStmt, usize), SqlError> {
     let text = sql.trim().trim_end_matches(';').trim();
     if text.is_empty() {
         return Err(SqlError::EmptyQuery);
@@ -53,23 +46,17 @@ pub fn parse_table_statement(
     }
     let tokens = shoal_sql::depth::tokenize(text).map_err(syntax_error)?;
     let bound = shoal_sql::depth::check(&tokens)?;
-    shoal_sql::depth::with_room(bound, || parse_tokens(text, tokens, current_db))
+    shoal_sql::depth::with_room(bound, || parse_tokens(text, tokens))
 }
 
 /// Translates a statement the session already parsed ([`shoal_sql::Tree`]), without parsing
 /// its text again: `sql` is the text it was parsed from (result columns are named from it).
-/// `current_db` as in [`parse_table_statement`].
-pub fn translate_tree(
-    sql: &str,
-    tree: shoal_sql::Tree,
-    current_db: Option<&str>,
-) -> Result<(TableStmt, usize), SqlError> {
+pub fn translate_tree(sql: &str, tree: shoal_sql::Tree) -> Result<(TableStmt, usize), SqlError> {
     tree.with(|st| {
         let mut tr = Translator {
             params: 0,
             qualifiers: None,
             src: SourceText::new(sql),
-            current_db,
         };
         let st = tr.statement(st)?;
         Ok((st, tr.params))
@@ -84,7 +71,6 @@ fn syntax_error(e: sqlparser::parser::ParserError) -> SqlError {
 fn parse_tokens(
     text: &str,
     tokens: Vec<sqlparser::tokenizer::TokenWithSpan>,
-    current_db: Option<&str>,
 ) -> Result<(TableStmt, usize), SqlError> {
     // `Parser::parse_sql` on the tokens already checked.
     let mut stmts = Parser::new(&MySqlDialect {})
@@ -98,15 +84,12 @@ fn parse_tokens(
         params: 0,
         qualifiers: None,
         src: SourceText::new(text),
-        current_db,
     };
     let st = tr.statement(stmts.remove(0))?;
     Ok((st, tr.params))
 }
 
-/// A SELECT translated for the query engine even where the single-table path would take it:
-/// for a table of another subsystem (`mysql.user`, `information_schema.THREAD_POOL_*`), which
-/// only the query engine reads.
+/// A query statement (the text SHOW TABLE STATUS is rewritten into) for the query engine.
 pub fn parse_query_statement(sql: &str) -> Result<(TableStmt, usize), SqlError> {
     let text = sql.trim().trim_end_matches(';').trim();
     let tokens = shoal_sql::depth::tokenize(text).map_err(syntax_error)?;
@@ -415,8 +398,6 @@ struct Translator<'a> {
     qualifiers: Option<Vec<String>>,
     /// The statement text: result columns are named as written.
     src: SourceText<'a>,
-    /// The database unqualified table names resolve in.
-    current_db: Option<&'a str>,
 }
 
 fn ident(i: &sp::Ident) -> String {
@@ -706,19 +687,8 @@ impl Translator<'_> {
                 ))),
             },
             sp::Statement::Query(q) => {
-                // The single-table SELECT (with its cached access path and column mask) where it
-                // applies; everything it does not cover goes to the query engine, which covers
-                // it all. The translation has no side effects besides numbering `?`s.
-                let params = self.params;
-                match self.select(&q) {
-                    Err(SqlError::Unsupported(_)) => {
-                        self.params = params;
-                        let query =
-                            shoal_sql::translate::query::query(&self.src, &mut self.params, &q)?;
-                        Ok(TableStmt::Query(Box::new(query)))
-                    }
-                    other => other,
-                }
+                let query = shoal_sql::translate::query::query(&self.src, &mut self.params, &q)?;
+                Ok(TableStmt::Query(Box::new(query)))
             }
             sp::Statement::Insert(i) => self.insert(i),
             sp::Statement::Update(u) => self.update(u),
@@ -1130,180 +1100,6 @@ impl Translator<'_> {
             .collect()
     }
 
-    fn select(&mut self, q: &sp::Query) -> Result<TableStmt, SqlError> {
-        if q.with.is_some() {
-            return Err(unsupported("WITH (common table expressions)"));
-        }
-        let sel = match &*q.body {
-            sp::SetExpr::Select(s) => s,
-            sp::SetExpr::SetOperation { .. } => return Err(unsupported("UNION/INTERSECT/EXCEPT")),
-            sp::SetExpr::Query(_) => return Err(unsupported("subqueries")),
-            other => return Err(unsupported(other.to_string())),
-        };
-        if sel.into.is_some() {
-            return Err(unsupported("SELECT ... INTO"));
-        }
-        if sel
-            .select_modifiers
-            .as_ref()
-            .is_some_and(|m| m.sql_calc_found_rows)
-        {
-            // The query engine counts the rows past the LIMIT.
-            return Err(unsupported("SQL_CALC_FOUND_ROWS in the table executor"));
-        }
-        if sel.from.is_empty() {
-            return Err(unsupported("SELECT without a table in the table executor"));
-        }
-        let table = single_table(&sel.from)?;
-        if table.db.is_none() && table.alias.is_none() && table.name.eq_ignore_ascii_case("dual") {
-            // `FROM DUAL` is no table: the query engine's table-less SELECT.
-            return Err(unsupported("FROM DUAL"));
-        }
-        let db = table.db.as_deref().or(self.current_db).unwrap_or("");
-        if db.eq_ignore_ascii_case("information_schema") || db.eq_ignore_ascii_case("mysql") {
-            // The query engine reads every table of the system schemas, the other subsystems'
-            // included (`mysql.user`, the thread pool's THREAD_POOL_*), and aggregates, orders
-            // and joins them.
-            return Err(unsupported("system schemas through the query engine"));
-        }
-        self.qualifiers = qualifier_names(&sel.from);
-        let distinct = match &sel.distinct {
-            None | Some(sp::Distinct::All) => false,
-            Some(sp::Distinct::Distinct) => true,
-            Some(sp::Distinct::On(_)) => return Err(unsupported("DISTINCT ON")),
-        };
-        let mut aggs = Vec::new();
-        let mut items = Vec::new();
-        for it in &sel.projection {
-            match it {
-                sp::SelectItem::Wildcard(_) => items.push(ProjItem::Star),
-                sp::SelectItem::QualifiedWildcard(kind, _) => {
-                    let q = match kind {
-                        sp::SelectItemQualifiedWildcardKind::ObjectName(n) => {
-                            n.0.last()
-                                .and_then(|p| p.as_ident())
-                                .map(|i| i.value.clone())
-                                .unwrap_or_default()
-                        }
-                        other => other.to_string(),
-                    };
-                    let q = q.as_str();
-                    let known = self
-                        .qualifiers
-                        .as_ref()
-                        .is_some_and(|n| n.iter().any(|n| n.eq_ignore_ascii_case(q)));
-                    if !known {
-                        return Err(SqlError::coded(
-                            shoal_errors::ER_BAD_TABLE_ERROR,
-                            format!("Unknown table '{q}'"),
-                        ));
-                    }
-                    items.push(ProjItem::Star)
-                }
-                sp::SelectItem::UnnamedExpr(e) => {
-                    let name = self.src.column_name(e);
-                    items.push(ProjItem::Expr {
-                        expr: self.expr(e, Scope::Aggregate, &mut aggs)?,
-                        name,
-                        aliased: false,
-                    })
-                }
-                sp::SelectItem::ExprWithAlias { expr, alias } => items.push(ProjItem::Expr {
-                    expr: self.expr(expr, Scope::Aggregate, &mut aggs)?,
-                    name: ident(alias),
-                    aliased: true,
-                }),
-                other => return Err(unsupported(other.to_string())),
-            }
-        }
-        let filter = sel
-            .selection
-            .as_ref()
-            .map(|e| self.expr(e, Scope::Plain, &mut aggs))
-            .transpose()?;
-        let group_by = match &sel.group_by {
-            sp::GroupByExpr::Expressions(v, mods) if mods.is_empty() => v
-                .iter()
-                .map(|e| self.expr(e, Scope::Plain, &mut aggs))
-                .collect::<Result<Vec<_>, _>>()?,
-            sp::GroupByExpr::Expressions(..) => return Err(unsupported("GROUP BY modifiers")),
-            sp::GroupByExpr::All(_) => return Err(unsupported("GROUP BY ALL")),
-        };
-        let group_by = group_by
-            .into_iter()
-            .map(|e| resolve_alias(e, &items))
-            .collect::<Result<Vec<_>, _>>()?;
-        let having = sel
-            .having
-            .as_ref()
-            .map(|e| self.expr(e, Scope::Aggregate, &mut aggs))
-            .transpose()?
-            .map(|e| resolve_alias_deep(e, &items));
-        let mut order_by = Vec::new();
-        if let Some(ob) = &q.order_by {
-            match &ob.kind {
-                sp::OrderByKind::Expressions(v) => {
-                    for (e, d) in self.order_by(v, Scope::Aggregate, &mut aggs)? {
-                        order_by.push((resolve_alias(e, &items)?, d));
-                    }
-                }
-                sp::OrderByKind::All(_) => return Err(unsupported("ORDER BY ALL")),
-            }
-        }
-        let (limit, offset) = self.limit(&q.limit_clause)?;
-        let lock = match q.locks.first() {
-            None => LockMode::None,
-            Some(l) => match l.lock_type {
-                sp::LockType::Update => LockMode::Exclusive,
-                sp::LockType::Share => LockMode::Shared,
-            },
-        };
-        let lock_wait = shoal_sql::translate::query::lock_wait(&q.locks)?;
-        if sel.top.is_some() || !sel.lateral_views.is_empty() || sel.qualify.is_some() {
-            return Err(unsupported("SELECT clause"));
-        }
-        Ok(TableStmt::Select(Box::new(SelectStmt {
-            table,
-            items,
-            filter,
-            group_by,
-            having,
-            order_by,
-            limit,
-            offset,
-            distinct,
-            lock,
-            lock_wait,
-            aggs,
-        })))
-    }
-
-    fn limit(
-        &mut self,
-        lc: &Option<sp::LimitClause>,
-    ) -> Result<(Option<Expr>, Option<Expr>), SqlError> {
-        let mut none = Vec::new();
-        match lc {
-            None => Ok((None, None)),
-            Some(sp::LimitClause::LimitOffset { limit, offset, .. }) => {
-                let l = limit
-                    .as_ref()
-                    .map(|e| self.expr(e, Scope::Plain, &mut none))
-                    .transpose()?;
-                let o = offset
-                    .as_ref()
-                    .map(|o| self.expr(&o.value, Scope::Plain, &mut none))
-                    .transpose()?;
-                Ok((l, o))
-            }
-            Some(sp::LimitClause::OffsetCommaLimit { offset, limit }) => {
-                let o = self.expr(offset, Scope::Plain, &mut none)?;
-                let l = self.expr(limit, Scope::Plain, &mut none)?;
-                Ok((Some(l), Some(o)))
-            }
-        }
-    }
-
     /// `UPDATE t1 JOIN t2 ON ... SET ... [WHERE ...]`.
     fn multi_update(&mut self, u: &sp::Update) -> Result<TableStmt, SqlError> {
         if !u.order_by.is_empty() || u.limit.is_some() {
@@ -1673,55 +1469,6 @@ fn index_constraint(c: &sp::TableConstraint) -> Result<Option<IndexSpec>, SqlErr
     })
 }
 
-/// ORDER BY / GROUP BY: a bare name that is a SELECT alias, or a position, means that item.
-fn resolve_alias(e: Expr, items: &[ProjItem]) -> Result<Expr, SqlError> {
-    match &e {
-        Expr::Literal(Value::Int(n)) => {
-            let n = *n;
-            if n < 1 || n as usize > items.len() {
-                return Err(SqlError::UnknownColumn(
-                    n.to_string(),
-                    "order clause".into(),
-                ));
-            }
-            match &items[n as usize - 1] {
-                ProjItem::Expr { expr, .. } => Ok(expr.clone()),
-                ProjItem::Star => Err(unsupported("ORDER BY position of *")),
-            }
-        }
-        Expr::Column(c) => {
-            for it in items {
-                if let ProjItem::Expr {
-                    expr,
-                    name,
-                    aliased: true,
-                } = it
-                {
-                    if name.eq_ignore_ascii_case(c) {
-                        return Ok(expr.clone());
-                    }
-                }
-            }
-            Ok(e)
-        }
-        _ => Ok(e),
-    }
-}
-
-/// HAVING: alias references anywhere in the expression.
-fn resolve_alias_deep(e: Expr, items: &[ProjItem]) -> Expr {
-    match e {
-        Expr::Column(_) => resolve_alias(e.clone(), items).unwrap_or(e),
-        Expr::Binary(op, a, b) => Expr::Binary(
-            op,
-            Box::new(resolve_alias_deep(*a, items)),
-            Box::new(resolve_alias_deep(*b, items)),
-        ),
-        Expr::Unary(op, a) => Expr::Unary(op, Box::new(resolve_alias_deep(*a, items))),
-        other => other,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1741,38 +1488,13 @@ mod tests {
             "UPDATE t SET a = a + ? WHERE id IN (1, 2)",
             "DELETE FROM t WHERE id > 3",
             "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))",
-            "SELECT * FROM information_schema.TABLES",
-            "SELECT user FROM user",
         ] {
             let parsed = shoal_sql::parse(sql).expect(sql);
             let tree = parsed.tree.expect("a table statement hands over its tree");
-            for db in [None, Some("mysql")] {
-                let from_text = parse_table_statement(sql, db).expect(sql);
-                let from_tree = translate_tree(sql, tree.clone(), db).expect(sql);
-                // (`TableStmt` has no `PartialEq`: some of its parts carry errors.)
-                assert_eq!(
-                    format!("{from_tree:?}"),
-                    format!("{from_text:?}"),
-                    "{sql} in {db:?}"
-                );
-            }
+            let from_text = parse_table_statement(sql).expect(sql);
+            let from_tree = translate_tree(sql, tree).expect(sql);
+            // (`TableStmt` has no `PartialEq`: some of its parts carry errors.)
+            assert_eq!(format!("{from_tree:?}"), format!("{from_text:?}"), "{sql}");
         }
-    }
-
-    /// A SELECT from the system schemas, named or current, is the query engine's.
-    #[test]
-    fn system_schema_selects_go_to_the_query_engine() {
-        let is_query = |sql: &str, db: Option<&str>| {
-            matches!(
-                parse_table_statement(sql, db).expect(sql).0,
-                TableStmt::Query(_)
-            )
-        };
-        assert!(is_query("SELECT * FROM information_schema.TABLES", None));
-        assert!(is_query("SELECT user FROM mysql.user", Some("test")));
-        assert!(is_query("SELECT user FROM user", Some("mysql")));
-        assert!(is_query("SELECT * FROM TABLES", Some("INFORMATION_SCHEMA")));
-        assert!(!is_query("SELECT * FROM t", Some("test")));
-        assert!(!is_query("SELECT * FROM user", Some("test")));
     }
 }

@@ -869,12 +869,7 @@ impl Session {
         let mut ts = self.table.take().expect("created above");
         let stmt = self.cur_stmt.clone();
         let plan = stmt.as_ref().and_then(|s| s.plan.as_ref());
-        let is_query = |p: &Plan| {
-            matches!(
-                p.stmt,
-                shoal_exec::ast::TableStmt::Select(_) | shoal_exec::ast::TableStmt::Query(_)
-            )
-        };
+        let is_query = |p: &Plan| matches!(p.stmt, shoal_exec::ast::TableStmt::Query(_));
         let mut query = plan.is_some_and(|p| is_query(p));
         let r = {
             match plan {

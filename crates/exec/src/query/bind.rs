@@ -1686,7 +1686,7 @@ fn leaf_score(
 }
 
 /// Leaves in execution order.
-fn leaf_order(s: &Source, out: &mut Vec<usize>) {
+pub(crate) fn leaf_order(s: &Source, out: &mut Vec<usize>) {
     match s {
         Source::OneRow => {}
         Source::Leaf(i) => out.push(*i),

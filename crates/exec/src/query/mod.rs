@@ -45,7 +45,14 @@
 //! free again before the next leaf runs), so nested loops never hold a store iterator across
 //! another read. Uncorrelated subqueries run once per execution and are cached; correlated ones
 //! run per outer row, their answers cached by the outer values they read ([`memo`]). Grouping keeps the first row of each group and one accumulator per
-//! aggregate, as the single-table executor does.
+//! aggregate.
+//!
+//! A plan whose one SELECT reads one stored table and has no subqueries **streams** it: the
+//! store's scan calls back for each row and the pipeline runs inside that callback, so LIMIT
+//! stops the read after the rows it needs and a locking read locks only the rows it returned
+//! (TPC-C Delivery's `ORDER BY no_o_id LIMIT 1 FOR UPDATE`). With rows that arrive in ORDER
+//! BY's order (the ascending key the access path reads, after its fixed prefix, on columns
+//! whose key order is SQL's order) there is no sort, and LIMIT stops the read too.
 //!
 //! A leaf no index serves (read whole on every visit) with `own = other` equalities against
 //! earlier leaves is a **hash join**: read once per execution into a table keyed by those
@@ -120,6 +127,20 @@ impl QueryPlan {
         self.refs
             .iter()
             .map(|(d, n, a)| (d.as_str(), n.as_str(), a.as_str()))
+    }
+
+    /// How the top SELECT's first stored table is read, as planned (its first leaf in join
+    /// order); `None` for other queries.
+    pub fn first_access(&self) -> Option<&Access> {
+        let Body::Select(s) = &self.root.body else {
+            return None;
+        };
+        let mut order = Vec::new();
+        bind::leaf_order(&s.from, &mut order);
+        order.into_iter().find_map(|l| match s.leaves[l].kind {
+            LeafKind::Table { .. } => Some(&s.leaves[l].access),
+            _ => None,
+        })
     }
 
     /// Whether a table it was bound to was altered (or dropped) since: then it is bound again.

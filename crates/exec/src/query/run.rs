@@ -9,14 +9,17 @@ use shoal_sql::ast::{BinOp, Expr, Subquery, SubqueryKind, VarScope, DISTINCT_TUP
 use shoal_sql::eval::{eval, Context};
 use shoal_sql::value::{coerce_to, compare, row_mem_size, DateTime, Value};
 use shoal_sql::SqlError;
-use shoal_store::{Engine, KeyRange, LockMode, Row, Transaction};
+use shoal_store::{ColumnType, Engine, KeyRange, LockMode, Row, Transaction};
 
 use super::*;
 use crate::budget::{stored_row_size, MemBudget};
 use crate::convert::{datum_to_value, store_err};
 use crate::exec::{group_key, sort_by_keys, Acc};
-use crate::plan::{resolve, KeyName, Resolved};
+use crate::plan::{resolve, Access, KeyName, Resolved};
 use crate::show;
+
+/// Why the transaction is always there when asked for.
+const LENT: &str = "the transaction is lent only to a stream, whose visits read no store";
 
 /// How many rows pass between two looks at the kill flag (and statement deadline).
 const KILL_CHECK_ROWS: u64 = 256;
@@ -29,11 +32,13 @@ pub fn execute(
     params: &[Value],
     env: &mut dyn Context,
 ) -> Result<Vec<Vec<Value>>, SqlError> {
+    let streams = streams(plan);
     let mut r = Runner {
         mem: MemBudget::of(&mut *env),
         plan,
         store,
-        txn,
+        txn: Some(txn),
+        streams,
         env,
         params,
         frame: vec![Value::Null; plan.slots],
@@ -54,10 +59,25 @@ use super::memo::{Memo, Rows};
 /// Callback for each row a source puts in the frame; `false` stops the pipeline.
 type Visit<'f, 'p, 'a> = dyn FnMut(&mut Runner<'p, 'a>) -> Result<bool, SqlError> + 'f;
 
+/// Whether the plan's one stored table may be read as a stream (see [`Runner::stream`]): one
+/// SELECT whose FROM is that table alone, with no subqueries, so nothing reads the store
+/// while the stream's callback runs.
+fn streams(plan: &QueryPlan) -> bool {
+    plan.subqueries.is_empty()
+        && matches!(&plan.root.body, Body::Select(s)
+            if matches!(s.from, Source::Leaf(0))
+                && s.leaves.len() == 1
+                && s.leaves[0].hash.is_empty()
+                && matches!(s.leaves[0].kind, LeafKind::Table { .. }))
+}
+
 struct Runner<'p, 'a> {
     plan: &'p QueryPlan,
     store: &'a Engine,
-    txn: &'a mut Transaction,
+    /// The statement's transaction; lent out (`None`) while a stream reads it.
+    txn: Option<&'a mut Transaction>,
+    /// The plan's one stored table is read as a stream ([`streams`]).
+    streams: bool,
     env: &'a mut dyn Context,
     params: &'a [Value],
     /// The statement's row frame: every bound column and aggregate.
@@ -256,12 +276,17 @@ impl<'p, 'a> Runner<'p, 'a> {
             (l, s) => l.or(s),
         };
         let desc: Vec<bool> = n.order.iter().map(|(_, d)| *d).collect();
+        // Rows that arrive in ORDER BY's order need no sort, and LIMIT can stop the read (a
+        // locking read then locks only the rows it returns, as InnoDB's index-order read does).
+        let mut in_order = false;
         let mut rows: Vec<(Vec<Value>, Vec<Value>)> = match &n.body {
             Body::Select(s) => {
-                let early = (n.order.is_empty() && !s.grouped && !s.distinct)
+                in_order = self.arrives_in_order(s, &n.order)?;
+                let order: &'p [(SortKey, bool)] = if in_order { &[] } else { &n.order };
+                let early = (order.is_empty() && !s.grouped && !s.distinct)
                     .then(|| needed.map(|k| k.saturating_add(offset)))
                     .flatten();
-                self.select(s, &n.order, early)?
+                self.select(s, order, early)?
             }
             other => {
                 let rows = self.body(other)?;
@@ -273,7 +298,7 @@ impl<'p, 'a> Runner<'p, 'a> {
                 out
             }
         };
-        if !n.order.is_empty() {
+        if !n.order.is_empty() && !in_order {
             // One comparison mode per key column: a total order (found by fuzzing).
             sort_by_keys(&mut rows, |r| &r.0, &desc);
         }
@@ -282,6 +307,71 @@ impl<'p, 'a> Runner<'p, 'a> {
             Some(k) => it.take(k).collect(),
             None => it.collect(),
         })
+    }
+
+    /// Whether a SELECT's rows arrive in `order`: it reads one stored table, ungrouped and
+    /// without DISTINCT, by a key whose columns after those its access path fixes are the
+    /// ORDER BY columns, ascending (no reverse reads yet), of types whose key order is SQL's
+    /// (numbers and temporal values; a string key is ordered by bytes, SQL by collation).
+    fn arrives_in_order(
+        &mut self,
+        s: &'p SelectPlan,
+        order: &[(SortKey, bool)],
+    ) -> Result<bool, SqlError> {
+        if order.is_empty() || s.grouped || s.distinct || order.iter().any(|(_, desc)| *desc) {
+            return Ok(false);
+        }
+        let Source::Leaf(l) = s.from else {
+            return Ok(false);
+        };
+        let leaf = &s.leaves[l];
+        let LeafKind::Table { def, .. } = &leaf.kind else {
+            return Ok(false);
+        };
+        if !leaf.hash.is_empty() {
+            return Ok(false);
+        }
+        let resolved = {
+            let mut ev = Ev { r: self };
+            resolve(&leaf.access, def, &mut ev)?
+        };
+        let (key, fixed): (Vec<usize>, usize) = match (&resolved, &leaf.access) {
+            (Resolved::Empty | Resolved::PkPoint(_), _) => return Ok(true),
+            (Resolved::FullScan, _) => match &def.primary_key {
+                Some(pk) => (pk.clone(), 0),
+                None => return Ok(false),
+            },
+            (Resolved::Range(k, _), Access::Range { prefix, .. }) => {
+                (crate::plan::key_columns(def, k), prefix.len())
+            }
+            (Resolved::Ranges(k, _), _) => (crate::plan::key_columns(def, k), 0),
+            _ => return Ok(false),
+        };
+        for (i, (k, _)) in order.iter().enumerate() {
+            let e = match k {
+                SortKey::Output(o) => s.items.get(*o),
+                SortKey::Expr(e) => Some(e),
+            };
+            let Some(Expr::Slot(x)) = e else {
+                return Ok(false);
+            };
+            if !leaf.slots.contains(x) {
+                return Ok(false);
+            }
+            let col = x - leaf.slots.start;
+            let ordered_type = matches!(
+                def.columns[col].ty,
+                ColumnType::Int { .. }
+                    | ColumnType::Decimal { .. }
+                    | ColumnType::Date
+                    | ColumnType::DateTime
+                    | ColumnType::Timestamp
+            );
+            if !ordered_type || key.get(fixed + i) != Some(&col) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     fn body(&mut self, b: &'p Body) -> Result<Vec<Vec<Value>>, SqlError> {
@@ -599,20 +689,18 @@ impl<'p, 'a> Runner<'p, 'a> {
         if !leaf.hash.is_empty() {
             return self.hash_leaf(leaf, f);
         }
-        let base = leaf.slots.start;
         match &leaf.kind {
             LeafKind::Table { def, lock } => {
                 let resolved = {
                     let mut ev = Ev { r: self };
                     resolve(&leaf.access, def, &mut ev)?
                 };
+                if self.streams {
+                    return self.stream(def, resolved, *lock, leaf, f);
+                }
                 let rows = self.fetch(def, resolved, *lock)?;
                 for row in rows {
-                    self.tick()?;
-                    for (i, d) in row.values.iter().enumerate() {
-                        self.frame[base + i] = datum_to_value(d);
-                    }
-                    if self.holds(&leaf.filter)? && !f(self)? {
+                    if !self.visit_row(&row, leaf, f)? {
                         return Ok(false);
                     }
                 }
@@ -786,7 +874,7 @@ impl<'p, 'a> Runner<'p, 'a> {
             Resolved::Empty => return Ok(Vec::new()),
             Resolved::PkPoint(k) => {
                 return Ok(self
-                    .txn
+                    .txn()
                     .get(def, &k, lock)
                     .map_err(store_err)?
                     .into_iter()
@@ -801,6 +889,7 @@ impl<'p, 'a> Runner<'p, 'a> {
         // statement's other buffers leave, not charged.
         let mut bytes = 0u64;
         let mut over = false;
+        let txn = self.txn.as_deref_mut().expect(LENT);
         for (key, range) in ranges {
             let push = |r: Row| {
                 bytes += stored_row_size(&r);
@@ -812,8 +901,8 @@ impl<'p, 'a> Runner<'p, 'a> {
                 Ok(true)
             };
             match &key {
-                KeyName::Primary => self.txn.scan_pk_with(def, &range, lock, push),
-                KeyName::Index(n) => self.txn.scan_index_with(def, n, &range, lock, push),
+                KeyName::Primary => txn.scan_pk_with(def, &range, lock, push),
+                KeyName::Index(n) => txn.scan_index_with(def, n, &range, lock, push),
             }
             .map_err(store_err)?;
             if over {
@@ -821,6 +910,86 @@ impl<'p, 'a> Runner<'p, 'a> {
             }
         }
         Ok(out)
+    }
+
+    /// The transaction (not lent to a stream: only a stream's own callback runs then, and it
+    /// reads no store, see [`streams`]).
+    fn txn(&mut self) -> &mut Transaction {
+        self.txn.as_deref_mut().expect(LENT)
+    }
+
+    /// Visits the rows of the plan's one stored leaf as the store reads them, without
+    /// collecting them first: a visit returning `false` (LIMIT reached) ends the read, so a
+    /// locking read locks only the rows it returned and `LIMIT n` reads about n rows.
+    fn stream(
+        &mut self,
+        def: &TableDef,
+        resolved: Resolved,
+        lock: LockMode,
+        leaf: &'p Leaf,
+        f: &mut Visit<'_, 'p, 'a>,
+    ) -> Result<bool, SqlError> {
+        let ranges = match resolved {
+            Resolved::Empty => return Ok(true),
+            Resolved::PkPoint(k) => {
+                let row = self.txn().get(def, &k, lock).map_err(store_err)?;
+                return match row {
+                    Some(row) => self.visit_row(&row, leaf, f),
+                    None => Ok(true),
+                };
+            }
+            Resolved::FullScan => vec![(KeyName::Primary, KeyRange::all())],
+            Resolved::Range(k, r) => vec![(k, r)],
+            Resolved::Ranges(k, rs) => rs.into_iter().map(|r| (k.clone(), r)).collect(),
+        };
+        let txn = self.txn.take().expect(LENT);
+        let mut go = true;
+        let mut failed = None;
+        let mut result = Ok(());
+        for (key, range) in ranges {
+            let mut push = |row: Row| {
+                match self.visit_row(&row, leaf, f) {
+                    Ok(more) => go = more,
+                    Err(e) => {
+                        failed = Some(e);
+                        go = false;
+                    }
+                }
+                Ok(go)
+            };
+            result = match &key {
+                KeyName::Primary => txn.scan_pk_with(def, &range, lock, &mut push),
+                KeyName::Index(n) => txn.scan_index_with(def, n, &range, lock, &mut push),
+            };
+            if result.is_err() || !go {
+                break;
+            }
+        }
+        self.txn = Some(txn);
+        result.map_err(store_err)?;
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(go),
+        }
+    }
+
+    /// Puts a stored leaf's row in the frame and, if the leaf's conjuncts hold, visits it.
+    fn visit_row(
+        &mut self,
+        row: &Row,
+        leaf: &'p Leaf,
+        f: &mut Visit<'_, 'p, 'a>,
+    ) -> Result<bool, SqlError> {
+        self.tick()?;
+        let base = leaf.slots.start;
+        for (i, d) in row.values.iter().enumerate() {
+            self.frame[base + i] = datum_to_value(d);
+        }
+        if self.holds(&leaf.filter)? {
+            f(self)
+        } else {
+            Ok(true)
+        }
     }
 
     /// The value of a subquery expression.

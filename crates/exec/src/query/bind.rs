@@ -371,7 +371,7 @@ pub fn prepare(
             i
         })
         .collect();
-    Ok(QueryPlan {
+    let mut plan = QueryPlan {
         columns,
         root: bound.node,
         subqueries: b
@@ -380,11 +380,14 @@ pub fn prepare(
             .map(|s| s.expect("every subquery is bound"))
             .collect(),
         slots: b.nslots,
+        read: Vec::new(),
         tables: b.tables,
         refs: b.refs,
         provided: b.provided,
         param_typed,
-    })
+    };
+    plan.read = super::decode::read_slots(&plan);
+    Ok(plan)
 }
 
 /// Whether a SELECT list of `body` (any member of a set operation) has a `?` in an expression:

@@ -61,6 +61,7 @@
 //! ([`crate::budget`]).
 
 pub(crate) mod bind;
+pub(crate) mod decode;
 pub mod dml;
 pub mod explain;
 pub(crate) mod memo;
@@ -101,6 +102,8 @@ pub struct QueryPlan {
     pub(crate) subqueries: Vec<SubPlan>,
     /// Slots in the row frame.
     pub(crate) slots: usize,
+    /// The slots some expression reads ([`decode`]): a stored row converts only those.
+    pub(crate) read: Vec<bool>,
     /// The stored tables as bound: the plan is rebuilt when one of them changed.
     pub(crate) tables: Vec<(String, String, Arc<TableDef>)>,
     /// Every reference to a stored table: (database, name, the name it goes by in the

@@ -983,7 +983,9 @@ impl<'p, 'a> Runner<'p, 'a> {
         self.tick()?;
         let base = leaf.slots.start;
         for (i, d) in row.values.iter().enumerate() {
-            self.frame[base + i] = datum_to_value(d);
+            if self.plan.read[base + i] {
+                self.frame[base + i] = datum_to_value(d);
+            }
         }
         if self.holds(&leaf.filter)? {
             f(self)

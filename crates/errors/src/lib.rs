@@ -359,6 +359,12 @@ pub const ER_NET_PACKETS_OUT_OF_ORDER: Code = Code {
     state: "08S01",
     name: "ER_NET_PACKETS_OUT_OF_ORDER",
 };
+/// 1172 (42000): `SELECT ... INTO` got more than one row.
+pub const ER_TOO_MANY_ROWS: Code = Code {
+    code: 1172,
+    state: "42000",
+    name: "ER_TOO_MANY_ROWS",
+};
 /// 1180 (HY000): error during commit.
 pub const ER_ERROR_DURING_COMMIT: Code = Code {
     code: 1180,
@@ -562,6 +568,18 @@ pub const ER_QUERY_INTERRUPTED: Code = Code {
     code: 1317,
     state: "70100",
     name: "ER_QUERY_INTERRUPTED",
+};
+/// 1327 (42000): an undeclared (stored program) variable.
+pub const ER_SP_UNDECLARED_VAR: Code = Code {
+    code: 1327,
+    state: "42000",
+    name: "ER_SP_UNDECLARED_VAR",
+};
+/// 1329 (02000): no data: `SELECT ... INTO` got no row (a warning).
+pub const ER_SP_FETCH_NO_DATA: Code = Code {
+    code: 1329,
+    state: "02000",
+    name: "ER_SP_FETCH_NO_DATA",
 };
 /// 1364 (HY000): column has no default value.
 pub const ER_NO_DEFAULT_FOR_FIELD: Code = Code {
@@ -908,6 +926,7 @@ pub const ALL: &[Code] = &[
     ER_NONEXISTING_TABLE_GRANT,
     ER_NET_PACKET_TOO_LARGE,
     ER_NET_PACKETS_OUT_OF_ORDER,
+    ER_TOO_MANY_ROWS,
     ER_ERROR_DURING_COMMIT,
     ER_LOCK_OR_ACTIVE_TRANSACTION,
     ER_UNKNOWN_SYSTEM_VARIABLE,
@@ -942,6 +961,8 @@ pub const ALL: &[Code] = &[
     ER_WARN_ALLOWED_PACKET_OVERFLOWED,
     ER_SP_DOES_NOT_EXIST,
     ER_QUERY_INTERRUPTED,
+    ER_SP_UNDECLARED_VAR,
+    ER_SP_FETCH_NO_DATA,
     ER_NO_DEFAULT_FOR_FIELD,
     ER_DIVISION_BY_ZERO,
     ER_TRUNCATED_WRONG_VALUE_FOR_FIELD,

@@ -614,7 +614,14 @@ impl TableSession {
         match &stmt {
             TableStmt::Query(q) => {
                 let qp = crate::query::prepare(store, system.as_ref(), q, db.as_deref())?;
-                columns = qp.columns.clone();
+                if q.into.is_empty() {
+                    columns = qp.columns.clone();
+                } else if q.into.len() != qp.columns.len() {
+                    return Err(SqlError::coded(
+                        shoal_errors::ER_WRONG_NUMBER_OF_COLUMNS_IN_SELECT,
+                        "The used SELECT statements have a different number of columns",
+                    ));
+                }
                 query = Some(Arc::new(qp));
             }
             TableStmt::Explain(q) => {
@@ -1653,6 +1660,34 @@ fn current_access<'p>(
     Ok((def, Cow::Owned(a)))
 }
 
+/// `SELECT ... INTO @a, @b`: its one row's values go to the user variables (none: warning
+/// 1329 and the variables keep their values; more than one: 1172), as MariaDB does.
+fn select_into(
+    into: &[String],
+    rows: Vec<Vec<Value>>,
+    ctx: &mut dyn Context,
+) -> Result<ExecOutput, SqlError> {
+    match rows.as_slice() {
+        [] => {
+            ctx.warn(
+                shoal_errors::ER_SP_FETCH_NO_DATA.code,
+                "No data - zero rows fetched, selected, or processed".into(),
+            );
+            Ok(ExecOutput::ok(0))
+        }
+        [row] => {
+            for (name, v) in into.iter().zip(row) {
+                ctx.set_user_var(name, v.clone());
+            }
+            Ok(ExecOutput::ok(1))
+        }
+        _ => Err(SqlError::coded(
+            shoal_errors::ER_TOO_MANY_ROWS,
+            "Result consisted of more than one row",
+        )),
+    }
+}
+
 fn query_is_stale(store: &Engine, qp: &QueryPlan) -> bool {
     qp.is_stale(store)
 }
@@ -1695,6 +1730,9 @@ fn run_dml(
             (qp.clone(), plan.columns.clone())
         };
         let rows = crate::query::execute(&qp, store, txn, params, ctx)?;
+        if !q.into.is_empty() {
+            return select_into(&q.into, rows, ctx);
+        }
         let columns = if qp.param_typed && !params.is_empty() {
             crate::query::bind::typed_by_values(&columns, &rows).into()
         } else {

@@ -290,6 +290,9 @@ pub struct Query {
     /// `SELECT SQL_CALC_FOUND_ROWS ...` (its first SELECT's modifier): FOUND_ROWS() is then
     /// the row count without LIMIT / OFFSET.
     pub calc_found_rows: bool,
+    /// `SELECT ... INTO @a, @b FROM ...`: the user variables its one row goes to (names
+    /// without `@`; empty: the rows go to the client).
+    pub into: Vec<String>,
 }
 
 /// The body of a query.

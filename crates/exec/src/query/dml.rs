@@ -213,6 +213,7 @@ pub fn prepare_multi(
         limit: None,
         offset: None,
         calc_found_rows: false,
+        into: Vec::new(),
         lock: RowLock::Update,
         lock_wait: Default::default(),
     };

@@ -29,6 +29,9 @@ struct QueryScope<'s, 'a> {
     ctes: Vec<Cte>,
     /// How many subqueries and CTE definitions enclose the text being translated.
     depth: usize,
+    /// The one SELECT that may have an `INTO @var` clause: the statement's own, when it is
+    /// not a set operation (elsewhere MariaDB answers a syntax error).
+    into_select: Option<*const sp::Select>,
 }
 
 /// A common table expression in scope.
@@ -214,13 +217,50 @@ impl<'s, 'a> QueryScope<'s, 'a> {
             params,
             ctes: Vec::new(),
             depth: 0,
+            into_select: None,
         }
     }
 }
 
 /// Translates a query; `params` counts the statement's placeholders.
 pub fn query(src: &SourceText<'_>, params: &mut usize, q: &sp::Query) -> Result<Query, SqlError> {
-    query_in(&mut QueryScope::new(src, params), q)
+    let mut cx = QueryScope::new(src, params);
+    let mut into = Vec::new();
+    if let sp::SetExpr::Select(s) = &*q.body {
+        if let Some(i) = &s.into {
+            into = into_vars(i)?;
+            cx.into_select = Some(&**s as *const sp::Select);
+        }
+    }
+    let mut out = query_in(&mut cx, q)?;
+    out.into = into;
+    Ok(out)
+}
+
+/// The user variables of `INTO @a, @b` (names without `@`). A name without `@` would be a
+/// stored program's local variable, which shoal has none of (1327, as MariaDB outside one);
+/// `INTO OUTFILE` / `DUMPFILE` do not parse.
+fn into_vars(i: &sp::SelectInto) -> Result<Vec<String>, SqlError> {
+    if i.temporary || i.unlogged || i.table {
+        return Err(SqlError::Syntax("INTO".into()));
+    }
+    i.targets
+        .iter()
+        .map(|t| match t {
+            sp::Expr::Identifier(id) if id.quote_style.is_none() && id.value.starts_with('@') => {
+                let name = id.value.trim_start_matches('@');
+                if name.is_empty() || name.starts_with('@') {
+                    // `@@x`: a system variable is no INTO target.
+                    return Err(SqlError::Syntax(id.value.clone()));
+                }
+                Ok(name.to_string())
+            }
+            other => Err(SqlError::coded(
+                shoal_errors::ER_SP_UNDECLARED_VAR,
+                format!("Undeclared variable: {other}"),
+            )),
+        })
+        .collect()
 }
 
 /// A query in the scope of its enclosing ones (their CTEs visible); its own `WITH` clause adds
@@ -471,6 +511,7 @@ fn query_body(cx: &mut QueryScope<'_, '_>, q: &sp::Query) -> Result<Query, SqlEr
         offset,
         lock,
         lock_wait,
+        into: Vec::new(),
     })
 }
 
@@ -524,8 +565,10 @@ fn body(cx: &mut QueryScope<'_, '_>, b: &sp::SetExpr) -> Result<QueryBody, SqlEr
 }
 
 fn select(cx: &mut QueryScope<'_, '_>, sel: &sp::Select) -> Result<QuerySelect, SqlError> {
-    if sel.into.is_some() {
-        return Err(unsupported("SELECT ... INTO"));
+    if sel.into.is_some() && cx.into_select != Some(sel as *const sp::Select) {
+        // INTO in a subquery or a member of a set operation: MariaDB's grammar has no such
+        // place for it.
+        return Err(SqlError::Syntax("INTO".into()));
     }
     if sel.top.is_some()
         || !sel.lateral_views.is_empty()

@@ -194,7 +194,11 @@
 //! lock is usually still held by the waker at that instant, so under load the thief gave up
 //! and the work waited for the victim's busy worker (a flaky test, now fixed). A worker woken as
 //! a thief also steals *before* taking its own group's vacant listener role (it used to become
-//! the listener and forget the steal; `work_stealing_under_contention` caught that).
+//! the listener and forget the steal; `work_stealing_under_contention` caught that). And a
+//! worker whose steal came back empty compares a pool-wide sequence number that every waker
+//! bumps (`steal_seq`) before it parks: a waker that looked at its idle list while the steal
+//! was in flight found nobody there, so it steals again (the rare missed steal that kept that
+//! test ignored; loom model `loom_work_queued_during_a_futile_steal_is_stolen`).
 //!
 //! ## Balancing (`balance`, 2 ms by default)
 //!

@@ -68,7 +68,10 @@ const ADAPT_MIN_INTERVAL: Duration = Duration::from_millis(100);
 /// machine every `yield_now` gave the core away for a time slice, the victim's own listener and
 /// workers queued behind its lock, and work stealing cut the throughput of a connection-churn
 /// load to a tenth (169-1,177 sessions in 4 s against about 10,000 without stealing).
-const THIEF_LOCK_SPINS: u32 = 50;
+///
+/// Under loom two spins: each failed `try_lock` is a scheduling point loom explores, and two
+/// already reach the path that leaves the group to the timer (`thief_pending`).
+const THIEF_LOCK_SPINS: u32 = if cfg!(loom) { 2 } else { 50 };
 
 /// What a queued entry asks the worker to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -276,6 +279,12 @@ struct Shared<H: Handler> {
     /// Groups (bit g for group g < 64) whose queued work wanted a thief that `wake_thief` could
     /// not wake because another group's lock was busy: the timer thread retries them at once.
     thief_pending: AtomicU64,
+    /// Bumped by every `wake_thief`, after the work that wants a thief is queued and before
+    /// the other groups' idle lists are looked at. A worker reads it before a steal attempt
+    /// and again, under its own group's lock, just before it parks: a change means a waker
+    /// looked for a thief while the steal was in flight (and may have found nobody idle), so
+    /// the worker tries again instead of parking. See "Parking and waking" in `worker`.
+    steal_seq: AtomicU64,
     timer_lock: Mutex<()>,
     last_blocked_log: Mutex<Option<Instant>>,
     thread_name: String,
@@ -350,6 +359,7 @@ impl<H: Handler> Shared<H> {
             handles: Mutex::new(Vec::new()),
             timer_cv: Condvar::new(),
             thief_pending: AtomicU64::new(0),
+            steal_seq: AtomicU64::new(0),
             timer_lock: Mutex::new(()),
             last_blocked_log: Mutex::new(None),
             thread_name: config.thread_name.clone(),

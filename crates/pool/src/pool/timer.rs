@@ -63,7 +63,7 @@ impl<H: Handler> Shared<H> {
     /// Wakes a thief for each group in `pending` (see `thief_pending`) that still has work it
     /// cannot start, taking each group's lock in turn with a blocking lock (the timer holds no
     /// other group lock).
-    fn retry_thieves(&self, pending: u64) {
+    pub(super) fn retry_thieves(&self, pending: u64) {
         let size = self.size.load(Ordering::SeqCst);
         for gid in 0..size.min(64) {
             if pending & (1 << gid) == 0 {

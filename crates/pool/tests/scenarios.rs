@@ -849,12 +849,16 @@ fn work_stealing_under_contention() {
     let chats = chatter.join().unwrap();
     let s = srv.stats();
     assert!(chats > 0);
+    // Each round group 1 took the fast command (or the spinner, leaving group 0 room for the
+    // fast one): by a steal, or by age balancing (on by default), which a worker of group 1
+    // with queued work of its own may prefer (counted `balanced` in group 0, the group taken
+    // from). Group 0 at its cap has no other way to start the fast command within the round.
+    let (g0, g1) = (&s.groups[0].counters, &s.groups[1].counters);
     assert!(
-        s.groups[1].counters.steals >= rounds,
-        "{:?} (max latency {max_lat:?})",
-        s.groups[1].counters
+        g1.steals + g0.balanced >= rounds && g0.stolen + g0.balanced >= rounds,
+        "group 0 {g0:?}\ngroup 1 {g1:?} (max latency {max_lat:?})"
     );
-    assert!(s.groups[0].counters.stolen >= rounds);
+    assert_eq!(g0.stalls, 0, "the stall timer (10 s) cannot have helped");
 }
 
 /// The pool can be shared between threads (acceptor, admin port, status rendering); ids are

@@ -294,6 +294,10 @@
 //! threads inside reported waits count as idle). [`Counters::polls_by_worker`] counts the
 //! timer's non-blocking polls of listener-less groups (with `polling` only one thread may wait
 //! on an epoll at a time, so workers never poll next to a listener).
+//! [`PoolStats::stall_seconds`] (`Threadpool_stall_seconds`) counts, from a sample the timer
+//! thread takes every second, the seconds in which some group's queue never emptied while the
+//! process used under 10 % of its CPUs: queued work that waited on idle CPUs (the module
+//! `pool::sampler` defines it precisely). Issue 19's I/O-bound target is none at all.
 //!
 //! ## Using it (the server's side)
 //!

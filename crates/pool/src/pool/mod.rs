@@ -6,7 +6,8 @@
 //! listener, adding, killing and closing a connection, snapshots. Each role adds its own
 //! methods to `Shared` in its own file: the public handle ([`Pool`]: start, settings, shutdown)
 //! in [`handle`], a worker thread's loop in [`worker`], the group's epoll (listener and socket
-//! arming) in [`listener`], the timer thread in [`timer`], balancing between groups (work
+//! arming) in [`listener`], the timer thread in [`timer`] (and its stall sampler in
+//! [`sampler`]), balancing between groups (work
 //! stealing, age balancing) in [`balance`]. `model` (tests only) holds loom models of the
 //! worker loop against `add`, a reported wait and shutdown (see `crate::loom`).
 //!
@@ -38,12 +39,14 @@ use crate::loom::{
 };
 use crate::stats::{Adjustment, ConnState, GroupStats, Percentiles, PoolStats, QueueEntryInfo};
 use crate::{CloseReason, Config, Handler, HighPrioMode, Knob, Outcome, PoolError, PrioHint};
+use sampler::Sampler;
 
 mod balance;
 mod handle;
 mod listener;
 #[cfg(test)]
 mod model;
+mod sampler;
 mod timer;
 mod worker;
 
@@ -285,6 +288,10 @@ struct Shared<H: Handler> {
     /// looked for a thief while the steal was in flight (and may have found nobody idle), so
     /// the worker tries again instead of parking. See "Parking and waking" in `worker`.
     steal_seq: AtomicU64,
+    /// Stall samples taken (`Threadpool_sampled_seconds`) and those that were stall seconds
+    /// (`Threadpool_stall_seconds`): see [`sampler`].
+    sampled_seconds: AtomicU64,
+    stall_seconds: AtomicU64,
     timer_lock: Mutex<()>,
     last_blocked_log: Mutex<Option<Instant>>,
     thread_name: String,
@@ -360,6 +367,8 @@ impl<H: Handler> Shared<H> {
             timer_cv: Condvar::new(),
             thief_pending: AtomicU64::new(0),
             steal_seq: AtomicU64::new(0),
+            sampled_seconds: AtomicU64::new(0),
+            stall_seconds: AtomicU64::new(0),
             timer_lock: Mutex::new(()),
             last_blocked_log: Mutex::new(None),
             thread_name: config.thread_name.clone(),
@@ -790,6 +799,8 @@ impl<H: Handler> Shared<H> {
             groups,
             queue_entries,
             waits,
+            sampled_seconds: self.sampled_seconds.load(Ordering::Relaxed),
+            stall_seconds: self.stall_seconds.load(Ordering::Relaxed),
         }
     }
 }

@@ -49,7 +49,17 @@ fn stall_seconds_count_queued_work_on_idle_cpus_and_nothing_else() {
     let srv = Server::start(cfg);
     let mut holder = srv.connect();
     let mut fast = srv.connect();
-    assert_eq!(fast.cmd("echo warm"), "warm");
+    // Two reported sleeps at once: the first one's wait brings in a second worker, so the
+    // group keeps a spare thread (idle timeout 30 s) that takes the listener role when the
+    // listener runs the parked command itself; with no spare the group would have no listener
+    // until a timer tick (600 s), and the fast command would wait unseen in epoll, not queued.
+    holder.send("sleep 300");
+    fast.send("sleep 300");
+    assert_eq!(holder.read_line().as_deref(), Some("slept"));
+    assert_eq!(fast.read_line().as_deref(), Some("slept"));
+    until(&srv, secs(10), "a spare worker", |s| {
+        s.groups[0].threads >= 2 && s.groups[0].has_listener
+    });
 
     // Idle: samples are taken (about one a second), none is a stall second.
     let s0 = srv.stats().sampled_seconds;

@@ -84,6 +84,10 @@ impl State {
     pub fn open_gate(&self, n: usize) {
         self.gates[n].store(true, Ordering::SeqCst);
     }
+    /// Closes gate `n` again (for a test that holds a worker round after round).
+    pub fn close_gate(&self, n: usize) {
+        self.gates[n].store(false, Ordering::SeqCst);
+    }
 }
 
 pub struct LineHandler {

@@ -197,8 +197,8 @@
 //! the listener and forget the steal; `work_stealing_under_contention` caught that). And a
 //! worker whose steal came back empty compares a pool-wide sequence number that every waker
 //! bumps (`steal_seq`) before it parks: a waker that looked at its idle list while the steal
-//! was in flight found nobody there, so it steals again (the rare missed steal that kept that
-//! test ignored; loom model `loom_work_queued_during_a_futile_steal_is_stolen`).
+//! was in flight found nobody there, so it steals again (a missed steal found by reading the
+//! code; loom model `loom_work_queued_during_a_futile_steal_is_stolen`).
 //!
 //! ## Balancing (`balance`, 2 ms by default)
 //!

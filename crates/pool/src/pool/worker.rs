@@ -41,8 +41,8 @@
 //! that queues work its group cannot start looks for an idle worker of the other groups; if it
 //! looks while a would-be thief's futile steal is in flight (its lock released, not yet in the
 //! idle list) it finds nobody, and the thief, back under its lock, would park without looking
-//! again: the work then waited for its own group's busy worker (the rare failure of
-//! `work_stealing_under_contention`). So every waker bumps `steal_seq` before it looks, the
+//! again: the work then waited for its own group's busy worker. So every waker bumps
+//! `steal_seq` before it looks, the
 //! thief reads it before its attempt, and compares again under its lock just before it parks:
 //! a change means a waker may have missed it, and it steals again. A waker that bumps after
 //! the comparison takes the thief's lock after it parked, and finds it in the idle list (or,

@@ -14,7 +14,9 @@
 # $WORK/summary.md: per (regime, workload, clients) the best static setting (by median TPS over
 # the repeats), adaptive's min/median TPS and p99, and the ratios adaptive / best static against
 # the issue's targets (TPS >= 0.95x, p99 <= 1.1x). Exits non-zero if a run or a check fails
-# (a target missed is reported, not an error: set STRICT=1 to make it one).
+# (a target missed is reported, not an error: set STRICT=1 to make it one). A point during which
+# Threadpool_stall_seconds moved (a second with work queued while the server used under 10 % of
+# its CPUs) fails the run; $WORK/stall-seconds.txt lists every point's count.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -83,11 +85,20 @@ for regime in $REGIMES; do
           apply "$cfg"
           log="$WORK/$regime-$wl-$n-$cfg-$rep.log"
           echo "$(date +%T) $regime $wl $n $cfg #$rep"
+          stall0=$(status_var "$PORT" Threadpool_stall_seconds); stall0=${stall0:-0}
           # shellcheck disable=SC2086 # SB_EXTRA: several options
           if ! bench_run "$out" "$log" "$wl" "${CONN[@]}" --threads="$n" --time="$TIME" \
               --warmup-time="$WARMUP" --quiet --server-pid="$SERVER" --connect-concurrency=128 \
               $SB_EXTRA --label="$cfg"; then
             echo "  run failed: see $log" >&2; failed=1
+          fi
+          # Issue 19: no second with work queued on idle CPUs (Threadpool_stall_seconds,
+          # docs/OPERATIONS.md), warm-up included.
+          stall1=$(status_var "$PORT" Threadpool_stall_seconds)
+          stalls=$(( ${stall1:-0} - stall0 ))
+          echo "$regime $wl $n $cfg $rep $stalls" >>"$WORK/stall-seconds.txt"
+          if [ "$stalls" -gt 0 ]; then
+            echo "  FAIL: $stalls stall second(s) (work queued, server CPU < 10 %)" >&2; failed=1
           fi
           if [ "$cfg" = adaptive ]; then
             q "SELECT GROUP_ID, CONCURRENCY_CAP FROM information_schema.THREAD_POOL_GROUPS" \

@@ -412,6 +412,10 @@ pub struct GroupCore<E, W> {
     /// What the adaptive controller measures, accumulated since its last decision
     /// (`elapsed` and `queued` are filled in by the timer when it takes the sample).
     pub meter: crate::adapt::Sample,
+    /// The queue was non-empty at the stall sampler's previous look ([`GroupCore::sample_queued`]).
+    pub queued_at_sample: bool,
+    /// The queue became empty (its last entry was taken) since the stall sampler's previous look.
+    pub emptied_since_sample: bool,
 }
 
 impl<E, W> Default for GroupCore<E, W> {
@@ -435,6 +439,8 @@ impl<E, W> Default for GroupCore<E, W> {
             shutdown: false,
             counters: Counters::default(),
             meter: Default::default(),
+            queued_at_sample: false,
+            emptied_since_sample: false,
         }
     }
 }
@@ -491,7 +497,22 @@ impl<E, W> GroupCore<E, W> {
             self.must_run_queued -= 1;
             self.forced_pending = self.forced_pending.min(self.must_run_queued);
         }
+        if self.queued() == 0 {
+            self.emptied_since_sample = true;
+        }
         Some(e)
+    }
+
+    /// The stall sampler's look at this group, once per sample interval: whether the queue
+    /// was non-empty during the *whole* interval since the previous look (non-empty then, never
+    /// emptied since, non-empty now). A busy queue that drains and refills counts only if it
+    /// never reached zero. Resets the interval.
+    pub fn sample_queued(&mut self) -> bool {
+        let now = self.queued() > 0;
+        let whole = self.queued_at_sample && !self.emptied_since_sample && now;
+        self.queued_at_sample = now;
+        self.emptied_since_sample = false;
+        whole
     }
 
     /// A worker (counted active) looks for work. Returns the entry and its queueing time.
@@ -832,6 +853,7 @@ impl<E, W> GroupCore<E, W> {
         self.forced_pending = 0;
         let mut out: Vec<E> = self.queues[0].drain(..).map(|q| q.item).collect();
         out.extend(self.queues[1].drain(..).map(|q| q.item));
+        self.emptied_since_sample = true;
         out
     }
 }
@@ -1273,6 +1295,28 @@ mod tests {
         assert!(!g.linger_begin(4));
         assert_eq!((g.counters.lingers, g.counters.linger_hits), (7, 3));
         assert!(g.invariant_holds());
+    }
+
+    #[test]
+    fn stall_sampler_counts_only_a_queue_never_empty_through_the_interval() {
+        let mut g = G::default();
+        let t = Instant::now();
+        assert!(!g.sample_queued(), "empty");
+        g.push(1, Prio::Low, false, t);
+        assert!(!g.sample_queued(), "queued only since this interval");
+        assert!(g.sample_queued(), "queued through a whole interval");
+        g.push(2, Prio::Low, false, t);
+        assert!(g.take_work(0, t).is_some());
+        assert!(g.sample_queued(), "taken from, never empty");
+        assert!(g.take_work(0, t).is_some());
+        g.push(3, Prio::High, false, t);
+        assert!(
+            !g.sample_queued(),
+            "emptied and refilled within the interval"
+        );
+        assert!(g.sample_queued());
+        g.drain();
+        assert!(!g.sample_queued(), "drained");
     }
 
     #[test]

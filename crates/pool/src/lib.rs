@@ -194,7 +194,11 @@
 //! lock is usually still held by the waker at that instant, so under load the thief gave up
 //! and the work waited for the victim's busy worker (a flaky test, now fixed). A worker woken as
 //! a thief also steals *before* taking its own group's vacant listener role (it used to become
-//! the listener and forget the steal; `work_stealing_under_contention` caught that).
+//! the listener and forget the steal; `work_stealing_under_contention` caught that). And a
+//! worker whose steal came back empty compares a pool-wide sequence number that every waker
+//! bumps (`steal_seq`) before it parks: a waker that looked at its idle list while the steal
+//! was in flight found nobody there, so it steals again (a missed steal found by reading the
+//! code; loom model `loom_work_queued_during_a_futile_steal_is_stolen`).
 //!
 //! ## Balancing (`balance`, 2 ms by default)
 //!
@@ -290,6 +294,10 @@
 //! threads inside reported waits count as idle). [`Counters::polls_by_worker`] counts the
 //! timer's non-blocking polls of listener-less groups (with `polling` only one thread may wait
 //! on an epoll at a time, so workers never poll next to a listener).
+//! [`PoolStats::stall_seconds`] (`Threadpool_stall_seconds`) counts, from a sample the timer
+//! thread takes every second, the seconds in which some group's queue never emptied while the
+//! process used under 10 % of its CPUs: queued work that waited on idle CPUs (the module
+//! `pool::sampler` defines it precisely). Issue 19's I/O-bound target is none at all.
 //!
 //! ## Using it (the server's side)
 //!

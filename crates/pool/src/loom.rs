@@ -45,6 +45,15 @@ pub(crate) use std::sync::atomic::Ordering;
 /// The one `Arc` that stays `std` under loom (see the module doc).
 pub(crate) use std::sync::Arc as StdArc;
 
+/// A spin-wait hint. Under loom it is loom's, which yields to the other threads of the model
+/// (a spinning thread must let the lock holder it waits for make progress).
+pub(crate) fn spin_loop() {
+    #[cfg(loom)]
+    ::loom::hint::spin_loop();
+    #[cfg(not(loom))]
+    std::hint::spin_loop();
+}
+
 /// Whether a worker thread has ended, so its handle can be dropped before shutdown joins the
 /// rest. loom's join handles cannot say; under loom they are all kept until shutdown.
 pub(crate) fn is_finished<T>(h: &thread::JoinHandle<T>) -> bool {

@@ -138,6 +138,12 @@ pub struct PoolStats {
     pub queue_entries: Vec<QueueEntryInfo>,
     /// Reported waits by kind, summed over groups (index = `WaitKind::index`).
     pub waits: [u64; 12],
+    /// `Threadpool_sampled_seconds`: stall samples taken, about one a second since the start.
+    pub sampled_seconds: u64,
+    /// `Threadpool_stall_seconds`: sample intervals in which some group had work queued
+    /// throughout while the process used under 10 % of the CPUs it may use (the crate doc's
+    /// "Observability").
+    pub stall_seconds: u64,
 }
 
 impl PoolStats {

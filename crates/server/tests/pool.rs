@@ -1271,3 +1271,23 @@ fn ddl_sync_flush_mode_2_commits_and_the_ddl_mutex_report_waits() {
         h.join().unwrap();
     }
 }
+
+/// Issue 19's stall sampler through SQL: `Threadpool_sampled_seconds` advances about once a
+/// second and `Threadpool_stall_seconds` stays 0 on a pool that had queries but no queued work
+/// waiting on idle CPUs (the crate scenario `stall_seconds_count_queued_work_on_idle_cpus_and_
+/// nothing_else` makes it rise with a command parked where the pool cannot see it).
+#[test]
+fn stall_seconds_are_sampled_and_zero_without_stalls() {
+    let s = pool_server("pool-stall-seconds", &["--thread-pool-size=2"]);
+    let mut c = conn(&s);
+    let mut others: Vec<_> = (0..8).map(|_| conn(&s)).collect();
+    let s0 = status(&mut c, "Threadpool_sampled_seconds");
+    for (i, o) in others.iter_mut().enumerate() {
+        let v: Option<i64> = o.query_first(format!("SELECT {i} + 1")).unwrap();
+        assert_eq!(v, Some(i as i64 + 1));
+    }
+    wait_until(30, "two more stall samples", || {
+        status(&mut c, "Threadpool_sampled_seconds") >= s0 + 2
+    });
+    assert_eq!(status(&mut c, "Threadpool_stall_seconds"), 0);
+}

@@ -32,6 +32,9 @@ impl<H: Handler> Shared<H> {
     /// the timer, a worker finishing a command) is retried a bounded number of times: giving up
     /// at once missed the thief and left the work to wait for the busy worker or the stall timer.
     pub(super) fn wake_thief(&self, gid: usize) {
+        // Before looking at any idle list: a worker whose futile steal overlaps this look
+        // sees the change before it parks and steals again (see `steal_seq`).
+        self.steal_seq.fetch_add(1, Ordering::SeqCst);
         let size = self.size.load(Ordering::SeqCst);
         // A group whose lock stayed busy may have had an idle worker: the timer thread, which
         // holds no group lock and may wait for one, retries at once (`retry_thieves`).
@@ -49,7 +52,7 @@ impl<H: Handler> Shared<H> {
                         other = Some(p.into_inner());
                         break;
                     }
-                    Err(std::sync::TryLockError::WouldBlock) => std::hint::spin_loop(),
+                    Err(std::sync::TryLockError::WouldBlock) => crate::loom::spin_loop(),
                 }
             }
             let Some(mut other) = other else {

@@ -6,7 +6,8 @@
 //! listener, adding, killing and closing a connection, snapshots. Each role adds its own
 //! methods to `Shared` in its own file: the public handle ([`Pool`]: start, settings, shutdown)
 //! in [`handle`], a worker thread's loop in [`worker`], the group's epoll (listener and socket
-//! arming) in [`listener`], the timer thread in [`timer`], balancing between groups (work
+//! arming) in [`listener`], the timer thread in [`timer`] (and its stall sampler in
+//! [`sampler`]), balancing between groups (work
 //! stealing, age balancing) in [`balance`]. `model` (tests only) holds loom models of the
 //! worker loop against `add`, a reported wait and shutdown (see `crate::loom`).
 //!
@@ -38,12 +39,14 @@ use crate::loom::{
 };
 use crate::stats::{Adjustment, ConnState, GroupStats, Percentiles, PoolStats, QueueEntryInfo};
 use crate::{CloseReason, Config, Handler, HighPrioMode, Knob, Outcome, PoolError, PrioHint};
+use sampler::Sampler;
 
 mod balance;
 mod handle;
 mod listener;
 #[cfg(test)]
 mod model;
+mod sampler;
 mod timer;
 mod worker;
 
@@ -68,7 +71,10 @@ const ADAPT_MIN_INTERVAL: Duration = Duration::from_millis(100);
 /// machine every `yield_now` gave the core away for a time slice, the victim's own listener and
 /// workers queued behind its lock, and work stealing cut the throughput of a connection-churn
 /// load to a tenth (169-1,177 sessions in 4 s against about 10,000 without stealing).
-const THIEF_LOCK_SPINS: u32 = 50;
+///
+/// Under loom two spins: each failed `try_lock` is a scheduling point loom explores, and two
+/// already reach the path that leaves the group to the timer (`thief_pending`).
+const THIEF_LOCK_SPINS: u32 = if cfg!(loom) { 2 } else { 50 };
 
 /// What a queued entry asks the worker to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -276,6 +282,16 @@ struct Shared<H: Handler> {
     /// Groups (bit g for group g < 64) whose queued work wanted a thief that `wake_thief` could
     /// not wake because another group's lock was busy: the timer thread retries them at once.
     thief_pending: AtomicU64,
+    /// Bumped by every `wake_thief`, after the work that wants a thief is queued and before
+    /// the other groups' idle lists are looked at. A worker reads it before a steal attempt
+    /// and again, under its own group's lock, just before it parks: a change means a waker
+    /// looked for a thief while the steal was in flight (and may have found nobody idle), so
+    /// the worker tries again instead of parking. See "Parking and waking" in `worker`.
+    steal_seq: AtomicU64,
+    /// Stall samples taken (`Threadpool_sampled_seconds`) and those that were stall seconds
+    /// (`Threadpool_stall_seconds`): see [`sampler`].
+    sampled_seconds: AtomicU64,
+    stall_seconds: AtomicU64,
     timer_lock: Mutex<()>,
     last_blocked_log: Mutex<Option<Instant>>,
     thread_name: String,
@@ -350,6 +366,9 @@ impl<H: Handler> Shared<H> {
             handles: Mutex::new(Vec::new()),
             timer_cv: Condvar::new(),
             thief_pending: AtomicU64::new(0),
+            steal_seq: AtomicU64::new(0),
+            sampled_seconds: AtomicU64::new(0),
+            stall_seconds: AtomicU64::new(0),
             timer_lock: Mutex::new(()),
             last_blocked_log: Mutex::new(None),
             thread_name: config.thread_name.clone(),
@@ -780,6 +799,8 @@ impl<H: Handler> Shared<H> {
             groups,
             queue_entries,
             waits,
+            sampled_seconds: self.sampled_seconds.load(Ordering::Relaxed),
+            stall_seconds: self.stall_seconds.load(Ordering::Relaxed),
         }
     }
 }

@@ -155,3 +155,70 @@ fn loom_shutdown_wakes_a_parking_worker() {
         assert_eq!(s.total_threads.load(Ordering::SeqCst), 1);
     });
 }
+
+/// A two-group pool (no thread started) with work stealing on and the cap at 1
+/// (`oversubscribe` 0). Group 0 has a running worker (at its cap) and a listener; group 1 has
+/// `threads` threads, one of them active (the model's worker), and a listener, so that worker
+/// steals before it sleeps instead of taking the listener role.
+fn two_groups() -> StdArc<Shared<Quiet>> {
+    let config = Config {
+        size: 2,
+        max_size: 2,
+        oversubscribe: 0,
+        max_threads: 16,
+        idle_timeout: Duration::from_secs(3600),
+        balance: Duration::ZERO,
+        work_stealing: true,
+        linger: Duration::ZERO,
+        histograms: false,
+        ..Config::default()
+    };
+    let s = StdArc::new(Shared::new(&config, Quiet));
+    for gid in 0..2 {
+        let mut g = s.groups[gid].lock();
+        g.core.threads = 2;
+        g.core.active = 1;
+        g.core.listener = true;
+        assert!(g.core.invariant_holds());
+    }
+    s.total_threads.store(4, Ordering::SeqCst);
+    s
+}
+
+/// The missed steal. Group 0 is at its cap; a connection is added to it (queued: its only
+/// running worker is busy, so `add` wakes a thief of group 1) while group 1's worker, with no
+/// work of its own, tries a steal and then parks, in any order. The work must be stolen: either
+/// the worker's steal finds it queued, or the waker finds the worker parked (or, when group 1's
+/// lock stayed busy, leaves it to the timer, whose retry the model runs as the timer would).
+/// It failed, as a deadlock, while a waker could look for an idle worker of group 1 in the
+/// window between the worker's futile steal (its own lock released) and its parking: the waker
+/// found nobody idle, the worker parked without looking again, and the work waited for group
+/// 0's busy worker (`work_stealing_under_contention`).
+#[test]
+fn loom_work_queued_during_a_futile_steal_is_stolen() {
+    model(|| {
+        let s = two_groups();
+        let w = {
+            let s = s.clone();
+            thread::spawn(move || {
+                let slot = Arc::new(WorkerSlot::new());
+                let mut events = Events::new();
+                s.get_event(1, &slot, &mut events, None, false)
+                    .map(|(e, a)| (e.id, a))
+            })
+        };
+        s.add(2, ()).expect("added"); // group 2 % 2 = 0
+        let pending = s.thief_pending.swap(0, Ordering::SeqCst);
+        if pending != 0 {
+            s.retry_thieves(pending); // the timer, woken by `wake_thief`
+        }
+        assert_eq!(w.join().unwrap(), Some((2, Action::Login)));
+        let g0 = s.groups[0].lock();
+        assert!(g0.core.invariant_holds());
+        assert_eq!((g0.core.queued(), g0.core.counters.stolen), (0, 1));
+        drop(g0);
+        let g1 = s.groups[1].lock();
+        assert!(g1.core.invariant_holds());
+        assert_eq!((g1.core.active, g1.core.counters.steals), (1, 1));
+    });
+}

@@ -1,7 +1,7 @@
 //! The timer thread: the pool's safety net, one thread for every group.
 //!
-//! It sleeps on `Shared::timer_cv` until the next tick (`thread_pool_stall_limit`) or until a
-//! thief is pending (`Shared::thief_pending`: `wake_thief` could not take a victim's lock
+//! It sleeps on `Shared::timer_cv` until the next tick (`thread_pool_stall_limit`), the next
+//! stall sample (every second, [`sampler`]) or until a thief is pending (`Shared::thief_pending`: `wake_thief` could not take a victim's lock
 //! without waiting, so the timer retries it at once, holding no group lock). At each tick
 //! (`tick`) it walks every active group under its lock and lets the state machine
 //! (`GroupCore::tick`) decide: a group whose queue did not move for a whole tick is stalled
@@ -24,6 +24,7 @@ impl<H: Handler> Shared<H> {
     pub(super) fn timer_main(self: StdArc<Self>) {
         let mut events = Events::with_capacity(MAX_EVENTS.try_into().expect("non-zero"));
         let mut next_tick = Instant::now() + self.stall_limit();
+        let mut sampler = Sampler::new();
         loop {
             let woken = {
                 let g = lock(&self.timer_lock);
@@ -33,7 +34,9 @@ impl<H: Handler> Shared<H> {
                 if self.thief_pending.load(Ordering::SeqCst) != 0 {
                     true
                 } else {
-                    let wait = next_tick.saturating_duration_since(Instant::now());
+                    let wait = next_tick
+                        .min(sampler.due())
+                        .saturating_duration_since(Instant::now());
                     let (_g, r) = self
                         .timer_cv
                         .wait_timeout(g, wait)
@@ -44,6 +47,9 @@ impl<H: Handler> Shared<H> {
             if self.is_shutdown() {
                 return;
             }
+            if Instant::now() >= sampler.due() {
+                self.sample(&mut sampler);
+            }
             let pending = self.thief_pending.swap(0, Ordering::SeqCst);
             if pending != 0 {
                 self.retry_thieves(pending);
@@ -52,7 +58,7 @@ impl<H: Handler> Shared<H> {
                     continue;
                 }
             } else if !woken && Instant::now() < next_tick {
-                continue; // a spurious wake-up
+                continue; // a sample's time, or a spurious wake-up
             }
             // The stall limit's time, or a wake-up by a stall-limit change (at once, as before).
             self.tick(&mut events);
@@ -63,7 +69,7 @@ impl<H: Handler> Shared<H> {
     /// Wakes a thief for each group in `pending` (see `thief_pending`) that still has work it
     /// cannot start, taking each group's lock in turn with a blocking lock (the timer holds no
     /// other group lock).
-    fn retry_thieves(&self, pending: u64) {
+    pub(super) fn retry_thieves(&self, pending: u64) {
         let size = self.size.load(Ordering::SeqCst);
         for gid in 0..size.min(64) {
             if pending & (1 << gid) == 0 {

@@ -36,6 +36,20 @@
 //! (`get_event`) against `add`, a reported wait and shutdown; each fails, as a deadlock, if
 //! the worker drops the group lock between joining the idle list and waiting.
 //!
+//! A steal breaks that rule of one lock: the work a thief looks for is queued under *another*
+//! group's lock, and the thief must release its own lock to look (see `balance`). A waker
+//! that queues work its group cannot start looks for an idle worker of the other groups; if it
+//! looks while a would-be thief's futile steal is in flight (its lock released, not yet in the
+//! idle list) it finds nobody, and the thief, back under its lock, would park without looking
+//! again: the work then waited for its own group's busy worker. So every waker bumps
+//! `steal_seq` before it looks, the
+//! thief reads it before its attempt, and compares again under its lock just before it parks:
+//! a change means a waker may have missed it, and it steals again. A waker that bumps after
+//! the comparison takes the thief's lock after it parked, and finds it in the idle list (or,
+//! if the lock stays busy, leaves the group to the timer's `retry_thieves`, which blocks on
+//! it). The loom model `loom_work_queued_during_a_futile_steal_is_stolen` deadlocks without
+//! the comparison.
+//!
 //! ## Reported waits
 //!
 //! The handler's waits reach the pool through the thread's `shoal_wait` observer, an
@@ -178,13 +192,16 @@ impl<H: Handler> Shared<H> {
 
     /// One steal attempt by a worker of group `gid`: its own group's lock (`inner`) is released
     /// for [`Self::try_steal`] and taken again; a stolen entry is counted (and its queue time
-    /// recorded) in the thief's group.
+    /// recorded) in the thief's group. `seen` gets the `steal_seq` read before the attempt:
+    /// the worker compares it again before it parks (see "Parking and waking").
     fn steal_unlocked<'g>(
         &'g self,
         gid: usize,
         now: Instant,
         inner: GroupGuard<'g, H::Conn>,
+        seen: &mut Option<u64>,
     ) -> (GroupGuard<'g, H::Conn>, Option<Entry<H::Conn>>) {
+        *seen = Some(self.steal_seq.load(Ordering::SeqCst));
         drop(inner);
         let stolen = self.try_steal(gid, now);
         let mut inner = self.groups[gid].lock();
@@ -217,6 +234,8 @@ impl<H: Handler> Shared<H> {
         let mut tried_steal = false;
         // Woken as a thief: steal before taking our own group's listener role.
         let mut steal_first = false;
+        // `steal_seq` as read before this round's steal attempt, if one was made.
+        let mut steal_seen = None;
         if let Some(d) = exec {
             inner.core.meter.note_exec(d);
             if self.histograms.load(Ordering::Relaxed) {
@@ -235,7 +254,7 @@ impl<H: Handler> Shared<H> {
             if steal_first && !tried_steal && self.stealing.load(Ordering::Relaxed) {
                 tried_steal = true;
                 let stolen;
-                (inner, stolen) = self.steal_unlocked(gid, now, inner);
+                (inner, stolen) = self.steal_unlocked(gid, now, inner, &mut steal_seen);
                 if stolen.is_some() {
                     return stolen;
                 }
@@ -291,7 +310,7 @@ impl<H: Handler> Shared<H> {
                 // work may have arrived while the lock was released.
                 tried_steal = true;
                 let stolen;
-                (inner, stolen) = self.steal_unlocked(gid, now, inner);
+                (inner, stolen) = self.steal_unlocked(gid, now, inner, &mut steal_seen);
                 if stolen.is_some() {
                     return stolen;
                 }
@@ -312,6 +331,18 @@ impl<H: Handler> Shared<H> {
                 inner.core.exit_active();
                 self.total_threads.fetch_sub(1, Ordering::SeqCst);
                 return None;
+            }
+            // A waker looked for a thief since our steal attempt began: it may have looked at
+            // our idle list while our lock was released for the steal and found nobody, so
+            // nobody will wake us for that work. Steal again instead of parking. (Read under
+            // our lock, in the same critical section as the parking: a waker that bumps later
+            // finds us in the idle list, or leaves us to the timer if the lock stays busy.)
+            if let Some(seen) = steal_seen.take() {
+                if self.steal_seq.load(Ordering::SeqCst) != seen {
+                    tried_steal = false;
+                    steal_first = false;
+                    continue;
+                }
             }
             tried_steal = false;
             steal_first = false;

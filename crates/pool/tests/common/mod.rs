@@ -5,6 +5,8 @@
 //! without any report → `spun`; `lock` → take the test lock (reported ROW_LOCK wait while someone
 //! else holds it) → `locked`; `unlock` → `unlocked`; `lockwait` → wait (reported ROW_LOCK) until
 //! the lock is free → `free`; `begin`/`commit` → open/close a "transaction" (priority hint);
+//! `hold N` → spin (unreported) until the test opens gate N → `held`; `park N` → sleep
+//! (unreported, no CPU) until gate N opens → `parked`;
 //! `big N` → N bytes of `x` then a newline (non-blocking writes: `WantWrite` when the socket is
 //! full); `quit` → the server closes. Login replies `hello <id>`; an idle timeout sends `timeout`.
 
@@ -82,6 +84,10 @@ impl State {
     pub fn open_gate(&self, n: usize) {
         self.gates[n].store(true, Ordering::SeqCst);
     }
+    /// Closes gate `n` again (for a test that holds a worker round after round).
+    pub fn close_gate(&self, n: usize) {
+        self.gates[n].store(false, Ordering::SeqCst);
+    }
 }
 
 pub struct LineHandler {
@@ -125,6 +131,16 @@ impl LineHandler {
                     std::thread::yield_now();
                 }
                 "held".into()
+            }
+            "park" => {
+                // Like `hold`, but asleep (no CPU) and unreported: a worker blocked where
+                // nothing tells the pool, as a page read inside a storage engine would be.
+                let gate = &self.state.gates[n as usize];
+                let give_up = Instant::now() + Duration::from_secs(120);
+                while !gate.load(Ordering::SeqCst) && Instant::now() < give_up {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                "parked".into()
             }
             "lock" => {
                 let mut l = self.state.lock.lock().unwrap();

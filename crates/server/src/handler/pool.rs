@@ -326,6 +326,8 @@ pub fn status_rows(st: &PoolStats) -> Vec<(String, String)> {
         ("Threadpool_edge_idles", c.edge_idles),
         ("Threadpool_edge_requeues", c.edge_requeues),
         ("Threadpool_recovered_events", c.recovered_events),
+        ("Threadpool_sampled_seconds", st.sampled_seconds),
+        ("Threadpool_stall_seconds", st.stall_seconds),
         ("Threadpool_adaptive_raises", c.adaptive_raises),
         ("Threadpool_adaptive_lowers", c.adaptive_lowers),
         ("Threadpool_adaptive_reverts", c.adaptive_reverts),

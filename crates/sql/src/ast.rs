@@ -358,6 +358,8 @@ pub struct QuerySelect {
     pub from: Vec<TableExpr>,
     pub filter: Option<Expr>,
     pub group_by: Vec<Expr>,
+    /// `GROUP BY ... WITH ROLLUP`: super-aggregate rows for every prefix of the GROUP BY list.
+    pub rollup: bool,
     pub having: Option<Expr>,
 }
 

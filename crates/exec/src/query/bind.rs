@@ -730,6 +730,22 @@ impl Binder<'_> {
                 )?,
             });
         }
+        // WITH ROLLUP: a super-aggregate row NULLs the grouping columns it rolls up, so each
+        // must be a column (a slot) the select list and HAVING read.
+        let rollup = if s.rollup {
+            let slots = group_by
+                .iter()
+                .map(|g| match g {
+                    Expr::Slot(n) => Ok(*n),
+                    _ => Err(SqlError::Unsupported(
+                        "WITH ROLLUP over a GROUP BY expression that is not a column".into(),
+                    )),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Some(slots)
+        } else {
+            None
+        };
         let having = s
             .having
             .as_ref()
@@ -879,6 +895,7 @@ impl Binder<'_> {
             filter: and_all(residual),
             grouped: false,
             group_by,
+            rollup,
             aggs: Vec::new(),
             having,
             items,

@@ -207,6 +207,7 @@ pub fn prepare_multi(
             from: m.from.clone(),
             filter: m.filter.clone(),
             group_by: Vec::new(),
+            rollup: false,
             having: None,
         })),
         order_by: Vec::new(),

@@ -203,6 +203,8 @@ pub(crate) struct SelectPlan {
     pub filter: Option<Expr>,
     pub grouped: bool,
     pub group_by: Vec<Expr>,
+    /// `WITH ROLLUP`: the GROUP BY columns' slots, set to NULL in the super-aggregate rows.
+    pub rollup: Option<Vec<usize>>,
     pub aggs: Vec<BoundAgg>,
     pub having: Option<Expr>,
     pub items: Vec<Expr>,

@@ -56,6 +56,56 @@ pub fn execute(
 
 use super::memo::{Memo, Rows};
 
+/// One group of a grouped SELECT.
+struct Group {
+    /// Its GROUP BY values (a prefix of them at a ROLLUP level).
+    key: Vec<Value>,
+    /// The block's source slots at the group's first row (what non-aggregated columns show).
+    first: Vec<Value>,
+    /// One accumulator per aggregate.
+    accs: Vec<Acc>,
+}
+
+/// The groups of one level, in first-seen order, with an index by key.
+#[derive(Default)]
+struct Groups {
+    index: HashMap<String, usize>,
+    list: Vec<Group>,
+}
+
+impl Groups {
+    /// The position of the group of `key`, added (charged to the statement's memory, with
+    /// the current row as its first) if new.
+    fn find_or_add(
+        &mut self,
+        r: &mut Runner<'_, '_>,
+        s: &SelectPlan,
+        key: &[Value],
+    ) -> Result<usize, SqlError> {
+        let k = group_key(key);
+        if let Some(&i) = self.index.get(&k) {
+            return Ok(i);
+        }
+        r.mem
+            .charge(k.len() + row_mem_size(&r.frame[s.slots.clone()]))?;
+        self.index.insert(k, self.list.len());
+        self.list.push(Group {
+            key: key.to_vec(),
+            first: r.frame[s.slots.clone()].to_vec(),
+            accs: s.aggs.iter().map(|a| Acc::new(a.distinct)).collect(),
+        });
+        Ok(self.list.len() - 1)
+    }
+}
+
+/// What one row gives one aggregate (see `Runner::agg_input`).
+#[derive(Clone)]
+enum AggInput {
+    Skip,
+    Concat(String, Vec<Value>),
+    Value(Value),
+}
+
 /// Callback for each row a source puts in the frame; `false` stops the pipeline.
 type Visit<'f, 'p, 'a> = dyn FnMut(&mut Runner<'p, 'a>) -> Result<bool, SqlError> + 'f;
 
@@ -542,106 +592,182 @@ impl<'p, 'a> Runner<'p, 'a> {
             })?;
             return Ok(out);
         }
-        let mut index: HashMap<String, usize> = HashMap::new();
-        let mut groups: Vec<(Vec<Value>, Vec<Acc>)> = Vec::new();
+        // One table of groups per level: the GROUP BY list's length, and with ROLLUP every
+        // shorter prefix of it down to the grand total (level 0).
+        let n = s.group_by.len();
+        let lowest = if s.rollup.is_some() { 0 } else { n };
+        let mut levels: Vec<Groups> = (lowest..=n).map(|_| Groups::default()).collect();
+        let mut vals: Vec<AggInput> = Vec::with_capacity(s.aggs.len());
         self.source(&s.from, s, &mut |r| {
             if !r.holds(&s.filter)? {
                 return Ok(true);
             }
-            let mut key = Vec::with_capacity(s.group_by.len());
+            let mut key = Vec::with_capacity(n);
             for g in &s.group_by {
                 key.push(r.eval(g)?);
             }
-            let k = group_key(&key);
-            let gi = match index.get(&k) {
-                Some(&i) => i,
-                None => {
-                    r.mem
-                        .charge(k.len() + row_mem_size(&r.frame[s.slots.clone()]))?;
-                    index.insert(k, groups.len());
-                    groups.push((
-                        r.frame[s.slots.clone()].to_vec(),
-                        s.aggs.iter().map(|a| Acc::new(a.distinct)).collect(),
-                    ));
-                    groups.len() - 1
-                }
-            };
-            for (ai, a) in s.aggs.iter().enumerate() {
-                if let Some(spec) = &a.concat {
-                    let v = match &a.arg {
-                        Some(e) => r.eval(e)?,
-                        None => Value::Null,
-                    };
-                    let Some(text) = v.to_text() else { continue };
-                    let mut keys = Vec::with_capacity(spec.order.len());
-                    for (k, _) in &spec.order {
-                        keys.push(r.eval(k)?);
-                    }
-                    r.mem.charge(text.len() + row_mem_size(&keys))?;
-                    groups[gi].1[ai].add_concat(text, keys);
-                    continue;
-                }
-                let v = match &a.arg {
-                    None => Value::Int(1),
-                    Some(Expr::Function(name, args)) if name == DISTINCT_TUPLE => {
-                        let mut tuple = Vec::with_capacity(args.len());
-                        for e in args {
-                            tuple.push(r.eval(e)?);
+            vals.clear();
+            for a in &s.aggs {
+                vals.push(r.agg_input(a)?);
+            }
+            for (li, level) in levels.iter_mut().enumerate() {
+                let gi = level.find_or_add(r, s, &key[..lowest + li])?;
+                for (ai, (a, v)) in s.aggs.iter().zip(&vals).enumerate() {
+                    let acc = &mut level.list[gi].accs[ai];
+                    match v.clone() {
+                        AggInput::Skip => {}
+                        AggInput::Concat(text, keys) => {
+                            r.mem.charge(text.len() + row_mem_size(&keys))?;
+                            acc.add_concat(text, keys);
                         }
-                        if tuple.iter().any(Value::is_null) {
-                            Value::Null
-                        } else {
-                            Value::Str(group_key(&tuple))
-                        }
+                        AggInput::Value(v) => acc.add(a.func, v)?,
                     }
-                    Some(e) => r.eval(e)?,
-                };
-                groups[gi].1[ai].add(a.func, v)?;
+                }
             }
             Ok(true)
         })?;
-        if groups.is_empty() && s.group_by.is_empty() {
-            groups.push((
-                vec![Value::Null; s.slots.len()],
-                s.aggs.iter().map(|a| Acc::new(a.distinct)).collect(),
-            ));
+        let mut full = levels.pop().expect("the GROUP BY level");
+        if full.list.is_empty() && s.group_by.is_empty() {
+            full.list.push(Group {
+                key: Vec::new(),
+                first: vec![Value::Null; s.slots.len()],
+                accs: s.aggs.iter().map(|a| Acc::new(a.distinct)).collect(),
+            });
         }
-        let div = self.env.div_precision();
-        for (snapshot, accs) in groups {
-            self.frame[s.slots.clone()].clone_from_slice(&snapshot);
-            for (a, acc) in s.aggs.iter().zip(&accs) {
-                self.frame[a.slot] = match &a.concat {
-                    None => acc.finish(a.func, div),
-                    Some(spec) => {
-                        let max_len = self
-                            .env
-                            .system_var(VarScope::Session, "group_concat_max_len")
-                            .ok()
-                            .and_then(|v| v.to_i128())
-                            .map_or(1024, |n| n.clamp(4, u32::MAX.into()) as usize);
-                        let desc: Vec<bool> = spec.order.iter().map(|(_, d)| *d).collect();
-                        let (v, cut) = acc.finish_concat(&desc, &spec.separator, max_len);
-                        if let Some(row) = cut {
-                            self.env.warn(
-                                shoal_errors::ER_CUT_VALUE_GROUP_CONCAT.code,
-                                format!("Row {row} was cut by GROUP_CONCAT()"),
-                            );
-                        }
-                        v
-                    }
-                };
+        let Some(rolled) = &s.rollup else {
+            for g in full.list {
+                self.emit_group(s, g, &[], order, &mut seen, &mut out)?;
             }
-            if !self.holds(&s.having)? {
-                continue;
+            return Ok(out);
+        };
+        // WITH ROLLUP: the groups in GROUP BY order (MariaDB sorts them), each prefix's
+        // super-aggregate row after the last group of that prefix, the grand total last.
+        let mut list = full.list;
+        sort_by_keys(&mut list, |g| &g.key, &vec![false; n]);
+        let mut subtotals: Vec<Vec<Option<Group>>> = levels
+            .into_iter()
+            .map(|l| l.list.into_iter().map(Some).collect())
+            .collect();
+        let mut index: Vec<HashMap<String, usize>> = Vec::new();
+        for l in &subtotals {
+            index.push(
+                l.iter()
+                    .enumerate()
+                    .filter_map(|(i, g)| g.as_ref().map(|g| (group_key(&g.key), i)))
+                    .collect(),
+            );
+        }
+        let keys: Vec<Vec<Value>> = list.iter().map(|g| g.key.clone()).collect();
+        for (i, g) in list.into_iter().enumerate() {
+            self.emit_group(s, g, &[], order, &mut seen, &mut out)?;
+            // The levels whose group ends here: those longer than the prefix the next group
+            // shares with this one; after the last group, every level down to the total.
+            let lowest = match keys.get(i + 1) {
+                Some(next) => {
+                    let same = |a: &Value, b: &Value| {
+                        group_key(std::slice::from_ref(a)) == group_key(std::slice::from_ref(b))
+                    };
+                    keys[i]
+                        .iter()
+                        .zip(next)
+                        .take_while(|(a, b)| same(a, b))
+                        .count()
+                        + 1
+                }
+                None => 0,
+            };
+            for level in (lowest..n).rev() {
+                let at = index[level].get(&group_key(&keys[i][..level])).copied();
+                if let Some(sub) = at.and_then(|at| subtotals[level][at].take()) {
+                    self.emit_group(s, sub, &rolled[level..], order, &mut seen, &mut out)?;
+                }
             }
-            let row = self.project(s)?;
-            if s.distinct && !seen.insert(group_key(&row)) {
-                continue;
-            }
-            let keys = self.keys(order, &row)?;
-            out.push((keys, row));
         }
         Ok(out)
+    }
+
+    /// One group's result row: its first row and finished aggregates in the frame, the rolled
+    /// up grouping columns NULL, then HAVING, DISTINCT and the sort keys.
+    fn emit_group(
+        &mut self,
+        s: &'p SelectPlan,
+        g: Group,
+        nulls: &[usize],
+        order: &'p [(SortKey, bool)],
+        seen: &mut HashSet<String>,
+        out: &mut Vec<(Vec<Value>, Vec<Value>)>,
+    ) -> Result<(), SqlError> {
+        let div = self.env.div_precision();
+        self.frame[s.slots.clone()].clone_from_slice(&g.first);
+        for &slot in nulls {
+            self.frame[slot] = Value::Null;
+        }
+        for (a, acc) in s.aggs.iter().zip(&g.accs) {
+            self.frame[a.slot] = match &a.concat {
+                None => acc.finish(a.func, div),
+                Some(spec) => {
+                    let max_len = self
+                        .env
+                        .system_var(VarScope::Session, "group_concat_max_len")
+                        .ok()
+                        .and_then(|v| v.to_i128())
+                        .map_or(1024, |n| n.clamp(4, u32::MAX.into()) as usize);
+                    let desc: Vec<bool> = spec.order.iter().map(|(_, d)| *d).collect();
+                    let (v, cut) = acc.finish_concat(&desc, &spec.separator, max_len);
+                    if let Some(row) = cut {
+                        self.env.warn(
+                            shoal_errors::ER_CUT_VALUE_GROUP_CONCAT.code,
+                            format!("Row {row} was cut by GROUP_CONCAT()"),
+                        );
+                    }
+                    v
+                }
+            };
+        }
+        if !self.holds(&s.having)? {
+            return Ok(());
+        }
+        let row = self.project(s)?;
+        if s.distinct && !seen.insert(group_key(&row)) {
+            return Ok(());
+        }
+        let keys = self.keys(order, &row)?;
+        out.push((keys, row));
+        Ok(())
+    }
+
+    /// What a row gives an aggregate: its argument's value, a GROUP_CONCAT part with its
+    /// ORDER BY keys, or nothing (GROUP_CONCAT of NULL).
+    fn agg_input(&mut self, a: &BoundAgg) -> Result<AggInput, SqlError> {
+        if let Some(spec) = &a.concat {
+            let v = match &a.arg {
+                Some(e) => self.eval(e)?,
+                None => Value::Null,
+            };
+            let Some(text) = v.to_text() else {
+                return Ok(AggInput::Skip);
+            };
+            let mut keys = Vec::with_capacity(spec.order.len());
+            for (k, _) in &spec.order {
+                keys.push(self.eval(k)?);
+            }
+            return Ok(AggInput::Concat(text, keys));
+        }
+        Ok(AggInput::Value(match &a.arg {
+            None => Value::Int(1),
+            Some(Expr::Function(name, args)) if name == DISTINCT_TUPLE => {
+                let mut tuple = Vec::with_capacity(args.len());
+                for e in args {
+                    tuple.push(self.eval(e)?);
+                }
+                if tuple.iter().any(Value::is_null) {
+                    Value::Null
+                } else {
+                    Value::Str(group_key(&tuple))
+                }
+            }
+            Some(e) => self.eval(e)?,
+        }))
     }
 
     /// Puts every row of `src` in the frame and calls `f`; `Ok(false)` if `f` stopped it.

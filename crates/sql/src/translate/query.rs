@@ -460,6 +460,13 @@ fn query_body(cx: &mut QueryScope<'_, '_>, q: &sp::Query) -> Result<Query, SqlEr
         return Err(unsupported("FETCH"));
     }
     let body = body(cx, &q.body)?;
+    if q.order_by.is_some() && matches!(&body, QueryBody::Select(s) if s.rollup) {
+        // MariaDB's rule (MySQL 8 sorts the rollup rows instead).
+        return Err(SqlError::coded(
+            shoal_errors::ER_WRONG_USAGE,
+            "Incorrect usage of CUBE/ROLLUP and ORDER BY",
+        ));
+    }
     let mut order_by = Vec::new();
     if let Some(ob) = &q.order_by {
         match &ob.kind {
@@ -630,11 +637,15 @@ fn select(cx: &mut QueryScope<'_, '_>, sel: &sp::Select) -> Result<QuerySelect, 
         }
     }
     let filter = sel.selection.as_ref().map(|e| expr(cx, e)).transpose()?;
-    let group_by = match &sel.group_by {
-        sp::GroupByExpr::Expressions(v, mods) if mods.is_empty() => {
-            v.iter()
+    let (group_by, rollup) = match &sel.group_by {
+        sp::GroupByExpr::Expressions(v, mods)
+            if mods.is_empty() || matches!(mods.as_slice(), [sp::GroupByWithModifier::Rollup]) =>
+        {
+            let list = v
+                .iter()
                 .map(|e| expr(cx, e))
-                .collect::<Result<Vec<_>, _>>()?
+                .collect::<Result<Vec<_>, _>>()?;
+            (list, !mods.is_empty())
         }
         sp::GroupByExpr::Expressions(..) => return Err(unsupported("GROUP BY modifiers")),
         sp::GroupByExpr::All(_) => return Err(unsupported("GROUP BY ALL")),
@@ -646,6 +657,7 @@ fn select(cx: &mut QueryScope<'_, '_>, sel: &sp::Select) -> Result<QuerySelect, 
         from,
         filter,
         group_by,
+        rollup,
         having,
     })
 }

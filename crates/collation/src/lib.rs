@@ -123,8 +123,8 @@ mod tests {
     /// Characters whose uppercase is unusual: expansions (ß, ŉ, ﬀ, ΐ), title case (ǅ), dotted
     /// and dotless i, a character whose uppercase is ASCII (ſ -> S, ı -> I), NUL, spaces, tabs.
     const ALPHABET: &[char] = &[
-        'a', 'A', 'b', 'B', 's', 'S', 'i', 'I', 'z', ' ', ' ', '\t', '\0', '~', 'ß', 'ẞ', 'ŉ',
-        'ﬀ', 'ΐ', 'ǅ', 'ǆ', 'Ǆ', 'ı', 'İ', 'ſ', 'é', 'É', 'σ', 'ς', 'Σ', 'ÿ', '𝔞', '中', '\u{7f}',
+        'a', 'A', 'b', 'B', 's', 'S', 'i', 'I', 'z', ' ', ' ', '\t', '\0', '~', 'ß', 'ẞ', 'ŉ', 'ﬀ',
+        'ΐ', 'ǅ', 'ǆ', 'Ǆ', 'ı', 'İ', 'ſ', 'é', 'É', 'σ', 'ς', 'Σ', 'ÿ', '𝔞', '中', '\u{7f}',
         '\u{80}', '\u{ffff}',
     ];
 

@@ -799,18 +799,24 @@ impl Exec<'_> {
             };
             resolve(access, table, &mut rc)?
         };
-        let (key, fixed): (Vec<usize>, usize) = match (&resolved, access) {
+        let (key, fixed, name): (Vec<usize>, usize, &KeyName) = match (&resolved, access) {
             (Resolved::Empty | Resolved::PkPoint(_), _) => return Ok(true),
             (Resolved::FullScan, _) => match &table.primary_key {
-                Some(pk) => (pk.clone(), 0),
+                Some(pk) => (pk.clone(), 0, &KeyName::Primary),
                 None => return Ok(false),
             },
             (Resolved::Range(k, _), Access::Range { prefix, .. }) => {
-                (crate::plan::key_columns(table, k), prefix.len())
+                (crate::plan::key_columns(table, k), prefix.len(), k)
             }
-            (Resolved::Ranges(k, _), _) => (crate::plan::key_columns(table, k), 0),
+            (Resolved::Ranges(k, _), _) => (crate::plan::key_columns(table, k), 0, k),
             _ => return Ok(false),
         };
+        // Key order is SQL's order only where the key encodes values as SQL compares them
+        // (not the strings of an old binary key).
+        let ordered = &key[fixed.min(key.len())..(fixed + order_by.len()).min(key.len())];
+        if !crate::plan::key_orders_as_sql(table, name, ordered) {
+            return Ok(false);
+        }
         for (i, (e, _)) in order_by.iter().enumerate() {
             let Expr::Column(c) = e else {
                 return Ok(false);

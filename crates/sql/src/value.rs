@@ -214,6 +214,11 @@ pub fn collate_cmp(a: &str, b: &str) -> Ordering {
     shoal_collation::cmp(a, b)
 }
 
+/// A string without the trailing spaces the collation ignores (`shoal_collation::trim`).
+pub fn collate_trim(s: &str) -> &str {
+    shoal_collation::trim(s)
+}
+
 /// Bytes a row of values occupies in memory (the values and their heap parts), as the
 /// statement memory budget counts them (`max_session_mem_used`).
 pub fn row_mem_size(row: &[Value]) -> usize {

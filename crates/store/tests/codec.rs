@@ -262,7 +262,7 @@ fn weighted_string_keys_order_as_the_collation() {
         'a', 'A', 'b', ' ', '\0', '\u{1}', 'ß', 'S', 's', 'é', 'É', 'ÿ', 'ǅ',
     ];
     let mut rng = rand::rngs::StdRng::seed_from_u64(10);
-    let mut word = |rng: &mut rand::rngs::StdRng| -> String {
+    let word = |rng: &mut rand::rngs::StdRng| -> String {
         (0..rng.gen_range(0..5))
             .map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())])
             .collect()

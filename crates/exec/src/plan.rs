@@ -199,6 +199,15 @@ pub(crate) fn key_orders_as_sql(table: &TableDef, key: &KeyName, cols: &[usize])
     })
 }
 
+/// A literal that is known at plan time never to be a key of column `col`: a number (or any
+/// non-string) against a string column, which SQL compares as numbers. Such a conjunct is no
+/// key predicate, so EXPLAIN shows the scan that runs (`?` and other expressions are decided
+/// per execution by `string_key`).
+fn never_a_key(table: &TableDef, col: usize, e: &Expr) -> bool {
+    table.columns[col].ty.is_text()
+        && matches!(e, Expr::Literal(v) if !matches!(v, Value::Str(_) | Value::Null))
+}
+
 fn predicates(table: &TableDef, filter: Option<&Expr>) -> Vec<(usize, Pred)> {
     let Some(f) = filter else {
         return Vec::new();
@@ -212,6 +221,9 @@ fn predicates(table: &TableDef, filter: Option<&Expr>) -> Vec<(usize, Pred)> {
                     (_, Some(p)) if is_row_independent(a) => (p, (**a).clone(), true),
                     _ => continue,
                 };
+                if never_a_key(table, col, &val) {
+                    continue;
+                }
                 let p = match (op, flipped) {
                     (BinOp::Eq, _) => Pred::Eq(val),
                     (BinOp::Lt, false) | (BinOp::Gt, true) => Pred::Hi(val, false),
@@ -224,7 +236,11 @@ fn predicates(table: &TableDef, filter: Option<&Expr>) -> Vec<(usize, Pred)> {
             }
             Expr::Between(a, lo, hi, false) => {
                 if let Some(p) = column_pos(table, a) {
-                    if is_row_independent(lo) && is_row_independent(hi) {
+                    if is_row_independent(lo)
+                        && is_row_independent(hi)
+                        && !never_a_key(table, p, lo)
+                        && !never_a_key(table, p, hi)
+                    {
                         out.push((p, Pred::Lo((**lo).clone(), true)));
                         out.push((p, Pred::Hi((**hi).clone(), true)));
                     }
@@ -232,7 +248,10 @@ fn predicates(table: &TableDef, filter: Option<&Expr>) -> Vec<(usize, Pred)> {
             }
             Expr::InList(a, list, false) => {
                 if let Some(p) = column_pos(table, a) {
-                    if list.iter().all(is_row_independent) {
+                    if list
+                        .iter()
+                        .all(|e| is_row_independent(e) && !never_a_key(table, p, e))
+                    {
                         out.push((p, Pred::In(list.clone())));
                     }
                 }
@@ -252,7 +271,10 @@ fn plan_key(
     format: KeyFormat,
 ) -> (u32, Access) {
     let is_pk = key == KeyName::Primary;
-    if cols.iter().any(|&c| !key_type_ok(table.columns[c].ty, format)) {
+    if cols
+        .iter()
+        .any(|&c| !key_type_ok(table.columns[c].ty, format))
+    {
         return (0, Access::FullScan);
     }
     let eq_of = |c: usize| {

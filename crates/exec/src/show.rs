@@ -312,7 +312,9 @@ pub fn show_columns(t: &TableDef, full: bool, pat: &Option<String>) -> ExecOutpu
         let mut r = vec![s(&c.name), s(&c.ty.sql_name())];
         if full {
             r.push(match c.ty {
-                ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text => s("utf8mb4_general_ci"),
+                ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text => {
+                    s("utf8mb4_general_ci")
+                }
                 _ => Value::Null,
             });
         }

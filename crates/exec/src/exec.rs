@@ -292,7 +292,8 @@ pub(crate) fn group_key(vals: &[Value]) -> String {
             Value::Null => s.push_str("N|"),
             Value::Str(x) => {
                 s.push('S');
-                s.push_str(&x.trim_end_matches(' ').to_uppercase());
+                // The collation's fold: one definition with comparison and index keys.
+                s.extend(shoal_collation::fold(x));
                 s.push('\u{1}');
             }
             Value::Int(_) | Value::UInt(_) | Value::Decimal(_) => {

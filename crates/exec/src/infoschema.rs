@@ -240,7 +240,7 @@ pub fn rows(
                     Value::Null,
                     Value::Null,
                     Value::Null,
-                    s("utf8mb4_bin"),
+                    s("utf8mb4_general_ci"),
                     Value::Null,
                     s(""),
                     s(""),

@@ -17,11 +17,17 @@
 //! The highest score wins (the PRIMARY KEY on ties). The chosen path only narrows what is read:
 //! the executor always re-applies the complete WHERE clause to every row it reads, so a path is
 //! allowed to return a superset of the matching rows and correctness never depends on the path.
-//! Keys are used on integer, DECIMAL, DATE, DATETIME and TIMESTAMP columns (a bound value
-//! becomes a key only where key order is SQL's comparison: see `exact_key`, `temporal_key`).
-//! Not on strings: string keys are stored with a binary collation while SQL comparison is
-//! case-insensitive, so a string key lookup could miss rows; those statements scan (and
-//! filter) instead.
+//! Keys are used on integer, DECIMAL, DATE, DATETIME and TIMESTAMP columns, and on CHAR,
+//! VARCHAR and TEXT columns of collated keys (a bound value becomes a key only where key order
+//! is SQL's comparison: see `exact_key`, `temporal_key`, `string_key`). A collated key
+//! (`KeyFormat::Collated`) holds strings as collation weights, ordered and compared as SQL
+//! compares strings (`shoal_collation`), and storage encodes a string bound with the same weight
+//! function, so `c = 'abc'` reads exactly the rows whose `c` is 'abc', 'ABC' or 'abc  '. A bound
+//! that is not a string (`c = 5`) compares as a number in SQL, so it never uses a string key.
+//! Keys of the old `KeyFormat::Binary` (tables from before collated keys) hold the strings'
+//! bytes: their string columns are never used, and never taken for ORDER BY order either.
+//! BINARY/VARBINARY/BLOB keys are not used: their keys are binary while SQL still compares
+//! their values as text.
 //!
 //! A plan holds expressions, not values: [`resolve`] evaluates them against the parameters of
 //! one execution and converts them to key values for storage. A bound that does not fit the key
@@ -37,7 +43,7 @@ use shoal_sql::value::{compare, Value};
 
 use crate::convert::datum_to_value;
 use shoal_sql::SqlError;
-use shoal_store::{ColumnType, Datum, KeyRange, TableDef};
+use shoal_store::{ColumnType, Datum, KeyFormat, KeyRange, TableDef};
 
 /// A bound expression of a range.
 #[derive(Debug, Clone, PartialEq)]
@@ -161,15 +167,45 @@ fn column_pos(table: &TableDef, e: &Expr) -> Option<usize> {
     }
 }
 
-fn key_type_ok(ty: ColumnType) -> bool {
-    matches!(
-        ty,
+/// Whether a key column of type `ty` in a key of `format` can be looked up by SQL values.
+fn key_type_ok(ty: ColumnType, format: KeyFormat) -> bool {
+    match ty {
         ColumnType::Int { .. }
-            | ColumnType::Decimal { .. }
-            | ColumnType::Date
-            | ColumnType::DateTime
-            | ColumnType::Timestamp
-    )
+        | ColumnType::Decimal { .. }
+        | ColumnType::Date
+        | ColumnType::DateTime
+        | ColumnType::Timestamp => true,
+        ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text => {
+            format == KeyFormat::Collated
+        }
+        ColumnType::Float | ColumnType::Double | ColumnType::Blob => false,
+    }
+}
+
+/// Whether rows read in the order of `key` come in SQL's ascending order of its columns `cols`
+/// (a prefix of the key's columns): every column but strings of binary keys (old tables) and
+/// binary strings (SQL compares their values as text, the key as bytes).
+pub(crate) fn key_orders_as_sql(table: &TableDef, key: &KeyName, cols: &[usize]) -> bool {
+    let format = match key {
+        KeyName::Primary => table.pk_format,
+        KeyName::Index(n) => table.key_format(Some(n)),
+    };
+    cols.iter().all(|&c| match table.columns[c].ty {
+        ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text => {
+            format == KeyFormat::Collated
+        }
+        ColumnType::Blob => false,
+        _ => true,
+    })
+}
+
+/// A literal that is known at plan time never to be a key of column `col`: a number (or any
+/// non-string) against a string column, which SQL compares as numbers. Such a conjunct is no
+/// key predicate, so EXPLAIN shows the scan that runs (`?` and other expressions are decided
+/// per execution by `string_key`).
+fn never_a_key(table: &TableDef, col: usize, e: &Expr) -> bool {
+    table.columns[col].ty.is_text()
+        && matches!(e, Expr::Literal(v) if !matches!(v, Value::Str(_) | Value::Null))
 }
 
 fn predicates(table: &TableDef, filter: Option<&Expr>) -> Vec<(usize, Pred)> {
@@ -185,6 +221,9 @@ fn predicates(table: &TableDef, filter: Option<&Expr>) -> Vec<(usize, Pred)> {
                     (_, Some(p)) if is_row_independent(a) => (p, (**a).clone(), true),
                     _ => continue,
                 };
+                if never_a_key(table, col, &val) {
+                    continue;
+                }
                 let p = match (op, flipped) {
                     (BinOp::Eq, _) => Pred::Eq(val),
                     (BinOp::Lt, false) | (BinOp::Gt, true) => Pred::Hi(val, false),
@@ -197,7 +236,11 @@ fn predicates(table: &TableDef, filter: Option<&Expr>) -> Vec<(usize, Pred)> {
             }
             Expr::Between(a, lo, hi, false) => {
                 if let Some(p) = column_pos(table, a) {
-                    if is_row_independent(lo) && is_row_independent(hi) {
+                    if is_row_independent(lo)
+                        && is_row_independent(hi)
+                        && !never_a_key(table, p, lo)
+                        && !never_a_key(table, p, hi)
+                    {
                         out.push((p, Pred::Lo((**lo).clone(), true)));
                         out.push((p, Pred::Hi((**hi).clone(), true)));
                     }
@@ -205,7 +248,10 @@ fn predicates(table: &TableDef, filter: Option<&Expr>) -> Vec<(usize, Pred)> {
             }
             Expr::InList(a, list, false) => {
                 if let Some(p) = column_pos(table, a) {
-                    if list.iter().all(is_row_independent) {
+                    if list
+                        .iter()
+                        .all(|e| is_row_independent(e) && !never_a_key(table, p, e))
+                    {
                         out.push((p, Pred::In(list.clone())));
                     }
                 }
@@ -222,9 +268,13 @@ fn plan_key(
     preds: &[(usize, Pred)],
     key: KeyName,
     unique: bool,
+    format: KeyFormat,
 ) -> (u32, Access) {
     let is_pk = key == KeyName::Primary;
-    if cols.iter().any(|&c| !key_type_ok(table.columns[c].ty)) {
+    if cols
+        .iter()
+        .any(|&c| !key_type_ok(table.columns[c].ty, format))
+    {
         return (0, Access::FullScan);
     }
     let eq_of = |c: usize| {
@@ -317,7 +367,7 @@ pub fn choose_access(table: &TableDef, filter: Option<&Expr>) -> Access {
     }
     let mut best = (0u32, Access::FullScan);
     if let Some(pk) = &table.primary_key {
-        best = plan_key(pk, table, &preds, KeyName::Primary, true);
+        best = plan_key(pk, table, &preds, KeyName::Primary, true, table.pk_format);
     }
     for ix in &table.indexes {
         let cand = plan_key(
@@ -326,6 +376,7 @@ pub fn choose_access(table: &TableDef, filter: Option<&Expr>) -> Access {
             &preds,
             KeyName::Index(ix.name.clone()),
             ix.unique,
+            ix.format,
         );
         if cand.0 > best.0 {
             best = cand;
@@ -368,6 +419,23 @@ fn temporal_key(v: &Value, ty: ColumnType) -> Option<Datum> {
     }
 }
 
+/// The key of a CHAR/VARCHAR/TEXT column (of a collated key: `key_type_ok`) for a string
+/// bound: the string itself, which storage encodes as its collation weight. Trailing spaces
+/// never count in the collation, so they are dropped before the length check (`'ab   '` on
+/// a VARCHAR(2) is the key 'ab'); a string still longer than the column has no key (the caller
+/// scans, or widens the range). Only strings: SQL compares a string column with a number as
+/// numbers, an order the key does not have.
+fn string_key(v: &Value, ty: ColumnType) -> Option<Datum> {
+    match v {
+        Value::Str(s) => ty
+            .coerce(Datum::Bytes(
+                shoal_sql::value::collate_trim(s).as_bytes().to_vec(),
+            ))
+            .ok(),
+        _ => None,
+    }
+}
+
 /// Converts a bound value to a key value of type `ty` only if it represents exactly the
 /// same number (so key order agrees with SQL comparison).
 fn exact_key(v: &Value, ty: ColumnType) -> Option<Datum> {
@@ -376,6 +444,9 @@ fn exact_key(v: &Value, ty: ColumnType) -> Option<Datum> {
         ColumnType::Date | ColumnType::DateTime | ColumnType::Timestamp
     ) {
         return temporal_key(v, ty);
+    }
+    if ty.is_text() {
+        return string_key(v, ty);
     }
     let d = match v {
         Value::Int(i) => Datum::Int(*i),
@@ -466,10 +537,13 @@ pub fn resolve(
             }
             // Key order, as MySQL's range optimizer returns IN lists; then without duplicates
             // (a `contains` per value made a 64000-value IN list take 7 s: found by fuzzing).
-            vals.sort_by(|a, b| {
+            // Equal in SQL's comparison, not in bytes: 'a' and 'A' are one lookup of a
+            // collated key (two would return its rows twice).
+            let cmp = |a: &Datum, b: &Datum| {
                 compare(&datum_to_value(a), &datum_to_value(b)).unwrap_or(std::cmp::Ordering::Equal)
-            });
-            vals.dedup();
+            };
+            vals.sort_by(cmp);
+            vals.dedup_by(|a, b| cmp(a, b) == std::cmp::Ordering::Equal);
             if *key == KeyName::Primary && cols.len() == 1 {
                 // Point gets are cheaper than ranges; keep them as one-column prefixes.
             }

@@ -195,7 +195,7 @@ pub fn create_table_text(t: &TableDef, next_auto: Option<u64>) -> String {
     if let Some(n) = next_auto.filter(|&n| n > 1) {
         text.push_str(&format!(" AUTO_INCREMENT={n}"));
     }
-    text.push_str(" DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin");
+    text.push_str(" DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci");
     text
 }
 
@@ -312,7 +312,9 @@ pub fn show_columns(t: &TableDef, full: bool, pat: &Option<String>) -> ExecOutpu
         let mut r = vec![s(&c.name), s(&c.ty.sql_name())];
         if full {
             r.push(match c.ty {
-                ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text => s("utf8mb4_bin"),
+                ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text => {
+                    s("utf8mb4_general_ci")
+                }
                 _ => Value::Null,
             });
         }
@@ -864,7 +866,7 @@ pub fn info_schema(engine: &Engine, table: &str) -> Result<VirtualTable, SqlErro
                     s("def"),
                     s(&d),
                     s("utf8mb4"),
-                    s("utf8mb4_bin"),
+                    s("utf8mb4_general_ci"),
                     Value::Null,
                 ]);
             }

@@ -1910,7 +1910,7 @@ impl Session {
                     ""
                 };
                 let create = format!(
-                    "CREATE DATABASE {ine}`{}` /*!40100 DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin */",
+                    "CREATE DATABASE {ine}`{}` /*!40100 DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci */",
                     db.replace('`', "``")
                 );
                 (

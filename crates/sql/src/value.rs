@@ -210,40 +210,13 @@ pub fn str_to_i128(s: &str) -> i128 {
 
 /// Case-insensitive, trailing-space-insensitive comparison (utf8mb4_general_ci-like).
 pub fn collate_cmp(a: &str, b: &str) -> Ordering {
-    let a = a.trim_end_matches(' ');
-    let b = b.trim_end_matches(' ');
-    // Equal bytes fold equally: skip the common prefix at memcmp speed, back to a character
-    // boundary (the same in both strings, whose prefixes are the same bytes). Folding two equal
-    // 4 MB strings character by character took ~20 ms, and MAX() or ORDER BY over a few dozen
-    // such values ran seconds between two KILL checks (found by fuzzing).
-    let mut i = common_prefix(a.as_bytes(), b.as_bytes());
-    while !a.is_char_boundary(i) {
-        i -= 1;
-    }
-    let (a, b) = (&a[i..], &b[i..]);
-    if a.is_ascii() && b.is_ascii() {
-        return a
-            .bytes()
-            .map(|c| c.to_ascii_uppercase())
-            .cmp(b.bytes().map(|c| c.to_ascii_uppercase()));
-    }
-    a.chars()
-        .flat_map(char::to_uppercase)
-        .cmp(b.chars().flat_map(char::to_uppercase))
+    // One definition for SQL and index keys (`shoal_collation`'s weights order the same way).
+    shoal_collation::cmp(a, b)
 }
 
-/// Length of the longest common prefix of two byte strings.
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    const CHUNK: usize = 64;
-    let n = a.len().min(b.len());
-    let mut i = 0;
-    while i + CHUNK <= n && a[i..i + CHUNK] == b[i..i + CHUNK] {
-        i += CHUNK;
-    }
-    while i < n && a[i] == b[i] {
-        i += 1;
-    }
-    i
+/// A string without the trailing spaces the collation ignores (`shoal_collation::trim`).
+pub fn collate_trim(s: &str) -> &str {
+    shoal_collation::trim(s)
 }
 
 /// Bytes a row of values occupies in memory (the values and their heap parts), as the

@@ -19,10 +19,15 @@
 //! otherwise, and for non-unique indexes, the primary key is appended so entries stay distinct
 //! (MySQL allows any number of NULLs in a UNIQUE index).
 //!
+//! How a key encodes its CHAR/VARCHAR/TEXT columns is recorded per key ([`KeyFormat`]):
+//! catalogs written before collated keys existed have no format recorded and read as
+//! [`KeyFormat::Binary`] (the strings' own bytes), which such tables keep until a rebuild; every
+//! key created since is [`KeyFormat::Collated`] (collation weights, see `codec`).
+//!
 //! The catalog is DDL-rate data: it is kept in memory behind a `RwLock` and written through to
 //! RocksDB with a synced write for every DDL statement.
 
-use crate::codec::{encode_key, encode_key_datum};
+use crate::codec::{encode_key_col, encode_key_weighted};
 use crate::datum::{ColumnType, Datum};
 use crate::error::StoreError;
 use serde::{Deserialize, Serialize};
@@ -60,6 +65,27 @@ pub struct ColumnDef {
     pub added_default: Option<Datum>,
 }
 
+/// How a key (the primary key or an index) encodes its character-string columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum KeyFormat {
+    /// The strings' own bytes: binary order and binary equality, while SQL compares strings
+    /// case-insensitively. Keys of tables created before [`KeyFormat::Collated`] existed (the
+    /// catalog then recorded no format); the SQL layer never looks strings up through them.
+    #[default]
+    Binary,
+    /// CHAR/VARCHAR/TEXT columns as their collation weights (`shoal_collation`): key order and
+    /// key equality are SQL's, so `'a'` and `'A'` share a UNIQUE slot and lookups may use the
+    /// key. BINARY/VARBINARY/BLOB columns keep their bytes.
+    Collated,
+}
+
+impl KeyFormat {
+    /// Whether a column of type `ty` is encoded as a collation weight in a key of this format.
+    pub fn weighs(self, ty: ColumnType) -> bool {
+        self == KeyFormat::Collated && ty.is_text()
+    }
+}
+
 /// A secondary (UNIQUE or non-unique) index.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IndexDef {
@@ -71,6 +97,9 @@ pub struct IndexDef {
     pub columns: Vec<usize>,
     /// UNIQUE index.
     pub unique: bool,
+    /// How its string columns are encoded (absent in old catalogs: `Binary`).
+    #[serde(default)]
+    pub format: KeyFormat,
 }
 
 /// What a foreign key does to referencing rows when the referenced row is deleted or its key
@@ -138,6 +167,9 @@ pub struct TableDef {
     /// FOREIGN KEYs of this table (absent in catalogs written before they existed).
     #[serde(default)]
     pub foreign_keys: Vec<ForeignKeyDef>,
+    /// How the primary key's string columns are encoded (absent in old catalogs: `Binary`).
+    #[serde(default)]
+    pub pk_format: KeyFormat,
 }
 
 /// The type of the hidden row id key.
@@ -188,6 +220,36 @@ impl TableDef {
         }
     }
 
+    /// Per primary key column: whether it is encoded as a collation weight (never for the
+    /// hidden row id).
+    pub fn pk_weighted(&self) -> Vec<bool> {
+        match &self.primary_key {
+            Some(cols) => cols
+                .iter()
+                .map(|&i| self.pk_format.weighs(self.columns[i].ty))
+                .collect(),
+            None => vec![false],
+        }
+    }
+
+    /// Per column of `index`: whether it is encoded as a collation weight.
+    pub fn index_weighted(&self, index: &IndexDef) -> Vec<bool> {
+        index
+            .columns
+            .iter()
+            .map(|&i| index.format.weighs(self.columns[i].ty))
+            .collect()
+    }
+
+    /// The format of a key: the primary key (`None`) or the named index (`Binary` if there is
+    /// no such index).
+    pub fn key_format(&self, index: Option<&str>) -> KeyFormat {
+        match index {
+            None => self.pk_format,
+            Some(n) => self.index(n).map_or(KeyFormat::Binary, |ix| ix.format),
+        }
+    }
+
     /// Index by name (case-insensitive).
     pub fn index(&self, name: &str) -> Option<&IndexDef> {
         self.indexes
@@ -230,12 +292,17 @@ pub(crate) fn row_key(table_id: u32, pk: &[u8]) -> Vec<u8> {
 
 /// The RocksDB key of an index entry for `row` whose encoded primary key is `pk`, and whether
 /// it is a "unique slot" (a UNIQUE index entry without NULLs, which must be checked and locked).
-pub(crate) fn index_entry_key(index: &IndexDef, row: &[Datum], pk: &[u8]) -> (Vec<u8>, bool) {
+pub(crate) fn index_entry_key(
+    def: &TableDef,
+    index: &IndexDef,
+    row: &[Datum],
+    pk: &[u8],
+) -> (Vec<u8>, bool) {
     let mut k = index_prefix(index.id);
     let mut has_null = false;
     for &c in &index.columns {
         has_null |= row[c].is_null();
-        encode_key_datum(&mut k, &row[c]);
+        encode_key_col(&mut k, &row[c], index.format.weighs(def.columns[c].ty));
     }
     let unique_slot = index.unique && !has_null;
     if !unique_slot {
@@ -249,7 +316,7 @@ pub(crate) fn index_entry_key(index: &IndexDef, row: &[Datum], pk: &[u8]) -> (Ve
 pub(crate) fn pk_of_row(table: &TableDef, row: &[Datum]) -> Option<Vec<u8>> {
     table.primary_key.as_ref().map(|cols| {
         let vals: Vec<Datum> = cols.iter().map(|&i| row[i].clone()).collect();
-        encode_key(&vals)
+        encode_key_weighted(&vals, &table.pk_weighted())
     })
 }
 

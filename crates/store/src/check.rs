@@ -339,7 +339,7 @@ impl Checker<'_> {
                 }
             }
             for ix in &self.def.indexes {
-                let (ik, unique_slot) = index_entry_key(ix, &row, pk);
+                let (ik, unique_slot) = index_entry_key(self.def, ix, &row, pk);
                 match self.inner.get(&ik, Some(self.snap))? {
                     Some(p) if p == pk => {}
                     None => report.add(CheckProblem::MissingEntry {
@@ -375,7 +375,7 @@ impl Checker<'_> {
                 }),
                 Some(None) => {} // undecodable: reported by pass 1
                 Some(Some(row)) => {
-                    if index_entry_key(ix, &row, pk).0 != k {
+                    if index_entry_key(self.def, ix, &row, pk).0 != k {
                         report.add(CheckProblem::StaleEntry {
                             index: ix.name.clone(),
                             key: show_key(&self.pk_types, pk),

@@ -15,7 +15,13 @@
 //!   with the sign bit flipped;
 //! * strings/blobs: every `0x00` byte escaped as `0x00 0xFF`, then the terminator `0x00 0x01`.
 //!   The terminator sorts below any escaped or ordinary byte, so a string sorts before its
-//!   extensions, and the encoding is prefix-free: a composite key can be compared column by column;
+//!   extensions, and the encoding is prefix-free: a composite key can be compared column by column.
+//!   The bytes are the string's own (binary strings, and every string of a key in the old
+//!   [`KeyFormat::Binary`](crate::catalog::KeyFormat)) or, for CHAR/VARCHAR/TEXT in a key of
+//!   [`KeyFormat::Collated`](crate::catalog::KeyFormat), its collation weight
+//!   ([`shoal_collation::push_weight_bytes`]): byte order of weights is SQL's string order, and
+//!   strings SQL calls equal (`'a'`, `'A'`, `'a '`) encode to one key. A weight cannot be
+//!   decoded back into the string ([`decode_key`] returns the weight bytes);
 //! * DATE / DATETIME: their packed order-preserving integers, big-endian (4 / 8 bytes).
 //!
 //! Every column encoding is self-delimiting, so the encoding of a key *prefix* (the first k
@@ -37,9 +43,20 @@ const TAG_NULL: u8 = 0x00;
 const TAG_VALUE: u8 = 0x01;
 const ROW_FORMAT: u8 = 1;
 
-/// Appends the order-preserving encoding of one key column.
+/// Appends the order-preserving encoding of one key column (strings as their own bytes).
 pub fn encode_key_datum(out: &mut Vec<u8>, d: &Datum) {
+    encode_key_col(out, d, false);
+}
+
+/// Appends the order-preserving encoding of one key column; `weighted`: a string is encoded
+/// as its collation weight (a CHAR/VARCHAR/TEXT column of a collated key).
+pub fn encode_key_col(out: &mut Vec<u8>, d: &Datum, weighted: bool) {
     match d {
+        Datum::Bytes(b) if weighted => {
+            let mut w = Vec::with_capacity(b.len());
+            shoal_collation::push_weight_bytes(&mut w, b);
+            push_escaped(out, &w);
+        }
         Datum::Null => out.push(TAG_NULL),
         Datum::Int(v) => {
             out.push(TAG_VALUE);
@@ -64,16 +81,7 @@ pub fn encode_key_datum(out: &mut Vec<u8>, d: &Datum) {
             out.push(TAG_VALUE);
             out.extend_from_slice(&((x.unscaled as u128) ^ (1 << 127)).to_be_bytes());
         }
-        Datum::Bytes(b) => {
-            out.push(TAG_VALUE);
-            for &c in b {
-                out.push(c);
-                if c == 0 {
-                    out.push(0xFF);
-                }
-            }
-            out.extend_from_slice(&[0x00, 0x01]);
-        }
+        Datum::Bytes(b) => push_escaped(out, b),
         Datum::Date(d) => {
             out.push(TAG_VALUE);
             out.extend_from_slice(&d.pack().to_be_bytes());
@@ -85,11 +93,33 @@ pub fn encode_key_datum(out: &mut Vec<u8>, d: &Datum) {
     }
 }
 
-/// Encodes a whole key (or key prefix).
+/// A string value: tag, escaped bytes, terminator.
+fn push_escaped(out: &mut Vec<u8>, b: &[u8]) {
+    out.push(TAG_VALUE);
+    for &c in b {
+        out.push(c);
+        if c == 0 {
+            out.push(0xFF);
+        }
+    }
+    out.extend_from_slice(&[0x00, 0x01]);
+}
+
+/// Encodes a whole key (or key prefix), strings as their own bytes.
 pub fn encode_key(values: &[Datum]) -> Vec<u8> {
     let mut out = Vec::with_capacity(values.len() * 10);
     for v in values {
         encode_key_datum(&mut out, v);
+    }
+    out
+}
+
+/// Encodes a whole key (or key prefix); `weighted[i]`: column `i` is a collated string
+/// (see [`encode_key_col`]; columns past `weighted`'s end are not).
+pub fn encode_key_weighted(values: &[Datum], weighted: &[bool]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(values.len() * 10);
+    for (i, v) in values.iter().enumerate() {
+        encode_key_col(&mut out, v, weighted.get(i).copied().unwrap_or(false));
     }
     out
 }
@@ -104,7 +134,8 @@ fn take<'a>(buf: &mut &'a [u8], n: usize) -> Result<&'a [u8], String> {
 }
 
 /// Decodes a key produced by [`encode_key`] for columns of the given types. Returns the values
-/// and the number of bytes consumed.
+/// and the number of bytes consumed. A collated string column decodes as its weight (the
+/// uppercased text without trailing spaces), not as the stored value: read values from rows.
 pub fn decode_key(types: &[ColumnType], key: &[u8]) -> Result<(Vec<Datum>, usize), String> {
     let mut buf = key;
     let mut out = Vec::with_capacity(types.len());

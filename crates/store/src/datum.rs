@@ -280,6 +280,15 @@ pub enum ColumnType {
 }
 
 impl ColumnType {
+    /// A character string type (CHAR, VARCHAR, TEXT): compared in the collation by SQL and
+    /// encoded as its collation weight in collated keys. BLOB/BINARY/VARBINARY are not.
+    pub fn is_text(&self) -> bool {
+        matches!(
+            self,
+            ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text
+        )
+    }
+
     /// The implicit default of a NOT NULL column of this type, what MySQL gives existing rows
     /// when such a column is added without a DEFAULT: 0, the empty string, the zero date.
     pub fn implicit_default(&self) -> Datum {

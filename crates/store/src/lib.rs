@@ -52,7 +52,7 @@ pub mod txn;
 
 pub use catalog::{
     ColumnDef, ColumnDefault, FkAction, ForeignKeyDef, ForeignKeySpec, IndexDef, IndexSpec,
-    TableDef, TableSpec,
+    KeyFormat, TableDef, TableSpec,
 };
 pub use check::{CheckProblem, CheckReport};
 pub use datum::{ColumnType, Date, DateTime, Datum, Decimal};

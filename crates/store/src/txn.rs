@@ -33,7 +33,7 @@
 //! (or next) lock wait or operation with [`StoreError::Interrupted`].
 
 use crate::catalog::{self, dup_error, index_entry_key, pk_of_row, row_key, TableDef};
-use crate::codec::{decode_stored, encode_key, encode_row, prefix_successor};
+use crate::codec::{decode_stored, encode_key, encode_key_weighted, encode_row, prefix_successor};
 use crate::datum::{ColumnType, Datum};
 use crate::engine::{Engine, Inner, Snapshot, SnapshotIter};
 use crate::error::{Result, StoreError};
@@ -88,6 +88,8 @@ pub enum LockWait {
 }
 
 /// The encoded primary key of a row (opaque; from [`Row::key`] or [`RowKey::from_values`]).
+/// It cannot be decoded back into values: a collated string column holds its collation weight
+/// (see `codec`), so a row's key values are read from [`Row::values`].
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RowKey(pub Vec<u8>);
 
@@ -103,14 +105,7 @@ impl RowKey {
             });
         }
         let vals = coerce_values(&types, pk, "PRIMARY")?;
-        Ok(RowKey(encode_key(&vals)))
-    }
-
-    /// Decodes the key back into primary key values.
-    pub fn values(&self, table: &TableDef) -> Result<Vec<Datum>> {
-        crate::codec::decode_key(&table.pk_types(), &self.0)
-            .map(|(v, _)| v)
-            .map_err(StoreError::Corrupt)
+        Ok(RowKey(encode_key_weighted(&vals, &table.pk_weighted())))
     }
 }
 
@@ -726,7 +721,7 @@ impl Transaction {
         };
         let mut entries = Vec::with_capacity(t.indexes.len());
         for ix in &t.indexes {
-            let (ik, slot) = index_entry_key(ix, &row, &pk);
+            let (ik, slot) = index_entry_key(&t, ix, &row, &pk);
             if slot {
                 self.lock(&ik, Strength::Exclusive)?;
                 if let Some(existing) = self.unique_owner(&t, &ik, None)? {
@@ -785,8 +780,8 @@ impl Transaction {
         }
         let mut changes: Vec<(Option<Vec<u8>>, Vec<u8>)> = Vec::new();
         for ix in &t.indexes {
-            let (old_ik, old_slot) = index_entry_key(ix, &old, &key.0);
-            let (new_ik, new_slot) = index_entry_key(ix, &row, &new_pk);
+            let (old_ik, old_slot) = index_entry_key(&t, ix, &old, &key.0);
+            let (new_ik, new_slot) = index_entry_key(&t, ix, &row, &new_pk);
             if old_ik == new_ik && new_pk == key.0 {
                 continue;
             }
@@ -828,7 +823,7 @@ impl Transaction {
         let old = decode_stored(&t, &column_types(&t), &v).map_err(StoreError::Corrupt)?;
         let mut entries = Vec::new();
         for ix in &t.indexes {
-            let (ik, slot) = index_entry_key(ix, &old, &key.0);
+            let (ik, slot) = index_entry_key(&t, ix, &old, &key.0);
             if slot {
                 self.lock(&ik, Strength::Exclusive)?;
             }
@@ -885,7 +880,7 @@ impl Transaction {
         let t = self.inner.table_by_id(table)?;
         let types = column_types(&t);
         let prefix = t.rows_prefix();
-        let (from, to) = encode_range(&prefix, &t.pk_types(), range)?;
+        let (from, to) = encode_range(&prefix, &t.pk_types(), &t.pk_weighted(), range)?;
         let lock = self.effective_lock(lock);
         let strength = match lock {
             LockMode::None => None,
@@ -976,7 +971,7 @@ impl Transaction {
             .ok_or_else(|| StoreError::NoSuchIndex(index.to_string()))?;
         let types = column_types(&t);
         let prefix = catalog::index_prefix(ix.id);
-        let (from, to) = encode_range(&prefix, &t.index_types(&ix), range)?;
+        let (from, to) = encode_range(&prefix, &t.index_types(&ix), &t.index_weighted(&ix), range)?;
         let lock = self.effective_lock(lock);
         let strength = match lock {
             LockMode::None => None,
@@ -1007,7 +1002,7 @@ impl Transaction {
                     }
                 };
                 let row = Self::decode(&t, &types, &pk, &v)?;
-                if strength.is_some() && index_entry_key(&ix, &row.values, &pk).0 != ik {
+                if strength.is_some() && index_entry_key(&t, &ix, &row.values, &pk).0 != ik {
                     continue; // changed since the index entry was read
                 }
                 Stats::add(&self.inner.stats.rows_read, 1);
@@ -1086,8 +1081,14 @@ impl Drop for Transaction {
     }
 }
 
-/// Encodes a [`KeyRange`] under `prefix` into a byte range `[from, to)`.
-fn encode_range(prefix: &[u8], types: &[ColumnType], r: &KeyRange) -> Result<(Vec<u8>, Vec<u8>)> {
+/// Encodes a [`KeyRange`] under `prefix` into a byte range `[from, to)` (`weighted`: which key
+/// columns are collation weights).
+fn encode_range(
+    prefix: &[u8],
+    types: &[ColumnType],
+    weighted: &[bool],
+    r: &KeyRange,
+) -> Result<(Vec<u8>, Vec<u8>)> {
     let enc = |vals: &Vec<Datum>| -> Result<Vec<u8>> {
         if vals.len() > types.len() {
             return Err(StoreError::BadValue {
@@ -1101,7 +1102,7 @@ fn encode_range(prefix: &[u8], types: &[ColumnType], r: &KeyRange) -> Result<(Ve
         }
         let vals = coerce_values(&types[..vals.len()], vals, "key")?;
         let mut k = prefix.to_vec();
-        k.extend_from_slice(&encode_key(&vals));
+        k.extend_from_slice(&encode_key_weighted(&vals, weighted));
         Ok(k)
     };
     let end_all = prefix_successor(prefix).expect("prefix has a successor");

@@ -1,7 +1,9 @@
 //! Key and row encoding: round trips, and encoded byte order == value order, with random values.
 
 use rand::{Rng, SeedableRng};
-use shoal_store::codec::{decode_key, decode_row, encode_key, encode_row, prefix_successor};
+use shoal_store::codec::{
+    decode_key, decode_row, encode_key, encode_key_weighted, encode_row, prefix_successor,
+};
 use shoal_store::*;
 use std::cmp::Ordering;
 
@@ -248,4 +250,33 @@ fn coercion_canonicalises_and_checks_ranges() {
     };
     assert_eq!(DateTime::unpack(dt.pack()), dt);
     assert_eq!(dt.to_string(), "2024-02-29 23:59:58.000001");
+}
+
+/// Collated string keys order and compare exactly as `shoal_collation::cmp` (SQL's string
+/// comparison), NULs and a second key column included: weights go through the same escaping
+/// as byte strings.
+#[test]
+fn weighted_string_keys_order_as_the_collation() {
+    use rand::{Rng, SeedableRng};
+    const ALPHABET: &[char] = &[
+        'a', 'A', 'b', ' ', '\0', '\u{1}', 'ß', 'S', 's', 'é', 'É', 'ÿ', 'ǅ',
+    ];
+    let mut rng = rand::rngs::StdRng::seed_from_u64(10);
+    let word = |rng: &mut rand::rngs::StdRng| -> String {
+        (0..rng.gen_range(0..5))
+            .map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())])
+            .collect()
+    };
+    for _ in 0..50_000 {
+        let (a1, a2, b1, b2) = (
+            word(&mut rng),
+            word(&mut rng),
+            word(&mut rng),
+            word(&mut rng),
+        );
+        let ka = encode_key_weighted(&[Datum::text(&a1), Datum::text(&a2)], &[true, true]);
+        let kb = encode_key_weighted(&[Datum::text(&b1), Datum::text(&b2)], &[true, true]);
+        let want = shoal_collation::cmp(&a1, &b1).then(shoal_collation::cmp(&a2, &b2));
+        assert_eq!(ka.cmp(&kb), want, "({a1:?},{a2:?}) vs ({b1:?},{b2:?})");
+    }
 }

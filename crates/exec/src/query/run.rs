@@ -9,7 +9,7 @@ use shoal_sql::ast::{BinOp, Expr, Subquery, SubqueryKind, VarScope, DISTINCT_TUP
 use shoal_sql::eval::{eval, Context};
 use shoal_sql::value::{coerce_to, compare, row_mem_size, DateTime, Value};
 use shoal_sql::SqlError;
-use shoal_store::{ColumnType, Engine, KeyRange, LockMode, Row, Transaction};
+use shoal_store::{Engine, KeyRange, LockMode, Row, Transaction};
 
 use super::*;
 use crate::budget::{stored_row_size, MemBudget};
@@ -361,8 +361,8 @@ impl<'p, 'a> Runner<'p, 'a> {
 
     /// Whether a SELECT's rows arrive in `order`: it reads one stored table, ungrouped and
     /// without DISTINCT, by a key whose columns after those its access path fixes are the
-    /// ORDER BY columns, ascending (no reverse reads yet), of types whose key order is SQL's
-    /// (numbers and temporal values; a string key is ordered by bytes, SQL by collation).
+    /// ORDER BY columns, ascending (no reverse reads yet), where the key's order is SQL's
+    /// (`plan::key_orders_as_sql`: not the strings of an old binary key, nor binary strings).
     fn arrives_in_order(
         &mut self,
         s: &'p SelectPlan,
@@ -385,16 +385,16 @@ impl<'p, 'a> Runner<'p, 'a> {
             let mut ev = Ev { r: self };
             resolve(&leaf.access, def, &mut ev)?
         };
-        let (key, fixed): (Vec<usize>, usize) = match (&resolved, &leaf.access) {
+        let (key, fixed, name): (Vec<usize>, usize, &KeyName) = match (&resolved, &leaf.access) {
             (Resolved::Empty | Resolved::PkPoint(_), _) => return Ok(true),
             (Resolved::FullScan, _) => match &def.primary_key {
-                Some(pk) => (pk.clone(), 0),
+                Some(pk) => (pk.clone(), 0, &KeyName::Primary),
                 None => return Ok(false),
             },
             (Resolved::Range(k, _), Access::Range { prefix, .. }) => {
-                (crate::plan::key_columns(def, k), prefix.len())
+                (crate::plan::key_columns(def, k), prefix.len(), k)
             }
-            (Resolved::Ranges(k, _), _) => (crate::plan::key_columns(def, k), 0),
+            (Resolved::Ranges(k, _), _) => (crate::plan::key_columns(def, k), 0, k),
             _ => return Ok(false),
         };
         for (i, (k, _)) in order.iter().enumerate() {
@@ -409,15 +409,9 @@ impl<'p, 'a> Runner<'p, 'a> {
                 return Ok(false);
             }
             let col = x - leaf.slots.start;
-            let ordered_type = matches!(
-                def.columns[col].ty,
-                ColumnType::Int { .. }
-                    | ColumnType::Decimal { .. }
-                    | ColumnType::Date
-                    | ColumnType::DateTime
-                    | ColumnType::Timestamp
-            );
-            if !ordered_type || key.get(fixed + i) != Some(&col) {
+            if key.get(fixed + i) != Some(&col)
+                || !crate::plan::key_orders_as_sql(def, name, std::slice::from_ref(&col))
+            {
                 return Ok(false);
             }
         }

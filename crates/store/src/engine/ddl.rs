@@ -10,7 +10,7 @@
 
 use super::foreign_keys::{fk_error, foreign_key};
 use super::{lock_mutex, Engine, Inner};
-use crate::catalog::{self, ColumnDef, IndexDef, TableDef, TableSpec};
+use crate::catalog::{self, ColumnDef, IndexDef, KeyFormat, TableDef, TableSpec};
 use crate::codec::prefix_successor;
 use crate::error::{Result, StoreError};
 use rocksdb::WriteBatch;
@@ -129,6 +129,7 @@ impl Engine {
                 name: ix.name.clone(),
                 columns: cols,
                 unique: ix.unique,
+                format: KeyFormat::Collated,
             });
             next_id += 1;
         }
@@ -141,6 +142,7 @@ impl Engine {
             indexes,
             auto_increment_start: spec.auto_increment_start.unwrap_or(1).max(1),
             foreign_keys: Vec::new(),
+            pk_format: KeyFormat::Collated,
         };
         validate_auto_increment(&def)?;
         for fk in &spec.foreign_keys {
@@ -158,6 +160,7 @@ impl Engine {
                     name,
                     columns: cols,
                     unique: false,
+                    format: KeyFormat::Collated,
                 });
                 next_id += 1;
             }

@@ -9,7 +9,7 @@
 
 use super::ddl::{delete_prefix, validate_auto_increment, validate_columns};
 use super::{lock_mutex, Engine, Snapshot};
-use crate::catalog::{self, dup_error, IndexDef, IndexSpec, TableDef};
+use crate::catalog::{self, dup_error, IndexDef, IndexSpec, KeyFormat, TableDef};
 use crate::codec::{decode_stored, prefix_successor};
 use crate::datum::Datum;
 use crate::error::{Result, StoreError};
@@ -48,6 +48,7 @@ impl Engine {
             name: spec.name.clone(),
             columns: cols,
             unique: spec.unique,
+            format: KeyFormat::Collated,
         };
         // Reserve the id first, so a crash mid-build never reuses it.
         let mut b = WriteBatch::default();
@@ -70,7 +71,7 @@ impl Engine {
             for (k, v) in &chunk {
                 let row = decode_stored(&def, &types, v).map_err(StoreError::Corrupt)?;
                 let pk = &k[prefix.len()..];
-                let (ik, unique_slot) = catalog::index_entry_key(&index, &row, pk);
+                let (ik, unique_slot) = catalog::index_entry_key(&def, &index, &row, pk);
                 if unique_slot && !seen.insert(ik.clone()) {
                     failure = Some(dup_error(&def, Some(&index), &row));
                     break 'outer;
@@ -131,8 +132,13 @@ impl Engine {
         self.inner.write_sync(b)?;
         self.inner.catalog_mut().next_id = next_id;
         new_def.id = first_id;
+        // Every key is built again, so every key gets the collated format (how a table made
+        // before it existed moves its string keys over).
+        let pk_format_changed = def.primary_key.is_some() && def.pk_format != KeyFormat::Collated;
+        new_def.pk_format = KeyFormat::Collated;
         for (i, ix) in new_def.indexes.iter_mut().enumerate() {
             ix.id = first_id + 1 + i as u32;
+            ix.format = KeyFormat::Collated;
         }
         for c in &mut new_def.columns {
             // Every copied row stores every column.
@@ -144,8 +150,9 @@ impl Engine {
                 .as_ref()
                 .map(|pk| pk.iter().map(|&i| d.columns[i].ty).collect::<Vec<_>>())
         };
-        // The primary key's values can collide only if their type changed.
-        let check_pk = pk_types(&def) != pk_types(&new_def);
+        // The primary key's values can collide only if their type or encoding changed ('a' and
+        // 'A' are two binary keys and one collated key).
+        let check_pk = pk_types(&def) != pk_types(&new_def) || pk_format_changed;
 
         let types: Vec<_> = def.columns.iter().map(|c| c.ty).collect();
         let prefix = def.rows_prefix();
@@ -169,7 +176,7 @@ impl Engine {
                         return Err(dup_error(&new_def, None, &row));
                     }
                     for ix in &new_def.indexes {
-                        let (ik, unique_slot) = catalog::index_entry_key(ix, &row, &pk);
+                        let (ik, unique_slot) = catalog::index_entry_key(&new_def, ix, &row, &pk);
                         if unique_slot && !seen.insert(ik.clone()) {
                             return Err(dup_error(&new_def, Some(ix), &row));
                         }

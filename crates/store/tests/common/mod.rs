@@ -121,17 +121,20 @@ pub fn check_indexes(engine: &Engine, t: &TableDef) {
         assert_eq!(a, b, "index {} points at every row once", ix.name);
         // Index order: non-decreasing in the indexed columns.
         for w in via.windows(2) {
-            let ka: Vec<u8> = shoal_store::codec::encode_key(
+            let weighted = t.index_weighted(ix);
+            let ka: Vec<u8> = shoal_store::codec::encode_key_weighted(
                 &ix.columns
                     .iter()
                     .map(|&c| w[0].values[c].clone())
                     .collect::<Vec<_>>(),
+                &weighted,
             );
-            let kb: Vec<u8> = shoal_store::codec::encode_key(
+            let kb: Vec<u8> = shoal_store::codec::encode_key_weighted(
                 &ix.columns
                     .iter()
                     .map(|&c| w[1].values[c].clone())
                     .collect::<Vec<_>>(),
+                &weighted,
             );
             assert!(ka <= kb, "index {} order", ix.name);
         }

@@ -467,7 +467,8 @@ pub fn resolve(
             // Key order, as MySQL's range optimizer returns IN lists; then without duplicates
             // (a `contains` per value made a 64000-value IN list take 7 s: found by fuzzing).
             vals.sort_by(|a, b| {
-                compare(&datum_to_value(a), &datum_to_value(b)).unwrap_or(std::cmp::Ordering::Equal)
+                compare(&datum_to_value(a, ty), &datum_to_value(b, ty))
+                    .unwrap_or(std::cmp::Ordering::Equal)
             });
             vals.dedup();
             if *key == KeyName::Primary && cols.len() == 1 {

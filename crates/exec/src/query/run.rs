@@ -105,6 +105,7 @@ struct HashTable {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Str,
+    Bytes,
     Exact,
     Double,
 }
@@ -112,6 +113,7 @@ enum Kind {
 fn kind_of(v: &Value) -> Option<Kind> {
     match v {
         Value::Str(_) => Some(Kind::Str),
+        Value::Bytes(_) => Some(Kind::Bytes),
         Value::Int(_) | Value::UInt(_) | Value::Decimal(_) => Some(Kind::Exact),
         Value::Double(_) => Some(Kind::Double),
         _ => None,
@@ -609,8 +611,8 @@ impl<'p, 'a> Runner<'p, 'a> {
                 let rows = self.fetch(def, resolved, *lock)?;
                 for row in rows {
                     self.tick()?;
-                    for (i, d) in row.values.iter().enumerate() {
-                        self.frame[base + i] = datum_to_value(d);
+                    for (i, (d, c)) in row.values.iter().zip(&def.columns).enumerate() {
+                        self.frame[base + i] = datum_to_value(d, c.ty);
                     }
                     if self.holds(&leaf.filter)? && !f(self)? {
                         return Ok(false);
@@ -641,7 +643,13 @@ impl<'p, 'a> Runner<'p, 'a> {
                 let rows = self.fetch(def, Resolved::FullScan, *lock)?;
                 let rows: Vec<Vec<Value>> = rows
                     .iter()
-                    .map(|r| r.values.iter().map(datum_to_value).collect())
+                    .map(|r| {
+                        r.values
+                            .iter()
+                            .zip(&def.columns)
+                            .map(|(d, c)| datum_to_value(d, c.ty))
+                            .collect()
+                    })
                     .collect();
                 for r in &rows {
                     self.mem.charge_row(r)?;

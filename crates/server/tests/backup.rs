@@ -43,7 +43,12 @@ fn tool_available(name: &str) -> bool {
 /// are not UTF-8, as a dump without `--hex-blob` writes them, is not restored exactly yet).
 fn dump(tool: &str, s: &Shoal, db: &str, opts: &[&str]) -> String {
     let out = Command::new(tool)
-        .args(["-h127.0.0.1", &format!("-P{}", s.port), "-uroot", "--hex-blob"])
+        .args([
+            "-h127.0.0.1",
+            &format!("-P{}", s.port),
+            "-uroot",
+            "--hex-blob",
+        ])
         .args(opts)
         .args((!db.is_empty()).then_some(db))
         .output()

@@ -35,7 +35,8 @@ fn round_trip(c: &mut Conn, what: &str) {
         "USE bin",
         "CREATE TABLE b (id INT PRIMARY KEY, v BLOB, t TEXT)",
     ] {
-        c.query_drop(q).unwrap_or_else(|e| panic!("{what}: {q}: {e}"));
+        c.query_drop(q)
+            .unwrap_or_else(|e| panic!("{what}: {q}: {e}"));
     }
     // Binary protocol in: the mysql crate sends Vec<u8> as MYSQL_TYPE_BLOB... parameters.
     c.exec_drop(
@@ -72,13 +73,12 @@ fn round_trip(c: &mut Conn, what: &str) {
         .unwrap()
         .unwrap();
     assert_eq!(n, 1, "{what}: = parameter");
-    let lit: Vec<u8> = c
-        .query_first("SELECT X'00FF80' AS x")
-        .unwrap()
-        .unwrap();
+    let lit: Vec<u8> = c.query_first("SELECT X'00FF80' AS x").unwrap().unwrap();
     assert_eq!(lit, vec![0x00, 0xFF, 0x80], "{what}: hex literal");
     // Column metadata: a BLOB column of the binary charset, and a binary expression.
-    let res = c.query_iter("SELECT v, X'00FF' AS x, t FROM b WHERE id = 1").unwrap();
+    let res = c
+        .query_iter("SELECT v, X'00FF' AS x, t FROM b WHERE id = 1")
+        .unwrap();
     let cols: Vec<(mysql::consts::ColumnType, u16)> = res
         .columns()
         .as_ref()
@@ -104,7 +104,10 @@ fn round_trip(c: &mut Conn, what: &str) {
         (3, Value::Bytes("é".as_bytes().to_vec())),
     )
     .unwrap();
-    let t: String = c.query_first("SELECT t FROM b WHERE id = 3").unwrap().unwrap();
+    let t: String = c
+        .query_first("SELECT t FROM b WHERE id = 3")
+        .unwrap()
+        .unwrap();
     assert_eq!(t, "é", "{what}");
     c.query_drop("DROP DATABASE bin").unwrap();
 }

@@ -266,7 +266,11 @@ fn column_of(c: &ColumnInfo, values: &[&Value]) -> Column {
         SqlType::Decimal(s) => (ColumnType::MYSQL_TYPE_NEWDECIMAL, ColumnFlags::empty(), s),
         SqlType::Double => (ColumnType::MYSQL_TYPE_DOUBLE, ColumnFlags::empty(), 31),
         SqlType::Str => (ColumnType::MYSQL_TYPE_VAR_STRING, ColumnFlags::empty(), 31),
-        SqlType::Bytes => (ColumnType::MYSQL_TYPE_VAR_STRING, ColumnFlags::BINARY_FLAG, 31),
+        SqlType::Bytes => (
+            ColumnType::MYSQL_TYPE_VAR_STRING,
+            ColumnFlags::BINARY_FLAG,
+            31,
+        ),
         SqlType::Date => (ColumnType::MYSQL_TYPE_DATE, ColumnFlags::BINARY_FLAG, 0),
         SqlType::DateTime => (ColumnType::MYSQL_TYPE_DATETIME, ColumnFlags::BINARY_FLAG, 0),
     };

@@ -391,7 +391,9 @@ pub fn like_bytes_interruptible(
     let mut it = pattern.iter().copied().peekable();
     while let Some(c) = it.next() {
         match c {
-            c if Some(c) == esc && it.peek().is_some() => p.push(LikeTok::Lit(it.next().unwrap_or(c))),
+            c if Some(c) == esc && it.peek().is_some() => {
+                p.push(LikeTok::Lit(it.next().unwrap_or(c)))
+            }
             b'%' => {
                 if p.last() != Some(&LikeTok::Any) {
                     p.push(LikeTok::Any);
@@ -1212,7 +1214,11 @@ fn text_of_bytes(ctx: &mut dyn Context, b: &[u8]) -> String {
         }
     }
     if let Some(i) = first_bad {
-        let shown: String = b[i..].iter().take(32).map(|x| format!("\\x{x:02X}")).collect();
+        let shown: String = b[i..]
+            .iter()
+            .take(32)
+            .map(|x| format!("\\x{x:02X}"))
+            .collect();
         let more = if b.len() - i > 32 { "..." } else { "" };
         ctx.warn(
             shoal_errors::ER_INVALID_CHARACTER_STRING.code,
@@ -1269,9 +1275,12 @@ fn cast(ctx: &mut dyn Context, v: Value, t: CastType, e: &Expr) -> Result<Value,
                 _ => None,
             };
             let d = match (&v, &text) {
-                (Value::Str(s), _) | (_, Some(s)) => Decimal::parse(s.trim()).unwrap_or_else(|| {
-                    Decimal::parse(&format_double(str_to_f64(s).0)).unwrap_or(Decimal::from_i128(0))
-                }),
+                (Value::Str(s), _) | (_, Some(s)) => {
+                    Decimal::parse(s.trim()).unwrap_or_else(|| {
+                        Decimal::parse(&format_double(str_to_f64(s).0))
+                            .unwrap_or(Decimal::from_i128(0))
+                    })
+                }
                 (Value::Double(f), _) => {
                     Decimal::parse(&format!("{f:.30}")).unwrap_or(Decimal::from_i128(0))
                 }
@@ -1480,7 +1489,9 @@ fn eval_level(e: &Expr, ctx: &mut dyn Context) -> Result<Value, SqlError> {
                 )
             };
             if ops.iter().any(num)
-                && ops.iter().any(|v| matches!(v, Value::Str(_) | Value::Bytes(_)))
+                && ops
+                    .iter()
+                    .any(|v| matches!(v, Value::Str(_) | Value::Bytes(_)))
                 && !ops
                     .iter()
                     .any(|v| matches!(v, Value::Date(_) | Value::DateTime(_)))
@@ -1504,11 +1515,13 @@ fn eval_level(e: &Expr, ctx: &mut dyn Context) -> Result<Value, SqlError> {
             let v = eval(x, ctx)?;
             let pv = eval(p, ctx)?;
             if (v.is_bytes() || pv.is_bytes()) && !v.is_null() && !pv.is_null() {
-                let (s, pat) = (v.to_bytes().unwrap_or_default(), pv.to_bytes().unwrap_or_default());
-                let m = like_bytes_interruptible(&s, &pat, esc.unwrap_or('\\'), &mut || {
-                    ctx.killed()
-                })
-                .ok_or(SqlError::Interrupted)?;
+                let (s, pat) = (
+                    v.to_bytes().unwrap_or_default(),
+                    pv.to_bytes().unwrap_or_default(),
+                );
+                let m =
+                    like_bytes_interruptible(&s, &pat, esc.unwrap_or('\\'), &mut || ctx.killed())
+                        .ok_or(SqlError::Interrupted)?;
                 return Ok(Value::from_bool(m != *neg));
             }
             match (v.to_text(), pv.to_text()) {
@@ -1711,7 +1724,12 @@ fn static_type_level(e: &Expr) -> SqlType {
             {
                 SqlType::Bytes
             }
-            "ELT" if args.iter().skip(1).any(|a| static_type(a) == SqlType::Bytes) => {
+            "ELT"
+                if args
+                    .iter()
+                    .skip(1)
+                    .any(|a| static_type(a) == SqlType::Bytes) =>
+            {
                 SqlType::Bytes
             }
             _ => crate::func::static_type(name, args).unwrap_or(SqlType::Str),

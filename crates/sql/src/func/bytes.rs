@@ -150,11 +150,18 @@ pub(crate) fn call(
             if any_null || vals.is_empty() {
                 return Ok(None);
             }
-            let len: usize = vals.iter().map(|v| v.to_bytes().map_or(0, |x| x.len())).sum();
+            let len: usize = vals
+                .iter()
+                .map(|v| v.to_bytes().map_or(0, |x| x.len()))
+                .sum();
             built(
                 ctx,
                 "concat",
-                || vals.iter().flat_map(|v| v.to_bytes().unwrap_or_default().into_owned()).collect(),
+                || {
+                    vals.iter()
+                        .flat_map(|v| v.to_bytes().unwrap_or_default().into_owned())
+                        .collect()
+                },
                 len as u128,
             )
         }
@@ -247,8 +254,7 @@ pub(crate) fn call(
                     Value::Bytes(t.into_owned())
                 } else {
                     let hits = memmem::find_iter(&t, from.as_ref()).count() as u128;
-                    let len =
-                        t.len() as u128 - hits * from.len() as u128 + hits * to.len() as u128;
+                    let len = t.len() as u128 - hits * from.len() as u128 + hits * to.len() as u128;
                     built(ctx, "replace", || replace(&t, &from, &to), len)
                 }
             }
@@ -327,7 +333,9 @@ pub(crate) fn call(
                 if needle.contains(&b',') || list.is_empty() {
                     Value::Int(0)
                 } else {
-                    let pos = list.split(|c| *c == b',').position(|x| x == needle.as_ref());
+                    let pos = list
+                        .split(|c| *c == b',')
+                        .position(|x| x == needle.as_ref());
                     Value::Int(pos.map_or(0, |p| p as i64 + 1))
                 }
             }

@@ -21,7 +21,6 @@ use crate::error::SqlError;
 use crate::eval::{over_packet, Context};
 use crate::value::{collate_cmp, compare, format_double, SqlType, Value};
 
-
 /// `s` with each character folded to one lower-case character (so character positions hold).
 fn fold(s: &str) -> Vec<char> {
     s.chars()

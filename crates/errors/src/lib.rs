@@ -551,6 +551,12 @@ pub const ER_TRUNCATED_WRONG_VALUE: Code = Code {
     state: "22007",
     name: "ER_TRUNCATED_WRONG_VALUE",
 };
+/// 1300 (HY000): bytes that are not a string of the character set (a warning of CAST).
+pub const ER_INVALID_CHARACTER_STRING: Code = Code {
+    code: 1300,
+    state: "HY000",
+    name: "ER_INVALID_CHARACTER_STRING",
+};
 /// 1301 (HY000): a result larger than max_allowed_packet (a warning).
 pub const ER_WARN_ALLOWED_PACKET_OVERFLOWED: Code = Code {
     code: 1301,
@@ -958,6 +964,7 @@ pub const ALL: &[Code] = &[
     ER_UNKNOWN_COLLATION,
     ER_OPTION_PREVENTS_STATEMENT,
     ER_TRUNCATED_WRONG_VALUE,
+    ER_INVALID_CHARACTER_STRING,
     ER_WARN_ALLOWED_PACKET_OVERFLOWED,
     ER_SP_DOES_NOT_EXIST,
     ER_QUERY_INTERRUPTED,

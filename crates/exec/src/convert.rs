@@ -5,6 +5,12 @@
 //! and storage range-checks and rounds them (`ColumnType::coerce`); a string stored into a numeric
 //! column must be entirely numeric (`'12'` is fine, `'12abc'` is error 1366, as strict mode
 //! says); a string stored into a DATE/DATETIME column is parsed as `YYYY-MM-DD[ hh:mm:ss[.f]]`.
+//!
+//! Storage keeps text and binary strings alike as `Datum::Bytes`; the column type tells them
+//! apart on the way back ([`datum_to_value`]): BLOB (and BINARY/VARBINARY, stored as BLOB) reads
+//! as [`Value::Bytes`], exactly the stored bytes, CHAR/VARCHAR/TEXT as [`Value::Str`]. A binary
+//! string stored into a text column must be UTF-8 (else 1366 `Incorrect string value`, strict
+//! mode as MariaDB's); into a BLOB it is stored as it is.
 
 use shoal_sql::decimal::Decimal as SqlDecimal;
 use shoal_sql::value::{DateTime as SqlDateTime, SqlType, Value};
@@ -114,6 +120,7 @@ impl ColumnInfo {
             ),
             SqlType::Double => (mysql_type::DOUBLE, 23, 31, 63, flags::NUM | flags::BINARY),
             SqlType::Str => (mysql_type::VAR_STRING, 1024, 31, 33, 0),
+            SqlType::Bytes => (mysql_type::VAR_STRING, 1024, 31, 63, flags::BINARY),
             SqlType::Date => (mysql_type::DATE, 10, 0, 63, flags::BINARY),
             SqlType::DateTime => (mysql_type::DATETIME, 19, 0, 63, flags::BINARY),
         };
@@ -163,6 +170,7 @@ impl ColumnInfo {
             mysql_type::NEWDECIMAL => SqlType::Decimal(self.decimals),
             mysql_type::DATE => SqlType::Date,
             mysql_type::DATETIME | mysql_type::TIMESTAMP => SqlType::DateTime,
+            _ if self.charset == 63 => SqlType::Bytes,
             _ => SqlType::Str,
         }
     }
@@ -193,9 +201,8 @@ pub fn sql_type_of(ty: ColumnType) -> SqlType {
         ColumnType::Int { .. } => SqlType::Int,
         ColumnType::Float | ColumnType::Double => SqlType::Double,
         ColumnType::Decimal { scale, .. } => SqlType::Decimal(scale),
-        ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text | ColumnType::Blob => {
-            SqlType::Str
-        }
+        ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text => SqlType::Str,
+        ColumnType::Blob => SqlType::Bytes,
         ColumnType::Date => SqlType::Date,
         ColumnType::DateTime | ColumnType::Timestamp => SqlType::DateTime,
     }
@@ -277,14 +284,17 @@ fn date_to_sql(d: Date) -> SqlDateTime {
     }
 }
 
-/// A stored value as an SQL value.
-pub fn datum_to_value(d: &Datum) -> Value {
+/// A stored value of a column of type `ty` as an SQL value (a BLOB's bytes as a binary
+/// string, a text column's as text).
+pub fn datum_to_value(d: &Datum, ty: ColumnType) -> Value {
     match d {
         Datum::Null => Value::Null,
         Datum::Int(v) => Value::Int(*v),
         Datum::UInt(v) => Value::UInt(*v),
         Datum::Double(v) => Value::Double(*v),
         Datum::Decimal(x) => Value::Decimal(SqlDecimal::new(x.unscaled, u32::from(x.scale))),
+        Datum::Bytes(b) if ty == ColumnType::Blob => Value::Bytes(b.clone()),
+        // Text columns hold UTF-8 (checked on the way in).
         Datum::Bytes(b) => Value::Str(String::from_utf8_lossy(b).into_owned()),
         Datum::Date(d) => Value::Date(date_to_sql(*d)),
         Datum::DateTime(dt) => {
@@ -346,10 +356,35 @@ fn incorrect(kind: &str, v: &Value, col: &str, row: usize) -> SqlError {
     )
 }
 
+/// Error 1366 for bytes that are not UTF-8 stored into a text column, with MariaDB's message
+/// (the bytes from the first bad one, at most 6, as `\xHH`).
+fn incorrect_string(bad: &[u8], col: &str, row: usize) -> SqlError {
+    let shown: String = bad.iter().take(6).map(|b| format!("\\x{b:02X}")).collect();
+    let more = if bad.len() > 6 { "..." } else { "" };
+    SqlError::coded(
+        shoal_errors::ER_TRUNCATED_WRONG_VALUE_FOR_FIELD,
+        format!("Incorrect string value: '{shown}{more}' for column '{col}' at row {row}"),
+    )
+}
+
 /// Converts an SQL value to a storage value for a column of type `ty` (strict mode), then
 /// coerces it to the column's canonical form. `row` is 1-based, for messages.
 pub fn value_to_datum(v: &Value, ty: ColumnType, col: &str, row: usize) -> Result<Datum, SqlError> {
+    let text;
+    let v = match v {
+        Value::Bytes(b) if ty == ColumnType::Blob => return Ok(Datum::Bytes(b.clone())),
+        // Anywhere else bytes are read as text, which they must be.
+        Value::Bytes(b) => match std::str::from_utf8(b) {
+            Ok(s) => {
+                text = Value::Str(s.to_string());
+                &text
+            }
+            Err(e) => return Err(incorrect_string(&b[e.valid_up_to()..], col, row)),
+        },
+        v => v,
+    };
     let d = match v {
+        Value::Bytes(_) => unreachable!("read as text above"),
         Value::Null => return Ok(Datum::Null),
         Value::Int(i) => Datum::Int(*i),
         Value::UInt(u) => Datum::UInt(*u),

@@ -188,16 +188,23 @@ pub struct Exec<'a> {
     pub params: &'a [Value],
 }
 
-fn row_values(r: &Row, needed: Option<&[bool]>) -> Vec<Value> {
+/// The values of a stored row of `table` (only the `needed` columns; the rest NULL).
+fn row_values(table: &TableDef, r: &Row, needed: Option<&[bool]>) -> Vec<Value> {
+    let ty = |i: usize| table.columns[i].ty;
     match needed {
-        None => r.values.iter().map(datum_to_value).collect(),
+        None => r
+            .values
+            .iter()
+            .enumerate()
+            .map(|(i, d)| datum_to_value(d, ty(i)))
+            .collect(),
         Some(m) => r
             .values
             .iter()
             .enumerate()
             .map(|(i, d)| {
                 if m.get(i).copied().unwrap_or(true) {
-                    datum_to_value(d)
+                    datum_to_value(d, ty(i))
                 } else {
                     Value::Null
                 }
@@ -219,6 +226,9 @@ enum KeyMode {
     Double,
     /// Mixed kinds: as text.
     Text,
+    /// Strings with a binary string among them: bytewise, as MySQL compares a column of
+    /// binary type (`compare` would mix collations, not a total order).
+    Binary,
 }
 
 /// The kind of a non-NULL value for [`KeyMode`]: 1 number, 2 string, 3 date.
@@ -226,7 +236,7 @@ fn key_kind(v: &Value) -> u8 {
     match v {
         Value::Null => 0,
         Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Double(_) => 1,
-        Value::Str(_) => 2,
+        Value::Str(_) | Value::Bytes(_) => 2,
         Value::Date(_) | Value::DateTime(_) => 3,
     }
 }
@@ -236,7 +246,7 @@ fn key_kind(v: &Value) -> u8 {
 pub(crate) fn sort_by_keys<T>(rows: &mut [T], key: impl Fn(&T) -> &[Value], desc: &[bool]) {
     let modes: Vec<KeyMode> = (0..desc.len())
         .map(|i| {
-            let (mut kind, mut double) = (0u8, false);
+            let (mut kind, mut double, mut binary) = (0u8, false, false);
             for v in rows.iter().filter_map(|r| key(r).get(i)) {
                 match (key_kind(v), kind) {
                     (0, _) => continue,
@@ -245,9 +255,12 @@ pub(crate) fn sort_by_keys<T>(rows: &mut [T], key: impl Fn(&T) -> &[Value], desc
                     _ => {}
                 }
                 double |= matches!(v, Value::Double(_));
+                binary |= v.is_bytes();
             }
             if double {
                 KeyMode::Double
+            } else if binary {
+                KeyMode::Binary
             } else {
                 KeyMode::Native
             }
@@ -269,6 +282,7 @@ fn cmp_keys(a: &[Value], b: &[Value], desc: &[bool], modes: &[KeyMode]) -> Order
                     let (p, q) = (x.to_f64().unwrap_or(0.0), y.to_f64().unwrap_or(0.0));
                     p.partial_cmp(&q).unwrap_or_else(|| p.total_cmp(&q))
                 }
+                KeyMode::Binary => x.to_bytes().cmp(&y.to_bytes()),
                 KeyMode::Text => shoal_sql::value::collate_cmp(
                     &x.to_text().unwrap_or_default(),
                     &y.to_text().unwrap_or_default(),
@@ -306,6 +320,14 @@ pub(crate) fn group_key(vals: &[Value]) -> String {
                     sc -= 1;
                 }
                 s.push_str(&format!("D{m}e{sc}|"));
+            }
+            // Exact bytes (a lossy text would merge different ones).
+            Value::Bytes(b) => {
+                s.push('B');
+                for x in b {
+                    s.push_str(&format!("{x:02x}"));
+                }
+                s.push('|');
             }
             // -0 and 0 are one value (they compare equal).
             Value::Double(f) => s.push_str(&format!("F{}|", if *f == 0.0 { 0.0 } else { *f })),
@@ -607,7 +629,7 @@ impl Exec<'_> {
                 err = Some(SqlError::Interrupted);
                 return false;
             }
-            let vals = row_values(&r, needed);
+            let vals = row_values(table, &r, needed);
             match ev.matches(filter, names, &vals) {
                 Ok(true) => match f(&mut ev, r, vals) {
                     Ok(c) => c,
@@ -732,7 +754,7 @@ impl Exec<'_> {
                 if d.is_null() && !col.nullable {
                     return Err(store_err(StoreError::NullNotAllowed(col.name.clone())));
                 }
-                vals[*p] = datum_to_value(&d);
+                vals[*p] = datum_to_value(&d, col.ty);
                 new[*p] = d;
             }
             if new != row.values
@@ -887,8 +909,12 @@ impl Exec<'_> {
                             continue;
                         }
                         if !dup_sets.is_empty() {
-                            let mut cur = row_values(&existing, None);
-                            let prop: Vec<Value> = proposed.iter().map(datum_to_value).collect();
+                            let mut cur = row_values(table, &existing, None);
+                            let prop: Vec<Value> = proposed
+                                .iter()
+                                .zip(&table.columns)
+                                .map(|(d, c)| datum_to_value(d, c.ty))
+                                .collect();
                             let mut new = existing.values.clone();
                             for (p, e) in &dup_sets {
                                 let v = {
@@ -904,7 +930,7 @@ impl Exec<'_> {
                                 };
                                 let col = &table.columns[*p];
                                 let d = value_to_datum(&v, col.ty, &col.name, rown)?;
-                                cur[*p] = datum_to_value(&d);
+                                cur[*p] = datum_to_value(&d, col.ty);
                                 new[*p] = d;
                             }
                             if new != existing.values {

@@ -540,7 +540,8 @@ pub fn resolve(
             // Equal in SQL's comparison, not in bytes: 'a' and 'A' are one lookup of a
             // collated key (two would return its rows twice).
             let cmp = |a: &Datum, b: &Datum| {
-                compare(&datum_to_value(a), &datum_to_value(b)).unwrap_or(std::cmp::Ordering::Equal)
+                compare(&datum_to_value(a, ty), &datum_to_value(b, ty))
+                    .unwrap_or(std::cmp::Ordering::Equal)
             };
             vals.sort_by(cmp);
             vals.dedup_by(|a, b| cmp(a, b) == std::cmp::Ordering::Equal);

@@ -269,6 +269,11 @@ fn column_of(c: &ColumnInfo, values: &[&Value]) -> Column {
         SqlType::Decimal(s) => (ColumnType::MYSQL_TYPE_NEWDECIMAL, ColumnFlags::empty(), s),
         SqlType::Double => (ColumnType::MYSQL_TYPE_DOUBLE, ColumnFlags::empty(), 31),
         SqlType::Str => (ColumnType::MYSQL_TYPE_VAR_STRING, ColumnFlags::empty(), 31),
+        SqlType::Bytes => (
+            ColumnType::MYSQL_TYPE_VAR_STRING,
+            ColumnFlags::BINARY_FLAG,
+            31,
+        ),
         SqlType::Date => (ColumnType::MYSQL_TYPE_DATE, ColumnFlags::BINARY_FLAG, 0),
         SqlType::DateTime => (ColumnType::MYSQL_TYPE_DATETIME, ColumnFlags::BINARY_FLAG, 0),
     };
@@ -277,8 +282,10 @@ fn column_of(c: &ColumnInfo, values: &[&Value]) -> Column {
     col.decimals = decimals;
     let maxlen = values
         .iter()
-        .filter_map(|v| v.to_text())
-        .map(|s| s.chars().count())
+        .filter_map(|v| match v {
+            Value::Bytes(b) => Some(b.len()),
+            v => v.to_text().map(|s| s.chars().count()),
+        })
         .max()
         .unwrap_or(0) as u32;
     col.column_length = match c.ty {
@@ -291,7 +298,7 @@ fn column_of(c: &ColumnInfo, values: &[&Value]) -> Column {
     if c.ty == SqlType::Str {
         col.decimals = 31;
     }
-    if matches!(c.ty, SqlType::Date | SqlType::DateTime) {
+    if matches!(c.ty, SqlType::Date | SqlType::DateTime | SqlType::Bytes) {
         col.charset = 63;
     }
     col
@@ -305,6 +312,7 @@ fn to_proto_value(v: Value) -> PValue {
         Value::Double(d) => PValue::Double(d),
         Value::Decimal(d) => PValue::Bytes(d.to_string().into_bytes()),
         Value::Str(s) => PValue::Bytes(s.into_bytes()),
+        Value::Bytes(b) => PValue::Bytes(b),
         Value::Date(d) | Value::DateTime(d) => {
             PValue::Date(d.year, d.month, d.day, d.hour, d.minute, d.second, d.micro)
         }
@@ -314,7 +322,8 @@ fn to_proto_value(v: Value) -> PValue {
 fn from_proto_value(v: &PValue) -> Value {
     match v {
         PValue::NULL => Value::Null,
-        PValue::Bytes(b) => Value::Str(String::from_utf8_lossy(b).into_owned()),
+        // A string parameter is text when it is UTF-8, else a binary string (BLOB data).
+        PValue::Bytes(b) => Value::from_utf8_or_bytes(b.clone()),
         PValue::Int(i) => Value::Int(*i),
         PValue::UInt(u) => Value::UInt(*u),
         PValue::Float(f) => Value::Double(*f as f64),

@@ -116,6 +116,8 @@ pub enum CastType {
     Unsigned,
     /// CHAR / VARCHAR
     Char,
+    /// BINARY / VARBINARY / BLOB: a binary string
+    Binary,
     /// DECIMAL(m, d): the scale
     Decimal(u8),
     /// DOUBLE / FLOAT / REAL

@@ -325,11 +325,11 @@ fn args_range(name: &str, args: &[Expr], lo: usize, hi: usize) -> Result<(), Sql
     Ok(())
 }
 
-/// One element of a LIKE pattern.
+/// One element of a LIKE pattern over units `T` (characters, or bytes of a binary string).
 #[derive(Clone, Copy, PartialEq)]
-enum LikeTok {
-    /// A literal character (already lower-cased).
-    Lit(char),
+enum LikeTok<T> {
+    /// A literal unit (a character already lower-cased).
+    Lit(T),
     /// `_`: any one character.
     One,
     /// `%`: any run of characters.
@@ -358,7 +358,7 @@ pub fn like_interruptible(
     killed: &mut dyn FnMut() -> bool,
 ) -> Option<bool> {
     let s: Vec<char> = s.chars().flat_map(char::to_lowercase).collect();
-    let mut p: Vec<LikeTok> = Vec::new();
+    let mut p: Vec<LikeTok<char>> = Vec::new();
     let mut it = pattern.chars().peekable();
     while let Some(c) = it.next() {
         match c {
@@ -375,6 +375,43 @@ pub fn like_interruptible(
             c => p.extend(c.to_lowercase().map(LikeTok::Lit)),
         }
     }
+    like_match(&s, &p, killed)
+}
+
+/// `LIKE` on a binary string (either side binary, as MySQL): byte by byte, case-sensitive;
+/// `_` is one byte. `escape` counts when it is one byte (ASCII).
+pub fn like_bytes_interruptible(
+    s: &[u8],
+    pattern: &[u8],
+    escape: char,
+    killed: &mut dyn FnMut() -> bool,
+) -> Option<bool> {
+    let esc = u8::try_from(escape).ok().filter(u8::is_ascii);
+    let mut p: Vec<LikeTok<u8>> = Vec::new();
+    let mut it = pattern.iter().copied().peekable();
+    while let Some(c) = it.next() {
+        match c {
+            c if Some(c) == esc && it.peek().is_some() => {
+                p.push(LikeTok::Lit(it.next().unwrap_or(c)))
+            }
+            b'%' => {
+                if p.last() != Some(&LikeTok::Any) {
+                    p.push(LikeTok::Any);
+                }
+            }
+            b'_' => p.push(LikeTok::One),
+            c => p.push(LikeTok::Lit(c)),
+        }
+    }
+    like_match(s, &p, killed)
+}
+
+/// The matcher behind [`like_interruptible`] and [`like_bytes_interruptible`].
+fn like_match<T: Copy + PartialEq>(
+    s: &[T],
+    p: &[LikeTok<T>],
+    killed: &mut dyn FnMut() -> bool,
+) -> Option<bool> {
     let (mut i, mut j) = (0usize, 0usize);
     // After the last `%` seen: (pattern position after it, subject position it absorbs up to).
     let mut star: Option<(usize, usize)> = None;
@@ -470,10 +507,22 @@ fn benchmark(args: &[Expr], ctx: &mut dyn Context) -> Result<Value, SqlError> {
     Ok(Value::Int(0))
 }
 
+/// Bytes as upper-case hex digits.
+fn hex_bytes(b: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+    let mut out = String::with_capacity(b.len() * 2);
+    for &x in b {
+        out.push(DIGITS[(x >> 4) as usize] as char);
+        out.push(DIGITS[(x & 15) as usize] as char);
+    }
+    out
+}
+
 fn hex_of(v: &Value) -> Value {
     match v {
         Value::Null => Value::Null,
-        Value::Str(s) => Value::Str(s.bytes().map(|b| format!("{b:02X}")).collect()),
+        Value::Str(s) => Value::Str(hex_bytes(s.as_bytes())),
+        Value::Bytes(b) => Value::Str(hex_bytes(b)),
         Value::Int(i) => Value::Str(format!("{:X}", *i as u64)),
         Value::UInt(u) => Value::Str(format!("{u:X}")),
         other => {
@@ -743,6 +792,11 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
         .iter()
         .map(|a| eval(a, ctx))
         .collect::<Result<_, _>>()?;
+    if vals.iter().any(Value::is_bytes) {
+        if let Some(v) = crate::func::bytes::call(name, args, &vals, ctx)? {
+            return Ok(v);
+        }
+    }
     let any_null = vals.iter().any(Value::is_null);
     let s = |i: usize| text(&vals[i]).unwrap_or_default();
     let int = |i: usize| vals[i].to_i128().unwrap_or(0);
@@ -962,10 +1016,12 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
                 match &vals[0] {
                     Value::Null => Value::Null,
                     Value::Date(d) | Value::DateTime(d) => Value::Int(d.to_unix()),
-                    Value::Str(x) => match datetime_of(ctx, x) {
-                        Some(d) => Value::Int(d.to_unix()),
-                        None => Value::Null,
-                    },
+                    Value::Str(_) | Value::Bytes(_) => {
+                        match datetime_of(ctx, &vals[0].to_text().unwrap_or_default()) {
+                            Some(d) => Value::Int(d.to_unix()),
+                            None => Value::Null,
+                        }
+                    }
                     _ => Value::Null,
                 }
             }
@@ -1142,6 +1198,36 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
     })
 }
 
+/// Bytes that are not all UTF-8 as text, as MariaDB converts them to utf8mb4: each byte of an
+/// invalid sequence becomes `?`, with warning 1300 naming the bytes from the first bad one.
+fn text_of_bytes(ctx: &mut dyn Context, b: &[u8]) -> String {
+    let mut out = String::with_capacity(b.len());
+    let mut first_bad = None;
+    let mut at = 0;
+    for chunk in b.utf8_chunks() {
+        out.push_str(chunk.valid());
+        at += chunk.valid().len();
+        if !chunk.invalid().is_empty() {
+            first_bad.get_or_insert(at);
+            out.extend(std::iter::repeat_n('?', chunk.invalid().len()));
+            at += chunk.invalid().len();
+        }
+    }
+    if let Some(i) = first_bad {
+        let shown: String = b[i..]
+            .iter()
+            .take(32)
+            .map(|x| format!("\\x{x:02X}"))
+            .collect();
+        let more = if b.len() - i > 32 { "..." } else { "" };
+        ctx.warn(
+            shoal_errors::ER_INVALID_CHARACTER_STRING.code,
+            format!("Invalid utf8mb4 character string: '{shown}{more}'"),
+        );
+    }
+    out
+}
+
 fn cast(ctx: &mut dyn Context, v: Value, t: CastType, e: &Expr) -> Result<Value, SqlError> {
     if v.is_null() {
         return Ok(Value::Null);
@@ -1150,6 +1236,7 @@ fn cast(ctx: &mut dyn Context, v: Value, t: CastType, e: &Expr) -> Result<Value,
         CastType::Signed => {
             let i = match &v {
                 Value::Str(s) => str_to_i128(s),
+                Value::Bytes(b) => str_to_i128(&String::from_utf8_lossy(b)),
                 Value::Decimal(d) => d.round_int(),
                 other => other.to_i128().unwrap_or(0),
             };
@@ -1158,6 +1245,7 @@ fn cast(ctx: &mut dyn Context, v: Value, t: CastType, e: &Expr) -> Result<Value,
         CastType::Unsigned => {
             let i = match &v {
                 Value::Str(s) => str_to_i128(s),
+                Value::Bytes(b) => str_to_i128(&String::from_utf8_lossy(b)),
                 Value::Decimal(d) => d.round_int(),
                 other => other.to_i128().unwrap_or(0),
             };
@@ -1168,17 +1256,35 @@ fn cast(ctx: &mut dyn Context, v: Value, t: CastType, e: &Expr) -> Result<Value,
                 Value::UInt(i.min(u64::MAX as i128) as u64)
             }
         }
-        CastType::Char => Value::Str(v.to_text().unwrap_or_default()),
+        CastType::Char => match v {
+            v @ Value::Str(_) => v,
+            Value::Bytes(b) => match String::from_utf8(b) {
+                Ok(s) => Value::Str(s),
+                Err(e) => Value::Str(text_of_bytes(ctx, &e.into_bytes())),
+            },
+            v => Value::Str(v.to_text().unwrap_or_default()),
+        },
+        CastType::Binary => match v {
+            v @ Value::Bytes(_) => v,
+            v => Value::Bytes(v.to_bytes().unwrap_or_default().into_owned()),
+        },
         CastType::Double => Value::Double(v.to_f64().unwrap_or(0.0)),
         CastType::Decimal(scale) => {
-            let d = match &v {
-                Value::Str(s) => Decimal::parse(s.trim()).unwrap_or_else(|| {
-                    Decimal::parse(&format_double(str_to_f64(s).0)).unwrap_or(Decimal::from_i128(0))
-                }),
-                Value::Double(f) => {
+            let text = match &v {
+                Value::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
+                _ => None,
+            };
+            let d = match (&v, &text) {
+                (Value::Str(s), _) | (_, Some(s)) => {
+                    Decimal::parse(s.trim()).unwrap_or_else(|| {
+                        Decimal::parse(&format_double(str_to_f64(s).0))
+                            .unwrap_or(Decimal::from_i128(0))
+                    })
+                }
+                (Value::Double(f), _) => {
                     Decimal::parse(&format!("{f:.30}")).unwrap_or(Decimal::from_i128(0))
                 }
-                other => other.to_decimal().unwrap_or(Decimal::from_i128(0)),
+                (other, _) => other.to_decimal().unwrap_or(Decimal::from_i128(0)),
             };
             Value::Decimal(
                 d.rescale(scale as u32)
@@ -1383,14 +1489,16 @@ fn eval_level(e: &Expr, ctx: &mut dyn Context) -> Result<Value, SqlError> {
                 )
             };
             if ops.iter().any(num)
-                && ops.iter().any(|v| matches!(v, Value::Str(_)))
+                && ops
+                    .iter()
+                    .any(|v| matches!(v, Value::Str(_) | Value::Bytes(_)))
                 && !ops
                     .iter()
                     .any(|v| matches!(v, Value::Date(_) | Value::DateTime(_)))
             {
                 for s in [&mut v, &mut l, &mut h] {
-                    if let Value::Str(t) = s {
-                        *s = Value::Double(str_to_f64(t).0);
+                    if matches!(s, Value::Str(_) | Value::Bytes(_)) {
+                        *s = Value::Double(s.to_f64().unwrap_or(0.0));
                     }
                 }
             }
@@ -1406,6 +1514,16 @@ fn eval_level(e: &Expr, ctx: &mut dyn Context) -> Result<Value, SqlError> {
         Expr::Like(x, p, esc, neg) => {
             let v = eval(x, ctx)?;
             let pv = eval(p, ctx)?;
+            if (v.is_bytes() || pv.is_bytes()) && !v.is_null() && !pv.is_null() {
+                let (s, pat) = (
+                    v.to_bytes().unwrap_or_default(),
+                    pv.to_bytes().unwrap_or_default(),
+                );
+                let m =
+                    like_bytes_interruptible(&s, &pat, esc.unwrap_or('\\'), &mut || ctx.killed())
+                        .ok_or(SqlError::Interrupted)?;
+                return Ok(Value::from_bool(m != *neg));
+            }
             match (v.to_text(), pv.to_text()) {
                 (Some(s), Some(pat)) => {
                     let m = like_interruptible(&s, &pat, esc.unwrap_or('\\'), &mut || ctx.killed())
@@ -1469,6 +1587,7 @@ pub fn merge_types(a: SqlType, b: SqlType) -> SqlType {
         (Decimal(x), Int | UInt) | (Int | UInt, Decimal(x)) => Decimal(x),
         (Double, Int | UInt | Decimal(_)) | (Int | UInt | Decimal(_), Double) => Double,
         (Date, DateTime) | (DateTime, Date) => DateTime,
+        (Bytes, _) | (_, Bytes) => Bytes,
         _ => Str,
     }
 }
@@ -1487,10 +1606,10 @@ fn static_type_level(e: &Expr) -> SqlType {
             // dates included).
             BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Mod => {
                 match (static_type(a), static_type(b)) {
-                    (SqlType::Double | SqlType::Str | SqlType::Date | SqlType::DateTime, _)
-                    | (_, SqlType::Double | SqlType::Str | SqlType::Date | SqlType::DateTime) => {
-                        SqlType::Double
-                    }
+                    (SqlType::Double | SqlType::Str | SqlType::Bytes, _)
+                    | (_, SqlType::Double | SqlType::Str | SqlType::Bytes)
+                    | (SqlType::Date | SqlType::DateTime, _)
+                    | (_, SqlType::Date | SqlType::DateTime) => SqlType::Double,
                     // A product's scale is the sum of its factors' (as its value's is).
                     (SqlType::Decimal(x), SqlType::Decimal(y)) if *op == BinOp::Mul => {
                         SqlType::Decimal(x.saturating_add(y).min(30))
@@ -1504,10 +1623,10 @@ fn static_type_level(e: &Expr) -> SqlType {
                 }
             }
             BinOp::Div => match (static_type(a), static_type(b)) {
-                (SqlType::Double | SqlType::Str | SqlType::Date | SqlType::DateTime, _)
-                | (_, SqlType::Double | SqlType::Str | SqlType::Date | SqlType::DateTime) => {
-                    SqlType::Double
-                }
+                (SqlType::Double | SqlType::Str | SqlType::Bytes, _)
+                | (_, SqlType::Double | SqlType::Str | SqlType::Bytes)
+                | (SqlType::Date | SqlType::DateTime, _)
+                | (_, SqlType::Date | SqlType::DateTime) => SqlType::Double,
                 (SqlType::Decimal(x), _) => SqlType::Decimal(x + 4),
                 _ => SqlType::Decimal(4),
             },
@@ -1545,6 +1664,7 @@ fn static_type_level(e: &Expr) -> SqlType {
             CastType::Signed => SqlType::Int,
             CastType::Unsigned => SqlType::UInt,
             CastType::Char => SqlType::Str,
+            CastType::Binary => SqlType::Bytes,
             CastType::Decimal(s) => SqlType::Decimal(*s),
             CastType::Double => SqlType::Double,
             CastType::Date => SqlType::Date,
@@ -1566,7 +1686,9 @@ fn static_type_level(e: &Expr) -> SqlType {
                     args.first().map(static_type).unwrap_or(SqlType::Int),
                     args.get(1),
                 ) {
-                    (_, SqlType::Str | SqlType::Date | SqlType::DateTime, _) => SqlType::Double,
+                    (_, SqlType::Str | SqlType::Bytes | SqlType::Date | SqlType::DateTime, _) => {
+                        SqlType::Double
+                    }
                     ("CEIL" | "CEILING" | "FLOOR", SqlType::Decimal(_), _) => SqlType::Int,
                     ("ROUND", SqlType::Decimal(_), None) => SqlType::Decimal(0),
                     ("ROUND" | "TRUNCATE", SqlType::Decimal(_), Some(Expr::Literal(v))) => {
@@ -1589,6 +1711,27 @@ fn static_type_level(e: &Expr) -> SqlType {
             "IF" => result_type(args.iter().skip(1)),
             "IFNULL" | "COALESCE" | "GREATEST" | "LEAST" => result_type(args.iter()),
             "NULLIF" => args.first().map(static_type).unwrap_or(SqlType::Str),
+            // Binary when a string argument is (see `func::bytes`).
+            "CONCAT" | "CONCAT_WS" | "REPLACE" | "LPAD" | "RPAD" | "INSERT" | "TRIM" | "LTRIM"
+            | "RTRIM" | "SUBSTRING_INDEX"
+                if args.iter().any(|a| static_type(a) == SqlType::Bytes) =>
+            {
+                SqlType::Bytes
+            }
+            "SUBSTRING" | "SUBSTR" | "MID" | "LEFT" | "RIGHT" | "REVERSE" | "UPPER" | "UCASE"
+            | "LOWER" | "LCASE" | "REPEAT" | "QUOTE"
+                if args.first().map(static_type) == Some(SqlType::Bytes) =>
+            {
+                SqlType::Bytes
+            }
+            "ELT"
+                if args
+                    .iter()
+                    .skip(1)
+                    .any(|a| static_type(a) == SqlType::Bytes) =>
+            {
+                SqlType::Bytes
+            }
             _ => crate::func::static_type(name, args).unwrap_or(SqlType::Str),
         },
         Expr::Case(_, whens, el) => result_type(whens.iter().map(|(_, t)| t).chain(el.as_deref())),

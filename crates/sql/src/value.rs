@@ -1,6 +1,17 @@
 //! SQL values with MySQL semantics: NULL, signed/unsigned integers, exact DECIMAL, DOUBLE,
 //! strings and temporal values, plus the coercions and comparisons MySQL applies to them.
 //!
+//! Strings come in two kinds, as in MySQL: [`Value::Str`] is utf8mb4 text (CHAR, VARCHAR, TEXT
+//! columns, quoted literals) and [`Value::Bytes`] a binary string (BINARY, VARBINARY, BLOB
+//! columns, `X'..'`/`0x..` literals, `_binary '..'`, `CAST(.. AS BINARY)`, UNHEX, and prepared
+//! parameters whose bytes are not UTF-8). Bytes are never passed through a UTF-8 conversion on
+//! their way between storage, the executor and the wire, so any byte sequence round-trips. A
+//! comparison with a binary string on either side is binary (memcmp, trailing spaces
+//! significant: the binary collation has no padding), as MySQL compares with the `binary`
+//! collation when one operand has it; in numeric context bytes are read like text (their numeric
+//! prefix). [`Value::to_text`] of bytes is lossy and only for display; functions that must keep
+//! every byte use [`Value::to_bytes`].
+//!
 //! Coercion rules (a subset of MySQL's, enough to never give a *different* answer than MySQL for
 //! what we accept): arithmetic on two integers stays integer (with overflow checks), any DECIMAL
 //! operand makes it DECIMAL, any DOUBLE or string operand makes it DOUBLE (strings are parsed by
@@ -29,6 +40,8 @@ pub enum SqlType {
     Double,
     /// VARCHAR.
     Str,
+    /// VARBINARY (a binary string).
+    Bytes,
     /// DATE.
     Date,
     /// DATETIME.
@@ -121,6 +134,8 @@ pub enum Value {
     Double(f64),
     /// Character string (utf8mb4).
     Str(String),
+    /// Binary string: any bytes, compared bytewise.
+    Bytes(Vec<u8>),
     /// A date (time part zero and not shown).
     Date(DateTime),
     /// A date and time.
@@ -208,6 +223,17 @@ pub fn str_to_i128(s: &str) -> i128 {
     }
 }
 
+/// A string as an integer in numeric context: its numeric prefix rounded, or read exactly
+/// when too large for a double to hold every digit.
+fn str_to_int_rounded(s: &str) -> i128 {
+    let (f, _) = str_to_f64(s);
+    if f.abs() < 9.0e18 {
+        f.round() as i128
+    } else {
+        str_to_i128(s)
+    }
+}
+
 /// Case-insensitive, trailing-space-insensitive comparison (utf8mb4_general_ci-like).
 pub fn collate_cmp(a: &str, b: &str) -> Ordering {
     // One definition for SQL and index keys (`shoal_collation`'s weights order the same way).
@@ -231,6 +257,7 @@ impl Value {
         std::mem::size_of::<Value>()
             + match self {
                 Value::Str(s) => s.capacity(),
+                Value::Bytes(b) => b.capacity(),
                 _ => 0,
             }
     }
@@ -249,6 +276,7 @@ impl Value {
             Value::Decimal(d) => SqlType::Decimal(d.scale.min(30) as u8),
             Value::Double(_) => SqlType::Double,
             Value::Str(_) => SqlType::Str,
+            Value::Bytes(_) => SqlType::Bytes,
             Value::Date(_) => SqlType::Date,
             Value::DateTime(_) => SqlType::DateTime,
         }
@@ -263,6 +291,8 @@ impl Value {
             Value::Decimal(d) => d.to_f64(),
             Value::Double(d) => *d,
             Value::Str(s) => str_to_f64(s).0,
+            // The numeric prefix is ASCII: a lossy view of the bytes reads it unchanged.
+            Value::Bytes(b) => str_to_f64(&String::from_utf8_lossy(b)).0,
             Value::Date(_) | Value::DateTime(_) => {
                 let s = self.to_text().unwrap_or_default();
                 let digits: String = s.chars().filter(|c| c.is_ascii_digit()).collect();
@@ -289,14 +319,8 @@ impl Value {
             Value::UInt(u) => *u as i128,
             Value::Decimal(d) => d.round_int(),
             Value::Double(d) => d.round() as i128,
-            Value::Str(s) => {
-                let (f, _) = str_to_f64(s);
-                if f.abs() < 9.0e18 {
-                    f.round() as i128
-                } else {
-                    str_to_i128(s)
-                }
-            }
+            Value::Str(s) => str_to_int_rounded(s),
+            Value::Bytes(b) => str_to_int_rounded(&String::from_utf8_lossy(b)),
             v @ (Value::Date(_) | Value::DateTime(_)) => v.to_f64()? as i128,
         })
     }
@@ -312,10 +336,13 @@ impl Value {
         }
     }
 
-    /// Text form as MySQL's text protocol shows it (None for NULL).
+    /// Text form as MySQL's text protocol shows it (None for NULL). Bytes that are not UTF-8
+    /// show as U+FFFD here: this is for display and messages; code that must keep every byte
+    /// (the wire, storage, string functions) uses [`Value::to_bytes`] or matches `Bytes`.
     pub fn to_text(&self) -> Option<String> {
         Some(match self {
             Value::Null => return None,
+            Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
             Value::Int(i) => i.to_string(),
             Value::UInt(u) => u.to_string(),
             Value::Decimal(d) => d.to_string(),
@@ -333,6 +360,32 @@ impl Value {
                 s
             }
         })
+    }
+
+    /// The bytes of the value's string form (None for NULL): a binary string's own bytes, a
+    /// text's UTF-8 bytes, a number's or date's text.
+    pub fn to_bytes(&self) -> Option<std::borrow::Cow<'_, [u8]>> {
+        use std::borrow::Cow;
+        Some(match self {
+            Value::Null => return None,
+            Value::Bytes(b) => Cow::Borrowed(b.as_slice()),
+            Value::Str(s) => Cow::Borrowed(s.as_bytes()),
+            other => Cow::Owned(other.to_text()?.into_bytes()),
+        })
+    }
+
+    /// Whether this is a binary string.
+    pub fn is_bytes(&self) -> bool {
+        matches!(self, Value::Bytes(_))
+    }
+
+    /// Bytes as a value of the string kind MySQL gives data it has no charset for: text when
+    /// the bytes are UTF-8, else a binary string (a prepared statement's string parameter).
+    pub fn from_utf8_or_bytes(b: Vec<u8>) -> Value {
+        match String::from_utf8(b) {
+            Ok(s) => Value::Str(s),
+            Err(e) => Value::Bytes(e.into_bytes()),
+        }
     }
 
     /// From a bool (1/0 as BIGINT, like MySQL comparison results).
@@ -364,6 +417,9 @@ pub fn aggregate_type(a: SqlType, b: SqlType) -> SqlType {
     match (a, b) {
         (Null, t) | (t, Null) => t,
         (x, y) if x == y => x,
+        // A binary string among the branches makes the column binary (MySQL's binary
+        // collation wins the aggregation).
+        (Bytes, _) | (_, Bytes) => Bytes,
         (Str, _) | (_, Str) => Str,
         (Date | DateTime, Date | DateTime) => DateTime,
         (Date | DateTime, _) | (_, Date | DateTime) => Str,
@@ -381,8 +437,10 @@ pub fn aggregate_type(a: SqlType, b: SqlType) -> SqlType {
 pub fn coerce_to(v: Value, ty: SqlType) -> Value {
     match (ty, v) {
         (_, Value::Null) => Value::Null,
-        (SqlType::Str, v @ Value::Str(_)) => v,
+        (SqlType::Str, v @ (Value::Str(_) | Value::Bytes(_))) => v,
         (SqlType::Str, v) => Value::Str(v.to_text().unwrap_or_default()),
+        (SqlType::Bytes, v @ Value::Bytes(_)) => v,
+        (SqlType::Bytes, v) => Value::Bytes(v.to_bytes().unwrap_or_default().into_owned()),
         (SqlType::Decimal(s), v @ (Value::Int(_) | Value::UInt(_) | Value::Decimal(_))) => {
             match v.to_decimal() {
                 Some(d) if d.scale < u32::from(s) => {
@@ -449,6 +507,10 @@ pub fn temporal_operand(v: &Value) -> Option<DateTime> {
             crate::eval::ParsedDateTime::Exact(d) => Some(d),
             _ => None,
         },
+        Value::Bytes(b) => match std::str::from_utf8(b).map(crate::eval::parse_datetime) {
+            Ok(crate::eval::ParsedDateTime::Exact(d)) => Some(d),
+            _ => None,
+        },
         _ => None,
     }
 }
@@ -465,8 +527,12 @@ pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
         (Int(x), UInt(y)) => (*x as i128).cmp(&(*y as i128)),
         (UInt(x), Int(y)) => (*x as i128).cmp(&(*y as i128)),
         (Str(x), Str(y)) => collate_cmp(x, y),
-        (Date(_) | DateTime(_), Date(_) | DateTime(_) | Str(_))
-        | (Str(_), Date(_) | DateTime(_)) => {
+        // A binary string on either side: bytewise, trailing spaces significant.
+        (Bytes(x), Bytes(y)) => x.as_slice().cmp(y.as_slice()),
+        (Bytes(x), Str(y)) => x.as_slice().cmp(y.as_bytes()),
+        (Str(x), Bytes(y)) => x.as_bytes().cmp(y.as_slice()),
+        (Date(_) | DateTime(_), Date(_) | DateTime(_) | Str(_) | Bytes(_))
+        | (Str(_) | Bytes(_), Date(_) | DateTime(_)) => {
             if let (Some(x), Some(y)) = (temporal_operand(a), temporal_operand(b)) {
                 return Some(x.cmp(&y));
             }

@@ -329,6 +329,7 @@ pub(crate) fn sample(ty: SqlType) -> Value {
         }),
         SqlType::Double => Value::Double(0.0),
         SqlType::Str => Value::Str(String::new()),
+        SqlType::Bytes => Value::Bytes(Vec::new()),
         SqlType::Date => Value::Date(DateTime::from_unix(0, 0)),
         SqlType::DateTime => Value::DateTime(DateTime::from_unix(0, 0)),
     }
@@ -1786,6 +1787,7 @@ pub(crate) fn type_results(
 fn conform(e: Expr, ty: SqlType, type_of: &mut dyn FnMut(&Expr) -> SqlType) -> Expr {
     let cast = match ty {
         SqlType::Str => CastType::Char,
+        SqlType::Bytes => CastType::Binary,
         SqlType::Decimal(s) => CastType::Decimal(s),
         SqlType::Double => CastType::Double,
         SqlType::DateTime => CastType::DateTime,

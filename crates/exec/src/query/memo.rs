@@ -125,6 +125,11 @@ fn encode(v: &Value, out: &mut Vec<u8>) {
             out.extend_from_slice(&(s.len() as u64).to_le_bytes());
             out.extend_from_slice(s.as_bytes());
         }
+        Value::Bytes(b) => {
+            out.push(8);
+            out.extend_from_slice(&(b.len() as u64).to_le_bytes());
+            out.extend_from_slice(b);
+        }
         Value::Date(d) | Value::DateTime(d) => {
             out.push(if matches!(v, Value::Date(_)) { 6 } else { 7 });
             out.extend_from_slice(&d.year.to_le_bytes());

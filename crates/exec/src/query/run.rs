@@ -175,6 +175,7 @@ struct HashTable {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Str,
+    Bytes,
     Exact,
     Double,
 }
@@ -182,6 +183,7 @@ enum Kind {
 fn kind_of(v: &Value) -> Option<Kind> {
     match v {
         Value::Str(_) => Some(Kind::Str),
+        Value::Bytes(_) => Some(Kind::Bytes),
         Value::Int(_) | Value::UInt(_) | Value::Decimal(_) => Some(Kind::Exact),
         Value::Double(_) => Some(Kind::Double),
         _ => None,
@@ -820,7 +822,7 @@ impl<'p, 'a> Runner<'p, 'a> {
                 }
                 let rows = self.fetch(def, resolved, *lock)?;
                 for row in rows {
-                    if !self.visit_row(&row, leaf, f)? {
+                    if !self.visit_row(def, &row, leaf, f)? {
                         return Ok(false);
                     }
                 }
@@ -849,7 +851,13 @@ impl<'p, 'a> Runner<'p, 'a> {
                 let rows = self.fetch(def, Resolved::FullScan, *lock)?;
                 let rows: Vec<Vec<Value>> = rows
                     .iter()
-                    .map(|r| r.values.iter().map(datum_to_value).collect())
+                    .map(|r| {
+                        r.values
+                            .iter()
+                            .zip(&def.columns)
+                            .map(|(d, c)| datum_to_value(d, c.ty))
+                            .collect()
+                    })
                     .collect();
                 for r in &rows {
                     self.mem.charge_row(r)?;
@@ -1054,7 +1062,7 @@ impl<'p, 'a> Runner<'p, 'a> {
             Resolved::PkPoint(k) => {
                 let row = self.txn().get(def, &k, lock).map_err(store_err)?;
                 return match row {
-                    Some(row) => self.visit_row(&row, leaf, f),
+                    Some(row) => self.visit_row(def, &row, leaf, f),
                     None => Ok(true),
                 };
             }
@@ -1068,7 +1076,7 @@ impl<'p, 'a> Runner<'p, 'a> {
         let mut result = Ok(());
         for (key, range) in ranges {
             let mut push = |row: Row| {
-                match self.visit_row(&row, leaf, f) {
+                match self.visit_row(def, &row, leaf, f) {
                     Ok(more) => go = more,
                     Err(e) => {
                         failed = Some(e);
@@ -1096,15 +1104,16 @@ impl<'p, 'a> Runner<'p, 'a> {
     /// Puts a stored leaf's row in the frame and, if the leaf's conjuncts hold, visits it.
     fn visit_row(
         &mut self,
+        def: &TableDef,
         row: &Row,
         leaf: &'p Leaf,
         f: &mut Visit<'_, 'p, 'a>,
     ) -> Result<bool, SqlError> {
         self.tick()?;
         let base = leaf.slots.start;
-        for (i, d) in row.values.iter().enumerate() {
+        for (i, (d, c)) in row.values.iter().zip(&def.columns).enumerate() {
             if self.plan.read[base + i] {
-                self.frame[base + i] = datum_to_value(d);
+                self.frame[base + i] = datum_to_value(d, c.ty);
             }
         }
         if self.holds(&leaf.filter)? {

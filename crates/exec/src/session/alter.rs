@@ -352,11 +352,11 @@ fn convert(d: &Datum, was: &ColumnDef, now: &ColumnDef, row: u64) -> Result<Datu
     if was.ty == now.ty {
         return Ok(d.clone());
     }
-    let v = datum_to_value(d);
+    let v = datum_to_value(d, was.ty);
     let out = value_to_datum(&v, now.ty, &now.name, row as usize).map_err(|e| match e.code() {
         c if c == shoal_errors::ER_DATA_TOO_LONG.code => truncated(),
         c if c == shoal_errors::ER_TRUNCATED_WRONG_VALUE_FOR_FIELD.code
-            && (now.ty.is_integer() || matches!(v, Value::Str(_))) =>
+            && (now.ty.is_integer() || matches!(v, Value::Str(_) | Value::Bytes(_))) =>
         {
             let kind = if now.ty.is_integer() {
                 "INTEGER"

@@ -400,6 +400,8 @@ fn to_datetime(ctx: &mut dyn Context, v: &Value) -> Option<(DateTime, bool)> {
         Value::Date(d) => return Some((*d, false)),
         Value::DateTime(d) => return Some((*d, true)),
         Value::Str(s) => s.clone(),
+        // A date spelled in bytes: its digits and separators are ASCII.
+        Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
         Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Double(_) => {
             let i = v.to_f64().unwrap_or(-1.0).trunc();
             let text = v.to_text().unwrap_or_default();

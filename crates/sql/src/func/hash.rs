@@ -206,19 +206,20 @@ pub(super) fn call(
     vals: &[Value],
     ctx: &mut dyn Context,
 ) -> Result<Option<Value>, SqlError> {
-    let text = |i: usize| vals[i].to_text();
+    // The raw bytes: a binary string's own, a text's UTF-8.
+    let text = |i: usize| vals[i].to_bytes();
     Ok(Some(match name {
         "MD5" => {
             arity(name, args, 1, 1)?;
             match text(0) {
-                Some(s) => Value::Str(hex(&Md5::digest(s.as_bytes()))),
+                Some(s) => Value::Str(hex(&Md5::digest(&s))),
                 None => Value::Null,
             }
         }
         "SHA1" | "SHA" => {
             arity(name, args, 1, 1)?;
             match text(0) {
-                Some(s) => Value::Str(hex(&sha1::Sha1::digest(s.as_bytes()))),
+                Some(s) => Value::Str(hex(&sha1::Sha1::digest(&s))),
                 None => Value::Null,
             }
         }
@@ -228,7 +229,7 @@ pub(super) fn call(
                 return Ok(Some(Value::Null));
             };
             let bits = vals[1].to_i128().unwrap_or(0);
-            match sha2_hex(s.as_bytes(), bits) {
+            match sha2_hex(&s, bits) {
                 Some(h) => Value::Str(h),
                 None => {
                     ctx.warn(
@@ -242,7 +243,7 @@ pub(super) fn call(
         "CRC32" => {
             arity(name, args, 1, 1)?;
             match text(0) {
-                Some(s) => Value::UInt(crc32fast::hash(s.as_bytes()) as u64),
+                Some(s) => Value::UInt(crc32fast::hash(&s) as u64),
                 None => Value::Null,
             }
         }

@@ -13,6 +13,7 @@
 //! coerces them, its warnings, and no panic on any input: counts and positions are saturated,
 //! string results over `max_allowed_packet` are NULL with warning 1301.
 
+pub mod bytes;
 pub mod date;
 pub mod hash;
 pub mod math;

@@ -6,9 +6,9 @@
 //! INSTR, FIELD, FIND_IN_SET, STRCMP) except SUBSTRING_INDEX, which MySQL matches exactly.
 //! Searching folds both strings once, one character to one character so positions agree, and
 //! uses the standard library's linear-time substring search. Functions that build bytes
-//! (CHAR, UNHEX, FROM_BASE64) return text: shoal's strings are utf8mb4 text, so bytes that are
-//! not UTF-8 (MySQL's binary strings) are error 1235, never silently altered bytes. Results that could grow past `max_allowed_packet` (SPACE,
-//! INSERT) are NULL with warning 1301 like CONCAT.
+//! (CHAR, UNHEX, FROM_BASE64) return binary strings, as MySQL's do. Binary string arguments
+//! are handled by `bytes.rs` before these run. Results that could grow past
+//! `max_allowed_packet` (SPACE, INSERT) are NULL with warning 1301 like CONCAT.
 
 use std::cmp::Ordering;
 
@@ -20,16 +20,6 @@ use crate::decimal::Decimal;
 use crate::error::SqlError;
 use crate::eval::{over_packet, Context};
 use crate::value::{collate_cmp, compare, format_double, SqlType, Value};
-
-/// Bytes built by `func` as a string: shoal's strings are utf8mb4 text, so bytes that are not
-/// UTF-8 (a binary string in MySQL) are error 1235 rather than altered bytes.
-fn bytes_value(func: &str, bytes: Vec<u8>) -> Result<Value, SqlError> {
-    String::from_utf8(bytes).map(Value::Str).map_err(|_| {
-        SqlError::Unsupported(format!(
-            "{func}() of bytes that are not UTF-8 (binary strings)"
-        ))
-    })
-}
 
 /// `s` with each character folded to one lower-case character (so character positions hold).
 fn fold(s: &str) -> Vec<char> {
@@ -262,7 +252,7 @@ fn field(vals: &[Value]) -> i64 {
     }
     let strings = vals
         .iter()
-        .all(|v| matches!(v, Value::Null | Value::Str(_)));
+        .all(|v| matches!(v, Value::Null | Value::Str(_) | Value::Bytes(_)));
     let numbers = vals.iter().all(|v| {
         matches!(
             v,
@@ -273,7 +263,9 @@ fn field(vals: &[Value]) -> i64 {
         if v.is_null() {
             continue;
         }
-        let eq = if strings {
+        let eq = if strings && (vals[0].is_bytes() || v.is_bytes()) {
+            compare(&vals[0], v) == Some(Ordering::Equal)
+        } else if strings {
             collate_cmp(
                 &vals[0].to_text().unwrap_or_default(),
                 &v.to_text().unwrap_or_default(),
@@ -371,7 +363,7 @@ pub(super) fn call(
                 let skip = b.iter().take_while(|x| **x == 0).count().min(3);
                 bytes.extend_from_slice(&b[skip..]);
             }
-            bytes_value("CHAR", bytes)?
+            Value::Bytes(bytes)
         }
         "FIELD" => {
             if args.len() < 2 {
@@ -481,7 +473,7 @@ pub(super) fn call(
                             .map(|&c| nib(c))
                             .chain(rest.chunks(2).map(|p| nib(p[0]) << 4 | nib(p[1])))
                             .collect();
-                        bytes_value("UNHEX", bytes)?
+                        Value::Bytes(bytes)
                     }
                 }
             }
@@ -514,10 +506,10 @@ pub(super) fn call(
         }
         "TO_BASE64" => {
             arity(name, args, 1, 1)?;
-            match vals[0].to_text() {
+            match vals[0].to_bytes() {
                 None => Value::Null,
                 Some(t) => {
-                    let enc = base64::engine::general_purpose::STANDARD.encode(t.as_bytes());
+                    let enc = base64::engine::general_purpose::STANDARD.encode(&t);
                     if over_packet(ctx, "to_base64", enc.len() as u128 * 77 / 76) {
                         Value::Null
                     } else {
@@ -539,7 +531,7 @@ pub(super) fn call(
                 Some(t) => {
                     let compact: String = t.chars().filter(|c| !c.is_ascii_whitespace()).collect();
                     match base64::engine::general_purpose::STANDARD.decode(compact.as_bytes()) {
-                        Ok(b) => bytes_value("FROM_BASE64", b)?,
+                        Ok(b) => Value::Bytes(b),
                         Err(_) => Value::Null,
                     }
                 }
@@ -573,10 +565,9 @@ pub(super) fn call(
 pub(super) fn static_type(name: &str) -> Option<SqlType> {
     Some(match name {
         "INSTR" | "LOCATE" | "ASCII" | "ORD" | "FIELD" | "FIND_IN_SET" | "STRCMP" => SqlType::Int,
-        "REVERSE" | "SPACE" | "CHAR" | "ELT" | "INSERT" | "SUBSTRING_INDEX" | "QUOTE" | "UNHEX"
-        | "BIN" | "OCT" | "CONV" | "TO_BASE64" | "FROM_BASE64" | "FORMAT" | "SOUNDEX" => {
-            SqlType::Str
-        }
+        "REVERSE" | "SPACE" | "ELT" | "INSERT" | "SUBSTRING_INDEX" | "QUOTE" | "BIN" | "OCT"
+        | "CONV" | "TO_BASE64" | "FORMAT" | "SOUNDEX" => SqlType::Str,
+        "CHAR" | "UNHEX" | "FROM_BASE64" => SqlType::Bytes,
         _ => return None,
     })
 }

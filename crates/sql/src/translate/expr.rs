@@ -230,7 +230,7 @@ pub fn literal(cx: &mut dyn ExprScope, v: &sp::Value) -> Result<Expr, SqlError> 
         | sp::Value::DoubleQuotedString(s)
         | sp::Value::NationalStringLiteral(s)
         | sp::Value::EscapedStringLiteral(s) => Value::Str(s.clone()),
-        sp::Value::HexStringLiteral(h) => Value::Str(hex_literal(h)?),
+        sp::Value::HexStringLiteral(h) => Value::Bytes(hex_literal(h)?),
         sp::Value::Boolean(b) => Value::Int(*b as i64),
         sp::Value::Null => Value::Null,
         sp::Value::Placeholder(ph) => {
@@ -303,7 +303,20 @@ fn expr_level(cx: &mut dyn ExprScope, e: &sp::Expr) -> Result<Expr, SqlError> {
         E::Value(v) => literal(cx, &v.value)?,
         E::Nested(x) => expr(cx, x)?,
         E::Collate { expr: x, .. } => expr(cx, x)?,
-        E::Prefixed { value, .. } => expr(cx, value)?,
+        // `_binary '..'` is a binary string; other introducers name a character set, and
+        // every string here is utf8mb4.
+        E::Prefixed { prefix, value } if prefix.value.eq_ignore_ascii_case("_binary") => {
+            match expr(cx, value)? {
+                Expr::Literal(v) if !v.is_null() => {
+                    Expr::Literal(Value::Bytes(v.to_bytes().unwrap_or_default().into_owned()))
+                }
+                x => Expr::Cast(b(x), CastType::Binary),
+            }
+        }
+        E::Prefixed { value, .. } => match expr(cx, value)? {
+            Expr::Literal(Value::Bytes(x)) => Expr::Literal(Value::from_utf8_or_bytes(x)),
+            x => x,
+        },
         E::UnaryOp { op, expr: x } => {
             let x = expr(cx, x)?;
             match op {
@@ -602,11 +615,11 @@ fn expr_level(cx: &mut dyn ExprScope, e: &sp::Expr) -> Result<Expr, SqlError> {
     })
 }
 
-/// The bytes of a hex literal (`X'hh..'` or `0xhh..`) as text. A character that is not a hex
+/// The bytes of a hex literal (`X'hh..'` or `0xhh..`), a binary string. A character that is not a hex
 /// digit (only `X'..'` can hold one: sqlparser ends `0x..` at the first) is a syntax error as in
 /// MySQL, never a slice inside a multi-byte character. An odd digit count reads as if led by
 /// `0`, as MySQL reads `0xabc`.
-pub fn hex_literal(h: &str) -> Result<String, SqlError> {
+pub fn hex_literal(h: &str) -> Result<Vec<u8>, SqlError> {
     let digits = h.as_bytes();
     if !digits.iter().all(u8::is_ascii_hexdigit) {
         return Err(SqlError::Syntax(format!("X'{h}'")));
@@ -618,7 +631,7 @@ pub fn hex_literal(h: &str) -> Result<String, SqlError> {
         .map(|&c| nibble(c))
         .chain(rest.chunks(2).map(|p| nibble(p[0]) << 4 | nibble(p[1])))
         .collect();
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    Ok(bytes)
 }
 
 /// The target type of `CAST(.. AS t)` / `CONVERT(.., t)`; DECIMAL scale over 30 is 1425.
@@ -628,7 +641,8 @@ pub fn cast_type(dt: &sp::DataType) -> Result<CastType, SqlError> {
     Ok(match base.as_str() {
         "SIGNED" | "SIGNED INTEGER" | "INT" | "INTEGER" | "BIGINT" => CastType::Signed,
         "UNSIGNED" | "UNSIGNED INTEGER" | "INT UNSIGNED" | "BIGINT UNSIGNED" => CastType::Unsigned,
-        "CHAR" | "VARCHAR" | "NCHAR" | "TEXT" | "BINARY" | "CHARACTER" => CastType::Char,
+        "CHAR" | "VARCHAR" | "NCHAR" | "TEXT" | "CHARACTER" => CastType::Char,
+        "BINARY" | "VARBINARY" | "BLOB" => CastType::Binary,
         "DOUBLE" | "FLOAT" | "REAL" | "DOUBLE PRECISION" => CastType::Double,
         "DATE" => CastType::Date,
         "DATETIME" | "TIMESTAMP" => CastType::DateTime,

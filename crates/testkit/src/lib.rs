@@ -90,6 +90,10 @@ pub struct MariaDb {
 impl MariaDb {
     /// The `mariadbd` command line for a private server in `dir` on `port`.
     pub fn command(bin: &Path, dir: &Path, port: u16, o: &MariaDbOptions) -> Command {
+        // Its private temporary directory (below) must exist before it starts.
+        if let Err(e) = std::fs::create_dir_all(dir.join("tmp")) {
+            eprintln!("cannot create {}: {e}", dir.join("tmp").display());
+        }
         let mut cmd = Command::new(bin);
         cmd.arg("--no-defaults")
             .arg(format!("--datadir={}", dir.join("data").display()))
@@ -130,7 +134,7 @@ impl MariaDb {
         let dir = tmpdir("shoal-mariadb", "server");
         let data = dir.join("data");
         std::fs::create_dir_all(&data).expect("datadir");
-        std::fs::create_dir_all(dir.join("tmp")).expect("tmpdir");
+        std::fs::create_dir_all(dir.join("tmp")).expect("tmpdir for the install");
         if o.install {
             let out = Command::new("mariadb-install-db")
                 .args([

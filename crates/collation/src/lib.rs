@@ -43,6 +43,19 @@ pub fn fold(s: &str) -> impl Iterator<Item = char> + '_ {
     trim(s).chars().flat_map(char::to_uppercase)
 }
 
+/// Appends the [`fold`] of `s` to `out` (ASCII text, the common case, without the per-character
+/// case tables): a string key that is equal exactly when the strings are.
+pub fn push_fold(out: &mut String, s: &str) {
+    let s = trim(s);
+    if s.is_ascii() {
+        let start = out.len();
+        out.push_str(s);
+        out[start..].make_ascii_uppercase();
+        return;
+    }
+    out.extend(fold(s));
+}
+
 /// Compares two strings in the collation: their [`fold`]s, code point by code point.
 pub fn cmp(a: &str, b: &str) -> Ordering {
     let a = trim(a);
@@ -118,6 +131,22 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `push_fold` is `fold` collected, on ASCII (the fast path) and on text that is not.
+    #[test]
+    fn push_fold_is_fold() {
+        for s in [
+            "", "abc", "aBc  ", " x y ", "Straße", "ǅemal ", "ıİ", "a\u{0}b", "ﬀ-ΐ",
+        ] {
+            let mut out = String::from("prefix:");
+            push_fold(&mut out, s);
+            assert_eq!(
+                out,
+                format!("prefix:{}", fold(s).collect::<String>()),
+                "{s:?}"
+            );
+        }
+    }
     use rand::{Rng, SeedableRng};
 
     /// Characters whose uppercase is unusual: expansions (ß, ŉ, ﬀ, ΐ), title case (ǅ), dotted

@@ -23,6 +23,7 @@
 //! session's own evaluation context.
 
 use std::cmp::Ordering;
+use std::fmt::Write as _;
 
 use shoal_sql::ast::{Expr, VarScope};
 use shoal_sql::decimal::Decimal as SqlDecimal;
@@ -300,14 +301,21 @@ fn cmp_keys(a: &[Value], b: &[Value], desc: &[bool], modes: &[KeyMode]) -> Order
 /// A hashable key for grouping and DISTINCT: equal under SQL comparison (case-insensitive
 /// strings, trailing spaces ignored, `1 = 1.0`).
 pub(crate) fn group_key(vals: &[Value]) -> String {
-    let mut s = String::new();
+    let text: usize = vals
+        .iter()
+        .map(|v| match v {
+            Value::Str(x) => x.len(),
+            _ => 0,
+        })
+        .sum();
+    let mut s = String::with_capacity(text + 24 * vals.len());
     for v in vals {
         match v {
             Value::Null => s.push_str("N|"),
             Value::Str(x) => {
                 s.push('S');
                 // The collation's fold: one definition with comparison and index keys.
-                s.extend(shoal_collation::fold(x));
+                shoal_collation::push_fold(&mut s, x);
                 s.push('\u{1}');
             }
             Value::Int(_) | Value::UInt(_) | Value::Decimal(_) => {
@@ -319,19 +327,23 @@ pub(crate) fn group_key(vals: &[Value]) -> String {
                     m /= 10;
                     sc -= 1;
                 }
-                s.push_str(&format!("D{m}e{sc}|"));
+                let _ = write!(s, "D{m}e{sc}|");
             }
             // Exact bytes (a lossy text would merge different ones).
             Value::Bytes(b) => {
                 s.push('B');
                 for x in b {
-                    s.push_str(&format!("{x:02x}"));
+                    let _ = write!(s, "{x:02x}");
                 }
                 s.push('|');
             }
             // -0 and 0 are one value (they compare equal).
-            Value::Double(f) => s.push_str(&format!("F{}|", if *f == 0.0 { 0.0 } else { *f })),
-            other => s.push_str(&format!("T{}|", other.to_text().unwrap_or_default())),
+            Value::Double(f) => {
+                let _ = write!(s, "F{}|", if *f == 0.0 { 0.0 } else { *f });
+            }
+            other => {
+                let _ = write!(s, "T{}|", other.to_text().unwrap_or_default());
+            }
         }
     }
     s

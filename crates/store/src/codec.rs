@@ -286,8 +286,23 @@ pub fn decode_stored(
     types: &[ColumnType],
     data: &[u8],
 ) -> Result<Vec<Datum>, String> {
-    let (mut row, stored) = decode_row_n(types, data)?;
+    decode_stored_cols(def, types, data, None)
+}
+
+/// [`decode_stored`] of only the columns `want` marks (all when `None`): the others are
+/// skipped over and read as NULL, so a query reading two columns of a wide row allocates
+/// nothing for the rest.
+pub fn decode_stored_cols(
+    def: &crate::TableDef,
+    types: &[ColumnType],
+    data: &[u8],
+    want: Option<&[bool]>,
+) -> Result<Vec<Datum>, String> {
+    let (mut row, stored) = decode_row_n(types, data, want)?;
     for (i, c) in def.columns.iter().enumerate().skip(stored) {
+        if !wanted(want, i) {
+            continue;
+        }
         if let (Some(d), Some(slot)) = (&c.added_default, row.get_mut(i)) {
             *slot = d.clone();
         }
@@ -295,13 +310,31 @@ pub fn decode_stored(
     Ok(row)
 }
 
+/// Whether column `i` is to be decoded (no mask: every column).
+fn wanted(want: Option<&[bool]>, i: usize) -> bool {
+    want.is_none_or(|w| w.get(i).copied().unwrap_or(false))
+}
+
 /// Decodes a row for columns of the given types.
 pub fn decode_row(types: &[ColumnType], data: &[u8]) -> Result<Vec<Datum>, String> {
-    decode_row_n(types, data).map(|(row, _)| row)
+    decode_row_n(types, data, None).map(|(row, _)| row)
+}
+
+/// [`decode_row`] of only the columns `want` marks (see [`decode_stored_cols`]).
+pub fn decode_row_cols(
+    types: &[ColumnType],
+    data: &[u8],
+    want: &[bool],
+) -> Result<Vec<Datum>, String> {
+    decode_row_n(types, data, Some(want)).map(|(row, _)| row)
 }
 
 /// [`decode_row`], and how many values the row stored.
-fn decode_row_n(types: &[ColumnType], data: &[u8]) -> Result<(Vec<Datum>, usize), String> {
+fn decode_row_n(
+    types: &[ColumnType],
+    data: &[u8],
+    want: Option<&[bool]>,
+) -> Result<(Vec<Datum>, usize), String> {
     let mut buf = data;
     let fmt = *buf.first().ok_or("empty row")?;
     if fmt != ROW_FORMAT {
@@ -313,6 +346,11 @@ fn decode_row_n(types: &[ColumnType], data: &[u8]) -> Result<(Vec<Datum>, usize)
     let mut out = Vec::with_capacity(types.len());
     for (i, t) in types.iter().enumerate() {
         if i >= n || bitmap[i / 8] & (1 << (i % 8)) != 0 {
+            out.push(Datum::Null);
+            continue;
+        }
+        if !wanted(want, i) {
+            skip_value(t, &mut buf)?;
             out.push(Datum::Null);
             continue;
         }
@@ -347,4 +385,25 @@ fn decode_row_n(types: &[ColumnType], data: &[u8]) -> Result<(Vec<Datum>, usize)
         out.push(d);
     }
     Ok((out, n))
+}
+
+/// Steps `buf` past one stored value of type `t` without decoding it.
+fn skip_value(t: &ColumnType, buf: &mut &[u8]) -> Result<(), String> {
+    match t {
+        ColumnType::Float | ColumnType::Double => {
+            take(buf, 8)?;
+        }
+        ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text | ColumnType::Blob => {
+            let len = get_varint(buf)? as usize;
+            take(buf, len)?;
+        }
+        ColumnType::Int { .. }
+        | ColumnType::Decimal { .. }
+        | ColumnType::Date
+        | ColumnType::DateTime
+        | ColumnType::Timestamp => {
+            get_varint(buf)?;
+        }
+    }
+    Ok(())
 }

@@ -33,7 +33,10 @@
 //! (or next) lock wait or operation with [`StoreError::Interrupted`].
 
 use crate::catalog::{self, dup_error, index_entry_key, pk_of_row, row_key, TableDef};
-use crate::codec::{decode_stored, encode_key, encode_key_weighted, encode_row, prefix_successor};
+use crate::codec::{
+    decode_stored, decode_stored_cols, encode_key, encode_key_weighted, encode_row,
+    prefix_successor,
+};
 use crate::datum::{ColumnType, Datum};
 use crate::engine::{Engine, Inner, Snapshot, SnapshotIter};
 use crate::error::{Result, StoreError};
@@ -549,7 +552,19 @@ impl Transaction {
     }
 
     fn decode(t: &TableDef, types: &[ColumnType], pk: &[u8], v: &[u8]) -> Result<Row> {
-        let values = decode_stored(t, types, v).map_err(StoreError::Corrupt)?;
+        Self::decode_cols(t, types, pk, v, None)
+    }
+
+    /// [`Self::decode`] of the columns `want` marks (the rest read as NULL; see
+    /// [`decode_stored_cols`]).
+    fn decode_cols(
+        t: &TableDef,
+        types: &[ColumnType],
+        pk: &[u8],
+        v: &[u8],
+        want: Option<&[bool]>,
+    ) -> Result<Row> {
+        let values = decode_stored_cols(t, types, v, want).map_err(StoreError::Corrupt)?;
         Ok(Row {
             key: RowKey(pk.to_vec()),
             values,
@@ -559,15 +574,26 @@ impl Transaction {
     /// Point read by primary key values (`[Datum::UInt(id)]` for tables without a primary
     /// key). A key value that cannot be stored in the key column matches nothing.
     pub fn get(&mut self, table: &TableDef, pk: &[Datum], lock: LockMode) -> Result<Option<Row>> {
-        let key = match RowKey::from_values(table, pk) {
-            Ok(k) => k,
+        self.get_cols(table, pk, lock, None)
+    }
+
+    /// [`Self::get`] decoding only the columns `want` marks (the others read as NULL): for
+    /// readers that know which columns they use.
+    pub fn get_cols(
+        &mut self,
+        table: &TableDef,
+        pk: &[Datum],
+        lock: LockMode,
+        want: Option<&[bool]>,
+    ) -> Result<Option<Row>> {
+        match RowKey::from_values(table, pk) {
+            Ok(k) => self.get_by_key_cols(table, &k, lock, want),
             Err(StoreError::BadValue { .. }) => {
                 self.check_active()?;
-                return Ok(None);
+                Ok(None)
             }
-            Err(e) => return Err(e),
-        };
-        self.get_by_key(table, &key, lock)
+            Err(e) => Err(e),
+        }
     }
 
     /// Point read by encoded primary key.
@@ -576,6 +602,16 @@ impl Transaction {
         table: &TableDef,
         key: &RowKey,
         lock: LockMode,
+    ) -> Result<Option<Row>> {
+        self.get_by_key_cols(table, key, lock, None)
+    }
+
+    fn get_by_key_cols(
+        &mut self,
+        table: &TableDef,
+        key: &RowKey,
+        lock: LockMode,
+        want: Option<&[bool]>,
     ) -> Result<Option<Row>> {
         self.check_active()?;
         let t = self.inner.table_by_id(table)?;
@@ -602,7 +638,13 @@ impl Transaction {
             None => Ok(None),
             Some(v) => {
                 Stats::add(&self.inner.stats.rows_read, 1);
-                Ok(Some(Self::decode(&t, &column_types(&t), &key.0, &v)?))
+                Ok(Some(Self::decode_cols(
+                    &t,
+                    &column_types(&t),
+                    &key.0,
+                    &v,
+                    want,
+                )?))
             }
         }
     }
@@ -850,7 +892,7 @@ impl Transaction {
         if limit == 0 {
             return Ok(out);
         }
-        self.scan_pk_inner(table, range, lock, limit.min(SCAN_CHUNK), |r| {
+        self.scan_pk_inner(table, range, lock, limit.min(SCAN_CHUNK), None, |r| {
             out.push(r);
             Ok(out.len() < limit)
         })?;
@@ -865,7 +907,19 @@ impl Transaction {
         lock: LockMode,
         f: impl FnMut(Row) -> Result<bool>,
     ) -> Result<()> {
-        self.scan_pk_inner(table, range, lock, SCAN_CHUNK, f)
+        self.scan_pk_inner(table, range, lock, SCAN_CHUNK, None, f)
+    }
+
+    /// [`Self::scan_pk_with`] decoding only the columns `want` marks (the others read as NULL).
+    pub fn scan_pk_cols(
+        &mut self,
+        table: &TableDef,
+        range: &KeyRange,
+        lock: LockMode,
+        want: Option<&[bool]>,
+        f: impl FnMut(Row) -> Result<bool>,
+    ) -> Result<()> {
+        self.scan_pk_inner(table, range, lock, SCAN_CHUNK, want, f)
     }
 
     fn scan_pk_inner(
@@ -874,6 +928,7 @@ impl Transaction {
         range: &KeyRange,
         lock: LockMode,
         chunk: usize,
+        want: Option<&[bool]>,
         mut f: impl FnMut(Row) -> Result<bool>,
     ) -> Result<()> {
         self.check_active()?;
@@ -907,7 +962,7 @@ impl Transaction {
                     }
                 };
                 Stats::add(&self.inner.stats.rows_read, 1);
-                let row = Self::decode(&t, &types, &k[prefix.len()..], &v)?;
+                let row = Self::decode_cols(&t, &types, &k[prefix.len()..], &v, want)?;
                 if !f(row)? {
                     return Ok(());
                 }
@@ -933,10 +988,18 @@ impl Transaction {
         if limit == 0 {
             return Ok(out);
         }
-        self.scan_index_inner(table, index, range, lock, limit.min(SCAN_CHUNK), |r| {
-            out.push(r);
-            Ok(out.len() < limit)
-        })?;
+        self.scan_index_inner(
+            table,
+            index,
+            range,
+            lock,
+            limit.min(SCAN_CHUNK),
+            None,
+            |r| {
+                out.push(r);
+                Ok(out.len() < limit)
+            },
+        )?;
         Ok(out)
     }
 
@@ -950,7 +1013,21 @@ impl Transaction {
         lock: LockMode,
         f: impl FnMut(Row) -> Result<bool>,
     ) -> Result<()> {
-        self.scan_index_inner(table, index, range, lock, SCAN_CHUNK, f)
+        self.scan_index_inner(table, index, range, lock, SCAN_CHUNK, None, f)
+    }
+
+    /// [`Self::scan_index_with`] decoding only the columns `want` marks (the others read as
+    /// NULL; a locking read decodes every column to recheck the index entry).
+    pub fn scan_index_cols(
+        &mut self,
+        table: &TableDef,
+        index: &str,
+        range: &KeyRange,
+        lock: LockMode,
+        want: Option<&[bool]>,
+        f: impl FnMut(Row) -> Result<bool>,
+    ) -> Result<()> {
+        self.scan_index_inner(table, index, range, lock, SCAN_CHUNK, want, f)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -961,6 +1038,7 @@ impl Transaction {
         range: &KeyRange,
         lock: LockMode,
         chunk: usize,
+        want: Option<&[bool]>,
         mut f: impl FnMut(Row) -> Result<bool>,
     ) -> Result<()> {
         self.check_active()?;
@@ -1001,7 +1079,8 @@ impl Transaction {
                         }
                     }
                 };
-                let row = Self::decode(&t, &types, &pk, &v)?;
+                let want = if strength.is_some() { None } else { want };
+                let row = Self::decode_cols(&t, &types, &pk, &v, want)?;
                 if strength.is_some() && index_entry_key(&t, &ix, &row.values, &pk).0 != ik {
                     continue; // changed since the index entry was read
                 }
@@ -1045,6 +1124,10 @@ impl Transaction {
             }
             _ => (Bound::Excluded(to.to_vec()), None),
         };
+        if self.writes.is_empty() {
+            // Nothing of ours to merge (every read-only transaction).
+            return Ok((db, next));
+        }
         let mut buf = self
             .writes
             .range::<Vec<u8>, _>((Bound::Included(from.to_vec()), buf_end))

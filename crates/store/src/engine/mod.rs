@@ -250,6 +250,38 @@ impl Engine {
             "Shoal_block_cache_pinned",
             self.inner.cache.get_pinned_usage() as u64,
         ));
+        // RocksDB's own gauges: what keeps old row versions alive (snapshots) and how many
+        // versions a scan may have to step over (memtable entries, level-0 files).
+        let prop = |p: &str| {
+            self.inner
+                .db
+                .property_int_value(p)
+                .ok()
+                .flatten()
+                .unwrap_or(0)
+        };
+        v.push(("Shoal_store_snapshots", prop("rocksdb.num-snapshots")));
+        let oldest = prop("rocksdb.oldest-snapshot-time");
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        v.push((
+            "Shoal_store_oldest_snapshot_seconds",
+            if oldest == 0 {
+                0
+            } else {
+                now.saturating_sub(oldest)
+            },
+        ));
+        v.push((
+            "Shoal_store_memtable_entries",
+            prop("rocksdb.num-entries-active-mem-table")
+                + prop("rocksdb.num-entries-imm-mem-tables"),
+        ));
+        v.push((
+            "Shoal_store_level0_files",
+            prop("rocksdb.num-files-at-level0"),
+        ));
         v
     }
 

@@ -474,6 +474,73 @@ fn ordered_limit_for_update_locks_only_the_rows_it_returns() {
     a.query_drop("COMMIT").unwrap();
 }
 
+/// `ORDER BY ... DESC LIMIT n` reads the key backwards and stops after n rows (TPC-C's
+/// Order-Status: a customer's newest order): it reads n rows, not the range, and its locking
+/// form locks only them, so another transaction can still change the row below.
+#[test]
+fn descending_limit_reads_and_locks_only_the_rows_it_returns() {
+    let s = Srv::start("tables-desc-limit", &[]);
+    let mut c = s.conn();
+    c.query_drop("CREATE DATABASE o").unwrap();
+    c.query_drop(
+        "CREATE TABLE o.ord (w INT, d INT, o INT, c INT, PRIMARY KEY (w, d, o), KEY byc (w, c, o))",
+    )
+    .unwrap();
+    let values: Vec<String> = (1..=3000)
+        .map(|i| format!("(1, {}, {i}, {})", 1 + i % 3, i % 50))
+        .collect();
+    c.query_drop(format!("INSERT INTO o.ord VALUES {}", values.join(",")))
+        .unwrap();
+    let read = |c: &mut Conn| -> u64 {
+        let r: Option<(String, u64)> = c
+            .query_first("SHOW GLOBAL STATUS LIKE 'Innodb_rows_read'")
+            .unwrap();
+        r.map(|r| r.1).unwrap_or(0)
+    };
+    for (sql, expect) in [
+        (
+            "SELECT o FROM o.ord WHERE w = 1 AND d = 2 ORDER BY o DESC LIMIT 1",
+            2998,
+        ),
+        (
+            "SELECT o FROM o.ord WHERE w = 1 AND c = 7 ORDER BY c DESC, o DESC LIMIT 1",
+            2957,
+        ),
+        (
+            "SELECT o FROM o.ord ORDER BY w DESC, d DESC, o DESC LIMIT 1",
+            2999,
+        ),
+    ] {
+        let before = read(&mut c);
+        let got: Option<i64> = c.query_first(sql).unwrap();
+        let rows_read = read(&mut c) - before;
+        assert_eq!(got, Some(expect), "{sql}");
+        assert!(
+            rows_read <= 2,
+            "{sql}: read {rows_read} rows of a 1000-row range"
+        );
+    }
+    let mut a = s.conn();
+    a.query_drop("BEGIN").unwrap();
+    let newest: Option<i64> = a
+        .query_first("SELECT o FROM o.ord WHERE w = 1 AND d = 1 ORDER BY o DESC LIMIT 1 FOR UPDATE")
+        .unwrap();
+    assert_eq!(newest, Some(3000));
+    let mut b = s.conn();
+    b.query_drop("SET innodb_lock_wait_timeout = 1").unwrap();
+    b.query_drop("UPDATE o.ord SET c = 99 WHERE w = 1 AND d = 1 AND o = 2997")
+        .unwrap();
+    assert_eq!(
+        err_code(
+            &b.query_drop("UPDATE o.ord SET c = 99 WHERE w = 1 AND d = 1 AND o = 3000")
+                .unwrap_err()
+        ),
+        1205,
+        "the row the locking read returned is locked"
+    );
+    a.query_drop("COMMIT").unwrap();
+}
+
 /// Inner joins run in the order that makes index lookups of them, not FROM order: TPC-C's
 /// `FROM customer, warehouse WHERE w_id = ? AND c_w_id = w_id AND c_d_id = ? AND c_id = ?`
 /// reads one warehouse row, then one customer by its primary key — a handful of rows, where

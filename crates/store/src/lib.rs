@@ -61,5 +61,5 @@ pub use error::{Result, StoreError};
 pub use system::SystemWrite;
 pub use txn::{
     InsertOutcome, Isolation, KeyRange, KillHandle, LockMode, LockWait, Row, RowKey, Savepoint,
-    Transaction,
+    ScanOpts, Transaction,
 };

@@ -892,7 +892,8 @@ impl Transaction {
         if limit == 0 {
             return Ok(out);
         }
-        self.scan_pk_inner(table, range, lock, limit.min(SCAN_CHUNK), None, |r| {
+        let opts = ScanOpts::default();
+        self.scan_pk_inner(table, range, lock, limit.min(SCAN_CHUNK), opts, |r| {
             out.push(r);
             Ok(out.len() < limit)
         })?;
@@ -907,19 +908,20 @@ impl Transaction {
         lock: LockMode,
         f: impl FnMut(Row) -> Result<bool>,
     ) -> Result<()> {
-        self.scan_pk_inner(table, range, lock, SCAN_CHUNK, None, f)
+        self.scan_pk_inner(table, range, lock, SCAN_CHUNK, ScanOpts::default(), f)
     }
 
-    /// [`Self::scan_pk_with`] decoding only the columns `want` marks (the others read as NULL).
-    pub fn scan_pk_cols(
+    /// [`Self::scan_pk_with`] with [`ScanOpts`]: only some columns decoded, or in descending
+    /// key order.
+    pub fn scan_pk_opts(
         &mut self,
         table: &TableDef,
         range: &KeyRange,
         lock: LockMode,
-        want: Option<&[bool]>,
+        opts: ScanOpts<'_>,
         f: impl FnMut(Row) -> Result<bool>,
     ) -> Result<()> {
-        self.scan_pk_inner(table, range, lock, SCAN_CHUNK, want, f)
+        self.scan_pk_inner(table, range, lock, SCAN_CHUNK, opts, f)
     }
 
     fn scan_pk_inner(
@@ -928,7 +930,7 @@ impl Transaction {
         range: &KeyRange,
         lock: LockMode,
         chunk: usize,
-        want: Option<&[bool]>,
+        opts: ScanOpts<'_>,
         mut f: impl FnMut(Row) -> Result<bool>,
     ) -> Result<()> {
         self.check_active()?;
@@ -945,9 +947,10 @@ impl Transaction {
         if strength.is_none() {
             self.ensure_snapshot();
         }
-        let mut cursor = from;
+        let (mut from, mut to) = (from, to);
         loop {
-            let (entries, next) = self.merged_chunk(&cursor, &to, strength.is_none(), chunk)?;
+            let (entries, next) =
+                self.chunk(&from, &to, opts.reverse, strength.is_none(), chunk)?;
             for (k, v) in entries {
                 let v = match strength {
                     None => v,
@@ -962,13 +965,14 @@ impl Transaction {
                     }
                 };
                 Stats::add(&self.inner.stats.rows_read, 1);
-                let row = Self::decode_cols(&t, &types, &k[prefix.len()..], &v, want)?;
+                let row = Self::decode_cols(&t, &types, &k[prefix.len()..], &v, opts.cols)?;
                 if !f(row)? {
                     return Ok(());
                 }
             }
             match next {
-                Some(c) => cursor = c,
+                Some(c) if opts.reverse => to = c,
+                Some(c) => from = c,
                 None => return Ok(()),
             }
         }
@@ -994,7 +998,7 @@ impl Transaction {
             range,
             lock,
             limit.min(SCAN_CHUNK),
-            None,
+            ScanOpts::default(),
             |r| {
                 out.push(r);
                 Ok(out.len() < limit)
@@ -1013,21 +1017,29 @@ impl Transaction {
         lock: LockMode,
         f: impl FnMut(Row) -> Result<bool>,
     ) -> Result<()> {
-        self.scan_index_inner(table, index, range, lock, SCAN_CHUNK, None, f)
+        self.scan_index_inner(
+            table,
+            index,
+            range,
+            lock,
+            SCAN_CHUNK,
+            ScanOpts::default(),
+            f,
+        )
     }
 
-    /// [`Self::scan_index_with`] decoding only the columns `want` marks (the others read as
-    /// NULL; a locking read decodes every column to recheck the index entry).
-    pub fn scan_index_cols(
+    /// [`Self::scan_index_with`] with [`ScanOpts`] (descending: index order reversed, equal
+    /// index values by descending primary key).
+    pub fn scan_index_opts(
         &mut self,
         table: &TableDef,
         index: &str,
         range: &KeyRange,
         lock: LockMode,
-        want: Option<&[bool]>,
+        opts: ScanOpts<'_>,
         f: impl FnMut(Row) -> Result<bool>,
     ) -> Result<()> {
-        self.scan_index_inner(table, index, range, lock, SCAN_CHUNK, want, f)
+        self.scan_index_inner(table, index, range, lock, SCAN_CHUNK, opts, f)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1038,7 +1050,7 @@ impl Transaction {
         range: &KeyRange,
         lock: LockMode,
         chunk: usize,
-        want: Option<&[bool]>,
+        opts: ScanOpts<'_>,
         mut f: impl FnMut(Row) -> Result<bool>,
     ) -> Result<()> {
         self.check_active()?;
@@ -1059,9 +1071,10 @@ impl Transaction {
         if strength.is_none() {
             self.ensure_snapshot();
         }
-        let mut cursor = from;
+        let (mut from, mut to) = (from, to);
         loop {
-            let (entries, next) = self.merged_chunk(&cursor, &to, strength.is_none(), chunk)?;
+            let (entries, next) =
+                self.chunk(&from, &to, opts.reverse, strength.is_none(), chunk)?;
             for (ik, pk) in entries {
                 let dk = row_key(t.id, &pk);
                 let v = match strength {
@@ -1079,7 +1092,7 @@ impl Transaction {
                         }
                     }
                 };
-                let want = if strength.is_some() { None } else { want };
+                let want = if strength.is_some() { None } else { opts.cols };
                 let row = Self::decode_cols(&t, &types, &pk, &v, want)?;
                 if strength.is_some() && index_entry_key(&t, &ix, &row.values, &pk).0 != ik {
                     continue; // changed since the index entry was read
@@ -1090,7 +1103,8 @@ impl Transaction {
                 }
             }
             match next {
-                Some(c) => cursor = c,
+                Some(c) if opts.reverse => to = c,
+                Some(c) => from = c,
                 None => return Ok(()),
             }
         }
@@ -1099,6 +1113,77 @@ impl Transaction {
     /// Up to one chunk of entries in `[from, to)`: committed entries (snapshot or latest)
     /// merged with the buffer (buffer wins; deletions hide). Returns the cursor to continue
     /// from, or `None` when the range is exhausted.
+    /// The next chunk of `[from, to)` in the scan's direction, and the bound to continue from
+    /// (the new `from` going forward, the new `to` in reverse), `None` when the range is done.
+    #[allow(clippy::type_complexity)]
+    fn chunk(
+        &mut self,
+        from: &[u8],
+        to: &[u8],
+        reverse: bool,
+        use_snapshot: bool,
+        chunk: usize,
+    ) -> Result<(Vec<(Vec<u8>, Vec<u8>)>, Option<Vec<u8>>)> {
+        if reverse {
+            self.merged_chunk_rev(from, to, use_snapshot, chunk)
+        } else {
+            self.merged_chunk(from, to, use_snapshot, chunk)
+        }
+    }
+
+    /// [`Self::merged_chunk`] in descending key order: up to `chunk` committed entries of
+    /// `[from, to)` from the top, merged with the buffer over the same span. The returned bound
+    /// is the lowest key read: the next chunk is `[from, that)`.
+    #[allow(clippy::type_complexity)]
+    fn merged_chunk_rev(
+        &mut self,
+        from: &[u8],
+        to: &[u8],
+        use_snapshot: bool,
+        chunk: usize,
+    ) -> Result<(Vec<(Vec<u8>, Vec<u8>)>, Option<Vec<u8>>)> {
+        let chunk = chunk.max(1);
+        let db = match (use_snapshot, &self.snap) {
+            (true, Some(snap)) => snap.scan_chunk_rev(from, to, chunk, true)?,
+            _ => Snapshot::new(&self.inner).scan_chunk_rev(from, to, chunk, true)?,
+        };
+        let (low, next) = match (db.len() == chunk, db.last()) {
+            (true, Some((last, _))) => (last.clone(), Some(last.clone())),
+            _ => (from.to_vec(), None),
+        };
+        if self.writes.is_empty() {
+            return Ok((db, next));
+        }
+        let mut buf = self
+            .writes
+            .range::<Vec<u8>, _>((Bound::Included(low), Bound::Excluded(to.to_vec())))
+            .rev()
+            .peekable();
+        let mut out = Vec::with_capacity(db.len());
+        let mut dbi = db.into_iter().peekable();
+        loop {
+            // Highest key first; on a tie the buffer's version wins.
+            let ord = match (dbi.peek(), buf.peek()) {
+                (None, None) => break,
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (Some((dk, _)), Some((bk, _))) => (*bk).cmp(dk),
+            };
+            if ord == std::cmp::Ordering::Equal {
+                dbi.next();
+            }
+            if ord != std::cmp::Ordering::Less {
+                let (k, v) = buf.next().expect("peeked");
+                if let Some(v) = v {
+                    out.push((k.clone(), v.clone()));
+                }
+            } else {
+                out.push(dbi.next().expect("peeked"));
+            }
+        }
+        Ok((out, next))
+    }
+
     #[allow(clippy::type_complexity)]
     fn merged_chunk(
         &mut self,
@@ -1156,6 +1241,16 @@ impl Transaction {
         }
         Ok((out, next))
     }
+}
+
+/// How a range scan reads (see [`Transaction::scan_pk_opts`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ScanOpts<'a> {
+    /// The columns to decode, by position; the others read as NULL (`None`: every column). A
+    /// locking index scan decodes every column anyway, to recheck the index entry.
+    pub cols: Option<&'a [bool]>,
+    /// Descending key order: `ORDER BY key DESC` without a sort.
+    pub reverse: bool,
 }
 
 impl Drop for Transaction {

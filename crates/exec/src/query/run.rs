@@ -9,7 +9,7 @@ use shoal_sql::ast::{BinOp, Expr, Subquery, SubqueryKind, VarScope, DISTINCT_TUP
 use shoal_sql::eval::{eval, Context};
 use shoal_sql::value::{coerce_to, compare, row_mem_size, DateTime, Value};
 use shoal_sql::SqlError;
-use shoal_store::{Engine, KeyRange, LockMode, Row, Transaction};
+use shoal_store::{Engine, KeyRange, LockMode, Row, ScanOpts, Transaction};
 
 use super::*;
 use crate::budget::{stored_row_size, MemBudget};
@@ -50,6 +50,7 @@ pub fn execute(
         work: HashMap::new(),
         visited: 0,
         hashed: HashMap::new(),
+        reverse: None,
     };
     r.node(&plan.root, None)
 }
@@ -145,6 +146,9 @@ struct Runner<'p, 'a> {
     mem: MemBudget,
     /// Hash tables of the leaves joined by hash, built at their first visit.
     hashed: HashMap<*const Leaf, Arc<HashTable>>,
+    /// The stored leaf read in descending key order (its query's ORDER BY ... DESC arrives
+    /// that way), while that query runs.
+    reverse: Option<&'p Leaf>,
 }
 
 /// Hash joins.
@@ -333,12 +337,16 @@ impl<'p, 'a> Runner<'p, 'a> {
         let mut in_order = false;
         let mut rows: Vec<(Vec<Value>, Vec<Value>)> = match &n.body {
             Body::Select(s) => {
-                in_order = self.arrives_in_order(s, &n.order)?;
+                let direction = self.arrives_in_order(s, &n.order)?;
+                in_order = direction.is_some();
                 let order: &'p [(SortKey, bool)] = if in_order { &[] } else { &n.order };
                 let early = (order.is_empty() && !s.grouped && !s.distinct)
                     .then(|| needed.map(|k| k.saturating_add(offset)))
                     .flatten();
-                self.select(s, order, early)?
+                let outer = std::mem::replace(&mut self.reverse, direction.flatten());
+                let rows = self.select(s, order, early);
+                self.reverse = outer;
+                rows?
             }
             other => {
                 let rows = self.body(other)?;
@@ -361,63 +369,79 @@ impl<'p, 'a> Runner<'p, 'a> {
         })
     }
 
-    /// Whether a SELECT's rows arrive in `order`: it reads one stored table, ungrouped and
+    /// Whether a SELECT's rows can arrive in `order`: it reads one stored table, ungrouped and
     /// without DISTINCT, by a key whose columns after those its access path fixes are the
-    /// ORDER BY columns, ascending (no reverse reads yet), where the key's order is SQL's
+    /// ORDER BY columns (the fixed ones may be named anywhere), all ascending or all
+    /// descending, where the key's order is SQL's
     /// (`plan::key_orders_as_sql`: not the strings of an old binary key, nor binary strings).
+    /// `Some(None)`: in key order as read; `Some(Some(leaf))`: when `leaf` is read in
+    /// descending key order; `None`: the rows need a sort.
     fn arrives_in_order(
         &mut self,
         s: &'p SelectPlan,
         order: &[(SortKey, bool)],
-    ) -> Result<bool, SqlError> {
-        if order.is_empty() || s.grouped || s.distinct || order.iter().any(|(_, desc)| *desc) {
-            return Ok(false);
+    ) -> Result<Option<Option<&'p Leaf>>, SqlError> {
+        let descending = order.first().is_some_and(|(_, desc)| *desc);
+        if order.is_empty()
+            || s.grouped
+            || s.distinct
+            || order.iter().any(|(_, desc)| *desc != descending)
+        {
+            return Ok(None);
         }
         let Source::Leaf(l) = s.from else {
-            return Ok(false);
+            return Ok(None);
         };
-        let leaf = &s.leaves[l];
+        let leaf: &'p Leaf = &s.leaves[l];
         let LeafKind::Table { def, .. } = &leaf.kind else {
-            return Ok(false);
+            return Ok(None);
         };
         if !leaf.hash.is_empty() {
-            return Ok(false);
+            return Ok(None);
         }
+        let direction = Some(descending.then_some(leaf));
         let resolved = {
             let mut ev = Ev { r: self };
             resolve(&leaf.access, def, &mut ev)?
         };
         let (key, fixed, name): (Vec<usize>, usize, &KeyName) = match (&resolved, &leaf.access) {
-            (Resolved::Empty | Resolved::PkPoint(_), _) => return Ok(true),
+            (Resolved::Empty | Resolved::PkPoint(_), _) => return Ok(Some(None)),
             (Resolved::FullScan, _) => match &def.primary_key {
                 Some(pk) => (pk.clone(), 0, &KeyName::Primary),
-                None => return Ok(false),
+                None => return Ok(None),
             },
             (Resolved::Range(k, _), Access::Range { prefix, .. }) => {
                 (crate::plan::key_columns(def, k), prefix.len(), k)
             }
             (Resolved::Ranges(k, _), _) => (crate::plan::key_columns(def, k), 0, k),
-            _ => return Ok(false),
+            _ => return Ok(None),
         };
-        for (i, (k, _)) in order.iter().enumerate() {
+        // The key column the next ORDER BY column must be; columns the access path fixes to one
+        // value (`WHERE w = 1 ... ORDER BY w, o`) are constant, whatever their place.
+        let mut next = fixed;
+        for (k, _) in order {
             let e = match k {
                 SortKey::Output(o) => s.items.get(*o),
                 SortKey::Expr(e) => Some(e),
             };
             let Some(Expr::Slot(x)) = e else {
-                return Ok(false);
+                return Ok(None);
             };
             if !leaf.slots.contains(x) {
-                return Ok(false);
+                return Ok(None);
             }
             let col = x - leaf.slots.start;
-            if key.get(fixed + i) != Some(&col)
+            if key[..fixed.min(key.len())].contains(&col) {
+                continue;
+            }
+            if key.get(next) != Some(&col)
                 || !crate::plan::key_orders_as_sql(def, name, std::slice::from_ref(&col))
             {
-                return Ok(false);
+                return Ok(None);
             }
+            next += 1;
         }
-        Ok(true)
+        Ok(direction)
     }
 
     fn body(&mut self, b: &'p Body) -> Result<Vec<Vec<Value>>, SqlError> {
@@ -820,7 +844,8 @@ impl<'p, 'a> Runner<'p, 'a> {
                 if self.streams {
                     return self.stream(def, resolved, *lock, leaf, f);
                 }
-                let rows = self.fetch(def, resolved, *lock, Some(self.reads(leaf)))?;
+                let opts = self.scan_opts(leaf);
+                let rows = self.fetch(def, resolved, *lock, opts)?;
                 for row in rows {
                     if !self.visit_row(def, &row, leaf, f)? {
                         return Ok(false);
@@ -848,7 +873,7 @@ impl<'p, 'a> Runner<'p, 'a> {
     fn leaf_rows(&mut self, leaf: &'p Leaf) -> Result<Rows, SqlError> {
         Ok(match &leaf.kind {
             LeafKind::Table { def, lock } => {
-                let rows = self.fetch(def, Resolved::FullScan, *lock, None)?;
+                let rows = self.fetch(def, Resolved::FullScan, *lock, ScanOpts::default())?;
                 let rows: Vec<Vec<Value>> = rows
                     .iter()
                     .map(|r| {
@@ -991,20 +1016,20 @@ impl<'p, 'a> Runner<'p, 'a> {
     }
 
     /// The rows an access path reaches, read in one go (the transaction is free again for the
-    /// next leaf of a nested loop); `want`: the columns to decode (the rest read as NULL).
+    /// next leaf of a nested loop), as `opts` says (columns to decode, direction).
     fn fetch(
         &mut self,
         def: &TableDef,
         resolved: Resolved,
         lock: LockMode,
-        want: Option<&[bool]>,
+        opts: ScanOpts<'_>,
     ) -> Result<Vec<Row>, SqlError> {
         let ranges = match resolved {
             Resolved::Empty => return Ok(Vec::new()),
             Resolved::PkPoint(k) => {
                 return Ok(self
                     .txn()
-                    .get_cols(def, &k, lock, want)
+                    .get_cols(def, &k, lock, opts.cols)
                     .map_err(store_err)?
                     .into_iter()
                     .collect())
@@ -1012,6 +1037,12 @@ impl<'p, 'a> Runner<'p, 'a> {
             Resolved::FullScan => vec![(KeyName::Primary, KeyRange::all())],
             Resolved::Range(k, r) => vec![(k, r)],
             Resolved::Ranges(k, rs) => rs.into_iter().map(|r| (k.clone(), r)).collect(),
+        };
+        // The ranges of an IN list are in ascending key order.
+        let ranges: Vec<_> = if opts.reverse {
+            ranges.into_iter().rev().collect()
+        } else {
+            ranges
         };
         let mut out = Vec::new();
         // The rows of one visit of this leaf live until the next: checked against what the
@@ -1030,8 +1061,8 @@ impl<'p, 'a> Runner<'p, 'a> {
                 Ok(true)
             };
             match &key {
-                KeyName::Primary => txn.scan_pk_cols(def, &range, lock, want, push),
-                KeyName::Index(n) => txn.scan_index_cols(def, n, &range, lock, want, push),
+                KeyName::Primary => txn.scan_pk_opts(def, &range, lock, opts, push),
+                KeyName::Index(n) => txn.scan_index_opts(def, n, &range, lock, opts, push),
             }
             .map_err(store_err)?;
             if over {
@@ -1075,7 +1106,13 @@ impl<'p, 'a> Runner<'p, 'a> {
             Resolved::Range(k, r) => vec![(k, r)],
             Resolved::Ranges(k, rs) => rs.into_iter().map(|r| (k.clone(), r)).collect(),
         };
-        let want = Some(self.reads(leaf));
+        let opts = self.scan_opts(leaf);
+        // The ranges of an IN list are in ascending key order.
+        let ranges: Vec<_> = if opts.reverse {
+            ranges.into_iter().rev().collect()
+        } else {
+            ranges
+        };
         let txn = self.txn.take().expect(LENT);
         let mut go = true;
         let mut failed = None;
@@ -1092,8 +1129,8 @@ impl<'p, 'a> Runner<'p, 'a> {
                 Ok(go)
             };
             result = match &key {
-                KeyName::Primary => txn.scan_pk_cols(def, &range, lock, want, &mut push),
-                KeyName::Index(n) => txn.scan_index_cols(def, n, &range, lock, want, &mut push),
+                KeyName::Primary => txn.scan_pk_opts(def, &range, lock, opts, &mut push),
+                KeyName::Index(n) => txn.scan_index_opts(def, n, &range, lock, opts, &mut push),
             };
             if result.is_err() || !go {
                 break;
@@ -1104,6 +1141,15 @@ impl<'p, 'a> Runner<'p, 'a> {
         match failed {
             Some(e) => Err(e),
             None => Ok(go),
+        }
+    }
+
+    /// How a stored leaf is scanned: the columns the plan reads, and descending when its
+    /// query's ORDER BY wants it so ([`Self::arrives_in_order`]).
+    fn scan_opts(&self, leaf: &Leaf) -> ScanOpts<'p> {
+        ScanOpts {
+            cols: Some(self.reads(leaf)),
+            reverse: self.reverse.is_some_and(|r| std::ptr::eq(r, leaf)),
         }
     }
 

@@ -7,6 +7,11 @@
 //! lock and decode between chunks without holding an iterator across them, except the one
 //! reusable iterator a transaction keeps on its snapshot: creating a RocksDB iterator is not
 //! cheap (the `snapshot` module says how much, and how the iterator outlives the call).
+//!
+//! Reverse scans ([`Snapshot::scan_chunk_rev`], for `ORDER BY ... DESC` served by key order)
+//! read a chunk on a fresh iterator bounded on both sides: cache first, and on a miss the whole
+//! chunk again from the disk inside one DISKIO wait. They are rarer than forward scans and
+//! usually short (`DESC LIMIT n`), so they keep no iterator between calls.
 
 use super::snapshot::{Snapshot, SnapshotIter};
 use super::{Engine, Inner};
@@ -168,6 +173,51 @@ impl Snapshot {
                 *c = Some(it);
             }
         }
+        if count_requests {
+            Stats::add(&stats.read_requests, out.len() as u64);
+        }
+        Ok(out)
+    }
+
+    /// Reads up to `max` committed entries of this snapshot with keys in `[from, to)`, in
+    /// descending key order (the highest first).
+    pub(crate) fn scan_chunk_rev(
+        &self,
+        from: &[u8],
+        to: &[u8],
+        max: usize,
+        count_requests: bool,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let stats = &self.inner().stats;
+        let read = |cache_only: bool| -> std::result::Result<_, rocksdb::Error> {
+            let mut ro = ReadOptions::default();
+            if cache_only {
+                ro.set_read_tier(ReadTier::BlockCache);
+            }
+            ro.set_iterate_lower_bound(from.to_vec());
+            ro.set_iterate_upper_bound(to.to_vec());
+            let mut it = SnapshotIter::new(self, ro);
+            it.seek_for_prev(to);
+            let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(max.min(128));
+            while out.len() < max && it.valid() {
+                let k = it.key().unwrap_or_default();
+                if k < to && k >= from {
+                    out.push((k.to_vec(), it.value().unwrap_or_default().to_vec()));
+                }
+                it.prev();
+            }
+            it.status()?;
+            Ok(out)
+        };
+        let out = match read(true) {
+            Ok(out) => out,
+            Err(e) if e.kind() == ErrorKind::Incomplete => {
+                Stats::add(&stats.disk_reads, 1);
+                let _w = shoal_wait::wait(WaitKind::DiskIo);
+                read(false)?
+            }
+            Err(e) => return Err(e.into()),
+        };
         if count_requests {
             Stats::add(&stats.read_requests, out.len() as u64);
         }

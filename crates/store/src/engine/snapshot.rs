@@ -141,6 +141,16 @@ impl SnapshotIter {
         self.it.next();
     }
 
+    /// Positions the iterator at the last key at or before `key`.
+    pub(crate) fn seek_for_prev(&mut self, key: &[u8]) {
+        self.it.seek_for_prev(key);
+    }
+
+    /// Moves to the previous key.
+    pub(crate) fn prev(&mut self) {
+        self.it.prev();
+    }
+
     /// Whether the iterator is on an entry.
     pub(crate) fn valid(&self) -> bool {
         self.it.valid()

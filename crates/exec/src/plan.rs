@@ -54,6 +54,52 @@ pub enum BoundExpr {
     Included(Expr),
     /// `>` / `<`.
     Excluded(Expr),
+    /// The lowest string `col LIKE pattern` can match: its literal prefix (see [`like_range`]).
+    LikeLo(Expr, Option<char>),
+    /// Above every string `col LIKE pattern` can match (see [`like_range`]).
+    LikeHi(Expr, Option<char>),
+}
+
+/// The key range of strings that `LIKE pattern` (with `escape`) can match: `[lo, hi)` in the
+/// collation's order, from the pattern's literal prefix up to its first `%` or `_`. `None`
+/// when the prefix gives no usable range.
+///
+/// The range must hold every match (the LIKE itself is still checked on every row read). A
+/// collated key orders strings by their uppercase fold, while LIKE compares lowercase
+/// (`shoal_sql::eval::like`), and the two agree on which strings start with an ASCII prefix
+/// except for the two characters whose lowercase is ASCII and whose uppercase is not: U+0130
+/// (`İ`, lowercase `i̇`) and U+212A (Kelvin sign, lowercase `k`). So only ASCII prefixes
+/// without `i` or `k` are used (a test checks that list against every code point). `lo` is
+/// the prefix without trailing spaces (PAD SPACE); `hi` is it with the last character raised
+/// until its fold is above the prefix's last one: every fold starting with the prefix sorts
+/// below it.
+pub fn like_range(pattern: &str, escape: Option<char>) -> Option<(String, String)> {
+    let escape = escape.unwrap_or('\\');
+    let mut prefix = String::new();
+    let mut it = pattern.chars();
+    while let Some(c) = it.next() {
+        let c = match c {
+            '%' | '_' => break,
+            c if c == escape => match it.next() {
+                Some(q) => q,
+                None => c,
+            },
+            c => c,
+        };
+        if !c.is_ascii() || matches!(c, 'i' | 'I' | 'k' | 'K') {
+            break;
+        }
+        prefix.push(c.to_ascii_uppercase());
+    }
+    let lo = prefix.trim_end_matches(' ').to_string();
+    let last = *lo.as_bytes().last()?;
+    let mut bump = last + 1;
+    while bump.to_ascii_uppercase() <= last {
+        bump += 1;
+    }
+    let mut hi = lo[..lo.len() - 1].to_string();
+    hi.push(char::from_u32(u32::from(bump)).unwrap_or('\u{80}'));
+    Some((lo, hi))
 }
 
 /// Which key an access path uses.
@@ -158,6 +204,8 @@ enum Pred {
     In(Vec<Expr>),
     Lo(Expr, bool),
     Hi(Expr, bool),
+    /// `col LIKE pattern [ESCAPE c]` on a string column: a range from the pattern's prefix.
+    Like(Expr, Option<char>),
 }
 
 fn column_pos(table: &TableDef, e: &Expr) -> Option<usize> {
@@ -246,6 +294,17 @@ fn predicates(table: &TableDef, filter: Option<&Expr>) -> Vec<(usize, Pred)> {
                     }
                 }
             }
+            Expr::Like(a, pat, esc, false) => {
+                if let Some(p) = column_pos(table, a) {
+                    let text = matches!(
+                        table.columns[p].ty,
+                        ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text
+                    );
+                    if text && is_row_independent(pat) {
+                        out.push((p, Pred::Like((**pat).clone(), *esc)));
+                    }
+                }
+            }
             Expr::InList(a, list, false) => {
                 if let Some(p) = column_pos(table, a) {
                     if list
@@ -322,6 +381,7 @@ fn plan_key(
             } else {
                 BoundExpr::Excluded(e.clone())
             }),
+            Pred::Like(e, esc) if *p == next => Some(BoundExpr::LikeLo(e.clone(), *esc)),
             _ => None,
         })
         .unwrap_or(BoundExpr::Unbounded);
@@ -333,6 +393,7 @@ fn plan_key(
             } else {
                 BoundExpr::Excluded(e.clone())
             }),
+            Pred::Like(e, esc) if *p == next => Some(BoundExpr::LikeHi(e.clone(), *esc)),
             _ => None,
         })
         .unwrap_or(BoundExpr::Unbounded);
@@ -581,6 +642,27 @@ pub fn resolve(
                     }
                     BoundExpr::Included(e) => (e, true),
                     BoundExpr::Excluded(e) => (e, false),
+                    BoundExpr::LikeLo(e, esc) | BoundExpr::LikeHi(e, esc) => {
+                        let upper = matches!(b, BoundExpr::LikeHi(..));
+                        let range = match eval(e, ctx)? {
+                            Value::Null => return Ok(None), // LIKE NULL matches nothing
+                            Value::Str(p) => like_range(&p, *esc),
+                            _ => None,
+                        };
+                        let mut k = pre.clone();
+                        return Ok(Some(match range {
+                            Some((lo, _)) if !upper => {
+                                k.push(Datum::text(&lo));
+                                Bound::Included(k)
+                            }
+                            Some((_, hi)) => {
+                                k.push(Datum::text(&hi));
+                                Bound::Excluded(k)
+                            }
+                            None if pre.is_empty() => Bound::Unbounded,
+                            None => Bound::Included(pre.clone()),
+                        }));
+                    }
                 };
                 let ty = table.columns[cols[pre.len()]].ty;
                 Ok(match key_val(e, ty, ctx)? {
@@ -607,5 +689,119 @@ pub fn resolve(
             };
             Ok(Resolved::Range(key.clone(), KeyRange { start, end }))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::like_range;
+    use shoal_collation::weight;
+    use shoal_sql::eval::like;
+
+    /// The characters `like_range` refuses in a prefix are exactly those whose lowercase (what
+    /// LIKE compares) holds an ASCII character while they are not ASCII themselves: a new
+    /// Unicode version adding one would make an ASCII prefix miss matches.
+    #[test]
+    fn only_two_characters_lowercase_to_ascii() {
+        let odd: Vec<char> = (0x80..=0x10FFFFu32)
+            .filter_map(char::from_u32)
+            .filter(|c| c.to_lowercase().any(|l| l.is_ascii()))
+            .collect();
+        assert_eq!(odd, ['\u{130}', '\u{212A}']);
+        assert_eq!('\u{130}'.to_lowercase().next(), Some('i'));
+        assert_eq!('\u{212A}'.to_lowercase().next(), Some('k'));
+    }
+
+    /// Every string a LIKE pattern matches has its key weight in the pattern's range, over
+    /// random subjects and patterns mixing case, spaces, wildcards, escapes and characters
+    /// whose case mappings differ (ß, ſ, İ, ı, Kelvin sign, é).
+    #[test]
+    fn every_match_is_in_the_like_range() {
+        const ALPHABET: &[char] = &[
+            'a', 'B', 'c', 'Z', 'z', '`', '{', '@', '[', 'i', 'I', 'k', 'K', ' ', '%', '_', '\\',
+            '0', '9', '~', '\u{7f}', 'ß', 'ſ', '\u{130}', 'ı', '\u{212A}', 'é', 'É',
+        ];
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let word = |next: &mut dyn FnMut(usize) -> usize, len: usize| -> String {
+            (0..len).map(|_| ALPHABET[next(ALPHABET.len())]).collect()
+        };
+        let (mut ranged, mut matched) = (0, 0);
+        for _ in 0..200_000 {
+            let plen = next(4) + 1;
+            let mut pattern = word(&mut next, plen);
+            if next(2) == 0 {
+                pattern.push('%');
+            }
+            let base: String = pattern
+                .chars()
+                .filter(|c| !matches!(c, '%' | '_'))
+                .collect();
+            let slen = next(3);
+            let subject = match next(3) {
+                // Often derive the subject from the pattern so that matches are common.
+                0 | 1 => {
+                    let mut s: String = base
+                        .chars()
+                        .map(|c| {
+                            if next(2) == 0 {
+                                c.to_ascii_lowercase()
+                            } else {
+                                c
+                            }
+                        })
+                        .collect();
+                    s.push_str(&word(&mut next, slen));
+                    s
+                }
+                _ => word(&mut next, plen + slen),
+            };
+            let Some((lo, hi)) = like_range(&pattern, None) else {
+                continue;
+            };
+            ranged += 1;
+            assert!(
+                weight(&lo) < weight(&hi),
+                "{pattern:?}: empty range {lo:?}..{hi:?}"
+            );
+            if like(&subject, &pattern, '\\') {
+                matched += 1;
+                let w = weight(&subject);
+                assert!(
+                    weight(&lo) <= w && w < weight(&hi),
+                    "{subject:?} LIKE {pattern:?} but its weight is outside {lo:?}..{hi:?}"
+                );
+            }
+        }
+        assert!(
+            ranged > 10_000 && matched > 1_000,
+            "{ranged} ranges, {matched} matches"
+        );
+    }
+
+    #[test]
+    fn like_ranges_of_simple_patterns() {
+        assert_eq!(like_range("abc%", None), Some(("ABC".into(), "ABD".into())));
+        assert_eq!(like_range("ab_d%", None), Some(("AB".into(), "AC".into())));
+        assert_eq!(
+            like_range("a\\%b%", None),
+            Some(("A%B".into(), "A%C".into()))
+        );
+        assert_eq!(
+            like_range("a|_%", Some('|')),
+            Some(("A_".into(), "A`".into()))
+        );
+        // `` ` `` folds below itself when raised to `a`: the bound skips to `{`.
+        assert_eq!(like_range("x`%", None), Some(("X`".into(), "X{".into())));
+        assert_eq!(like_range("ab %", None), Some(("AB".into(), "AC".into())));
+        assert_eq!(like_range("%abc", None), None);
+        assert_eq!(like_range("kilo%", None), None);
+        assert_eq!(like_range("tik%", None), Some(("T".into(), "U".into())));
+        assert_eq!(like_range("é%", None), None);
     }
 }

@@ -541,6 +541,63 @@ fn descending_limit_reads_and_locks_only_the_rows_it_returns() {
     a.query_drop("COMMIT").unwrap();
 }
 
+/// `name LIKE 'prefix%'` reads the prefix's range of a string index, as text and as a prepared
+/// statement's parameter: it reads the few matching rows of 2000, and EXPLAIN says `range` on
+/// the index. A pattern with a leading wildcard still reads them all.
+#[test]
+fn like_prefix_reads_the_index_range() {
+    let s = Srv::start("tables-like-range", &[]);
+    let mut c = s.conn();
+    c.query_drop("CREATE DATABASE l").unwrap();
+    c.query_drop("CREATE TABLE l.p (id INT PRIMARY KEY, name VARCHAR(20), KEY byname (name))")
+        .unwrap();
+    let values: Vec<String> = (1..=2000).map(|i| format!("({i}, 'n{i:04}')")).collect();
+    c.query_drop(format!("INSERT INTO l.p VALUES {}", values.join(",")))
+        .unwrap();
+    let read = |c: &mut Conn| -> u64 {
+        let r: Option<(String, u64)> = c
+            .query_first("SHOW GLOBAL STATUS LIKE 'Innodb_rows_read'")
+            .unwrap();
+        r.map(|r| r.1).unwrap_or(0)
+    };
+    let before = read(&mut c);
+    let n: Option<i64> = c
+        .query_first("SELECT COUNT(*) FROM l.p WHERE name LIKE 'N012%'")
+        .unwrap();
+    let rows_read = read(&mut c) - before;
+    assert_eq!(n, Some(10));
+    assert!(rows_read <= 11, "LIKE 'N012%' read {rows_read} rows");
+    let before = read(&mut c);
+    let n: Option<i64> = c
+        .exec_first("SELECT COUNT(*) FROM l.p WHERE name LIKE ?", ("n19%",))
+        .unwrap();
+    let rows_read = read(&mut c) - before;
+    assert_eq!(n, Some(100));
+    assert!(rows_read <= 101, "LIKE ? read {rows_read} rows");
+    let before = read(&mut c);
+    let n: Option<i64> = c
+        .query_first("SELECT COUNT(*) FROM l.p WHERE name LIKE '%012%'")
+        .unwrap();
+    assert_eq!(n, Some(12));
+    assert_eq!(
+        read(&mut c) - before,
+        2000,
+        "a leading wildcard reads every row"
+    );
+    let plan: Option<mysql::Row> = c
+        .query_first("EXPLAIN SELECT id FROM l.p WHERE name LIKE 'n01%'")
+        .unwrap();
+    let plan = plan.unwrap();
+    let text = |i: usize| match &plan[i] {
+        mysql::Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+        other => format!("{other:?}"),
+    };
+    assert_eq!(
+        (text(4), text(6)),
+        ("range".to_string(), "byname".to_string())
+    );
+}
+
 /// Inner joins run in the order that makes index lookups of them, not FROM order: TPC-C's
 /// `FROM customer, warehouse WHERE w_id = ? AND c_w_id = w_id AND c_d_id = ? AND c_id = ?`
 /// reads one warehouse row, then one customer by its primary key — a handful of rows, where

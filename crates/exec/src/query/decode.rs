@@ -132,7 +132,10 @@ impl Marks {
 
     fn access(&mut self, a: &Access) {
         let bound = |m: &mut Self, b: &BoundExpr| match b {
-            BoundExpr::Included(e) | BoundExpr::Excluded(e) => m.expr(e),
+            BoundExpr::Included(e)
+            | BoundExpr::Excluded(e)
+            | BoundExpr::LikeLo(e, _)
+            | BoundExpr::LikeHi(e, _) => m.expr(e),
             BoundExpr::Unbounded => {}
         };
         match a {

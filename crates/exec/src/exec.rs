@@ -267,7 +267,65 @@ pub(crate) fn sort_by_keys<T>(rows: &mut [T], key: impl Fn(&T) -> &[Value], desc
             }
         })
         .collect();
+    let text_only = |i: usize| {
+        modes[i] == KeyMode::Native
+            && rows
+                .iter()
+                .all(|r| matches!(key(r).get(i), Some(Value::Str(_) | Value::Null) | None))
+    };
+    if rows.len() > 16 && (0..desc.len()).all(text_only) {
+        sort_by_weights(rows, key, desc);
+        return;
+    }
     rows.sort_by(|a, b| cmp_keys(key(a), key(b), desc, &modes));
+}
+
+/// [`sort_by_keys`] for keys of strings only: each string is folded once into its collation
+/// weight (`shoal_collation::weight`, whose byte order is the collation's order) instead of at
+/// every one of the sort's n·log n comparisons (sysbench's `ORDER BY c` and `DISTINCT c`:
+/// 5 % of the server's CPU). The rows are then put in the weights' order (stable, as the
+/// comparison sort).
+fn sort_by_weights<T>(rows: &mut [T], key: impl Fn(&T) -> &[Value], desc: &[bool]) {
+    let weights: Vec<Vec<Option<Vec<u8>>>> = rows
+        .iter()
+        .map(|r| {
+            (0..desc.len())
+                .map(|i| match key(r).get(i) {
+                    Some(Value::Str(s)) => Some(shoal_collation::weight(s)),
+                    _ => None,
+                })
+                .collect()
+        })
+        .collect();
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by(|&a, &b| {
+        for ((x, y), d) in weights[a].iter().zip(&weights[b]).zip(desc) {
+            // NULL (None) first, as `cmp_keys`.
+            let o = x.cmp(y);
+            let o = if *d { o.reverse() } else { o };
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        Ordering::Equal
+    });
+    apply_order(rows, order);
+}
+
+/// Rearranges `rows` so that position `i` holds the row that was at `order[i]` (a
+/// permutation), by following its cycles with swaps.
+fn apply_order<T>(rows: &mut [T], mut order: Vec<usize>) {
+    for i in 0..rows.len() {
+        // Follow the cycle through i: each step puts one row in its final place.
+        let mut cur = i;
+        while order[cur] != i {
+            let next = order[cur];
+            rows.swap(cur, next);
+            order[cur] = cur;
+            cur = next;
+        }
+        order[cur] = cur;
+    }
 }
 
 /// Sort key comparison: NULL first, then each column's [`KeyMode`].
@@ -988,6 +1046,52 @@ impl Exec<'_> {
 #[cfg(test)]
 mod sort_tests {
     use super::*;
+
+    /// Sorting strings by their folded weights orders rows exactly as the comparison sort
+    /// does (stable, NULL first, per-column direction), over random rows with case variants,
+    /// trailing spaces, expanding and non-ASCII characters.
+    #[test]
+    fn weight_sort_orders_as_the_comparison_sort() {
+        const PARTS: &[&str] = &[
+            "a", "A", "b", "ß", "ss", "SS", " ", "é", "z", "ǅ", "ı", "I", "1",
+        ];
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for round in 0..300 {
+            let n = 17 + next(60);
+            let cols = 1 + next(2);
+            let desc: Vec<bool> = (0..cols).map(|_| next(2) == 0).collect();
+            let rows: Vec<(Vec<Value>, usize)> = (0..n)
+                .map(|id| {
+                    let key = (0..cols)
+                        .map(|_| match next(8) {
+                            0 => Value::Null,
+                            _ => {
+                                Value::Str((0..next(4)).map(|_| PARTS[next(PARTS.len())]).collect())
+                            }
+                        })
+                        .collect();
+                    (key, id)
+                })
+                .collect();
+            let mut by_weight = rows.clone();
+            sort_by_keys(&mut by_weight, |r| &r.0, &desc);
+            let mut by_cmp = rows.clone();
+            let modes = vec![KeyMode::Native; cols];
+            by_cmp.sort_by(|a, b| cmp_keys(&a.0, &b.0, &desc, &modes));
+            let ids = |v: &[(Vec<Value>, usize)]| v.iter().map(|r| r.1).collect::<Vec<_>>();
+            assert_eq!(
+                ids(&by_weight),
+                ids(&by_cmp),
+                "round {round}, desc {desc:?}"
+            );
+        }
+    }
 
     /// Found by fuzzing: ORDER BY compared mixed kinds value by value, no total order, and
     /// the standard sort panicked ("comparison function does not correctly implement a total

@@ -946,6 +946,25 @@ impl Transaction {
         };
         if strength.is_none() {
             self.ensure_snapshot();
+            let span = (Bound::Included(&from[..]), Bound::Excluded(&to[..]));
+            let own_writes = self.writes.range::<[u8], _>(span).next().is_some();
+            if !opts.reverse && !own_writes {
+                // A plain read of committed rows only: each row is decoded straight from the
+                // iterator (no chunk, no copies of keys and values).
+                let snap = self.snap.clone().expect("snapshot taken above");
+                let stats = &self.inner.stats;
+                let iter = Some(&mut self.snap_iter);
+                return snap.scan_with(&from, Some(&to), true, iter, &mut |k, v| {
+                    Stats::add(&stats.rows_read, 1);
+                    f(Self::decode_cols(
+                        &t,
+                        &types,
+                        &k[prefix.len()..],
+                        v,
+                        opts.cols,
+                    )?)
+                });
+            }
         }
         let (mut from, mut to) = (from, to);
         loop {

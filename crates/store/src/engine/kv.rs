@@ -70,6 +70,9 @@ impl Inner {
     }
 }
 
+/// Receives scanned entries (key, value); `false` ends the scan.
+pub(crate) type EntrySink<'a> = dyn FnMut(&[u8], &[u8]) -> Result<bool> + 'a;
+
 impl Snapshot {
     /// Reads up to `max` committed entries of this snapshot with keys in `[from, to)`. Like
     /// [`Inner::get`], iteration runs on the block cache only; when it hits a block that is not
@@ -104,7 +107,7 @@ impl Snapshot {
         to: Option<&[u8]>,
         count_requests: bool,
         mut cache: Option<&mut Option<SnapshotIter>>,
-        sink: &mut dyn FnMut(&[u8], &[u8]) -> Result<bool>,
+        sink: &mut EntrySink<'_>,
     ) -> Result<()> {
         let snap = self;
         let stats = &self.inner().stats;

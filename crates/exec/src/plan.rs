@@ -26,8 +26,12 @@
 //! that is not a string (`c = 5`) compares as a number in SQL, so it never uses a string key.
 //! Keys of the old `KeyFormat::Binary` (tables from before collated keys) hold the strings'
 //! bytes: their string columns are never used, and never taken for ORDER BY order either.
-//! BINARY/VARBINARY/BLOB keys are not used: their keys are binary while SQL still compares
-//! their values as text.
+//! BINARY, VARBINARY and BLOB columns are keys in every key format: SQL compares a binary string
+//! with a string bytewise (`shoal_sql::value::compare`), and their keys hold the bytes
+//! themselves, so key order is SQL's order. A string or bytes bound is the key as it is
+//! (`binary_key`): not padded, because BINARY's `0x00` padding is part of the stored value and
+//! `b = 'a'` does not match a BINARY(4) holding `a\0\0\0` (as in MariaDB), and not length
+//! checked, because a bound longer than the column still orders exactly among its values.
 //!
 //! A plan holds expressions, not values: [`resolve`] evaluates them against the parameters of
 //! one execution and converts them to key values for storage. A bound that does not fit the key
@@ -178,13 +182,13 @@ fn key_type_ok(ty: ColumnType, format: KeyFormat) -> bool {
         ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text => {
             format == KeyFormat::Collated
         }
-        ColumnType::Float | ColumnType::Double | ColumnType::Blob => false,
+        ColumnType::Blob | ColumnType::Binary(_) | ColumnType::Varbinary(_) => true,
+        ColumnType::Float | ColumnType::Double => false,
     }
 }
 
 /// Whether rows read in the order of `key` come in SQL's ascending order of its columns `cols`
-/// (a prefix of the key's columns): every column but strings of binary keys (old tables) and
-/// binary strings (SQL compares their values as text, the key as bytes).
+/// (a prefix of the key's columns): every column but strings of binary keys (old tables).
 pub(crate) fn key_orders_as_sql(table: &TableDef, key: &KeyName, cols: &[usize]) -> bool {
     let format = match key {
         KeyName::Primary => table.pk_format,
@@ -194,7 +198,6 @@ pub(crate) fn key_orders_as_sql(table: &TableDef, key: &KeyName, cols: &[usize])
         ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text => {
             format == KeyFormat::Collated
         }
-        ColumnType::Blob => false,
         _ => true,
     })
 }
@@ -204,7 +207,7 @@ pub(crate) fn key_orders_as_sql(table: &TableDef, key: &KeyName, cols: &[usize])
 /// key predicate, so EXPLAIN shows the scan that runs (`?` and other expressions are decided
 /// per execution by `string_key`).
 fn never_a_key(table: &TableDef, col: usize, e: &Expr) -> bool {
-    table.columns[col].ty.is_text()
+    (table.columns[col].ty.is_text() || table.columns[col].ty.is_binary_string())
         && matches!(e, Expr::Literal(v) if !matches!(v, Value::Str(_) | Value::Null))
 }
 
@@ -436,6 +439,16 @@ fn string_key(v: &Value, ty: ColumnType) -> Option<Datum> {
     }
 }
 
+/// The key of a BINARY/VARBINARY/BLOB column for a string or bytes bound: its bytes, which SQL
+/// compares with the column's bytewise. A number compares as a number: no key.
+fn binary_key(v: &Value) -> Option<Datum> {
+    match v {
+        Value::Str(s) => Some(Datum::Bytes(s.as_bytes().to_vec())),
+        Value::Bytes(b) => Some(Datum::Bytes(b.clone())),
+        _ => None,
+    }
+}
+
 /// Converts a bound value to a key value of type `ty` only if it represents exactly the
 /// same number (so key order agrees with SQL comparison).
 fn exact_key(v: &Value, ty: ColumnType) -> Option<Datum> {
@@ -447,6 +460,9 @@ fn exact_key(v: &Value, ty: ColumnType) -> Option<Datum> {
     }
     if ty.is_text() {
         return string_key(v, ty);
+    }
+    if ty.is_binary_string() {
+        return binary_key(v);
     }
     let d = match v {
         Value::Int(i) => Datum::Int(*i),

@@ -174,7 +174,12 @@ pub fn decode_key(types: &[ColumnType], key: &[u8]) -> Result<(Vec<Datum>, usize
                     scale: *scale,
                 })
             }
-            ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text | ColumnType::Blob => {
+            ColumnType::Char(_)
+            | ColumnType::Varchar(_)
+            | ColumnType::Text
+            | ColumnType::Blob
+            | ColumnType::Binary(_)
+            | ColumnType::Varbinary(_) => {
                 let mut s = Vec::new();
                 loop {
                     let c = take(&mut buf, 1)?[0];
@@ -333,7 +338,12 @@ fn decode_row_n(types: &[ColumnType], data: &[u8]) -> Result<(Vec<Datum>, usize)
                 unscaled: unzigzag(get_varint(&mut buf)?),
                 scale: *scale,
             }),
-            ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text | ColumnType::Blob => {
+            ColumnType::Char(_)
+            | ColumnType::Varchar(_)
+            | ColumnType::Text
+            | ColumnType::Blob
+            | ColumnType::Binary(_)
+            | ColumnType::Varbinary(_) => {
                 let len = get_varint(&mut buf)? as usize;
                 Datum::Bytes(take(&mut buf, len)?.to_vec())
             }

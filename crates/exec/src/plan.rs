@@ -29,9 +29,9 @@
 //! BINARY, VARBINARY and BLOB columns are keys in every key format: SQL compares a binary string
 //! with a string bytewise (`shoal_sql::value::compare`), and their keys hold the bytes
 //! themselves, so key order is SQL's order. A string or bytes bound is the key as it is
-//! (`binary_key`): not padded, because BINARY's `0x00` padding is part of the stored value and
-//! `b = 'a'` does not match a BINARY(4) holding `a\0\0\0` (as in MariaDB), and not length
-//! checked, because a bound longer than the column still orders exactly among its values.
+//! (`binary_key`), never padded: BINARY's `0x00` padding is part of the stored value, and
+//! `b = 'a'` does not match a BINARY(4) holding `a\0\0\0` (as in MariaDB). A bound of a length
+//! no value of the column has is no key (see `binary_key`).
 //!
 //! A plan holds expressions, not values: [`resolve`] evaluates them against the parameters of
 //! one execution and converts them to key values for storage. A bound that does not fit the key
@@ -207,8 +207,14 @@ pub(crate) fn key_orders_as_sql(table: &TableDef, key: &KeyName, cols: &[usize])
 /// key predicate, so EXPLAIN shows the scan that runs (`?` and other expressions are decided
 /// per execution by `string_key`).
 fn never_a_key(table: &TableDef, col: usize, e: &Expr) -> bool {
-    (table.columns[col].ty.is_text() || table.columns[col].ty.is_binary_string())
-        && matches!(e, Expr::Literal(v) if !matches!(v, Value::Str(_) | Value::Null))
+    let ty = table.columns[col].ty;
+    match e {
+        Expr::Literal(Value::Str(_) | Value::Null) => false,
+        // A binary string against a binary string column compares bytewise, as the key does.
+        Expr::Literal(Value::Bytes(_)) => ty.is_text(),
+        Expr::Literal(_) => ty.is_text() || ty.is_binary_string(),
+        _ => false,
+    }
 }
 
 fn predicates(table: &TableDef, filter: Option<&Expr>) -> Vec<(usize, Pred)> {
@@ -440,12 +446,22 @@ fn string_key(v: &Value, ty: ColumnType) -> Option<Datum> {
 }
 
 /// The key of a BINARY/VARBINARY/BLOB column for a string or bytes bound: its bytes, which SQL
-/// compares with the column's bytewise. A number compares as a number: no key.
-fn binary_key(v: &Value) -> Option<Datum> {
-    match v {
-        Value::Str(s) => Some(Datum::Bytes(s.as_bytes().to_vec())),
-        Value::Bytes(b) => Some(Datum::Bytes(b.clone())),
-        _ => None,
+/// compares with the column's bytewise. A number compares as a number: no key. Only a bound
+/// storage takes as it is: storage coerces key values as it coerces rows, and a BINARY(n) bound
+/// of another length would be padded (`b > 'a'` read from `a\0\0\0` exclusive would miss the
+/// row `a\0\0\0`, which is greater than 'a') or refused. No BINARY(n) value has another length
+/// and no VARBINARY(n) value is longer than n, so such a bound only loses the key: a wider
+/// range, or a scan, and the re-checked WHERE decides.
+fn binary_key(v: &Value, ty: ColumnType) -> Option<Datum> {
+    let b = match v {
+        Value::Str(s) => s.as_bytes(),
+        Value::Bytes(b) => b.as_slice(),
+        _ => return None,
+    };
+    match ty {
+        ColumnType::Binary(n) if b.len() != n as usize => None,
+        ColumnType::Varbinary(n) if b.len() > n as usize => None,
+        _ => Some(Datum::Bytes(b.to_vec())),
     }
 }
 
@@ -462,7 +478,7 @@ fn exact_key(v: &Value, ty: ColumnType) -> Option<Datum> {
         return string_key(v, ty);
     }
     if ty.is_binary_string() {
-        return binary_key(v);
+        return binary_key(v, ty);
     }
     let d = match v {
         Value::Int(i) => Datum::Int(*i),

@@ -54,14 +54,19 @@ fn binary_pads_and_varbinary_limits_across_a_reopen() {
     assert_eq!(t.columns[0].ty, ColumnType::Binary(4));
     assert_eq!(t.columns[1].ty, ColumnType::Varbinary(3));
     let mut txn = e.begin(Isolation::RepeatableRead);
-    // The key is the padded value; the unpadded one is another key.
+    // The key is the padded value; a lookup value is coerced (padded) as a written one is.
     let row = txn
         .get(&t, &[bytes(b"a\0\0\0")], LockMode::None)
         .unwrap()
         .expect("padded key");
     assert_eq!(row.values, vec![bytes(b"a\0\0\0"), bytes(b"\x00\xFF")]);
-    assert!(txn
+    let padded = txn
         .get(&t, &[bytes(b"a")], LockMode::None)
+        .unwrap()
+        .expect("lookup padded");
+    assert_eq!(padded.values, row.values);
+    assert!(txn
+        .get(&t, &[bytes(b"a\0\0\x01")], LockMode::None)
         .unwrap()
         .is_none());
     let via = txn

@@ -281,13 +281,9 @@ fn log_table_column_rows(t: &crate::mysql_schema::LogTable) -> Vec<Vec<Value>> {
                 s(c.data_type),
                 opt(c.char_len),
                 // The log tables are utf8mb3: 3 bytes a character.
-                opt(c.char_len.map(|n| {
-                    if c.data_type == "varchar" {
-                        n * 3
-                    } else {
-                        n
-                    }
-                })),
+                opt(c
+                    .char_len
+                    .map(|n| if c.data_type == "varchar" { n * 3 } else { n })),
                 opt(c.numeric.map(|n| n.0)),
                 opt(c.numeric.map(|n| n.1)),
                 s(c.column_type),

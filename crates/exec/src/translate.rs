@@ -593,7 +593,9 @@ fn check_length(ty: ColumnType, name: &str) -> Result<(), SqlError> {
     };
     Err(SqlError::coded(
         shoal_errors::ER_TOO_BIG_FIELDLENGTH,
-        format!("Column length too big for column '{name}' (max = {max}); use BLOB or TEXT instead"),
+        format!(
+            "Column length too big for column '{name}' (max = {max}); use BLOB or TEXT instead"
+        ),
     ))
 }
 

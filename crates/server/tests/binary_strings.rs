@@ -178,7 +178,10 @@ fn uuid_keys(c: &mut Conn, what: &str) {
     // VARBINARY key; a 15-byte prefix is not a BINARY(16) id.
     for (n, id) in ids.iter().enumerate() {
         let got: Option<(Vec<u8>, i64)> = c
-            .exec_first("SELECT id, n FROM u WHERE id = ?", (Value::Bytes(id.clone()),))
+            .exec_first(
+                "SELECT id, n FROM u WHERE id = ?",
+                (Value::Bytes(id.clone()),),
+            )
             .unwrap();
         assert_eq!(got, Some((id.clone(), n as i64)), "{what}: id {n}");
         let by_alt: Option<i64> = c
@@ -208,7 +211,10 @@ fn uuid_keys(c: &mut Conn, what: &str) {
             "PRIMARY",
         ),
         (
-            format!("EXPLAIN SELECT n FROM u WHERE alt = X'{}'", hex(&ids[3][..15])),
+            format!(
+                "EXPLAIN SELECT n FROM u WHERE alt = X'{}'",
+                hex(&ids[3][..15])
+            ),
             "k_alt",
         ),
     ] {
@@ -242,8 +248,16 @@ fn uuid_keys(c: &mut Conn, what: &str) {
         .collect();
     drop(res);
     use mysql::consts::ColumnType as T;
-    assert_eq!(cols[0], (T::MYSQL_TYPE_STRING, 63, 16, true), "{what}: BINARY(16)");
-    assert_eq!(cols[1], (T::MYSQL_TYPE_VAR_STRING, 63, 16, true), "{what}: VARBINARY(16)");
+    assert_eq!(
+        cols[0],
+        (T::MYSQL_TYPE_STRING, 63, 16, true),
+        "{what}: BINARY(16)"
+    );
+    assert_eq!(
+        cols[1],
+        (T::MYSQL_TYPE_VAR_STRING, 63, 16, true),
+        "{what}: VARBINARY(16)"
+    );
     c.query_drop("DROP DATABASE binkeys").unwrap();
 }
 

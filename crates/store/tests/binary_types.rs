@@ -43,9 +43,7 @@ fn binary_pads_and_varbinary_limits_across_a_reopen() {
         txn.insert(&t, vec![bytes(b"a"), bytes(b"\x00\xFF")])
             .unwrap();
         // Five bytes into BINARY(4), four into VARBINARY(3): refused.
-        assert!(txn
-            .insert(&t, vec![bytes(b"abcde"), Datum::Null])
-            .is_err());
+        assert!(txn.insert(&t, vec![bytes(b"abcde"), Datum::Null]).is_err());
         assert!(txn.insert(&t, vec![bytes(b"b"), bytes(b"abcd")]).is_err());
         txn.commit().unwrap();
     }

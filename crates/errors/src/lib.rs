@@ -203,6 +203,12 @@ pub const ER_KEY_COLUMN_DOES_NOT_EXITS: Code = Code {
     state: "42000",
     name: "ER_KEY_COLUMN_DOES_NOT_EXITS",
 };
+/// 1074 (42000): a string column declared longer than its type allows.
+pub const ER_TOO_BIG_FIELDLENGTH: Code = Code {
+    code: 1074,
+    state: "42000",
+    name: "ER_TOO_BIG_FIELDLENGTH",
+};
 /// 1086 (HY000): file already exists.
 pub const ER_FILE_EXISTS_ERROR: Code = Code {
     code: 1086,
@@ -906,6 +912,7 @@ pub const ALL: &[Code] = &[
     ER_INVALID_DEFAULT,
     ER_MULTIPLE_PRI_KEY,
     ER_KEY_COLUMN_DOES_NOT_EXITS,
+    ER_TOO_BIG_FIELDLENGTH,
     ER_FILE_EXISTS_ERROR,
     ER_CANT_REMOVE_ALL_FIELDS,
     ER_CANT_DROP_FIELD_OR_KEY,

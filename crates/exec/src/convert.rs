@@ -7,10 +7,12 @@
 //! says); a string stored into a DATE/DATETIME column is parsed as `YYYY-MM-DD[ hh:mm:ss[.f]]`.
 //!
 //! Storage keeps text and binary strings alike as `Datum::Bytes`; the column type tells them
-//! apart on the way back ([`datum_to_value`]): BLOB (and BINARY/VARBINARY, stored as BLOB) reads
-//! as [`Value::Bytes`], exactly the stored bytes, CHAR/VARCHAR/TEXT as [`Value::Str`]. A binary
-//! string stored into a text column must be UTF-8 (else 1366 `Incorrect string value`, strict
-//! mode as MariaDB's); into a BLOB it is stored as it is.
+//! apart on the way back ([`datum_to_value`]): BLOB, BINARY and VARBINARY read as
+//! [`Value::Bytes`], exactly the stored bytes (a BINARY(n)'s `0x00` padding included),
+//! CHAR/VARCHAR/TEXT as [`Value::Str`]. A binary string stored into a text column must be UTF-8
+//! (else 1366 `Incorrect string value`, strict mode as MariaDB's); into a binary string column
+//! it is stored as it is, and text as its UTF-8 bytes; BINARY/VARBINARY check the length in
+//! bytes (1406) and BINARY pads (`ColumnType::coerce`).
 
 use shoal_sql::decimal::Decimal as SqlDecimal;
 use shoal_sql::value::{DateTime as SqlDateTime, SqlType, Value};
@@ -202,7 +204,7 @@ pub fn sql_type_of(ty: ColumnType) -> SqlType {
         ColumnType::Float | ColumnType::Double => SqlType::Double,
         ColumnType::Decimal { scale, .. } => SqlType::Decimal(scale),
         ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text => SqlType::Str,
-        ColumnType::Blob => SqlType::Bytes,
+        ColumnType::Blob | ColumnType::Binary(_) | ColumnType::Varbinary(_) => SqlType::Bytes,
         ColumnType::Date => SqlType::Date,
         ColumnType::DateTime | ColumnType::Timestamp => SqlType::DateTime,
     }
@@ -248,6 +250,10 @@ pub fn column_info(
         ColumnType::Varchar(n) => (mysql_type::VAR_STRING, n * 4, 0, 45, 0),
         ColumnType::Text => (mysql_type::BLOB, 262_140, 0, 45, flags::BLOB),
         ColumnType::Blob => (mysql_type::BLOB, 65_535, 0, 63, flags::BLOB | flags::BINARY),
+        // As MariaDB describes them: CHAR/VARCHAR wire types in the binary character set, the
+        // length in bytes.
+        ColumnType::Binary(n) => (mysql_type::STRING, n, 0, 63, flags::BINARY),
+        ColumnType::Varbinary(n) => (mysql_type::VAR_STRING, n, 0, 63, flags::BINARY),
         ColumnType::Date => (mysql_type::DATE, 10, 0, 63, flags::BINARY),
         ColumnType::DateTime => (mysql_type::DATETIME, 19, 0, 63, flags::BINARY),
         ColumnType::Timestamp => (mysql_type::TIMESTAMP, 19, 0, 63, flags::BINARY),
@@ -293,7 +299,7 @@ pub fn datum_to_value(d: &Datum, ty: ColumnType) -> Value {
         Datum::UInt(v) => Value::UInt(*v),
         Datum::Double(v) => Value::Double(*v),
         Datum::Decimal(x) => Value::Decimal(SqlDecimal::new(x.unscaled, u32::from(x.scale))),
-        Datum::Bytes(b) if ty == ColumnType::Blob => Value::Bytes(b.clone()),
+        Datum::Bytes(b) if ty.is_binary_string() => Value::Bytes(b.clone()),
         // Text columns hold UTF-8 (checked on the way in).
         Datum::Bytes(b) => Value::Str(String::from_utf8_lossy(b).into_owned()),
         Datum::Date(d) => Value::Date(date_to_sql(*d)),
@@ -373,6 +379,9 @@ pub fn value_to_datum(v: &Value, ty: ColumnType, col: &str, row: usize) -> Resul
     let text;
     let v = match v {
         Value::Bytes(b) if ty == ColumnType::Blob => return Ok(Datum::Bytes(b.clone())),
+        Value::Bytes(b) if ty.is_binary_string() => {
+            return coerce(ty, Datum::Bytes(b.clone()), col, row)
+        }
         // Anywhere else bytes are read as text, which they must be.
         Value::Bytes(b) => match std::str::from_utf8(b) {
             Ok(s) => {
@@ -451,6 +460,11 @@ pub fn value_to_datum(v: &Value, ty: ColumnType, col: &str, row: usize) -> Resul
             _ => Datum::Bytes(s.clone().into_bytes()),
         },
     };
+    coerce(ty, d, col, row)
+}
+
+/// [`ColumnType::coerce`] with its refusals as MySQL's errors (strict mode).
+fn coerce(ty: ColumnType, d: Datum, col: &str, row: usize) -> Result<Datum, SqlError> {
     ty.coerce(d).map_err(|detail| {
         if detail.starts_with("data too long") {
             SqlError::coded(

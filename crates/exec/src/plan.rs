@@ -26,8 +26,12 @@
 //! that is not a string (`c = 5`) compares as a number in SQL, so it never uses a string key.
 //! Keys of the old `KeyFormat::Binary` (tables from before collated keys) hold the strings'
 //! bytes: their string columns are never used, and never taken for ORDER BY order either.
-//! BINARY/VARBINARY/BLOB keys are not used: their keys are binary while SQL still compares
-//! their values as text.
+//! BINARY, VARBINARY and BLOB columns are keys in every key format: SQL compares a binary string
+//! with a string bytewise (`shoal_sql::value::compare`), and their keys hold the bytes
+//! themselves, so key order is SQL's order. A string or bytes bound is the key as it is
+//! (`binary_key`), never padded: BINARY's `0x00` padding is part of the stored value, and
+//! `b = 'a'` does not match a BINARY(4) holding `a\0\0\0` (as in MariaDB). A bound of a length
+//! no value of the column has is no key (see `binary_key`).
 //!
 //! A plan holds expressions, not values: [`resolve`] evaluates them against the parameters of
 //! one execution and converts them to key values for storage. A bound that does not fit the key
@@ -226,13 +230,13 @@ fn key_type_ok(ty: ColumnType, format: KeyFormat) -> bool {
         ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text => {
             format == KeyFormat::Collated
         }
-        ColumnType::Float | ColumnType::Double | ColumnType::Blob => false,
+        ColumnType::Blob | ColumnType::Binary(_) | ColumnType::Varbinary(_) => true,
+        ColumnType::Float | ColumnType::Double => false,
     }
 }
 
 /// Whether rows read in the order of `key` come in SQL's ascending order of its columns `cols`
-/// (a prefix of the key's columns): every column but strings of binary keys (old tables) and
-/// binary strings (SQL compares their values as text, the key as bytes).
+/// (a prefix of the key's columns): every column but strings of binary keys (old tables).
 pub(crate) fn key_orders_as_sql(table: &TableDef, key: &KeyName, cols: &[usize]) -> bool {
     let format = match key {
         KeyName::Primary => table.pk_format,
@@ -242,7 +246,6 @@ pub(crate) fn key_orders_as_sql(table: &TableDef, key: &KeyName, cols: &[usize])
         ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text => {
             format == KeyFormat::Collated
         }
-        ColumnType::Blob => false,
         _ => true,
     })
 }
@@ -252,8 +255,14 @@ pub(crate) fn key_orders_as_sql(table: &TableDef, key: &KeyName, cols: &[usize])
 /// key predicate, so EXPLAIN shows the scan that runs (`?` and other expressions are decided
 /// per execution by `string_key`).
 fn never_a_key(table: &TableDef, col: usize, e: &Expr) -> bool {
-    table.columns[col].ty.is_text()
-        && matches!(e, Expr::Literal(v) if !matches!(v, Value::Str(_) | Value::Null))
+    let ty = table.columns[col].ty;
+    match e {
+        Expr::Literal(Value::Str(_) | Value::Null) => false,
+        // A binary string against a binary string column compares bytewise, as the key does.
+        Expr::Literal(Value::Bytes(_)) => ty.is_text(),
+        Expr::Literal(_) => ty.is_text() || ty.is_binary_string(),
+        _ => false,
+    }
 }
 
 fn predicates(table: &TableDef, filter: Option<&Expr>) -> Vec<(usize, Pred)> {
@@ -497,6 +506,26 @@ fn string_key(v: &Value, ty: ColumnType) -> Option<Datum> {
     }
 }
 
+/// The key of a BINARY/VARBINARY/BLOB column for a string or bytes bound: its bytes, which SQL
+/// compares with the column's bytewise. A number compares as a number: no key. Only a bound
+/// storage takes as it is: storage coerces key values as it coerces rows, and a BINARY(n) bound
+/// of another length would be padded (`b > 'a'` read from `a\0\0\0` exclusive would miss the
+/// row `a\0\0\0`, which is greater than 'a') or refused. No BINARY(n) value has another length
+/// and no VARBINARY(n) value is longer than n, so such a bound only loses the key: a wider
+/// range, or a scan, and the re-checked WHERE decides.
+fn binary_key(v: &Value, ty: ColumnType) -> Option<Datum> {
+    let b = match v {
+        Value::Str(s) => s.as_bytes(),
+        Value::Bytes(b) => b.as_slice(),
+        _ => return None,
+    };
+    match ty {
+        ColumnType::Binary(n) if b.len() != n as usize => None,
+        ColumnType::Varbinary(n) if b.len() > n as usize => None,
+        _ => Some(Datum::Bytes(b.to_vec())),
+    }
+}
+
 /// Converts a bound value to a key value of type `ty` only if it represents exactly the
 /// same number (so key order agrees with SQL comparison).
 fn exact_key(v: &Value, ty: ColumnType) -> Option<Datum> {
@@ -508,6 +537,9 @@ fn exact_key(v: &Value, ty: ColumnType) -> Option<Datum> {
     }
     if ty.is_text() {
         return string_key(v, ty);
+    }
+    if ty.is_binary_string() {
+        return binary_key(v, ty);
     }
     let d = match v {
         Value::Int(i) => Datum::Int(*i),

@@ -78,6 +78,12 @@ pub fn show_tables(
 fn default_text(c: &shoal_store::ColumnDef) -> Option<String> {
     match &c.default {
         Some(ColumnDefault::Value(Datum::Null)) | None => None,
+        // As MariaDB prints a binary default: NUL as `\0`, bytes that are not UTF-8 as `?`.
+        Some(ColumnDefault::Value(Datum::Bytes(b))) if c.ty.is_binary_string() => Some(
+            String::from_utf8_lossy(b)
+                .replace('\u{FFFD}', "?")
+                .replace('\0', "\\0"),
+        ),
         Some(ColumnDefault::Value(d)) => Some(d.to_string()),
         Some(ColumnDefault::CurrentTimestamp) => Some("CURRENT_TIMESTAMP".into()),
     }
@@ -91,6 +97,15 @@ fn is_numeric(t: ColumnType) -> bool {
             | ColumnType::Float
             | ColumnType::Double
     )
+}
+
+/// information_schema.COLUMNS.CHARACTER_OCTET_LENGTH: utf8mb4 characters take up to 4 bytes,
+/// binary strings are bytes (`chars`: CHARACTER_MAXIMUM_LENGTH).
+fn octet_length(ty: ColumnType, chars: &Value) -> Value {
+    match (ty, chars) {
+        (ColumnType::Char(_) | ColumnType::Varchar(_), Value::Int(n)) => Value::Int(n * 4),
+        (_, v) => v.clone(),
+    }
 }
 
 /// `Key` column of DESCRIBE for column `i`.
@@ -124,6 +139,8 @@ pub fn create_table_text(t: &TableDef, next_auto: Option<u64>) -> String {
             Some(ColumnDefault::Value(d)) => {
                 if is_numeric(c.ty) {
                     l.push_str(&format!(" DEFAULT '{d}'"));
+                } else if let Some(t) = default_text(c).filter(|_| c.ty.is_binary_string()) {
+                    l.push_str(&format!(" DEFAULT '{}'", t.replace('\'', "''")));
                 } else {
                     l.push_str(&format!(" DEFAULT '{}'", d.to_string().replace('\'', "''")));
                 }
@@ -263,6 +280,10 @@ fn log_table_column_rows(t: &crate::mysql_schema::LogTable) -> Vec<Vec<Value>> {
                 s("NO"),
                 s(c.data_type),
                 opt(c.char_len),
+                // The log tables are utf8mb3: 3 bytes a character.
+                opt(c
+                    .char_len
+                    .map(|n| if c.data_type == "varchar" { n * 3 } else { n })),
                 opt(c.numeric.map(|n| n.0)),
                 opt(c.numeric.map(|n| n.1)),
                 s(c.column_type),
@@ -787,6 +808,7 @@ pub fn info_schema(engine: &Engine, table: &str) -> Result<VirtualTable, SqlErro
                 "IS_NULLABLE",
                 "DATA_TYPE",
                 "CHARACTER_MAXIMUM_LENGTH",
+                "CHARACTER_OCTET_LENGTH",
                 "NUMERIC_PRECISION",
                 "NUMERIC_SCALE",
                 "COLUMN_TYPE",
@@ -797,6 +819,7 @@ pub fn info_schema(engine: &Engine, table: &str) -> Result<VirtualTable, SqlErro
             &[
                 "ORDINAL_POSITION",
                 "CHARACTER_MAXIMUM_LENGTH",
+                "CHARACTER_OCTET_LENGTH",
                 "NUMERIC_PRECISION",
                 "NUMERIC_SCALE",
             ],
@@ -904,6 +927,9 @@ pub fn info_schema(engine: &Engine, table: &str) -> Result<VirtualTable, SqlErro
                                 ColumnType::Text | ColumnType::Blob => {
                                     (Value::Int(65535), Value::Null, Value::Null)
                                 }
+                                ColumnType::Binary(n) | ColumnType::Varbinary(n) => {
+                                    (Value::Int(i64::from(n)), Value::Null, Value::Null)
+                                }
                                 ColumnType::Int { bytes, .. } => {
                                     let p = match bytes {
                                         1 => 3,
@@ -932,7 +958,8 @@ pub fn info_schema(engine: &Engine, table: &str) -> Result<VirtualTable, SqlErro
                                 default_text(c).map(Value::Str).unwrap_or(Value::Null),
                                 s(if c.nullable { "YES" } else { "NO" }),
                                 s(&data_type),
-                                clen,
+                                clen.clone(),
+                                octet_length(c.ty, &clen),
                                 np,
                                 ns,
                                 s(&full),

@@ -578,6 +578,27 @@ impl shoal_sql::eval::Context for ConstCtx {
     }
 }
 
+/// MySQL's largest BINARY(n) and VARBINARY(n) (65,535 bytes a row, less VARBINARY's 2-byte
+/// length and the row's null byte: MariaDB's figure).
+const MAX_BINARY: u32 = 255;
+const MAX_VARBINARY: u32 = 65_532;
+
+/// Error 1074 for a binary string type declared longer than it can be, as MariaDB's strict
+/// mode refuses it (no silent change to a BLOB).
+fn check_length(ty: ColumnType, name: &str) -> Result<(), SqlError> {
+    let max = match ty {
+        ColumnType::Binary(n) if n > MAX_BINARY => MAX_BINARY,
+        ColumnType::Varbinary(n) if n > MAX_VARBINARY => MAX_VARBINARY,
+        _ => return Ok(()),
+    };
+    Err(SqlError::coded(
+        shoal_errors::ER_TOO_BIG_FIELDLENGTH,
+        format!(
+            "Column length too big for column '{name}' (max = {max}); use BLOB or TEXT instead"
+        ),
+    ))
+}
+
 fn column_type(dt: &sp::DataType) -> Result<ColumnType, SqlError> {
     use sp::DataType as D;
     let int = |bytes: u8, unsigned: bool| Ok(ColumnType::Int { bytes, unsigned });
@@ -635,9 +656,18 @@ fn column_type(dt: &sp::DataType) -> Result<ColumnType, SqlError> {
             Ok(ColumnType::Varchar(char_len(l, 1)?))
         }
         D::Text | D::TinyText | D::MediumText | D::LongText => Ok(ColumnType::Text),
-        D::Blob(_) | D::TinyBlob | D::MediumBlob | D::LongBlob | D::Binary(_) | D::Varbinary(_) => {
-            Ok(ColumnType::Blob)
-        }
+        D::Blob(_) | D::TinyBlob | D::MediumBlob | D::LongBlob => Ok(ColumnType::Blob),
+        // BINARY without a length is BINARY(1), as in MySQL.
+        D::Binary(n) => Ok(ColumnType::Binary(
+            u32::try_from(n.unwrap_or(1)).unwrap_or(u32::MAX),
+        )),
+        D::Varbinary(l) => match l {
+            Some(sp::BinaryLength::IntegerLength { length }) => Ok(ColumnType::Varbinary(
+                u32::try_from(*length).unwrap_or(u32::MAX),
+            )),
+            // MySQL has no VARBINARY without a length (nor `VARBINARY(MAX)`).
+            _ => Err(SqlError::Syntax("VARBINARY needs a length".into())),
+        },
         D::Date => Ok(ColumnType::Date),
         D::Datetime(_) => Ok(ColumnType::DateTime),
         D::Timestamp(..) => Ok(ColumnType::Timestamp),
@@ -989,6 +1019,7 @@ impl Translator<'_> {
     ) -> Result<ColumnDef, SqlError> {
         let ty = column_type(&c.data_type)?;
         let name = ident(&c.name);
+        check_length(ty, &name)?;
         let mut col = ColumnDef {
             name: name.clone(),
             ty,

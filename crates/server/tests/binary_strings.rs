@@ -3,8 +3,11 @@
 //! reads back byte-identical through the text protocol and the binary protocol, with the
 //! column described as MariaDB describes it (BLOB, charset 63 `binary`); a hex literal reads
 //! back as the same bytes; a parameter that is not UTF-8 into a text column is error 1366
-//! (strict mode), as in MariaDB. The same checks run against the private MariaDB when it is
-//! installed, so the expectations are MariaDB's.
+//! (strict mode), as in MariaDB. A BINARY(16) primary key holding 16 UUID-like ids that
+//! together cover all 256 byte values round-trips through both protocols, each id is found by
+//! an indexed equality (a prepared `id = ?`, EXPLAIN showing the PRIMARY key), and BINARY /
+//! VARBINARY columns are described on the wire as MariaDB describes them. The same checks run
+//! against the private MariaDB when it is installed, so the expectations are MariaDB's.
 
 mod support;
 
@@ -112,11 +115,162 @@ fn round_trip(c: &mut Conn, what: &str) {
     c.query_drop("DROP DATABASE bin").unwrap();
 }
 
+/// Sixteen 16-byte ids, id `i` holding bytes `16 i .. 16 i + 15` in a shuffled order: together
+/// every byte value, each id with NULs and bytes that are not UTF-8.
+fn uuids() -> Vec<Vec<u8>> {
+    (0..16u8)
+        .map(|i| (0..16u8).map(|j| (i * 16) + ((j * 7 + i) % 16)).collect())
+        .collect()
+}
+
+/// BINARY(16) ids (the UUID-as-bytes schema) and a VARBINARY(16) secondary key.
+fn uuid_keys(c: &mut Conn, what: &str) {
+    for q in [
+        "DROP DATABASE IF EXISTS binkeys",
+        "CREATE DATABASE binkeys",
+        "USE binkeys",
+        "CREATE TABLE u (id BINARY(16) PRIMARY KEY, alt VARBINARY(16), n INT, KEY k_alt (alt))",
+    ] {
+        c.query_drop(q)
+            .unwrap_or_else(|e| panic!("{what}: {q}: {e}"));
+    }
+    let ids = uuids();
+    for (n, id) in ids.iter().enumerate() {
+        // The alternate key is the id without its last byte: VARBINARY keeps it short.
+        c.exec_drop(
+            "INSERT INTO u VALUES (?, ?, ?)",
+            (
+                Value::Bytes(id.clone()),
+                Value::Bytes(id[..15].to_vec()),
+                n as i64,
+            ),
+        )
+        .unwrap_or_else(|e| panic!("{what}: insert {n}: {e}"));
+    }
+    // A short id is padded to 16 bytes with NULs.
+    c.exec_drop(
+        "INSERT INTO u VALUES (?, NULL, 99)",
+        (Value::Bytes(vec![0xFF, 0x00, 0x80]),),
+    )
+    .unwrap_or_else(|e| panic!("{what}: short id: {e}"));
+    let mut padded = vec![0xFF, 0x00, 0x80];
+    padded.resize(16, 0);
+    // Text protocol: every id back, in byte order.
+    let all: Vec<(Vec<u8>, i64)> = c
+        .query("SELECT id, n FROM u ORDER BY id")
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let mut want: Vec<(Vec<u8>, i64)> = ids
+        .iter()
+        .enumerate()
+        .map(|(n, id)| (id.clone(), n as i64))
+        .collect();
+    want.push((padded.clone(), 99));
+    want.sort();
+    assert_eq!(all, want, "{what}: text protocol, ORDER BY id");
+    let mut seen = [false; 256];
+    for (id, _) in &all {
+        for &b in id {
+            seen[b as usize] = true;
+        }
+    }
+    assert!(seen.iter().all(|&s| s), "{what}: every byte value stored");
+    // Binary protocol: each id found by a prepared equality on the key, and by the
+    // VARBINARY key; a 15-byte prefix is not a BINARY(16) id.
+    for (n, id) in ids.iter().enumerate() {
+        let got: Option<(Vec<u8>, i64)> = c
+            .exec_first(
+                "SELECT id, n FROM u WHERE id = ?",
+                (Value::Bytes(id.clone()),),
+            )
+            .unwrap();
+        assert_eq!(got, Some((id.clone(), n as i64)), "{what}: id {n}");
+        let by_alt: Option<i64> = c
+            .exec_first(
+                "SELECT n FROM u WHERE alt = ?",
+                (Value::Bytes(id[..15].to_vec()),),
+            )
+            .unwrap();
+        assert_eq!(by_alt, Some(n as i64), "{what}: alt {n}");
+        let prefix: Option<i64> = c
+            .exec_first(
+                "SELECT n FROM u WHERE id = ?",
+                (Value::Bytes(id[..15].to_vec()),),
+            )
+            .unwrap();
+        assert_eq!(prefix, None, "{what}: a 15-byte id");
+    }
+    let short: Option<i64> = c
+        .exec_first("SELECT n FROM u WHERE id = ?", (Value::Bytes(padded),))
+        .unwrap();
+    assert_eq!(short, Some(99), "{what}: the padded id");
+    // The planner uses the keys (EXPLAIN's `key` column, by name: the two servers' EXPLAIN
+    // have different column sets).
+    for (q, key) in [
+        (
+            format!("EXPLAIN SELECT n FROM u WHERE id = X'{}'", hex(&ids[3])),
+            "PRIMARY",
+        ),
+        (
+            format!(
+                "EXPLAIN SELECT n FROM u WHERE alt = X'{}'",
+                hex(&ids[3][..15])
+            ),
+            "k_alt",
+        ),
+    ] {
+        let row: mysql::Row = c.query_first(&q).unwrap().expect("an EXPLAIN row");
+        let used: Option<String> = row.get("key").expect("a key column");
+        assert_eq!(used.as_deref(), Some(key), "{what}: {q}");
+    }
+    // Too long: 1406 in strict mode.
+    let e = c
+        .exec_drop(
+            "INSERT INTO u (id, n) VALUES (?, 1)",
+            (Value::Bytes(vec![1; 17]),),
+        )
+        .unwrap_err();
+    assert_eq!(err_code(&e), 1406, "{what}: {e}");
+    // Wire description: CHAR / VARCHAR types of the binary charset, length in bytes.
+    let res = c.query_iter("SELECT id, alt FROM u LIMIT 1").unwrap();
+    let cols: Vec<(mysql::consts::ColumnType, u16, u32, bool)> = res
+        .columns()
+        .as_ref()
+        .iter()
+        .map(|col| {
+            (
+                col.column_type(),
+                col.character_set(),
+                col.column_length(),
+                col.flags()
+                    .contains(mysql::consts::ColumnFlags::BINARY_FLAG),
+            )
+        })
+        .collect();
+    drop(res);
+    use mysql::consts::ColumnType as T;
+    assert_eq!(
+        cols[0],
+        (T::MYSQL_TYPE_STRING, 63, 16, true),
+        "{what}: BINARY(16)"
+    );
+    assert_eq!(
+        cols[1],
+        (T::MYSQL_TYPE_VAR_STRING, 63, 16, true),
+        "{what}: VARBINARY(16)"
+    );
+    c.query_drop("DROP DATABASE binkeys").unwrap();
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|b| format!("{b:02X}")).collect()
+}
+
 #[test]
 fn every_byte_value_round_trips_through_both_protocols() {
     let s = Shoal::start("binary-strings", &[]);
     let mut c = s.conn();
     round_trip(&mut c, "shoal");
+    uuid_keys(&mut c, "shoal");
     // The expectations are MariaDB's: the same checks against the private one (its
     // `start` says SKIPPED itself when mariadbd is missing).
     let Some(m) = shoal_testkit::MariaDb::start(&shoal_testkit::MariaDbOptions {
@@ -132,4 +286,5 @@ fn every_byte_value_round_trips_through_both_protocols() {
         .prefer_socket(false);
     let mut c = Conn::new(opts).expect("connect to MariaDB");
     round_trip(&mut c, "mariadb");
+    uuid_keys(&mut c, "mariadb");
 }

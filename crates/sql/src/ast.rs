@@ -118,6 +118,9 @@ pub enum CastType {
     Char,
     /// BINARY / VARBINARY / BLOB: a binary string
     Binary,
+    /// BINARY(n): a binary string of exactly `n` bytes (right-padded with `0x00`, longer values
+    /// cut with warning 1292)
+    BinaryN(u32),
     /// DECIMAL(m, d): the scale
     Decimal(u8),
     /// DOUBLE / FLOAT / REAL

@@ -1268,6 +1268,27 @@ fn cast(ctx: &mut dyn Context, v: Value, t: CastType, e: &Expr) -> Result<Value,
             v @ Value::Bytes(_) => v,
             v => Value::Bytes(v.to_bytes().unwrap_or_default().into_owned()),
         },
+        CastType::BinaryN(n) => {
+            // Longer than max_allowed_packet: cut to it, with warning 1301, as MariaDB does.
+            let n = if over_packet(ctx, "cast_as_binary", u128::from(n)) {
+                u32::try_from(ctx.max_allowed_packet()).unwrap_or(u32::MAX)
+            } else {
+                n
+            };
+            let mut b = v.to_bytes().unwrap_or_default().into_owned();
+            if b.len() > n as usize {
+                ctx.warn(
+                    shoal_errors::ER_TRUNCATED_WRONG_VALUE.code,
+                    format!(
+                        "Truncated incorrect BINARY({n}) value: '{}'",
+                        v.to_text().unwrap_or_default()
+                    ),
+                );
+                b.truncate(n as usize);
+            }
+            b.resize(n as usize, 0);
+            Value::Bytes(b)
+        }
         CastType::Double => Value::Double(v.to_f64().unwrap_or(0.0)),
         CastType::Decimal(scale) => {
             let text = match &v {
@@ -1664,7 +1685,7 @@ fn static_type_level(e: &Expr) -> SqlType {
             CastType::Signed => SqlType::Int,
             CastType::Unsigned => SqlType::UInt,
             CastType::Char => SqlType::Str,
-            CastType::Binary => SqlType::Bytes,
+            CastType::Binary | CastType::BinaryN(_) => SqlType::Bytes,
             CastType::Decimal(s) => SqlType::Decimal(*s),
             CastType::Double => SqlType::Double,
             CastType::Date => SqlType::Date,

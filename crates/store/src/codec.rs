@@ -174,7 +174,12 @@ pub fn decode_key(types: &[ColumnType], key: &[u8]) -> Result<(Vec<Datum>, usize
                     scale: *scale,
                 })
             }
-            ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text | ColumnType::Blob => {
+            ColumnType::Char(_)
+            | ColumnType::Varchar(_)
+            | ColumnType::Text
+            | ColumnType::Blob
+            | ColumnType::Binary(_)
+            | ColumnType::Varbinary(_) => {
                 let mut s = Vec::new();
                 loop {
                     let c = take(&mut buf, 1)?[0];
@@ -371,7 +376,12 @@ fn decode_row_n(
                 unscaled: unzigzag(get_varint(&mut buf)?),
                 scale: *scale,
             }),
-            ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text | ColumnType::Blob => {
+            ColumnType::Char(_)
+            | ColumnType::Varchar(_)
+            | ColumnType::Text
+            | ColumnType::Blob
+            | ColumnType::Binary(_)
+            | ColumnType::Varbinary(_) => {
                 let len = get_varint(&mut buf)? as usize;
                 Datum::Bytes(take(&mut buf, len)?.to_vec())
             }
@@ -393,7 +403,12 @@ fn skip_value(t: &ColumnType, buf: &mut &[u8]) -> Result<(), String> {
         ColumnType::Float | ColumnType::Double => {
             take(buf, 8)?;
         }
-        ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text | ColumnType::Blob => {
+        ColumnType::Char(_)
+        | ColumnType::Varchar(_)
+        | ColumnType::Text
+        | ColumnType::Blob
+        | ColumnType::Binary(_)
+        | ColumnType::Varbinary(_) => {
             let len = get_varint(buf)? as usize;
             take(buf, len)?;
         }

@@ -6,8 +6,15 @@
 //! order-preserving per column (see `codec`).
 //!
 //! Canonical variants: signed integer types -> `Int`, unsigned -> `UInt`, FLOAT/DOUBLE ->
-//! `Double`, DECIMAL(p,s) -> `Decimal` with scale exactly `s`, CHAR/VARCHAR/TEXT/BLOB -> `Bytes`
-//! (compared as bytes: a binary collation), DATE -> `Date`, DATETIME/TIMESTAMP -> `DateTime`.
+//! `Double`, DECIMAL(p,s) -> `Decimal` with scale exactly `s`, CHAR/VARCHAR/TEXT/BLOB/BINARY/
+//! VARBINARY -> `Bytes` (compared as bytes: a binary collation), DATE -> `Date`, DATETIME/TIMESTAMP
+//! -> `DateTime`.
+//!
+//! BINARY(n) is fixed-length as in MySQL: a shorter value is right-padded with `0x00` bytes on
+//! the way in and the padding is part of the stored value (read back, compared, indexed);
+//! VARBINARY(n) holds at most `n` bytes, unpadded. Catalogs written before these two types
+//! existed recorded such columns as `Blob`, which they stay (`ColumnType` is serialised by
+//! variant name, so the new variants never change what an old entry means).
 
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
@@ -269,8 +276,12 @@ pub enum ColumnType {
     Varchar(u32),
     /// TEXT family (length limit not enforced).
     Text,
-    /// BLOB family / BINARY / VARBINARY.
+    /// BLOB family (and BINARY / VARBINARY columns of catalogs written before those types).
     Blob,
+    /// BINARY(n): exactly `n` bytes (1..=255), right-padded with `0x00`.
+    Binary(u32),
+    /// VARBINARY(n): at most `n` bytes.
+    Varbinary(u32),
     /// DATE.
     Date,
     /// DATETIME.
@@ -289,6 +300,14 @@ impl ColumnType {
         )
     }
 
+    /// A binary string type (BLOB, BINARY, VARBINARY): bytes compared bytewise, never weighed.
+    pub fn is_binary_string(&self) -> bool {
+        matches!(
+            self,
+            ColumnType::Blob | ColumnType::Binary(_) | ColumnType::Varbinary(_)
+        )
+    }
+
     /// The implicit default of a NOT NULL column of this type, what MySQL gives existing rows
     /// when such a column is added without a DEFAULT: 0, the empty string, the zero date.
     pub fn implicit_default(&self) -> Datum {
@@ -300,9 +319,13 @@ impl ColumnType {
                 unscaled: 0,
                 scale: *scale,
             }),
-            ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text | ColumnType::Blob => {
-                Datum::Bytes(Vec::new())
-            }
+            ColumnType::Char(_)
+            | ColumnType::Varchar(_)
+            | ColumnType::Text
+            | ColumnType::Blob
+            | ColumnType::Varbinary(_) => Datum::Bytes(Vec::new()),
+            // The empty string, padded.
+            ColumnType::Binary(n) => Datum::Bytes(vec![0; *n as usize]),
             ColumnType::Date => Datum::Date(Date::unpack(0)),
             ColumnType::DateTime | ColumnType::Timestamp => Datum::DateTime(DateTime::unpack(0)),
         }
@@ -337,6 +360,8 @@ impl ColumnType {
             ColumnType::Varchar(n) => format!("varchar({n})"),
             ColumnType::Text => "text".into(),
             ColumnType::Blob => "blob".into(),
+            ColumnType::Binary(n) => format!("binary({n})"),
+            ColumnType::Varbinary(n) => format!("varbinary({n})"),
             ColumnType::Date => "date".into(),
             ColumnType::DateTime => "datetime".into(),
             ColumnType::Timestamp => "timestamp".into(),
@@ -346,7 +371,8 @@ impl ColumnType {
     /// Converts `d` to this type's canonical variant, or explains why it cannot.
     /// NULL passes through (NOT NULL is checked by the caller). Integers are range-checked,
     /// decimals rescaled (rounded) to the column scale and checked against the precision,
-    /// strings checked against CHAR/VARCHAR length (in characters).
+    /// strings checked against CHAR/VARCHAR length (in characters) and BINARY/VARBINARY length
+    /// (in bytes; BINARY then padded with `0x00` to its length).
     pub fn coerce(self, d: Datum) -> std::result::Result<Datum, String> {
         use ColumnType as T;
         Ok(match (self, d) {
@@ -426,6 +452,18 @@ impl ColumnType {
                 Datum::Bytes(b)
             }
             (T::Text | T::Blob, Datum::Bytes(b)) => Datum::Bytes(b),
+            (T::Binary(n) | T::Varbinary(n), Datum::Bytes(mut b)) => {
+                if b.len() > n as usize {
+                    return Err(format!("data too long ({} > {n} bytes)", b.len()));
+                }
+                if let T::Binary(_) = self {
+                    b.resize(n as usize, 0);
+                }
+                Datum::Bytes(b)
+            }
+            (T::Binary(_) | T::Varbinary(_), other) => {
+                return self.coerce(Datum::Bytes(other.to_string().into_bytes()))
+            }
             (T::Char(_) | T::Varchar(_) | T::Text | T::Blob, other) => {
                 Datum::Bytes(other.to_string().into_bytes())
             }

@@ -642,7 +642,13 @@ pub fn cast_type(dt: &sp::DataType) -> Result<CastType, SqlError> {
         "SIGNED" | "SIGNED INTEGER" | "INT" | "INTEGER" | "BIGINT" => CastType::Signed,
         "UNSIGNED" | "UNSIGNED INTEGER" | "INT UNSIGNED" | "BIGINT UNSIGNED" => CastType::Unsigned,
         "CHAR" | "VARCHAR" | "NCHAR" | "TEXT" | "CHARACTER" => CastType::Char,
-        "BINARY" | "VARBINARY" | "BLOB" => CastType::Binary,
+        "BINARY" => match dt {
+            sp::DataType::Binary(Some(n)) => {
+                CastType::BinaryN(u32::try_from(*n).unwrap_or(u32::MAX))
+            }
+            _ => CastType::Binary,
+        },
+        "VARBINARY" | "BLOB" => CastType::Binary,
         "DOUBLE" | "FLOAT" | "REAL" | "DOUBLE PRECISION" => CastType::Double,
         "DATE" => CastType::Date,
         "DATETIME" | "TIMESTAMP" => CastType::DateTime,

@@ -14,7 +14,8 @@ use shoal_proto::{AuthPlugin, Response};
 use shoal_sql::ast::{AccountStmt, GrantLevel, PasswordSpec, UserSpec};
 use shoal_sql::SqlError;
 
-use super::{ok, text_result, to_result_set, Session};
+use super::wire::{ok, text_result, to_result_set};
+use super::Session;
 use crate::privileges::{self, Checker, Grants, Level};
 use crate::users::{Account, Auth};
 

@@ -267,7 +267,7 @@ impl Session {
                 }
                 self.check_grant_authority(&level, bits & !privileges::GRANT_OPTION)?;
                 if let Level::Table(d, t) = &level {
-                    if bits & privileges::CREATE == 0 && !self.server.catalog().table_exists(d, t) {
+                    if bits & privileges::CREATE == 0 && !self.catalog().table_exists(d, t) {
                         return Err(SqlError::NoSuchTable(d.clone(), t.clone()));
                     }
                 }

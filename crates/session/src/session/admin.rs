@@ -24,7 +24,7 @@ impl Session {
     pub(super) fn use_db(&mut self, db: &str) -> Result<(), SqlError> {
         self.refresh_grants();
         self.checker().enter_database(db)?;
-        if !self.server.catalog().database_exists(db) {
+        if !self.catalog().database_exists(db) {
             return Err(SqlError::UnknownDatabase(db.to_string()));
         }
         self.db = Some(db.to_string());
@@ -45,7 +45,7 @@ impl Session {
         self.checker().database(name, crate::privileges::CREATE)?;
         self.check_ddl_allowed()?;
         check_db_name(name)?;
-        let catalog = self.server.catalog();
+        let catalog = self.catalog();
         match catalog.create_database(name) {
             Ok(()) => Ok(ok(1)),
             Err(e) if if_not_exists && e.code() == shoal_errors::ER_DB_CREATE_EXISTS.code => {
@@ -64,7 +64,7 @@ impl Session {
     ) -> Result<Response, SqlError> {
         self.checker().database(name, crate::privileges::DROP)?;
         self.check_ddl_allowed()?;
-        let catalog = self.server.catalog();
+        let catalog = self.catalog();
         let tables = catalog.tables(name).len() as u64;
         match catalog.drop_database(name) {
             Ok(()) => {
@@ -186,11 +186,9 @@ impl Session {
     /// `BACKUP TO 'dir'`: a checkpoint of the store (SUPER); one row says what it wrote.
     pub(super) fn backup(&mut self, dir: &str) -> Result<Response, SqlError> {
         self.require_global(crate::privileges::SUPER, "SUPER")?;
-        let engine = self
-            .server
-            .table_engine()
-            .ok_or_else(|| SqlError::Unsupported("BACKUP (no storage engine)".into()))?;
-        let r = engine.backup_to(std::path::Path::new(dir), &self.server.version())?;
+        let r = self
+            .engine
+            .backup_to(std::path::Path::new(dir), &self.server.version())?;
         let rows = vec![vec![
             Value::Str(dir.to_string()),
             Value::UInt(r.files),
@@ -259,16 +257,13 @@ impl Session {
             }
             // No table cache to close; under LOCK TABLES refused (1192) as in MySQL.
             if o == "TABLES" || o == "TABLE" {
-                if let Some(ts) = self.table_session() {
-                    ts.flush_tables()?;
-                }
+                self.table_session().flush_tables()?;
                 continue;
             }
             // The global read lock (table_lock.rs in shoal-exec). Taken at once, so a
             // failure (1205) leaves the other options of the statement undone.
             if o == "TABLES WITH READ LOCK" || o == "TABLE WITH READ LOCK" {
-                self.tables_or_unsupported("FLUSH TABLES WITH READ LOCK")?
-                    .global_read_lock()?;
+                self.table_session().global_read_lock()?;
                 continue;
             }
             if let Some(f) = self.server.hooks().flushable(o) {

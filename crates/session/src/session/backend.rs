@@ -205,7 +205,7 @@ impl Backend for Session {
                 host: &host,
             };
             checker.enter_database(db).map_err(|e| to_error_info(&e))?;
-            if !self.server.catalog().database_exists(db) {
+            if !self.catalog().database_exists(db) {
                 return Err(AuthError::Denied(ErrorInfo::coded(
                     shoal_errors::ER_BAD_DB_ERROR,
                     format!("Unknown database '{db}'"),
@@ -266,8 +266,8 @@ impl Backend for Session {
         let sql = format!("SELECT * FROM `{}` LIMIT 0", table.replace('`', "``"));
         self.refresh_grants();
         let plan = self
-            .tables_or_unsupported("COM_FIELD_LIST")
-            .and_then(|ts| ts.prepare(&sql, Some(&db)))
+            .table_session()
+            .prepare(&sql, Some(&db))
             .and_then(|plan| self.check_plan(&plan).map(|()| plan))
             .map_err(|e| to_error_info(&e))?;
         Ok(plan.columns.iter().map(exec_column).collect())
@@ -291,7 +291,6 @@ impl Backend for Session {
 
     fn reset_connection(&mut self) {
         self.server.counters.com("reset_connection");
-        self.in_transaction = false;
         if let Some(ts) = self.table.as_mut() {
             ts.rollback();
             ts.release_table_locks();
@@ -340,10 +339,10 @@ impl Backend for Session {
         let mut columns: Vec<Column> = Vec::new();
         let mut params = param_count(p.params)?;
         let mut table_plan = None;
-        if is_table && self.table_session().is_some() {
+        if is_table {
             let db = self.db.clone();
-            let ts = self.table.as_mut().expect("created above");
-            let plan = ts
+            let plan = self
+                .table_session()
                 .prepare_tree(sql, tree, db.as_deref())
                 .map_err(|e| to_error_info(&e))?;
             self.refresh_grants();
@@ -475,10 +474,7 @@ impl Backend for Session {
 
     fn status(&self) -> SessionStatus {
         SessionStatus {
-            in_transaction: match &self.table {
-                Some(ts) => ts.in_transaction(),
-                None => self.in_transaction,
-            },
+            in_transaction: self.in_transaction(),
             autocommit: self.autocommit(),
         }
     }
@@ -494,7 +490,6 @@ impl Backend for Session {
                 self.server.admin_sessions.fetch_sub(1, Ordering::SeqCst);
             }
             self.command_end();
-            self.in_transaction = false;
             // A client gone mid-transaction: roll back and free its row and table locks.
             if let Some(ts) = self.table.as_mut() {
                 ts.rollback();

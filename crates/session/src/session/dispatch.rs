@@ -219,24 +219,15 @@ impl Session {
             Statement::DropDatabase(name, if_exists) => self.drop_database(name, *if_exists),
             Statement::Begin(read_only) => {
                 // BEGIN inside a transaction commits it first (implicit commit).
-                if let Some(ts) = self.table_session() {
-                    ts.begin_with(*read_only)?;
-                }
-                self.in_transaction = true;
+                self.table_session().begin_with(*read_only)?;
                 Ok(ok(0))
             }
             Statement::Commit => {
-                self.in_transaction = false;
-                if let Some(ts) = self.table_session() {
-                    ts.commit()?;
-                }
+                self.table_session().commit()?;
                 Ok(ok(0))
             }
             Statement::Rollback => {
-                self.in_transaction = false;
-                if let Some(ts) = self.table_session() {
-                    ts.rollback();
-                }
+                self.table_session().rollback();
                 Ok(ok(0))
             }
             Statement::CreateUser(users, if_not_exists, options) => {
@@ -245,29 +236,24 @@ impl Session {
             Statement::DropUser(users, if_exists) => self.drop_users(users, *if_exists),
             Statement::LockTables(list) => self.lock_tables(list),
             Statement::UnlockTables => {
-                if let Some(ts) = self.table_session() {
-                    ts.unlock_tables()?;
-                }
+                self.table_session().unlock_tables()?;
                 Ok(ok(0))
             }
             Statement::Savepoint(name) => {
-                self.tables_or_unsupported("SAVEPOINT")?.savepoint(name)?;
+                self.table_session().savepoint(name)?;
                 Ok(ok(0))
             }
             Statement::RollbackToSavepoint(name) => {
-                self.tables_or_unsupported("ROLLBACK TO SAVEPOINT")?
-                    .rollback_to_savepoint(name)?;
+                self.table_session().rollback_to_savepoint(name)?;
                 Ok(ok(0))
             }
             Statement::ReleaseSavepoint(name) => {
-                self.tables_or_unsupported("RELEASE SAVEPOINT")?
-                    .release_savepoint(name)?;
+                self.table_session().release_savepoint(name)?;
                 Ok(ok(0))
             }
             Statement::AlterTableKeys(t, _) => {
                 let db = t.db.clone().or_else(|| self.db.clone());
-                self.tables_or_unsupported("ALTER TABLE")?
-                    .alter_keys(db.as_deref(), &t.name)?;
+                self.table_session().alter_keys(db.as_deref(), &t.name)?;
                 // MySQL's answer for InnoDB: the store keeps its indexes current always.
                 self.warn(
                     shoal_errors::ER_ILLEGAL_HA.code,

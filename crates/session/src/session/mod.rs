@@ -43,8 +43,9 @@ use shoal_proto::{Backend, Column, StmtMap};
 use shoal_sql::plan::Prepared;
 use shoal_sql::value::{DateTime, Value};
 
-use shoal_exec::{Plan, TableSession};
+use shoal_exec::{Plan, TableEngine, TableSession};
 use shoal_sched::PrioHint;
+use shoal_sql::catalog::Catalog;
 
 use crate::vars::SessionVars;
 use crate::{ProcessEntry, Server};
@@ -93,8 +94,6 @@ pub struct Session {
     admin_counted: bool,
     /// Current database.
     db: Option<String>,
-    /// Whether a transaction is open.
-    in_transaction: bool,
     /// User variables, keyed by lower-case name.
     user_vars: HashMap<String, Value>,
     /// Prepared statements by protocol id (shared: each execution takes a reference, not a
@@ -117,8 +116,9 @@ pub struct Session {
     in_command: bool,
     /// Whether `disconnect` already ran.
     closed: bool,
-    /// Table statements and transactions (created at first use when the server has a table
-    /// engine).
+    /// The server's table engine: every query and table statement runs there.
+    engine: Arc<TableEngine>,
+    /// Table statements and transactions on `engine` (created at first use, see `tables.rs`).
     table: Option<TableSession>,
     /// Text of the statement being run (table statements without a plan are handed to the
     /// engine as text).
@@ -152,7 +152,11 @@ fn now_datetime() -> DateTime {
 }
 
 impl Session {
-    pub(crate) fn new(server: Arc<Server>, entry: Arc<ProcessEntry>) -> Session {
+    pub(crate) fn new(
+        server: Arc<Server>,
+        entry: Arc<ProcessEntry>,
+        engine: Arc<TableEngine>,
+    ) -> Session {
         let vars = server.vars.session_copy();
         let host = entry
             .host
@@ -179,7 +183,6 @@ impl Session {
             admin: false,
             admin_counted: false,
             db: None,
-            in_transaction: false,
             user_vars: HashMap::new(),
             prepared: StmtMap::new(),
             last_insert_id: 0,
@@ -190,6 +193,7 @@ impl Session {
             stmt_deadline: None,
             in_command: false,
             closed: false,
+            engine,
             table: None,
             cur_sql: Arc::from(""),
             cur_tree: None,
@@ -253,13 +257,9 @@ impl Session {
     /// `thread_pool_high_prio_mode` and `thread_pool_high_prio_tickets` (session values: copied
     /// from the globals at connect, changed by SET SESSION; SET GLOBAL affects new sessions).
     pub fn scheduling_hint(&self) -> PrioHint {
-        let in_transaction = match &self.table {
-            Some(ts) => ts.in_transaction(),
-            None => self.in_transaction,
-        };
         let c = self.hot();
         PrioHint {
-            in_transaction,
+            in_transaction: self.in_transaction(),
             // Row locks live in the table engine's transaction; with autocommit=0 a locking
             // read opens one implicitly and it counts exactly like BEGIN.
             // So do LOCK TABLES and the global read lock: others wait for this session's
@@ -282,6 +282,11 @@ impl Session {
     /// Authenticated user.
     pub fn user(&self) -> &str {
         &self.user
+    }
+
+    /// The table engine's catalog (databases and tables).
+    fn catalog(&self) -> Arc<dyn Catalog> {
+        self.engine.catalog()
     }
 }
 

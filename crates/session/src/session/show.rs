@@ -62,8 +62,7 @@ impl Session {
         let (names, rows, like_col): (Vec<&str>, Vec<Vec<Value>>, usize) = match kind {
             ShowKind::Databases => (
                 vec!["Database"],
-                self.server
-                    .catalog()
+                self.catalog()
                     .databases()
                     .into_iter()
                     .filter(|d| self.sees_database(d))
@@ -78,7 +77,7 @@ impl Session {
                 // be named or current (1046), as in MariaDB.
                 return match db.as_ref().or(self.db.as_ref()) {
                     None => Err(SqlError::NoDatabase),
-                    Some(d) if !self.server.catalog().database_exists(d) => {
+                    Some(d) if !self.catalog().database_exists(d) => {
                         Err(SqlError::UnknownDatabase(d.clone()))
                     }
                     Some(_) => self.run_table(&[]),
@@ -237,7 +236,7 @@ impl Session {
                 0,
             ),
             ShowKind::CreateDatabase(db, if_not_exists) => {
-                if !self.server.catalog().database_exists(db) {
+                if !self.catalog().database_exists(db) {
                     return Err(SqlError::UnknownDatabase(db.clone()));
                 }
                 let ine = if *if_not_exists {

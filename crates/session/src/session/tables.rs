@@ -29,18 +29,16 @@ use super::wire::{exec_response, ok, rows_response};
 use super::Session;
 
 impl Session {
-    /// The table session, created at first use; `None` without a table engine. Its
-    /// autocommit, isolation level and lock wait timeout follow the session's variables.
-    pub(super) fn table_session(&mut self) -> Option<&mut TableSession> {
+    /// The table session, created at first use. Its autocommit, isolation level, timeouts,
+    /// limits and read-only restrictions follow the session's variables.
+    pub(super) fn table_session(&mut self) -> &mut TableSession {
         if self.table.is_none() {
-            let engine = self.server.table_engine()?;
-            let ts = engine.session();
+            let mut ts = self.engine.session();
             *self
                 .entry
                 .table_kill
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner) = Some(ts.kill_handle());
-            let mut ts = ts;
             ts.set_visibility(self.visibility.clone());
             self.table = Some(ts);
         }
@@ -51,7 +49,7 @@ impl Session {
             server_read_only: self.server.read_only_for(self.is_super),
             session_read_only: hot.read_only,
         };
-        let ts = self.table.as_mut()?;
+        let ts = self.table.as_mut().expect("created above");
         ts.set_restrictions(restrictions);
         if ts.autocommit() != autocommit {
             // Turning autocommit on commits; an error there is reported by the SET itself.
@@ -62,15 +60,13 @@ impl Session {
         ts.set_table_lock_timeout(Duration::from_secs(table_timeout));
         ts.set_select_limit(hot.select_limit);
         ts.set_write_limit(hot.write_limit);
-        Some(ts)
+        ts
     }
 
     /// Runs the current statement (`cur_stmt`'s plan, else the text `cur_sql`) on the table engine.
     pub(super) fn run_table(&mut self, params: &[Value]) -> Result<Response, SqlError> {
         self.refresh_grants();
-        if self.table_session().is_none() {
-            return Err(SqlError::Unsupported("tables (no storage engine)".into()));
-        }
+        self.table_session();
         let mut ts = self.table.take().expect("created above");
         let stmt = self.cur_stmt.clone();
         let plan = stmt.as_ref().and_then(|s| s.plan.as_ref());
@@ -122,22 +118,15 @@ impl Session {
         r
     }
 
-    /// The table session, or 1235 naming `what` when no storage engine is plugged in.
-    pub(super) fn tables_or_unsupported(
-        &mut self,
-        what: &str,
-    ) -> Result<&mut TableSession, SqlError> {
-        self.table_session()
-            .ok_or_else(|| SqlError::Unsupported(format!("{what} (no storage engine)")))
+    /// Whether a transaction is open (explicit, or implicit under autocommit=0). There is
+    /// none before the table session exists: every transaction is the table session's.
+    pub(super) fn in_transaction(&self) -> bool {
+        self.table.as_ref().is_some_and(|ts| ts.in_transaction())
     }
 
     /// 1568 when a transaction is open (a change of the next transaction's characteristics).
     pub(super) fn check_no_transaction(&self) -> Result<(), SqlError> {
-        let open = match &self.table {
-            Some(ts) => ts.in_transaction(),
-            None => self.in_transaction,
-        };
-        if open {
+        if self.in_transaction() {
             return Err(SqlError::coded(
                 shoal_errors::ER_CANT_CHANGE_TX_CHARACTERISTICS,
                 "Transaction characteristics can't be changed while a transaction is in progress",
@@ -149,9 +138,7 @@ impl Session {
     /// `SET TRANSACTION READ ONLY | READ WRITE` / `SET @@transaction_read_only` (no scope):
     /// the next transaction's access mode.
     pub(super) fn set_next_read_only(&mut self, read_only: bool) {
-        if let Some(ts) = self.table_session() {
-            ts.set_next_read_only(read_only);
-        }
+        self.table_session().set_next_read_only(read_only);
     }
 
     /// `LOCK TABLES t [AS a] READ | WRITE, ...`: LOCK TABLES in each table's database and
@@ -175,8 +162,7 @@ impl Session {
             c.database(&d, crate::privileges::LOCK_TABLES)?;
             c.table(&d, t, crate::privileges::SELECT, "SELECT")?;
         }
-        self.tables_or_unsupported("LOCK TABLES")?
-            .lock_tables(&list, db.as_deref())?;
+        self.table_session().lock_tables(&list, db.as_deref())?;
         Ok(ok(0))
     }
 }

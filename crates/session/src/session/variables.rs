@@ -297,11 +297,7 @@ impl Session {
                 let d = vars.def(canonical).expect("known variable");
                 let on = vars.validate(d, &value, true).map_err(var_err)?.as_bool();
                 // MySQL: turning read-only mode on needs the session to hold no transaction.
-                let open = match &self.table {
-                    Some(ts) => ts.in_transaction(),
-                    None => self.in_transaction,
-                };
-                if on && open {
+                if on && self.in_transaction() {
                     return Err(SqlError::coded(shoal_errors::ER_LOCK_OR_ACTIVE_TRANSACTION, "Can't execute the given command because you have active locked tables or an active transaction",
                     ));
                 }
@@ -321,7 +317,6 @@ impl Session {
                 self.vars.set(vars, canonical, &value).map_err(var_err)?;
                 // Turning autocommit on commits an open transaction.
                 if !was && self.autocommit() {
-                    self.in_transaction = false;
                     if let Some(ts) = self.table.as_mut() {
                         ts.set_autocommit(true)?;
                     }

@@ -132,6 +132,11 @@ pub struct ProcessInfo {
 }
 
 impl ProcessEntry {
+    /// The process-list row, locked (a poisoned lock is taken over: see the crate doc).
+    pub fn info(&self) -> std::sync::MutexGuard<'_, ProcessInfo> {
+        self.info.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Whether the connection was killed (KILL CONNECTION).
     pub fn connection_killed(&self) -> bool {
         self.kill.load(Ordering::Acquire) == KILL_CONNECTION
@@ -625,11 +630,7 @@ impl Server {
         self.processes()
             .into_iter()
             .filter_map(|p| {
-                let i = p
-                    .info
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .clone();
+                let i = p.info().clone();
                 if only_user.is_some_and(|u| u != i.user) {
                     return None;
                 }
@@ -670,14 +671,7 @@ impl Server {
                 format!("Unknown thread id: {id}"),
             )
         })?;
-        if !is_super
-            && entry
-                .info
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .user
-                != by_user
-        {
+        if !is_super && entry.info().user != by_user {
             return Err(shoal_proto::ErrorInfo::coded(
                 shoal_errors::ER_KILL_DENIED_ERROR,
                 format!("You are not owner of thread {id}"),

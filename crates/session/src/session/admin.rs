@@ -7,7 +7,7 @@
 //! the table engine, the options other subsystems register (the thread pool's statistics) run
 //! their reset, MySQL's other options are 1235 and anything else is a syntax error.
 
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 
 use shoal_proto::Response;
 use shoal_sql::ast::{AccountOptions, Expr, NewUser};
@@ -28,11 +28,7 @@ impl Session {
             return Err(SqlError::UnknownDatabase(db.to_string()));
         }
         self.db = Some(db.to_string());
-        self.entry
-            .info
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .db = Some(db.to_string());
+        self.entry.info().db = Some(db.to_string());
         Ok(())
     }
 
@@ -70,11 +66,7 @@ impl Session {
             Ok(()) => {
                 if self.db.as_deref() == Some(name) {
                     self.db = None;
-                    self.entry
-                        .info
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .db = None;
+                    self.entry.info().db = None;
                 }
                 Ok(ok(tables))
             }

@@ -102,6 +102,38 @@ impl Session {
             _ => false,
         })
     }
+
+    /// Enters or leaves a command: `Threads_running` counts the session once (`in_command`
+    /// keeps it balanced whatever the order of calls), and the process entry's `running` flag
+    /// tells KILL QUERY whether there is a statement to interrupt.
+    fn set_in_command(&mut self, on: bool) {
+        if self.in_command != on {
+            self.in_command = on;
+            let running = &self.server.counters.threads_running;
+            if on {
+                running.fetch_add(1, Ordering::Relaxed);
+            } else {
+                running.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+        self.entry.running.store(on, Ordering::Release);
+    }
+
+    /// What COM_RESET_CONNECTION and a disconnect both give up: the transaction (rolled back),
+    /// row and table locks, and the prepared statements (uncounted from
+    /// `Prepared_stmt_count`).
+    fn release_all(&mut self) {
+        if let Some(ts) = self.table.as_mut() {
+            ts.rollback();
+            ts.release_table_locks();
+        }
+        let n = self.prepared.len() as u64;
+        self.prepared.clear();
+        self.server
+            .counters
+            .prepared_stmt_count
+            .fetch_sub(n, Ordering::Relaxed);
+    }
 }
 
 impl Backend for Session {
@@ -234,11 +266,7 @@ impl Backend for Session {
         self.password_used = login.credentials.password_given();
         self.interactive = login.interactive;
         self.hot.set(None);
-        let mut info = self
-            .entry
-            .info
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut info = self.entry.info();
         info.db = self.db.clone();
         info.command = "Sleep";
         info.state = "";
@@ -291,17 +319,8 @@ impl Backend for Session {
 
     fn reset_connection(&mut self) {
         self.server.counters.com("reset_connection");
-        if let Some(ts) = self.table.as_mut() {
-            ts.rollback();
-            ts.release_table_locks();
-        }
+        self.release_all();
         self.user_vars.clear();
-        let n = self.prepared.len() as u64;
-        self.prepared.clear();
-        self.server
-            .counters
-            .prepared_stmt_count
-            .fetch_sub(n, Ordering::Relaxed);
         self.vars = self.server.vars.session_copy();
         // A pending `SET TRANSACTION READ ...` goes too: the next transaction has the
         // session's (fresh) access mode.
@@ -416,19 +435,8 @@ impl Backend for Session {
     }
 
     fn command_begin(&mut self, command: u8) {
-        if !self.in_command {
-            self.in_command = true;
-            self.server
-                .counters
-                .threads_running
-                .fetch_add(1, Ordering::Relaxed);
-        }
-        self.entry.running.store(true, Ordering::Release);
-        let mut info = self
-            .entry
-            .info
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        self.set_in_command(true);
+        let mut info = self.entry.info();
         info.command = match command {
             COM_QUERY => "Query",
             COM_STMT_EXECUTE => "Execute",
@@ -447,25 +455,14 @@ impl Backend for Session {
     }
 
     fn command_end(&mut self) {
-        if self.in_command {
-            self.in_command = false;
-            self.server
-                .counters
-                .threads_running
-                .fetch_sub(1, Ordering::Relaxed);
-        }
-        self.entry.running.store(false, Ordering::Release);
+        self.set_in_command(false);
         let _ = self.entry.kill.compare_exchange(
             KILL_QUERY,
             KILL_NONE,
             Ordering::AcqRel,
             Ordering::Acquire,
         );
-        let mut info = self
-            .entry
-            .info
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut info = self.entry.info();
         info.command = "Sleep";
         info.state = "";
         info.text = None;
@@ -491,21 +488,12 @@ impl Backend for Session {
             }
             self.command_end();
             // A client gone mid-transaction: roll back and free its row and table locks.
-            if let Some(ts) = self.table.as_mut() {
-                ts.rollback();
-                ts.release_table_locks();
-            }
+            self.release_all();
             *self
                 .entry
                 .table_kill
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner) = None;
-            let n = self.prepared.len() as u64;
-            self.prepared.clear();
-            self.server
-                .counters
-                .prepared_stmt_count
-                .fetch_sub(n, Ordering::Relaxed);
             self.server.unregister(self.entry.id);
         }
     }

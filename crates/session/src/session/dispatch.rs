@@ -19,7 +19,7 @@
 //! that owns their job.
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use shoal_proto::{ErrorInfo, Response};
@@ -80,11 +80,7 @@ impl Session {
 
     /// Shows `text` (or nothing) as the connection's running statement in the process list.
     pub(super) fn set_process_text(&self, text: Option<Arc<str>>) {
-        let mut info = self
-            .entry
-            .info
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut info = self.entry.info();
         info.state = if text.is_some() { "executing" } else { "" };
         info.text = text;
     }

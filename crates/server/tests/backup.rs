@@ -480,14 +480,7 @@ fn lock_tables_aliases_answer_as_in_mariadb() {
     let Some(m) = shoal_testkit::MariaDb::start(&shoal_testkit::MariaDbOptions::default()) else {
         return;
     };
-    let mut mc = mysql::Conn::new(
-        mysql::OptsBuilder::new()
-            .ip_or_hostname(Some("127.0.0.1"))
-            .tcp_port(m.port)
-            .user(Some("root"))
-            .prefer_socket(false),
-    )
-    .unwrap();
+    let mut mc = mysql::Conn::new(support::root_over_tcp(m.port)).unwrap();
     for q in setup {
         mc.query_drop(q).unwrap();
     }

@@ -273,17 +273,9 @@ fn every_byte_value_round_trips_through_both_protocols() {
     uuid_keys(&mut c, "shoal");
     // The expectations are MariaDB's: the same checks against the private one (its
     // `start` says SKIPPED itself when mariadbd is missing).
-    let Some(m) = shoal_testkit::MariaDb::start(&shoal_testkit::MariaDbOptions {
-        install: false,
-        extra: vec!["--character-set-server=utf8mb4".into()],
-    }) else {
+    let Some((_mariadb, opts)) = support::mariadb(false) else {
         return;
     };
-    let opts = mysql::OptsBuilder::new()
-        .ip_or_hostname(Some("127.0.0.1"))
-        .tcp_port(m.port)
-        .user(Some("root"))
-        .prefer_socket(false);
     let mut c = Conn::new(opts).expect("connect to MariaDB");
     round_trip(&mut c, "mariadb");
     uuid_keys(&mut c, "mariadb");

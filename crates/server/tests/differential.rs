@@ -2326,14 +2326,7 @@ fn differential() {
         .filter(|h| !h.trim().is_empty())
         .unwrap_or_else(|| "pool-of-threads".into());
 
-    let Some(maria) = shoal_testkit::MariaDb::start(&shoal_testkit::MariaDbOptions {
-        install: true,
-        // shoal's character set; MariaDB's own default is latin1.
-        extra: vec![
-            "--character-set-server=utf8mb4".into(),
-            "--collation-server=utf8mb4_general_ci".into(),
-        ],
-    }) else {
+    let Some((_maria, mopts)) = support::mariadb(true) else {
         return;
     };
     let shoal = Shoal::start(
@@ -2343,11 +2336,6 @@ fn differential() {
             &format!("--thread-handling={handling}"),
         ],
     );
-    let mopts = mysql::OptsBuilder::new()
-        .ip_or_hostname(Some("127.0.0.1"))
-        .tcp_port(maria.port)
-        .user(Some("root"))
-        .prefer_socket(false);
     let mut s = Server::new("shoal", shoal.mysql_opts());
     let mut m = Server::new("MariaDB", mopts);
 

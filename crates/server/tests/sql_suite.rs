@@ -201,21 +201,9 @@ fn sql_suite() {
 
 #[test]
 fn sql_suite_against_mariadb() {
-    let Some(m) = shoal_testkit::MariaDb::start(&shoal_testkit::MariaDbOptions {
-        install: true,
-        // shoal's character set; MariaDB's own default is latin1.
-        extra: vec![
-            "--character-set-server=utf8mb4".into(),
-            "--collation-server=utf8mb4_general_ci".into(),
-        ],
-    }) else {
+    let Some((m, opts)) = support::mariadb(true) else {
         return;
     };
-    let opts = mysql::OptsBuilder::new()
-        .ip_or_hostname(Some("127.0.0.1"))
-        .tcp_port(m.port)
-        .user(Some("root"))
-        .prefer_socket(false);
     let mut report = fixture::Report::default();
     for f in fixture::files(&fixture_dir()) {
         let mut target = Wire(connect(opts.clone()));

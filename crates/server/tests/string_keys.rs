@@ -163,21 +163,10 @@ fn duplicate_case_variant_message_is_mariadbs() {
             (1062, "Duplicate entry 'X ' for key 'u_name'".to_string()),
         ]
     );
-    let Some(m) = shoal_testkit::MariaDb::start(&shoal_testkit::MariaDbOptions {
-        install: false,
-        extra: vec![
-            "--character-set-server=utf8mb4".into(),
-            "--collation-server=utf8mb4_general_ci".into(),
-        ],
-    }) else {
+    let Some((_mariadb, opts)) = support::mariadb(false) else {
         eprintln!("SKIPPED the MariaDB comparison: no mariadbd");
         return;
     };
-    let opts = mysql::OptsBuilder::new()
-        .ip_or_hostname(Some("127.0.0.1"))
-        .tcp_port(m.port)
-        .user(Some("root"))
-        .prefer_socket(false);
     let mut mc = mysql::Conn::new(opts).unwrap();
     mc.query_drop("CREATE DATABASE d").unwrap();
     mc.query_drop("USE d").unwrap();

@@ -11,12 +11,12 @@
 //! How it fits together: [`Server`] owns everything shared by connections — the system variable
 //! registry ([`vars::Vars`]), accounts ([`users`]), the process list (one [`ProcessEntry`] per open
 //! session, shared with the session through an `Arc` so KILL from another session can set flags and
-//! shut the victim's socket down), status counters ([`status`]) and the catalog and the table
-//! engine (`shoal_exec::TableEngine`, plugged in at startup by [`Server::set_table_engine`], which
-//! also installs its catalog; before that the catalog is `shoal_sql::catalog::MemCatalog`). A
+//! shut the victim's socket down), status counters ([`status`]) and the table engine
+//! (`shoal_exec::TableEngine`: tables, transactions and the catalog of databases, plugged in at
+//! startup by [`Server::set_table_engine`], before the server accepts connections). A
 //! [`Session`] is per connection, owned by the protocol state and moved between threads between
 //! commands; it keeps its variable copy, user variables, prepared statements, current database and
-//! transaction flag, and executes statements (see `session.rs`).
+//! table session, and executes statements (see `session/mod.rs` for its modules).
 //!
 //! Server-wide locks (process list, accounts, variables, hooks, counters) are taken with
 //! `unwrap_or_else(PoisonError::into_inner)`: a connection that panics while holding one (the
@@ -45,7 +45,6 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 pub use session::Session;
-use shoal_sql::catalog::{Catalog, MemCatalog};
 use status::StatusCounters;
 use users::Account;
 use vars::{VarValue, Vars};
@@ -133,6 +132,11 @@ pub struct ProcessInfo {
 }
 
 impl ProcessEntry {
+    /// The process-list row, locked (a poisoned lock is taken over: see the crate doc).
+    pub fn info(&self) -> std::sync::MutexGuard<'_, ProcessInfo> {
+        self.info.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Whether the connection was killed (KILL CONNECTION).
     pub fn connection_killed(&self) -> bool {
         self.kill.load(Ordering::Acquire) == KILL_CONNECTION
@@ -160,10 +164,10 @@ pub struct Server {
     started: Instant,
     /// When `FLUSH STATUS` last ran (`Uptime_since_flush_status`); the start until then.
     status_flushed: Mutex<Instant>,
-    catalog: RwLock<Arc<dyn Catalog>>,
     /// Virtual tables and process-state hooks (see [`hooks`]).
     hooks: Arc<hooks::Hooks>,
-    /// The table engine (tables, transactions); `None` until the server plugs one in.
+    /// The table engine (tables, transactions, the catalog); `None` only during startup, until
+    /// [`Server::set_table_engine`], before connections are accepted.
     tables: RwLock<Option<Arc<shoal_exec::TableEngine>>>,
     /// Test-only fault injection is enabled ([`fault`], `SHOAL_FAULT_INJECTION=1`).
     fault_injection: bool,
@@ -229,7 +233,6 @@ impl Server {
             next_id: AtomicU32::new(1),
             started: Instant::now(),
             status_flushed: Mutex::new(Instant::now()),
-            catalog: RwLock::new(Arc::new(MemCatalog::new())),
             hooks,
             tables: RwLock::new(None),
             fault_injection: fault::enabled_from_env(),
@@ -543,12 +546,21 @@ impl Server {
     }
 
     /// Registers a connection in the process list and returns its session.
+    ///
+    /// # Panics
+    ///
+    /// Without a table engine ([`Server::set_table_engine`]): a session runs its statements
+    /// there, and the server plugs it in before it accepts connections, so this is a bug of the
+    /// caller, never a client's doing.
     pub fn open_session(
         self: &Arc<Self>,
         id: u32,
         host: String,
         control: Arc<dyn ConnectionControl>,
     ) -> Session {
+        let engine = self
+            .table_engine()
+            .expect("Server::set_table_engine runs before sessions open");
         let entry = Arc::new(ProcessEntry {
             id,
             host,
@@ -577,7 +589,7 @@ impl Server {
         self.counters
             .max_used_connections
             .fetch_max(n, Ordering::Relaxed);
-        Session::new(self.clone(), entry)
+        Session::new(self.clone(), entry, engine)
     }
 
     pub(crate) fn unregister(&self, id: u32) {
@@ -618,11 +630,7 @@ impl Server {
         self.processes()
             .into_iter()
             .filter_map(|p| {
-                let i = p
-                    .info
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .clone();
+                let i = p.info().clone();
                 if only_user.is_some_and(|u| u != i.user) {
                     return None;
                 }
@@ -663,14 +671,7 @@ impl Server {
                 format!("Unknown thread id: {id}"),
             )
         })?;
-        if !is_super
-            && entry
-                .info
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .user
-                != by_user
-        {
+        if !is_super && entry.info().user != by_user {
             return Err(shoal_proto::ErrorInfo::coded(
                 shoal_errors::ER_KILL_DENIED_ERROR,
                 format!("You are not owner of thread {id}"),
@@ -702,21 +703,9 @@ impl Server {
         Ok(())
     }
 
-    /// The catalog (databases and tables).
-    pub fn catalog(&self) -> Arc<dyn Catalog> {
-        self.catalog
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    /// Replaces the catalog (the storage engine plugs in here at startup).
-    pub fn set_catalog(&self, catalog: Arc<dyn Catalog>) {
-        *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = catalog;
-    }
-
-    /// Plugs in the table engine: its catalog becomes the server's, and every session gets a
-    /// [`shoal_exec::TableSession`] for table statements and transactions.
+    /// Plugs in the table engine, before any session opens: every session runs its queries,
+    /// table statements and transactions in a [`shoal_exec::TableSession`] of it, and its
+    /// catalog holds the databases.
     ///
     /// The accounts are loaded from (or, on a fresh datadir, written to) the engine's store; a
     /// datadir whose account records cannot be read stops the server (panics) rather than
@@ -725,7 +714,6 @@ impl Server {
         if let Err(e) = self.accounts.attach(engine.store().clone()) {
             panic!("cannot load the accounts of the datadir: {e}");
         }
-        self.set_catalog(engine.catalog());
         // The query engine reads the virtual tables (the pool's information_schema tables) too.
         engine.set_system_tables(Arc::new(hooks::HookTables(self.hooks.clone())));
         *self.tables.write().unwrap_or_else(PoisonError::into_inner) = Some(engine);

@@ -1,16 +1,13 @@
-//! What the SQL layer needs from a catalog: databases, and whether a table exists.
+//! What the session layer needs from a catalog: databases (SHOW DATABASES, USE, CREATE / DROP
+//! DATABASE) and whether a table exists (GRANT on a table not yet created).
 //!
-//! [`MemCatalog`] keeps databases in memory (`information_schema`, `mysql`, `performance_schema`
-//! and `sys` always exist, like on a fresh mysqld): it is the catalog a server starts with and
-//! the one this crate's tests use. The table engine implements [`Catalog`] over RocksDB
-//! (`StoreCatalog` in `crates/exec`), and the server installs it at startup with the engine
-//! (`Server::set_table_engine` in `crates/session`). Table access (scans, lookups, writes,
-//! transactions) is not part of this trait: table statements go to `crates/exec` as a whole.
-//! The SQL layer reports `1146 Table 'db.t' doesn't exist` for any table the catalog does not
-//! know.
-
-use std::collections::BTreeSet;
-use std::sync::RwLock;
+//! The one implementation is the table engine's, over the store (`StoreCatalog` in
+//! `crates/exec`; `information_schema`, `mysql`, `performance_schema` and `sys` always exist,
+//! as on a fresh mysqld): a session reaches it through its engine, which the server plugs in at
+//! startup (`Server::set_table_engine` in `crates/session`). The trait lives here, with its
+//! errors and their MySQL codes, so that the session layer names no storage type. Table access
+//! (scans, lookups, writes, transactions) is not part of it: table statements go to
+//! `crates/exec` as a whole.
 
 /// Catalog errors, with MySQL codes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -70,53 +67,3 @@ pub trait Catalog: Send + Sync {
 
 /// Names of the always-present system schemas.
 pub const SYSTEM_DATABASES: &[&str] = &["information_schema", "mysql", "performance_schema", "sys"];
-
-/// In-memory catalog (databases, no tables): the server's until a table engine is plugged in.
-pub struct MemCatalog {
-    dbs: RwLock<BTreeSet<String>>,
-}
-
-impl MemCatalog {
-    /// Only the system schemas.
-    pub fn new() -> Self {
-        MemCatalog {
-            dbs: RwLock::new(SYSTEM_DATABASES.iter().map(|s| s.to_string()).collect()),
-        }
-    }
-}
-
-impl Default for MemCatalog {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Catalog for MemCatalog {
-    fn database_exists(&self, name: &str) -> bool {
-        self.dbs.read().unwrap().contains(name)
-    }
-    fn databases(&self) -> Vec<String> {
-        self.dbs.read().unwrap().iter().cloned().collect()
-    }
-    fn create_database(&self, name: &str) -> Result<(), CatalogError> {
-        if !self.dbs.write().unwrap().insert(name.to_string()) {
-            return Err(CatalogError::DatabaseExists(name.to_string()));
-        }
-        Ok(())
-    }
-    fn drop_database(&self, name: &str) -> Result<(), CatalogError> {
-        if SYSTEM_DATABASES.contains(&name) {
-            return Err(CatalogError::SystemDatabase(name.to_string()));
-        }
-        if !self.dbs.write().unwrap().remove(name) {
-            return Err(CatalogError::NoSuchDatabase(name.to_string()));
-        }
-        Ok(())
-    }
-    fn tables(&self, _db: &str) -> Vec<String> {
-        Vec::new()
-    }
-    fn table_exists(&self, _db: &str, _table: &str) -> bool {
-        false
-    }
-}

@@ -211,13 +211,37 @@ impl Shoal {
         mysql::Conn::new(self.mysql_opts()).expect("connect to shoal")
     }
 
+    /// Client options for root over TCP.
     pub fn mysql_opts(&self) -> mysql::OptsBuilder {
-        mysql::OptsBuilder::new()
-            .ip_or_hostname(Some("127.0.0.1"))
-            .tcp_port(self.port)
-            .user(Some("root"))
-            .prefer_socket(false)
+        root_over_tcp(self.port)
     }
+}
+
+/// Client options for `root` (no password) on 127.0.0.1:`port`, over TCP even where the
+/// driver would prefer the server's socket.
+pub fn root_over_tcp(port: u16) -> mysql::OptsBuilder {
+    mysql::OptsBuilder::new()
+        .ip_or_hostname(Some("127.0.0.1"))
+        .tcp_port(port)
+        .user(Some("root"))
+        .prefer_socket(false)
+}
+
+/// A private MariaDB, the oracle of the tests that compare answers, started with shoal's
+/// character set and collation (`utf8mb4`, `utf8mb4_general_ci`; MariaDB's own default is
+/// latin1), and client options for its root. `install`: with system tables and accounts (see
+/// `MariaDbOptions::install`). `None` when `mariadbd` is not installed (`MariaDb::start` says
+/// SKIPPED); the process is killed when the returned `MariaDb` drops.
+pub fn mariadb(install: bool) -> Option<(shoal_testkit::MariaDb, mysql::OptsBuilder)> {
+    let m = shoal_testkit::MariaDb::start(&shoal_testkit::MariaDbOptions {
+        install,
+        extra: vec![
+            "--character-set-server=utf8mb4".into(),
+            "--collation-server=utf8mb4_general_ci".into(),
+        ],
+    })?;
+    let opts = root_over_tcp(m.port);
+    Some((m, opts))
 }
 
 impl Shoal {

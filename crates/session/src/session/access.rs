@@ -14,7 +14,8 @@ use shoal_proto::{AuthPlugin, Response};
 use shoal_sql::ast::{AccountStmt, GrantLevel, PasswordSpec, UserSpec};
 use shoal_sql::SqlError;
 
-use super::{ok, text_result, to_result_set, Session};
+use super::wire::{ok, text_result, to_result_set};
+use super::Session;
 use crate::privileges::{self, Checker, Grants, Level};
 use crate::users::{Account, Auth};
 
@@ -266,7 +267,7 @@ impl Session {
                 }
                 self.check_grant_authority(&level, bits & !privileges::GRANT_OPTION)?;
                 if let Level::Table(d, t) = &level {
-                    if bits & privileges::CREATE == 0 && !self.server.catalog().table_exists(d, t) {
+                    if bits & privileges::CREATE == 0 && !self.catalog().table_exists(d, t) {
                         return Err(SqlError::NoSuchTable(d.clone(), t.clone()));
                     }
                 }

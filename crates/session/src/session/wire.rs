@@ -1,0 +1,241 @@
+//! SQL values, results and errors in the protocol's form, and back.
+//!
+//! Two kinds of result meet the protocol: the engine's (`ExecOutput`), whose columns already
+//! carry MySQL's types, lengths and flags (`exec_column` copies them), and the session's own
+//! text results (SHOW, BACKUP), whose columns are described here from the SQL type and the
+//! longest value (`column_of`: MySQL's display lengths, `binary` charset 63 for temporal and
+//! byte columns). Values go out as the protocol's value, which the protocol encodes as text or
+//! binary per command; a DATE in a column that is not temporal (CASE or UNION mixing dates with
+//! strings) goes out as the text MySQL shows. A string parameter of COM_STMT_EXECUTE is text
+//! when it is UTF-8, else a binary string.
+
+use std::sync::Arc;
+
+use shoal_exec::ExecOutput;
+use shoal_proto::{
+    Column, ColumnFlags, ColumnType, ErrorInfo, OkInfo, Response, ResultSet, Value as PValue,
+};
+use shoal_sql::result::{ColumnInfo, QueryResult};
+use shoal_sql::value::{DateTime, SqlType, Value};
+use shoal_sql::SqlError;
+
+/// Converts an SQL error into the protocol's error.
+pub fn to_error_info(e: &SqlError) -> ErrorInfo {
+    ErrorInfo::new(e.code(), e.sqlstate(), e.to_string())
+}
+
+/// A protocol column describing `c`, sized for `values` (the column's values in the result).
+fn column_of(c: &ColumnInfo, values: &[&Value]) -> Column {
+    let (ty, flags_extra, decimals) = match c.ty {
+        SqlType::Null => (ColumnType::MYSQL_TYPE_NULL, ColumnFlags::empty(), 0),
+        SqlType::Int => (ColumnType::MYSQL_TYPE_LONGLONG, ColumnFlags::empty(), 0),
+        SqlType::UInt => (
+            ColumnType::MYSQL_TYPE_LONGLONG,
+            ColumnFlags::UNSIGNED_FLAG,
+            0,
+        ),
+        SqlType::Decimal(s) => (ColumnType::MYSQL_TYPE_NEWDECIMAL, ColumnFlags::empty(), s),
+        SqlType::Double => (ColumnType::MYSQL_TYPE_DOUBLE, ColumnFlags::empty(), 31),
+        SqlType::Str => (ColumnType::MYSQL_TYPE_VAR_STRING, ColumnFlags::empty(), 31),
+        SqlType::Bytes => (
+            ColumnType::MYSQL_TYPE_VAR_STRING,
+            ColumnFlags::BINARY_FLAG,
+            31,
+        ),
+        SqlType::Date => (ColumnType::MYSQL_TYPE_DATE, ColumnFlags::BINARY_FLAG, 0),
+        SqlType::DateTime => (ColumnType::MYSQL_TYPE_DATETIME, ColumnFlags::BINARY_FLAG, 0),
+    };
+    let mut col = Column::expr(c.name.clone(), ty);
+    col.flags |= flags_extra;
+    col.decimals = decimals;
+    let maxlen = values
+        .iter()
+        .filter_map(|v| match v {
+            Value::Bytes(b) => Some(b.len()),
+            v => v.to_text().map(|s| s.chars().count()),
+        })
+        .max()
+        .unwrap_or(0) as u32;
+    col.column_length = match c.ty {
+        SqlType::Str => maxlen.max(1) * 4,
+        SqlType::Date => 10,
+        SqlType::DateTime => 19,
+        SqlType::Null => 0,
+        _ => maxlen.max(1),
+    };
+    if c.ty == SqlType::Str {
+        col.decimals = 31;
+    }
+    if matches!(c.ty, SqlType::Date | SqlType::DateTime | SqlType::Bytes) {
+        col.charset = 63;
+    }
+    col
+}
+
+/// A SQL value as the protocol sends it (text or binary encoding is the protocol's choice).
+fn to_proto_value(v: Value) -> PValue {
+    match v {
+        Value::Null => PValue::NULL,
+        Value::Int(i) => PValue::Int(i),
+        Value::UInt(u) => PValue::UInt(u),
+        Value::Double(d) => PValue::Double(d),
+        Value::Decimal(d) => PValue::Bytes(d.to_string().into_bytes()),
+        Value::Str(s) => PValue::Bytes(s.into_bytes()),
+        Value::Bytes(b) => PValue::Bytes(b),
+        Value::Date(d) | Value::DateTime(d) => {
+            PValue::Date(d.year, d.month, d.day, d.hour, d.minute, d.second, d.micro)
+        }
+    }
+}
+
+/// A parameter of COM_STMT_EXECUTE as a SQL value.
+pub(super) fn from_proto_value(v: &PValue) -> Value {
+    match v {
+        PValue::NULL => Value::Null,
+        // A string parameter is text when it is UTF-8, else a binary string (BLOB data).
+        PValue::Bytes(b) => Value::from_utf8_or_bytes(b.clone()),
+        PValue::Int(i) => Value::Int(*i),
+        PValue::UInt(u) => Value::UInt(*u),
+        PValue::Float(f) => Value::Double(*f as f64),
+        PValue::Double(d) => Value::Double(*d),
+        PValue::Date(y, m, d, h, mi, s, us) => Value::DateTime(DateTime {
+            year: *y,
+            month: *m,
+            day: *d,
+            hour: *h,
+            minute: *mi,
+            second: *s,
+            micro: *us,
+        }),
+        PValue::Time(neg, days, h, m, s, us) => {
+            let hours = *days * 24 + *h as u32;
+            let mut t = format!("{}{hours:02}:{m:02}:{s:02}", if *neg { "-" } else { "" });
+            if *us != 0 {
+                t.push_str(&format!(".{us:06}"));
+            }
+            Value::Str(t)
+        }
+    }
+}
+
+/// Converts a materialised result into the protocol's result set.
+pub fn to_result_set(r: QueryResult, warnings: u16) -> ResultSet {
+    let columns: Arc<[Column]> = r
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let vals: Vec<&Value> = r.rows.iter().map(|row| &row[i]).collect();
+            column_of(c, &vals)
+        })
+        .collect();
+    let rows = r
+        .rows
+        .into_iter()
+        .map(|row| row.into_iter().map(to_proto_value).collect())
+        .collect();
+    ResultSet {
+        columns,
+        rows,
+        warnings,
+    }
+}
+
+/// Converts an engine column description into the protocol's.
+pub(super) fn exec_column(c: &shoal_exec::ColumnInfo) -> Column {
+    Column {
+        schema: c.schema.clone(),
+        table: c.table.clone(),
+        org_table: c.org_table.clone(),
+        name: c.name.clone(),
+        org_name: c.org_name.clone(),
+        column_type: ColumnType::try_from(c.column_type)
+            .unwrap_or(ColumnType::MYSQL_TYPE_VAR_STRING),
+        flags: ColumnFlags::from_bits_truncate(c.flags),
+        column_length: c.column_length,
+        decimals: c.decimals,
+        charset: c.charset,
+    }
+}
+
+/// Converts the engine's output into a protocol response.
+pub(super) fn exec_response(out: ExecOutput) -> Response {
+    match out {
+        ExecOutput::Rows { columns, rows } => {
+            rows_response(columns.iter().map(exec_column).collect(), rows)
+        }
+        ExecOutput::Ok {
+            affected_rows,
+            last_insert_id,
+            info,
+            warnings,
+        } => Response::Ok(OkInfo {
+            affected_rows,
+            last_insert_id,
+            warnings,
+            info,
+        }),
+    }
+}
+
+/// A result set of `columns` and the engine's `rows`.
+pub(super) fn rows_response(columns: Arc<[Column]>, rows: Vec<Vec<Value>>) -> Response {
+    // A DATE in a column that is not temporal (CASE, COALESCE or UNION mixing dates with
+    // strings or numbers make VARCHAR) goes out as the string MySQL shows: the protocol would
+    // render a date value in such a column as a DATETIME.
+    let date_as_text: Vec<bool> = columns
+        .iter()
+        .map(|c| {
+            !matches!(
+                c.column_type,
+                ColumnType::MYSQL_TYPE_DATE
+                    | ColumnType::MYSQL_TYPE_NEWDATE
+                    | ColumnType::MYSQL_TYPE_DATETIME
+                    | ColumnType::MYSQL_TYPE_TIMESTAMP
+            )
+        })
+        .collect();
+    Response::Rows(ResultSet {
+        columns,
+        rows: rows
+            .into_iter()
+            .map(|r| {
+                r.into_iter()
+                    .enumerate()
+                    .map(|(i, v)| match v {
+                        Value::Date(_) if date_as_text.get(i) == Some(&true) => {
+                            PValue::Bytes(v.to_text().unwrap_or_default().into_bytes())
+                        }
+                        v => to_proto_value(v),
+                    })
+                    .collect()
+            })
+            .collect(),
+        warnings: 0,
+    })
+}
+
+/// A text-only result (SHOW statements): every column VAR_STRING unless the value says otherwise.
+pub(super) fn text_result(names: &[&str], rows: Vec<Vec<Value>>) -> QueryResult {
+    let columns = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| ColumnInfo {
+            name: n.to_string(),
+            ty: rows
+                .iter()
+                .map(|r| r[i].sql_type())
+                .find(|t| *t != SqlType::Null)
+                .unwrap_or(SqlType::Str),
+        })
+        .collect();
+    QueryResult { columns, rows }
+}
+
+/// An OK packet reporting `affected` rows.
+pub(super) fn ok(affected: u64) -> Response {
+    Response::Ok(OkInfo {
+        affected_rows: affected,
+        ..OkInfo::default()
+    })
+}

@@ -507,43 +507,60 @@ fn shutdown_closes_everything() {
     assert!(closed.values().all(|r| *r == CloseReason::Shutdown));
 }
 
-/// A live `set_stall_limit` takes effect at once: a spinner that holds the group is overtaken
-/// soon after the limit drops from 10 s to 100 ms.
+/// A live `set_stall_limit` takes effect at once: a holder that keeps the group's only slot is
+/// overtaken once the limit drops from 60 s to 100 ms.
+///
+/// Under the 60 s limit the fast command stays queued (and no stall is counted) while the holder
+/// runs; after the change it is answered while the holder still runs (its gate is closed, so
+/// only a stall can have lifted the cap of 1), and the stall counter moved. The one time bound
+/// tells the new limit from the old: the answer comes well before the old limit could have
+/// fired (30 s of slack for a loaded machine; the change typically takes ~100-200 ms).
 #[test]
 fn live_stall_limit_change() {
     let mut cfg = config(1);
-    cfg.stall_limit = Duration::from_secs(10);
+    cfg.stall_limit = Duration::from_secs(60);
     // See h_kill_idle_queued_running: without a dedicated listener the fast command can go
     // unseen (not queued) while the only worker spins, which is not what this test is about.
     cfg.dedicated_listener = true;
     let srv = Server::start(cfg);
-    let mut spinner = srv.connect();
+    let mut holder = srv.connect();
     let mut fast = srv.connect();
-    spinner.send("spin 3000");
-    srv.wait_for(ms(5000), |_| {
-        srv.pool.connection_state(spinner.id) == Some(ConnState::Running)
+    let gate = OpenOnDrop(&srv, 0);
+    holder.send("hold 0");
+    srv.wait_for(ms(10_000), |_| {
+        srv.pool.connection_state(holder.id) == Some(ConnState::Running)
     });
     assert_eq!(
-        srv.pool.connection_state(spinner.id),
+        srv.pool.connection_state(holder.id),
         Some(ConnState::Running)
     );
     fast.send("echo fast");
-    srv.wait_for(ms(2000), |s| s.groups[0].queue_low == 1);
-    std::thread::sleep(ms(100));
-    assert_eq!(
-        srv.stats().groups[0].queue_low,
-        1,
-        "still queued under a 10 s stall limit"
-    );
-    let t = Instant::now();
+    srv.wait_for(ms(10_000), |s| s.groups[0].queue_low == 1);
+    // The 60 s limit holds: three periods of the new limit later the fast command is still
+    // queued and nothing counted a stall (a 100 ms limit would have by now).
+    std::thread::sleep(ms(300));
+    let before = srv.stats().groups[0].clone();
+    assert_eq!(before.queue_low, 1, "still queued under a 60 s stall limit");
+    assert_eq!(before.counters.stalls, 0, "no stall under a 60 s limit");
+    let changed = Instant::now();
     srv.pool.set_stall_limit(ms(100)).unwrap();
     assert_eq!(fast.read_line().as_deref(), Some("fast"));
     assert!(
-        t.elapsed() < ms(800),
-        "served {:?} after the change",
-        t.elapsed()
+        changed.elapsed() < Duration::from_secs(30),
+        "answered {:?} after the change: the old limit, not the new one",
+        changed.elapsed()
     );
-    assert_eq!(spinner.read_line().as_deref(), Some("spun"));
+    assert_eq!(
+        srv.pool.connection_state(holder.id),
+        Some(ConnState::Running),
+        "the holder still runs: only a stall under the new limit let the fast command past"
+    );
+    assert!(
+        srv.stats().groups[0].counters.stalls > 0,
+        "the new limit counted a stall"
+    );
+    drop(gate);
+    assert_eq!(holder.read_line().as_deref(), Some("held"));
 }
 
 /// A panicking handler loses its connection, not its worker; accounting stays right, also when

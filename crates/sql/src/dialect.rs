@@ -22,6 +22,11 @@
 //!   prefix operator and its operand. `!2 + 1` is `(NOT 2) + 1`, as in MySQL, not
 //!   `NOT (2 + 1)`. (`!=` is its own token.) Anything else after `!` is left for sqlparser's
 //!   1064.
+//! * `SELECT ... FROM ... [WHERE ...] [ORDER BY ...] [LIMIT ...] INTO @a, @b [FOR UPDATE]` ->
+//!   `SELECT ... INTO @a, @b FROM ...` (MariaDB accepts the INTO clause after the table
+//!   expression too; sqlparser only before FROM). Only a top-level SELECT without UNION, whose
+//!   INTO follows its top-level FROM; the clause runs to the end, a `;`, or a top-level
+//!   `FOR` / `LOCK`.
 
 use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace, Word};
 
@@ -35,6 +40,7 @@ fn significant(t: &Token) -> bool {
 
 /// Applies every rewrite to `tokens`.
 pub fn rewrite(tokens: &mut Vec<TokenWithSpan>) {
+    trailing_into(tokens);
     // Cheap exit: statements with none of the trigger words (almost all) are left as they are.
     let triggers = tokens.iter().any(|t| {
         is_word(&t.token, "MOD")
@@ -348,9 +354,91 @@ fn update_commas(tokens: &mut Vec<TokenWithSpan>) {
     }
 }
 
+/// `SELECT ... FROM ... INTO targets` -> `SELECT ... INTO targets FROM ...` (module doc).
+fn trailing_into(tokens: &mut Vec<TokenWithSpan>) {
+    let Some(first) = tokens.iter().position(|t| significant(&t.token)) else {
+        return;
+    };
+    if !is_word(&tokens[first].token, "SELECT") || !tokens.iter().any(|t| is_word(&t.token, "INTO"))
+    {
+        return;
+    }
+    let (mut depth, mut from, mut into, mut end) = (0i32, None, None, tokens.len());
+    for i in first + 1..tokens.len() {
+        let t = &tokens[i].token;
+        match t {
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            _ if depth != 0 => {}
+            Token::SemiColon => {
+                end = i;
+                break;
+            }
+            _ if ["UNION", "EXCEPT", "INTERSECT"]
+                .iter()
+                .any(|w| is_word(t, w)) =>
+            {
+                return
+            }
+            _ if is_word(t, "FROM") && from.is_none() => from = Some(i),
+            _ if is_word(t, "INTO") => {
+                if from.is_none() || into.is_some() {
+                    return; // INTO before FROM (sqlparser's own form), or two of them
+                }
+                into = Some(i);
+            }
+            _ if into.is_some() && (is_word(t, "FOR") || is_word(t, "LOCK")) => {
+                end = i;
+                break;
+            }
+            _ => {}
+        }
+    }
+    let (Some(from), Some(into)) = (from, into) else {
+        return;
+    };
+    // Trailing whitespace stays where it was; the clause moves with one space after it.
+    let mut stop = end;
+    while stop > into && !significant(&tokens[stop - 1].token) {
+        stop -= 1;
+    }
+    let span = tokens[into].span;
+    let mut clause: Vec<TokenWithSpan> = tokens.drain(into..stop).collect();
+    clause.push(TokenWithSpan::new(
+        Token::Whitespace(Whitespace::Space),
+        span,
+    ));
+    tokens.splice(from..from, clause);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trailing_into_moves_before_from() {
+        assert_eq!(
+            rewritten("SELECT a, b FROM t WHERE a = 1 ORDER BY b LIMIT 1 INTO @x, @y"),
+            "SELECT a, b INTO @x, @y FROM t WHERE a = 1 ORDER BY b LIMIT 1 "
+        );
+        assert_eq!(
+            rewritten("SELECT a FROM t WHERE a = 1 INTO @x FOR UPDATE"),
+            "SELECT a INTO @x FROM t WHERE a = 1  FOR UPDATE"
+        );
+        assert_eq!(
+            rewritten("SELECT (SELECT 1 FROM u) FROM t INTO @x;"),
+            "SELECT (SELECT 1 FROM u) INTO @x FROM t ;"
+        );
+        // Left alone: INTO already before FROM, INSERT ... SELECT, UNION, INTO in a subquery.
+        for sql in [
+            "SELECT a INTO @x FROM t",
+            "INSERT INTO t SELECT a FROM u",
+            "SELECT a FROM t UNION SELECT b FROM u INTO @x",
+            "SELECT a FROM t WHERE a IN (SELECT b FROM u)",
+        ] {
+            assert_eq!(rewritten(sql), sql);
+        }
+    }
 
     fn rewritten(sql: &str) -> String {
         let mut t = crate::depth::tokenize(sql).unwrap();

@@ -364,8 +364,8 @@ fn trailing_into(tokens: &mut Vec<TokenWithSpan>) {
         return;
     }
     let (mut depth, mut from, mut into, mut end) = (0i32, None, None, tokens.len());
-    for i in first + 1..tokens.len() {
-        let t = &tokens[i].token;
+    for (i, t) in tokens.iter().enumerate().skip(first + 1) {
+        let t = &t.token;
         match t {
             Token::LParen => depth += 1,
             Token::RParen => depth -= 1,

@@ -69,7 +69,7 @@ impl Session {
             match r {
                 Ok(resp) => out.push(Ok(resp)),
                 Err(e) => {
-                    self.diag = vec![("Error", e.code(), e.to_string())];
+                    self.diag.set_error(e.code(), e.to_string());
                     out.push(Err(to_error_info(&e)));
                     break;
                 }
@@ -111,7 +111,7 @@ impl Session {
         match r {
             Ok(resp) => Ok(self.with_warning_count(resp)),
             Err(e) => {
-                self.diag = vec![("Error", e.code(), e.to_string())];
+                self.diag.set_error(e.code(), e.to_string());
                 Err(e)
             }
         }
@@ -167,7 +167,7 @@ impl Session {
 
     /// A response with the statement's warning count (notes and warnings in `diag`).
     fn with_warning_count(&self, mut resp: Response) -> Response {
-        let w = self.diag.iter().filter(|d| d.0 != "Error").count() as u16;
+        let w = u16::try_from(self.diag.warning_count()).unwrap_or(u16::MAX);
         match &mut resp {
             Response::Ok(o) => o.warnings = w,
             Response::Rows(rs) => rs.warnings = w,

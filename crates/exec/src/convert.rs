@@ -1,18 +1,44 @@
 //! Conversions between the SQL layer's [`Value`] and storage's [`Datum`], result-column
 //! descriptions, and the mapping of storage errors to SQL errors.
 //!
-//! Writing a value into a column follows MySQL's strict mode: numbers go to storage as they are
-//! and storage range-checks and rounds them (`ColumnType::coerce`); a string stored into a numeric
-//! column must be entirely numeric (`'12'` is fine, `'12abc'` is error 1366, as strict mode
-//! says); a string stored into a DATE/DATETIME column is parsed as `YYYY-MM-DD[ hh:mm:ss[.f]]`.
+//! # Writing a value into a column
+//!
+//! [`store_value`] turns the value an INSERT or UPDATE computed into what its column holds, in
+//! two steps: the value becomes a storage value of the column's kind (a string into a number
+//! column is read as a number, into a date column as a date, bytes into a text column must be
+//! UTF-8), then storage fits it to the column ([`ColumnType::fit`]: range, precision, length,
+//! BINARY's padding). Either step can find that the value does not fit. What happens then is
+//! MySQL's `sql_mode` ([`WriteMode`]):
+//!
+//! * **Strict** (`STRICT_TRANS_TABLES` / `STRICT_ALL_TABLES`): the statement fails with
+//!   MariaDB's error — 1406 too long, 1264 out of range, 1265 a number followed by other
+//!   characters, 1366 not a number or not UTF-8, 1292 not a date.
+//! * **Lenient** (neither mode, or INSERT/UPDATE IGNORE): the nearest value the column holds is
+//!   stored — the prefix that fits, the type's bound ([`Misfit`] carries both), the number a
+//!   string starts with or 0, the zero date, `?` for each byte that is not UTF-8 — and a
+//!   warning says so. MariaDB reports one problem per value, and so does this: a string whose
+//!   bad bytes became `?` is then cut silently.
+//!
+//! Some losses are notes in both modes, because MySQL stores the value without complaint:
+//! spaces after a number, decimals rounded away, a time dropped from a DATE, a VARCHAR cut only
+//! at trailing spaces (a CHAR drops them anyway). Each diagnostic is a [`Warning`] the caller
+//! forwards to the statement's diagnostics ([`to_column`], [`report`]), and the messages are
+//! MariaDB's: some name the column (`Data truncated for column 'c' at row 2`), some qualify it
+//! (``Incorrect integer value: 'x' for column `db`.`t`.`c` at row 2``); the row is the
+//! statement's 1-based row (the n-th VALUES row, or the n-th row an UPDATE matched).
+//!
+//! Dates are read in MariaDB's forms ([`parse_temporal`]): any punctuation between the parts,
+//! two-digit years, digits only; a day the month does not have is not a date. NULL is passed
+//! through: whether a NOT NULL column takes the implicit default instead depends on the
+//! statement (one row of VALUES refuses even when not strict), so the executor decides
+//! ([`null_into_not_null`]). [`value_to_datum`] is the strict conversion for values that are
+//! not row data (DEFAULT clauses, ALTER's copies).
 //!
 //! Storage keeps text and binary strings alike as `Datum::Bytes`; the column type tells them
 //! apart on the way back ([`datum_to_value`]): BLOB, BINARY and VARBINARY read as
 //! [`Value::Bytes`], exactly the stored bytes (a BINARY(n)'s `0x00` padding included),
-//! CHAR/VARCHAR/TEXT as [`Value::Str`]. A binary string stored into a text column must be UTF-8
-//! (else 1366 `Incorrect string value`, strict mode as MariaDB's); into a binary string column
-//! it is stored as it is, and text as its UTF-8 bytes; BINARY/VARBINARY check the length in
-//! bytes (1406) and BINARY pads (`ColumnType::coerce`).
+//! CHAR/VARCHAR/TEXT as [`Value::Str`]. Into a binary string column bytes are stored as they
+//! are, and text as its UTF-8 bytes.
 
 use shoal_sql::decimal::Decimal as SqlDecimal;
 use shoal_sql::value::{DateTime as SqlDateTime, SqlType, Value};
@@ -1085,5 +1111,234 @@ pub fn store_err(e: StoreError) -> SqlError {
     match e {
         StoreError::Interrupted => SqlError::Interrupted,
         e => SqlError::other(e.mysql_code(), e.sqlstate(), e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dt(y: u16, mo: u8, d: u8, h: u8, mi: u8, s: u8, micro: u32) -> DateTime {
+        DateTime {
+            date: Date {
+                year: y,
+                month: mo,
+                day: d,
+            },
+            hour: h,
+            minute: mi,
+            second: s,
+            micro,
+        }
+    }
+
+    #[test]
+    fn dates_in_mariadb_forms() {
+        use Temporal::*;
+        let day = |y, m, d| dt(y, m, d, 0, 0, 0, 0);
+        for (s, want) in [
+            ("2024-01-02", Exact(day(2024, 1, 2), false)),
+            (" 2024/1/2 ", Exact(day(2024, 1, 2), false)),
+            ("2024.01.02", Exact(day(2024, 1, 2), false)),
+            ("24-01-02 3:4:5", Exact(dt(2024, 1, 2, 3, 4, 5, 0), false)),
+            ("99-12-31", Exact(day(1999, 12, 31), false)),
+            ("20240102", Exact(day(2024, 1, 2), false)),
+            ("240102", Exact(day(2024, 1, 2), false)),
+            (
+                "20240102030405.25",
+                Exact(dt(2024, 1, 2, 3, 4, 5, 250_000), false),
+            ),
+            ("2024-01-02T03:04", Exact(dt(2024, 1, 2, 3, 4, 0, 0), false)),
+            (
+                "2024-01-02 03:04:05.1234567",
+                Exact(dt(2024, 1, 2, 3, 4, 5, 123_456), true),
+            ),
+            (
+                "2024-01-02 03:04:05.1234560",
+                Exact(dt(2024, 1, 2, 3, 4, 5, 123_456), false),
+            ),
+            ("2024-02-29", Exact(day(2024, 2, 29), false)),
+            ("2024-00-00", Exact(day(2024, 0, 0), false)),
+            ("0000-00-00", Exact(day(0, 0, 0), false)),
+            ("20240102T", Exact(day(2024, 1, 2), false)),
+            ("2024-01-02abc", Truncated(day(2024, 1, 2))),
+            (
+                "2024-01-02 03:04:05 x",
+                Truncated(dt(2024, 1, 2, 3, 4, 5, 0)),
+            ),
+            ("2023-02-29", Invalid),
+            ("0000-02-29", Invalid),
+            ("2024-04-31", Invalid),
+            ("2024-13-01", Invalid),
+            ("2024-01-01 24:00:00", Invalid),
+            ("2024-01", Invalid),
+            ("2024", Invalid),
+            ("abc", Invalid),
+            ("", Invalid),
+        ] {
+            assert_eq!(parse_temporal(s), want, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn numeric_prefixes() {
+        for (s, prefix, rest) in [
+            ("12", "12", Rest::None),
+            ("  -1.5e3", "-1.5e3", Rest::None),
+            ("7 ", "7", Rest::Spaces),
+            ("\t7\n", "7", Rest::Spaces),
+            ("12abc", "12", Rest::Other),
+            ("1e", "1", Rest::Other),
+            ("1e+", "1", Rest::Other),
+            (".5", ".5", Rest::None),
+            ("7.", "7.", Rest::None),
+            ("0x1A", "0", Rest::Other),
+            ("--1", "", Rest::Other),
+            ("-", "", Rest::Other),
+            (".", "", Rest::Other),
+            ("", "", Rest::Other),
+        ] {
+            assert_eq!(numeric_prefix(s), (prefix, rest), "{s:?}");
+        }
+    }
+
+    fn run(v: Value, ty: ColumnType, mode: WriteMode) -> (Result<Datum, SqlError>, Vec<Warning>) {
+        let at = Cell {
+            db: "d",
+            table: "t",
+            column: "c",
+            row: 3,
+        };
+        let mut out = Vec::new();
+        let r = store_value(&v, ty, &at, mode, &mut out);
+        (r, out)
+    }
+
+    fn codes(w: &[Warning]) -> Vec<(bool, u16)> {
+        w.iter().map(|w| (w.note, w.code)).collect()
+    }
+
+    /// The same values refused in strict mode and stored as near as they fit otherwise, with
+    /// MariaDB's codes; notes in both modes.
+    #[test]
+    fn strict_refuses_what_lenient_stores_with_a_warning() {
+        use WriteMode::*;
+        let s = |x: &str| Value::Str(x.to_string());
+        let tiny = ColumnType::Int {
+            bytes: 1,
+            unsigned: false,
+        };
+        let dec = ColumnType::Decimal {
+            precision: 5,
+            scale: 2,
+        };
+        let d = |x: &str| Datum::Decimal(Decimal::parse(x).unwrap());
+        for (v, ty, stored, code) in [
+            (s("abcdef"), ColumnType::Char(3), Datum::text("abc"), 1406),
+            (
+                Value::Bytes(vec![1, 2, 3]),
+                ColumnType::Varbinary(2),
+                Datum::Bytes(vec![1, 2]),
+                1406,
+            ),
+            (Value::Int(300), tiny, Datum::Int(127), 1264),
+            (s("12abc"), tiny, Datum::Int(12), 1265),
+            (s("abc"), tiny, Datum::Int(0), 1366),
+            (s("x"), dec, d("0.00"), 1366),
+            (s("9999"), dec, d("999.99"), 1264),
+            (
+                s("abc"),
+                ColumnType::Date,
+                Datum::Date(Date::unpack(0)),
+                1292,
+            ),
+            (
+                s("2024-01-02abc"),
+                ColumnType::Date,
+                Datum::Date(dt(2024, 1, 2, 0, 0, 0, 0).date),
+                1292,
+            ),
+            (
+                Value::Int(20240230),
+                ColumnType::Date,
+                Datum::Date(Date::unpack(0)),
+                1292,
+            ),
+            (
+                Value::Bytes(vec![0x61, 0xFF, 0x62]),
+                ColumnType::Text,
+                Datum::text("a?b"),
+                1366,
+            ),
+        ] {
+            let (r, _) = run(v.clone(), ty, Strict);
+            assert_eq!(
+                r.map_err(|e| e.code()),
+                Err(code),
+                "strict {v:?} into {ty:?}"
+            );
+            let (r, w) = run(v.clone(), ty, Lenient);
+            assert_eq!(r.unwrap(), stored, "lenient {v:?} into {ty:?}");
+            assert_eq!(w.len(), 1, "{v:?}: {w:?}");
+            assert!(!w[0].note);
+            // Lenient mode's code for a cut string and a non-date is 1265.
+            let lenient_code = match code {
+                1406 | 1292 => 1265,
+                c => c,
+            };
+            assert_eq!(w[0].code, lenient_code, "{v:?}: {w:?}");
+        }
+        // Notes, in both modes.
+        for mode in [Strict, Lenient] {
+            let (r, w) = run(s("7 "), tiny, mode);
+            assert_eq!((r.unwrap(), codes(&w)), (Datum::Int(7), vec![(true, 1265)]));
+            let (r, w) = run(s("1.005"), dec, mode);
+            assert_eq!((r.unwrap(), codes(&w)), (d("1.01"), vec![(true, 1265)]));
+            let (r, w) = run(s("1.2500"), dec, mode);
+            assert_eq!((r.unwrap(), codes(&w)), (d("1.25"), vec![]));
+            let (r, w) = run(s("ab  "), ColumnType::Varchar(2), mode);
+            assert_eq!(
+                (r.unwrap(), codes(&w)),
+                (Datum::text("ab"), vec![(true, 1265)])
+            );
+            let (r, w) = run(s("ab  "), ColumnType::Char(2), mode);
+            assert_eq!((r.unwrap(), codes(&w)), (Datum::text("ab"), vec![]));
+            let (r, w) = run(s("2024-01-02 03:04:05"), ColumnType::Date, mode);
+            assert_eq!(
+                (r.unwrap(), codes(&w)),
+                (
+                    Datum::Date(dt(2024, 1, 2, 0, 0, 0, 0).date),
+                    vec![(true, 1265)]
+                )
+            );
+        }
+        // One problem per value: bad bytes replaced, then cut without a second warning.
+        let (r, w) = run(
+            Value::Bytes(vec![0x61, 0xE2, 0x82, 0xFF, 0x62]),
+            ColumnType::Varchar(3),
+            Lenient,
+        );
+        assert_eq!(r.unwrap(), Datum::text("a??"));
+        assert_eq!(codes(&w), vec![(false, 1366)]);
+        // MariaDB's messages.
+        let (_, w) = run(s("abc"), tiny, Lenient);
+        assert_eq!(
+            w[0].message,
+            "Incorrect integer value: 'abc' for column `d`.`t`.`c` at row 3"
+        );
+        let (_, w) = run(
+            Value::Bytes(vec![0xE2, 0x82, 0xFF, 0xFF, 0x41, 0xC3, 0xA9]),
+            ColumnType::Text,
+            Lenient,
+        );
+        assert_eq!(
+            w[0].message,
+            "Incorrect string value: '\\xE2\\x82\\xFF\\xFFA\\xC3...' for column `d`.`t`.`c` at row 3"
+        );
+        let (r, _) = run(s("abcdef"), ColumnType::Char(3), Strict);
+        assert_eq!(
+            r.unwrap_err().to_string(),
+            "Data too long for column 'c' at row 3"
+        );
     }
 }

@@ -14,9 +14,16 @@
 //!   result, as in MySQL); a row whose new values equal the old ones counts as matched but not
 //!   changed and is not written.
 //! * DELETE: collected the same way, then deleted.
-//! * INSERT: rows are completed with DEFAULTs, converted to the column types (strict mode) and
-//!   inserted; duplicates are errors (1062), skipped (IGNORE), updated (ON DUPLICATE KEY UPDATE,
-//!   2 affected rows per changed row, as MySQL counts) or replaced (REPLACE, 1 + deleted rows).
+//! * INSERT: rows are completed with DEFAULTs, converted to the column types and inserted;
+//!   duplicates are errors (1062), skipped (IGNORE, warning 1062), updated (ON DUPLICATE KEY
+//!   UPDATE, 2 affected rows per changed row, as MySQL counts) or replaced (REPLACE, 1 + deleted
+//!   rows).
+//!
+//! INSERT and UPDATE convert values to their columns in the session's [`WriteMode`] (strict
+//! refuses a value that does not fit, lenient stores the nearest with a warning: see the
+//! `convert` module); IGNORE makes the statement lenient whatever the mode, and UPDATE IGNORE
+//! also leaves a row whose new key is taken as it was. The warnings go to the session's
+//! diagnostics and are counted in the OK packet's info (`Warnings: N`).
 //!
 //! Expressions are evaluated with `shoal_sql::eval::eval` through [`RowCtx`], which layers the
 //! current row, the statement's parameters, aggregate results and `VALUES()` over the

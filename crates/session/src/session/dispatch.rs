@@ -109,6 +109,8 @@ impl Session {
         let lone_sleep = matches!(stmt, Statement::Query { lone_sleep: true });
         let r = self.disarm_deadline(r, lone_sleep);
         match r {
+            // SHOW WARNINGS lists the diagnostics; it raises none itself (as MariaDB counts).
+            Ok(resp) if diagnostic => Ok(resp),
             Ok(resp) => Ok(self.with_warning_count(resp)),
             Err(e) => {
                 self.diag.set_error(e.code(), e.to_string());

@@ -944,11 +944,10 @@ impl Exec<'_> {
         let mut warnings = 0u64;
         // NOT NULL columns without a DEFAULT the column list leaves out: 1364, or when not
         // strict one warning each for the statement and the type's implicit default.
-        let mut listed = vec![false; table.columns.len()];
-        positions.iter().for_each(|&p| listed[p] = true);
         let mut implicit = Vec::new();
+        let listed = |i: usize| positions.contains(&i);
         for (i, c) in table.columns.iter().enumerate() {
-            if !listed[i] && c.default.is_none() && !c.nullable && !c.auto_increment {
+            if !listed(i) && c.default.is_none() && !c.nullable && !c.auto_increment {
                 let e = SqlError::coded(
                     shoal_errors::ER_NO_DEFAULT_FOR_FIELD,
                     format!("Field '{}' doesn't have a default value", c.name),

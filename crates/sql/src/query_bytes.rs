@@ -42,6 +42,10 @@ pub fn query_text(b: &[u8]) -> Cow<'_, str> {
                 let body = &b[i + 1..end - 1];
                 if std::str::from_utf8(body).is_err() {
                     out.push_str(&String::from_utf8_lossy(&b[plain..i]));
+                    // `_binary'..'`: the introducer must stay a word of its own.
+                    if i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_') {
+                        out.push(' ');
+                    }
                     out.push_str("X'");
                     for byte in unescape(body, q) {
                         let _ = write!(out, "{byte:02X}");
@@ -168,6 +172,11 @@ mod tests {
         assert_eq!(
             query_text(b"SELECT 1 # it's\n, '\xff'"),
             "SELECT 1 # it's\n, X'FF'"
+        );
+        // An introducer stays one: `_binary X'..'` is the same binary string.
+        assert_eq!(
+            query_text(b"SELECT _binary'\xff', _binary '\x80'"),
+            "SELECT _binary X'FF', _binary X'80'"
         );
         // A versioned comment is code.
         assert_eq!(

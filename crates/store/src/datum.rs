@@ -502,14 +502,13 @@ impl ColumnType {
                     let kept = b.iter().rposition(|&c| c != b' ').map_or(0, |i| i + 1);
                     b.truncate(kept);
                 }
-                let (chars, cut) = match std::str::from_utf8(&b) {
-                    Ok(s) => (
-                        s.chars().count(),
-                        s.char_indices().nth(n as usize).map_or(b.len(), |(i, _)| i),
-                    ),
-                    Err(_) => (b.len(), b.len().min(n as usize)),
-                };
+                let text = std::str::from_utf8(&b).ok();
+                let chars = text.map_or(b.len(), |s| s.chars().count());
                 if chars > n as usize {
+                    // Where the n-th character ends.
+                    let cut = text
+                        .and_then(|s| s.char_indices().nth(n as usize))
+                        .map_or(n as usize, |(i, _)| i);
                     let spaces_only = b[cut..].iter().all(|&c| c == b' ');
                     return Err(Misfit::TooLong {
                         nearest: Datum::Bytes(b[..cut].to_vec()),

@@ -27,11 +27,13 @@ pub enum Mode {
 /// What a block expects.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Expect {
-    /// Success; the OK packet's fields when given (`affected:`, `insert_id:`, `info:`).
+    /// Success; the OK packet's fields when given (`affected:`, `insert_id:`, `info:`,
+    /// `warnings:`).
     Ok {
         affected: Option<u64>,
         insert_id: Option<u64>,
         info: Option<String>,
+        warnings: Option<u16>,
     },
     /// Failure with this MySQL error code.
     Error(u16),
@@ -73,6 +75,8 @@ pub struct Outcome {
     pub affected: u64,
     pub insert_id: u64,
     pub info: String,
+    /// The OK packet's warning count.
+    pub warnings: u16,
 }
 
 /// A server (or session) a fixture runs against.
@@ -127,6 +131,7 @@ fn parse_ok_field(exp: &mut Expect, l: &str, at: usize) {
         affected,
         insert_id,
         info,
+        warnings,
     } = exp
     else {
         panic!("line {at}: `{l}` belongs to a `statement ok` block");
@@ -137,8 +142,10 @@ fn parse_ok_field(exp: &mut Expect, l: &str, at: usize) {
         *insert_id = Some(n.trim().parse().expect("insert_id: number"));
     } else if let Some(s) = l.strip_prefix("info: ") {
         *info = Some(s.to_string());
+    } else if let Some(n) = l.strip_prefix("warnings: ") {
+        *warnings = Some(n.trim().parse().expect("warnings: number"));
     } else {
-        panic!("line {at}: unknown result line `{l}` (affected:, insert_id:, info:)");
+        panic!("line {at}: unknown result line `{l}` (affected:, insert_id:, info:, warnings:)");
     }
 }
 
@@ -181,6 +188,7 @@ pub fn parse(text: &str) -> Vec<Block> {
                     affected: None,
                     insert_id: None,
                     info: None,
+                    warnings: None,
                 },
                 Mode::Plain,
                 false,
@@ -241,6 +249,7 @@ pub fn parse(text: &str) -> Vec<Block> {
                         affected: None,
                         insert_id: None,
                         info: None,
+                        warnings: None,
                     },
                     e => Expect::Error(
                         e.strip_prefix("error ")
@@ -293,8 +302,8 @@ fn describe(r: &Result<Outcome, (u16, String)>) -> String {
         Err((code, msg)) => format!("error {code} {msg}"),
         Ok(o) => match &o.rows {
             None => format!(
-                "OK (affected {}, insert_id {}, info {:?})",
-                o.affected, o.insert_id, o.info
+                "OK (affected {}, insert_id {}, info {:?}, warnings {})",
+                o.affected, o.insert_id, o.info, o.warnings
             ),
             Some(rows) => format!(
                 "{} rows {:?}",
@@ -341,6 +350,7 @@ fn check(b: &Block, want: &Expect, got: &Result<Outcome, (u16, String)>) -> Resu
                 affected,
                 insert_id,
                 info,
+                warnings,
             },
             Ok(o),
         ) => {
@@ -364,6 +374,13 @@ fn check(b: &Block, want: &Expect, got: &Result<Outcome, (u16, String)>) -> Resu
                     "info {:?} (want {:?})",
                     o.info,
                     info.as_ref().unwrap()
+                ));
+            }
+            if warnings.is_some_and(|w| w != o.warnings) {
+                bad.push(format!(
+                    "warnings {} (want {})",
+                    o.warnings,
+                    warnings.unwrap()
                 ));
             }
             if bad.is_empty() {
@@ -444,7 +461,7 @@ mod format_tests {
 
     #[test]
     fn blocks_overrides_and_markers_parse() {
-        let text = "# c\nstatement ok\nINSERT INTO t\nVALUES (1)\n----\naffected: 1\ninfo: x  y\n\n\
+        let text = "# c\nstatement ok\nINSERT INTO t\nVALUES (1)\n----\naffected: 1\ninfo: x  y\nwarnings: 2\n\n\
                     # shoal-only: pool\nquery columns rowsort\nSELECT a\n----\na\n2\n1\nshoal ----\na\n1\n\n\
                     statement error 1064\nFOO\nshoal: ok\n\nquery\nSELECT 1\n----\n1\nshoal: error 1235\n";
         let b = parse(text);
@@ -455,7 +472,8 @@ mod format_tests {
             Expect::Ok {
                 affected: Some(1),
                 insert_id: None,
-                info: Some("x  y".into())
+                info: Some("x  y".into()),
+                warnings: Some(2),
             }
         );
         assert!(!b[0].shoal_only && b[1].shoal_only && !b[2].shoal_only);
@@ -471,7 +489,8 @@ mod format_tests {
             Some(Expect::Ok {
                 affected: None,
                 insert_id: None,
-                info: None
+                info: None,
+                warnings: None,
             })
         );
         assert_eq!(b[3].shoal, Some(Expect::Error(1235)));

@@ -88,6 +88,9 @@ pub struct MultiStmt {
     pub sets: Vec<(Option<String>, String, Expr)>,
     /// WHERE.
     pub filter: Option<Expr>,
+    /// UPDATE IGNORE: a duplicate key skips the row and a value that does not fit is stored
+    /// as in non-strict mode, each with a warning.
+    pub ignore: bool,
 }
 
 /// UPDATE (single table).
@@ -103,6 +106,9 @@ pub struct UpdateStmt {
     pub order_by: Vec<(Expr, bool)>,
     /// LIMIT.
     pub limit: Option<Expr>,
+    /// UPDATE IGNORE: a duplicate key skips the row and a value that does not fit is stored
+    /// as in non-strict mode, each with a warning.
+    pub ignore: bool,
 }
 
 /// DELETE (single table).

@@ -1,23 +1,49 @@
 //! Conversions between the SQL layer's [`Value`] and storage's [`Datum`], result-column
 //! descriptions, and the mapping of storage errors to SQL errors.
 //!
-//! Writing a value into a column follows MySQL's strict mode: numbers go to storage as they are
-//! and storage range-checks and rounds them (`ColumnType::coerce`); a string stored into a numeric
-//! column must be entirely numeric (`'12'` is fine, `'12abc'` is error 1366, as strict mode
-//! says); a string stored into a DATE/DATETIME column is parsed as `YYYY-MM-DD[ hh:mm:ss[.f]]`.
+//! # Writing a value into a column
+//!
+//! [`store_value`] turns the value an INSERT or UPDATE computed into what its column holds, in
+//! two steps: the value becomes a storage value of the column's kind (a string into a number
+//! column is read as a number, into a date column as a date, bytes into a text column must be
+//! UTF-8), then storage fits it to the column ([`ColumnType::fit`]: range, precision, length,
+//! BINARY's padding). Either step can find that the value does not fit. What happens then is
+//! MySQL's `sql_mode` ([`WriteMode`]):
+//!
+//! * **Strict** (`STRICT_TRANS_TABLES` / `STRICT_ALL_TABLES`): the statement fails with
+//!   MariaDB's error — 1406 too long, 1264 out of range, 1265 a number followed by other
+//!   characters, 1366 not a number or not UTF-8, 1292 not a date.
+//! * **Lenient** (neither mode, or INSERT/UPDATE IGNORE): the nearest value the column holds is
+//!   stored — the prefix that fits, the type's bound ([`Misfit`] carries both), the number a
+//!   string starts with or 0, the zero date, `?` for each byte that is not UTF-8 — and a
+//!   warning says so. MariaDB reports one problem per value, and so does this: a string whose
+//!   bad bytes became `?` is then cut silently.
+//!
+//! Some losses are notes in both modes, because MySQL stores the value without complaint:
+//! spaces after a number, decimals rounded away, a time dropped from a DATE, a VARCHAR cut only
+//! at trailing spaces (a CHAR drops them anyway). Each diagnostic is a [`Warning`] the caller
+//! forwards to the statement's diagnostics ([`to_column`], [`report`]), and the messages are
+//! MariaDB's: some name the column (`Data truncated for column 'c' at row 2`), some qualify it
+//! (``Incorrect integer value: 'x' for column `db`.`t`.`c` at row 2``); the row is the
+//! statement's 1-based row (the n-th VALUES row, or the n-th row an UPDATE matched).
+//!
+//! Dates are read in MariaDB's forms ([`parse_temporal`]): any punctuation between the parts,
+//! two-digit years, digits only; a day the month does not have is not a date. NULL is passed
+//! through: whether a NOT NULL column takes the implicit default instead depends on the
+//! statement (one row of VALUES refuses even when not strict), so the executor decides
+//! ([`null_into_not_null`]). [`value_to_datum`] is the strict conversion for values that are
+//! not row data (DEFAULT clauses, ALTER's copies).
 //!
 //! Storage keeps text and binary strings alike as `Datum::Bytes`; the column type tells them
 //! apart on the way back ([`datum_to_value`]): BLOB, BINARY and VARBINARY read as
 //! [`Value::Bytes`], exactly the stored bytes (a BINARY(n)'s `0x00` padding included),
-//! CHAR/VARCHAR/TEXT as [`Value::Str`]. A binary string stored into a text column must be UTF-8
-//! (else 1366 `Incorrect string value`, strict mode as MariaDB's); into a binary string column
-//! it is stored as it is, and text as its UTF-8 bytes; BINARY/VARBINARY check the length in
-//! bytes (1406) and BINARY pads (`ColumnType::coerce`).
+//! CHAR/VARCHAR/TEXT as [`Value::Str`]. Into a binary string column bytes are stored as they
+//! are, and text as its UTF-8 bytes.
 
 use shoal_sql::decimal::Decimal as SqlDecimal;
 use shoal_sql::value::{DateTime as SqlDateTime, SqlType, Value};
 use shoal_sql::SqlError;
-use shoal_store::{ColumnType, Date, DateTime, Datum, Decimal, StoreError};
+use shoal_store::{ColumnType, Date, DateTime, Datum, Decimal, Misfit, StoreError};
 
 /// MySQL protocol column type codes (`enum_field_types`).
 pub mod mysql_type {
@@ -314,87 +340,564 @@ pub fn datum_to_value(d: &Datum, ty: ColumnType) -> Value {
     }
 }
 
-/// Parses `YYYY-MM-DD[ hh:mm:ss[.ffffff]]` (also `T` as the separator).
-pub fn parse_datetime(s: &str) -> Option<DateTime> {
-    let s = s.trim();
-    let (d, t) = match s.find([' ', 'T']) {
-        Some(i) => (&s[..i], s[i + 1..].trim()),
-        None => (s, ""),
+/// A date/time string as a write reads it ([`parse_temporal`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Temporal {
+    /// The whole string is a date or date and time; `true` when it had fractional digits past
+    /// the sixth that were not zero (dropped, as MySQL notes).
+    Exact(DateTime, bool),
+    /// A date or date and time followed by something else (`'2024-01-02abc'`): the value it
+    /// starts with.
+    Truncated(DateTime),
+    /// Not a date.
+    Invalid,
+}
+
+/// Days in `month` of `year` (the proleptic Gregorian calendar; year 0 is not a leap year,
+/// as MySQL counts).
+fn days_in_month(year: u32, month: u32) -> u32 {
+    match month {
+        2 if year != 0
+            && year.is_multiple_of(4)
+            && (!year.is_multiple_of(100) || year.is_multiple_of(400)) =>
+        {
+            29
+        }
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Reads a date, or a date and time, the forms MySQL takes when a string is stored into a
+/// DATE/DATETIME/TIMESTAMP column:
+///
+/// * delimited: `YYYY-MM-DD`, any ASCII punctuation as the delimiter (`2024/1/2`), a two-digit
+///   year meaning 1970..2069; then optionally `T` or spaces and `hh[:mm[:ss[.ffffff]]]`;
+/// * digits only: `YYYYMMDD`, `YYMMDD`, `YYYYMMDDhhmmss`, `YYMMDDhhmmss` (then `.ffffff`).
+///
+/// Leading and trailing spaces are ignored; zero months and days are dates (`2024-00-00`,
+/// `0000-00-00`), but a day the month does not have is not (`2023-02-29`), nor an hour past
+/// 23. A valid value followed by other characters is [`Temporal::Truncated`].
+pub fn parse_temporal(s: &str) -> Temporal {
+    let b = s.trim_matches([' ', '\t', '\n', '\r']).as_bytes();
+    let mut i = 0usize;
+    let run = |i: &mut usize| -> (u32, usize) {
+        let start = *i;
+        let mut v: u32 = 0;
+        while *i < b.len() && b[*i].is_ascii_digit() {
+            v = v.saturating_mul(10).saturating_add(u32::from(b[*i] - b'0'));
+            *i += 1;
+        }
+        (v, *i - start)
     };
-    let mut dp = d.split('-');
-    let year: u16 = dp.next()?.parse().ok()?;
-    let month: u8 = dp.next()?.parse().ok()?;
-    let day: u8 = dp.next()?.parse().ok()?;
-    if dp.next().is_some() || month > 12 || day > 31 || year > 9999 {
-        return None;
+    let two_digit_year = |y: u32| if y < 70 { 2000 + y } else { 1900 + y };
+    let first_start = i;
+    let (first, first_len) = run(&mut i);
+    if first_len == 0 {
+        return Temporal::Invalid;
     }
-    let (mut hour, mut minute, mut second, mut micro) = (0u8, 0u8, 0u8, 0u32);
-    if !t.is_empty() {
-        let (hms, frac) = t.split_once('.').unwrap_or((t, ""));
-        let mut tp = hms.split(':');
-        hour = tp.next()?.parse().ok()?;
-        minute = tp.next().unwrap_or("0").parse().ok()?;
-        second = tp.next().unwrap_or("0").parse().ok()?;
-        if hour > 23 || minute > 59 || second > 59 {
-            return None;
+    let (mut year, month, day);
+    let (mut hour, mut minute, mut second, mut micro) = (0u32, 0u32, 0u32, 0u32);
+    let mut lost = false;
+    // Digits only, or `YYYYMMDDhhmmss.ffffff`; `2024.01.02` is delimited.
+    let compact = i == b.len() || !b[i].is_ascii_punctuation() || (b[i] == b'.' && first_len >= 12);
+    if compact {
+        // Digits only: split the run by its length.
+        let d = &b[first_start..i];
+        let num =
+            |r: std::ops::Range<usize>| d[r].iter().fold(0u32, |v, c| v * 10 + u32::from(c - b'0'));
+        let (ylen, time) = match first_len {
+            6 => (2, false),
+            8 => (4, false),
+            12 => (2, true),
+            14 => (4, true),
+            _ => return Temporal::Invalid,
+        };
+        year = num(0..ylen);
+        if ylen == 2 {
+            year = two_digit_year(year);
         }
-        if !frac.is_empty() {
-            let f: String = frac.chars().chain("000000".chars()).take(6).collect();
-            micro = f.parse().ok()?;
+        month = num(ylen..ylen + 2);
+        day = num(ylen + 2..ylen + 4);
+        if time {
+            hour = num(ylen + 4..ylen + 6);
+            minute = num(ylen + 6..ylen + 8);
+            second = num(ylen + 8..ylen + 10);
+            if i < b.len() && b[i] == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+                i += 1;
+                (micro, lost) = fraction(b, &mut i);
+            }
+        }
+    } else {
+        year = if first_len == 2 {
+            two_digit_year(first)
+        } else {
+            first
+        };
+        // `-MM-DD`, any punctuation as the delimiters.
+        let part = |i: &mut usize| -> Option<u32> {
+            if *i < b.len() && b[*i].is_ascii_punctuation() {
+                *i += 1;
+                let (v, n) = run(i);
+                (n > 0).then_some(v)
+            } else {
+                None
+            }
+        };
+        let (Some(m), Some(d)) = (part(&mut i), part(&mut i)) else {
+            return Temporal::Invalid;
+        };
+        (month, day) = (m, d);
+        // The time: after `T` or spaces, hh[:mm[:ss[.ffffff]]].
+        let mut j = i;
+        if j < b.len() && b[j] == b'T' {
+            j += 1;
+        } else {
+            while j < b.len() && b[j] == b' ' {
+                j += 1;
+            }
+        }
+        if j > i && j < b.len() && b[j].is_ascii_digit() {
+            i = j;
+            hour = run(&mut i).0;
+            if let Some(m) = part(&mut i) {
+                minute = m;
+                if let Some(sec) = part(&mut i) {
+                    second = sec;
+                    if i < b.len() && b[i] == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+                        i += 1;
+                        (micro, lost) = fraction(b, &mut i);
+                    }
+                }
+            }
         }
     }
-    Some(DateTime {
-        date: Date { year, month, day },
-        hour,
-        minute,
-        second,
+    if year > 9999
+        || month > 12
+        || day > 31
+        || (month > 0 && day > 0 && day > days_in_month(year, month))
+        || hour > 23
+        || minute > 59
+        || second > 59
+    {
+        return Temporal::Invalid;
+    }
+    let dt = DateTime {
+        date: Date {
+            year: year as u16,
+            month: month as u8,
+            day: day as u8,
+        },
+        hour: hour as u8,
+        minute: minute as u8,
+        second: second as u8,
         micro,
-    })
+    };
+    // A date and its `T` without a time is the date.
+    if i < b.len() && &b[i..] != b"T" {
+        Temporal::Truncated(dt)
+    } else {
+        Temporal::Exact(dt, lost)
+    }
 }
 
-fn incorrect(kind: &str, v: &Value, col: &str, row: usize) -> SqlError {
-    SqlError::coded(
+/// Microseconds of the digits at `i` (the first six count), moving past all of them; and
+/// whether a digit past the sixth was not zero.
+fn fraction(b: &[u8], i: &mut usize) -> (u32, bool) {
+    let (mut micro, mut lost) = (0, false);
+    let mut scale = 100_000;
+    while *i < b.len() && b[*i].is_ascii_digit() {
+        let digit = u32::from(b[*i] - b'0');
+        micro += digit * scale;
+        lost |= scale == 0 && digit != 0;
+        scale /= 10;
+        *i += 1;
+    }
+    (micro, lost)
+}
+
+/// How a write treats a value its column cannot hold as given: MySQL's `sql_mode` strictness.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum WriteMode {
+    /// `STRICT_TRANS_TABLES` or `STRICT_ALL_TABLES` (every table here is transactional, so
+    /// either one): the statement fails (1406, 1264, 1366, 1292, ...).
+    #[default]
+    Strict,
+    /// Neither, or INSERT/UPDATE IGNORE: the nearest value the column holds is stored and a
+    /// warning says so (see the module doc).
+    Lenient,
+}
+
+/// Where a value is written, for the messages: MariaDB names the column alone in some
+/// (`Data truncated for column 'c' at row 2`) and qualified in others
+/// (``Incorrect integer value: 'x' for column `db`.`t`.`c` at row 2``).
+#[derive(Debug, Clone, Copy)]
+pub struct Cell<'a> {
+    /// Database of the table.
+    pub db: &'a str,
+    /// The table.
+    pub table: &'a str,
+    /// The column.
+    pub column: &'a str,
+    /// 1-based number of the row within the statement.
+    pub row: u64,
+}
+
+type Diag = (shoal_errors::Code, String);
+
+impl Cell<'_> {
+    /// A cell of an unnamed table (statements whose messages never name one).
+    fn bare(column: &str, row: usize) -> Cell<'_> {
+        Cell {
+            db: "",
+            table: "",
+            column,
+            row: row as u64,
+        }
+    }
+
+    /// 1265 `Data truncated for column 'c' at row N`.
+    fn truncated(&self) -> Diag {
+        (
+            shoal_errors::WARN_DATA_TRUNCATED,
+            format!(
+                "Data truncated for column '{}' at row {}",
+                self.column, self.row
+            ),
+        )
+    }
+
+    /// 1264 `Out of range value for column 'c' at row N`.
+    fn out_of_range(&self) -> Diag {
+        (
+            shoal_errors::ER_WARN_DATA_OUT_OF_RANGE,
+            format!(
+                "Out of range value for column '{}' at row {}",
+                self.column, self.row
+            ),
+        )
+    }
+
+    /// 1406 `Data too long for column 'c' at row N`.
+    fn too_long(&self) -> Diag {
+        (
+            shoal_errors::ER_DATA_TOO_LONG,
+            format!(
+                "Data too long for column '{}' at row {}",
+                self.column, self.row
+            ),
+        )
+    }
+
+    /// ``Incorrect <kind> value: '<v>' for column `db`.`t`.`c` at row N`` with `code` (1366
+    /// for numbers and strings, 1292 for dates).
+    fn incorrect(&self, code: shoal_errors::Code, kind: &str, shown: &str) -> Diag {
+        (
+            code,
+            format!(
+                "Incorrect {kind} value: '{shown}' for column `{}`.`{}`.`{}` at row {}",
+                self.db, self.table, self.column, self.row
+            ),
+        )
+    }
+}
+
+/// A note or warning a conversion raised, for the statement's diagnostics.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    /// Level `Note` (else `Warning`).
+    pub note: bool,
+    /// MySQL error code.
+    pub code: u16,
+    /// The message.
+    pub message: String,
+}
+
+/// One value's conversion: refuse (strict) or store the nearest value with a warning
+/// (lenient), and remember whether it warned (MySQL reports one problem per value).
+struct Fit<'a, 'w> {
+    at: &'a Cell<'a>,
+    mode: WriteMode,
+    out: &'w mut Vec<Warning>,
+    warned: bool,
+}
+
+impl Fit<'_, '_> {
+    /// A misfit strict mode refuses with `strict`; otherwise the warning `lenient`.
+    fn refuse(&mut self, strict: Diag, lenient: Diag) -> Result<(), SqlError> {
+        match self.mode {
+            WriteMode::Strict => Err(SqlError::coded(strict.0, strict.1)),
+            WriteMode::Lenient => {
+                self.warned = true;
+                self.out.push(Warning {
+                    note: false,
+                    code: lenient.0.code,
+                    message: lenient.1,
+                });
+                Ok(())
+            }
+        }
+    }
+
+    /// A misfit with the same message either way.
+    fn misfit(&mut self, d: Diag) -> Result<(), SqlError> {
+        self.refuse(d.clone(), d)
+    }
+
+    /// A note, in either mode.
+    fn note(&mut self, (code, message): Diag) {
+        self.out.push(Warning {
+            note: true,
+            code: code.code,
+            message,
+        });
+    }
+}
+
+/// 1366 for bytes that are not UTF-8 stored into a text column, with MariaDB's message: the
+/// value from its first bad byte, at most 6 bytes, printable ASCII as itself and any other
+/// byte as `\xHH`, `...` when cut.
+fn incorrect_string(bad: &[u8], at: &Cell) -> Diag {
+    let mut shown: String = bad
+        .iter()
+        .take(6)
+        .map(|&b| match b {
+            0x20..=0x7E => char::from(b).to_string(),
+            _ => format!("\\x{b:02X}"),
+        })
+        .collect();
+    if bad.len() > 6 {
+        shown.push_str("...");
+    }
+    at.incorrect(
         shoal_errors::ER_TRUNCATED_WRONG_VALUE_FOR_FIELD,
-        format!(
-            "Incorrect {kind} value: '{}' for column '{col}' at row {row}",
-            v.to_text().unwrap_or_default()
-        ),
+        "string",
+        &shown,
     )
 }
 
-/// Error 1366 for bytes that are not UTF-8 stored into a text column, with MariaDB's message
-/// (the bytes from the first bad one, at most 6, as `\xHH`).
-fn incorrect_string(bad: &[u8], col: &str, row: usize) -> SqlError {
-    let shown: String = bad.iter().take(6).map(|b| format!("\\x{b:02X}")).collect();
-    let more = if bad.len() > 6 { "..." } else { "" };
-    SqlError::coded(
-        shoal_errors::ER_TRUNCATED_WRONG_VALUE_FOR_FIELD,
-        format!("Incorrect string value: '{shown}{more}' for column '{col}' at row {row}"),
-    )
+/// `b` with each byte that is not part of a UTF-8 character replaced by `?` (what a
+/// non-strict write stores into a text column).
+fn replace_bad_utf8(mut b: &[u8]) -> String {
+    let mut out = String::with_capacity(b.len());
+    loop {
+        match std::str::from_utf8(b) {
+            Ok(s) => {
+                out.push_str(s);
+                return out;
+            }
+            Err(e) => {
+                let good = e.valid_up_to();
+                out.push_str(std::str::from_utf8(&b[..good]).expect("valid up to here"));
+                let bad = e.error_len().unwrap_or(b.len() - good);
+                out.extend(std::iter::repeat_n('?', bad));
+                b = &b[good + bad..];
+            }
+        }
+    }
 }
 
-/// Converts an SQL value to a storage value for a column of type `ty` (strict mode), then
-/// coerces it to the column's canonical form. `row` is 1-based, for messages.
+/// What follows the number a string starts with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rest {
+    /// Nothing.
+    None,
+    /// Spaces only (a note in MySQL).
+    Spaces,
+    /// Something else.
+    Other,
+}
+
+/// The longest prefix of `s` (after leading whitespace) that reads as a number — sign,
+/// digits, a point and digits, an exponent — and what follows it.
+fn numeric_prefix(s: &str) -> (&str, Rest) {
+    let ws = [' ', '\t', '\n', '\r'];
+    let t = s.trim_start_matches(ws);
+    let b = t.as_bytes();
+    let mut i = 0;
+    if matches!(b.first(), Some(b'+' | b'-')) {
+        i += 1;
+    }
+    let digits_from = i;
+    while b.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    let mut digits = i - digits_from;
+    if b.get(i) == Some(&b'.') {
+        let mut j = i + 1;
+        while b.get(j).is_some_and(u8::is_ascii_digit) {
+            j += 1;
+        }
+        digits += j - i - 1;
+        if digits > 0 {
+            i = j;
+        }
+    }
+    if digits == 0 {
+        return ("", Rest::Other);
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        let mut j = i + 1;
+        if matches!(b.get(j), Some(b'+' | b'-')) {
+            j += 1;
+        }
+        let exp_from = j;
+        while b.get(j).is_some_and(u8::is_ascii_digit) {
+            j += 1;
+        }
+        if j > exp_from {
+            i = j;
+        }
+    }
+    let rest = match &t[i..] {
+        "" => Rest::None,
+        r if r.trim_matches(ws).is_empty() => Rest::Spaces,
+        _ => Rest::Other,
+    };
+    (&t[..i], rest)
+}
+
+/// A numeric string as a storage value: DECIMAL when it has no exponent (exact), else DOUBLE.
+fn number_datum(t: &str) -> Option<Datum> {
+    if let Some(x) = Decimal::parse(t) {
+        return Some(Datum::Decimal(x));
+    }
+    match t.parse::<f64>() {
+        Ok(f) if f.is_finite() => Some(Datum::Double(f)),
+        // Beyond a double: the largest one of its sign, which every numeric column clips.
+        Ok(f) if f.is_infinite() => Some(Datum::Double(f64::MAX.copysign(f))),
+        _ => None,
+    }
+}
+
+/// Whether storing `d` with `scale` fractional digits drops digits that are not zero (MySQL
+/// notes it: `1.005` into DECIMAL(5,2)).
+fn rounds_away(d: &Datum, scale: u8) -> bool {
+    let x = match d {
+        Datum::Decimal(x) => *x,
+        // The shortest decimal that reads back as the double.
+        Datum::Double(f) if f.is_finite() => match Decimal::parse(&format!("{f}")) {
+            Some(x) => x,
+            None => return false,
+        },
+        _ => return false,
+    };
+    x.scale > scale
+        && x.rescale(scale)
+            .and_then(|r| r.rescale(x.scale))
+            .is_some_and(|r| r != x)
+}
+
+/// The stored form of a date and time in a column of type `ty` (DATE keeps the date).
+fn temporal_datum(ty: ColumnType, dt: DateTime) -> Datum {
+    match ty {
+        ColumnType::Date => Datum::Date(dt.date),
+        _ => Datum::DateTime(dt),
+    }
+}
+
+/// Converts an SQL value to a storage value for a column of type `ty` in strict mode (the
+/// messages name the column only), then coerces it to the column's canonical form. `row` is
+/// 1-based, for messages. Notes (decimals rounded, a time dropped) are dropped: for values
+/// that are not a statement's row data (DEFAULT clauses, ALTER's copies).
 pub fn value_to_datum(v: &Value, ty: ColumnType, col: &str, row: usize) -> Result<Datum, SqlError> {
+    store_value(
+        v,
+        ty,
+        &Cell::bare(col, row),
+        WriteMode::Strict,
+        &mut Vec::new(),
+    )
+}
+
+/// Converts an SQL value to the storage value column `at` of type `ty` holds (see the module
+/// doc): in strict `mode` a value that does not fit is an error; in lenient mode it becomes
+/// the nearest value the column holds and a warning is added to `out`. Notes (a VARCHAR value
+/// cut at trailing spaces, decimals rounded, a time dropped from a date) are added in both
+/// modes. NULL is returned as NULL (the caller knows whether the column takes it).
+pub fn store_value(
+    v: &Value,
+    ty: ColumnType,
+    at: &Cell,
+    mode: WriteMode,
+    out: &mut Vec<Warning>,
+) -> Result<Datum, SqlError> {
+    let mut fit = Fit {
+        at,
+        mode,
+        out,
+        warned: false,
+    };
     let text;
     let v = match v {
-        Value::Bytes(b) if ty == ColumnType::Blob => return Ok(Datum::Bytes(b.clone())),
         Value::Bytes(b) if ty.is_binary_string() => {
-            return coerce(ty, Datum::Bytes(b.clone()), col, row)
+            return fit_column(ty, Datum::Bytes(b.clone()), &mut fit)
         }
-        // Anywhere else bytes are read as text, which they must be.
+        // Anywhere else bytes are read as text, which they must be: when not strict, each
+        // byte that is not part of a character becomes `?`.
         Value::Bytes(b) => match std::str::from_utf8(b) {
             Ok(s) => {
                 text = Value::Str(s.to_string());
                 &text
             }
-            Err(e) => return Err(incorrect_string(&b[e.valid_up_to()..], col, row)),
+            Err(e) => {
+                fit.misfit(incorrect_string(&b[e.valid_up_to()..], at))?;
+                text = Value::Str(replace_bad_utf8(b));
+                &text
+            }
         },
         v => v,
     };
+    let temporal = matches!(
+        ty,
+        ColumnType::Date | ColumnType::DateTime | ColumnType::Timestamp
+    );
     let d = match v {
         Value::Bytes(_) => unreachable!("read as text above"),
         Value::Null => return Ok(Datum::Null),
+        // A number as a date: YYYYMMDD[hhmmss] or YYMMDD[hhmmss].
+        Value::Int(_) | Value::UInt(_) if temporal => {
+            let n = match v {
+                Value::Int(i) => i128::from(*i),
+                Value::UInt(u) => i128::from(*u),
+                _ => unreachable!("matched above"),
+            };
+            let d = shoal_sql::value::datetime_of_number(n);
+            let ok = n == 0
+                || (d != SqlDateTime::ZERO
+                    && (d.month == 0
+                        || d.day == 0
+                        || u32::from(d.day)
+                            <= days_in_month(u32::from(d.year), u32::from(d.month))));
+            if ok {
+                let dt = DateTime {
+                    date: Date {
+                        year: d.year,
+                        month: d.month,
+                        day: d.day,
+                    },
+                    hour: d.hour,
+                    minute: d.minute,
+                    second: d.second,
+                    micro: 0,
+                };
+                if ty == ColumnType::Date && (dt.hour, dt.minute, dt.second) != (0, 0, 0) {
+                    fit.note(at.truncated());
+                }
+                temporal_datum(ty, dt)
+            } else {
+                let kind = if ty == ColumnType::Date {
+                    "date"
+                } else {
+                    "datetime"
+                };
+                let wrong =
+                    at.incorrect(shoal_errors::ER_TRUNCATED_WRONG_VALUE, kind, &n.to_string());
+                fit.refuse(wrong, at.truncated())?;
+                ty.implicit_default()
+            }
+        }
         Value::Int(i) => Datum::Int(*i),
         Value::UInt(u) => Datum::UInt(*u),
         Value::Double(f) => Datum::Double(*f),
@@ -422,7 +925,12 @@ pub fn value_to_datum(v: &Value, ty: ColumnType, col: &str, row: usize) -> Resul
                 micro: d.micro,
             };
             match ty {
-                ColumnType::Date => Datum::Date(dt.date),
+                ColumnType::Date => {
+                    if (dt.hour, dt.minute, dt.second) != (0, 0, 0) {
+                        fit.note(at.truncated());
+                    }
+                    Datum::Date(dt.date)
+                }
                 ColumnType::DateTime | ColumnType::Timestamp => Datum::DateTime(dt),
                 _ => Datum::Bytes(v.to_text().unwrap_or_default().into_bytes()),
             }
@@ -432,57 +940,170 @@ pub fn value_to_datum(v: &Value, ty: ColumnType, col: &str, row: usize) -> Resul
             | ColumnType::Decimal { .. }
             | ColumnType::Float
             | ColumnType::Double => {
-                let t = s.trim();
-                if let Some(x) = Decimal::parse(t) {
-                    Datum::Decimal(x)
-                } else {
-                    match t.parse::<f64>() {
-                        Ok(f) if f.is_finite() => Datum::Double(f),
-                        _ => {
-                            let kind = if ty.is_integer() {
-                                "integer"
-                            } else {
-                                "decimal"
-                            };
-                            return Err(incorrect(kind, v, col, row));
-                        }
+                let (prefix, rest) = numeric_prefix(s);
+                match (number_datum(prefix), rest) {
+                    (Some(d), Rest::None) => d,
+                    // `'7 '`: a note, in either mode.
+                    (Some(d), Rest::Spaces) => {
+                        fit.note(at.truncated());
+                        d
+                    }
+                    // `'12abc'`: the number it starts with.
+                    (Some(d), Rest::Other) => {
+                        fit.misfit(at.truncated())?;
+                        d
+                    }
+                    // `'abc'`, `''`: zero.
+                    (None, _) => {
+                        let kind = match ty {
+                            ColumnType::Int { .. } => "integer",
+                            ColumnType::Decimal { .. } => "decimal",
+                            _ => "double",
+                        };
+                        fit.misfit(at.incorrect(
+                            shoal_errors::ER_TRUNCATED_WRONG_VALUE_FOR_FIELD,
+                            kind,
+                            s,
+                        ))?;
+                        Datum::Int(0)
                     }
                 }
             }
-            ColumnType::Date => match parse_datetime(s) {
-                Some(dt) => Datum::Date(dt.date),
-                None => return Err(incorrect("date", v, col, row)),
-            },
-            ColumnType::DateTime | ColumnType::Timestamp => match parse_datetime(s) {
-                Some(dt) => Datum::DateTime(dt),
-                None => return Err(incorrect("datetime", v, col, row)),
-            },
+            ColumnType::Date | ColumnType::DateTime | ColumnType::Timestamp => {
+                let kind = if ty == ColumnType::Date {
+                    "date"
+                } else {
+                    "datetime"
+                };
+                let wrong = at.incorrect(shoal_errors::ER_TRUNCATED_WRONG_VALUE, kind, s);
+                match parse_temporal(s) {
+                    Temporal::Exact(dt, lost) => {
+                        let time = (dt.hour, dt.minute, dt.second) != (0, 0, 0);
+                        if lost || (ty == ColumnType::Date && time) {
+                            fit.note(at.truncated());
+                        }
+                        temporal_datum(ty, dt)
+                    }
+                    // `'2024-01-02abc'`: the date it starts with.
+                    Temporal::Truncated(dt) => {
+                        fit.refuse(wrong, at.truncated())?;
+                        temporal_datum(ty, dt)
+                    }
+                    // Not a date: the zero date.
+                    Temporal::Invalid => {
+                        fit.refuse(wrong, at.truncated())?;
+                        ty.implicit_default()
+                    }
+                }
+            }
             _ => Datum::Bytes(s.clone().into_bytes()),
         },
     };
-    coerce(ty, d, col, row)
+    if let ColumnType::Decimal { scale, .. } = ty {
+        if !fit.warned && rounds_away(&d, scale) {
+            let r = fit_column(ty, d, &mut fit)?;
+            if !fit.warned {
+                fit.note(at.truncated());
+            }
+            return Ok(r);
+        }
+    }
+    fit_column(ty, d, &mut fit)
 }
 
-/// [`ColumnType::coerce`] with its refusals as MySQL's errors (strict mode).
-fn coerce(ty: ColumnType, d: Datum, col: &str, row: usize) -> Result<Datum, SqlError> {
-    ty.coerce(d).map_err(|detail| {
-        if detail.starts_with("data too long") {
-            SqlError::coded(
-                shoal_errors::ER_DATA_TOO_LONG,
-                format!("Data too long for column '{col}' at row {row}"),
-            )
-        } else if detail.contains("out of range") {
-            SqlError::coded(
-                shoal_errors::ER_WARN_DATA_OUT_OF_RANGE,
-                format!("Out of range value for column '{col}' at row {row}"),
-            )
+/// Column `col` of `table`'s value at statement row `row` ([`store_value`]); its notes and
+/// warnings go to the statement's diagnostics and are counted in `count`.
+pub fn to_column(
+    v: &Value,
+    table: &shoal_store::TableDef,
+    col: usize,
+    row: usize,
+    mode: WriteMode,
+    ctx: &mut dyn shoal_sql::eval::Context,
+    count: &mut u64,
+) -> Result<Datum, SqlError> {
+    let c = &table.columns[col];
+    let at = Cell {
+        db: &table.db,
+        table: &table.name,
+        column: &c.name,
+        row: row as u64,
+    };
+    let mut out = Vec::new();
+    let d = store_value(v, c.ty, &at, mode, &mut out)?;
+    report(out, ctx, count);
+    Ok(d)
+}
+
+/// NULL stored into NOT NULL column `col`: error 1048, or where MySQL lets it pass
+/// (`lenient`: not strict and several rows or an UPDATE, or IGNORE) the type's implicit
+/// default (0, '', the zero date) with warning 1048. A TIMESTAMP column keeps the error: MySQL
+/// stores the current time there, which shoal does not do yet.
+pub fn null_into_not_null(
+    col: &shoal_store::ColumnDef,
+    lenient: bool,
+    ctx: &mut dyn shoal_sql::eval::Context,
+    count: &mut u64,
+) -> Result<Datum, SqlError> {
+    if !lenient || col.ty == ColumnType::Timestamp {
+        return Err(store_err(StoreError::NullNotAllowed(col.name.clone())));
+    }
+    let w = Warning {
+        note: false,
+        code: shoal_errors::ER_BAD_NULL_ERROR.code,
+        message: StoreError::NullNotAllowed(col.name.clone()).to_string(),
+    };
+    report(vec![w], ctx, count);
+    Ok(col.ty.implicit_default())
+}
+
+/// Adds `warnings` to the statement's diagnostics, counting them in `count`.
+pub fn report(warnings: Vec<Warning>, ctx: &mut dyn shoal_sql::eval::Context, count: &mut u64) {
+    for w in warnings {
+        *count += 1;
+        if w.note {
+            ctx.note(w.code, w.message);
         } else {
-            SqlError::coded(
-                shoal_errors::ER_TRUNCATED_WRONG_VALUE_FOR_FIELD,
-                format!("Incorrect value for column '{col}' at row {row}: {detail}"),
-            )
+            ctx.warn(w.code, w.message);
         }
-    })
+    }
+}
+
+/// [`ColumnType::fit`] with its refusals as MySQL's: too long is 1406 (strict) or 1265 and
+/// the prefix that fits — but a VARCHAR value cut at trailing spaces only is stored with note
+/// 1265 in either mode, and a CHAR value so cut silently (CHAR drops trailing spaces anyway);
+/// out of range is 1264 and the type's bound.
+fn fit_column(ty: ColumnType, d: Datum, fit: &mut Fit) -> Result<Datum, SqlError> {
+    match ty.fit(d) {
+        Ok(d) => Ok(d),
+        Err(Misfit::TooLong {
+            nearest,
+            spaces_only: true,
+            ..
+        }) => {
+            if matches!(ty, ColumnType::Varchar(_)) {
+                fit.note(fit.at.truncated());
+            }
+            Ok(nearest)
+        }
+        // One problem per value: a string whose bad bytes were replaced is cut silently.
+        Err(Misfit::TooLong { nearest, .. }) if fit.warned => Ok(nearest),
+        Err(Misfit::TooLong { nearest, .. }) => {
+            fit.refuse(fit.at.too_long(), fit.at.truncated())?;
+            Ok(nearest)
+        }
+        Err(Misfit::OutOfRange { nearest, .. }) => {
+            fit.misfit(fit.at.out_of_range())?;
+            Ok(nearest)
+        }
+        Err(Misfit::Invalid(detail)) => Err(SqlError::coded(
+            shoal_errors::ER_TRUNCATED_WRONG_VALUE_FOR_FIELD,
+            format!(
+                "Incorrect value for column '{}' at row {}: {detail}",
+                fit.at.column, fit.at.row
+            ),
+        )),
+    }
 }
 
 /// A storage error as an SQL error (same code, SQLSTATE and message).
@@ -490,5 +1111,234 @@ pub fn store_err(e: StoreError) -> SqlError {
     match e {
         StoreError::Interrupted => SqlError::Interrupted,
         e => SqlError::other(e.mysql_code(), e.sqlstate(), e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dt(y: u16, mo: u8, d: u8, h: u8, mi: u8, s: u8, micro: u32) -> DateTime {
+        DateTime {
+            date: Date {
+                year: y,
+                month: mo,
+                day: d,
+            },
+            hour: h,
+            minute: mi,
+            second: s,
+            micro,
+        }
+    }
+
+    #[test]
+    fn dates_in_mariadb_forms() {
+        use Temporal::*;
+        let day = |y, m, d| dt(y, m, d, 0, 0, 0, 0);
+        for (s, want) in [
+            ("2024-01-02", Exact(day(2024, 1, 2), false)),
+            (" 2024/1/2 ", Exact(day(2024, 1, 2), false)),
+            ("2024.01.02", Exact(day(2024, 1, 2), false)),
+            ("24-01-02 3:4:5", Exact(dt(2024, 1, 2, 3, 4, 5, 0), false)),
+            ("99-12-31", Exact(day(1999, 12, 31), false)),
+            ("20240102", Exact(day(2024, 1, 2), false)),
+            ("240102", Exact(day(2024, 1, 2), false)),
+            (
+                "20240102030405.25",
+                Exact(dt(2024, 1, 2, 3, 4, 5, 250_000), false),
+            ),
+            ("2024-01-02T03:04", Exact(dt(2024, 1, 2, 3, 4, 0, 0), false)),
+            (
+                "2024-01-02 03:04:05.1234567",
+                Exact(dt(2024, 1, 2, 3, 4, 5, 123_456), true),
+            ),
+            (
+                "2024-01-02 03:04:05.1234560",
+                Exact(dt(2024, 1, 2, 3, 4, 5, 123_456), false),
+            ),
+            ("2024-02-29", Exact(day(2024, 2, 29), false)),
+            ("2024-00-00", Exact(day(2024, 0, 0), false)),
+            ("0000-00-00", Exact(day(0, 0, 0), false)),
+            ("20240102T", Exact(day(2024, 1, 2), false)),
+            ("2024-01-02abc", Truncated(day(2024, 1, 2))),
+            (
+                "2024-01-02 03:04:05 x",
+                Truncated(dt(2024, 1, 2, 3, 4, 5, 0)),
+            ),
+            ("2023-02-29", Invalid),
+            ("0000-02-29", Invalid),
+            ("2024-04-31", Invalid),
+            ("2024-13-01", Invalid),
+            ("2024-01-01 24:00:00", Invalid),
+            ("2024-01", Invalid),
+            ("2024", Invalid),
+            ("abc", Invalid),
+            ("", Invalid),
+        ] {
+            assert_eq!(parse_temporal(s), want, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn numeric_prefixes() {
+        for (s, prefix, rest) in [
+            ("12", "12", Rest::None),
+            ("  -1.5e3", "-1.5e3", Rest::None),
+            ("7 ", "7", Rest::Spaces),
+            ("\t7\n", "7", Rest::Spaces),
+            ("12abc", "12", Rest::Other),
+            ("1e", "1", Rest::Other),
+            ("1e+", "1", Rest::Other),
+            (".5", ".5", Rest::None),
+            ("7.", "7.", Rest::None),
+            ("0x1A", "0", Rest::Other),
+            ("--1", "", Rest::Other),
+            ("-", "", Rest::Other),
+            (".", "", Rest::Other),
+            ("", "", Rest::Other),
+        ] {
+            assert_eq!(numeric_prefix(s), (prefix, rest), "{s:?}");
+        }
+    }
+
+    fn run(v: Value, ty: ColumnType, mode: WriteMode) -> (Result<Datum, SqlError>, Vec<Warning>) {
+        let at = Cell {
+            db: "d",
+            table: "t",
+            column: "c",
+            row: 3,
+        };
+        let mut out = Vec::new();
+        let r = store_value(&v, ty, &at, mode, &mut out);
+        (r, out)
+    }
+
+    fn codes(w: &[Warning]) -> Vec<(bool, u16)> {
+        w.iter().map(|w| (w.note, w.code)).collect()
+    }
+
+    /// The same values refused in strict mode and stored as near as they fit otherwise, with
+    /// MariaDB's codes; notes in both modes.
+    #[test]
+    fn strict_refuses_what_lenient_stores_with_a_warning() {
+        use WriteMode::*;
+        let s = |x: &str| Value::Str(x.to_string());
+        let tiny = ColumnType::Int {
+            bytes: 1,
+            unsigned: false,
+        };
+        let dec = ColumnType::Decimal {
+            precision: 5,
+            scale: 2,
+        };
+        let d = |x: &str| Datum::Decimal(Decimal::parse(x).unwrap());
+        for (v, ty, stored, code) in [
+            (s("abcdef"), ColumnType::Char(3), Datum::text("abc"), 1406),
+            (
+                Value::Bytes(vec![1, 2, 3]),
+                ColumnType::Varbinary(2),
+                Datum::Bytes(vec![1, 2]),
+                1406,
+            ),
+            (Value::Int(300), tiny, Datum::Int(127), 1264),
+            (s("12abc"), tiny, Datum::Int(12), 1265),
+            (s("abc"), tiny, Datum::Int(0), 1366),
+            (s("x"), dec, d("0.00"), 1366),
+            (s("9999"), dec, d("999.99"), 1264),
+            (
+                s("abc"),
+                ColumnType::Date,
+                Datum::Date(Date::unpack(0)),
+                1292,
+            ),
+            (
+                s("2024-01-02abc"),
+                ColumnType::Date,
+                Datum::Date(dt(2024, 1, 2, 0, 0, 0, 0).date),
+                1292,
+            ),
+            (
+                Value::Int(20240230),
+                ColumnType::Date,
+                Datum::Date(Date::unpack(0)),
+                1292,
+            ),
+            (
+                Value::Bytes(vec![0x61, 0xFF, 0x62]),
+                ColumnType::Text,
+                Datum::text("a?b"),
+                1366,
+            ),
+        ] {
+            let (r, _) = run(v.clone(), ty, Strict);
+            assert_eq!(
+                r.map_err(|e| e.code()),
+                Err(code),
+                "strict {v:?} into {ty:?}"
+            );
+            let (r, w) = run(v.clone(), ty, Lenient);
+            assert_eq!(r.unwrap(), stored, "lenient {v:?} into {ty:?}");
+            assert_eq!(w.len(), 1, "{v:?}: {w:?}");
+            assert!(!w[0].note);
+            // Lenient mode's code for a cut string and a non-date is 1265.
+            let lenient_code = match code {
+                1406 | 1292 => 1265,
+                c => c,
+            };
+            assert_eq!(w[0].code, lenient_code, "{v:?}: {w:?}");
+        }
+        // Notes, in both modes.
+        for mode in [Strict, Lenient] {
+            let (r, w) = run(s("7 "), tiny, mode);
+            assert_eq!((r.unwrap(), codes(&w)), (Datum::Int(7), vec![(true, 1265)]));
+            let (r, w) = run(s("1.005"), dec, mode);
+            assert_eq!((r.unwrap(), codes(&w)), (d("1.01"), vec![(true, 1265)]));
+            let (r, w) = run(s("1.2500"), dec, mode);
+            assert_eq!((r.unwrap(), codes(&w)), (d("1.25"), vec![]));
+            let (r, w) = run(s("ab  "), ColumnType::Varchar(2), mode);
+            assert_eq!(
+                (r.unwrap(), codes(&w)),
+                (Datum::text("ab"), vec![(true, 1265)])
+            );
+            let (r, w) = run(s("ab  "), ColumnType::Char(2), mode);
+            assert_eq!((r.unwrap(), codes(&w)), (Datum::text("ab"), vec![]));
+            let (r, w) = run(s("2024-01-02 03:04:05"), ColumnType::Date, mode);
+            assert_eq!(
+                (r.unwrap(), codes(&w)),
+                (
+                    Datum::Date(dt(2024, 1, 2, 0, 0, 0, 0).date),
+                    vec![(true, 1265)]
+                )
+            );
+        }
+        // One problem per value: bad bytes replaced, then cut without a second warning.
+        let (r, w) = run(
+            Value::Bytes(vec![0x61, 0xE2, 0x82, 0xFF, 0x62]),
+            ColumnType::Varchar(3),
+            Lenient,
+        );
+        assert_eq!(r.unwrap(), Datum::text("a??"));
+        assert_eq!(codes(&w), vec![(false, 1366)]);
+        // MariaDB's messages.
+        let (_, w) = run(s("abc"), tiny, Lenient);
+        assert_eq!(
+            w[0].message,
+            "Incorrect integer value: 'abc' for column `d`.`t`.`c` at row 3"
+        );
+        let (_, w) = run(
+            Value::Bytes(vec![0xE2, 0x82, 0xFF, 0xFF, 0x41, 0xC3, 0xA9]),
+            ColumnType::Text,
+            Lenient,
+        );
+        assert_eq!(
+            w[0].message,
+            "Incorrect string value: '\\xE2\\x82\\xFF\\xFFA\\xC3...' for column `d`.`t`.`c` at row 3"
+        );
+        let (r, _) = run(s("abcdef"), ColumnType::Char(3), Strict);
+        assert_eq!(
+            r.unwrap_err().to_string(),
+            "Data too long for column 'c' at row 3"
+        );
     }
 }

@@ -14,9 +14,16 @@
 //!   result, as in MySQL); a row whose new values equal the old ones counts as matched but not
 //!   changed and is not written.
 //! * DELETE: collected the same way, then deleted.
-//! * INSERT: rows are completed with DEFAULTs, converted to the column types (strict mode) and
-//!   inserted; duplicates are errors (1062), skipped (IGNORE), updated (ON DUPLICATE KEY UPDATE,
-//!   2 affected rows per changed row, as MySQL counts) or replaced (REPLACE, 1 + deleted rows).
+//! * INSERT: rows are completed with DEFAULTs, converted to the column types and inserted;
+//!   duplicates are errors (1062), skipped (IGNORE, warning 1062), updated (ON DUPLICATE KEY
+//!   UPDATE, 2 affected rows per changed row, as MySQL counts) or replaced (REPLACE, 1 + deleted
+//!   rows).
+//!
+//! INSERT and UPDATE convert values to their columns in the session's [`WriteMode`] (strict
+//! refuses a value that does not fit, lenient stores the nearest with a warning: see the
+//! `convert` module); IGNORE makes the statement lenient whatever the mode, and UPDATE IGNORE
+//! also leaves a row whose new key is taken as it was. The warnings go to the session's
+//! diagnostics and are counted in the OK packet's info (`Warnings: N`).
 //!
 //! Expressions are evaluated with `shoal_sql::eval::eval` through [`RowCtx`], which layers the
 //! current row, the statement's parameters, aggregate results and `VALUES()` over the
@@ -31,11 +38,14 @@ use shoal_sql::eval::{eval, Context};
 use shoal_sql::value::{compare, DateTime as SqlDateTime, Value};
 use shoal_sql::SqlError;
 use shoal_store::{
-    ColumnDefault, Datum, InsertOutcome, LockMode, Row, StoreError, TableDef, Transaction,
+    ColumnDefault, ColumnType, Datum, InsertOutcome, LockMode, Row, StoreError, TableDef,
+    Transaction,
 };
 
 use crate::ast::*;
-use crate::convert::{datum_to_value, store_err, value_to_datum};
+use crate::convert::{
+    datum_to_value, null_into_not_null, report, store_err, to_column, value_to_datum, WriteMode,
+};
 use crate::plan::{resolve, Access, KeyName, Resolved};
 
 /// Evaluation context for one row: the row's columns, parameters, aggregate values and
@@ -187,6 +197,9 @@ pub struct Exec<'a> {
     pub ctx: &'a mut dyn Context,
     /// Bound parameters.
     pub params: &'a [Value],
+    /// What INSERT and UPDATE do with a value that does not fit its column (the session's
+    /// `sql_mode`; IGNORE makes a statement lenient whatever it is).
+    pub mode: WriteMode,
 }
 
 /// The values of a stored row of `table` (only the `needed` columns; the rest NULL).
@@ -813,37 +826,48 @@ impl Exec<'_> {
             &names,
         )?;
         let fks = crate::fk::Fks::of(self.store, table, &mut *self.ctx)?;
-        let (mut matched, mut changed) = (0u64, 0u64);
+        let mode = if u.ignore {
+            WriteMode::Lenient
+        } else {
+            self.mode
+        };
+        let (mut matched, mut changed, mut warnings) = (0u64, 0u64, 0u64);
         for (n, (row, mut vals)) in rows.into_iter().enumerate() {
             matched += 1;
             let mut new = row.values.clone();
             for (p, e) in &set_pos {
                 let v = self.eval_row(e, &names, &vals)?;
                 let col = &table.columns[*p];
-                let d = value_to_datum(&v, col.ty, &col.name, n + 1)?;
+                let mut d = to_column(&v, table, *p, n + 1, mode, &mut *self.ctx, &mut warnings)?;
                 if d.is_null() && !col.nullable {
-                    return Err(store_err(StoreError::NullNotAllowed(col.name.clone())));
+                    let lenient = mode == WriteMode::Lenient;
+                    d = null_into_not_null(col, lenient, &mut *self.ctx, &mut warnings)?;
                 }
                 vals[*p] = datum_to_value(&d, col.ty);
                 new[*p] = d;
             }
-            if new != row.values
-                && self
-                    .txn
-                    .update(table, &row.key, new.clone())
-                    .map_err(store_err)?
-            {
-                changed += 1;
-                if let Some(f) = &fks {
-                    f.after_update(self.txn, table, &row.values, &new, 0)?;
+            if new == row.values {
+                continue;
+            }
+            match self.txn.update(table, &row.key, new.clone()) {
+                Ok(true) => {
+                    changed += 1;
+                    if let Some(f) = &fks {
+                        f.after_update(self.txn, table, &row.values, &new, 0)?;
+                    }
                 }
+                // UPDATE IGNORE: a row whose new key is taken keeps its values (MariaDB says
+                // nothing about it).
+                Ok(false) | Err(StoreError::DuplicateKey { .. }) if u.ignore => {}
+                Ok(false) => {}
+                Err(e) => return Err(store_err(e)),
             }
         }
         Ok(ExecOutput::Ok {
             affected_rows: changed,
             last_insert_id: 0,
-            info: format!("Rows matched: {matched}  Changed: {changed}  Warnings: 0"),
-            warnings: 0,
+            info: format!("Rows matched: {matched}  Changed: {changed}  Warnings: {warnings}"),
+            warnings: u16::try_from(warnings).unwrap_or(u16::MAX),
         })
     }
 
@@ -876,8 +900,14 @@ impl Exec<'_> {
         Ok(ExecOutput::ok(n))
     }
 
-    /// INSERT / REPLACE.
-    pub fn insert(&mut self, ins: &InsertStmt, table: &TableDef) -> Result<ExecOutput, SqlError> {
+    /// INSERT / REPLACE (`from_select`: its rows come from INSERT ... SELECT, which MySQL
+    /// treats as several rows whatever their number).
+    pub fn insert(
+        &mut self,
+        ins: &InsertStmt,
+        table: &TableDef,
+        from_select: bool,
+    ) -> Result<ExecOutput, SqlError> {
         let names: Vec<String> = table.columns.iter().map(|c| c.name.clone()).collect();
         let positions: Vec<usize> = if ins.columns.is_empty() {
             (0..table.columns.len()).collect()
@@ -899,11 +929,41 @@ impl Exec<'_> {
             dup_sets.push((p, e));
         }
         let fks = crate::fk::Fks::of(self.store, table, &mut *self.ctx)?;
+        let mode = if ins.ignore {
+            WriteMode::Lenient
+        } else {
+            self.mode
+        };
+        // NULL into a NOT NULL column: refused for one row of VALUES even when not strict.
+        let null_lenient =
+            mode == WriteMode::Lenient && (ins.ignore || from_select || ins.rows.len() > 1);
         let now = self.ctx.now();
         let mut affected = 0u64;
         let mut first_id = 0u64;
         let mut duplicates = 0u64;
         let mut warnings = 0u64;
+        // NOT NULL columns without a DEFAULT the column list leaves out: 1364, or when not
+        // strict one warning each for the statement and the type's implicit default.
+        let mut implicit = Vec::new();
+        let listed = |i: usize| positions.contains(&i);
+        for (i, c) in table.columns.iter().enumerate() {
+            if !listed(i) && c.default.is_none() && !c.nullable && !c.auto_increment {
+                let e = SqlError::coded(
+                    shoal_errors::ER_NO_DEFAULT_FOR_FIELD,
+                    format!("Field '{}' doesn't have a default value", c.name),
+                );
+                if mode == WriteMode::Strict || c.ty == ColumnType::Timestamp {
+                    return Err(e);
+                }
+                let w = crate::convert::Warning {
+                    note: false,
+                    code: e.code(),
+                    message: e.to_string(),
+                };
+                report(vec![w], &mut *self.ctx, &mut warnings);
+                implicit.push(i);
+            }
+        }
         for (rn, exprs) in ins.rows.iter().enumerate() {
             let rown = rn + 1;
             if exprs.len() != positions.len() {
@@ -912,7 +972,6 @@ impl Exec<'_> {
                     format!("Column count doesn't match value count at row {rown}"),
                 ));
             }
-            let mut given = vec![false; table.columns.len()];
             let mut vals: Vec<Datum> = Vec::with_capacity(table.columns.len());
             for c in &table.columns {
                 vals.push(match &c.default {
@@ -923,20 +982,19 @@ impl Exec<'_> {
                     None => Datum::Null,
                 });
             }
+            for &i in &implicit {
+                vals[i] = table.columns[i].ty.implicit_default();
+            }
             for (e, &p) in exprs.iter().zip(&positions) {
-                given[p] = true;
                 if let Some(e) = e {
                     let v = self.eval_row(e, &[], &[])?;
                     let col = &table.columns[p];
-                    vals[p] = value_to_datum(&v, col.ty, &col.name, rown)?;
-                }
-            }
-            for (i, c) in table.columns.iter().enumerate() {
-                if !given[i] && c.default.is_none() && !c.nullable && !c.auto_increment {
-                    return Err(SqlError::coded(
-                        shoal_errors::ER_NO_DEFAULT_FOR_FIELD,
-                        format!("Field '{}' doesn't have a default value", c.name),
-                    ));
+                    let mut d = to_column(&v, table, p, rown, mode, &mut *self.ctx, &mut warnings)?;
+                    // NULL into AUTO_INCREMENT asks for the next value.
+                    if d.is_null() && !col.nullable && !col.auto_increment && null_lenient {
+                        d = null_into_not_null(col, true, &mut *self.ctx, &mut warnings)?;
+                    }
+                    vals[p] = d;
                 }
             }
             let proposed = vals;
@@ -999,7 +1057,15 @@ impl Exec<'_> {
                                     eval(e, &mut rc)?
                                 };
                                 let col = &table.columns[*p];
-                                let d = value_to_datum(&v, col.ty, &col.name, rown)?;
+                                let d = to_column(
+                                    &v,
+                                    table,
+                                    *p,
+                                    rown,
+                                    mode,
+                                    &mut *self.ctx,
+                                    &mut warnings,
+                                )?;
                                 cur[*p] = datum_to_value(&d, col.ty);
                                 new[*p] = d;
                             }
@@ -1015,9 +1081,20 @@ impl Exec<'_> {
                             break;
                         }
                         // INSERT IGNORE: skip the row with a warning.
-                        let _ = (error_value, key_name);
+                        let dup = StoreError::DuplicateKey {
+                            key_name,
+                            value: error_value,
+                        };
+                        report(
+                            vec![crate::convert::Warning {
+                                note: false,
+                                code: shoal_errors::ER_DUP_ENTRY.code,
+                                message: dup.to_string(),
+                            }],
+                            &mut *self.ctx,
+                            &mut warnings,
+                        );
                         duplicates += 1;
-                        warnings += 1;
                         break;
                     }
                 }
@@ -1026,7 +1103,7 @@ impl Exec<'_> {
         if first_id != 0 {
             self.ctx.set_last_insert_id(first_id);
         }
-        let info = if ins.rows.len() > 1 {
+        let info = if ins.rows.len() > 1 || from_select {
             format!(
                 "Records: {}  Duplicates: {duplicates}  Warnings: {warnings}",
                 ins.rows.len()

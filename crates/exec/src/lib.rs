@@ -72,7 +72,7 @@ pub mod show;
 pub mod table_lock;
 pub mod translate;
 
-pub use convert::ColumnInfo;
+pub use convert::{ColumnInfo, WriteMode};
 pub use exec::ExecOutput;
 pub use needs::{TableAccess, TableNeed};
 pub use session::{

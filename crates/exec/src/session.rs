@@ -32,7 +32,7 @@ use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 
 use crate::ast::*;
-use crate::convert::{flags, store_err, ColumnInfo};
+use crate::convert::{flags, store_err, ColumnInfo, WriteMode};
 use crate::exec::{Exec, ExecOutput};
 use crate::plan::{choose_access, Access};
 use crate::query::QueryPlan;
@@ -188,6 +188,7 @@ impl TableEngine {
             next_read_only: None,
             found_rows: None,
             select_limit: u64::MAX,
+            write_mode: WriteMode::Strict,
             lock_id: self.next_lock_id.fetch_add(1, Ordering::Relaxed),
             locked: None,
             global_read: false,
@@ -354,6 +355,8 @@ pub struct TableSession {
     found_rows: Option<u64>,
     /// `sql_select_limit`: most rows a SELECT without a LIMIT of its own returns.
     select_limit: u64,
+    /// `sql_mode`'s strictness: what INSERT and UPDATE do with a value that does not fit.
+    write_mode: WriteMode,
     /// This session's id in the engine's table lock manager.
     lock_id: u64,
     /// The tables of `LOCK TABLES` while they are held (the session may touch no others), by
@@ -511,6 +514,12 @@ impl TableSession {
     /// `sql_select_limit` (`u64::MAX`: none).
     pub fn set_select_limit(&mut self, limit: u64) {
         self.select_limit = limit;
+    }
+
+    /// Strict or not (`sql_mode` with or without `STRICT_TRANS_TABLES` / `STRICT_ALL_TABLES`):
+    /// what INSERT and UPDATE do with a value that does not fit its column.
+    pub fn set_write_mode(&mut self, mode: WriteMode) {
+        self.write_mode = mode;
     }
 
     /// COMMIT (no-op without a transaction). Under `read_only` (see [`Restrictions`]) a transaction
@@ -1013,8 +1022,9 @@ impl TableSession {
             // for the next one, and no snapshot is taken.
             let mut txn = store.begin(self.isolation);
             let system = self.engine.system_tables();
+            let mode = self.write_mode;
             let result = show::with_visibility(self.visibility.clone(), || {
-                run_dml(&store, system.clone(), plan, &mut txn, params, ctx)
+                run_dml(&store, system.clone(), plan, &mut txn, params, ctx, mode)
             });
             let result = self.count_found_rows(result, &store, system, plan, &mut txn, params, ctx);
             txn.rollback();
@@ -1045,9 +1055,10 @@ impl TableSession {
         let mut txn = self.txn.take().expect("opened above");
         let sp = txn.begin_statement();
         let system = self.engine.system_tables();
+        let mode = self.write_mode;
         txn.set_lock_wait(plan.stmt.lock_wait());
         let result = show::with_visibility(self.visibility.clone(), || {
-            run_dml(&store, system.clone(), plan, &mut txn, params, ctx)
+            run_dml(&store, system.clone(), plan, &mut txn, params, ctx, mode)
         });
         let result = self.count_found_rows(result, &store, system, plan, &mut txn, params, ctx);
         txn.set_lock_wait(shoal_store::LockWait::Wait);
@@ -1699,6 +1710,7 @@ fn run_dml(
     txn: &mut Transaction,
     params: &[Value],
     ctx: &mut dyn Context,
+    mode: WriteMode,
 ) -> Result<ExecOutput, SqlError> {
     if let (TableStmt::Explain(q), Some(qp)) = (&plan.stmt, &plan.query) {
         let fresh;
@@ -1716,9 +1728,9 @@ fn run_dml(
     if let (TableStmt::Multi(m), Some(mp)) = (&plan.stmt, &plan.multi) {
         if mp.is_stale(store) {
             let fresh = crate::query::dml::prepare_multi(store, m, plan.db.as_deref())?;
-            return crate::query::dml::execute_multi(&fresh, store, txn, params, ctx);
+            return crate::query::dml::execute_multi(&fresh, store, txn, params, ctx, mode);
         }
-        return crate::query::dml::execute_multi(mp, store, txn, params, ctx);
+        return crate::query::dml::execute_multi(mp, store, txn, params, ctx, mode);
     }
     if let (TableStmt::Query(q), Some(qp)) = (&plan.stmt, &plan.query) {
         // Re-bound when a table it reads was altered since PREPARE.
@@ -1745,6 +1757,7 @@ fn run_dml(
         txn,
         ctx,
         params,
+        mode,
     };
     match &plan.stmt {
         TableStmt::Update(u) => {
@@ -1787,9 +1800,9 @@ fn run_dml(
                         .into_iter()
                         .map(|r| r.into_iter().map(|v| Some(Expr::Literal(v))).collect())
                         .collect();
-                    ex.insert(&with_rows, &def)
+                    ex.insert(&with_rows, &def, true)
                 }
-                _ => ex.insert(i, &def),
+                _ => ex.insert(i, &def, false),
             }
         }
         _ => Err(SqlError::Unsupported("statement".into())),

@@ -29,6 +29,16 @@ fn unsupported(what: impl Into<String>) -> SqlError {
     SqlError::Unsupported(what.into())
 }
 
+/// Whether an UPDATE is `UPDATE IGNORE` (which `shoal_sql::dialect` hands sqlparser as
+/// SQLite's `UPDATE OR IGNORE`). The other SQLite conflict clauses are not MySQL.
+fn update_ignore(u: &sp::Update) -> Result<bool, SqlError> {
+    match &u.or {
+        None => Ok(false),
+        Some(sp::SqliteOnConflict::Ignore) => Ok(true),
+        Some(other) => Err(SqlError::Syntax(format!("UPDATE {other}"))),
+    }
+}
+
 /// Parses one table statement. Returns the statement and its number of `?` placeholders.
 ///
 /// Expression depth is bounded first (`shoal_sql::depth`): a statement too deep for a worker's
@@ -1169,6 +1179,7 @@ impl Translator<'_> {
             from,
             sets,
             filter,
+            ignore: update_ignore(u)?,
         })))
     }
 
@@ -1217,6 +1228,7 @@ impl Translator<'_> {
             from,
             sets: Vec::new(),
             filter,
+            ignore: false,
         })))
     }
 
@@ -1330,6 +1342,7 @@ impl Translator<'_> {
             filter,
             order_by,
             limit,
+            ignore: update_ignore(&u)?,
         })))
     }
 

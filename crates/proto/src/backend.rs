@@ -220,6 +220,18 @@ pub trait Backend: Send {
     /// error, which is the last element.
     fn query(&mut self, sql: &str, multi_statements: bool) -> Vec<Result<Response, ErrorInfo>>;
 
+    /// Runs COM_QUERY as the client sent it: bytes in its character set, which need not be
+    /// UTF-8 (binary data in a string literal). The default reads them as UTF-8, replacing
+    /// what is not, and calls [`Backend::query`]; a backend that can keep such bytes (the
+    /// session turns those literals into hex literals) overrides it.
+    fn query_bytes(
+        &mut self,
+        sql: &[u8],
+        multi_statements: bool,
+    ) -> Vec<Result<Response, ErrorInfo>> {
+        self.query(&String::from_utf8_lossy(sql), multi_statements)
+    }
+
     /// COM_INIT_DB.
     fn init_db(&mut self, database: &str) -> Result<(), ErrorInfo>;
 

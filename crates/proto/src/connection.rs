@@ -1083,11 +1083,10 @@ impl<B: Backend> Connection<B> {
     }
 
     fn com_query(&mut self, body: &[u8]) {
-        let sql = String::from_utf8_lossy(body).into_owned();
-        let results = if sql.trim().is_empty() {
+        let results = if body.iter().all(|b| b.is_ascii_whitespace()) {
             Vec::new()
         } else {
-            self.backend.query(&sql, self.multi_statements)
+            self.backend.query_bytes(body, self.multi_statements)
         };
         if results.is_empty() {
             self.send_err(&ErrorInfo::coded(

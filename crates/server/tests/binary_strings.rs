@@ -8,6 +8,10 @@
 //! an indexed equality (a prepared `id = ?`, EXPLAIN showing the PRIMARY key), and BINARY /
 //! VARBINARY columns are described on the wire as MariaDB describes them. The same checks run
 //! against the private MariaDB when it is installed, so the expectations are MariaDB's.
+//! Statement text that is not UTF-8 (sent by the `mariadb` client, as a dump without
+//! `--hex-blob` is restored): a quoted literal of raw bytes is the binary string of exactly
+//! those bytes (escapes applied, `_binary` introducer or not), stored as it is into a BLOB and
+//! refused (1366) or replaced by `?` (not strict) in a text column.
 
 mod support;
 
@@ -279,4 +283,89 @@ fn every_byte_value_round_trips_through_both_protocols() {
     let mut c = Conn::new(opts).expect("connect to MariaDB");
     round_trip(&mut c, "mariadb");
     uuid_keys(&mut c, "mariadb");
+}
+
+/// Runs each statement (bytes, not necessarily UTF-8) with the `mariadb` client against the
+/// server on `port`, fed on its standard input as a restore is, after the `SET`s before it:
+/// the batch output of each (rows ` | `-joined), or `ERROR n` for a failure.
+fn raw_statements(port: u16, statements: &[&[u8]]) -> Vec<String> {
+    use std::io::Write;
+    let mut out = Vec::new();
+    for (i, st) in statements.iter().enumerate() {
+        let mut batch = Vec::new();
+        for p in statements[..i].iter().filter(|p| p.starts_with(b"SET")) {
+            batch.extend_from_slice(p);
+            batch.extend_from_slice(b";\n");
+        }
+        batch.extend_from_slice(st);
+        batch.extend_from_slice(b";\n");
+        let mut child = std::process::Command::new("mariadb")
+            .args(["-h127.0.0.1", &format!("-P{port}"), "-uroot", "-N", "-B"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run mariadb");
+        child.stdin.take().unwrap().write_all(&batch).unwrap();
+        let o = child.wait_with_output().unwrap();
+        // The client echoes a failed statement, then `ERROR n (state) at line ..`.
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        let code = stderr
+            .find("ERROR ")
+            .and_then(|at| stderr[at..].split_whitespace().nth(1));
+        out.push(match code {
+            Some(code) => format!("ERROR {code}"),
+            None => String::from_utf8_lossy(&o.stdout)
+                .trim_end()
+                .replace('\n', " | "),
+        });
+    }
+    out
+}
+
+#[test]
+fn raw_bytes_in_statement_text_are_binary_strings() {
+    if std::process::Command::new("mariadb")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIPPED: mariadb-client is not installed");
+        return;
+    }
+    let statements: &[&[u8]] = &[
+        b"DROP DATABASE IF EXISTS rawlit",
+        b"CREATE DATABASE rawlit",
+        b"CREATE TABLE rawlit.t (id INT PRIMARY KEY, bl BLOB, vb VARBINARY(4), tx TEXT)",
+        b"SELECT HEX('a\xff\\0b'), HEX(_binary'\xff\x80'), LENGTH('\xff\xfe'), '\xff' = X'FF'",
+        b"SELECT HEX(CONCAT('x', \"\xff\"\"\")), HEX('\xc3'), HEX('it''s \xff'), HEX('\\%\xff')",
+        b"INSERT INTO rawlit.t (id, bl, vb) VALUES (1, '\\0\xff\x80\\0', '\xfe\\n\\Z')",
+        b"SELECT HEX(bl), HEX(vb) FROM rawlit.t WHERE id = 1",
+        // Strict: a text column refuses the bytes.
+        b"INSERT INTO rawlit.t (id, tx) VALUES (2, 'a\xffb')",
+        b"SET sql_mode = ''",
+        b"INSERT INTO rawlit.t (id, tx) VALUES (2, 'a\xffb')",
+        b"SELECT HEX(tx) FROM rawlit.t WHERE id = 2",
+        b"DROP DATABASE rawlit",
+    ];
+    // MariaDB's answers (checked below against the private MariaDB when it is installed).
+    let want = [
+        "",
+        "",
+        "",
+        "61FF0062\tFF80\t2\t1",
+        "78FF22\tC3\t6974277320FF\t5C25FF",
+        "",
+        "00FF8000\tFE0A1A",
+        "ERROR 1366",
+        "",
+        "",
+        "613F62",
+        "",
+    ];
+    let s = Shoal::start("raw-literals", &[]);
+    assert_eq!(raw_statements(s.port, statements), want, "shoal");
+    if let Some((m, _)) = support::mariadb(false) {
+        assert_eq!(raw_statements(m.port, statements), want, "mariadb");
+    }
 }

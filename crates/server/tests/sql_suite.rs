@@ -101,6 +101,7 @@ impl Wire {
             affected: r.affected_rows(),
             insert_id: r.last_insert_id().unwrap_or(0),
             info: r.info_str().into_owned(),
+            warnings: r.warnings(),
             ..Outcome::default()
         };
         let columns = r.columns();

@@ -783,6 +783,7 @@ impl fixture::Target for InProcess {
                 affected: ok.affected_rows,
                 insert_id: ok.last_insert_id,
                 info: ok.info,
+                warnings: ok.warnings,
                 ..Default::default()
             }),
             Ok(Response::Rows(rs)) => Ok(fixture::Outcome {

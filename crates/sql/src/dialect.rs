@@ -10,6 +10,9 @@
 //! * `UPDATE t1, t2 SET ...` -> `UPDATE t1 CROSS JOIN t2 SET ...` (in MySQL the comma is an
 //!   inner join without condition, which is what `CROSS JOIN` is; only commas at bracket depth
 //!   0 between `UPDATE` and `SET`, which can only separate tables).
+//! * `UPDATE [LOW_PRIORITY] IGNORE t ...` -> `UPDATE [LOW_PRIORITY] OR IGNORE t ...`: sqlparser
+//!   reads SQLite's `OR IGNORE` conflict clause there, which the translators take for MySQL's
+//!   IGNORE (duplicate keys and values that do not fit become warnings).
 //! * `INTERVAL x DAY_HOUR` (MySQL's compound units) -> `INTERVAL x DAY TO HOUR`, the standard's
 //!   form of the same field range, which sqlparser reads; `SECOND_MICROSECOND` becomes
 //!   `MICROSECOND TO SECOND` (sqlparser gives `SECOND` a precision, never `TO`). The translator
@@ -60,6 +63,7 @@ pub fn rewrite(tokens: &mut Vec<TokenWithSpan>) {
     lock_in_share_mode(tokens);
     mod_operator(tokens);
     update_commas(tokens);
+    update_ignore(tokens);
     compound_intervals(tokens);
     compound_extract(tokens);
 }
@@ -411,6 +415,37 @@ fn trailing_into(tokens: &mut Vec<TokenWithSpan>) {
     tokens.splice(from..from, clause);
 }
 
+/// `UPDATE [LOW_PRIORITY] IGNORE` -> `UPDATE [LOW_PRIORITY] OR IGNORE` (see the module doc).
+/// `LOW_PRIORITY` (a table-lock scheduling hint with no effect on InnoDB) is dropped.
+fn update_ignore(tokens: &mut Vec<TokenWithSpan>) {
+    let pos = positions(tokens);
+    let Some(&first) = pos.first() else { return };
+    if !is_word(&tokens[first].token, "UPDATE") {
+        return;
+    }
+    let mut k = 1;
+    if pos
+        .get(k)
+        .is_some_and(|&i| is_word(&tokens[i].token, "LOW_PRIORITY"))
+    {
+        tokens[pos[k]].token = Token::Whitespace(Whitespace::Space);
+        k += 1;
+    }
+    let Some(&i) = pos.get(k) else { return };
+    // `UPDATE ignore SET` would be a table named `ignore` (a reserved word in MySQL anyway).
+    let table_follows = pos
+        .get(k + 1)
+        .is_some_and(|&j| !is_word(&tokens[j].token, "SET"));
+    if is_word(&tokens[i].token, "IGNORE") && table_follows {
+        let span = tokens[i].span;
+        let or = [
+            Token::make_keyword("OR"),
+            Token::Whitespace(Whitespace::Space),
+        ];
+        tokens.splice(i..i, or.into_iter().map(|t| TokenWithSpan::new(t, span)));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -438,6 +473,23 @@ mod tests {
         ] {
             assert_eq!(rewritten(sql), sql);
         }
+    }
+
+    #[test]
+    fn update_ignore() {
+        assert_eq!(
+            rewritten("UPDATE IGNORE t SET a = 1"),
+            "UPDATE OR IGNORE t SET a = 1"
+        );
+        assert_eq!(
+            rewritten("update low_priority ignore t, u set a = 1"),
+            "update   OR ignore t CROSS JOIN  u set a = 1"
+        );
+        assert_eq!(
+            rewritten("UPDATE ignore SET a = 1"),
+            "UPDATE ignore SET a = 1"
+        );
+        assert_eq!(rewritten("UPDATE t SET a = 1"), "UPDATE t SET a = 1");
     }
 
     fn rewritten(sql: &str) -> String {

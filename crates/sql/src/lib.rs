@@ -21,6 +21,7 @@ pub mod error;
 pub mod eval;
 pub mod func;
 pub mod plan;
+pub mod query_bytes;
 pub mod result;
 pub mod split;
 pub mod translate;

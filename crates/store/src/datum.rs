@@ -10,9 +10,16 @@
 //! VARBINARY -> `Bytes` (compared as bytes: a binary collation), DATE -> `Date`, DATETIME/TIMESTAMP
 //! -> `DateTime`.
 //!
+//! A value the column cannot hold as given is refused with a typed [`Misfit`]
+//! ([`ColumnType::fit`]): a string too long or a number out of range carries the nearest value
+//! the column does hold (the prefix that fits, the type's bound), which the SQL layer stores
+//! under MySQL's non-strict `sql_mode` (with a warning) and refuses under strict mode; storage
+//! itself always refuses ([`ColumnType::coerce`]).
+//!
 //! BINARY(n) is fixed-length as in MySQL: a shorter value is right-padded with `0x00` bytes on
 //! the way in and the padding is part of the stored value (read back, compared, indexed);
-//! VARBINARY(n) holds at most `n` bytes, unpadded. Catalogs written before these two types
+//! VARBINARY(n) holds at most `n` bytes, unpadded. CHAR(n) is stored without trailing spaces
+//! (what MySQL's CHAR reads back), VARCHAR(n) as given. Catalogs written before these two types
 //! existed recorded such columns as `Blob`, which they stay (`ColumnType` is serialised by
 //! variant name, so the new variants never change what an old entry means).
 
@@ -374,6 +381,13 @@ impl ColumnType {
     /// strings checked against CHAR/VARCHAR length (in characters) and BINARY/VARBINARY length
     /// (in bytes; BINARY then padded with `0x00` to its length).
     pub fn coerce(self, d: Datum) -> std::result::Result<Datum, String> {
+        self.fit(d).map_err(|m| m.to_string())
+    }
+
+    /// [`ColumnType::coerce`] with the refusal typed: a value too long or out of range comes
+    /// back with the nearest value the column holds ([`Misfit`]), which is what a write in
+    /// MySQL's non-strict mode stores (with a warning) instead of failing.
+    pub fn fit(self, d: Datum) -> std::result::Result<Datum, Misfit> {
         use ColumnType as T;
         Ok(match (self, d) {
             (_, Datum::Null) => Datum::Null,
@@ -381,9 +395,18 @@ impl ColumnType {
                 let v: i128 = match d {
                     Datum::Int(v) => i128::from(v),
                     Datum::UInt(v) => i128::from(v),
-                    Datum::Decimal(x) if x.rescale(0).is_some() => x.rescale(0).unwrap().unscaled,
+                    Datum::Decimal(x) => match x.rescale(0) {
+                        Some(x) => x.unscaled,
+                        // Too many digits to rescale: beyond every integer type.
+                        None => x.unscaled.signum() * i128::from(u64::MAX),
+                    },
+                    // `as` saturates: a double beyond i128 is beyond every integer type too.
                     Datum::Double(f) if f.is_finite() => f.round() as i128,
-                    other => return Err(format!("expected an integer, got {other:?}")),
+                    other => {
+                        return Err(Misfit::Invalid(format!(
+                            "expected an integer, got {other:?}"
+                        )))
+                    }
                 };
                 let bits = u32::from(bytes) * 8;
                 let (lo, hi) = if unsigned {
@@ -391,14 +414,20 @@ impl ColumnType {
                 } else {
                     (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
                 };
+                let int = |v: i128| {
+                    if unsigned {
+                        Datum::UInt(v as u64)
+                    } else {
+                        Datum::Int(v as i64)
+                    }
+                };
                 if v < lo || v > hi {
-                    return Err(format!("value {v} out of range"));
+                    return Err(Misfit::OutOfRange {
+                        nearest: int(v.clamp(lo, hi)),
+                        detail: format!("value {v} out of range"),
+                    });
                 }
-                if unsigned {
-                    Datum::UInt(v as u64)
-                } else {
-                    Datum::Int(v as i64)
-                }
+                int(v)
             }
             (T::Float | T::Double, d) => {
                 let f = match d {
@@ -406,15 +435,28 @@ impl ColumnType {
                     Datum::Int(v) => v as f64,
                     Datum::UInt(v) => v as f64,
                     Datum::Decimal(x) => x.to_f64(),
-                    other => return Err(format!("expected a number, got {other:?}")),
+                    other => {
+                        return Err(Misfit::Invalid(format!("expected a number, got {other:?}")))
+                    }
                 };
                 if f.is_nan() {
-                    return Err("NaN is not a valid value".into());
+                    return Err(Misfit::Invalid("NaN is not a valid value".into()));
                 }
                 // -0.0 and 0.0 must encode identically in keys.
                 Datum::Double(if f == 0.0 { 0.0 } else { f })
             }
             (T::Decimal { precision, scale }, d) => {
+                let limit = 10i128
+                    .checked_pow(u32::from(precision))
+                    .unwrap_or(i128::MAX);
+                // The bound of the column's sign `neg`: 999.99 for DECIMAL(5,2).
+                let bound = |neg: bool, detail: String| Misfit::OutOfRange {
+                    nearest: Datum::Decimal(Decimal {
+                        unscaled: if neg { -(limit - 1) } else { limit - 1 },
+                        scale,
+                    }),
+                    detail,
+                };
                 let x = match d {
                     Datum::Decimal(x) => x,
                     Datum::Int(v) => Decimal {
@@ -426,35 +468,66 @@ impl ColumnType {
                         scale: 0,
                     },
                     Datum::Double(f) if f.is_finite() => {
-                        Decimal::parse(&format!("{f:.*}", scale as usize))
-                            .ok_or_else(|| format!("cannot convert {f} to decimal"))?
+                        match Decimal::parse(&format!("{f:.*}", scale as usize)) {
+                            Some(x) => x,
+                            None => {
+                                return Err(bound(
+                                    f < 0.0,
+                                    format!("cannot convert {f} to decimal"),
+                                ))
+                            }
+                        }
                     }
-                    other => return Err(format!("expected a decimal, got {other:?}")),
+                    other => {
+                        return Err(Misfit::Invalid(format!(
+                            "expected a decimal, got {other:?}"
+                        )))
+                    }
                 };
-                let x = x.rescale(scale).ok_or("decimal out of range")?;
-                let limit = 10i128
-                    .checked_pow(u32::from(precision))
-                    .unwrap_or(i128::MAX);
+                let Some(x) = x.rescale(scale) else {
+                    return Err(bound(x.unscaled < 0, "decimal out of range".into()));
+                };
                 if x.unscaled.abs() >= limit {
-                    return Err(format!(
-                        "value {x} out of range for decimal({precision},{scale})"
+                    return Err(bound(
+                        x.unscaled < 0,
+                        format!("value {x} out of range for decimal({precision},{scale})"),
                     ));
                 }
                 Datum::Decimal(x)
             }
-            (T::Char(n) | T::Varchar(n), Datum::Bytes(b)) => {
-                let chars = std::str::from_utf8(&b)
-                    .map(|s| s.chars().count())
-                    .unwrap_or(b.len());
+            (T::Char(n) | T::Varchar(n), Datum::Bytes(mut b)) => {
+                if let T::Char(_) = self {
+                    // CHAR drops trailing spaces (MySQL pads to the length and strips them
+                    // again on read; without PAD_CHAR_TO_FULL_LENGTH they never show).
+                    let kept = b.iter().rposition(|&c| c != b' ').map_or(0, |i| i + 1);
+                    b.truncate(kept);
+                }
+                let text = std::str::from_utf8(&b).ok();
+                let chars = text.map_or(b.len(), |s| s.chars().count());
                 if chars > n as usize {
-                    return Err(format!("data too long ({chars} > {n} characters)"));
+                    // Where the n-th character ends.
+                    let cut = text
+                        .and_then(|s| s.char_indices().nth(n as usize))
+                        .map_or(n as usize, |(i, _)| i);
+                    let spaces_only = b[cut..].iter().all(|&c| c == b' ');
+                    return Err(Misfit::TooLong {
+                        nearest: Datum::Bytes(b[..cut].to_vec()),
+                        spaces_only,
+                        detail: format!("data too long ({chars} > {n} characters)"),
+                    });
                 }
                 Datum::Bytes(b)
             }
             (T::Text | T::Blob, Datum::Bytes(b)) => Datum::Bytes(b),
             (T::Binary(n) | T::Varbinary(n), Datum::Bytes(mut b)) => {
                 if b.len() > n as usize {
-                    return Err(format!("data too long ({} > {n} bytes)", b.len()));
+                    let detail = format!("data too long ({} > {n} bytes)", b.len());
+                    b.truncate(n as usize);
+                    return Err(Misfit::TooLong {
+                        nearest: Datum::Bytes(b),
+                        spaces_only: false,
+                        detail,
+                    });
                 }
                 if let T::Binary(_) = self {
                     b.resize(n as usize, 0);
@@ -462,11 +535,12 @@ impl ColumnType {
                 Datum::Bytes(b)
             }
             (T::Binary(_) | T::Varbinary(_), other) => {
-                return self.coerce(Datum::Bytes(other.to_string().into_bytes()))
+                return self.fit(Datum::Bytes(other.to_string().into_bytes()))
             }
-            (T::Char(_) | T::Varchar(_) | T::Text | T::Blob, other) => {
-                Datum::Bytes(other.to_string().into_bytes())
+            (T::Char(_) | T::Varchar(_), other) => {
+                return self.fit(Datum::Bytes(other.to_string().into_bytes()))
             }
+            (T::Text | T::Blob, other) => Datum::Bytes(other.to_string().into_bytes()),
             (T::Date, Datum::Date(d)) => Datum::Date(d),
             (T::Date, Datum::DateTime(dt)) => Datum::Date(dt.date),
             // No fractional seconds in a DATETIME/TIMESTAMP column (precision 0): truncated, as
@@ -482,11 +556,47 @@ impl ColumnType {
                 micro: 0,
             }),
             (t, other) => {
-                return Err(format!(
+                return Err(Misfit::Invalid(format!(
                     "cannot store {other:?} in a {} column",
                     t.sql_name()
-                ))
+                )))
             }
         })
+    }
+}
+
+/// Why a value does not fit its column as given ([`ColumnType::fit`]). The first two carry
+/// the nearest value the column does hold.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Misfit {
+    /// Longer than CHAR/VARCHAR(n) (characters) or BINARY/VARBINARY(n) (bytes).
+    TooLong {
+        /// The prefix that fits (a BINARY's is exactly `n` bytes).
+        nearest: Datum,
+        /// Only trailing spaces of a CHAR/VARCHAR value were cut (MySQL stores such a value in
+        /// strict mode too, with a note).
+        spaces_only: bool,
+        /// What was wrong, for storage's own messages.
+        detail: String,
+    },
+    /// A number beyond the type's range (or precision, for DECIMAL).
+    OutOfRange {
+        /// The bound on the value's side.
+        nearest: Datum,
+        /// What was wrong, for storage's own messages.
+        detail: String,
+    },
+    /// Not a value of this type at all.
+    Invalid(String),
+}
+
+impl fmt::Display for Misfit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Misfit::TooLong { detail, .. } | Misfit::OutOfRange { detail, .. } => {
+                f.write_str(detail)
+            }
+            Misfit::Invalid(detail) => f.write_str(detail),
+        }
     }
 }

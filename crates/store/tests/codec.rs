@@ -317,3 +317,104 @@ fn weighted_string_keys_order_as_the_collation() {
         assert_eq!(ka.cmp(&kb), want, "({a1:?},{a2:?}) vs ({b1:?},{b2:?})");
     }
 }
+
+/// `fit` refuses what `coerce` refuses, and a value too long or out of range comes with the
+/// nearest value the column holds: what a non-strict write stores.
+#[test]
+fn misfits_carry_the_nearest_value() {
+    use shoal_store::Misfit;
+    let nearest = |t: ColumnType, d: Datum| match t.fit(d) {
+        Err(Misfit::TooLong { nearest, .. } | Misfit::OutOfRange { nearest, .. }) => nearest,
+        other => panic!("{t:?}: {other:?}"),
+    };
+    let int = |bytes, unsigned| ColumnType::Int { bytes, unsigned };
+    assert_eq!(nearest(int(1, false), Datum::Int(300)), Datum::Int(127));
+    assert_eq!(nearest(int(1, false), Datum::Int(-300)), Datum::Int(-128));
+    assert_eq!(nearest(int(1, true), Datum::Int(-5)), Datum::UInt(0));
+    assert_eq!(
+        nearest(int(8, true), Datum::Double(1e30)),
+        Datum::UInt(u64::MAX)
+    );
+    assert_eq!(
+        nearest(
+            int(8, false),
+            Datum::Decimal(Decimal {
+                unscaled: -(10i128.pow(30)),
+                scale: 2
+            })
+        ),
+        Datum::Int(i64::MIN)
+    );
+    let dec = ColumnType::Decimal {
+        precision: 5,
+        scale: 2,
+    };
+    let d = |s: &str| Datum::Decimal(Decimal::parse(s).unwrap());
+    assert_eq!(nearest(dec, d("12345.678")), d("999.99"));
+    assert_eq!(nearest(dec, Datum::Double(-1e10)), d("-999.99"));
+    // Rounding up past the precision is out of range too.
+    assert_eq!(nearest(dec, d("999.995")), d("999.99"));
+    // Characters for CHAR/VARCHAR, bytes for BINARY/VARBINARY (BINARY keeps exactly n).
+    assert_eq!(
+        nearest(ColumnType::Varchar(3), Datum::text("éèêë")),
+        Datum::text("éèê")
+    );
+    assert_eq!(
+        nearest(ColumnType::Binary(3), Datum::text("éé")),
+        Datum::Bytes(vec![0xC3, 0xA9, 0xC3])
+    );
+    assert_eq!(
+        nearest(ColumnType::Varbinary(2), Datum::Bytes(vec![0, 0xFF, 0x80])),
+        Datum::Bytes(vec![0, 0xFF])
+    );
+    // A number stored as text is held to the length too.
+    assert_eq!(
+        nearest(ColumnType::Char(3), Datum::Int(12345)),
+        Datum::text("123")
+    );
+    // Only spaces cut from a VARCHAR; a CHAR drops trailing spaces before measuring.
+    assert!(matches!(
+        ColumnType::Varchar(2).fit(Datum::text("ab   ")),
+        Err(Misfit::TooLong {
+            spaces_only: true,
+            ..
+        })
+    ));
+    assert!(matches!(
+        ColumnType::Varchar(2).fit(Datum::text("abc ")),
+        Err(Misfit::TooLong {
+            spaces_only: false,
+            ..
+        })
+    ));
+    assert_eq!(
+        ColumnType::Char(2).fit(Datum::text("ab   ")),
+        Ok(Datum::text("ab"))
+    );
+    assert_eq!(
+        ColumnType::Char(3).fit(Datum::text(" a ")),
+        Ok(Datum::text(" a"))
+    );
+    // Binary strings: spaces are data.
+    assert!(matches!(
+        ColumnType::Varbinary(2).fit(Datum::text("ab ")),
+        Err(Misfit::TooLong {
+            spaces_only: false,
+            ..
+        })
+    ));
+    // Not a value of the type at all: no nearest value.
+    assert!(matches!(
+        ColumnType::Double.fit(Datum::Double(f64::NAN)),
+        Err(Misfit::Invalid(_))
+    ));
+    assert!(matches!(
+        ColumnType::Date.fit(Datum::Int(3)),
+        Err(Misfit::Invalid(_))
+    ));
+    // coerce's messages are fit's.
+    assert_eq!(
+        int(1, false).coerce(Datum::Int(300)),
+        Err("value 300 out of range".to_string())
+    );
+}

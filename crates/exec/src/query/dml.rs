@@ -19,7 +19,7 @@ use shoal_store::{Datum, Engine, LockMode, StoreError, TableDef, Transaction};
 
 use super::QueryPlan;
 use crate::ast::MultiStmt;
-use crate::convert::{store_err, value_to_datum};
+use crate::convert::{null_into_not_null, store_err, to_column, value_to_datum, WriteMode};
 use crate::exec::{group_key, ExecOutput};
 
 /// A prepared multi-table UPDATE or DELETE.
@@ -30,6 +30,8 @@ pub struct MultiPlan {
     targets: Vec<Target>,
     /// UPDATE's assignments: (target, column position, result column of the query).
     sets: Vec<(usize, usize, usize)>,
+    /// UPDATE IGNORE.
+    ignore: bool,
 }
 
 /// A table rows are changed in.
@@ -223,6 +225,7 @@ pub fn prepare_multi(
         delete: m.delete,
         targets,
         sets,
+        ignore: m.ignore,
     })
 }
 
@@ -233,14 +236,20 @@ pub fn execute_multi(
     txn: &mut Transaction,
     params: &[Value],
     ctx: &mut dyn Context,
+    mode: WriteMode,
 ) -> Result<ExecOutput, SqlError> {
     let rows = super::execute(&plan.query, store, txn, params, ctx)?;
+    let mode = if plan.ignore {
+        WriteMode::Lenient
+    } else {
+        mode
+    };
     let mut fks = Vec::with_capacity(plan.targets.len());
     for t in &plan.targets {
         fks.push(crate::fk::Fks::of(store, &t.def, ctx)?);
     }
     let mut seen: Vec<HashSet<String>> = plan.targets.iter().map(|_| HashSet::new()).collect();
-    let (mut matched, mut changed, mut deleted) = (0u64, 0u64, 0u64);
+    let (mut matched, mut changed, mut deleted, mut warnings) = (0u64, 0u64, 0u64, 0u64);
     for (n, row) in rows.iter().enumerate() {
         for (ti, t) in plan.targets.iter().enumerate() {
             if !plan.delete && !plan.sets.iter().any(|(s, _, _)| *s == ti) {
@@ -278,21 +287,28 @@ pub fn execute_multi(
             let mut new: Vec<Datum> = cur.values.clone();
             for (_, pos, item) in plan.sets.iter().filter(|(s, _, _)| *s == ti) {
                 let col = &t.def.columns[*pos];
-                let d = value_to_datum(&row[*item], col.ty, &col.name, n + 1)?;
+                let mut d = to_column(&row[*item], &t.def, *pos, n + 1, mode, ctx, &mut warnings)?;
                 if d.is_null() && !col.nullable {
-                    return Err(store_err(StoreError::NullNotAllowed(col.name.clone())));
+                    let lenient = mode == WriteMode::Lenient;
+                    d = null_into_not_null(col, lenient, ctx, &mut warnings)?;
                 }
                 new[*pos] = d;
             }
-            if new != cur.values
-                && txn
-                    .update(&t.def, &cur.key, new.clone())
-                    .map_err(store_err)?
-            {
-                changed += 1;
-                if let Some(f) = &fks[ti] {
-                    f.after_update(txn, &t.def, &cur.values, &new, 0)?;
+            if new == cur.values {
+                continue;
+            }
+            match txn.update(&t.def, &cur.key, new.clone()) {
+                Ok(true) => {
+                    changed += 1;
+                    if let Some(f) = &fks[ti] {
+                        f.after_update(txn, &t.def, &cur.values, &new, 0)?;
+                    }
                 }
+                // UPDATE IGNORE: a row whose new key is taken keeps its values (MariaDB says
+                // nothing about it).
+                Ok(false) | Err(StoreError::DuplicateKey { .. }) if plan.ignore => {}
+                Ok(false) => {}
+                Err(e) => return Err(store_err(e)),
             }
         }
     }
@@ -302,8 +318,8 @@ pub fn execute_multi(
         ExecOutput::Ok {
             affected_rows: changed,
             last_insert_id: 0,
-            info: format!("Rows matched: {matched}  Changed: {changed}  Warnings: 0"),
-            warnings: 0,
+            info: format!("Rows matched: {matched}  Changed: {changed}  Warnings: {warnings}"),
+            warnings: u16::try_from(warnings).unwrap_or(u16::MAX),
         }
     })
 }

@@ -30,7 +30,7 @@
 use shoal_sql::eval::Context;
 use shoal_sql::value::Value;
 use shoal_sql::SqlError;
-use shoal_store::{ColumnDef, ColumnDefault, ColumnType, Datum, Engine, TableDef};
+use shoal_store::{ColumnDef, ColumnDefault, Datum, Engine, TableDef};
 
 use super::TableSession;
 use crate::ast::AlterOp;
@@ -354,7 +354,12 @@ fn convert(d: &Datum, was: &ColumnDef, now: &ColumnDef, row: u64) -> Result<Datu
     }
     let v = datum_to_value(d, was.ty);
     let out = value_to_datum(&v, now.ty, &now.name, row as usize).map_err(|e| match e.code() {
-        c if c == shoal_errors::ER_DATA_TOO_LONG.code => truncated(),
+        // A string cut short is 1265; a number or date written as text too long stays 1406.
+        c if c == shoal_errors::ER_DATA_TOO_LONG.code
+            && matches!(v, Value::Str(_) | Value::Bytes(_)) =>
+        {
+            truncated()
+        }
         c if c == shoal_errors::ER_TRUNCATED_WRONG_VALUE_FOR_FIELD.code
             && (now.ty.is_integer() || matches!(v, Value::Str(_) | Value::Bytes(_))) =>
         {
@@ -373,15 +378,5 @@ fn convert(d: &Datum, was: &ColumnDef, now: &ColumnDef, row: u64) -> Result<Datu
         }
         _ => e,
     })?;
-    // A number or date written as text must fit the string's length too (MariaDB says 1406
-    // there, 1265 for a string cut short).
-    if let (ColumnType::Char(n) | ColumnType::Varchar(n), Datum::Bytes(b)) = (now.ty, &out) {
-        if String::from_utf8_lossy(b).chars().count() > n as usize {
-            return Err(SqlError::coded(
-                shoal_errors::ER_DATA_TOO_LONG,
-                format!("Data too long for column '{}' at row {row}", now.name),
-            ));
-        }
-    }
     Ok(out)
 }

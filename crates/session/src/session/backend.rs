@@ -278,6 +278,16 @@ impl Backend for Session {
         self.run_query(sql, multi_statements)
     }
 
+    /// String literals whose bytes are not UTF-8 are read as the binary strings they hold
+    /// (`shoal_sql::query_bytes`), so a dump's raw BLOB bytes are stored as they were.
+    fn query_bytes(
+        &mut self,
+        sql: &[u8],
+        multi_statements: bool,
+    ) -> Vec<Result<Response, ErrorInfo>> {
+        self.run_query(&shoal_sql::query_bytes::query_text(sql), multi_statements)
+    }
+
     fn init_db(&mut self, database: &str) -> Result<(), ErrorInfo> {
         self.server.counters.com("change_db");
         self.use_db(database).map_err(|e| to_error_info(&e))

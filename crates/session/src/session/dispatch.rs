@@ -69,7 +69,7 @@ impl Session {
             match r {
                 Ok(resp) => out.push(Ok(resp)),
                 Err(e) => {
-                    self.diag = vec![("Error", e.code(), e.to_string())];
+                    self.diag.set_error(e.code(), e.to_string());
                     out.push(Err(to_error_info(&e)));
                     break;
                 }
@@ -109,9 +109,11 @@ impl Session {
         let lone_sleep = matches!(stmt, Statement::Query { lone_sleep: true });
         let r = self.disarm_deadline(r, lone_sleep);
         match r {
+            // SHOW WARNINGS lists the diagnostics; it raises none itself (as MariaDB counts).
+            Ok(resp) if diagnostic => Ok(resp),
             Ok(resp) => Ok(self.with_warning_count(resp)),
             Err(e) => {
-                self.diag = vec![("Error", e.code(), e.to_string())];
+                self.diag.set_error(e.code(), e.to_string());
                 Err(e)
             }
         }
@@ -167,7 +169,7 @@ impl Session {
 
     /// A response with the statement's warning count (notes and warnings in `diag`).
     fn with_warning_count(&self, mut resp: Response) -> Response {
-        let w = self.diag.iter().filter(|d| d.0 != "Error").count() as u16;
+        let w = u16::try_from(self.diag.warning_count()).unwrap_or(u16::MAX);
         match &mut resp {
             Response::Ok(o) => o.warnings = w,
             Response::Rows(rs) => rs.warnings = w,

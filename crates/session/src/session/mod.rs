@@ -57,6 +57,56 @@ pub use wire::{to_error_info, to_result_set};
 /// A diagnostic of the last statement: (level, code, message).
 type Diag = (&'static str, u16, String);
 
+/// How many diagnostics a statement keeps for SHOW WARNINGS (MariaDB's default
+/// `max_error_count`); the ones past it are counted, not kept.
+const MAX_ERROR_COUNT: usize = 64;
+
+/// The last statement's diagnostics: what SHOW WARNINGS / SHOW ERRORS list (the first
+/// [`MAX_ERROR_COUNT`]) and what `@@warning_count` and the OK packet count (all of them: a
+/// non-strict INSERT of a million rows that do not fit warns a million times, and keeps 64).
+#[derive(Debug, Default)]
+pub(super) struct Diagnostics {
+    list: Vec<Diag>,
+    /// Notes and warnings raised past the first [`MAX_ERROR_COUNT`].
+    dropped: u64,
+}
+
+impl Diagnostics {
+    pub(super) fn clear(&mut self) {
+        self.list.clear();
+        self.dropped = 0;
+    }
+
+    /// Adds a note or warning.
+    pub(super) fn push(&mut self, d: Diag) {
+        if self.list.len() < MAX_ERROR_COUNT {
+            self.list.push(d);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    /// The statement failed: the error is its only diagnostic.
+    pub(super) fn set_error(&mut self, code: u16, message: String) {
+        self.list = vec![("Error", code, message)];
+        self.dropped = 0;
+    }
+
+    pub(super) fn iter(&self) -> impl Iterator<Item = &Diag> {
+        self.list.iter()
+    }
+
+    /// Notes and warnings (`@@warning_count`, the OK packet's count).
+    pub(super) fn warning_count(&self) -> u64 {
+        self.list.iter().filter(|d| d.0 != "Error").count() as u64 + self.dropped
+    }
+
+    /// Errors (`@@error_count`).
+    pub(super) fn error_count(&self) -> u64 {
+        self.list.iter().filter(|d| d.0 == "Error").count() as u64
+    }
+}
+
 /// Per-connection state.
 pub struct Session {
     server: Arc<Server>,
@@ -104,7 +154,7 @@ pub struct Session {
     /// FOUND_ROWS(): rows of the last query (see `run_table`).
     found_rows: u64,
     /// Diagnostics of the last statement (SHOW WARNINGS / ERRORS).
-    diag: Vec<Diag>,
+    diag: Diagnostics,
     /// Start time of the running statement (NOW()).
     stmt_time: DateTime,
     /// RAND()'s generators: the session's and the running statement's seeded ones.
@@ -187,7 +237,7 @@ impl Session {
             prepared: StmtMap::new(),
             last_insert_id: 0,
             found_rows: 0,
-            diag: Vec::new(),
+            diag: Diagnostics::default(),
             stmt_time: now_datetime(),
             rand: shoal_sql::func::RandState::default(),
             stmt_deadline: None,

@@ -3,7 +3,8 @@
 //! The table session is created at first use and holds the session's transaction, row locks,
 //! table locks and savepoints. Its settings are the session's variables — autocommit,
 //! `transaction_isolation`, `innodb_lock_wait_timeout`, `lock_wait_timeout`,
-//! `sql_select_limit`, `max_binlog_cache_size`, `read_only` / `transaction_read_only` — pushed
+//! `sql_select_limit`, `max_binlog_cache_size`, `read_only` / `transaction_read_only`, the
+//! strictness of `sql_mode` — pushed
 //! into it each time it is fetched (`table_session`), read from the per-`SET` cache of hot
 //! variables, so a SET never has to know which engine setting it touches. Its kill handle is
 //! published in the shared `ProcessEntry` so that KILL reaches a row-lock wait.
@@ -60,6 +61,11 @@ impl Session {
         ts.set_table_lock_timeout(Duration::from_secs(table_timeout));
         ts.set_select_limit(hot.select_limit);
         ts.set_write_limit(hot.write_limit);
+        ts.set_write_mode(if hot.strict {
+            shoal_exec::WriteMode::Strict
+        } else {
+            shoal_exec::WriteMode::Lenient
+        });
         ts
     }
 

@@ -91,6 +91,9 @@ pub(super) struct HotVars {
     pub(super) select_limit: u64,
     /// `transaction_read_only` (the session's default access mode).
     pub(super) read_only: bool,
+    /// `sql_mode` holds `STRICT_TRANS_TABLES` or `STRICT_ALL_TABLES`: a value that does not
+    /// fit its column fails the write (else it is stored as near as it fits, with a warning).
+    pub(super) strict: bool,
 }
 
 pub(super) fn var_to_value(v: VarValue) -> Value {
@@ -176,6 +179,9 @@ impl Session {
                 .get(&self.server.vars, "transaction_read_only")
                 .map(|v| v.as_bool())
                 .unwrap_or(false),
+            strict: text("sql_mode")
+                .split(',')
+                .any(|m| m == "strict_trans_tables" || m == "strict_all_tables"),
         };
         self.hot.set(Some(c));
         c
@@ -212,12 +218,8 @@ impl Session {
             _ => {}
         }
         Ok(match lname {
-            "warning_count" => {
-                Value::UInt(self.diag.iter().filter(|d| d.0 != "Error").count() as u64)
-            }
-            "error_count" => {
-                Value::UInt(self.diag.iter().filter(|d| d.0 == "Error").count() as u64)
-            }
+            "warning_count" => Value::UInt(self.diag.warning_count()),
+            "error_count" => Value::UInt(self.diag.error_count()),
             "last_insert_id" | "identity" => Value::UInt(self.last_insert_id),
             "timestamp" => Value::Double(self.stmt_time.to_unix() as f64),
             "pseudo_thread_id" => Value::UInt(self.entry.id as u64),

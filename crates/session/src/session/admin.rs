@@ -194,7 +194,7 @@ impl Session {
     }
 
     /// `FLUSH option, ...`: `STATUS` (also `GLOBAL STATUS`) resets the server's counters
-    /// ([`Server::flush_status`]); the options registered by other subsystems (the thread
+    /// ([`Server::flush_status`](crate::Server::flush_status)); the options registered by other subsystems (the thread
     /// pool's `THREAD_POOL_STATS`, `THREAD_POOL_WAITS`, `THREAD_POOL_LATENCY`) are reset; MySQL's
     /// other options are not implemented and say so (1235); anything else is a syntax error, as
     /// in MariaDB. Every option is checked before any is run, so a bad list changes nothing.

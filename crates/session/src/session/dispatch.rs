@@ -34,7 +34,7 @@ use crate::status::com_index;
 use crate::KILL_NONE;
 
 impl Session {
-    /// Runs COM_QUERY text (see [`Backend::query`]).
+    /// Runs COM_QUERY text (see [`Backend::query`](shoal_proto::Backend::query)).
     pub(super) fn run_query(&mut self, sql: &str, multi: bool) -> Vec<Result<Response, ErrorInfo>> {
         let parts = if multi {
             split_statements(sql)

@@ -61,7 +61,7 @@ const SQL_MODES: &[&str] = &[
 ];
 
 /// The variables read on every statement or by the pool after every command, converted once
-/// per [`SessionVars::generation`] (that is, once per session `SET`). Looking them up by name
+/// per [`SessionVars::generation`](crate::vars::SessionVars::generation) (that is, once per session `SET`). Looking them up by name
 /// each time (a hash of the name, a clone, for two of them a string conversion) cost a few
 /// percent of the server's CPU at hundreds of sessions, where each session's map is cold.
 /// All are session-scoped (`Both`), so a `SET GLOBAL` cannot change them under the cache.

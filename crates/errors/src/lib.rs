@@ -605,10 +605,10 @@ pub const ER_DIVISION_BY_ZERO: Code = Code {
     state: "22012",
     name: "ER_DIVISION_BY_ZERO",
 };
-/// 1366 (HY000): incorrect value for a column.
+/// 1366 (22007, as MariaDB sends it; MySQL 8 says HY000): incorrect value for a column.
 pub const ER_TRUNCATED_WRONG_VALUE_FOR_FIELD: Code = Code {
     code: 1366,
-    state: "HY000",
+    state: "22007",
     name: "ER_TRUNCATED_WRONG_VALUE_FOR_FIELD",
 };
 /// 1372 (HY000): password hash of the wrong length.

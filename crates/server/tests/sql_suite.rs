@@ -212,3 +212,40 @@ fn sql_suite_against_mariadb() {
     }
     finish("MariaDB", report, &m.log());
 }
+
+/// The SQLSTATE of the errors a write can raise is MariaDB's (the fixtures compare codes only):
+/// the same statements on both servers give the same (code, SQLSTATE).
+#[test]
+fn write_errors_carry_mariadbs_sqlstate() {
+    use mysql::prelude::Queryable;
+    let Some((_m, opts)) = support::mariadb(true) else {
+        return;
+    };
+    let server = Shoal::start("sqlstate", &["--bind-address=127.0.0.1"]);
+    let statements = [
+        "INSERT INTO n (a) VALUES ('abc')",
+        "INSERT INTO n (a) VALUES (99999999999)",
+        "INSERT INTO n (c) VALUES ('too long for it')",
+        "INSERT INTO n (d) VALUES ('2024-02-30')",
+        "INSERT INTO n (a) VALUES (NULL)",
+    ];
+    let mut answers = Vec::new();
+    for opts in [opts, server.mysql_opts().into()] {
+        let mut c = connect(opts);
+        c.query_drop("DROP DATABASE IF EXISTS sqlstate_t").unwrap();
+        c.query_drop("CREATE DATABASE sqlstate_t").unwrap();
+        c.query_drop("USE sqlstate_t").unwrap();
+        c.query_drop("CREATE TABLE n (id INT AUTO_INCREMENT PRIMARY KEY, a INT NOT NULL DEFAULT 0, c VARCHAR(4), d DATE)")
+            .unwrap();
+        let got: Vec<(u16, String)> = statements
+            .iter()
+            .map(|sql| match c.query_drop(sql) {
+                Err(mysql::Error::MySqlError(e)) => (e.code, e.state),
+                other => panic!("{sql}: {other:?}"),
+            })
+            .collect();
+        c.query_drop("DROP DATABASE sqlstate_t").unwrap();
+        answers.push(got);
+    }
+    assert_eq!(answers[1], answers[0], "shoal (left) vs MariaDB (right)");
+}

@@ -230,7 +230,7 @@ fn write_errors_carry_mariadbs_sqlstate() {
         "INSERT INTO n (a) VALUES (NULL)",
     ];
     let mut answers = Vec::new();
-    for opts in [opts, server.mysql_opts().into()] {
+    for opts in [opts, server.mysql_opts()] {
         let mut c = connect(opts);
         c.query_drop("DROP DATABASE IF EXISTS sqlstate_t").unwrap();
         c.query_drop("CREATE DATABASE sqlstate_t").unwrap();

@@ -304,6 +304,21 @@ pub fn column_info(
     }
 }
 
+/// An SQL date/time as storage's.
+fn sql_to_store(d: &SqlDateTime) -> DateTime {
+    DateTime {
+        date: Date {
+            year: d.year,
+            month: d.month,
+            day: d.day,
+        },
+        hour: d.hour,
+        minute: d.minute,
+        second: d.second,
+        micro: d.micro,
+    }
+}
+
 fn date_to_sql(d: Date) -> SqlDateTime {
     SqlDateTime {
         year: d.year,
@@ -872,15 +887,8 @@ pub fn store_value(
                             <= days_in_month(u32::from(d.year), u32::from(d.month))));
             if ok {
                 let dt = DateTime {
-                    date: Date {
-                        year: d.year,
-                        month: d.month,
-                        day: d.day,
-                    },
-                    hour: d.hour,
-                    minute: d.minute,
-                    second: d.second,
                     micro: 0,
+                    ..sql_to_store(&d)
                 };
                 if ty == ColumnType::Date && (dt.hour, dt.minute, dt.second) != (0, 0, 0) {
                     fit.note(at.truncated());
@@ -913,17 +921,7 @@ pub fn store_value(
             })
         }
         Value::Date(d) | Value::DateTime(d) => {
-            let dt = DateTime {
-                date: Date {
-                    year: d.year,
-                    month: d.month,
-                    day: d.day,
-                },
-                hour: d.hour,
-                minute: d.minute,
-                second: d.second,
-                micro: d.micro,
-            };
+            let dt = sql_to_store(d);
             match ty {
                 ColumnType::Date => {
                     if (dt.hour, dt.minute, dt.second) != (0, 0, 0) {

@@ -1345,3 +1345,57 @@ fn a_command_longer_than_one_read_is_read_to_the_end() {
         assert_eq!(c.cmd("echo next"), "next");
     }
 }
+
+/// Adaptive mode where it pays: 48 clients whose statements block for 5 ms where nothing
+/// reports it (`nap`, like a page read inside a storage engine). With a cap of 2 the group
+/// completes about 400 statements a second and its CPUs idle; every raise adds throughput in
+/// proportion. The controller must see work queued with the CPU free, raise, find that the
+/// raise paid, and climb. The server uses almost no CPU here, so the signal holds on a loaded
+/// machine too (the controller then reads the server's own CPU share, see the pool's `cpu`
+/// module).
+#[test]
+fn adaptive_climbs_when_workers_block_unreported() {
+    let mut cfg = config(1);
+    cfg.oversubscribe = 1;
+    cfg.adaptive = true;
+    let srv = Server::start(cfg);
+    assert_eq!(
+        srv.stats().groups[0].cap,
+        2,
+        "ON starts at 1 + oversubscribe"
+    );
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let clients: Vec<_> = (0..48)
+        .map(|_| {
+            let mut c = srv.connect();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    assert_eq!(c.cmd("nap 5"), "napped");
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    let st = srv.wait_for(Duration::from_secs(90), |s| s.groups[0].cap >= 8);
+    let g = &st.groups[0];
+    assert!(
+        g.cap >= 8,
+        "cap {} after 90 s: {:?}",
+        g.cap,
+        g.adaptive_history
+    );
+    assert!(
+        g.adaptive_history
+            .iter()
+            .any(|a| a.reason == shoal_pool::adapt::Reason::RaisePaid),
+        "a kept raise in {:?}",
+        g.adaptive_history
+    );
+    assert!(g.counters.adaptive_raises >= 3, "{:?}", g.counters);
+    stop.store(true, Ordering::Relaxed);
+    let done: u64 = clients.into_iter().map(|h| h.join().unwrap()).sum();
+    assert!(done > 0);
+}

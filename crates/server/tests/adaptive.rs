@@ -1,7 +1,7 @@
 //! `thread_pool_adaptive` against the real `shoal` binary with real clients (the `mysql` crate):
-//! the I/O-like load (`SELECT SLEEP(...)`, which reports its wait) raises a group's
-//! concurrency cap, a CPU-bound load (`BENCHMARK()`, which reports nothing) brings it down, and
-//! `SET GLOBAL thread_pool_adaptive = OFF` restores the static cap. The observability (the
+//! the I/O-like load (`SELECT SLEEP(...)`, which reports its wait) makes a group try a higher
+//! concurrency cap, a CPU-bound load (`BENCHMARK()`, which reports nothing) brings a high cap
+//! down to the floor, and `SET GLOBAL thread_pool_adaptive = OFF` restores the static cap. The observability (the
 //! `CONCURRENCY_CAP` column, `THREAD_POOL_ADAPTIVE_HISTORY`, the `Threadpool_adaptive_*`
 //! counters) is what the tests read, so it is tested on the way.
 //!
@@ -103,9 +103,13 @@ fn benchmark_rate(c: &mut mysql::Conn) -> f64 {
     n as f64 / t.elapsed().as_secs_f64().max(1e-6)
 }
 
-/// Many clients in `SELECT SLEEP(0.05)`: a high wait share with work queued behind a cap of 2
-/// (oversubscribe 1). The cap must rise, the raise must show in the history with a high wait
-/// share, and OFF must restore the static cap.
+/// Many clients in `SELECT SLEEP(0.05)`: work queued behind a cap of 2 (oversubscribe 1) while
+/// the server uses almost no CPU. The controller must try a raise, the raise must show in the
+/// history (with the sleeps' high wait share), and OFF must restore the static cap. Whether a
+/// raise is *kept* here is up to the measurement: SLEEP reports its wait, so once the pool has
+/// a thread per sleeper the cap binds nobody, and reverting is the right answer. The climb on
+/// a load that a raise does help (workers blocked where nothing reports it) is the pool's
+/// `adaptive_climbs_when_workers_block_unreported` scenario.
 #[test]
 fn io_like_load_raises_the_cap_and_off_restores_the_static_cap() {
     let (s, port) = server("adaptive-io", &["--thread-pool-oversubscribe=1"]);
@@ -120,9 +124,12 @@ fn io_like_load_raises_the_cap_and_off_restores_the_static_cap() {
     assert_eq!(cap(&mut a), 2, "ON starts from 1 + oversubscribe");
     let stop = Arc::new(AtomicBool::new(false));
     let hs = load(&s, 64, "SELECT SLEEP(0.05)", &stop);
-    poll_until(90, "the cap to rise above 2", || {
-        let c = cap(&mut a);
-        (c >= 4, format!("cap {c}, history {:?}", history(&mut a)))
+    poll_until(90, "a raise of the cap", || {
+        let r = status(&mut a, "Threadpool_adaptive_raises");
+        (
+            r >= 1,
+            format!("cap {}, history {:?}", cap(&mut a), history(&mut a)),
+        )
     });
     let raises = status(&mut a, "Threadpool_adaptive_raises");
     assert!(raises >= 1, "Threadpool_adaptive_raises = {raises}");
@@ -153,7 +160,7 @@ fn io_like_load_raises_the_cap_and_off_restores_the_static_cap() {
 /// CPU-bound statements (short `BENCHMARK()`s, no reported wait) from many clients on a group
 /// that starts with a high cap (oversubscribe 10 -> 11): more runnable workers than cores only
 /// lengthen execution, so the controller must bring the cap down, and the history must show
-/// lowerings with a low wait share.
+/// lowerings with a low wait share; but never below the floor, the default concurrency of 4.
 #[test]
 fn cpu_bound_load_brings_the_cap_down() {
     let (s, port) = server("adaptive-cpu", &["--thread-pool-oversubscribe=10"]);
@@ -180,14 +187,20 @@ fn cpu_bound_load_brings_the_cap_down() {
     // It stays low while the load lasts: sample for a while, the cap never climbs back
     // anywhere near the start (probes up are reverted when they do not pay).
     let t = Instant::now();
-    let mut top = 0;
+    let (mut top, mut bottom) = (0, i64::MAX);
     while t.elapsed() < Duration::from_secs(4) {
-        top = top.max(cap(&mut a));
+        let c = cap(&mut a);
+        (top, bottom) = (top.max(c), bottom.min(c));
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(
         top <= 8,
         "the cap climbed back to {top}: {:?}",
+        history(&mut a)
+    );
+    assert!(
+        bottom >= 4,
+        "the cap went below the floor, to {bottom}: {:?}",
         history(&mut a)
     );
     let done = finish(&stop, hs);

@@ -42,6 +42,7 @@ use crate::{CloseReason, Config, Handler, HighPrioMode, Knob, Outcome, PoolError
 use sampler::Sampler;
 
 mod balance;
+mod cpu;
 mod handle;
 mod listener;
 #[cfg(test)]
@@ -61,6 +62,12 @@ const BLOCKED_LOG_INTERVAL: Duration = Duration::from_secs(10);
 /// only the recovery's latency, and the margin covers a listener descheduled on a loaded
 /// machine.
 const RECOVER_AFTER: Duration = Duration::from_secs(1);
+/// The highest floor of the adaptive cap: `1 +` MariaDB's default `thread_pool_oversubscribe`
+/// (3). The floor is `min(1 + oversubscribe, ADAPT_FLOOR)`: adaptive mode brings a higher
+/// static cap down on a CPU-bound load, but never goes below the default concurrency, where
+/// the static settings differed by less than their noise while every probe cost throughput
+/// (docs/perf-log/2026-12-03-session-20-adaptive-confirm.md).
+pub const ADAPT_FLOOR: usize = 4;
 /// Decisions kept per group in the adaptive controller's history.
 pub const ADAPT_HISTORY: usize = 32;
 /// Shortest interval the adaptive controller judges (a tick sooner than this, e.g. after a
@@ -415,8 +422,16 @@ impl<H: Handler> Shared<H> {
     }
 
     /// The adaptive controller's turn for one group (at a timer tick, group lock held).
-    fn adapt(&self, g: &Group<H::Conn>, inner: &mut GroupInner<H::Conn>, now: Instant) {
+    /// `cpu_idle`: the share of the CPUs left free over the tick's interval (see [`cpu`]).
+    fn adapt(
+        &self,
+        g: &Group<H::Conn>,
+        inner: &mut GroupInner<H::Conn>,
+        now: Instant,
+        cpu_idle: Option<f64>,
+    ) {
         let max_cap = self.max_cap();
+        let floor = (1 + self.oversubscribe.load(Ordering::Relaxed)).min(ADAPT_FLOOR);
         let Some((ctl, since)) = inner.adapt.as_mut() else {
             return;
         };
@@ -427,8 +442,9 @@ impl<H: Handler> Shared<H> {
         let mut sample = std::mem::take(&mut inner.core.meter);
         sample.elapsed = elapsed;
         sample.queued = inner.core.queued();
+        sample.cpu_idle = cpu_idle;
         *since = now;
-        let d = ctl.step(&sample, max_cap);
+        let d = ctl.step(&sample, floor, max_cap);
         g.cap.store(d.new, Ordering::SeqCst);
         if d.new == d.old {
             return;

@@ -48,7 +48,7 @@ pub(super) struct Sampler {
 }
 
 /// The process's CPU time so far (user + system, all threads); zero if `getrusage` fails.
-fn process_cpu() -> Duration {
+pub(super) fn process_cpu() -> Duration {
     // SAFETY: `getrusage` fills the zeroed struct it is given.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: a valid pointer to an `rusage`.

@@ -25,6 +25,7 @@ impl<H: Handler> Shared<H> {
         let mut events = Events::with_capacity(MAX_EVENTS.try_into().expect("non-zero"));
         let mut next_tick = Instant::now() + self.stall_limit();
         let mut sampler = Sampler::new();
+        let mut cpu_meter = cpu::CpuMeter::new();
         loop {
             let woken = {
                 let g = lock(&self.timer_lock);
@@ -61,7 +62,10 @@ impl<H: Handler> Shared<H> {
                 continue; // a sample's time, or a spurious wake-up
             }
             // The stall limit's time, or a wake-up by a stall-limit change (at once, as before).
-            self.tick(&mut events);
+            // The CPU left free over the tick's interval, for the adaptive controllers (read
+            // at every tick, so that switching adaptive mode on starts from a fresh interval).
+            let cpu_idle = cpu_meter.free_share();
+            self.tick(&mut events, cpu_idle);
             next_tick = Instant::now() + self.stall_limit();
         }
     }
@@ -93,7 +97,7 @@ impl<H: Handler> Shared<H> {
     }
 
     /// One timer tick: kick-up, stalls, missing listeners, rescue polls, idle deadlines.
-    fn tick(self: &StdArc<Self>, events: &mut Events) {
+    fn tick(self: &StdArc<Self>, events: &mut Events, cpu_idle: Option<f64>) {
         let kickup = Duration::from_micros(self.kickup_us.load(Ordering::Relaxed));
         for gid in 0..self.groups.len() {
             let group = &self.groups[gid];
@@ -106,7 +110,7 @@ impl<H: Handler> Shared<H> {
             let (stalled, missing) = core.tick();
             let adaptive = gid < self.size.load(Ordering::Relaxed) && inner.adapt.is_some();
             if adaptive {
-                self.adapt(group, &mut inner, Instant::now());
+                self.adapt(group, &mut inner, Instant::now(), cpu_idle);
             }
             let core = &mut inner.core;
             if stalled {

@@ -2,8 +2,9 @@
 //!
 //! Commands (one per line, one reply line each):
 //! `echo X` → `X`; `sleep N` → reported SLEEP wait of N ms → `slept`; `spin N` → N ms of CPU
-//! without any report → `spun`; `lock` → take the test lock (reported ROW_LOCK wait while someone
-//! else holds it) → `locked`; `unlock` → `unlocked`; `lockwait` → wait (reported ROW_LOCK) until
+//! without any report → `spun`; `nap N` → N ms asleep without any report → `napped`; `lock` →
+//! take the test lock (reported ROW_LOCK wait while someone else holds it) → `locked`;
+//! `unlock` → `unlocked`; `lockwait` → wait (reported ROW_LOCK) until
 //! the lock is free → `free`; `begin`/`commit` → open/close a "transaction" (priority hint);
 //! `hold N` → spin (unreported) until the test opens gate N → `held`; `park N` → sleep
 //! (unreported, no CPU) until gate N opens → `parked`;
@@ -118,6 +119,11 @@ impl LineHandler {
             "spin" => {
                 spin(n);
                 "spun".into()
+            }
+            "nap" => {
+                // Asleep for N ms, unreported: blocked where the pool cannot see it.
+                std::thread::sleep(Duration::from_millis(n));
+                "napped".into()
             }
             "hold" => {
                 let gate = &self.state.gates[n as usize];

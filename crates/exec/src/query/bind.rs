@@ -273,6 +273,7 @@ fn whole_leaf(kind: LeafKind, name: &str, slots: Range<usize>, null_side: bool) 
         slots,
         filter: None,
         access: Access::FullScan,
+        possible: Vec::new(),
         null_side,
         hash: Vec::new(),
     }
@@ -388,7 +389,84 @@ pub fn prepare(
         param_typed,
     };
     plan.read = super::decode::read_slots(&plan);
+    let read = std::mem::take(&mut plan.read);
+    covering_scans(&mut plan.root, &read);
+    for sp in &mut plan.subqueries {
+        covering_scans(&mut sp.node, &read);
+    }
+    plan.read = read;
     Ok(plan)
+}
+
+/// Full scans that a secondary index covers become full scans of that index (the one with the
+/// narrowest entries, if narrower than a row, as MariaDB picks the shortest covering key): the
+/// store then reads its entries alone, never the rows
+/// (`TableDef::index_covers`; EXPLAIN's `type` is `index`, its Extra `Using index`). Only
+/// for plain reads (a locking read locks rows), of leaves not joined by hash (read whole
+/// elsewhere), in queries without ORDER BY (which a primary-key scan may serve in key order).
+fn covering_scans(n: &mut QNode, read: &[bool]) {
+    let ordered = !n.order.is_empty();
+    covering_body(&mut n.body, read, ordered);
+}
+
+fn covering_body(b: &mut Body, read: &[bool], ordered: bool) {
+    match b {
+        Body::Select(s) => {
+            for leaf in &mut s.leaves {
+                match &mut leaf.kind {
+                    LeafKind::Table { def, lock } => {
+                        if ordered
+                            || *lock != LockMode::None
+                            || !leaf.hash.is_empty()
+                            || leaf.access != Access::FullScan
+                        {
+                            continue;
+                        }
+                        let want = &read[leaf.slots.clone()];
+                        // Bytes per row read: an entry holds its key and the primary key (an
+                        // InnoDB row id of 6 bytes without one); a primary-key scan reads rows.
+                        let pk_len = match &def.primary_key {
+                            Some(pk) => {
+                                crate::plan::key_len(def, &crate::plan::KeyName::Primary, pk.len())
+                            }
+                            None => 6,
+                        };
+                        let entry_len = |ix: &shoal_store::IndexDef| {
+                            let name = crate::plan::KeyName::Index(ix.name.clone());
+                            crate::plan::key_len(def, &name, ix.columns.len()) + pk_len
+                        };
+                        let best = def
+                            .indexes
+                            .iter()
+                            .filter(|ix| def.index_covers(ix, want))
+                            .min_by_key(|ix| entry_len(ix))
+                            .filter(|ix| entry_len(ix) < crate::plan::record_len(def));
+                        if let Some(ix) = best {
+                            leaf.access = Access::Range {
+                                key: crate::plan::KeyName::Index(ix.name.clone()),
+                                prefix: Vec::new(),
+                                lo: crate::plan::BoundExpr::Unbounded,
+                                hi: crate::plan::BoundExpr::Unbounded,
+                            };
+                        }
+                    }
+                    LeafKind::Derived(q) => covering_scans(q, read),
+                    LeafKind::Recursive(r) => {
+                        covering_body(&mut r.anchor, read, false);
+                        r.steps
+                            .iter_mut()
+                            .for_each(|st| covering_body(st, read, false));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Body::Query(q) => covering_scans(q, read),
+        Body::SetOp { left, right, .. } => {
+            covering_body(left, read, false);
+            covering_body(right, read, false);
+        }
+    }
 }
 
 /// Whether a SELECT list of `body` (any member of a set operation) has a `?` in an expression:
@@ -786,21 +864,47 @@ impl Binder<'_> {
             all.extend(conjuncts(f).into_iter().cloned());
         }
         let refs_of: Vec<Vec<usize>> = all.iter().map(|c| self.slots_of(c)).collect();
-        // Join order, for inner joins only (outer joins keep theirs): greedily the leaf with
-        // the best access path given the leaves already placed — a key fixed by constants
-        // first, then the leaves its columns turn into index lookups. Ties keep FROM order.
+        // Join order, for inner joins only (outer joins keep theirs): greedily the leaf that
+        // costs least to read next given the leaves already placed (see `leaf_step`): the rows
+        // read so far times the rows its access path reads per visit, or its rows once for a
+        // hash join. Equal costs go to the better access path, then to FROM order.
         if leaves.len() > 1 && all_inner(&from) {
             let mut placed: Vec<usize> = Vec::new();
             let mut rest = exec_order.clone();
+            let mut outer = 1.0f64;
+            // Each stored table's row estimate, taken once per statement.
+            let sizes: Vec<f64> = leaves
+                .iter()
+                .map(|lf| match &lf.kind {
+                    LeafKind::Table { def, .. } => {
+                        self.store
+                            .estimate_rows(def, None, &shoal_store::KeyRange::all())
+                            as f64
+                    }
+                    _ => UNKNOWN_ROWS,
+                })
+                .collect();
             while !rest.is_empty() {
-                let mut best = (i32::MIN, 0usize);
+                let mut best: Option<(f64, i32, usize, f64)> = None;
                 for (k, &l) in rest.iter().enumerate() {
-                    let score = leaf_score(&leaves, l, &placed, &all, &refs_of)?;
-                    if score > best.0 {
-                        best = (score, k);
+                    let step =
+                        leaf_step(self.store, &leaves, l, &placed, &all, &refs_of, sizes[l])?;
+                    let cost = if step.once {
+                        step.read + outer
+                    } else {
+                        outer * step.read
+                    };
+                    let better = match best {
+                        None => true,
+                        Some((c, r, _, _)) => cost < c || (cost == c && step.rank > r),
+                    };
+                    if better {
+                        best = Some((cost, step.rank, k, step.fanout));
                     }
                 }
-                placed.push(rest.remove(best.1));
+                let (_, _, k, fanout) = best.expect("a leaf is left");
+                outer = (outer * fanout).max(1.0);
+                placed.push(rest.remove(k));
             }
             if placed != exec_order {
                 from = placed
@@ -815,6 +919,30 @@ impl Binder<'_> {
                     })
                     .expect("leaves");
                 exec_order = placed;
+            }
+        }
+        // EXPLAIN's possible_keys: the keys any conjunct on a leaf restricts, the other
+        // leaves' columns taken as constants (whichever order the leaves run in).
+        for leaf in leaves.iter_mut() {
+            if let LeafKind::Table { def, .. } = &leaf.kind {
+                let own = leaf.slots.clone();
+                let mine: Vec<Expr> = all
+                    .iter()
+                    .zip(&refs_of)
+                    .filter(|(_, r)| r.iter().any(|s| own.contains(s)))
+                    .map(|(c, _)| c.clone())
+                    .collect();
+                if let Some(f) = and_all(mine) {
+                    let form = map_expr(&f, &mut |x| {
+                        Ok(match x {
+                            Expr::Slot(s) if own.contains(s) => {
+                                Some(Expr::Column(def.columns[*s - own.start].name.clone()))
+                            }
+                            _ => None,
+                        })
+                    })?;
+                    leaf.possible = crate::plan::possible_keys(def, Some(&form));
+                }
             }
         }
         for (c, refs) in all.into_iter().zip(refs_of) {
@@ -843,6 +971,10 @@ impl Binder<'_> {
                         })
                     })?;
                     leaf.access = choose_access(def, Some(&access_form));
+                    if leaf.possible.is_empty() {
+                        // Conjuncts not pooled above (a LEFT JOIN's ON).
+                        leaf.possible = crate::plan::possible_keys(def, Some(&access_form));
+                    }
                 }
             }
         }
@@ -1659,18 +1791,158 @@ fn all_inner(s: &Source) -> bool {
     }
 }
 
-/// How well leaf `l` can be read once the leaves `placed` are bound: the rank of the access
-/// path its usable conjuncts give (a point read 100, IN lists 70, key prefixes 50 and up, a
-/// full scan 0; not a stored table: 0).
-fn leaf_score(
+/// What reading a leaf next costs, for the join order.
+struct Step {
+    /// The rank of its access path (a point read 100, IN lists 70, key prefixes 50 and up, a
+    /// full scan 0): the tie-break.
+    rank: i32,
+    /// Rows read per visit (per row of the leaves before it), or in all when `once`.
+    read: f64,
+    /// Read once whatever the rows before it: a full scan joined by hash.
+    once: bool,
+    /// Rows it adds per row before it.
+    fanout: f64,
+}
+
+/// Rows assumed for a source that is not a stored table (derived tables, information_schema).
+const UNKNOWN_ROWS: f64 = 100.0;
+
+/// The cost of reading leaf `l` once the leaves `placed` are bound: the access path its usable
+/// conjuncts give (columns of placed leaves count as constants) and the rows that path reads,
+/// from the store's estimates (`Engine::estimate_rows`, `Engine::rows_per_key`): 1 for a
+/// point read by a whole unique key, the key's rows per value for an equality prefix (a
+/// third of them with a range on the next column), the estimate of a range of constants (a
+/// third of the table for other ranges), the whole table (`table_rows`) for a full scan — read
+/// once when an equality with a placed leaf makes it a hash join (then about one row per probe).
+#[allow(clippy::too_many_arguments)]
+fn leaf_step(
+    store: &Engine,
     leaves: &[Leaf],
     l: usize,
     placed: &[usize],
     all: &[Expr],
     refs_of: &[Vec<usize>],
-) -> Result<i32, SqlError> {
+    table_rows: f64,
+) -> Result<Step, SqlError> {
+    let (access, rank) = leaf_access(leaves, l, placed, all, refs_of)?;
     let LeafKind::Table { def, .. } = &leaves[l].kind else {
-        return Ok(0);
+        return Ok(Step {
+            rank,
+            read: UNKNOWN_ROWS,
+            once: false,
+            fanout: UNKNOWN_ROWS,
+        });
+    };
+    let read = path_rows(store, def, &access, table_rows);
+    if access == Access::FullScan && !placed.is_empty() {
+        // A hash join when an equality ties it to a placed leaf.
+        let own = leaves[l].slots.clone();
+        let tied = all.iter().zip(refs_of).any(|(c, r)| {
+            matches!(c, Expr::Binary(BinOp::Eq, ..))
+                && r.iter().any(|s| own.contains(s))
+                && r.iter()
+                    .any(|s| placed.iter().any(|&p| leaves[p].slots.contains(s)))
+        });
+        if tied {
+            return Ok(Step {
+                rank,
+                read,
+                once: true,
+                fanout: 1.0,
+            });
+        }
+    }
+    Ok(Step {
+        rank,
+        read,
+        once: false,
+        fanout: read,
+    })
+}
+
+/// About how many rows `access` reads of `def` per visit (see [`leaf_step`]).
+fn path_rows(store: &Engine, def: &TableDef, access: &Access, table_rows: f64) -> f64 {
+    use crate::plan::{BoundExpr, KeyName};
+    let index = |k: &KeyName| match k {
+        KeyName::Primary => None,
+        KeyName::Index(n) => Some(n.clone()),
+    };
+    let rows = match access {
+        Access::FullScan => table_rows,
+        Access::PkPoint(_) => 1.0,
+        Access::In { key, list } => {
+            list.len() as f64 * store.rows_per_key(def, index(key).as_deref(), 1)
+        }
+        Access::Union { parts, .. } => parts
+            .iter()
+            .map(|p| path_rows(store, def, p, table_rows))
+            .sum(),
+        Access::Range {
+            key,
+            prefix,
+            lo,
+            hi,
+        } => {
+            let ranged = *lo != BoundExpr::Unbounded || *hi != BoundExpr::Unbounded;
+            let cols = crate::plan::key_columns(def, key);
+            let unique = match key {
+                KeyName::Primary => true,
+                KeyName::Index(n) => def.index(n).is_some_and(|ix| ix.unique),
+            };
+            if prefix.len() == cols.len() && unique {
+                1.0
+            } else if !prefix.is_empty() {
+                let per = store.rows_per_key(def, index(key).as_deref(), prefix.len());
+                if ranged {
+                    (per / 3.0).max(1.0)
+                } else {
+                    per
+                }
+            } else {
+                match constant_range(def, access) {
+                    Some(r) => store.estimate_rows(def, index(key).as_deref(), &r) as f64,
+                    None => table_rows / 3.0,
+                }
+            }
+        }
+    };
+    rows.min(table_rows).max(1.0)
+}
+
+/// The key range of a range path whose bounds are literals (no parameter, variable or column
+/// of another table), as storage reads it.
+fn constant_range(def: &TableDef, access: &Access) -> Option<shoal_store::KeyRange> {
+    use crate::plan::{BoundExpr, Resolved};
+    let Access::Range { lo, hi, .. } = access else {
+        return None;
+    };
+    let literal = |b: &BoundExpr| match b {
+        BoundExpr::Unbounded => true,
+        BoundExpr::Included(e)
+        | BoundExpr::Excluded(e)
+        | BoundExpr::LikeLo(e, _)
+        | BoundExpr::LikeHi(e, _) => matches!(e, Expr::Literal(_)),
+    };
+    if !literal(lo) || !literal(hi) {
+        return None;
+    }
+    match crate::plan::resolve(access, def, &mut crate::translate::ConstCtx) {
+        Ok(Resolved::Range(_, r)) => Some(r),
+        _ => None,
+    }
+}
+
+/// The access path leaf `l`'s usable conjuncts give once the leaves `placed` are bound, and
+/// its rank (see [`Step::rank`]; not a stored table: a full scan, 0).
+fn leaf_access(
+    leaves: &[Leaf],
+    l: usize,
+    placed: &[usize],
+    all: &[Expr],
+    refs_of: &[Vec<usize>],
+) -> Result<(Access, i32), SqlError> {
+    let LeafKind::Table { def, .. } = &leaves[l].kind else {
+        return Ok((Access::FullScan, 0));
     };
     let own = leaves[l].slots.clone();
     let bound = |s: &usize| own.contains(s) || placed.iter().any(|&p| leaves[p].slots.contains(s));
@@ -1683,7 +1955,7 @@ fn leaf_score(
         .map(|(c, _)| c.clone())
         .collect();
     let Some(f) = and_all(usable) else {
-        return Ok(0);
+        return Ok((Access::FullScan, 0));
     };
     let base = own.start;
     let access_form = map_expr(&f, &mut |x| {
@@ -1694,16 +1966,19 @@ fn leaf_score(
             _ => None,
         })
     })?;
-    Ok(match choose_access(def, Some(&access_form)) {
+    let access = choose_access(def, Some(&access_form));
+    let rank = match &access {
         Access::PkPoint(_) => 100,
         Access::In { .. } => 70,
         Access::Range { prefix, lo, hi, .. } => {
-            let bounded =
-                lo != crate::plan::BoundExpr::Unbounded || hi != crate::plan::BoundExpr::Unbounded;
+            let bounded = lo != &crate::plan::BoundExpr::Unbounded
+                || hi != &crate::plan::BoundExpr::Unbounded;
             50 + 10 * prefix.len() as i32 + i32::from(bounded) * 5
         }
+        Access::Union { .. } => 45,
         Access::FullScan => 0,
-    })
+    };
+    Ok((access, rank))
 }
 
 /// Leaves in execution order.

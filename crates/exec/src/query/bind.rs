@@ -864,48 +864,10 @@ impl Binder<'_> {
             all.extend(conjuncts(f).into_iter().cloned());
         }
         let refs_of: Vec<Vec<usize>> = all.iter().map(|c| self.slots_of(c)).collect();
-        // Join order, for inner joins only (outer joins keep theirs): greedily the leaf that
-        // costs least to read next given the leaves already placed (see `leaf_step`): the rows
-        // read so far times the rows its access path reads per visit, or its rows once for a
-        // hash join. Equal costs go to the better access path, then to FROM order.
+        // Join order, for inner joins only (outer joins keep theirs): the order that costs
+        // least by the store's estimates (see `join_order`).
         if leaves.len() > 1 && all_inner(&from) {
-            let mut placed: Vec<usize> = Vec::new();
-            let mut rest = exec_order.clone();
-            let mut outer = 1.0f64;
-            // Each stored table's row estimate, taken once per statement.
-            let sizes: Vec<f64> = leaves
-                .iter()
-                .map(|lf| match &lf.kind {
-                    LeafKind::Table { def, .. } => {
-                        self.store
-                            .estimate_rows(def, None, &shoal_store::KeyRange::all())
-                            as f64
-                    }
-                    _ => UNKNOWN_ROWS,
-                })
-                .collect();
-            while !rest.is_empty() {
-                let mut best: Option<(f64, i32, usize, f64)> = None;
-                for (k, &l) in rest.iter().enumerate() {
-                    let step =
-                        leaf_step(self.store, &leaves, l, &placed, &all, &refs_of, sizes[l])?;
-                    let cost = if step.once {
-                        step.read + outer
-                    } else {
-                        outer * step.read
-                    };
-                    let better = match best {
-                        None => true,
-                        Some((c, r, _, _)) => cost < c || (cost == c && step.rank > r),
-                    };
-                    if better {
-                        best = Some((cost, step.rank, k, step.fanout));
-                    }
-                }
-                let (_, _, k, fanout) = best.expect("a leaf is left");
-                outer = (outer * fanout).max(1.0);
-                placed.push(rest.remove(k));
-            }
+            let placed = join_order(self.store, &leaves, &exec_order, &all, &refs_of)?;
             if placed != exec_order {
                 from = placed
                     .iter()
@@ -1791,6 +1753,133 @@ fn all_inner(s: &Source) -> bool {
     }
 }
 
+/// Up to how many leaves the join order is searched exhaustively (over subsets, as
+/// System R's planner does for left-deep orders); greedily beyond.
+const EXHAUSTIVE_JOIN: usize = 6;
+
+/// What building a hash join's table costs per row, against reading a row: a hash-joined
+/// full scan costs this times its rows, plus one probe per row before it. Above 2, so that of
+/// two unindexed tables the smaller one is the one hashed (kept in memory).
+const HASH_BUILD: f64 = 3.0;
+
+/// The order of the leaves (`from_order`: in FROM order) that reads the fewest rows by the
+/// store's estimates: the sum over the leaves of the rows read so far times the rows each
+/// leaf's access path reads per visit given the leaves before it (see [`leaf_step`]), a
+/// hash-joined full scan [`HASH_BUILD`] times its rows once plus a probe per row before it.
+/// Exhaustive up to [`EXHAUSTIVE_JOIN`] leaves, greedy beyond; equal costs go to the better
+/// access paths (their ranks summed), then to FROM order.
+fn join_order(
+    store: &Engine,
+    leaves: &[Leaf],
+    from_order: &[usize],
+    all: &[Expr],
+    refs_of: &[Vec<usize>],
+) -> Result<Vec<usize>, SqlError> {
+    let mut est = Estimates {
+        store,
+        memo: std::collections::HashMap::new(),
+    };
+    let sizes: Vec<f64> = leaves
+        .iter()
+        .map(|lf| match &lf.kind {
+            LeafKind::Table { def, .. } => est.range_rows(def, None, &shoal_store::KeyRange::all()),
+            _ => UNKNOWN_ROWS,
+        })
+        .collect();
+    let cost_of = |step: &Step, outer: f64| {
+        if step.once {
+            HASH_BUILD * step.read + outer
+        } else {
+            outer * step.read
+        }
+    };
+    let n = from_order.len();
+    if n <= EXHAUSTIVE_JOIN {
+        // The cheapest order of each subset of the leaves (bit k: from_order[k]), built up
+        // from the empty one: (cost, summed ranks, rows so far, order).
+        type Best = Option<(f64, i32, f64, Vec<usize>)>;
+        let mut best: Vec<Best> = vec![None; 1 << n];
+        best[0] = Some((0.0, 0, 1.0, Vec::new()));
+        for mask in 0..(1usize << n) {
+            let Some((cost, ranks, outer, order)) = best[mask].clone() else {
+                continue;
+            };
+            for (k, &l) in from_order.iter().enumerate() {
+                if mask & (1 << k) != 0 {
+                    continue;
+                }
+                let step = leaf_step(&mut est, leaves, l, &order, all, refs_of, sizes[l])?;
+                let c = cost + cost_of(&step, outer);
+                let r = ranks + step.rank;
+                let next = mask | (1 << k);
+                let better = match &best[next] {
+                    None => true,
+                    Some((bc, br, ..)) => c < *bc || (c == *bc && r > *br),
+                };
+                if better {
+                    let mut o = order.clone();
+                    o.push(l);
+                    best[next] = Some((c, r, (outer * step.fanout).max(1.0), o));
+                }
+            }
+        }
+        let (.., order) = best[(1 << n) - 1].take().expect("every leaf placed");
+        return Ok(order);
+    }
+    let mut placed: Vec<usize> = Vec::new();
+    let mut rest = from_order.to_vec();
+    let mut outer = 1.0f64;
+    while !rest.is_empty() {
+        let mut best: Option<(f64, i32, usize, f64)> = None;
+        for (k, &l) in rest.iter().enumerate() {
+            let step = leaf_step(&mut est, leaves, l, &placed, all, refs_of, sizes[l])?;
+            let cost = cost_of(&step, outer);
+            let better = match best {
+                None => true,
+                Some((c, r, _, _)) => cost < c || (cost == c && step.rank > r),
+            };
+            if better {
+                best = Some((cost, step.rank, k, step.fanout));
+            }
+        }
+        let (_, _, k, fanout) = best.expect("a leaf is left");
+        outer = (outer * fanout).max(1.0);
+        placed.push(rest.remove(k));
+    }
+    Ok(placed)
+}
+
+/// The store's estimates for one statement's join order, each asked once.
+struct Estimates<'e> {
+    store: &'e Engine,
+    memo: std::collections::HashMap<String, f64>,
+}
+
+impl Estimates<'_> {
+    /// `Engine::estimate_rows`.
+    fn range_rows(
+        &mut self,
+        def: &TableDef,
+        index: Option<&str>,
+        r: &shoal_store::KeyRange,
+    ) -> f64 {
+        let store = self.store;
+        *self
+            .memo
+            .entry(format!("{}.{}:{index:?}:{r:?}", def.db, def.name))
+            .or_insert_with(|| store.estimate_rows(def, index, r) as f64)
+    }
+
+    /// `Engine::rows_per_key`.
+    fn rows_per_key(&mut self, def: &TableDef, index: Option<&str>, parts: usize) -> f64 {
+        let store = self.store;
+        *self
+            .memo
+            .entry(format!("{}.{}:{index:?}/{parts}", def.db, def.name))
+            .or_insert_with(|| store.rows_per_key(def, index, parts))
+    }
+}
+
 /// What reading a leaf next costs, for the join order.
 struct Step {
     /// The rank of its access path (a point read 100, IN lists 70, key prefixes 50 and up, a
@@ -1816,7 +1905,7 @@ const UNKNOWN_ROWS: f64 = 100.0;
 /// once when an equality with a placed leaf makes it a hash join (then about one row per probe).
 #[allow(clippy::too_many_arguments)]
 fn leaf_step(
-    store: &Engine,
+    est: &mut Estimates<'_>,
     leaves: &[Leaf],
     l: usize,
     placed: &[usize],
@@ -1833,7 +1922,7 @@ fn leaf_step(
             fanout: UNKNOWN_ROWS,
         });
     };
-    let read = path_rows(store, def, &access, table_rows);
+    let read = path_rows(est, def, &access, table_rows);
     if access == Access::FullScan && !placed.is_empty() {
         // A hash join when an equality ties it to a placed leaf.
         let own = leaves[l].slots.clone();
@@ -1861,7 +1950,7 @@ fn leaf_step(
 }
 
 /// About how many rows `access` reads of `def` per visit (see [`leaf_step`]).
-fn path_rows(store: &Engine, def: &TableDef, access: &Access, table_rows: f64) -> f64 {
+fn path_rows(est: &mut Estimates<'_>, def: &TableDef, access: &Access, table_rows: f64) -> f64 {
     use crate::plan::{BoundExpr, KeyName};
     let index = |k: &KeyName| match k {
         KeyName::Primary => None,
@@ -1871,11 +1960,11 @@ fn path_rows(store: &Engine, def: &TableDef, access: &Access, table_rows: f64) -
         Access::FullScan => table_rows,
         Access::PkPoint(_) => 1.0,
         Access::In { key, list } => {
-            list.len() as f64 * store.rows_per_key(def, index(key).as_deref(), 1)
+            list.len() as f64 * est.rows_per_key(def, index(key).as_deref(), 1)
         }
         Access::Union { parts, .. } => parts
             .iter()
-            .map(|p| path_rows(store, def, p, table_rows))
+            .map(|p| path_rows(est, def, p, table_rows))
             .sum(),
         Access::Range {
             key,
@@ -1892,7 +1981,7 @@ fn path_rows(store: &Engine, def: &TableDef, access: &Access, table_rows: f64) -
             if prefix.len() == cols.len() && unique {
                 1.0
             } else if !prefix.is_empty() {
-                let per = store.rows_per_key(def, index(key).as_deref(), prefix.len());
+                let per = est.rows_per_key(def, index(key).as_deref(), prefix.len());
                 if ranged {
                     (per / 3.0).max(1.0)
                 } else {
@@ -1900,7 +1989,7 @@ fn path_rows(store: &Engine, def: &TableDef, access: &Access, table_rows: f64) -
                 }
             } else {
                 match constant_range(def, access) {
-                    Some(r) => store.estimate_rows(def, index(key).as_deref(), &r) as f64,
+                    Some(r) => est.range_rows(def, index(key).as_deref(), &r),
                     None => table_rows / 3.0,
                 }
             }

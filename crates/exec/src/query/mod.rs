@@ -38,11 +38,11 @@
 //! join), `id IN (..)` a multi-point read and `id = 1 OR id > 9` a union of ranges. The path
 //! only narrows what is read; the leaf's conjuncts are re-checked on every row.
 //!
-//! Inner joins are ordered greedily by estimated cost (`bind::leaf_step`): next comes the leaf
-//! whose access path, given the leaves placed before it, reads the fewest rows times the rows
-//! produced so far (a hash-joined full scan counts its rows once), from the store's estimates
-//! (`Engine::estimate_rows`, `Engine::rows_per_key`); equal costs go to the better-ranked
-//! path, then to FROM order. After binding, a full scan whose columns (as the plan reads them,
+//! Inner joins run in the order of least estimated cost (`bind::join_order`, over every order
+//! of up to 6 leaves, greedy beyond): each leaf costs the rows produced before it times the
+//! rows its access path reads given the leaves before it (`bind::leaf_step`; a hash-joined
+//! full scan costs its rows once, 3x), from the store's estimates (`Engine::estimate_rows`,
+//! `Engine::rows_per_key`); equal costs go to the better-ranked paths, then to FROM order. After binding, a full scan whose columns (as the plan reads them,
 //! [`decode`]) a secondary index holds becomes a full scan of that index, which the store then
 //! reads without fetching rows (`bind::covering_scans`).
 //!

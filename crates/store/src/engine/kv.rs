@@ -19,7 +19,6 @@ use crate::catalog::{self, TableDef};
 use crate::codec::prefix_successor;
 use crate::error::Result;
 use crate::stats::Stats;
-use crate::txn::KeyRange;
 use rocksdb::{ErrorKind, ReadOptions, ReadTier};
 use shoal_wait::WaitKind;
 
@@ -44,16 +43,13 @@ impl Engine {
         (data, sizes.iter().skip(1).sum())
     }
 
-    /// About how many entries of the primary key (`index` `None`) or the named index of
-    /// `table` lie in `range`: rows, for the planner's costs and EXPLAIN's `rows`. Counted on
-    /// a fresh snapshot of committed data up to [`ESTIMATE_SAMPLE`] entries (exact below
-    /// that); past it, the count is scaled by RocksDB's approximate on-disk size of the whole
-    /// range over that of the counted part. When those sizes say nothing (the data is still in
-    /// the memtable, which they do not see), counting goes on up to [`ESTIMATE_MAX`].
-    pub fn estimate_rows(&self, table: &TableDef, index: Option<&str>, range: &KeyRange) -> u64 {
-        let Ok((from, to)) = range.span(table, index) else {
-            return 0;
-        };
+    /// About how many entries lie in the byte range `[from, to)` (see
+    /// `Engine::estimate_rows`, which gives a key range's bytes): counted on a fresh snapshot
+    /// of committed data up to [`ESTIMATE_SAMPLE`] entries (exact below that); past it, the
+    /// count is scaled by RocksDB's approximate on-disk size of the whole range over that of
+    /// the counted part. When those sizes say nothing (the data is still in the memtable,
+    /// which they do not see), counting goes on up to [`ESTIMATE_MAX`].
+    pub(crate) fn estimate_span(&self, from: &[u8], to: &[u8]) -> u64 {
         if from >= to {
             return 0;
         }
@@ -61,7 +57,7 @@ impl Engine {
         let mut n = 0u64;
         let mut at = Vec::new();
         let count = |limit: u64, from: &[u8], n: &mut u64, at: &mut Vec<u8>| {
-            let _ = snap.scan_with(from, Some(&to), false, None, &mut |k, _| {
+            let _ = snap.scan_with(from, Some(to), false, None, &mut |k, _| {
                 *n += 1;
                 if *n >= limit {
                     *at = k.to_vec();
@@ -70,13 +66,13 @@ impl Engine {
                 Ok(true)
             });
         };
-        count(ESTIMATE_SAMPLE, &from, &mut n, &mut at);
+        count(ESTIMATE_SAMPLE, from, &mut n, &mut at);
         if n < ESTIMATE_SAMPLE {
             return n;
         }
         let sizes = self.inner.db.get_approximate_sizes(&[
-            rocksdb::Range::new(&from, &to),
-            rocksdb::Range::new(&from, &at),
+            rocksdb::Range::new(from, to),
+            rocksdb::Range::new(from, &at),
         ]);
         if let [all, part] = sizes[..] {
             if part > 0 && all >= part {
@@ -124,10 +120,10 @@ impl Engine {
     }
 }
 
-/// Entries [`Engine::estimate_rows`] counts before it scales by approximate sizes.
+/// Entries `Engine::estimate_rows` counts before it scales by approximate sizes.
 pub const ESTIMATE_SAMPLE: u64 = 1000;
-/// Entries [`Engine::estimate_rows`] counts at most when sizes are unknown.
-pub const ESTIMATE_MAX: u64 = 20_000;
+/// Entries `Engine::estimate_rows` counts at most when sizes are unknown.
+pub const ESTIMATE_MAX: u64 = 5_000;
 
 impl Inner {
     /// A point read: probes the block cache first; only on a miss reports a DISKIO wait and

@@ -398,73 +398,103 @@ pub fn prepare(
     Ok(plan)
 }
 
-/// Full scans that a secondary index covers become full scans of that index (the one with the
-/// narrowest entries, if narrower than a row, as MariaDB picks the shortest covering key): the
-/// store then reads its entries alone, never the rows
-/// (`TableDef::index_covers`; EXPLAIN's `type` is `index`, its Extra `Using index`). Only
-/// for plain reads (a locking read locks rows), of leaves not joined by hash (read whole
-/// elsewhere), in queries without ORDER BY (which a primary-key scan may serve in key order).
+/// Full scans that a secondary index covers become full scans of that index: the store then
+/// reads its entries alone, never the rows (`TableDef::index_covers`; EXPLAIN's `type` is
+/// `index`, its Extra `Using index`). Of the covering indexes, one whose order is ORDER BY's
+/// (a lone table: the sort goes, LIMIT stops the read), unless the primary key's already is;
+/// else the one with the narrowest entries, if narrower than a row (MariaDB's shortest covering
+/// key). Only for plain reads (a locking read locks rows), of leaves not joined by hash (read
+/// whole elsewhere).
 fn covering_scans(n: &mut QNode, read: &[bool]) {
-    let ordered = !n.order.is_empty();
-    covering_body(&mut n.body, read, ordered);
+    match &mut n.body {
+        Body::Select(s) => covering_select(s, read, &n.order),
+        b => covering_body(b, read),
+    }
 }
 
-fn covering_body(b: &mut Body, read: &[bool], ordered: bool) {
+fn covering_body(b: &mut Body, read: &[bool]) {
     match b {
-        Body::Select(s) => {
-            for leaf in &mut s.leaves {
-                match &mut leaf.kind {
-                    LeafKind::Table { def, lock } => {
-                        if ordered
-                            || *lock != LockMode::None
-                            || !leaf.hash.is_empty()
-                            || leaf.access != Access::FullScan
-                        {
-                            continue;
-                        }
-                        let want = &read[leaf.slots.clone()];
-                        // Bytes per row read: an entry holds its key and the primary key (an
-                        // InnoDB row id of 6 bytes without one); a primary-key scan reads rows.
-                        let pk_len = match &def.primary_key {
-                            Some(pk) => {
-                                crate::plan::key_len(def, &crate::plan::KeyName::Primary, pk.len())
-                            }
-                            None => 6,
-                        };
-                        let entry_len = |ix: &shoal_store::IndexDef| {
-                            let name = crate::plan::KeyName::Index(ix.name.clone());
-                            crate::plan::key_len(def, &name, ix.columns.len()) + pk_len
-                        };
-                        let best = def
-                            .indexes
-                            .iter()
-                            .filter(|ix| def.index_covers(ix, want))
-                            .min_by_key(|ix| entry_len(ix))
-                            .filter(|ix| entry_len(ix) < crate::plan::record_len(def));
-                        if let Some(ix) = best {
-                            leaf.access = Access::Range {
-                                key: crate::plan::KeyName::Index(ix.name.clone()),
-                                prefix: Vec::new(),
-                                lo: crate::plan::BoundExpr::Unbounded,
-                                hi: crate::plan::BoundExpr::Unbounded,
-                            };
-                        }
-                    }
-                    LeafKind::Derived(q) => covering_scans(q, read),
-                    LeafKind::Recursive(r) => {
-                        covering_body(&mut r.anchor, read, false);
-                        r.steps
-                            .iter_mut()
-                            .for_each(|st| covering_body(st, read, false));
-                    }
-                    _ => {}
-                }
-            }
-        }
+        Body::Select(s) => covering_select(s, read, &[]),
         Body::Query(q) => covering_scans(q, read),
         Body::SetOp { left, right, .. } => {
-            covering_body(left, read, false);
-            covering_body(right, read, false);
+            covering_body(left, read);
+            covering_body(right, read);
+        }
+    }
+}
+
+fn covering_select(s: &mut SelectPlan, read: &[bool], order: &[(SortKey, bool)]) {
+    use crate::plan::{key_len, record_len, BoundExpr, KeyName};
+    // ORDER BY's columns, when a key read in order can give them (one table, one direction).
+    let direction = order.first().map(|(_, d)| *d);
+    let sorted: Option<Vec<Option<Expr>>> = (!order.is_empty()
+        && matches!(s.from, Source::Leaf(_))
+        && !s.grouped
+        && !s.distinct
+        && order.iter().all(|(_, d)| Some(*d) == direction))
+    .then(|| {
+        order
+            .iter()
+            .map(|(k, _)| super::run::sort_expr(s, k).cloned())
+            .collect()
+    });
+    for leaf in &mut s.leaves {
+        match &mut leaf.kind {
+            LeafKind::Derived(q) => covering_scans(q, read),
+            LeafKind::Recursive(r) => {
+                covering_body(&mut r.anchor, read);
+                r.steps.iter_mut().for_each(|st| covering_body(st, read));
+            }
+            LeafKind::Table { def, lock } => {
+                if *lock != LockMode::None
+                    || !leaf.hash.is_empty()
+                    || leaf.access != Access::FullScan
+                {
+                    continue;
+                }
+                let def = def.clone();
+                let leaf_ref: &Leaf = leaf;
+                let want = &read[leaf.slots.clone()];
+                // Bytes per row read: an entry holds its key and the primary key (an InnoDB row
+                // id of 6 bytes without one); a primary-key scan reads rows.
+                let pk_len = match &def.primary_key {
+                    Some(pk) => key_len(&def, &KeyName::Primary, pk.len()),
+                    None => 6,
+                };
+                let entry_len = |ix: &shoal_store::IndexDef| {
+                    let name = KeyName::Index(ix.name.clone());
+                    key_len(&def, &name, ix.columns.len()) + pk_len
+                };
+                let covering = def.indexes.iter().filter(|ix| def.index_covers(ix, want));
+                let in_order = |cols: &[usize], name: &KeyName| {
+                    sorted.as_ref().is_some_and(|e| {
+                        let e: Vec<Option<&Expr>> = e.iter().map(Option::as_ref).collect();
+                        super::run::follows_key(leaf_ref, &def, &e, cols, 0, name)
+                    })
+                };
+                let pk = def.primary_key.clone().unwrap_or_default();
+                if !pk.is_empty() && in_order(&pk, &KeyName::Primary) {
+                    continue;
+                }
+                let ordered = covering
+                    .clone()
+                    .filter(|ix| in_order(&ix.columns, &KeyName::Index(ix.name.clone())))
+                    .min_by_key(|ix| entry_len(ix));
+                let best = ordered.or_else(|| {
+                    covering
+                        .min_by_key(|ix| entry_len(ix))
+                        .filter(|ix| entry_len(ix) < record_len(&def))
+                });
+                if let Some(name) = best.map(|ix| ix.name.clone()) {
+                    leaf.access = Access::Range {
+                        key: KeyName::Index(name),
+                        prefix: Vec::new(),
+                        lo: BoundExpr::Unbounded,
+                        hi: BoundExpr::Unbounded,
+                    };
+                }
+            }
+            _ => {}
         }
     }
 }

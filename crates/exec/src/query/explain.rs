@@ -24,8 +24,10 @@
 //!   not on strings, binary strings or FLOAT, which MariaDB re-checks — is not one), `Using
 //!   index` when the path reads the key's entries alone; MySQL 8's words for a hash join. A
 //!   `const` table (its one row read while planning, in MariaDB) shows only `Using index`.
-//!   MariaDB's `Using filesort` / `Using temporary`, its inferred `IS NOT NULL` on ref-joined
-//!   columns (`Using where` on the outer table) and "Impossible WHERE noticed after reading
+//!   On the first table, `Using filesort` / `Using temporary; Using filesort` when ORDER BY or
+//!   GROUP BY is not the order a key is read in, `Using temporary` for DISTINCT
+//!   (`sort_words`). MariaDB's inferred `IS NOT NULL` on ref-joined columns (`Using where` on
+//!   the outer table), its index-ordered joins and "Impossible WHERE noticed after reading
 //!   const tables" are not given.
 
 use shoal_sql::ast::{BinOp, Expr};
@@ -137,12 +139,15 @@ fn key_name(k: &KeyName) -> String {
 
 impl Explainer<'_> {
     fn node(&mut self, plan: &QueryPlan, n: &QNode, kind: &str) {
-        self.body(plan, &n.body, kind);
+        match &n.body {
+            Body::Select(s) => self.select(plan, s, kind, &n.order),
+            b => self.body(plan, b, kind),
+        }
     }
 
     fn body(&mut self, plan: &QueryPlan, b: &Body, kind: &str) {
         match b {
-            Body::Select(s) => self.select(plan, s, kind),
+            Body::Select(s) => self.select(plan, s, kind, &[]),
             Body::Query(q) => self.node(plan, q, kind),
             Body::SetOp {
                 op, left, right, ..
@@ -165,11 +170,22 @@ impl Explainer<'_> {
         }
     }
 
-    fn select(&mut self, plan: &QueryPlan, s: &SelectPlan, kind: &str) {
+    fn select(&mut self, plan: &QueryPlan, s: &SelectPlan, kind: &str, sort: &[(SortKey, bool)]) {
         let id = self.next_id;
         self.next_id += 1;
         let mut order = Vec::new();
         order_of(&s.from, &mut order);
+        let mut sorting = sort_words(s, sort, order.first().copied());
+        // Read in ORDER BY's order by the key: a full scan is of the primary key, in order.
+        let sorted: Vec<Option<&Expr>> = sort
+            .iter()
+            .map(|(k, _)| super::run::sort_expr(s, k))
+            .collect();
+        let uniform = sort
+            .iter()
+            .all(|(_, d)| Some(*d) == sort.first().map(|(_, d)| *d));
+        let key_ordered =
+            !sort.is_empty() && !s.grouped && !s.distinct && uniform && key_order(s, &sorted);
         if order.is_empty() {
             self.out.push(
                 Line {
@@ -184,7 +200,7 @@ impl Explainer<'_> {
         for l in order {
             let leaf = &s.leaves[l];
             let mut line = match &leaf.kind {
-                LeafKind::Table { def, .. } => self.table(plan, s, leaf, def),
+                LeafKind::Table { def, .. } => self.table(plan, s, leaf, def, key_ordered),
                 _ => Line {
                     ty: "ALL".into(),
                     extra: if leaf.filter.is_some() {
@@ -202,6 +218,12 @@ impl Explainer<'_> {
                 } else {
                     "Using join buffer (hash join)".into()
                 };
+            }
+            if let Some(words) = sorting.take() {
+                if !line.extra.is_empty() {
+                    line.extra.push_str("; ");
+                }
+                line.extra.push_str(words);
             }
             line.id = Some(id);
             line.kind = kind.into();
@@ -228,16 +250,25 @@ impl Explainer<'_> {
     }
 
     /// The line of a stored table.
-    fn table(&mut self, plan: &QueryPlan, s: &SelectPlan, leaf: &Leaf, def: &TableDef) -> Line {
+    fn table(
+        &mut self,
+        plan: &QueryPlan,
+        s: &SelectPlan,
+        leaf: &Leaf,
+        def: &TableDef,
+        key_ordered: bool,
+    ) -> Line {
         let dep = depends_on_rows(&leaf.access);
         let covered = leaf.hash.is_empty() && covered(plan, leaf);
         let parts = match &leaf.access {
-            // A full scan of the primary key's entries uses all of it.
-            Access::FullScan if covered => def.primary_key.as_ref().map_or(0, Vec::len),
+            // A full scan of the primary key's entries (or in its order) uses all of it.
+            Access::FullScan if covered || key_ordered => {
+                def.primary_key.as_ref().map_or(0, Vec::len)
+            }
             a => planner::used_parts(def, a),
         };
         let (ty, key, eq): (&str, Option<KeyName>, &[Expr]) = match &leaf.access {
-            Access::FullScan if covered => ("index", Some(KeyName::Primary), &[]),
+            Access::FullScan if covered || key_ordered => ("index", Some(KeyName::Primary), &[]),
             Access::FullScan => ("ALL", None, &[]),
             Access::PkPoint(v) if dep => ("eq_ref", Some(KeyName::Primary), v),
             Access::PkPoint(v) => ("const", Some(KeyName::Primary), v),
@@ -333,6 +364,89 @@ impl Explainer<'_> {
             .sum::<u64>()
             .max(1)
     }
+}
+
+/// What MariaDB's Extra says on a SELECT's first table about ordering its rows: `Using
+/// filesort` when ORDER BY is not the order the rows are read in and sorts the first table's
+/// columns only, `Using temporary; Using filesort` when it needs the joined rows (columns of
+/// other tables), or for GROUP BY not in the order of a key read (MariaDB sorts groups),
+/// `Using temporary` for DISTINCT. `None` when the rows come in order (a key read in its
+/// order, as `Runner::arrives_in_order` decides at run time from the same rule).
+fn sort_words(
+    s: &SelectPlan,
+    sort: &[(SortKey, bool)],
+    first: Option<usize>,
+) -> Option<&'static str> {
+    let sorted: Vec<Option<&Expr>> = sort
+        .iter()
+        .map(|(k, _)| super::run::sort_expr(s, k))
+        .collect();
+    let uniform = sort
+        .iter()
+        .all(|(_, d)| *d == sort.first().is_some_and(|(_, d)| *d));
+    if s.grouped && !s.group_by.is_empty() {
+        let groups: Vec<Option<&Expr>> = s.group_by.iter().map(Some).collect();
+        let same = sort.is_empty() || (uniform && sorted == groups);
+        return (!(key_order(s, &groups) && same)).then_some("Using temporary; Using filesort");
+    }
+    if s.distinct {
+        return Some(if sort.is_empty() {
+            "Using temporary"
+        } else {
+            "Using temporary; Using filesort"
+        });
+    }
+    if sort.is_empty() || s.grouped || (uniform && key_order(s, &sorted)) {
+        return None;
+    }
+    let first_only = first.is_some_and(|l| {
+        let own = &s.leaves[l].slots;
+        sorted.iter().all(|e| {
+            let mut ok = true;
+            if let Some(e) = e {
+                visit_expr(e, &mut |x| {
+                    if let Expr::Slot(n) = x {
+                        ok &= own.contains(n) || !s.slots.contains(n);
+                    }
+                });
+            }
+            ok
+        })
+    });
+    Some(if first_only {
+        "Using filesort"
+    } else {
+        "Using temporary; Using filesort"
+    })
+}
+
+/// Whether a SELECT of one stored table reads its rows in the order of `exprs` by the key
+/// its access path reads (see `run::follows_key`), as planned.
+fn key_order(s: &SelectPlan, exprs: &[Option<&Expr>]) -> bool {
+    let Source::Leaf(l) = s.from else {
+        return false;
+    };
+    let leaf = &s.leaves[l];
+    let LeafKind::Table { def, .. } = &leaf.kind else {
+        return false;
+    };
+    if !leaf.hash.is_empty() {
+        return false;
+    }
+    let (key, fixed, name) = match &leaf.access {
+        Access::PkPoint(_) => return true,
+        Access::FullScan => match &def.primary_key {
+            Some(pk) => (pk.clone(), 0, KeyName::Primary),
+            None => return false,
+        },
+        Access::Range { key, prefix, .. } => {
+            (planner::key_columns(def, key), prefix.len(), key.clone())
+        }
+        Access::In { key, .. } | Access::Union { key, .. } => {
+            (planner::key_columns(def, key), 0, key.clone())
+        }
+    };
+    super::run::follows_key(leaf, def, exprs, &key, fixed, &name)
 }
 
 /// EXPLAIN's `ref` for one equality value of a key lookup: `const`, the earlier table's

@@ -50,6 +50,9 @@ pub struct Block {
     pub mode: Mode,
     /// Compare rows as a sorted multiset (results without a total ORDER BY).
     pub rowsort: bool,
+    /// Columns (1-based, `mask=9,10`) whose values are not compared: each answer's value
+    /// there reads `#` (EXPLAIN's `rows`, an estimate each server makes its own way).
+    pub mask: Vec<usize>,
     /// MariaDB's answer.
     pub expect: Expect,
     /// shoal's present answer where it differs from MariaDB's (a tracked divergence).
@@ -182,6 +185,7 @@ pub fn parse(text: &str) -> Vec<Block> {
         }
         let sql = sql.join("\n");
         assert!(!sql.trim().is_empty(), "line {line}: block without SQL");
+        let mut mask = Vec::new();
         let (mut expect, mode, rowsort) = match head.as_slice() {
             ["statement", "ok"] => (
                 Expect::Ok {
@@ -200,6 +204,16 @@ pub fn parse(text: &str) -> Vec<Block> {
             ),
             ["query", rest @ ..] => {
                 for w in rest {
+                    if let Some(cols) = w.strip_prefix("mask=") {
+                        mask = cols
+                            .split(',')
+                            .map(|c| match c.parse::<usize>() {
+                                Ok(n) if n > 0 => n,
+                                _ => panic!("line {line}: mask=N,M takes 1-based column numbers"),
+                            })
+                            .collect();
+                        continue;
+                    }
                     assert!(
                         ["columns", "rowcount", "rowsort"].contains(w),
                         "line {line}: unknown query option {w}"
@@ -276,6 +290,7 @@ pub fn parse(text: &str) -> Vec<Block> {
             sql,
             mode,
             rowsort,
+            mask,
             expect,
             shoal,
             shoal_only: std::mem::take(&mut shoal_only),
@@ -319,7 +334,18 @@ fn actual_lines(b: &Block, o: &Outcome) -> Vec<String> {
     let rows = o.rows.as_deref().unwrap_or(&[]);
     let mut lines: Vec<String> = match b.mode {
         Mode::RowCount => return vec![rows.len().to_string()],
-        _ => rows.iter().map(|r| row_line(r)).collect(),
+        _ => rows
+            .iter()
+            .map(|r| {
+                let mut r = r.clone();
+                for &m in &b.mask {
+                    if let Some(v) = r.get_mut(m - 1) {
+                        *v = Some("#".into());
+                    }
+                }
+                row_line(&r)
+            })
+            .collect(),
     };
     if b.rowsort {
         lines.sort();
@@ -544,6 +570,26 @@ mod format_tests {
         let mut a = answers();
         a[0] = rows(&[&[Some("2"), Some("y")], &[Some("1"), None]]);
         assert_eq!(run_file(&f, &mut Canned(a), Side::Shoal).failures.len(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `mask=2` compares every column but the second, whatever either answer has there.
+    #[test]
+    fn masked_columns_are_not_compared() {
+        let dir = std::env::temp_dir().join(format!("shoal-fixture-mask-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("m.test");
+        std::fs::write(&f, "query mask=2\nEXPLAIN x\n----\n1 | # | a\n").unwrap();
+        let got = |b: Option<&str>, c: &str| rows(&[&[Some("1"), b, Some(c)]]);
+        for (b, c, failures) in [
+            (Some("17"), "a", 0),
+            (None, "a", 0),
+            (Some("#"), "a", 0),
+            (Some("17"), "b", 1),
+        ] {
+            let r = run_file(&f, &mut Canned(vec![got(b, c)]), Side::Shoal);
+            assert_eq!(r.failures.len(), failures, "{b:?} {c}: {:?}", r.failures);
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

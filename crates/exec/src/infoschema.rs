@@ -228,8 +228,8 @@ pub fn rows(
                     s("InnoDB"),
                     Value::UInt(10),
                     s("Dynamic"),
-                    // No row-count statistics are kept (counting would scan).
-                    Value::Null,
+                    // The planner's estimate (a sample of the keys, scaled by sizes on disk).
+                    Value::UInt(engine.estimate_rows(t, None, &shoal_store::KeyRange::all())),
                     Value::Null,
                     Value::UInt(data),
                     Value::UInt(0),

@@ -12,12 +12,19 @@
 //! | IN list | `IN` on the first key column | 80 (PK) / 70 |
 //! | prefix (+ range) | `=` on leading columns, optionally a range on the next | 50 + prefix length |
 //! | range | range on the first key column | 41 (PK) / 40 |
+//! | union of ranges | an OR-ed conjunct each of whose disjuncts gives one of the above | its weakest part's, at most 79 |
 //! | full scan | otherwise | 0 |
 //!
-//! The highest score wins (the PRIMARY KEY on ties). The chosen path only narrows what is read:
+//! The highest score wins (the PRIMARY KEY on ties). An OR-ed conjunct (`id = 1 OR id > 9`,
+//! `(a = 1 AND b > 2) OR a = 5`, `id IN (1, 2) OR id BETWEEN 10 AND 20`) becomes a multi-range
+//! scan of one key when every disjunct, together with the other conjuncts, restricts that key
+//! ([`plan_union`]); one disjunct that does not makes the union a full scan. The parts' ranges
+//! are sorted and merged at each execution ([`merge_ranges`], on their encoded spans), so a key
+//! two disjuncts share is read once and the rows come in key order (ORDER BY served by the
+//! key, ascending or descending, still holds). The chosen path only narrows what is read:
 //! the executor always re-applies the complete WHERE clause to every row it reads, so a path is
 //! allowed to return a superset of the matching rows and correctness never depends on the path.
-//! Keys are used on integer, DECIMAL, DATE, DATETIME and TIMESTAMP columns, and on CHAR,
+//! Keys are used on integer, DECIMAL, DOUBLE, DATE, DATETIME and TIMESTAMP columns, and on CHAR,
 //! VARCHAR and TEXT columns of collated keys (a bound value becomes a key only where key order
 //! is SQL's comparison: see `exact_key`, `temporal_key`, `string_key`). A collated key
 //! (`KeyFormat::Collated`) holds strings as collation weights, ordered and compared as SQL
@@ -140,6 +147,15 @@ pub enum Access {
         /// Upper bound on the next column.
         hi: BoundExpr,
     },
+    /// The union of several paths on one key (`PkPoint`, `In` or `Range`), one per disjunct of
+    /// an OR-ed conjunct: resolved to their ranges, sorted and merged so that no key is read
+    /// twice (see [`merge_ranges`]).
+    Union {
+        /// Key used.
+        key: KeyName,
+        /// One path per disjunct, each on `key`.
+        parts: Vec<Access>,
+    },
 }
 
 /// An access path with values bound, ready for storage.
@@ -151,7 +167,7 @@ pub enum Resolved {
     Empty,
     /// Point get.
     PkPoint(Vec<Datum>),
-    /// Several ranges on one key (IN lists).
+    /// Several ranges on one key, in key order, disjoint (IN lists, OR-ed conditions).
     Ranges(KeyName, Vec<KeyRange>),
     /// One range.
     Range(KeyName, KeyRange),
@@ -231,7 +247,10 @@ fn key_type_ok(ty: ColumnType, format: KeyFormat) -> bool {
             format == KeyFormat::Collated
         }
         ColumnType::Blob | ColumnType::Binary(_) | ColumnType::Varbinary(_) => true,
-        ColumnType::Float | ColumnType::Double => false,
+        // SQL compares a DOUBLE with anything as doubles (`double_key`). FLOAT columns hold
+        // doubles here while MariaDB compares single precision: no key.
+        ColumnType::Double => true,
+        ColumnType::Float => false,
     }
 }
 
@@ -429,30 +448,244 @@ fn plan_key(
     )
 }
 
-/// Chooses the access path for `filter` on `table`.
-pub fn choose_access(table: &TableDef, filter: Option<&Expr>) -> Access {
-    let preds = predicates(table, filter);
-    if preds.is_empty() {
-        return Access::FullScan;
+/// Splits `a OR b OR c` into its disjuncts.
+pub fn disjuncts(e: &Expr) -> Vec<&Expr> {
+    match e {
+        Expr::Binary(BinOp::Or, a, b) => {
+            let mut v = disjuncts(a);
+            v.extend(disjuncts(b));
+            v
+        }
+        other => vec![other],
     }
-    let mut best = (0u32, Access::FullScan);
+}
+
+/// The keys of `table` as `(columns, name, unique, format)`: the primary key first.
+fn keys_of(table: &TableDef) -> Vec<(&[usize], KeyName, bool, KeyFormat)> {
+    let mut out = Vec::new();
     if let Some(pk) = &table.primary_key {
-        best = plan_key(pk, table, &preds, KeyName::Primary, true, table.pk_format);
+        out.push((&pk[..], KeyName::Primary, true, table.pk_format));
     }
     for ix in &table.indexes {
-        let cand = plan_key(
-            &ix.columns,
-            table,
-            &preds,
+        out.push((
+            &ix.columns[..],
             KeyName::Index(ix.name.clone()),
             ix.unique,
             ix.format,
-        );
-        if cand.0 > best.0 {
-            best = cand;
+        ));
+    }
+    out
+}
+
+/// The best union on one key for the OR-ed conjunct whose disjuncts are `ors`, the other
+/// conjuncts giving `outer`: each disjunct, with the outer conjuncts (a row must satisfy both),
+/// must restrict the key, or there is no union (a disjunct that leaves the key free can match
+/// any row of it). Scored as its weakest part (`a = 1 AND (b = 2 OR b = 5)` on `(a, b)` is
+/// two two-part prefixes, better than the one-part prefix `a = 1`; a path the outer conjuncts
+/// alone give as well keeps the tie), and never above an IN list on the primary key (80),
+/// which reads the same.
+fn plan_union(
+    table: &TableDef,
+    outer: &[(usize, Pred)],
+    ors: &[&Expr],
+    key: (&[usize], KeyName, bool, KeyFormat),
+) -> Option<(u32, Access)> {
+    let (cols, name, unique, format) = key;
+    let mut parts = Vec::with_capacity(ors.len());
+    let mut score = u32::MAX;
+    for d in ors {
+        let mut preds = outer.to_vec();
+        preds.extend(predicates(table, Some(d)));
+        let (s, a) = plan_key(cols, table, &preds, name.clone(), unique, format);
+        if s == 0 {
+            return None;
+        }
+        score = score.min(s);
+        parts.push(a);
+    }
+    Some((score.clamp(1, 79), Access::Union { key: name, parts }))
+}
+
+/// Chooses the access path for `filter` on `table`: the best single path of its AND-ed
+/// conjuncts ([`plan_key`] per key), or a union of ranges on one key for an OR-ed conjunct
+/// ([`plan_union`]), whichever scores higher.
+pub fn choose_access(table: &TableDef, filter: Option<&Expr>) -> Access {
+    let preds = predicates(table, filter);
+    let mut best = (0u32, Access::FullScan);
+    if !preds.is_empty() {
+        for (cols, name, unique, format) in keys_of(table) {
+            let cand = plan_key(cols, table, &preds, name, unique, format);
+            if cand.0 > best.0 {
+                best = cand;
+            }
+        }
+    }
+    let ors = filter.map_or_else(Vec::new, |f| {
+        conjuncts(f)
+            .into_iter()
+            .filter(|c| matches!(c, Expr::Binary(BinOp::Or, ..)))
+            .collect()
+    });
+    for or in ors {
+        let ds = disjuncts(or);
+        for key in keys_of(table) {
+            if let Some(cand) = plan_union(table, &preds, &ds, key) {
+                if cand.0 > best.0 {
+                    best = cand;
+                }
+            }
         }
     }
     best.1
+}
+
+/// The keys an access path could read `table` by for `filter` (EXPLAIN's `possible_keys`):
+/// those a conjunct restricts ([`plan_key`] gives them a path), or an OR-ed conjunct as a
+/// union ([`plan_union`]). In key order, the primary key first.
+pub fn possible_keys(table: &TableDef, filter: Option<&Expr>) -> Vec<KeyName> {
+    let preds = predicates(table, filter);
+    let ors: Vec<Vec<&Expr>> = filter.map_or_else(Vec::new, |f| {
+        conjuncts(f)
+            .into_iter()
+            .filter(|c| matches!(c, Expr::Binary(BinOp::Or, ..)))
+            .map(disjuncts)
+            .collect()
+    });
+    keys_of(table)
+        .into_iter()
+        .filter(|(cols, name, unique, format)| {
+            (!preds.is_empty()
+                && plan_key(cols, table, &preds, name.clone(), *unique, *format).0 > 0)
+                || ors.iter().any(|ds| {
+                    plan_union(table, &preds, ds, (cols, name.clone(), *unique, *format)).is_some()
+                })
+        })
+        .map(|(_, name, _, _)| name)
+        .collect()
+}
+
+/// How many bytes MariaDB counts for one key part on column `col` (EXPLAIN's `key_len` is
+/// the sum over the key parts a path uses): the column's fixed size in the key, a VARCHAR's
+/// or VARBINARY's 2 length bytes, 1 more for a nullable column. Strings count 4 bytes per
+/// character (utf8mb4); DECIMAL its packed size (4 bytes per 9 digits, each side of the
+/// point). shoal keeps no fractional-seconds precision for DATETIME and TIMESTAMP: they count
+/// as without one (5 and 4 bytes).
+pub fn key_part_len(col: &shoal_store::ColumnDef) -> u32 {
+    let len = match col.ty {
+        ColumnType::Int { bytes, .. } => u32::from(bytes),
+        ColumnType::Float => 4,
+        ColumnType::Double => 8,
+        ColumnType::Decimal { precision, scale } => {
+            decimal_bytes(precision.saturating_sub(scale)) + decimal_bytes(scale)
+        }
+        ColumnType::Char(n) => 4 * n,
+        ColumnType::Varchar(n) => 4 * n + 2,
+        ColumnType::Binary(n) => n,
+        ColumnType::Varbinary(n) => n + 2,
+        // Not a key part MariaDB takes whole; its largest prefix.
+        ColumnType::Text | ColumnType::Blob => 3072 + 2,
+        ColumnType::Date => 3,
+        ColumnType::DateTime => 5,
+        ColumnType::Timestamp => 4,
+    };
+    len + u32::from(col.nullable)
+}
+
+/// The packed size of `digits` decimal digits: 4 bytes per 9, the rest as few as hold them.
+fn decimal_bytes(digits: u8) -> u32 {
+    const REST: [u32; 9] = [0, 1, 1, 2, 2, 3, 3, 4, 4];
+    u32::from(digits / 9) * 4 + REST[usize::from(digits % 9)]
+}
+
+/// [`key_part_len`] summed over the first `parts` columns of `key`.
+pub fn key_len(table: &TableDef, key: &KeyName, parts: usize) -> u32 {
+    key_columns(table, key)
+        .iter()
+        .take(parts)
+        .map(|&c| key_part_len(&table.columns[c]))
+        .sum()
+}
+
+/// About how many bytes a row of `table` takes (MariaDB's record length): what a full scan
+/// of the primary key reads per row, against an index's key length plus the primary key's
+/// (what its entries hold) when choosing the narrowest covering key.
+pub fn record_len(table: &TableDef) -> u32 {
+    let nullable = table.columns.iter().filter(|c| c.nullable).count() as u32;
+    let fields: u32 = table
+        .columns
+        .iter()
+        .map(|c| match c.ty {
+            // A VARCHAR's length takes 1 byte up to 255 bytes, as in MariaDB's rows.
+            ColumnType::Varchar(n) if 4 * n < 256 => 4 * n + 1,
+            ColumnType::Varbinary(n) if n < 256 => n + 1,
+            ColumnType::Text | ColumnType::Blob => 10,
+            _ => key_part_len(c) - u32::from(c.nullable),
+        })
+        .sum();
+    nullable.div_ceil(8) + fields
+}
+
+/// How many key parts an access path uses (the columns EXPLAIN's `key_len` adds up).
+pub fn used_parts(table: &TableDef, access: &Access) -> usize {
+    match access {
+        Access::FullScan => 0,
+        Access::PkPoint(v) => v.len(),
+        Access::In { .. } => 1,
+        Access::Range {
+            key,
+            prefix,
+            lo,
+            hi,
+        } => {
+            let ranged = *lo != BoundExpr::Unbounded || *hi != BoundExpr::Unbounded;
+            if prefix.is_empty() && !ranged {
+                key_columns(table, key).len()
+            } else {
+                prefix.len() + usize::from(ranged)
+            }
+        }
+        Access::Union { parts, .. } => parts
+            .iter()
+            .map(|p| used_parts(table, p))
+            .max()
+            .unwrap_or(0),
+    }
+}
+
+/// Sorts `ranges` of `key` in key order and merges those that overlap or touch, so that
+/// reading the result returns each key of their union once, in key order. Compared by their
+/// encoded spans ([`KeyRange::span`]): the order storage reads, collation weights included.
+/// `None` when a bound does not encode (the caller scans).
+pub fn merge_ranges(
+    table: &TableDef,
+    key: &KeyName,
+    ranges: Vec<KeyRange>,
+) -> Option<Vec<KeyRange>> {
+    let index = match key {
+        KeyName::Primary => None,
+        KeyName::Index(n) => Some(n.as_str()),
+    };
+    let mut spans = Vec::with_capacity(ranges.len());
+    for r in ranges {
+        let (from, to) = r.span(table, index).ok()?;
+        if from < to {
+            spans.push((from, to, r));
+        }
+    }
+    spans.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut out: Vec<(Vec<u8>, KeyRange)> = Vec::with_capacity(spans.len());
+    for (from, to, r) in spans {
+        match out.last_mut() {
+            Some((end, cur)) if from <= *end => {
+                if to > *end {
+                    *end = to;
+                    cur.end = r.end;
+                }
+            }
+            _ => out.push((to, r)),
+        }
+    }
+    Some(out.into_iter().map(|(_, r)| r).collect())
 }
 
 /// The key of a DATE / DATETIME / TIMESTAMP column that compares with `v` as SQL compares
@@ -526,6 +759,19 @@ fn binary_key(v: &Value, ty: ColumnType) -> Option<Datum> {
     }
 }
 
+/// The key of a DOUBLE column for a bound: SQL compares a DOUBLE with a number or a string as
+/// two doubles (`shoal_sql::value::compare`), so the bound's double is the key, in the order
+/// the key keeps. None for NaN and for values that are no number (dates: no key, a scan).
+fn double_key(v: &Value) -> Option<Datum> {
+    match v {
+        Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Double(_) | Value::Str(_) => v
+            .to_f64()
+            .filter(|f| !f.is_nan())
+            .map(|f| Datum::Double(if f == 0.0 { 0.0 } else { f })),
+        _ => None,
+    }
+}
+
 /// Converts a bound value to a key value of type `ty` only if it represents exactly the
 /// same number (so key order agrees with SQL comparison).
 fn exact_key(v: &Value, ty: ColumnType) -> Option<Datum> {
@@ -540,6 +786,9 @@ fn exact_key(v: &Value, ty: ColumnType) -> Option<Datum> {
     }
     if ty.is_binary_string() {
         return binary_key(v, ty);
+    }
+    if ty == ColumnType::Double {
+        return double_key(v);
     }
     let d = match v {
         Value::Int(i) => Datum::Int(*i),
@@ -720,6 +969,23 @@ pub fn resolve(
                 return Ok(Resolved::Empty);
             };
             Ok(Resolved::Range(key.clone(), KeyRange { start, end }))
+        }
+        Access::Union { key, parts } => {
+            let mut ranges = Vec::new();
+            for p in parts {
+                match resolve(p, table, ctx)? {
+                    Resolved::Empty => {}
+                    Resolved::FullScan => return Ok(Resolved::FullScan),
+                    Resolved::PkPoint(k) => ranges.push(KeyRange::prefix(k)),
+                    Resolved::Range(_, r) => ranges.push(r),
+                    Resolved::Ranges(_, rs) => ranges.extend(rs),
+                }
+            }
+            Ok(match merge_ranges(table, key, ranges) {
+                None => Resolved::FullScan,
+                Some(rs) if rs.is_empty() => Resolved::Empty,
+                Some(rs) => Resolved::Ranges(key.clone(), rs),
+            })
         }
     }
 }

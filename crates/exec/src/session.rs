@@ -1722,7 +1722,7 @@ fn run_dml(
         };
         return Ok(ExecOutput::Rows {
             columns: plan.columns.clone(),
-            rows: crate::query::explain::rows(qp),
+            rows: crate::query::explain::rows(qp, store, ctx),
         });
     }
     if let (TableStmt::Multi(m), Some(mp)) = (&plan.stmt, &plan.multi) {

@@ -543,8 +543,9 @@ fn is_constant(e: &Expr) -> bool {
     }
 }
 
-/// A minimal evaluation context for constant expressions (DEFAULT clauses).
-struct ConstCtx;
+/// A minimal evaluation context for constant expressions (DEFAULT clauses, the planner's
+/// estimates of literal ranges).
+pub(crate) struct ConstCtx;
 
 impl shoal_sql::eval::Context for ConstCtx {
     fn system_var(

@@ -262,6 +262,26 @@ impl TableDef {
         index.columns.iter().map(|&i| self.columns[i].ty).collect()
     }
 
+    /// Whether the entries of `index` alone give every column `want` marks (a covering,
+    /// index-only read): each is a column of the index or of the primary key (the entry's
+    /// value) whose key encoding gives the value back. A CHAR/VARCHAR/TEXT column of a
+    /// collated key is held as its collation weight (`'abc'`, `'ABC'` and `'abc '` are one
+    /// key), which does not give the string back: it is never covered.
+    pub fn index_covers(&self, index: &IndexDef, want: &[bool]) -> bool {
+        let pk_weighted = self.pk_weighted();
+        let pk = self.primary_key.as_deref().unwrap_or(&[]);
+        want.iter().enumerate().all(|(c, &w)| {
+            !w || index
+                .columns
+                .iter()
+                .any(|&i| i == c && !index.format.weighs(self.columns[c].ty))
+                || pk
+                    .iter()
+                    .zip(&pk_weighted)
+                    .any(|(&i, &weighted)| i == c && !weighted)
+        })
+    }
+
     pub(crate) fn rows_prefix(&self) -> Vec<u8> {
         rows_prefix(self.id)
     }

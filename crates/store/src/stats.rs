@@ -23,6 +23,9 @@ pub struct Stats {
     pub lock_timeouts: AtomicU64,
     /// Rows returned by reads (`Innodb_rows_read`).
     pub rows_read: AtomicU64,
+    /// Rows a secondary-index scan fetched by primary key for its entries
+    /// (`Shoal_index_row_lookups`); an index-only (covering) scan fetches none.
+    pub index_row_lookups: AtomicU64,
     /// `Innodb_rows_inserted`.
     pub rows_inserted: AtomicU64,
     /// `Innodb_rows_updated`.
@@ -66,6 +69,7 @@ impl Stats {
             ("Innodb_row_lock_timeouts", g(&self.lock_timeouts)),
             ("Innodb_deadlocks", g(&self.deadlocks)),
             ("Innodb_rows_read", g(&self.rows_read)),
+            ("Shoal_index_row_lookups", g(&self.index_row_lookups)),
             ("Innodb_rows_inserted", g(&self.rows_inserted)),
             ("Innodb_rows_updated", g(&self.rows_updated)),
             ("Innodb_rows_deleted", g(&self.rows_deleted)),

@@ -273,6 +273,7 @@ fn whole_leaf(kind: LeafKind, name: &str, slots: Range<usize>, null_side: bool) 
         slots,
         filter: None,
         access: Access::FullScan,
+        possible: Vec::new(),
         null_side,
         hash: Vec::new(),
     }
@@ -388,7 +389,114 @@ pub fn prepare(
         param_typed,
     };
     plan.read = super::decode::read_slots(&plan);
+    let read = std::mem::take(&mut plan.read);
+    covering_scans(&mut plan.root, &read);
+    for sp in &mut plan.subqueries {
+        covering_scans(&mut sp.node, &read);
+    }
+    plan.read = read;
     Ok(plan)
+}
+
+/// Full scans that a secondary index covers become full scans of that index: the store then
+/// reads its entries alone, never the rows (`TableDef::index_covers`; EXPLAIN's `type` is
+/// `index`, its Extra `Using index`). Of the covering indexes, one whose order is ORDER BY's
+/// (a lone table: the sort goes, LIMIT stops the read), unless the primary key's already is;
+/// else the one with the narrowest entries, if narrower than a row (MariaDB's shortest covering
+/// key). Only for plain reads (a locking read locks rows), of leaves not joined by hash (read
+/// whole elsewhere).
+fn covering_scans(n: &mut QNode, read: &[bool]) {
+    match &mut n.body {
+        Body::Select(s) => covering_select(s, read, &n.order),
+        b => covering_body(b, read),
+    }
+}
+
+fn covering_body(b: &mut Body, read: &[bool]) {
+    match b {
+        Body::Select(s) => covering_select(s, read, &[]),
+        Body::Query(q) => covering_scans(q, read),
+        Body::SetOp { left, right, .. } => {
+            covering_body(left, read);
+            covering_body(right, read);
+        }
+    }
+}
+
+fn covering_select(s: &mut SelectPlan, read: &[bool], order: &[(SortKey, bool)]) {
+    use crate::plan::{key_len, record_len, BoundExpr, KeyName};
+    // ORDER BY's columns, when a key read in order can give them (one table, one direction).
+    let direction = order.first().map(|(_, d)| *d);
+    let sorted: Option<Vec<Option<Expr>>> = (!order.is_empty()
+        && matches!(s.from, Source::Leaf(_))
+        && !s.grouped
+        && !s.distinct
+        && order.iter().all(|(_, d)| Some(*d) == direction))
+    .then(|| {
+        order
+            .iter()
+            .map(|(k, _)| super::run::sort_expr(s, k).cloned())
+            .collect()
+    });
+    for leaf in &mut s.leaves {
+        match &mut leaf.kind {
+            LeafKind::Derived(q) => covering_scans(q, read),
+            LeafKind::Recursive(r) => {
+                covering_body(&mut r.anchor, read);
+                r.steps.iter_mut().for_each(|st| covering_body(st, read));
+            }
+            LeafKind::Table { def, lock } => {
+                if *lock != LockMode::None
+                    || !leaf.hash.is_empty()
+                    || leaf.access != Access::FullScan
+                {
+                    continue;
+                }
+                let def = def.clone();
+                let leaf_ref: &Leaf = leaf;
+                let want = &read[leaf.slots.clone()];
+                // Bytes per row read: an entry holds its key and the primary key (an InnoDB row
+                // id of 6 bytes without one); a primary-key scan reads rows.
+                let pk_len = match &def.primary_key {
+                    Some(pk) => key_len(&def, &KeyName::Primary, pk.len()),
+                    None => 6,
+                };
+                let entry_len = |ix: &shoal_store::IndexDef| {
+                    let name = KeyName::Index(ix.name.clone());
+                    key_len(&def, &name, ix.columns.len()) + pk_len
+                };
+                let covering = def.indexes.iter().filter(|ix| def.index_covers(ix, want));
+                let in_order = |cols: &[usize], name: &KeyName| {
+                    sorted.as_ref().is_some_and(|e| {
+                        let e: Vec<Option<&Expr>> = e.iter().map(Option::as_ref).collect();
+                        super::run::follows_key(leaf_ref, &def, &e, cols, 0, name)
+                    })
+                };
+                let pk = def.primary_key.clone().unwrap_or_default();
+                if !pk.is_empty() && in_order(&pk, &KeyName::Primary) {
+                    continue;
+                }
+                let ordered = covering
+                    .clone()
+                    .filter(|ix| in_order(&ix.columns, &KeyName::Index(ix.name.clone())))
+                    .min_by_key(|ix| entry_len(ix));
+                let best = ordered.or_else(|| {
+                    covering
+                        .min_by_key(|ix| entry_len(ix))
+                        .filter(|ix| entry_len(ix) < record_len(&def))
+                });
+                if let Some(name) = best.map(|ix| ix.name.clone()) {
+                    leaf.access = Access::Range {
+                        key: KeyName::Index(name),
+                        prefix: Vec::new(),
+                        lo: BoundExpr::Unbounded,
+                        hi: BoundExpr::Unbounded,
+                    };
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Whether a SELECT list of `body` (any member of a set operation) has a `?` in an expression:
@@ -786,22 +894,10 @@ impl Binder<'_> {
             all.extend(conjuncts(f).into_iter().cloned());
         }
         let refs_of: Vec<Vec<usize>> = all.iter().map(|c| self.slots_of(c)).collect();
-        // Join order, for inner joins only (outer joins keep theirs): greedily the leaf with
-        // the best access path given the leaves already placed — a key fixed by constants
-        // first, then the leaves its columns turn into index lookups. Ties keep FROM order.
+        // Join order, for inner joins only (outer joins keep theirs): the order that costs
+        // least by the store's estimates (see `join_order`).
         if leaves.len() > 1 && all_inner(&from) {
-            let mut placed: Vec<usize> = Vec::new();
-            let mut rest = exec_order.clone();
-            while !rest.is_empty() {
-                let mut best = (i32::MIN, 0usize);
-                for (k, &l) in rest.iter().enumerate() {
-                    let score = leaf_score(&leaves, l, &placed, &all, &refs_of)?;
-                    if score > best.0 {
-                        best = (score, k);
-                    }
-                }
-                placed.push(rest.remove(best.1));
-            }
+            let placed = join_order(self.store, &leaves, &exec_order, &all, &refs_of)?;
             if placed != exec_order {
                 from = placed
                     .iter()
@@ -815,6 +911,30 @@ impl Binder<'_> {
                     })
                     .expect("leaves");
                 exec_order = placed;
+            }
+        }
+        // EXPLAIN's possible_keys: the keys any conjunct on a leaf restricts, the other
+        // leaves' columns taken as constants (whichever order the leaves run in).
+        for leaf in leaves.iter_mut() {
+            if let LeafKind::Table { def, .. } = &leaf.kind {
+                let own = leaf.slots.clone();
+                let mine: Vec<Expr> = all
+                    .iter()
+                    .zip(&refs_of)
+                    .filter(|(_, r)| r.iter().any(|s| own.contains(s)))
+                    .map(|(c, _)| c.clone())
+                    .collect();
+                if let Some(f) = and_all(mine) {
+                    let form = map_expr(&f, &mut |x| {
+                        Ok(match x {
+                            Expr::Slot(s) if own.contains(s) => {
+                                Some(Expr::Column(def.columns[*s - own.start].name.clone()))
+                            }
+                            _ => None,
+                        })
+                    })?;
+                    leaf.possible = crate::plan::possible_keys(def, Some(&form));
+                }
             }
         }
         for (c, refs) in all.into_iter().zip(refs_of) {
@@ -843,6 +963,10 @@ impl Binder<'_> {
                         })
                     })?;
                     leaf.access = choose_access(def, Some(&access_form));
+                    if leaf.possible.is_empty() {
+                        // Conjuncts not pooled above (a LEFT JOIN's ON).
+                        leaf.possible = crate::plan::possible_keys(def, Some(&access_form));
+                    }
                 }
             }
         }
@@ -1659,18 +1783,285 @@ fn all_inner(s: &Source) -> bool {
     }
 }
 
-/// How well leaf `l` can be read once the leaves `placed` are bound: the rank of the access
-/// path its usable conjuncts give (a point read 100, IN lists 70, key prefixes 50 and up, a
-/// full scan 0; not a stored table: 0).
-fn leaf_score(
+/// Up to how many leaves the join order is searched exhaustively (over subsets, as
+/// System R's planner does for left-deep orders); greedily beyond.
+const EXHAUSTIVE_JOIN: usize = 6;
+
+/// What building a hash join's table costs per row, against reading a row: a hash-joined
+/// full scan costs this times its rows, plus one probe per row before it. Above 2, so that of
+/// two unindexed tables the smaller one is the one hashed (kept in memory).
+const HASH_BUILD: f64 = 3.0;
+
+/// The order of the leaves (`from_order`: in FROM order) that reads the fewest rows by the
+/// store's estimates: the sum over the leaves of the rows read so far times the rows each
+/// leaf's access path reads per visit given the leaves before it (see [`leaf_step`]), a
+/// hash-joined full scan [`HASH_BUILD`] times its rows once plus a probe per row before it.
+/// Exhaustive up to [`EXHAUSTIVE_JOIN`] leaves, greedy beyond; equal costs go to the better
+/// access paths (their ranks summed), then to FROM order.
+fn join_order(
+    store: &Engine,
+    leaves: &[Leaf],
+    from_order: &[usize],
+    all: &[Expr],
+    refs_of: &[Vec<usize>],
+) -> Result<Vec<usize>, SqlError> {
+    let mut est = Estimates {
+        store,
+        memo: std::collections::HashMap::new(),
+    };
+    let sizes: Vec<f64> = leaves
+        .iter()
+        .map(|lf| match &lf.kind {
+            LeafKind::Table { def, .. } => est.range_rows(def, None, &shoal_store::KeyRange::all()),
+            _ => UNKNOWN_ROWS,
+        })
+        .collect();
+    let cost_of = |step: &Step, outer: f64| {
+        if step.once {
+            HASH_BUILD * step.read + outer
+        } else {
+            outer * step.read
+        }
+    };
+    let n = from_order.len();
+    if n <= EXHAUSTIVE_JOIN {
+        // The cheapest order of each subset of the leaves (bit k: from_order[k]), built up
+        // from the empty one: (cost, summed ranks, rows so far, order).
+        type Best = Option<(f64, i32, f64, Vec<usize>)>;
+        let mut best: Vec<Best> = vec![None; 1 << n];
+        best[0] = Some((0.0, 0, 1.0, Vec::new()));
+        for mask in 0..(1usize << n) {
+            let Some((cost, ranks, outer, order)) = best[mask].clone() else {
+                continue;
+            };
+            for (k, &l) in from_order.iter().enumerate() {
+                if mask & (1 << k) != 0 {
+                    continue;
+                }
+                let step = leaf_step(&mut est, leaves, l, &order, all, refs_of, sizes[l])?;
+                let c = cost + cost_of(&step, outer);
+                let r = ranks + step.rank;
+                let next = mask | (1 << k);
+                let better = match &best[next] {
+                    None => true,
+                    Some((bc, br, ..)) => c < *bc || (c == *bc && r > *br),
+                };
+                if better {
+                    let mut o = order.clone();
+                    o.push(l);
+                    best[next] = Some((c, r, (outer * step.fanout).max(1.0), o));
+                }
+            }
+        }
+        let (.., order) = best[(1 << n) - 1].take().expect("every leaf placed");
+        return Ok(order);
+    }
+    let mut placed: Vec<usize> = Vec::new();
+    let mut rest = from_order.to_vec();
+    let mut outer = 1.0f64;
+    while !rest.is_empty() {
+        let mut best: Option<(f64, i32, usize, f64)> = None;
+        for (k, &l) in rest.iter().enumerate() {
+            let step = leaf_step(&mut est, leaves, l, &placed, all, refs_of, sizes[l])?;
+            let cost = cost_of(&step, outer);
+            let better = match best {
+                None => true,
+                Some((c, r, _, _)) => cost < c || (cost == c && step.rank > r),
+            };
+            if better {
+                best = Some((cost, step.rank, k, step.fanout));
+            }
+        }
+        let (_, _, k, fanout) = best.expect("a leaf is left");
+        outer = (outer * fanout).max(1.0);
+        placed.push(rest.remove(k));
+    }
+    Ok(placed)
+}
+
+/// The store's estimates for one statement's join order, each asked once.
+struct Estimates<'e> {
+    store: &'e Engine,
+    memo: std::collections::HashMap<String, f64>,
+}
+
+impl Estimates<'_> {
+    /// `Engine::estimate_rows`.
+    fn range_rows(
+        &mut self,
+        def: &TableDef,
+        index: Option<&str>,
+        r: &shoal_store::KeyRange,
+    ) -> f64 {
+        let store = self.store;
+        *self
+            .memo
+            .entry(format!("{}.{}:{index:?}:{r:?}", def.db, def.name))
+            .or_insert_with(|| store.estimate_rows(def, index, r) as f64)
+    }
+
+    /// `Engine::rows_per_key`.
+    fn rows_per_key(&mut self, def: &TableDef, index: Option<&str>, parts: usize) -> f64 {
+        let store = self.store;
+        *self
+            .memo
+            .entry(format!("{}.{}:{index:?}/{parts}", def.db, def.name))
+            .or_insert_with(|| store.rows_per_key(def, index, parts))
+    }
+}
+
+/// What reading a leaf next costs, for the join order.
+struct Step {
+    /// The rank of its access path (a point read 100, IN lists 70, key prefixes 50 and up, a
+    /// full scan 0): the tie-break.
+    rank: i32,
+    /// Rows read per visit (per row of the leaves before it), or in all when `once`.
+    read: f64,
+    /// Read once whatever the rows before it: a full scan joined by hash.
+    once: bool,
+    /// Rows it adds per row before it.
+    fanout: f64,
+}
+
+/// Rows assumed for a source that is not a stored table (derived tables, information_schema).
+const UNKNOWN_ROWS: f64 = 100.0;
+
+/// The cost of reading leaf `l` once the leaves `placed` are bound: the access path its usable
+/// conjuncts give (columns of placed leaves count as constants) and the rows that path reads,
+/// from the store's estimates (`Engine::estimate_rows`, `Engine::rows_per_key`): 1 for a
+/// point read by a whole unique key, the key's rows per value for an equality prefix (a
+/// third of them with a range on the next column), the estimate of a range of constants (a
+/// third of the table for other ranges), the whole table (`table_rows`) for a full scan — read
+/// once when an equality with a placed leaf makes it a hash join (then about one row per probe).
+#[allow(clippy::too_many_arguments)]
+fn leaf_step(
+    est: &mut Estimates<'_>,
     leaves: &[Leaf],
     l: usize,
     placed: &[usize],
     all: &[Expr],
     refs_of: &[Vec<usize>],
-) -> Result<i32, SqlError> {
+    table_rows: f64,
+) -> Result<Step, SqlError> {
+    let (access, rank) = leaf_access(leaves, l, placed, all, refs_of)?;
     let LeafKind::Table { def, .. } = &leaves[l].kind else {
-        return Ok(0);
+        return Ok(Step {
+            rank,
+            read: UNKNOWN_ROWS,
+            once: false,
+            fanout: UNKNOWN_ROWS,
+        });
+    };
+    let read = path_rows(est, def, &access, table_rows);
+    if access == Access::FullScan && !placed.is_empty() {
+        // A hash join when an equality ties it to a placed leaf.
+        let own = leaves[l].slots.clone();
+        let tied = all.iter().zip(refs_of).any(|(c, r)| {
+            matches!(c, Expr::Binary(BinOp::Eq, ..))
+                && r.iter().any(|s| own.contains(s))
+                && r.iter()
+                    .any(|s| placed.iter().any(|&p| leaves[p].slots.contains(s)))
+        });
+        if tied {
+            return Ok(Step {
+                rank,
+                read,
+                once: true,
+                fanout: 1.0,
+            });
+        }
+    }
+    Ok(Step {
+        rank,
+        read,
+        once: false,
+        fanout: read,
+    })
+}
+
+/// About how many rows `access` reads of `def` per visit (see [`leaf_step`]).
+fn path_rows(est: &mut Estimates<'_>, def: &TableDef, access: &Access, table_rows: f64) -> f64 {
+    use crate::plan::{BoundExpr, KeyName};
+    let index = |k: &KeyName| match k {
+        KeyName::Primary => None,
+        KeyName::Index(n) => Some(n.clone()),
+    };
+    let rows = match access {
+        Access::FullScan => table_rows,
+        Access::PkPoint(_) => 1.0,
+        Access::In { key, list } => {
+            list.len() as f64 * est.rows_per_key(def, index(key).as_deref(), 1)
+        }
+        Access::Union { parts, .. } => parts
+            .iter()
+            .map(|p| path_rows(est, def, p, table_rows))
+            .sum(),
+        Access::Range {
+            key,
+            prefix,
+            lo,
+            hi,
+        } => {
+            let ranged = *lo != BoundExpr::Unbounded || *hi != BoundExpr::Unbounded;
+            let cols = crate::plan::key_columns(def, key);
+            let unique = match key {
+                KeyName::Primary => true,
+                KeyName::Index(n) => def.index(n).is_some_and(|ix| ix.unique),
+            };
+            if prefix.len() == cols.len() && unique {
+                1.0
+            } else if !prefix.is_empty() {
+                let per = est.rows_per_key(def, index(key).as_deref(), prefix.len());
+                if ranged {
+                    (per / 3.0).max(1.0)
+                } else {
+                    per
+                }
+            } else {
+                match constant_range(def, access) {
+                    Some(r) => est.range_rows(def, index(key).as_deref(), &r),
+                    None => table_rows / 3.0,
+                }
+            }
+        }
+    };
+    rows.min(table_rows).max(1.0)
+}
+
+/// The key range of a range path whose bounds are literals (no parameter, variable or column
+/// of another table), as storage reads it.
+fn constant_range(def: &TableDef, access: &Access) -> Option<shoal_store::KeyRange> {
+    use crate::plan::{BoundExpr, Resolved};
+    let Access::Range { lo, hi, .. } = access else {
+        return None;
+    };
+    let literal = |b: &BoundExpr| match b {
+        BoundExpr::Unbounded => true,
+        BoundExpr::Included(e)
+        | BoundExpr::Excluded(e)
+        | BoundExpr::LikeLo(e, _)
+        | BoundExpr::LikeHi(e, _) => matches!(e, Expr::Literal(_)),
+    };
+    if !literal(lo) || !literal(hi) {
+        return None;
+    }
+    match crate::plan::resolve(access, def, &mut crate::translate::ConstCtx) {
+        Ok(Resolved::Range(_, r)) => Some(r),
+        _ => None,
+    }
+}
+
+/// The access path leaf `l`'s usable conjuncts give once the leaves `placed` are bound, and
+/// its rank (see [`Step::rank`]; not a stored table: a full scan, 0).
+fn leaf_access(
+    leaves: &[Leaf],
+    l: usize,
+    placed: &[usize],
+    all: &[Expr],
+    refs_of: &[Vec<usize>],
+) -> Result<(Access, i32), SqlError> {
+    let LeafKind::Table { def, .. } = &leaves[l].kind else {
+        return Ok((Access::FullScan, 0));
     };
     let own = leaves[l].slots.clone();
     let bound = |s: &usize| own.contains(s) || placed.iter().any(|&p| leaves[p].slots.contains(s));
@@ -1683,7 +2074,7 @@ fn leaf_score(
         .map(|(c, _)| c.clone())
         .collect();
     let Some(f) = and_all(usable) else {
-        return Ok(0);
+        return Ok((Access::FullScan, 0));
     };
     let base = own.start;
     let access_form = map_expr(&f, &mut |x| {
@@ -1694,16 +2085,19 @@ fn leaf_score(
             _ => None,
         })
     })?;
-    Ok(match choose_access(def, Some(&access_form)) {
+    let access = choose_access(def, Some(&access_form));
+    let rank = match &access {
         Access::PkPoint(_) => 100,
         Access::In { .. } => 70,
         Access::Range { prefix, lo, hi, .. } => {
-            let bounded =
-                lo != crate::plan::BoundExpr::Unbounded || hi != crate::plan::BoundExpr::Unbounded;
+            let bounded = lo != &crate::plan::BoundExpr::Unbounded
+                || hi != &crate::plan::BoundExpr::Unbounded;
             50 + 10 * prefix.len() as i32 + i32::from(bounded) * 5
         }
+        Access::Union { .. } => 45,
         Access::FullScan => 0,
-    })
+    };
+    Ok((access, rank))
 }
 
 /// Leaves in execution order.

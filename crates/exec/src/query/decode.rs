@@ -147,6 +147,7 @@ impl Marks {
                 bound(self, lo);
                 bound(self, hi);
             }
+            Access::Union { parts, .. } => parts.iter().for_each(|p| self.access(p)),
         }
     }
 }

@@ -35,8 +35,16 @@
 //! into its right leaf. A stored leaf's conjuncts pick its access path with the single-table
 //! planner ([`crate::plan::choose_access`]): columns of earlier leaves count as constants,
 //! so `t2.k = t1.a` becomes an index lookup into `t2` per row of `t1` (an index nested-loop
-//! join) and `id IN (..)` a multi-point read. The path only narrows what is read; the leaf's
-//! conjuncts are re-checked on every row.
+//! join), `id IN (..)` a multi-point read and `id = 1 OR id > 9` a union of ranges. The path
+//! only narrows what is read; the leaf's conjuncts are re-checked on every row.
+//!
+//! Inner joins run in the order of least estimated cost (`bind::join_order`, over every order
+//! of up to 6 leaves, greedy beyond): each leaf costs the rows produced before it times the
+//! rows its access path reads given the leaves before it (`bind::leaf_step`; a hash-joined
+//! full scan costs its rows once, 3x), from the store's estimates (`Engine::estimate_rows`,
+//! `Engine::rows_per_key`); equal costs go to the better-ranked paths, then to FROM order. After binding, a full scan whose columns (as the plan reads them,
+//! [`decode`]) a secondary index holds becomes a full scan of that index, which the store then
+//! reads without fetching rows (`bind::covering_scans`).
 //!
 //! # Execution ([`run`])
 //! Push-based: a source calls back for every row it puts in the frame, and a callback returning
@@ -254,6 +262,8 @@ pub(crate) struct Leaf {
     pub filter: Option<Expr>,
     /// How a stored table is read.
     pub access: Access,
+    /// The keys its conjuncts could read a stored table by (EXPLAIN's `possible_keys`).
+    pub possible: Vec<crate::plan::KeyName>,
     /// Inside the right side of a LEFT JOIN (its rows may be null-extended).
     pub null_side: bool,
     /// Equi-join keys for a hash join: (an expression of this leaf's slots, an expression of

@@ -110,6 +110,49 @@ enum AggInput {
 /// Callback for each row a source puts in the frame; `false` stops the pipeline.
 type Visit<'f, 'p, 'a> = dyn FnMut(&mut Runner<'p, 'a>) -> Result<bool, SqlError> + 'f;
 
+/// The expression an ORDER BY item sorts by (`None`: an output position past the list).
+pub(crate) fn sort_expr<'s>(s: &'s SelectPlan, k: &'s SortKey) -> Option<&'s Expr> {
+    match k {
+        SortKey::Output(o) => s.items.get(*o),
+        SortKey::Expr(e) => Some(e),
+    }
+}
+
+/// Whether rows of `leaf`'s table `def` read in the order of `name` (its columns `key`, the
+/// first `fixed` of them fixed to one value by the access path) come in the order of `exprs`:
+/// each is a column of the table, and those not fixed are the key's next columns in turn, where
+/// the key's order is SQL's (`plan::key_orders_as_sql`: not the strings of an old binary key).
+/// Columns the path fixes (`WHERE w = 1 ... ORDER BY w, o`) are constant, whatever their place.
+pub(crate) fn follows_key(
+    leaf: &Leaf,
+    def: &TableDef,
+    exprs: &[Option<&Expr>],
+    key: &[usize],
+    fixed: usize,
+    name: &KeyName,
+) -> bool {
+    let mut next = fixed;
+    for e in exprs {
+        let Some(Expr::Slot(x)) = e else {
+            return false;
+        };
+        if !leaf.slots.contains(x) {
+            return false;
+        }
+        let col = x - leaf.slots.start;
+        if key[..fixed.min(key.len())].contains(&col) {
+            continue;
+        }
+        if key.get(next) != Some(&col)
+            || !crate::plan::key_orders_as_sql(def, name, std::slice::from_ref(&col))
+        {
+            return false;
+        }
+        next += 1;
+    }
+    true
+}
+
 /// Whether the plan's one stored table may be read as a stream (see [`Runner::stream`]): one
 /// SELECT whose FROM is that table alone, with no subqueries, so nothing reads the store
 /// while the stream's callback runs.
@@ -416,32 +459,12 @@ impl<'p, 'a> Runner<'p, 'a> {
             (Resolved::Ranges(k, _), _) => (crate::plan::key_columns(def, k), 0, k),
             _ => return Ok(None),
         };
-        // The key column the next ORDER BY column must be; columns the access path fixes to one
-        // value (`WHERE w = 1 ... ORDER BY w, o`) are constant, whatever their place.
-        let mut next = fixed;
-        for (k, _) in order {
-            let e = match k {
-                SortKey::Output(o) => s.items.get(*o),
-                SortKey::Expr(e) => Some(e),
-            };
-            let Some(Expr::Slot(x)) = e else {
-                return Ok(None);
-            };
-            if !leaf.slots.contains(x) {
-                return Ok(None);
-            }
-            let col = x - leaf.slots.start;
-            if key[..fixed.min(key.len())].contains(&col) {
-                continue;
-            }
-            if key.get(next) != Some(&col)
-                || !crate::plan::key_orders_as_sql(def, name, std::slice::from_ref(&col))
-            {
-                return Ok(None);
-            }
-            next += 1;
-        }
-        Ok(direction)
+        let exprs: Vec<Option<&Expr>> = order.iter().map(|(k, _)| sort_expr(s, k)).collect();
+        Ok(if follows_key(leaf, def, &exprs, &key, fixed, name) {
+            direction
+        } else {
+            None
+        })
     }
 
     fn body(&mut self, b: &'p Body) -> Result<Vec<Vec<Value>>, SqlError> {

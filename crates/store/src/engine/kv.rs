@@ -42,7 +42,88 @@ impl Engine {
         let data = sizes.first().copied().unwrap_or(0);
         (data, sizes.iter().skip(1).sum())
     }
+
+    /// About how many entries lie in the byte range `[from, to)` (see
+    /// `Engine::estimate_rows`, which gives a key range's bytes): counted on a fresh snapshot
+    /// of committed data up to [`ESTIMATE_SAMPLE`] entries (exact below that); past it, the
+    /// count is scaled by RocksDB's approximate on-disk size of the whole range over that of
+    /// the counted part. When those sizes say nothing (the data is still in the memtable,
+    /// which they do not see), counting goes on up to [`ESTIMATE_MAX`].
+    pub(crate) fn estimate_span(&self, from: &[u8], to: &[u8]) -> u64 {
+        if from >= to {
+            return 0;
+        }
+        let snap = Snapshot::new(&self.inner);
+        let mut n = 0u64;
+        let mut at = Vec::new();
+        let count = |limit: u64, from: &[u8], n: &mut u64, at: &mut Vec<u8>| {
+            let _ = snap.scan_with(from, Some(to), false, None, &mut |k, _| {
+                *n += 1;
+                if *n >= limit {
+                    *at = k.to_vec();
+                    return Ok(false);
+                }
+                Ok(true)
+            });
+        };
+        count(ESTIMATE_SAMPLE, from, &mut n, &mut at);
+        if n < ESTIMATE_SAMPLE {
+            return n;
+        }
+        let sizes = self.inner.db.get_approximate_sizes(&[
+            rocksdb::Range::new(from, to),
+            rocksdb::Range::new(from, &at),
+        ]);
+        if let [all, part] = sizes[..] {
+            if part > 0 && all >= part {
+                return (n as u128 * u128::from(all) / u128::from(part)) as u64;
+            }
+        }
+        let resume = [at.as_slice(), &[0]].concat();
+        count(ESTIMATE_MAX, &resume, &mut n, &mut at);
+        n
+    }
+
+    /// About how many entries of a key share one value of its first `parts` columns (InnoDB's
+    /// records per key): from the first [`ESTIMATE_SAMPLE`] entries of the key, entries over
+    /// distinct prefixes. At least 1; 1 for an empty key.
+    pub fn rows_per_key(&self, table: &TableDef, index: Option<&str>, parts: usize) -> f64 {
+        let (prefix, types) = match index {
+            None => (catalog::rows_prefix(table.id), table.pk_types()),
+            Some(n) => match table.index(n) {
+                Some(ix) => (catalog::index_prefix(ix.id), table.index_types(ix)),
+                None => return 1.0,
+            },
+        };
+        // Collated strings decode as their weights: what tells keys apart here too.
+        let parts = parts.min(types.len());
+        let Some(end) = prefix_successor(&prefix) else {
+            return 1.0;
+        };
+        let snap = Snapshot::new(&self.inner);
+        let (mut entries, mut distinct) = (0u64, 0u64);
+        let mut last: Option<Vec<u8>> = None;
+        let _ = snap.scan_with(&prefix, Some(&end), false, None, &mut |k, _| {
+            entries += 1;
+            let key = &k[prefix.len()..];
+            let len = crate::codec::decode_key(&types[..parts], key).map_or(key.len(), |(_, l)| l);
+            if last.as_deref() != Some(&key[..len]) {
+                distinct += 1;
+                last = Some(key[..len].to_vec());
+            }
+            Ok(entries < ESTIMATE_SAMPLE)
+        });
+        if distinct == 0 {
+            return 1.0;
+        }
+        (entries as f64 / distinct as f64).max(1.0)
+    }
 }
+
+/// Entries `Engine::estimate_rows` counts before it scales by approximate sizes.
+pub const ESTIMATE_SAMPLE: u64 = 1000;
+/// Entries `Engine::estimate_rows` counts at most when sizes are unknown.
+pub const ESTIMATE_MAX: u64 = 5_000;
 
 impl Inner {
     /// A point read: probes the block cache first; only on a miss reports a DISKIO wait and

@@ -129,6 +129,8 @@ pub enum CastType {
     Date,
     /// DATETIME
     DateTime,
+    /// TIME: the result is the time's text (shoal has no TIME type; see `temporal`)
+    Time,
 }
 
 /// An expression.

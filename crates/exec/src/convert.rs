@@ -899,8 +899,51 @@ pub fn to_column(
     };
     let mut out = Vec::new();
     let d = store_value(v, c.ty, &at, mode, &mut out)?;
+    let d = fit_size(d, c, &at, mode, &mut out, true)?;
     report(out, ctx, count);
     Ok(d)
+}
+
+/// A TEXT / BLOB value within its column's declared size ([`shoal_store::ColumnDef::max_bytes`]):
+/// longer is 1406 in strict `mode`, otherwise cut to the size (at a character boundary for
+/// text) with warning 1265, as MariaDB does. MariaDB's INSERT and UPDATE (`write`, not ALTER)
+/// warn 1366 `Incorrect string value` instead when the limit falls inside a character.
+pub fn fit_size(
+    d: Datum,
+    col: &shoal_store::ColumnDef,
+    at: &Cell,
+    mode: WriteMode,
+    out: &mut Vec<Warning>,
+    write: bool,
+) -> Result<Datum, SqlError> {
+    let max = match (col.max_bytes, &d) {
+        (Some(max), Datum::Bytes(b)) if b.len() > max as usize => max as usize,
+        _ => return Ok(d),
+    };
+    let Datum::Bytes(mut b) = d else {
+        return Ok(d);
+    };
+    let mut fit = Fit {
+        at,
+        mode,
+        out,
+        warned: false,
+    };
+    let mut cut = max;
+    if col.ty.is_text() {
+        // Back to the start of the character the limit falls in.
+        while cut > 0 && (b[cut] & 0xC0) == 0x80 {
+            cut -= 1;
+        }
+    }
+    let lenient = if write && cut < max {
+        incorrect_string(&b[cut..], at)
+    } else {
+        at.truncated()
+    };
+    fit.refuse(at.too_long(), lenient)?;
+    b.truncate(cut);
+    Ok(Datum::Bytes(b))
 }
 
 /// NULL stored into NOT NULL column `col`: error 1048, or where MySQL lets it pass

@@ -36,7 +36,7 @@ use shoal_store::{ColumnDef, ColumnDefault, Datum, Engine, TableDef};
 
 use super::TableSession;
 use crate::ast::AlterOp;
-use crate::convert::{datum_to_value, report, store_err, store_value, value_to_datum};
+use crate::convert::{datum_to_value, fit_size, report, store_err, store_value, value_to_datum};
 use crate::convert::{Cell, Warning, WriteMode};
 use crate::exec::ExecOutput;
 
@@ -274,7 +274,11 @@ impl TableSession {
         let converts = |s: &Slot| {
             s.from.is_some_and(|i| {
                 let was = &def.columns[i];
-                was.ty != s.col.ty || (was.nullable && !s.col.nullable)
+                let narrower = s
+                    .col
+                    .max_bytes
+                    .is_some_and(|m| was.max_bytes.is_none_or(|w| m < w));
+                was.ty != s.col.ty || (was.nullable && !s.col.nullable) || narrower
             })
         };
         let copy = dropped || slots.iter().any(converts);
@@ -361,6 +365,20 @@ fn duplicate(name: &str) -> SqlError {
 /// at trailing spaces is a warning, not a note, a value that is no date is 1292 `Incorrect
 /// datetime value` rather than 1265, and NULL into NOT NULL is 1265 and the implicit default.
 fn convert(
+    d: &Datum,
+    was: &ColumnDef,
+    now: &ColumnDef,
+    at: Cell,
+    mode: WriteMode,
+    warnings: &mut Vec<Warning>,
+) -> Result<Datum, SqlError> {
+    let out = convert_type(d, was, now, at, mode, warnings)?;
+    // A TEXT / BLOB made smaller: 1406, or cut with 1265 when not strict.
+    fit_size(out, now, &at, mode, warnings, false)
+}
+
+/// [`convert`] before the declared size of a TEXT / BLOB is applied.
+fn convert_type(
     d: &Datum,
     was: &ColumnDef,
     now: &ColumnDef,

@@ -346,6 +346,48 @@ fn finish(
     })
 }
 
+/// The datetime a string compares as beside a date or datetime, as MariaDB reads it there: the
+/// value it starts with (trailing characters ignored: `'2024-01-05abc'` is 2024-01-05), and the
+/// zero date for a string that is no date (`'abc'`, `''`, `'2024-13-01'`). `None` for a time
+/// (`'12:00'`, which MariaDB puts on today's date) and for a date whose only fault is a day past
+/// its month's end (`'2024-02-30'`, which MariaDB compares by its fields): the caller compares
+/// those as text. (MariaDB also warns 1292 for the garbage and the non-dates; a comparison
+/// here has no statement to warn in.)
+pub fn compare_operand(s: &[u8]) -> Option<DateTime> {
+    let start = s.iter().position(|&c| !is_space(c)).unwrap_or(s.len());
+    let b = &s[start..];
+    let mut i = 0;
+    let lead = run(b, &mut i).1;
+    if lead > 0 && b.get(i) == Some(&b':') {
+        return None;
+    }
+    if let Some(r) = read_datetime_bytes(b) {
+        return Some(r.value);
+    }
+    // `y-m-d` with a real month and a day of at most 31.
+    let mut i = 0;
+    let mut f = [0u32; 3];
+    for (k, v) in f.iter_mut().enumerate() {
+        let (x, n) = run(b, &mut i);
+        if n == 0 {
+            return Some(DateTime::ZERO);
+        }
+        *v = x;
+        if k < 2 {
+            if !b.get(i).is_some_and(u8::is_ascii_punctuation) {
+                return Some(DateTime::ZERO);
+            }
+            i += 1;
+        }
+    }
+    let [_, month, day] = f;
+    if (1..=12).contains(&month) && (1..=31).contains(&day) {
+        None
+    } else {
+        Some(DateTime::ZERO)
+    }
+}
+
 /// An integer read as a DATETIME (`YYMMDD`, `YYYYMMDD`, `YYMMDDhhmmss`, `YYYYMMDDhhmmss`; years
 /// 00-69 are 20YY, 70-99 19YY); 0 is the zero date. `None` for any other number (5, 691232,
 /// 20240230); the flag says whether it had a time part.
@@ -778,6 +820,18 @@ mod tests {
         ] {
             assert_eq!(dt(s), None, "{s:?}");
         }
+    }
+
+    #[test]
+    fn comparison_operands() {
+        let c = |s: &str| compare_operand(s.as_bytes()).map(|d| (d.year, d.month, d.day));
+        assert_eq!(c("2024-01-05abc"), Some((2024, 1, 5)));
+        assert_eq!(c("abc"), Some((0, 0, 0)));
+        assert_eq!(c(""), Some((0, 0, 0)));
+        assert_eq!(c("2024-13-01"), Some((0, 0, 0)));
+        assert_eq!(c("2024"), Some((0, 0, 0)));
+        assert_eq!(c("2024-02-30"), None);
+        assert_eq!(c("12:00:00"), None);
     }
 
     #[test]

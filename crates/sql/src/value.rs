@@ -472,18 +472,15 @@ pub fn datetime_of_number(n: i128) -> DateTime {
     crate::temporal::datetime_of_int(n).map_or(DateTime::ZERO, |(d, _)| d)
 }
 
-/// The datetime a value compares as beside a date or datetime: a date or datetime itself, or a
-/// string that spells a whole one, as in MySQL (`DATE '2020-01-05' = '2020-1-5'`,
-/// `< '2020-01-05 10:00'`). `None` for anything else (then [`compare`] compares text).
+/// The datetime a value compares as beside a date or datetime, as in MariaDB
+/// (`DATE '2020-01-05' = '2020-1-5'`, `< '2020-01-05 10:00'`, `= '2020-01-05abc'`, and the zero
+/// date for a string that is no date: [`crate::temporal::compare_operand`]). `None` for anything
+/// else (then [`compare`] compares text).
 pub fn temporal_operand(v: &Value) -> Option<DateTime> {
     match v {
         Value::Date(d) | Value::DateTime(d) => Some(*d),
-        Value::Str(s) => crate::temporal::read_datetime(s)
-            .filter(|r| !r.trailing)
-            .map(|r| r.value),
-        Value::Bytes(b) => crate::temporal::read_datetime_bytes(b)
-            .filter(|r| !r.trailing)
-            .map(|r| r.value),
+        Value::Str(s) => crate::temporal::compare_operand(s.as_bytes()),
+        Value::Bytes(b) => crate::temporal::compare_operand(b),
         _ => None,
     }
 }

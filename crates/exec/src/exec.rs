@@ -952,7 +952,7 @@ impl Exec<'_> {
                     shoal_errors::ER_NO_DEFAULT_FOR_FIELD,
                     format!("Field '{}' doesn't have a default value", c.name),
                 );
-                if mode == WriteMode::Strict || c.ty == ColumnType::Timestamp {
+                if mode == WriteMode::Strict {
                     return Err(e);
                 }
                 let w = crate::convert::Warning {
@@ -991,7 +991,12 @@ impl Exec<'_> {
                     let col = &table.columns[p];
                     let mut d = to_column(&v, table, p, rown, mode, &mut *self.ctx, &mut warnings)?;
                     // NULL into AUTO_INCREMENT asks for the next value.
-                    if d.is_null() && !col.nullable && !col.auto_increment && null_lenient {
+                    let timestamp = col.ty == ColumnType::Timestamp;
+                    if d.is_null()
+                        && !col.nullable
+                        && !col.auto_increment
+                        && (null_lenient || timestamp)
+                    {
                         d = null_into_not_null(col, true, &mut *self.ctx, &mut warnings)?;
                     }
                     vals[p] = d;

@@ -689,8 +689,9 @@ pub fn merge_ranges(
 }
 
 /// The key of a DATE / DATETIME / TIMESTAMP column that compares with `v` as SQL compares
-/// them (`shoal_sql::value::compare`): a date or datetime value, a string that spells one
-/// whole, an integer read as one (`datetime_of_number`). A DATE column has a key only for a
+/// them (`shoal_sql::value::compare`): a date or datetime value, a string read as one
+/// (`temporal_operand`: trailing characters ignored, the zero date for a non-date), an integer
+/// read as one (`datetime_of_number`). A DATE column has a key only for a
 /// midnight value (`d = '2020-01-01 10:00'` matches no date, `d < '2020-01-01 10:00'` is not
 /// `d < '2020-01-01'`): otherwise none, and the caller scans (or drops the bound) and the
 /// re-checked WHERE decides.

@@ -130,7 +130,7 @@ pub fn create_table_text(t: &TableDef, next_auto: Option<u64>) -> String {
     let q = |n: &str| format!("`{}`", n.replace('`', "``"));
     let mut lines = Vec::new();
     for c in &t.columns {
-        let mut l = format!("  {} {}", q(&c.name), c.ty.sql_name());
+        let mut l = format!("  {} {}", q(&c.name), c.type_name());
         if !c.nullable {
             l.push_str(" NOT NULL");
         }
@@ -330,7 +330,7 @@ pub fn show_columns(t: &TableDef, full: bool, pat: &Option<String>) -> ExecOutpu
         if !like_ok(&c.name, pat) {
             continue;
         }
-        let mut r = vec![s(&c.name), s(&c.ty.sql_name())];
+        let mut r = vec![s(&c.name), s(&c.type_name())];
         if full {
             r.push(match c.ty {
                 ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text => {
@@ -918,15 +918,17 @@ pub fn info_schema(engine: &Engine, table: &str) -> Result<VirtualTable, SqlErro
                         rows.push(row);
                     } else {
                         for (i, c) in t.columns.iter().enumerate() {
-                            let full = c.ty.sql_name();
+                            let full = c.type_name();
                             let data_type = full.split(['(', ' ']).next().unwrap_or("").to_string();
                             let (clen, np, ns) = match c.ty {
                                 ColumnType::Char(n) | ColumnType::Varchar(n) => {
                                     (Value::Int(i64::from(n)), Value::Null, Value::Null)
                                 }
-                                ColumnType::Text | ColumnType::Blob => {
-                                    (Value::Int(65535), Value::Null, Value::Null)
-                                }
+                                ColumnType::Text | ColumnType::Blob => (
+                                    Value::Int(i64::from(c.max_bytes.unwrap_or(65_535))),
+                                    Value::Null,
+                                    Value::Null,
+                                ),
                                 ColumnType::Binary(n) | ColumnType::Varbinary(n) => {
                                     (Value::Int(i64::from(n)), Value::Null, Value::Null)
                                 }

@@ -610,6 +610,26 @@ fn check_length(ty: ColumnType, name: &str) -> Result<(), SqlError> {
     ))
 }
 
+/// The byte limit of a TEXT / BLOB type by its declared size ([`ColumnDef::max_bytes`]);
+/// `BLOB(n)` is the smallest size that holds `n` bytes, as in MySQL.
+fn string_size(dt: &sp::DataType) -> Option<u32> {
+    use sp::DataType as D;
+    let by = |n: u64| match n {
+        0..=255 => 255,
+        256..=65_535 => 65_535,
+        65_536..=16_777_215 => 16_777_215,
+        _ => u32::MAX,
+    };
+    match dt {
+        D::TinyText | D::TinyBlob => Some(255),
+        D::Text => Some(65_535),
+        D::Blob(n) => Some(n.map_or(65_535, by)),
+        D::MediumText | D::MediumBlob => Some(16_777_215),
+        D::LongText | D::LongBlob => Some(u32::MAX),
+        _ => None,
+    }
+}
+
 fn column_type(dt: &sp::DataType) -> Result<ColumnType, SqlError> {
     use sp::DataType as D;
     let int = |bytes: u8, unsigned: bool| Ok(ColumnType::Int { bytes, unsigned });
@@ -1038,6 +1058,7 @@ impl Translator<'_> {
             default: None,
             auto_increment: false,
             added_default: None,
+            max_bytes: string_size(&c.data_type),
         };
         let mut explicit_null = false;
         for o in &c.options {

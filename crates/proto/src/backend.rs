@@ -251,6 +251,13 @@ pub trait Backend: Send {
     /// COM_STMT_PREPARE under the protocol-assigned `stmt_id`.
     fn prepare(&mut self, stmt_id: u32, sql: &str) -> Result<PrepareOk, ErrorInfo>;
 
+    /// COM_STMT_PREPARE as the client sent it: bytes that need not be UTF-8 (binary data in a
+    /// string literal), as for [`Backend::query_bytes`]. The default reads them as UTF-8,
+    /// replacing what is not, and calls [`Backend::prepare`].
+    fn prepare_bytes(&mut self, stmt_id: u32, sql: &[u8]) -> Result<PrepareOk, ErrorInfo> {
+        self.prepare(stmt_id, &String::from_utf8_lossy(sql))
+    }
+
     /// COM_STMT_EXECUTE with decoded parameters (long data already merged in).
     fn execute(&mut self, stmt_id: u32, params: &[Value]) -> Result<Response, ErrorInfo>;
 

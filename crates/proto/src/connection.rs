@@ -1109,9 +1109,8 @@ impl<B: Backend> Connection<B> {
     }
 
     fn stmt_prepare(&mut self, body: &[u8]) {
-        let sql = String::from_utf8_lossy(body).into_owned();
         let id = self.next_stmt_id;
-        match self.backend.prepare(id, &sql) {
+        match self.backend.prepare_bytes(id, body) {
             Ok(ok) if ok.columns.len() > u16::MAX as usize => {
                 // The prepare-OK's column count is 16 bits: 65536 columns were announced as 0
                 // and then all sent, and the client lost the thread (found by fuzzing).

@@ -11,7 +11,8 @@
 //! Statement text that is not UTF-8 (sent by the `mariadb` client, as a dump without
 //! `--hex-blob` is restored): a quoted literal of raw bytes is the binary string of exactly
 //! those bytes (escapes applied, `_binary` introducer or not), stored as it is into a BLOB and
-//! refused (1366) or replaced by `?` (not strict) in a text column.
+//! refused (1366) or replaced by `?` (not strict) in a text column. The same holds for the text
+//! of a COM_STMT_PREPARE (sent raw by mysql-connector-python's `cmd_stmt_prepare`).
 
 mod support;
 
@@ -367,5 +368,87 @@ fn raw_bytes_in_statement_text_are_binary_strings() {
     assert_eq!(raw_statements(s.port, statements), want, "shoal");
     if let Some((m, _)) = support::mariadb(false) {
         assert_eq!(raw_statements(m.port, statements), want, "mariadb");
+    }
+}
+
+/// Prepares and executes each statement (raw bytes, not necessarily UTF-8) with
+/// mysql-connector-python's COM_STMT_PREPARE / COM_STMT_EXECUTE on the server on `port` (one
+/// connection), then reads what they stored with a plain query: one line per statement
+/// (`ok`, or `ERROR n`), then the rows.
+fn prepared_raw_statements(py: &std::path::Path, port: u16, statements: &[&[u8]]) -> String {
+    let literals: Vec<String> = statements
+        .iter()
+        .map(|st| {
+            let escaped: String = st.iter().map(|b| format!("\\x{b:02x}")).collect();
+            format!("b\"{escaped}\"")
+        })
+        .collect();
+    let script = format!(
+        r#"
+import mysql.connector
+c = mysql.connector.connect(host="127.0.0.1", port={port}, user="root", password="", use_pure=True)
+for st in [{list}]:
+    try:
+        p = c.cmd_stmt_prepare(st)
+        c.cmd_stmt_execute(p["statement_id"], data=(), parameters=p["parameters"])
+        print("ok")
+    except mysql.connector.Error as e:
+        print("ERROR", e.errno)
+c.cmd_query("SELECT id, HEX(bl), HEX(tx) FROM rawprep.t ORDER BY id")
+for r in c.get_rows()[0]:
+    print(" | ".join("NULL" if v is None else (v.decode() if isinstance(v, (bytes, bytearray)) else str(v)) for v in r))
+c.cmd_query("DROP DATABASE rawprep")
+"#,
+        list = literals.join(", ")
+    );
+    let out = std::process::Command::new(py)
+        .args(["-c", &script])
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn raw_bytes_in_prepared_statement_text_are_binary_strings() {
+    let Some(py) = support::venv_python() else {
+        panic!("/var/tmp/shoal-venv missing: run scripts/deps.sh");
+    };
+    let setup = |port: u16| {
+        let mut c = Conn::new(support::root_over_tcp(port)).expect("connect");
+        c.query_drop("DROP DATABASE IF EXISTS rawprep").unwrap();
+        c.query_drop("CREATE DATABASE rawprep").unwrap();
+        c.query_drop("CREATE TABLE rawprep.t (id INT PRIMARY KEY, bl BLOB, tx TEXT)")
+            .unwrap();
+    };
+    let statements: &[&[u8]] = &[
+        b"INSERT INTO rawprep.t (id, bl) VALUES (1, '\\0\xff\x80\\0')",
+        b"INSERT INTO rawprep.t (id, bl) VALUES (2, _binary'\xfe\"\xff')",
+        b"INSERT INTO rawprep.t (id, bl) VALUES (3, CONCAT('a', '\xc3'))",
+        // Strict: a text column refuses the bytes.
+        b"INSERT INTO rawprep.t (id, tx) VALUES (4, 'a\xffb')",
+        b"INSERT INTO rawprep.t (id, bl, tx) VALUES (5, 'x', '\xc3\xa9')",
+    ];
+    // MariaDB's answers (checked below against the private MariaDB when it is installed).
+    let want = "ok\nok\nok\nERROR 1366\nok\n\
+                1 | 00FF8000 | NULL\n2 | FE22FF | NULL\n3 | 61C3 | NULL\n5 | 78 | C3A9\n";
+    let s = Shoal::start("raw-prepared", &[]);
+    setup(s.port);
+    assert_eq!(
+        prepared_raw_statements(&py, s.port, statements),
+        want,
+        "shoal"
+    );
+    if let Some((m, _)) = support::mariadb(false) {
+        setup(m.port);
+        assert_eq!(
+            prepared_raw_statements(&py, m.port, statements),
+            want,
+            "mariadb"
+        );
     }
 }

@@ -129,6 +129,8 @@ pub enum CastType {
     Date,
     /// DATETIME
     DateTime,
+    /// TIME: the result is the time's text (shoal has no TIME type; see `temporal`)
+    Time,
 }
 
 /// An expression.
@@ -625,8 +627,15 @@ pub struct AccountOptions {
 pub enum Statement {
     /// A query (SELECT, WITH, a set operation, a parenthesized query): run by the table
     /// engine's query engine, which translates and plans it. `lone_sleep`: the query is a lone
-    /// `SELECT SLEEP(n)` (KILL QUERY makes it return 1, not fail).
-    Query { lone_sleep: bool },
+    /// `SELECT SLEEP(n)` (KILL QUERY makes it return 1, not fail). `tables`: it reads a table
+    /// (a FROM clause anywhere), which decides whether it clears the last statement's
+    /// diagnostics at once (MariaDB's rule: see the session's `Diagnostics`).
+    Query {
+        /// A lone `SELECT SLEEP(n)`.
+        lone_sleep: bool,
+        /// The query reads a table.
+        tables: bool,
+    },
     /// `SET a = x, @b = y, GLOBAL c = z`.
     Set(Vec<(SetTarget, SetExpr)>),
     /// `SET NAMES charset [COLLATE collation]` (`None` = DEFAULT).

@@ -143,8 +143,9 @@ pub fn stack_overrun(bound: usize) -> SqlError {
 }
 
 /// The nesting bound of a statement's `tokens` (one pass over them), or 1436 if it is over
-/// [`MAX_DEPTH`].
+/// [`MAX_DEPTH`]; 1235 for forms shoal refuses ([`crate::dialect::refuse_unsupported`]).
 pub fn check(tokens: &[TokenWithSpan]) -> Result<usize, SqlError> {
+    crate::dialect::refuse_unsupported(tokens)?;
     let bound = nesting_bound(tokens);
     if bound > MAX_DEPTH {
         return Err(stack_overrun(bound));

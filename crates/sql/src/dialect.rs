@@ -27,9 +27,16 @@
 //!   1064.
 //! * `SELECT ... FROM ... [WHERE ...] [ORDER BY ...] [LIMIT ...] INTO @a, @b [FOR UPDATE]` ->
 //!   `SELECT ... INTO @a, @b FROM ...` (MariaDB accepts the INTO clause after the table
-//!   expression too; sqlparser only before FROM). Only a top-level SELECT without UNION, whose
-//!   INTO follows its top-level FROM; the clause runs to the end, a `;`, or a top-level
-//!   `FOR` / `LOCK`.
+//!   expression too; sqlparser only before FROM). Only a top-level SELECT whose INTO follows its
+//!   top-level FROM; the clause runs to the end, a `;`, or a top-level `FOR` / `LOCK`.
+//! * `q1 UNION q2 [ORDER BY ...] [LIMIT ...] INTO @a` (any set operation, members bracketed or
+//!   not) -> `SELECT * INTO @a FROM (q1 UNION q2 ...) AS shoal_union_into`, a form sqlparser
+//!   reads; the translator takes that exact shape back apart into the set operation with the
+//!   INTO targets, so no derived table is ever built. INTO inside a member
+//!   (`SELECT 1 INTO @x UNION SELECT 2`) stays where it is, for MariaDB's 1064.
+//!
+//! [`refuse_unsupported`] refuses what parses but shoal does not run: `INTO OUTFILE` /
+//! `INTO DUMPFILE` are 1235, never a result set sent to the client instead of a file.
 
 use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace, Word};
 
@@ -358,17 +365,26 @@ fn update_commas(tokens: &mut Vec<TokenWithSpan>) {
     }
 }
 
-/// `SELECT ... FROM ... INTO targets` -> `SELECT ... INTO targets FROM ...` (module doc).
+/// The alias of the derived table a set operation's trailing INTO is moved out of (module
+/// doc); the translator reads `SELECT * INTO .. FROM (q) AS` this as `q INTO ..`.
+pub const UNION_INTO_ALIAS: &str = "shoal_union_into";
+
+/// `SELECT ... FROM ... INTO targets` -> `SELECT ... INTO targets FROM ...`, and
+/// `q1 UNION q2 ... INTO targets` -> `SELECT * INTO targets FROM (q1 UNION q2 ...) AS
+/// shoal_union_into` (module doc).
 fn trailing_into(tokens: &mut Vec<TokenWithSpan>) {
     let Some(first) = tokens.iter().position(|t| significant(&t.token)) else {
         return;
     };
-    if !is_word(&tokens[first].token, "SELECT") || !tokens.iter().any(|t| is_word(&t.token, "INTO"))
+    let starts_select = is_word(&tokens[first].token, "SELECT");
+    if !(starts_select || tokens[first].token == Token::LParen)
+        || !tokens.iter().any(|t| is_word(&t.token, "INTO"))
     {
         return;
     }
     let (mut depth, mut from, mut into, mut end) = (0i32, None, None, tokens.len());
-    for (i, t) in tokens.iter().enumerate().skip(first + 1) {
+    let mut set_op = false;
+    for (i, t) in tokens.iter().enumerate().skip(first) {
         let t = &t.token;
         match t {
             Token::LParen => depth += 1,
@@ -382,11 +398,14 @@ fn trailing_into(tokens: &mut Vec<TokenWithSpan>) {
                 .iter()
                 .any(|w| is_word(t, w)) =>
             {
-                return
+                if into.is_some() {
+                    return; // INTO in a member: MariaDB's 1064 (the translator's)
+                }
+                set_op = true;
             }
             _ if is_word(t, "FROM") && from.is_none() => from = Some(i),
             _ if is_word(t, "INTO") => {
-                if from.is_none() || into.is_some() {
+                if (from.is_none() && !set_op) || into.is_some() {
                     return; // INTO before FROM (sqlparser's own form), or two of them
                 }
                 into = Some(i);
@@ -398,7 +417,7 @@ fn trailing_into(tokens: &mut Vec<TokenWithSpan>) {
             _ => {}
         }
     }
-    let (Some(from), Some(into)) = (from, into) else {
+    let Some(into) = into else {
         return;
     };
     // Trailing whitespace stays where it was; the clause moves with one space after it.
@@ -407,12 +426,64 @@ fn trailing_into(tokens: &mut Vec<TokenWithSpan>) {
         stop -= 1;
     }
     let span = tokens[into].span;
+    let at = |t: Token| TokenWithSpan::new(t, span);
+    let space = || at(Token::Whitespace(Whitespace::Space));
     let mut clause: Vec<TokenWithSpan> = tokens.drain(into..stop).collect();
-    clause.push(TokenWithSpan::new(
-        Token::Whitespace(Whitespace::Space),
-        span,
-    ));
+    if set_op {
+        // SELECT * INTO targets FROM ( set operation ) AS alias
+        let mut head = vec![
+            at(Token::make_keyword("SELECT")),
+            space(),
+            at(Token::Mul),
+            space(),
+        ];
+        head.append(&mut clause);
+        head.extend([
+            space(),
+            at(Token::make_keyword("FROM")),
+            space(),
+            at(Token::LParen),
+        ]);
+        let mut body_end = into;
+        while body_end > first && !significant(&tokens[body_end - 1].token) {
+            body_end -= 1;
+        }
+        tokens.splice(
+            body_end..body_end,
+            [
+                at(Token::RParen),
+                space(),
+                at(Token::make_keyword("AS")),
+                space(),
+                at(Token::make_word(UNION_INTO_ALIAS, None)),
+            ],
+        );
+        tokens.splice(first..first, head);
+        return;
+    }
+    let Some(from) = from else {
+        return;
+    };
+    clause.push(space());
     tokens.splice(from..from, clause);
+}
+
+/// Refuses, with 1235, statements sqlparser would read but shoal cannot run as MariaDB does:
+/// `SELECT ... INTO OUTFILE` / `INTO DUMPFILE` (writing files on the server host).
+pub fn refuse_unsupported(tokens: &[TokenWithSpan]) -> Result<(), crate::SqlError> {
+    let mut words = tokens.iter().filter(|t| significant(&t.token));
+    while let Some(t) = words.next() {
+        if is_word(&t.token, "INTO") {
+            if let Some(n) = words.clone().next() {
+                for w in ["OUTFILE", "DUMPFILE"] {
+                    if is_word(&n.token, w) {
+                        return Err(crate::SqlError::Unsupported(format!("SELECT ... INTO {w}")));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `UPDATE [LOW_PRIORITY] IGNORE` -> `UPDATE [LOW_PRIORITY] OR IGNORE` (see the module doc).
@@ -468,11 +539,25 @@ mod tests {
         for sql in [
             "SELECT a INTO @x FROM t",
             "INSERT INTO t SELECT a FROM u",
-            "SELECT a FROM t UNION SELECT b FROM u INTO @x",
             "SELECT a FROM t WHERE a IN (SELECT b FROM u)",
         ] {
             assert_eq!(rewritten(sql), sql);
         }
+    }
+
+    #[test]
+    fn trailing_into_after_a_set_operation() {
+        assert_eq!(
+            rewritten("SELECT 1 UNION SELECT 2 ORDER BY 1 DESC LIMIT 1 INTO @x"),
+            "SELECT * INTO @x FROM (SELECT 1 UNION SELECT 2 ORDER BY 1 DESC LIMIT 1) AS shoal_union_into "
+        );
+        assert_eq!(
+            rewritten("(SELECT a FROM t) UNION (SELECT b FROM u) INTO @x, @y;"),
+            "SELECT * INTO @x, @y FROM ((SELECT a FROM t) UNION (SELECT b FROM u)) AS shoal_union_into ;"
+        );
+        // INTO in a member stays for the translator's 1064.
+        let sql = "SELECT 1 INTO @x UNION SELECT 2";
+        assert_eq!(rewritten(sql), sql);
     }
 
     #[test]

@@ -637,114 +637,6 @@ fn round_value(v: &Value, d: i128, truncate: bool) -> Value {
     }
 }
 
-/// A date/time string as MariaDB reads it.
-pub(crate) enum ParsedDateTime {
-    /// The whole string was a valid value.
-    Exact(DateTime),
-    /// A valid value followed by characters that are not part of it (warning 1292
-    /// `Truncated incorrect datetime value`).
-    Truncated(DateTime),
-    /// Not a valid date/time (NULL, warning 1292 `Incorrect datetime value`).
-    Invalid,
-}
-
-/// Parses `YYYY-MM-DD[( |T)hh[:mm[:ss[.ffffff]]]]` from the start of `s` (surrounding spaces
-/// ignored). Works on bytes and only ever stops at ASCII characters, so any text (multi-byte
-/// characters, huge digit runs) is safe.
-pub(crate) fn parse_datetime(s: &str) -> ParsedDateTime {
-    let b = s.trim().as_bytes();
-    let mut i = 0usize;
-    // A run of digits as a number (None: no digit, or too large to be valid anyway).
-    let num = |i: &mut usize| -> Option<u32> {
-        let start = *i;
-        let mut v: u32 = 0;
-        while *i < b.len() && b[*i].is_ascii_digit() {
-            v = v.saturating_mul(10).saturating_add((b[*i] - b'0') as u32);
-            *i += 1;
-        }
-        (*i > start).then_some(v)
-    };
-    let Some(year) = num(&mut i) else {
-        return ParsedDateTime::Invalid;
-    };
-    let field = |i: &mut usize, sep: u8| -> Option<u32> {
-        if *i < b.len() && b[*i] == sep {
-            *i += 1;
-            num(i)
-        } else {
-            None
-        }
-    };
-    let (Some(month), Some(day)) = (field(&mut i, b'-'), field(&mut i, b'-')) else {
-        return ParsedDateTime::Invalid;
-    };
-    let (mut hour, mut minute, mut second, mut micro) = (0u32, 0u32, 0u32, 0u32);
-    if i + 1 < b.len() && (b[i] == b' ' || b[i] == b'T') && b[i + 1].is_ascii_digit() {
-        i += 1;
-        hour = num(&mut i).unwrap_or(0);
-        if let Some(m) = field(&mut i, b':') {
-            minute = m;
-            if let Some(sec) = field(&mut i, b':') {
-                second = sec;
-                if i < b.len() && b[i] == b'.' {
-                    i += 1;
-                    let mut scale = 100_000;
-                    while i < b.len() && b[i].is_ascii_digit() {
-                        micro += (b[i] - b'0') as u32 * scale;
-                        scale /= 10;
-                        i += 1;
-                    }
-                }
-            }
-        }
-    }
-    if year > 9999
-        || !(1..=12).contains(&month)
-        || !(1..=31).contains(&day)
-        || hour > 23
-        || minute > 59
-        || second > 59
-    {
-        return ParsedDateTime::Invalid;
-    }
-    let d = DateTime {
-        year: year as u16,
-        month: month as u8,
-        day: day as u8,
-        hour: hour as u8,
-        minute: minute as u8,
-        second: second as u8,
-        micro,
-    };
-    if i < b.len() {
-        ParsedDateTime::Truncated(d)
-    } else {
-        ParsedDateTime::Exact(d)
-    }
-}
-
-/// A string as a DATETIME the way CAST and UNIX_TIMESTAMP read it: NULL for an invalid value,
-/// the valid prefix for trailing garbage, each with MariaDB's warning 1292.
-fn datetime_of(ctx: &mut dyn Context, s: &str) -> Option<DateTime> {
-    match parse_datetime(s) {
-        ParsedDateTime::Exact(d) => Some(d),
-        ParsedDateTime::Truncated(d) => {
-            ctx.warn(
-                shoal_errors::ER_TRUNCATED_WRONG_VALUE.code,
-                format!("Truncated incorrect datetime value: '{s}'"),
-            );
-            Some(d)
-        }
-        ParsedDateTime::Invalid => {
-            ctx.warn(
-                shoal_errors::ER_TRUNCATED_WRONG_VALUE.code,
-                format!("Incorrect datetime value: '{s}'"),
-            );
-            None
-        }
-    }
-}
-
 /// Evaluates a function call.
 fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, SqlError> {
     // Functions with lazy evaluation first.
@@ -1015,14 +907,10 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
             } else {
                 match &vals[0] {
                     Value::Null => Value::Null,
-                    Value::Date(d) | Value::DateTime(d) => Value::Int(d.to_unix()),
-                    Value::Str(_) | Value::Bytes(_) => {
-                        match datetime_of(ctx, &vals[0].to_text().unwrap_or_default()) {
-                            Some(d) => Value::Int(d.to_unix()),
-                            None => Value::Null,
-                        }
-                    }
-                    _ => Value::Null,
+                    v => match crate::temporal::datetime_of(ctx, v) {
+                        Some((d, _)) => Value::Int(d.to_unix()),
+                        None => Value::Null,
+                    },
                 }
             }
         }
@@ -1312,11 +1200,12 @@ fn cast(ctx: &mut dyn Context, v: Value, t: CastType, e: &Expr) -> Result<Value,
                     .ok_or_else(|| SqlError::OutOfRange("DECIMAL", e.to_string()))?,
             )
         }
+        CastType::Time => match crate::temporal::time_of(ctx, &v) {
+            Some(t) => Value::Str(t.text()),
+            None => Value::Null,
+        },
         CastType::Date | CastType::DateTime => {
-            let d = match &v {
-                Value::Date(d) | Value::DateTime(d) => Some(*d),
-                other => datetime_of(ctx, &other.to_text().unwrap_or_default()),
-            };
+            let d = crate::temporal::datetime_of(ctx, &v).map(|(d, _)| d);
             match d {
                 None => Value::Null,
                 Some(mut d) if t == CastType::Date => {
@@ -1690,6 +1579,7 @@ fn static_type_level(e: &Expr) -> SqlType {
             CastType::Double => SqlType::Double,
             CastType::Date => SqlType::Date,
             CastType::DateTime => SqlType::DateTime,
+            CastType::Time => SqlType::Str,
         },
         Expr::Function(name, args) => match name.as_str() {
             "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIME" | "LOCALTIMESTAMP" | "SYSDATE" => {

@@ -24,6 +24,7 @@ pub mod plan;
 pub mod query_bytes;
 pub mod result;
 pub mod split;
+pub mod temporal;
 pub mod translate;
 pub mod value;
 

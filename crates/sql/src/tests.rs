@@ -1165,7 +1165,10 @@ fn column_names_are_linear_in_the_statement_and_exact_across_multibyte_lines() {
                 let started = std::time::Instant::now();
                 assert!(matches!(
                     parse(sql).unwrap().statement,
-                    Statement::Query { lone_sleep: false }
+                    Statement::Query {
+                        lone_sleep: false,
+                        ..
+                    }
                 ));
                 let n = items(sql).len();
                 (started.elapsed(), n)
@@ -1278,7 +1281,7 @@ fn statements_are_routed_by_kind() {
             tree,
         }) => format!("{k}/{params}/{}", tree_kind(tree)),
         Ok(Parsed {
-            statement: Statement::Query { lone_sleep },
+            statement: Statement::Query { lone_sleep, .. },
             params,
             tree,
         }) => format!("query/{params}/{lone_sleep}/{}", tree_kind(tree)),

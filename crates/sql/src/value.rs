@@ -466,51 +466,21 @@ fn is_numeric(v: &Value) -> bool {
 }
 
 /// An integer read as a DATETIME, as MySQL does where it meets a temporal value
-/// (`number_to_datetime`): YYMMDD (years 00-69 are 20YY, 70-99 19YY), YYYYMMDD, YYMMDDhhmmss,
-/// YYYYMMDDhhmmss. Zero, and any number that is no such value (5, 691232, 20201301), is the
-/// zero date 0000-00-00, before every real date (MySQL warns 1292 there).
+/// ([`crate::temporal::datetime_of_int`]); any number that is no such value (5, 691232,
+/// 20201301) is the zero date 0000-00-00, before every real date (MySQL warns 1292 there).
 pub fn datetime_of_number(n: i128) -> DateTime {
-    let zero = DateTime::ZERO;
-    let full: i128 = match n {
-        101..=691_231 => (n + 20_000_000) * 1_000_000,
-        700_101..=991_231 => (n + 19_000_000) * 1_000_000,
-        10_000_101..=99_991_231 => n * 1_000_000,
-        101_000_000..=691_231_235_959 => n + 20_000_000_000_000,
-        700_101_000_000..=991_231_235_959 => n + 19_000_000_000_000,
-        10_000_101_000_000..=99_991_231_235_959 => n,
-        _ => return zero,
-    };
-    let (ymd, hms) = (full / 1_000_000, full % 1_000_000);
-    let (month, day) = (ymd / 100 % 100, ymd % 100);
-    let (hour, minute, second) = (hms / 10_000, hms / 100 % 100, hms % 100);
-    if month > 12 || day > 31 || hour > 23 || minute > 59 || second > 59 {
-        return zero;
-    }
-    DateTime {
-        year: (ymd / 10_000) as u16,
-        month: month as u8,
-        day: day as u8,
-        hour: hour as u8,
-        minute: minute as u8,
-        second: second as u8,
-        micro: 0,
-    }
+    crate::temporal::datetime_of_int(n).map_or(DateTime::ZERO, |(d, _)| d)
 }
 
-/// The datetime a value compares as beside a date or datetime: a date or datetime itself, or a
-/// string that spells a whole one, as in MySQL (`DATE '2020-01-05' = '2020-1-5'`,
-/// `< '2020-01-05 10:00'`). `None` for anything else (then [`compare`] compares text).
+/// The datetime a value compares as beside a date or datetime, as in MariaDB
+/// (`DATE '2020-01-05' = '2020-1-5'`, `< '2020-01-05 10:00'`, `= '2020-01-05abc'`, and the zero
+/// date for a string that is no date: [`crate::temporal::compare_operand`]). `None` for anything
+/// else (then [`compare`] compares text).
 pub fn temporal_operand(v: &Value) -> Option<DateTime> {
     match v {
         Value::Date(d) | Value::DateTime(d) => Some(*d),
-        Value::Str(s) => match crate::eval::parse_datetime(s) {
-            crate::eval::ParsedDateTime::Exact(d) => Some(d),
-            _ => None,
-        },
-        Value::Bytes(b) => match std::str::from_utf8(b).map(crate::eval::parse_datetime) {
-            Ok(crate::eval::ParsedDateTime::Exact(d)) => Some(d),
-            _ => None,
-        },
+        Value::Str(s) => crate::temporal::compare_operand(s.as_bytes()),
+        Value::Bytes(b) => crate::temporal::compare_operand(b),
         _ => None,
     }
 }

@@ -30,6 +30,7 @@ fn main() {
         default: None,
         auto_increment: false,
         added_default: None,
+        max_bytes: None,
     };
     let t = e
         .create_table(

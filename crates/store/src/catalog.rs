@@ -63,6 +63,28 @@ pub struct ColumnDef {
     /// (InnoDB's instant ADD COLUMN).
     #[serde(default)]
     pub added_default: Option<Datum>,
+    /// The most bytes a TEXT / BLOB column holds, by its declared size: 255 (TINYTEXT,
+    /// TINYBLOB), 65535 (TEXT, BLOB), 16777215 (MEDIUM*), 4294967295 (LONG*). `None` for other
+    /// types and for TEXT/BLOB columns of catalogs written before sizes were kept (no limit).
+    #[serde(default)]
+    pub max_bytes: Option<u32>,
+}
+
+impl ColumnDef {
+    /// The column's type as SHOW and information_schema name it: a TEXT / BLOB by its size
+    /// (`tinytext`, `mediumblob`, ...), any other type by [`ColumnType::sql_name`].
+    pub fn type_name(&self) -> String {
+        let size = match self.max_bytes {
+            Some(255) => "tiny",
+            Some(16_777_215) => "medium",
+            Some(u32::MAX) => "long",
+            _ => "",
+        };
+        match self.ty {
+            ColumnType::Text | ColumnType::Blob => format!("{size}{}", self.ty.sql_name()),
+            _ => self.ty.sql_name(),
+        }
+    }
 }
 
 /// How a key (the primary key or an index) encodes its character-string columns.

@@ -442,6 +442,19 @@ impl ColumnType {
                 if f.is_nan() {
                     return Err(Misfit::Invalid("NaN is not a valid value".into()));
                 }
+                // FLOAT holds single precision's range, DOUBLE finite values: beyond them the
+                // nearest is the bound of the value's sign (MySQL's 1264).
+                let max = if self == T::Float {
+                    f64::from(f32::MAX)
+                } else {
+                    f64::MAX
+                };
+                if f.abs() > max {
+                    return Err(Misfit::OutOfRange {
+                        nearest: Datum::Double(max.copysign(f)),
+                        detail: format!("value {f} out of range"),
+                    });
+                }
                 // -0.0 and 0.0 must encode identically in keys.
                 Datum::Double(if f == 0.0 { 0.0 } else { f })
             }

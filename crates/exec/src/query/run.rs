@@ -302,6 +302,9 @@ impl Context for Ev<'_, '_, '_> {
     fn warn(&mut self, code: u16, message: String) {
         self.r.env.warn(code, message)
     }
+    fn note(&mut self, code: u16, message: String) {
+        self.r.env.note(code, message)
+    }
     fn max_allowed_packet(&mut self) -> u64 {
         self.r.env.max_allowed_packet()
     }

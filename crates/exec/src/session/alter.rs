@@ -16,9 +16,11 @@
 //! * **Copy** otherwise (a dropped column, a new type, NOT NULL on a nullable column):
 //!   `Engine::rewrite_table` writes every row again, converted here, under new ids, and
 //!   rebuilds every index, then switches over in one synced write. Conversion follows
-//!   MariaDB's ALTER in strict mode: a value the new type cannot hold stops the statement
-//!   (1265 data truncated, 1264 out of range, 1292 a string that is not a number, 1265 for
-//!   NULL into NOT NULL) naming the row. While it copies, the session holds the table like
+//!   MariaDB's ALTER under the session's `sql_mode`: in strict mode a value the new type
+//!   cannot hold stops the statement (1265 data truncated, 1264 out of range, 1292 a string
+//!   that is not a number, 1265 for NULL into NOT NULL) naming the row, and the table is left
+//!   as it was; otherwise it is stored as an INSERT would store it, with MariaDB's ALTER
+//!   warnings (`convert`), and the OK packet says `Records: <rows copied>  Warnings: n`. While it copies, the session holds the table like
 //!   `LOCK TABLES ... WRITE` (waiting for transactions that have it open, and keeping new
 //!   ones out), so no write can land in the old rows after they were copied.
 //!
@@ -34,7 +36,8 @@ use shoal_store::{ColumnDef, ColumnDefault, Datum, Engine, TableDef};
 
 use super::TableSession;
 use crate::ast::AlterOp;
-use crate::convert::{datum_to_value, store_err, value_to_datum};
+use crate::convert::{datum_to_value, fit_size, report, store_err, store_value, value_to_datum};
+use crate::convert::{Cell, Warning, WriteMode};
 use crate::exec::ExecOutput;
 
 fn unsupported(what: &str) -> SqlError {
@@ -271,34 +274,44 @@ impl TableSession {
         let converts = |s: &Slot| {
             s.from.is_some_and(|i| {
                 let was = &def.columns[i];
-                was.ty != s.col.ty || (was.nullable && !s.col.nullable)
+                let narrower = s
+                    .col
+                    .max_bytes
+                    .is_some_and(|m| was.max_bytes.is_none_or(|w| m < w));
+                was.ty != s.col.ty || (was.nullable && !s.col.nullable) || narrower
             })
         };
         let copy = dropped || slots.iter().any(converts);
+        let (mut rows, mut warnings) = (0, 0);
         if copy {
-            self.rewrite(store, &def, new_def, &slots)?;
+            let out;
+            (rows, out) = self.rewrite(store, &def, new_def, &slots)?;
+            report(out, ctx, &mut warnings);
         } else {
             store.replace_definition(&def, new_def).map_err(store_err)?;
         }
         Ok(ExecOutput::Ok {
-            affected_rows: 0,
+            affected_rows: rows,
             last_insert_id: 0,
-            info: "Records: 0  Duplicates: 0  Warnings: 0".into(),
-            warnings: 0,
+            info: format!("Records: {rows}  Duplicates: 0  Warnings: {warnings}"),
+            warnings: u16::try_from(warnings).unwrap_or(u16::MAX),
         })
     }
 
-    /// The copy: holds the table exclusively, converts each row to `slots`.
+    /// The copy: holds the table exclusively, converts each row to `slots` (under the session's
+    /// `sql_mode`: [`convert`]); the number of rows copied and the conversions' warnings.
     fn rewrite(
         &mut self,
         store: &Engine,
         def: &std::sync::Arc<TableDef>,
         new_def: TableDef,
         slots: &[Slot],
-    ) -> Result<(), SqlError> {
+    ) -> Result<(u64, Vec<Warning>), SqlError> {
         let key = (def.db.clone(), def.name.clone());
         let mut failure: Option<SqlError> = None;
         let mut row_no = 0u64;
+        let mode = self.write_mode;
+        let mut warnings = Vec::new();
         let result = self.exclusively(vec![key], |_| {
             Ok(store.rewrite_table(def, new_def, &mut |old: Vec<Datum>| {
                 row_no += 1;
@@ -306,7 +319,19 @@ impl TableSession {
                 for s in slots {
                     let v = match s.from {
                         None => s.col.added_default.clone().unwrap_or(Datum::Null),
-                        Some(i) => match convert(&old[i], &def.columns[i], &s.col, row_no) {
+                        Some(i) => match convert(
+                            &old[i],
+                            &def.columns[i],
+                            &s.col,
+                            Cell {
+                                db: &def.db,
+                                table: &def.name,
+                                column: &s.col.name,
+                                row: row_no,
+                            },
+                            mode,
+                            &mut warnings,
+                        ) {
                             Ok(d) => d,
                             Err(e) => {
                                 failure = Some(e);
@@ -322,7 +347,7 @@ impl TableSession {
         match (result, failure) {
             (_, Some(e)) => Err(e),
             (Err(e), None) => Err(store_err(e)),
-            (Ok(_), None) => Ok(()),
+            (Ok(_), None) => Ok((row_no, warnings)),
         }
     }
 }
@@ -334,8 +359,37 @@ fn duplicate(name: &str) -> SqlError {
     )
 }
 
-/// One stored value of column `was` as column `now` holds it, with MariaDB's ALTER errors.
-fn convert(d: &Datum, was: &ColumnDef, now: &ColumnDef, row: u64) -> Result<Datum, SqlError> {
+/// One stored value of column `was` as column `now` holds it, with MariaDB's ALTER errors in
+/// strict `mode`. Not strict, a value that does not fit is stored as an INSERT would store it,
+/// with MariaDB's ALTER warnings added to `warnings`: as INSERT's, except that a value cut only
+/// at trailing spaces is a warning, not a note, a value that is no date is 1292 `Incorrect
+/// datetime value` rather than 1265, and NULL into NOT NULL is 1265 and the implicit default.
+fn convert(
+    d: &Datum,
+    was: &ColumnDef,
+    now: &ColumnDef,
+    at: Cell,
+    mode: WriteMode,
+    warnings: &mut Vec<Warning>,
+) -> Result<Datum, SqlError> {
+    let out = convert_type(d, was, now, at, mode, warnings)?;
+    // A TEXT / BLOB made smaller: 1406, or cut with 1265 when not strict.
+    fit_size(out, now, &at, mode, warnings, false)
+}
+
+/// [`convert`] before the declared size of a TEXT / BLOB is applied.
+fn convert_type(
+    d: &Datum,
+    was: &ColumnDef,
+    now: &ColumnDef,
+    at: Cell,
+    mode: WriteMode,
+    warnings: &mut Vec<Warning>,
+) -> Result<Datum, SqlError> {
+    let row = at.row;
+    if mode == WriteMode::Lenient && (was.ty != now.ty || d.is_null()) {
+        return convert_lenient(d, was, now, &at, warnings);
+    }
     let truncated = || {
         SqlError::coded(
             shoal_errors::WARN_DATA_TRUNCATED,
@@ -379,4 +433,60 @@ fn convert(d: &Datum, was: &ColumnDef, now: &ColumnDef, row: u64) -> Result<Datu
         _ => e,
     })?;
     Ok(out)
+}
+
+/// [`convert`] when not strict.
+fn convert_lenient(
+    d: &Datum,
+    was: &ColumnDef,
+    now: &ColumnDef,
+    at: &Cell,
+    warnings: &mut Vec<Warning>,
+) -> Result<Datum, SqlError> {
+    let truncated = |note: bool| Warning {
+        note,
+        code: shoal_errors::WARN_DATA_TRUNCATED.code,
+        message: format!(
+            "Data truncated for column '{}' at row {}",
+            at.column, at.row
+        ),
+    };
+    if d.is_null() {
+        if now.nullable {
+            return Ok(Datum::Null);
+        }
+        warnings.push(truncated(false));
+        return Ok(now.ty.implicit_default());
+    }
+    let v = datum_to_value(d, was.ty);
+    let mut out = Vec::new();
+    let stored = store_value(&v, now.ty, at, WriteMode::Lenient, &mut out)?;
+    let temporal = matches!(
+        now.ty,
+        shoal_store::ColumnType::Date
+            | shoal_store::ColumnType::DateTime
+            | shoal_store::ColumnType::Timestamp
+    );
+    for w in out {
+        let cut = w.code == shoal_errors::WARN_DATA_TRUNCATED.code;
+        warnings.push(if cut && !w.note && temporal {
+            Warning {
+                note: false,
+                code: shoal_errors::ER_TRUNCATED_WRONG_VALUE.code,
+                message: format!(
+                    "Incorrect datetime value: '{}' for column `{}`.`{}`.`{}` at row {}",
+                    v.to_text().unwrap_or_default(),
+                    at.db,
+                    at.table,
+                    at.column,
+                    at.row
+                ),
+            }
+        } else if cut && w.note && now.ty.is_text() {
+            truncated(false)
+        } else {
+            w
+        });
+    }
+    Ok(stored)
 }

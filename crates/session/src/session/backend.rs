@@ -343,6 +343,12 @@ impl Backend for Session {
         self.found_rows = 0;
     }
 
+    /// As [`Self::query_bytes`]: literals whose bytes are not UTF-8 are the binary strings
+    /// they hold.
+    fn prepare_bytes(&mut self, stmt_id: u32, sql: &[u8]) -> Result<PrepareOk, ErrorInfo> {
+        self.prepare(stmt_id, &shoal_sql::query_bytes::query_text(sql))
+    }
+
     fn prepare(&mut self, stmt_id: u32, sql: &str) -> Result<PrepareOk, ErrorInfo> {
         self.server.counters.com("stmt_prepare");
         let max = self.server.vars.get("max_prepared_stmt_count").as_u64();

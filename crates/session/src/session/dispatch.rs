@@ -95,7 +95,7 @@ impl Session {
             Statement::Show(ShowKind::Warnings | ShowKind::Errors, _)
         );
         if !diagnostic {
-            self.diag.clear();
+            self.diag.begin(clears_diagnostics(stmt));
         }
         let com = match stmt.com_name() {
             "drop_table_if_exists" => "drop_table",
@@ -106,7 +106,13 @@ impl Session {
         self.arm_deadline(com == "select");
         let r = self.execute_statement(stmt, params);
         // A lone SLEEP() interrupted by KILL QUERY returns 1.
-        let lone_sleep = matches!(stmt, Statement::Query { lone_sleep: true });
+        let lone_sleep = matches!(
+            stmt,
+            Statement::Query {
+                lone_sleep: true,
+                ..
+            }
+        );
         let r = self.disarm_deadline(r, lone_sleep);
         match r {
             // SHOW WARNINGS lists the diagnostics; it raises none itself (as MariaDB counts).
@@ -169,7 +175,7 @@ impl Session {
 
     /// A response with the statement's warning count (notes and warnings in `diag`).
     fn with_warning_count(&self, mut resp: Response) -> Response {
-        let w = u16::try_from(self.diag.warning_count()).unwrap_or(u16::MAX);
+        let w = u16::try_from(self.diag.raised_warnings()).unwrap_or(u16::MAX);
         match &mut resp {
             Response::Ok(o) => o.warnings = w,
             Response::Rows(rs) => rs.warnings = w,
@@ -274,5 +280,31 @@ fn query_timeout() -> SqlError {
     SqlError::coded(
         shoal_errors::ER_QUERY_TIMEOUT,
         "Query execution was interrupted, maximum statement execution time exceeded",
+    )
+}
+
+/// Whether `stmt` clears the last statement's diagnostics as it starts (MariaDB's rule): a
+/// statement that reads or writes a table, SHOW (which reads information_schema) and the
+/// statements on accounts and tables do; a query without a table, SET, DO, USE, transaction
+/// control and database DDL do not: the list stays for `SHOW WARNINGS` and `@@warning_count`
+/// until such a statement raises a condition of its own, which replaces it.
+fn clears_diagnostics(stmt: &Statement) -> bool {
+    !matches!(
+        stmt,
+        Statement::Query { tables: false, .. }
+            | Statement::Set(_)
+            | Statement::SetNames(..)
+            | Statement::SetCharset(_)
+            | Statement::SetTransaction(..)
+            | Statement::Use(_)
+            | Statement::Do(_)
+            | Statement::Begin(_)
+            | Statement::Commit
+            | Statement::Rollback
+            | Statement::CreateDatabase(..)
+            | Statement::DropDatabase(..)
+            | Statement::Savepoint(_)
+            | Statement::RollbackToSavepoint(_)
+            | Statement::ReleaseSavepoint(_)
     )
 }

@@ -64,21 +64,44 @@ const MAX_ERROR_COUNT: usize = 64;
 /// The last statement's diagnostics: what SHOW WARNINGS / SHOW ERRORS list (the first
 /// [`MAX_ERROR_COUNT`]) and what `@@warning_count` and the OK packet count (all of them: a
 /// non-strict INSERT of a million rows that do not fit warns a million times, and keeps 64).
+///
+/// When a statement starts ([`Diagnostics::begin`]) the list is cleared if the statement uses a
+/// table; any other statement (`SELECT 1`, `SET`, `SELECT @@warning_count`) leaves it to be read
+/// and only replaces it when it raises a condition itself. That is MariaDB's rule, and what
+/// makes `@@warning_count` and `@@error_count` useful: they count the conditions of the
+/// statement before, errors included in `@@warning_count`.
 #[derive(Debug, Default)]
 pub(super) struct Diagnostics {
     list: Vec<Diag>,
     /// Notes and warnings raised past the first [`MAX_ERROR_COUNT`].
     dropped: u64,
+    /// The list is an earlier statement's, kept for reading: the running statement's first
+    /// condition replaces it, and the running statement's OK packet counts none of it.
+    stale: bool,
 }
 
 impl Diagnostics {
     pub(super) fn clear(&mut self) {
         self.list.clear();
         self.dropped = 0;
+        self.stale = false;
+    }
+
+    /// A statement starts: `clears` (it uses a table) empties the list at once; otherwise the
+    /// list stays until the statement raises a condition.
+    pub(super) fn begin(&mut self, clears: bool) {
+        if clears {
+            self.clear();
+        } else {
+            self.stale = true;
+        }
     }
 
     /// Adds a note or warning.
     pub(super) fn push(&mut self, d: Diag) {
+        if self.stale {
+            self.clear();
+        }
         if self.list.len() < MAX_ERROR_COUNT {
             self.list.push(d);
         } else {
@@ -90,14 +113,23 @@ impl Diagnostics {
     pub(super) fn set_error(&mut self, code: u16, message: String) {
         self.list = vec![("Error", code, message)];
         self.dropped = 0;
+        self.stale = false;
     }
 
     pub(super) fn iter(&self) -> impl Iterator<Item = &Diag> {
         self.list.iter()
     }
 
-    /// Notes and warnings (`@@warning_count`, the OK packet's count).
+    /// Every condition, errors included (`@@warning_count`).
     pub(super) fn warning_count(&self) -> u64 {
+        self.list.len() as u64 + self.dropped
+    }
+
+    /// The notes and warnings the running statement raised (its OK / EOF packet's count).
+    pub(super) fn raised_warnings(&self) -> u64 {
+        if self.stale {
+            return 0;
+        }
         self.list.iter().filter(|d| d.0 != "Error").count() as u64 + self.dropped
     }
 

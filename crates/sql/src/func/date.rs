@@ -9,13 +9,12 @@
 //! [`calc_week`], whose mode bits (Monday first, week of the year, first week has a Sunday /
 //! four days) give WEEK's modes and DATE_FORMAT's `%U %u %V %v %X %x`.
 //!
-//! Arguments are read as MariaDB reads them ([`to_datetime`]): DATE/DATETIME values as they are,
-//! strings as `Y-M-D[ h:m:s[.f]]` with any punctuation between the parts or as a run of digits
-//! (`YYYYMMDD[hhmmss]`, `YYMMDD[hhmmss]`), numbers as such digits. Zero months and days are
-//! valid (MariaDB's default sql_mode), a day past its month's end is not. An unreadable value
-//! is NULL with warning 1292 `Incorrect datetime value`, one with trailing garbage is read up to
-//! it with `Truncated incorrect datetime value`. HOUR/MINUTE/SECOND/MICROSECOND and TIME()
-//! read a TIME ([`to_time`]): `[-]h:mm[:ss[.f]]` with hours past 23 too.
+//! Arguments are read as MariaDB reads them, by the one date/time parser in
+//! [`crate::temporal`] (its module doc lists the forms): DATE/DATETIME values as they are,
+//! strings and numbers as dates ([`temporal::datetime_of`]), or as times for
+//! HOUR/MINUTE/SECOND/MICROSECOND and TIME() ([`temporal::time_of`]). An unreadable value is
+//! NULL with warning 1292 `Incorrect datetime value`, one with trailing garbage is read up to
+//! it with `Truncated incorrect date[time] value`.
 //!
 //! Interval arithmetic follows `date_add_interval`: SECOND .. WEEK move a count of seconds
 //! (and microseconds) and carry into days; MONTH, QUARTER and YEAR move the month and clamp
@@ -32,6 +31,7 @@ use super::arity;
 use crate::ast::Expr;
 use crate::error::SqlError;
 use crate::eval::Context;
+use crate::temporal::{self, Time};
 use crate::value::{DateTime, SqlType, Value};
 
 /// The largest day number MySQL accepts (9999-12-31).
@@ -184,41 +184,6 @@ fn calc_week(d: &DateTime, behaviour: u32) -> (i64, i64) {
     (days / 7 + 1, year)
 }
 
-/// A TIME: `[-]hours:minutes:seconds.micro`, hours past 23 allowed.
-#[derive(Debug, Clone, Copy)]
-struct Time {
-    neg: bool,
-    hour: u32,
-    minute: u8,
-    second: u8,
-    micro: u32,
-}
-
-impl Time {
-    fn text(&self) -> String {
-        let mut s = format!(
-            "{}{:02}:{:02}:{:02}",
-            if self.neg { "-" } else { "" },
-            self.hour,
-            self.minute,
-            self.second
-        );
-        if self.micro != 0 {
-            s.push_str(&format!(".{:06}", self.micro));
-        }
-        s
-    }
-}
-
-/// How a string read as a date/time.
-enum Parsed {
-    /// The whole string; whether it had a time part.
-    Exact(DateTime, bool),
-    /// A valid prefix followed by other characters.
-    Truncated(DateTime, bool),
-    Invalid,
-}
-
 /// Reads digits from `b[*i..]`, at most `max`; None if there is none.
 fn digits(b: &[u8], i: &mut usize, max: usize) -> Option<u64> {
     let start = *i;
@@ -230,17 +195,6 @@ fn digits(b: &[u8], i: &mut usize, max: usize) -> Option<u64> {
     (*i > start).then_some(v)
 }
 
-/// Whether a date's fields are a date MariaDB accepts (zero month/day allowed).
-fn valid(d: &DateTime) -> bool {
-    d.year <= 9999
-        && d.month <= 12
-        && d.hour <= 23
-        && d.minute <= 59
-        && d.second <= 59
-        && (d.month == 0 || d.day <= days_in_month(d.year as i64, d.month))
-        && d.day <= 31
-}
-
 /// A two-digit year as MySQL completes it (00-69: 20xx, 70-99: 19xx).
 fn year_2000(y: u64) -> u64 {
     if y < 70 {
@@ -250,131 +204,22 @@ fn year_2000(y: u64) -> u64 {
     }
 }
 
-/// A run of 6, 8, 12 or 14 digits: `[YY]YYMMDD[hhmmss]`.
-fn from_digit_run(run: &[u8]) -> Option<(DateTime, bool)> {
-    let n = |a: usize, b: usize| -> u64 {
-        run[a..b]
-            .iter()
-            .fold(0u64, |v, c| v * 10 + (c - b'0') as u64)
-    };
-    let (year, rest) = match run.len() {
-        6 | 12 => (year_2000(n(0, 2)), 2),
-        8 | 14 => (n(0, 4), 4),
-        _ => return None,
-    };
-    let mut d = DateTime::ZERO;
-    d.year = year as u16;
-    d.month = n(rest, rest + 2) as u8;
-    d.day = n(rest + 2, rest + 4) as u8;
-    let has_time = run.len() > 8;
-    if has_time {
-        d.hour = n(rest + 4, rest + 6) as u8;
-        d.minute = n(rest + 6, rest + 8) as u8;
-        d.second = n(rest + 8, rest + 10) as u8;
-    }
-    valid(&d).then_some((d, has_time))
-}
-
-/// Reads `.ffffff` (any number of digits; past six ignored) at `b[*i..]`.
-fn fraction(b: &[u8], i: &mut usize) -> u32 {
-    let mut micro = 0u32;
-    if *i < b.len() && b[*i] == b'.' {
-        *i += 1;
-        let mut scale = 100_000u32;
-        while *i < b.len() && b[*i].is_ascii_digit() {
-            micro += (b[*i] - b'0') as u32 * scale;
-            scale /= 10;
-            *i += 1;
-        }
-    }
-    micro
-}
-
-/// A date/time string as MariaDB reads it (see the module comment). Bytes only, never a
-/// slice inside a character.
-fn parse(s: &str) -> Parsed {
-    let b = s.trim_start().as_bytes();
-    let run = b.iter().take_while(|c| c.is_ascii_digit()).count();
-    let after = b.get(run).copied();
-    if run >= 6 && !matches!(after, Some(c) if c.is_ascii_punctuation() && c != b'.') {
-        // A run of digits: YYYYMMDD[hhmmss[.f]].
-        let Some((mut d, t)) = from_digit_run(&b[..run]) else {
-            return Parsed::Invalid;
-        };
-        let mut i = run;
-        if t {
-            d.micro = fraction(b, &mut i);
-        }
-        return finish(d, t, &b[i..]);
-    }
-    let mut i = 0;
-    let field = |i: &mut usize, first: bool| -> Option<u64> {
-        if !first {
-            if *i < b.len() && b[*i].is_ascii_punctuation() {
-                *i += 1;
-            } else {
-                return None;
-            }
-        }
-        digits(b, i, 9)
-    };
-    let Some(year) = field(&mut i, true) else {
-        return Parsed::Invalid;
-    };
-    let (Some(month), Some(day)) = (field(&mut i, false), field(&mut i, false)) else {
-        return Parsed::Invalid;
-    };
-    let mut d = DateTime::ZERO;
-    // Two-digit years are completed as MySQL does.
-    d.year = if run <= 2 { year_2000(year) } else { year }.min(99_999) as u16;
-    if year > 9999 || month > 12 || day > 31 {
-        return Parsed::Invalid;
-    }
-    d.month = month as u8;
-    d.day = day as u8;
-    let mut has_time = false;
-    if i + 1 < b.len() && (b[i] == b' ' || b[i] == b'T') && b[i + 1].is_ascii_digit() {
-        i += 1;
-        has_time = true;
-        let h = digits(b, &mut i, 9).unwrap_or(0);
-        let mut m = 0;
-        let mut sec = 0;
-        if i + 1 < b.len() && b[i] == b':' && b[i + 1].is_ascii_digit() {
-            i += 1;
-            m = digits(b, &mut i, 9).unwrap_or(0);
-            if i + 1 < b.len() && b[i] == b':' && b[i + 1].is_ascii_digit() {
-                i += 1;
-                sec = digits(b, &mut i, 9).unwrap_or(0);
-                d.micro = fraction(b, &mut i);
-            }
-        }
-        if h > 23 || m > 59 || sec > 59 {
-            return Parsed::Invalid;
-        }
-        (d.hour, d.minute, d.second) = (h as u8, m as u8, sec as u8);
-    }
-    if !valid(&d) {
-        return Parsed::Invalid;
-    }
-    finish(d, has_time, &b[i..])
-}
-
 /// A typed literal `DATE 'x'` (`date_only`) or `TIMESTAMP 'x'`, read strictly as MariaDB
 /// does: the whole string must be a valid date (no time of day) or a date with a time of day,
 /// else 1525 `Incorrect DATE value` / `Incorrect DATETIME value`. A TIMESTAMP with a fraction
 /// of a second is not supported (its precision would follow the literal's digits).
 pub fn typed_literal(date_only: bool, s: &str) -> Result<Value, SqlError> {
     let what = if date_only { "DATE" } else { "DATETIME" };
-    match parse(s) {
-        Parsed::Exact(d, has_time) if has_time != date_only => {
+    match temporal::read_datetime(s) {
+        Some(r) if !r.trailing && r.has_time != date_only => {
             if date_only {
-                Ok(Value::Date(d))
-            } else if d.micro != 0 || s.contains('.') {
+                Ok(Value::Date(r.value))
+            } else if r.value.micro != 0 || s.contains('.') {
                 Err(SqlError::Unsupported(format!(
                     "TIMESTAMP literals with fractional seconds ('{s}')"
                 )))
             } else {
-                Ok(Value::DateTime(d))
+                Ok(Value::DateTime(r.value))
             }
         }
         _ => Err(SqlError::coded(
@@ -384,72 +229,10 @@ pub fn typed_literal(date_only: bool, s: &str) -> Result<Value, SqlError> {
     }
 }
 
-fn finish(d: DateTime, has_time: bool, rest: &[u8]) -> Parsed {
-    if rest.iter().all(|c| c.is_ascii_whitespace()) {
-        Parsed::Exact(d, has_time)
-    } else {
-        Parsed::Truncated(d, has_time)
-    }
-}
-
 /// A value as a date/time (and whether it carries a time of day), with MariaDB's warnings;
-/// None for NULL or an unreadable value.
+/// None for NULL or an unreadable value ([`temporal::datetime_of`]).
 fn to_datetime(ctx: &mut dyn Context, v: &Value) -> Option<(DateTime, bool)> {
-    let s = match v {
-        Value::Null => return None,
-        Value::Date(d) => return Some((*d, false)),
-        Value::DateTime(d) => return Some((*d, true)),
-        Value::Str(s) => s.clone(),
-        // A date spelled in bytes: its digits and separators are ASCII.
-        Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
-        Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Double(_) => {
-            let i = v.to_f64().unwrap_or(-1.0).trunc();
-            let text = v.to_text().unwrap_or_default();
-            if !(0.0..1e14).contains(&i) {
-                ctx.warn(
-                    shoal_errors::ER_TRUNCATED_WRONG_VALUE.code,
-                    format!("Incorrect datetime value: '{text}'"),
-                );
-                return None;
-            }
-            let n = format!("{}", i as u64);
-            let padded = match n.len() {
-                1..=6 => format!("{n:0>6}"),
-                7 | 8 => format!("{n:0>8}"),
-                9..=12 => format!("{n:0>12}"),
-                _ => format!("{n:0>14}"),
-            };
-            let r = if i == 0.0 {
-                Some((DateTime::ZERO, false))
-            } else {
-                from_digit_run(padded.as_bytes())
-            };
-            if r.is_none() {
-                ctx.warn(
-                    shoal_errors::ER_TRUNCATED_WRONG_VALUE.code,
-                    format!("Incorrect datetime value: '{text}'"),
-                );
-            }
-            return r;
-        }
-    };
-    match parse(&s) {
-        Parsed::Exact(d, t) => Some((d, t)),
-        Parsed::Truncated(d, t) => {
-            ctx.warn(
-                shoal_errors::ER_TRUNCATED_WRONG_VALUE.code,
-                format!("Truncated incorrect datetime value: '{s}'"),
-            );
-            Some((d, t))
-        }
-        Parsed::Invalid => {
-            ctx.warn(
-                shoal_errors::ER_TRUNCATED_WRONG_VALUE.code,
-                format!("Incorrect datetime value: '{s}'"),
-            );
-            None
-        }
-    }
+    temporal::datetime_of(ctx, v)
 }
 
 /// A date with a real calendar day (not zero month or day): what weekdays, day numbers and
@@ -458,112 +241,9 @@ fn to_calendar(ctx: &mut dyn Context, v: &Value) -> Option<(DateTime, bool)> {
     to_datetime(ctx, v).filter(|(d, _)| d.month != 0 && d.day != 0)
 }
 
-/// `[-]h:mm[:ss[.f]]` or `hhmmss` at the start of `b`; None if it is not a time.
-fn parse_time(s: &str) -> Option<(Time, bool)> {
-    let b = s.trim().as_bytes();
-    let mut i = 0;
-    let neg = b.first() == Some(&b'-');
-    if neg {
-        i += 1;
-    }
-    let h = digits(b, &mut i, 9)?;
-    let mut t = Time {
-        neg,
-        hour: 0,
-        minute: 0,
-        second: 0,
-        micro: 0,
-    };
-    if i < b.len() && b[i] == b':' {
-        i += 1;
-        let m = digits(b, &mut i, 2)?;
-        let mut sec = 0;
-        if i < b.len() && b[i] == b':' {
-            i += 1;
-            sec = digits(b, &mut i, 2)?;
-            t.micro = fraction(b, &mut i);
-        }
-        if m > 59 || sec > 59 || h > 838 {
-            return None;
-        }
-        (t.hour, t.minute, t.second) = (h as u32, m as u8, sec as u8);
-    } else {
-        // hhmmss as a number.
-        let (hh, mm, ss) = (h / 10000, h / 100 % 100, h % 100);
-        if mm > 59 || ss > 59 || hh > 838 {
-            return None;
-        }
-        (t.hour, t.minute, t.second) = (hh as u32, mm as u8, ss as u8);
-        t.micro = fraction(b, &mut i);
-    }
-    Some((t, i == b.len()))
-}
-
-/// A value as a TIME (HOUR(), TIME(), ...), with MariaDB's warnings.
+/// A value as a TIME (HOUR(), TIME(), ...), with MariaDB's warnings ([`temporal::time_of`]).
 fn to_time(ctx: &mut dyn Context, v: &Value) -> Option<Time> {
-    let of = |d: &DateTime| Time {
-        neg: false,
-        hour: d.hour as u32,
-        minute: d.minute,
-        second: d.second,
-        micro: d.micro,
-    };
-    match v {
-        Value::Null => None,
-        Value::Date(d) | Value::DateTime(d) => Some(of(d)),
-        Value::Str(s) => {
-            match parse(s) {
-                Parsed::Exact(d, true) => return Some(of(&d)),
-                Parsed::Exact(d, false) | Parsed::Truncated(d, false)
-                    if parse_time(s).is_none_or(|(_, whole)| !whole) =>
-                {
-                    ctx.warn(
-                        shoal_errors::ER_TRUNCATED_WRONG_VALUE.code,
-                        format!("Truncated incorrect time value: '{s}'"),
-                    );
-                    return Some(of(&d));
-                }
-                Parsed::Truncated(d, true) => {
-                    ctx.warn(
-                        shoal_errors::ER_TRUNCATED_WRONG_VALUE.code,
-                        format!("Truncated incorrect time value: '{s}'"),
-                    );
-                    return Some(of(&d));
-                }
-                _ => {}
-            }
-            match parse_time(s) {
-                Some((t, true)) => Some(t),
-                Some((t, false)) => {
-                    ctx.warn(
-                        shoal_errors::ER_TRUNCATED_WRONG_VALUE.code,
-                        format!("Truncated incorrect time value: '{s}'"),
-                    );
-                    Some(t)
-                }
-                None => {
-                    ctx.warn(
-                        shoal_errors::ER_TRUNCATED_WRONG_VALUE.code,
-                        format!("Incorrect time value: '{s}'"),
-                    );
-                    None
-                }
-            }
-        }
-        other => {
-            let s = other.to_text().unwrap_or_default();
-            match parse_time(&s) {
-                Some((t, _)) => Some(t),
-                None => {
-                    ctx.warn(
-                        shoal_errors::ER_TRUNCATED_WRONG_VALUE.code,
-                        format!("Incorrect time value: '{s}'"),
-                    );
-                    None
-                }
-            }
-        }
-    }
+    temporal::time_of(ctx, v)
 }
 
 fn date_text(d: &DateTime) -> String {
@@ -1669,28 +1349,5 @@ mod tests {
         }
         let d = from_daynr(739_265);
         assert_eq!((d.year, d.month, d.day), (2024, 1, 15));
-    }
-
-    #[test]
-    fn parses_mysql_date_forms() {
-        for s in [
-            "2024-01-15",
-            "2024/01/15",
-            "20240115",
-            "240115",
-            "2024-1-5 3:4:5",
-        ] {
-            assert!(matches!(parse(s), Parsed::Exact(..)), "{s}");
-        }
-        for s in [
-            "abc",
-            "2024-02-30",
-            "2024-13-01",
-            "",
-            "é",
-            "99999999999999999999",
-        ] {
-            assert!(matches!(parse(s), Parsed::Invalid), "{s}");
-        }
     }
 }

@@ -652,6 +652,7 @@ pub fn cast_type(dt: &sp::DataType) -> Result<CastType, SqlError> {
         "DOUBLE" | "FLOAT" | "REAL" | "DOUBLE PRECISION" => CastType::Double,
         "DATE" => CastType::Date,
         "DATETIME" | "TIMESTAMP" => CastType::DateTime,
+        "TIME" => CastType::Time,
         "DECIMAL" | "NUMERIC" | "DEC" => {
             let scale = s
                 .split(',')

@@ -213,6 +213,17 @@ fn is_lone_sleep(q: &sp::Query) -> bool {
         && matches!(e, sp::Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("SLEEP"))
 }
 
+/// Whether a query reads a table: a FROM clause anywhere in it (a derived table counts; DUAL
+/// too, harmlessly). The common case, a SELECT with a FROM, is answered without looking further;
+/// a query without one at the top is searched as text, where a FROM inside a string literal
+/// errs on the side of "reads a table".
+fn reads_tables(q: &sp::Query) -> bool {
+    match &*q.body {
+        sp::SetExpr::Select(s) if !s.from.is_empty() => true,
+        _ => q.to_string().to_ascii_uppercase().contains("FROM"),
+    }
+}
+
 /// `ALTER TABLE name DISABLE|ENABLE KEYS` (the name possibly qualified), peeked after `ALTER`.
 fn is_alter_keys(p: &Parser) -> bool {
     let keys_at = |i: usize| {
@@ -996,6 +1007,7 @@ impl Translator<'_> {
             // Its `?`s are counted by the caller; the table engine translates it.
             S::Query(q) => Statement::Query {
                 lone_sleep: is_lone_sleep(q),
+                tables: reads_tables(q),
             },
             S::Insert(i) => {
                 let kind = if i.replace_into { "replace" } else { "insert" };

@@ -226,6 +226,12 @@ impl<'s, 'a> QueryScope<'s, 'a> {
 pub fn query(src: &SourceText<'_>, params: &mut usize, q: &sp::Query) -> Result<Query, SqlError> {
     let mut cx = QueryScope::new(src, params);
     let mut into = Vec::new();
+    if let Some((targets, inner)) = union_into(q) {
+        // `q1 UNION q2 INTO @x`, as the dialect pass spelled it.
+        let mut out = query_in(&mut cx, inner)?;
+        out.into = into_vars(targets)?;
+        return Ok(out);
+    }
     if let sp::SetExpr::Select(s) = &*q.body {
         if let Some(i) = &s.into {
             into = into_vars(i)?;
@@ -235,6 +241,40 @@ pub fn query(src: &SourceText<'_>, params: &mut usize, q: &sp::Query) -> Result<
     let mut out = query_in(&mut cx, q)?;
     out.into = into;
     Ok(out)
+}
+
+/// `SELECT * INTO targets FROM (inner) AS shoal_union_into` and nothing else: the set
+/// operation with a trailing INTO that [`crate::dialect`] moved out of the way.
+fn union_into(q: &sp::Query) -> Option<(&sp::SelectInto, &sp::Query)> {
+    let sp::SetExpr::Select(s) = &*q.body else {
+        return None;
+    };
+    let into = s.into.as_ref()?;
+    let [sp::SelectItem::Wildcard(_)] = s.projection.as_slice() else {
+        return None;
+    };
+    let [from] = s.from.as_slice() else {
+        return None;
+    };
+    let sp::TableFactor::Derived {
+        subquery,
+        alias: Some(alias),
+        ..
+    } = &from.relation
+    else {
+        return None;
+    };
+    let plain = from.joins.is_empty()
+        && s.selection.is_none()
+        && s.having.is_none()
+        && q.order_by.is_none()
+        && q.limit_clause.is_none()
+        && alias.name.value == crate::dialect::UNION_INTO_ALIAS
+        && matches!(
+            *subquery.body,
+            sp::SetExpr::SetOperation { .. } | sp::SetExpr::Query(_)
+        );
+    plain.then_some((into, &**subquery))
 }
 
 /// The user variables of `INTO @a, @b` (names without `@`). A name without `@` would be a

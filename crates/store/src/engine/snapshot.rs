@@ -392,6 +392,7 @@ mod tests {
                     default: None,
                     auto_increment: false,
                     added_default: None,
+                    max_bytes: None,
                 }],
                 primary_key: vec!["id".into()],
                 indexes: Vec::new(),

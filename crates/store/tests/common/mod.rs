@@ -54,6 +54,7 @@ pub fn col(name: &str, ty: ColumnType, nullable: bool) -> ColumnDef {
         default: None,
         auto_increment: false,
         added_default: None,
+        max_bytes: None,
     }
 }
 

@@ -175,14 +175,32 @@ pub enum Resolved {
 
 /// Splits `a AND b AND c` into its conjuncts.
 pub fn conjuncts(e: &Expr) -> Vec<&Expr> {
+    let mut v = Vec::new();
+    split(e, BinOp::And, &mut v);
+    v
+}
+
+/// Splits `a OR b OR c` into its disjuncts.
+pub fn disjuncts(e: &Expr) -> Vec<&Expr> {
+    let mut v = Vec::new();
+    split(e, BinOp::Or, &mut v);
+    v
+}
+
+/// The operands of a chain of `op` (left to right), into `out`.
+fn split<'e>(e: &'e Expr, op: BinOp, out: &mut Vec<&'e Expr>) {
     match e {
-        Expr::Binary(BinOp::And, a, b) => {
-            let mut v = conjuncts(a);
-            v.extend(conjuncts(b));
-            v
+        Expr::Binary(o, a, b) if *o == op => {
+            split(a, op, out);
+            split(b, op, out);
         }
-        other => vec![other],
+        other => out.push(other),
     }
+}
+
+/// Whether a range access has a bound on its next key column (not only an equal prefix).
+pub fn ranged(lo: &BoundExpr, hi: &BoundExpr) -> bool {
+    *lo != BoundExpr::Unbounded || *hi != BoundExpr::Unbounded
 }
 
 /// Whether an expression reads no column (may still read parameters and variables).
@@ -448,18 +466,6 @@ fn plan_key(
     )
 }
 
-/// Splits `a OR b OR c` into its disjuncts.
-pub fn disjuncts(e: &Expr) -> Vec<&Expr> {
-    match e {
-        Expr::Binary(BinOp::Or, a, b) => {
-            let mut v = disjuncts(a);
-            v.extend(disjuncts(b));
-            v
-        }
-        other => vec![other],
-    }
-}
-
 /// The keys of `table` as `(columns, name, unique, format)`: the primary key first.
 fn keys_of(table: &TableDef) -> Vec<(&[usize], KeyName, bool, KeyFormat)> {
     let mut out = Vec::new();
@@ -637,7 +643,7 @@ pub fn used_parts(table: &TableDef, access: &Access) -> usize {
             lo,
             hi,
         } => {
-            let ranged = *lo != BoundExpr::Unbounded || *hi != BoundExpr::Unbounded;
+            let ranged = ranged(lo, hi);
             if prefix.is_empty() && !ranged {
                 key_columns(table, key).len()
             } else {

@@ -1981,7 +1981,7 @@ fn leaf_step(
 
 /// About how many rows `access` reads of `def` per visit (see [`leaf_step`]).
 fn path_rows(est: &mut Estimates<'_>, def: &TableDef, access: &Access, table_rows: f64) -> f64 {
-    use crate::plan::{BoundExpr, KeyName};
+    use crate::plan::KeyName;
     let index = |k: &KeyName| match k {
         KeyName::Primary => None,
         KeyName::Index(n) => Some(n.clone()),
@@ -2002,7 +2002,7 @@ fn path_rows(est: &mut Estimates<'_>, def: &TableDef, access: &Access, table_row
             lo,
             hi,
         } => {
-            let ranged = *lo != BoundExpr::Unbounded || *hi != BoundExpr::Unbounded;
+            let ranged = crate::plan::ranged(lo, hi);
             let cols = crate::plan::key_columns(def, key);
             let unique = match key {
                 KeyName::Primary => true,

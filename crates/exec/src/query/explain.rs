@@ -177,13 +177,7 @@ impl Explainer<'_> {
         order_of(&s.from, &mut order);
         let mut sorting = sort_words(s, sort, order.first().copied());
         // Read in ORDER BY's order by the key: a full scan is of the primary key, in order.
-        let sorted: Vec<Option<&Expr>> = sort
-            .iter()
-            .map(|(k, _)| super::run::sort_expr(s, k))
-            .collect();
-        let uniform = sort
-            .iter()
-            .all(|(_, d)| Some(*d) == sort.first().map(|(_, d)| *d));
+        let (sorted, uniform) = sort_shape(s, sort);
         let key_ordered =
             !sort.is_empty() && !s.grouped && !s.distinct && uniform && key_order(s, &sorted);
         if order.is_empty() {
@@ -279,8 +273,7 @@ impl Explainer<'_> {
                 lo,
                 hi,
             } => {
-                let ranged =
-                    *lo != planner::BoundExpr::Unbounded || *hi != planner::BoundExpr::Unbounded;
+                let ranged = planner::ranged(lo, hi);
                 let unique_whole = match key {
                     KeyName::Primary => false,
                     KeyName::Index(n) => def
@@ -377,13 +370,7 @@ fn sort_words(
     sort: &[(SortKey, bool)],
     first: Option<usize>,
 ) -> Option<&'static str> {
-    let sorted: Vec<Option<&Expr>> = sort
-        .iter()
-        .map(|(k, _)| super::run::sort_expr(s, k))
-        .collect();
-    let uniform = sort
-        .iter()
-        .all(|(_, d)| *d == sort.first().is_some_and(|(_, d)| *d));
+    let (sorted, uniform) = sort_shape(s, sort);
     if s.grouped && !s.group_by.is_empty() {
         let groups: Vec<Option<&Expr>> = s.group_by.iter().map(Some).collect();
         let same = sort.is_empty() || (uniform && sorted == groups);
@@ -418,6 +405,19 @@ fn sort_words(
     } else {
         "Using temporary; Using filesort"
     })
+}
+
+/// ORDER BY's expressions (`None` for a key that is not a plain expression of the select), and
+/// whether every key sorts the same way.
+fn sort_shape<'s>(s: &'s SelectPlan, sort: &'s [(SortKey, bool)]) -> (Vec<Option<&'s Expr>>, bool) {
+    let sorted = sort
+        .iter()
+        .map(|(k, _)| super::run::sort_expr(s, k))
+        .collect();
+    let uniform = sort
+        .iter()
+        .all(|(_, d)| Some(*d) == sort.first().map(|(_, d)| *d));
+    (sorted, uniform)
 }
 
 /// Whether a SELECT of one stored table reads its rows in the order of `exprs` by the key

@@ -6,8 +6,11 @@
 //! filter blocks (`cache_index_and_filter_blocks`), so table-reader memory is inside the budget
 //! too. Memtables are charged to the same cache through a RocksDB `WriteBufferManager` built on
 //! it: their memory is reserved in the cache as dummy entries (evicting data blocks), a flush
-//! starts when they reach [`memtable_budget`] (a quarter of the cache, 1..64 MiB), and writers
-//! stall rather than exceed it, so data + index + filter + memtables share one budget. Outside
+//! starts when they reach [`memtable_budget`] (a quarter of the cache, 1..64 MiB), so data +
+//! index + filter + memtables share one budget. Writers do not stall at it: memtables that open
+//! transactions pin after their flush stay charged until those transactions end (like InnoDB's
+//! undo history), and a stall behind them hung every writer (see [`db_options`]); at most
+//! `max_write_buffer_number` (3) memtables are unflushed at a time. Outside
 //! it, bounded: at most [`MAX_OPEN_FILES`] table readers (file metadata only), the lock table and
 //! per-transaction write buffers (proportional to uncommitted writes), the in-memory catalog,
 //! and allocator slack. The per-server overhead formula is in docs/ARCHITECTURE.md. With
@@ -93,11 +96,17 @@ fn cache_shard_bits(bytes: usize) -> i32 {
 /// reads are left to [`super::Engine::open`], which falls back when the file system refuses them.
 pub(super) fn db_options(cfg: &EngineConfig) -> (Options, Cache, WriteBufferManager) {
     let cache = block_cache(cfg.block_cache_bytes.max(1 << 20));
-    // Memtables are charged to the same cache (dummy entries evict blocks as they grow),
-    // and writes stall rather than let memtables exceed their share.
+    // Memtables are charged to the same cache (dummy entries evict blocks as they grow), and
+    // reaching their share starts a flush. Writers never *stall* on it (`allow_stall` false):
+    // the charge includes flushed memtables that open transactions' iterators still pin, which
+    // no flush can free, so a stall at the budget waited for those transactions to end, while
+    // they waited for the stalled writers (their commits queue behind them, their row locks are
+    // held by them): every writer of the server hung (tests/memory.rs,
+    // `idle_transactions_do_not_stall_writers`). Unflushed memtables stay bounded by
+    // `max_write_buffer_number`.
     let wbm_bytes = memtable_budget(cfg.block_cache_bytes);
     let wbm =
-        WriteBufferManager::new_write_buffer_manager_with_cache(wbm_bytes, true, cache.clone());
+        WriteBufferManager::new_write_buffer_manager_with_cache(wbm_bytes, false, cache.clone());
     let mut bbo = BlockBasedOptions::default();
     bbo.set_block_cache(&cache);
     bbo.set_cache_index_and_filter_blocks(true);

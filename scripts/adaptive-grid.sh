@@ -38,6 +38,14 @@ PORT=${PORT:-33790}
 STRICT=${STRICT:-0}
 # Rounds of the confirmation stage (best static of the grid against adaptive, alternating).
 CONFIRM=${CONFIRM:-2}
+# CONTENDERS=FILE skips the grid and confirms the static settings listed in FILE (lines
+# "regime workload clients static-S-O", as a previous run's confirm-contenders.txt).
+CONTENDERS=${CONTENDERS:-}
+if [ -n "$CONTENDERS" ]; then
+  [ -r "$CONTENDERS" ] || { echo "CONTENDERS=$CONTENDERS is not readable" >&2; exit 1; }
+  cp "$CONTENDERS" /tmp/adaptive-grid-contenders.$$; CONTENDERS=/tmp/adaptive-grid-contenders.$$
+  REPEATS=0
+fi
 IOBOUND_BP=${IOBOUND_BP:-$(( TABLES * SIZE * 240 / 8 / 1048576 < 6 ? 6 : TABLES * SIZE * 240 / 8 / 1048576 ))M}
 SB_EXTRA=${SB_EXTRA---client-nice=-10}
 
@@ -146,7 +154,11 @@ for regime in $REGIMES; do
     cout="$WORK/results/$regime-confirm"; mkdir -p "$cout"
     for wl in $WORKLOADS; do
       for n in $THREADS; do
-        best=$(best_static "$out" "$wl" "$n")
+        if [ -n "$CONTENDERS" ]; then
+          best=$(awk -v r="$regime" -v w="$wl" -v n="$n" '$1 == r && $2 == w && $3 == n {print $4}' "$CONTENDERS")
+        else
+          best=$(best_static "$out" "$wl" "$n")
+        fi
         [ -n "$best" ] || { echo "no static result for $regime $wl $n" >&2; failed=1; continue; }
         echo "$regime $wl $n $best" >>"$WORK/confirm-contenders.txt"
         for r in $(seq "$CONFIRM"); do

@@ -3,7 +3,10 @@
 //! The WHERE clause is split into AND-ed conjuncts; each conjunct of the form
 //! `col = e`, `col IN (e, ...)`, `col BETWEEN e AND e`, `col < e` (etc., either side) where `e`
 //! does not reference any column (literals, `?` parameters, variables, functions of them) is a
-//! candidate key predicate. Every key (the PRIMARY KEY, then each secondary index) is scored:
+//! candidate key predicate, and so is `col IS NULL` on a nullable column: an equality with the
+//! NULL key ([`null_key`]; on a UNIQUE key it is a prefix lookup, not a point, since a UNIQUE
+//! key holds any number of NULLs). Every key (the PRIMARY KEY, then each secondary index) is
+//! scored:
 //!
 //! | path | when | score |
 //! |---|---|---|
@@ -236,6 +239,19 @@ pub fn is_row_independent(e: &Expr) -> bool {
     }
 }
 
+/// The key part an `IS NULL` conjunct fixes: the NULL key, which an equality cannot ask for
+/// (`col = NULL` matches nothing). A parameter number no statement has, so no expression a
+/// query writes is ever taken for it; [`resolve`] gives it `Datum::Null`, EXPLAIN's `ref`
+/// shows it as `const`, and it is never evaluated as an expression.
+pub fn null_key() -> Expr {
+    Expr::Param(usize::MAX)
+}
+
+/// Whether a key part's expression is [`null_key`].
+pub fn is_null_key(e: &Expr) -> bool {
+    matches!(e, Expr::Param(usize::MAX))
+}
+
 #[derive(Debug, Clone)]
 enum Pred {
     Eq(Expr),
@@ -351,6 +367,15 @@ fn predicates(table: &TableDef, filter: Option<&Expr>) -> Vec<(usize, Pred)> {
                     }
                 }
             }
+            // `col IS NULL` on a nullable column: the NULL key, an equality prefix like
+            // `col = 5` (MariaDB's `ref` access). A NOT NULL column has no NULL key.
+            Expr::IsNull(a, false) => {
+                if let Some(p) = column_pos(table, a) {
+                    if table.columns[p].nullable {
+                        out.push((p, Pred::Eq(null_key())));
+                    }
+                }
+            }
             Expr::InList(a, list, false) => {
                 if let Some(p) = column_pos(table, a) {
                     if list
@@ -399,7 +424,12 @@ fn plan_key(
         if is_pk {
             return (100, Access::PkPoint(prefix));
         }
-        let score = if unique { 90 } else { 50 + prefix.len() as u32 };
+        // A UNIQUE key holds any number of NULLs: a NULL part makes it a prefix lookup.
+        let score = if unique && !prefix.iter().any(is_null_key) {
+            90
+        } else {
+            50 + prefix.len() as u32
+        };
         return (
             score,
             Access::Range {
@@ -829,6 +859,9 @@ enum KeyVal {
 }
 
 fn key_val(e: &Expr, ty: ColumnType, ctx: &mut dyn Context) -> Result<KeyVal, SqlError> {
+    if is_null_key(e) {
+        return Ok(KeyVal::Val(Datum::Null));
+    }
     let v = eval(e, ctx)?;
     if v.is_null() {
         return Ok(KeyVal::Null);

@@ -233,7 +233,16 @@ pub fn sql_type_of(ty: ColumnType) -> SqlType {
         ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text => SqlType::Str,
         ColumnType::Blob | ColumnType::Binary(_) | ColumnType::Varbinary(_) => SqlType::Bytes,
         ColumnType::Date => SqlType::Date,
-        ColumnType::DateTime | ColumnType::Timestamp => SqlType::DateTime,
+        ColumnType::DateTime(_) | ColumnType::Timestamp(_) => SqlType::DateTime,
+    }
+}
+
+/// The display length of a temporal type of `base` characters with `fsp` fractional digits.
+fn frac_len(base: u32, fsp: u8) -> u32 {
+    if fsp == 0 {
+        base
+    } else {
+        base + 1 + u32::from(fsp)
     }
 }
 
@@ -282,8 +291,10 @@ pub fn column_info(
         ColumnType::Binary(n) => (mysql_type::STRING, n, 0, 63, flags::BINARY),
         ColumnType::Varbinary(n) => (mysql_type::VAR_STRING, n, 0, 63, flags::BINARY),
         ColumnType::Date => (mysql_type::DATE, 10, 0, 63, flags::BINARY),
-        ColumnType::DateTime => (mysql_type::DATETIME, 19, 0, 63, flags::BINARY),
-        ColumnType::Timestamp => (mysql_type::TIMESTAMP, 19, 0, 63, flags::BINARY),
+        // The fraction's digits are the decimals (the wire shows exactly that many), and
+        // the display length counts them with their point.
+        ColumnType::DateTime(f) => (mysql_type::DATETIME, frac_len(19, f), f, 63, flags::BINARY),
+        ColumnType::Timestamp(f) => (mysql_type::TIMESTAMP, frac_len(19, f), f, 63, flags::BINARY),
     };
     if !col.nullable {
         fl |= flags::NOT_NULL;
@@ -693,7 +704,7 @@ pub fn store_value(
     };
     let temporal = matches!(
         ty,
-        ColumnType::Date | ColumnType::DateTime | ColumnType::Timestamp
+        ColumnType::Date | ColumnType::DateTime(_) | ColumnType::Timestamp(_)
     );
     let d = match v {
         Value::Bytes(_) => unreachable!("read as text above"),
@@ -739,8 +750,8 @@ pub fn store_value(
                     }
                     Datum::Date(dt.date)
                 }
-                ColumnType::DateTime => Datum::DateTime(dt),
-                ColumnType::Timestamp => {
+                ColumnType::DateTime(_) => Datum::DateTime(dt),
+                ColumnType::Timestamp(_) => {
                     let wrong = || {
                         let shown = v.to_text().unwrap_or_default();
                         at.incorrect(shoal_errors::ER_TRUNCATED_WRONG_VALUE, "datetime", &shown)
@@ -787,7 +798,7 @@ pub fn store_value(
                     }
                 }
             }
-            ColumnType::Date | ColumnType::DateTime | ColumnType::Timestamp => {
+            ColumnType::Date | ColumnType::DateTime(_) | ColumnType::Timestamp(_) => {
                 let wrong = || {
                     let kind = if ty == ColumnType::Date {
                         "date"
@@ -837,7 +848,7 @@ fn temporal_write(
             fit.note(fit.at.truncated());
         }
     }
-    if ty == ColumnType::Timestamp && !r.trailing {
+    if matches!(ty, ColumnType::Timestamp(_)) && !r.trailing {
         return Ok(Datum::DateTime(timestamp_range(dt, wrong, fit)?));
     }
     Ok(temporal_datum(ty, dt))
@@ -957,7 +968,7 @@ pub fn null_into_not_null(
     ctx: &mut dyn shoal_sql::eval::Context,
     count: &mut u64,
 ) -> Result<Datum, SqlError> {
-    if col.ty == ColumnType::Timestamp {
+    if matches!(col.ty, ColumnType::Timestamp(_)) {
         let mut now = sql_to_store(&ctx.now());
         now.micro = 0;
         return Ok(Datum::DateTime(now));

@@ -275,8 +275,8 @@ fn key_type_ok(ty: ColumnType, format: KeyFormat) -> bool {
         ColumnType::Int { .. }
         | ColumnType::Decimal { .. }
         | ColumnType::Date
-        | ColumnType::DateTime
-        | ColumnType::Timestamp => true,
+        | ColumnType::DateTime(_)
+        | ColumnType::Timestamp(_) => true,
         ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text => {
             format == KeyFormat::Collated
         }
@@ -604,8 +604,7 @@ pub fn possible_keys(table: &TableDef, filter: Option<&Expr>) -> Vec<KeyName> {
 /// the sum over the key parts a path uses): the column's fixed size in the key, a VARCHAR's
 /// or VARBINARY's 2 length bytes, 1 more for a nullable column. Strings count 4 bytes per
 /// character (utf8mb4); DECIMAL its packed size (4 bytes per 9 digits, each side of the
-/// point). shoal keeps no fractional-seconds precision for DATETIME and TIMESTAMP: they count
-/// as without one (5 and 4 bytes).
+/// point); DATETIME and TIMESTAMP 5 and 4 bytes plus their fraction's.
 pub fn key_part_len(col: &shoal_store::ColumnDef) -> u32 {
     let len = match col.ty {
         ColumnType::Int { bytes, .. } => u32::from(bytes),
@@ -621,8 +620,9 @@ pub fn key_part_len(col: &shoal_store::ColumnDef) -> u32 {
         // Not a key part MariaDB takes whole; its largest prefix.
         ColumnType::Text | ColumnType::Blob => 3072 + 2,
         ColumnType::Date => 3,
-        ColumnType::DateTime => 5,
-        ColumnType::Timestamp => 4,
+        // 5 and 4 bytes, and half a byte per fractional digit (rounded up).
+        ColumnType::DateTime(f) => 5 + u32::from(f).div_ceil(2),
+        ColumnType::Timestamp(f) => 4 + u32::from(f).div_ceil(2),
     };
     len + u32::from(col.nullable)
 }
@@ -746,7 +746,14 @@ fn temporal_key(v: &Value, ty: ColumnType) -> Option<Datum> {
     let midnight = when.hour == 0 && when.minute == 0 && when.second == 0 && when.micro == 0;
     match ty {
         ColumnType::Date if midnight => Some(Datum::Date(date)),
-        ColumnType::DateTime | ColumnType::Timestamp => {
+        // A fraction the column cannot hold is no key: storage would truncate it, and a
+        // bound `dt < '10:00:00.5'` on a DATETIME(0) would lose the row at 10:00:00.
+        ColumnType::DateTime(fsp) | ColumnType::Timestamp(fsp)
+            if shoal_store::truncate_micro(when.micro, fsp) != when.micro =>
+        {
+            None
+        }
+        ColumnType::DateTime(_) | ColumnType::Timestamp(_) => {
             Some(Datum::DateTime(shoal_store::DateTime {
                 date,
                 hour: when.hour,
@@ -814,7 +821,7 @@ fn double_key(v: &Value) -> Option<Datum> {
 fn exact_key(v: &Value, ty: ColumnType) -> Option<Datum> {
     if matches!(
         ty,
-        ColumnType::Date | ColumnType::DateTime | ColumnType::Timestamp
+        ColumnType::Date | ColumnType::DateTime(_) | ColumnType::Timestamp(_)
     ) {
         return temporal_key(v, ty);
     }

@@ -630,6 +630,19 @@ fn string_size(dt: &sp::DataType) -> Option<u32> {
     }
 }
 
+/// The fractional-seconds precision of a DATETIME/TIMESTAMP/TIME type: 0 when not given, at
+/// most 6 (1426 beyond, as MariaDB).
+fn fsp(p: Option<u64>) -> Result<u8, SqlError> {
+    match p {
+        None => Ok(0),
+        Some(n) if n <= 6 => Ok(n as u8),
+        Some(n) => Err(SqlError::coded(
+            shoal_errors::ER_TOO_BIG_PRECISION,
+            format!("Too big precision {n} specified. Maximum is 6"),
+        )),
+    }
+}
+
 fn column_type(dt: &sp::DataType) -> Result<ColumnType, SqlError> {
     use sp::DataType as D;
     let int = |bytes: u8, unsigned: bool| Ok(ColumnType::Int { bytes, unsigned });
@@ -700,8 +713,8 @@ fn column_type(dt: &sp::DataType) -> Result<ColumnType, SqlError> {
             _ => Err(SqlError::Syntax("VARBINARY needs a length".into())),
         },
         D::Date => Ok(ColumnType::Date),
-        D::Datetime(_) => Ok(ColumnType::DateTime),
-        D::Timestamp(..) => Ok(ColumnType::Timestamp),
+        D::Datetime(p) => Ok(ColumnType::DateTime(fsp(*p)?)),
+        D::Timestamp(p, _) => Ok(ColumnType::Timestamp(fsp(*p)?)),
         other => Err(unsupported(format!("column type {other}"))),
     }
 }

@@ -198,9 +198,9 @@ pub fn decode_key(types: &[ColumnType], key: &[u8]) -> Result<(Vec<Datum>, usize
             ColumnType::Date => Datum::Date(Date::unpack(u32::from_be_bytes(
                 take(&mut buf, 4)?.try_into().unwrap(),
             ))),
-            ColumnType::DateTime | ColumnType::Timestamp => Datum::DateTime(DateTime::unpack(
-                u64::from_be_bytes(take(&mut buf, 8)?.try_into().unwrap()),
-            )),
+            ColumnType::DateTime(_) | ColumnType::Timestamp(_) => Datum::DateTime(
+                DateTime::unpack(u64::from_be_bytes(take(&mut buf, 8)?.try_into().unwrap())),
+            ),
         };
         out.push(d);
     }
@@ -388,9 +388,11 @@ fn decode_row_n(
             ColumnType::Date => Datum::Date(Date::unpack(
                 u32::try_from(get_varint(&mut buf)?).map_err(|_| "date out of range")?,
             )),
-            ColumnType::DateTime | ColumnType::Timestamp => Datum::DateTime(DateTime::unpack(
-                u64::try_from(get_varint(&mut buf)?).map_err(|_| "datetime out of range")?,
-            )),
+            ColumnType::DateTime(_) | ColumnType::Timestamp(_) => {
+                Datum::DateTime(DateTime::unpack(
+                    u64::try_from(get_varint(&mut buf)?).map_err(|_| "datetime out of range")?,
+                ))
+            }
         };
         out.push(d);
     }
@@ -415,8 +417,8 @@ fn skip_value(t: &ColumnType, buf: &mut &[u8]) -> Result<(), String> {
         ColumnType::Int { .. }
         | ColumnType::Decimal { .. }
         | ColumnType::Date
-        | ColumnType::DateTime
-        | ColumnType::Timestamp => {
+        | ColumnType::DateTime(_)
+        | ColumnType::Timestamp(_) => {
             get_varint(buf)?;
         }
     }

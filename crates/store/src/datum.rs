@@ -8,7 +8,9 @@
 //! Canonical variants: signed integer types -> `Int`, unsigned -> `UInt`, FLOAT/DOUBLE ->
 //! `Double`, DECIMAL(p,s) -> `Decimal` with scale exactly `s`, CHAR/VARCHAR/TEXT/BLOB/BINARY/
 //! VARBINARY -> `Bytes` (compared as bytes: a binary collation), DATE -> `Date`, DATETIME/TIMESTAMP
-//! -> `DateTime`.
+//! -> `DateTime` with the fraction truncated to the column's precision (`DATETIME(2)` keeps two
+//! digits; catalogs record the precision in variants of their own, so older entries read as
+//! precision 0, which is what older builds stored).
 //!
 //! A value the column cannot hold as given is refused with a typed [`Misfit`]
 //! ([`ColumnType::fit`]): a string too long or a number out of range carries the nearest value
@@ -258,6 +260,7 @@ impl fmt::Display for Datum {
 
 /// A column type as declared in CREATE TABLE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "StoredType", into = "StoredType")]
 pub enum ColumnType {
     /// TINYINT/SMALLINT/MEDIUMINT/INT/BIGINT; `bytes` is 1, 2, 3, 4 or 8.
     Int {
@@ -291,10 +294,88 @@ pub enum ColumnType {
     Varbinary(u32),
     /// DATE.
     Date,
-    /// DATETIME.
+    /// DATETIME(fsp): `fsp` fractional digits of seconds (0..=6) are kept, the rest truncated
+    /// on the way in (MariaDB's default, without TIME_ROUND_FRACTIONAL).
+    DateTime(u8),
+    /// TIMESTAMP(fsp) (stored like DATETIME).
+    Timestamp(u8),
+}
+
+/// How a [`ColumnType`] is written in the catalog. The variants are those catalogs have always
+/// held, so every entry an older build wrote means what it meant (`"DateTime"` is DATETIME
+/// without fractional seconds, which is what that build stored), and a column without
+/// fractional seconds is still written the old way; the fractional-second types are new
+/// variants of their own.
+#[derive(Serialize, Deserialize)]
+enum StoredType {
+    Int { bytes: u8, unsigned: bool },
+    Float,
+    Double,
+    Decimal { precision: u8, scale: u8 },
+    Char(u32),
+    Varchar(u32),
+    Text,
+    Blob,
+    Binary(u32),
+    Varbinary(u32),
+    Date,
     DateTime,
-    /// TIMESTAMP (stored like DATETIME).
     Timestamp,
+    DateTimeFrac(u8),
+    TimestampFrac(u8),
+}
+
+impl From<StoredType> for ColumnType {
+    fn from(t: StoredType) -> ColumnType {
+        use StoredType as S;
+        match t {
+            S::Int { bytes, unsigned } => ColumnType::Int { bytes, unsigned },
+            S::Float => ColumnType::Float,
+            S::Double => ColumnType::Double,
+            S::Decimal { precision, scale } => ColumnType::Decimal { precision, scale },
+            S::Char(n) => ColumnType::Char(n),
+            S::Varchar(n) => ColumnType::Varchar(n),
+            S::Text => ColumnType::Text,
+            S::Blob => ColumnType::Blob,
+            S::Binary(n) => ColumnType::Binary(n),
+            S::Varbinary(n) => ColumnType::Varbinary(n),
+            S::Date => ColumnType::Date,
+            S::DateTime => ColumnType::DateTime(0),
+            S::Timestamp => ColumnType::Timestamp(0),
+            S::DateTimeFrac(f) => ColumnType::DateTime(f.min(6)),
+            S::TimestampFrac(f) => ColumnType::Timestamp(f.min(6)),
+        }
+    }
+}
+
+impl From<ColumnType> for StoredType {
+    fn from(t: ColumnType) -> StoredType {
+        use StoredType as S;
+        match t {
+            ColumnType::Int { bytes, unsigned } => S::Int { bytes, unsigned },
+            ColumnType::Float => S::Float,
+            ColumnType::Double => S::Double,
+            ColumnType::Decimal { precision, scale } => S::Decimal { precision, scale },
+            ColumnType::Char(n) => S::Char(n),
+            ColumnType::Varchar(n) => S::Varchar(n),
+            ColumnType::Text => S::Text,
+            ColumnType::Blob => S::Blob,
+            ColumnType::Binary(n) => S::Binary(n),
+            ColumnType::Varbinary(n) => S::Varbinary(n),
+            ColumnType::Date => S::Date,
+            ColumnType::DateTime(0) => S::DateTime,
+            ColumnType::Timestamp(0) => S::Timestamp,
+            ColumnType::DateTime(f) => S::DateTimeFrac(f),
+            ColumnType::Timestamp(f) => S::TimestampFrac(f),
+        }
+    }
+}
+
+/// `micro` with only its first `fsp` digits (of six) kept: the fraction a column of that
+/// precision holds, truncated as MariaDB stores it by default.
+pub fn truncate_micro(micro: u32, fsp: u8) -> u32 {
+    let unit = 10u32.pow(6 - u32::from(fsp.min(6)));
+    micro - micro % unit
 }
 
 impl ColumnType {
@@ -334,7 +415,9 @@ impl ColumnType {
             // The empty string, padded.
             ColumnType::Binary(n) => Datum::Bytes(vec![0; *n as usize]),
             ColumnType::Date => Datum::Date(Date::unpack(0)),
-            ColumnType::DateTime | ColumnType::Timestamp => Datum::DateTime(DateTime::unpack(0)),
+            ColumnType::DateTime(_) | ColumnType::Timestamp(_) => {
+                Datum::DateTime(DateTime::unpack(0))
+            }
         }
     }
 
@@ -370,8 +453,10 @@ impl ColumnType {
             ColumnType::Binary(n) => format!("binary({n})"),
             ColumnType::Varbinary(n) => format!("varbinary({n})"),
             ColumnType::Date => "date".into(),
-            ColumnType::DateTime => "datetime".into(),
-            ColumnType::Timestamp => "timestamp".into(),
+            ColumnType::DateTime(0) => "datetime".into(),
+            ColumnType::Timestamp(0) => "timestamp".into(),
+            ColumnType::DateTime(f) => format!("datetime({f})"),
+            ColumnType::Timestamp(f) => format!("timestamp({f})"),
         }
     }
 
@@ -556,12 +641,15 @@ impl ColumnType {
             (T::Text | T::Blob, other) => Datum::Bytes(other.to_string().into_bytes()),
             (T::Date, Datum::Date(d)) => Datum::Date(d),
             (T::Date, Datum::DateTime(dt)) => Datum::Date(dt.date),
-            // No fractional seconds in a DATETIME/TIMESTAMP column (precision 0): truncated, as
-            // MariaDB stores them.
-            (T::DateTime | T::Timestamp, Datum::DateTime(dt)) => {
-                Datum::DateTime(DateTime { micro: 0, ..dt })
+            // Fractional seconds beyond the column's precision are truncated, as MariaDB
+            // stores them (without TIME_ROUND_FRACTIONAL).
+            (T::DateTime(fsp) | T::Timestamp(fsp), Datum::DateTime(dt)) => {
+                Datum::DateTime(DateTime {
+                    micro: truncate_micro(dt.micro, fsp),
+                    ..dt
+                })
             }
-            (T::DateTime | T::Timestamp, Datum::Date(d)) => Datum::DateTime(DateTime {
+            (T::DateTime(_) | T::Timestamp(_), Datum::Date(d)) => Datum::DateTime(DateTime {
                 date: d,
                 hour: 0,
                 minute: 0,
@@ -611,5 +699,62 @@ impl fmt::Display for Misfit {
             }
             Misfit::Invalid(detail) => f.write_str(detail),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Catalog entries written before fractional seconds existed read as precision 0 (what
+    /// those builds stored), and precision 0 is still written the old way.
+    #[test]
+    fn temporal_types_keep_their_catalog_form() {
+        let old: Vec<ColumnType> =
+            serde_json::from_str(r#"["DateTime","Timestamp","Date",{"Varchar":5}]"#).unwrap();
+        assert_eq!(
+            old,
+            vec![
+                ColumnType::DateTime(0),
+                ColumnType::Timestamp(0),
+                ColumnType::Date,
+                ColumnType::Varchar(5)
+            ]
+        );
+        assert_eq!(
+            serde_json::to_string(&[ColumnType::DateTime(0), ColumnType::Timestamp(0)]).unwrap(),
+            r#"["DateTime","Timestamp"]"#
+        );
+        for t in [ColumnType::DateTime(3), ColumnType::Timestamp(6)] {
+            let text = serde_json::to_string(&t).unwrap();
+            assert_eq!(
+                serde_json::from_str::<ColumnType>(&text).unwrap(),
+                t,
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn fractions_are_truncated_to_the_precision() {
+        let dt = DateTime {
+            date: Date {
+                year: 2020,
+                month: 1,
+                day: 1,
+            },
+            hour: 10,
+            minute: 0,
+            second: 0,
+            micro: 789_999,
+        };
+        let micro = |ty: ColumnType| match ty.coerce(Datum::DateTime(dt)).unwrap() {
+            Datum::DateTime(d) => d.micro,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(micro(ColumnType::DateTime(0)), 0);
+        assert_eq!(micro(ColumnType::DateTime(2)), 780_000);
+        assert_eq!(micro(ColumnType::Timestamp(3)), 789_000);
+        assert_eq!(micro(ColumnType::DateTime(6)), 789_999);
     }
 }

@@ -68,7 +68,7 @@ fn random_datum(r: &mut impl Rng, ty: ColumnType) -> Datum {
             month: r.gen_range(0..13),
             day: r.gen_range(0..32),
         }),
-        ColumnType::DateTime | ColumnType::Timestamp => Datum::DateTime(DateTime {
+        ColumnType::DateTime(_) | ColumnType::Timestamp(_) => Datum::DateTime(DateTime {
             date: Date {
                 year: r.gen_range(1900..2100),
                 month: r.gen_range(1..13),
@@ -108,7 +108,7 @@ const TYPES: [ColumnType; 8] = [
     ColumnType::Varchar(100),
     ColumnType::Blob,
     ColumnType::Date,
-    ColumnType::DateTime,
+    ColumnType::DateTime(6),
 ];
 
 #[test]

@@ -574,7 +574,12 @@ impl Binder<'_> {
                 return i;
             }
         }
-        ColumnInfo::expr(name, self.type_of(e))
+        let mut info = ColumnInfo::expr(name, self.type_of(e));
+        // A CAST to a temporal type with a precision shows exactly that many digits.
+        if let Expr::Cast(_, CastType::DateTime(fsp)) = e {
+            info.decimals = *fsp;
+        }
+        info
     }
 
     fn query(&mut self, q: &Query, barrier: bool, lock: LockMode) -> Result<Bound, SqlError> {
@@ -1683,7 +1688,23 @@ impl Binder<'_> {
                             }))
                         }
                     };
-                    let slot = self.alloc(ty, None);
+                    // MIN/MAX of a DATETIME/TIMESTAMP column keep its fractional digits.
+                    let info = match (a.func, &arg) {
+                        (AggFunc::Min | AggFunc::Max, Some(Expr::Slot(n))) => self.slot_info[*n]
+                            .as_ref()
+                            .filter(|i| {
+                                use crate::convert::mysql_type::{DATETIME, TIMESTAMP};
+                                matches!(i.column_type, DATETIME | TIMESTAMP)
+                            })
+                            .map(|i| {
+                                let mut x = ColumnInfo::expr("", ty);
+                                x.decimals = i.decimals;
+                                x.column_length = i.column_length;
+                                x
+                            }),
+                        _ => None,
+                    };
+                    let slot = self.alloc(ty, info);
                     self.aggs
                         .last_mut()
                         .expect("aggregate scope")
@@ -2258,7 +2279,7 @@ fn conform(e: Expr, ty: SqlType, type_of: &mut dyn FnMut(&Expr) -> SqlType) -> E
         SqlType::Bytes => CastType::Binary,
         SqlType::Decimal(s) => CastType::Decimal(s),
         SqlType::Double => CastType::Double,
-        SqlType::DateTime => CastType::DateTime,
+        SqlType::DateTime => CastType::DateTime(6),
         _ => return e,
     };
     let own = type_of(&e);

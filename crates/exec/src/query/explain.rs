@@ -532,8 +532,8 @@ fn extra(
                 ColumnType::Int { .. }
                     | ColumnType::Decimal { .. }
                     | ColumnType::Date
-                    | ColumnType::DateTime
-                    | ColumnType::Timestamp
+                    | ColumnType::DateTime(_)
+                    | ColumnType::Timestamp(_)
                     | ColumnType::Double
             )
     };

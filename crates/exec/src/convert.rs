@@ -228,7 +228,7 @@ pub fn sql_type_of(ty: ColumnType) -> SqlType {
     match ty {
         ColumnType::Int { unsigned: true, .. } => SqlType::UInt,
         ColumnType::Int { .. } => SqlType::Int,
-        ColumnType::Float | ColumnType::Double => SqlType::Double,
+        ColumnType::Float(_) | ColumnType::Double => SqlType::Double,
         ColumnType::Decimal { scale, .. } => SqlType::Decimal(scale),
         ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text => SqlType::Str,
         ColumnType::Blob | ColumnType::Binary(_) | ColumnType::Varbinary(_) => SqlType::Bytes,
@@ -273,7 +273,15 @@ pub fn column_info(
             let u = if unsigned { flags::UNSIGNED } else { 0 };
             (t, len, 0, 63, flags::NUM | flags::BINARY | u)
         }
-        ColumnType::Float => (mysql_type::FLOAT, 12, 31, 63, flags::NUM | flags::BINARY),
+        ColumnType::Float(None) => (mysql_type::FLOAT, 12, 31, 63, flags::NUM | flags::BINARY),
+        // FLOAT(M,D): M wide, D decimals shown.
+        ColumnType::Float(Some((m, d))) => (
+            mysql_type::FLOAT,
+            u32::from(m),
+            d,
+            63,
+            flags::NUM | flags::BINARY,
+        ),
         ColumnType::Double => (mysql_type::DOUBLE, 22, 31, 63, flags::NUM | flags::BINARY),
         ColumnType::Decimal { precision, scale } => (
             mysql_type::NEWDECIMAL,
@@ -350,6 +358,10 @@ pub fn datum_to_value(d: &Datum, ty: ColumnType) -> Value {
         Datum::Null => Value::Null,
         Datum::Int(v) => Value::Int(*v),
         Datum::UInt(v) => Value::UInt(*v),
+        // A FLOAT's single-precision value, also for rows older builds wrote unrounded.
+        Datum::Double(v) if matches!(ty, ColumnType::Float(_)) => {
+            Value::Double(f64::from(*v as f32))
+        }
         Datum::Double(v) => Value::Double(*v),
         Datum::Decimal(x) => Value::Decimal(SqlDecimal::new(x.unscaled, u32::from(x.scale))),
         Datum::Bytes(b) if ty.is_binary_string() => Value::Bytes(b.clone()),
@@ -764,11 +776,14 @@ pub fn store_value(
         Value::Str(s) => match ty {
             ColumnType::Int { .. }
             | ColumnType::Decimal { .. }
-            | ColumnType::Float
+            | ColumnType::Float(_)
             | ColumnType::Double => {
                 let (prefix, rest) = numeric_prefix(s);
                 match (
-                    number_datum(prefix, matches!(ty, ColumnType::Float | ColumnType::Double)),
+                    number_datum(
+                        prefix,
+                        matches!(ty, ColumnType::Float(_) | ColumnType::Double),
+                    ),
                     rest,
                 ) {
                     (Some(d), Rest::None) => d,

@@ -846,7 +846,7 @@ impl Exec<'_> {
                 vals[*p] = datum_to_value(&d, col.ty);
                 new[*p] = d;
             }
-            if new == row.values {
+            if table.same_values(&row.values, &new) {
                 continue;
             }
             match self.txn.update(table, &row.key, new.clone()) {

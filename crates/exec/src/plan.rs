@@ -281,10 +281,11 @@ fn key_type_ok(ty: ColumnType, format: KeyFormat) -> bool {
             format == KeyFormat::Collated
         }
         ColumnType::Blob | ColumnType::Binary(_) | ColumnType::Varbinary(_) => true,
-        // SQL compares a DOUBLE with anything as doubles (`double_key`). FLOAT columns hold
-        // doubles here while MariaDB compares single precision: no key.
+        // SQL compares a DOUBLE with anything as doubles (`double_key`). A FLOAT's key holds
+        // the double an older build stored unrounded for its rows, not the single-precision
+        // value SQL compares: no key.
         ColumnType::Double => true,
-        ColumnType::Float => false,
+        ColumnType::Float(_) => false,
     }
 }
 
@@ -608,7 +609,7 @@ pub fn possible_keys(table: &TableDef, filter: Option<&Expr>) -> Vec<KeyName> {
 pub fn key_part_len(col: &shoal_store::ColumnDef) -> u32 {
     let len = match col.ty {
         ColumnType::Int { bytes, .. } => u32::from(bytes),
-        ColumnType::Float => 4,
+        ColumnType::Float(_) => 4,
         ColumnType::Double => 8,
         ColumnType::Decimal { precision, scale } => {
             decimal_bytes(precision.saturating_sub(scale)) + decimal_bytes(scale)

@@ -94,7 +94,7 @@ fn is_numeric(t: ColumnType) -> bool {
         t,
         ColumnType::Int { .. }
             | ColumnType::Decimal { .. }
-            | ColumnType::Float
+            | ColumnType::Float(_)
             | ColumnType::Double
     )
 }
@@ -947,7 +947,14 @@ pub fn info_schema(engine: &Engine, table: &str) -> Result<VirtualTable, SqlErro
                                     Value::Int(i64::from(precision)),
                                     Value::Int(i64::from(scale)),
                                 ),
-                                ColumnType::Float => (Value::Null, Value::Int(12), Value::Null),
+                                ColumnType::Float(None) => {
+                                    (Value::Null, Value::Int(12), Value::Null)
+                                }
+                                ColumnType::Float(Some((m, d))) => (
+                                    Value::Null,
+                                    Value::Int(i64::from(m)),
+                                    Value::Int(i64::from(d)),
+                                ),
                                 ColumnType::Double => (Value::Null, Value::Int(22), Value::Null),
                                 _ => (Value::Null, Value::Null, Value::Null),
                             };

@@ -643,6 +643,42 @@ fn fsp(p: Option<u64>) -> Result<u8, SqlError> {
     }
 }
 
+/// FLOAT, FLOAT(p) (single precision up to 24 bits, DOUBLE beyond, as MariaDB) and FLOAT(M,D)
+/// (D decimals of M digits: D <= M, 1427 otherwise; M <= 255, D <= 30, 1426 / 1425 beyond).
+fn float_type(info: &sp::ExactNumberInfo) -> Result<ColumnType, SqlError> {
+    match info {
+        sp::ExactNumberInfo::None => Ok(ColumnType::Float(None)),
+        sp::ExactNumberInfo::Precision(p) if *p <= 24 => Ok(ColumnType::Float(None)),
+        sp::ExactNumberInfo::Precision(p) if *p <= 53 => Ok(ColumnType::Double),
+        sp::ExactNumberInfo::Precision(p) => Err(SqlError::coded(
+            shoal_errors::ER_WRONG_FIELD_SPEC,
+            format!("Incorrect column specifier for FLOAT({p})"),
+        )),
+        sp::ExactNumberInfo::PrecisionAndScale(m, d) => {
+            let d = u64::try_from(*d).unwrap_or(u64::MAX);
+            if d > 30 {
+                return Err(SqlError::coded(
+                    shoal_errors::ER_TOO_BIG_SCALE,
+                    format!("Too big scale {d} specified. Maximum is 30"),
+                ));
+            }
+            if *m > 255 {
+                return Err(SqlError::coded(
+                    shoal_errors::ER_TOO_BIG_PRECISION,
+                    format!("Too big precision {m} specified. Maximum is 255"),
+                ));
+            }
+            if d > *m {
+                return Err(SqlError::coded(
+                    shoal_errors::ER_M_BIGGER_THAN_D,
+                    "For float(M,D), double(M,D) or decimal(M,D), M must be >= D",
+                ));
+            }
+            Ok(ColumnType::Float(Some((*m as u8, d as u8))))
+        }
+    }
+}
+
 fn column_type(dt: &sp::DataType) -> Result<ColumnType, SqlError> {
     use sp::DataType as D;
     let int = |bytes: u8, unsigned: bool| Ok(ColumnType::Int { bytes, unsigned });
@@ -684,7 +720,8 @@ fn column_type(dt: &sp::DataType) -> Result<ColumnType, SqlError> {
         D::Decimal(i) | D::Numeric(i) | D::Dec(i) | D::DecimalUnsigned(i) | D::DecUnsigned(i) => {
             decimal(i)
         }
-        D::Float(_) | D::FloatUnsigned(_) | D::Float4 => Ok(ColumnType::Float),
+        D::Float(i) | D::FloatUnsigned(i) => float_type(i),
+        D::Float4 => Ok(ColumnType::Float(None)),
         D::Double(_)
         | D::DoubleUnsigned(_)
         | D::DoublePrecision

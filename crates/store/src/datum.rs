@@ -6,7 +6,7 @@
 //! order-preserving per column (see `codec`).
 //!
 //! Canonical variants: signed integer types -> `Int`, unsigned -> `UInt`, FLOAT/DOUBLE ->
-//! `Double`, DECIMAL(p,s) -> `Decimal` with scale exactly `s`, CHAR/VARCHAR/TEXT/BLOB/BINARY/
+//! `Double` (a FLOAT's rounded to single precision), DECIMAL(p,s) -> `Decimal` with scale exactly `s`, CHAR/VARCHAR/TEXT/BLOB/BINARY/
 //! VARBINARY -> `Bytes` (compared as bytes: a binary collation), DATE -> `Date`, DATETIME/TIMESTAMP
 //! -> `DateTime` with the fraction truncated to the column's precision (`DATETIME(2)` keeps two
 //! digits; catalogs record the precision in variants of their own, so older entries read as
@@ -269,8 +269,12 @@ pub enum ColumnType {
         /// UNSIGNED.
         unsigned: bool,
     },
-    /// FLOAT (single precision in MySQL; stored as f64 here).
-    Float,
+    /// FLOAT, or FLOAT(M,D) with `Some((M, D))`: single precision. Values are rounded to the
+    /// nearest `f32` on the way in (FLOAT(M,D) first to D decimals, M digits at most) and held
+    /// as that `f32`'s exact double, so arithmetic sees what MariaDB's 4-byte FLOAT holds
+    /// (`0.1` is 0.10000000149011612). Rows an older build wrote hold the unrounded double:
+    /// [`ColumnType::read`] rounds them the same way when they are read.
+    Float(Option<(u8, u8)>),
     /// DOUBLE / REAL.
     Double,
     /// DECIMAL(precision, scale).
@@ -310,6 +314,7 @@ pub enum ColumnType {
 enum StoredType {
     Int { bytes: u8, unsigned: bool },
     Float,
+    FloatFixed(u8, u8),
     Double,
     Decimal { precision: u8, scale: u8 },
     Char(u32),
@@ -330,7 +335,8 @@ impl From<StoredType> for ColumnType {
         use StoredType as S;
         match t {
             S::Int { bytes, unsigned } => ColumnType::Int { bytes, unsigned },
-            S::Float => ColumnType::Float,
+            S::Float => ColumnType::Float(None),
+            S::FloatFixed(m, d) => ColumnType::Float(Some((m, d))),
             S::Double => ColumnType::Double,
             S::Decimal { precision, scale } => ColumnType::Decimal { precision, scale },
             S::Char(n) => ColumnType::Char(n),
@@ -353,7 +359,8 @@ impl From<ColumnType> for StoredType {
         use StoredType as S;
         match t {
             ColumnType::Int { bytes, unsigned } => S::Int { bytes, unsigned },
-            ColumnType::Float => S::Float,
+            ColumnType::Float(None) => S::Float,
+            ColumnType::Float(Some((m, d))) => S::FloatFixed(m, d),
             ColumnType::Double => S::Double,
             ColumnType::Decimal { precision, scale } => S::Decimal { precision, scale },
             ColumnType::Char(n) => S::Char(n),
@@ -402,7 +409,7 @@ impl ColumnType {
         match self {
             ColumnType::Int { unsigned: true, .. } => Datum::UInt(0),
             ColumnType::Int { .. } => Datum::Int(0),
-            ColumnType::Float | ColumnType::Double => Datum::Double(0.0),
+            ColumnType::Float(_) | ColumnType::Double => Datum::Double(0.0),
             ColumnType::Decimal { scale, .. } => Datum::Decimal(Decimal {
                 unscaled: 0,
                 scale: *scale,
@@ -418,6 +425,24 @@ impl ColumnType {
             ColumnType::DateTime(_) | ColumnType::Timestamp(_) => {
                 Datum::DateTime(DateTime::unpack(0))
             }
+        }
+    }
+
+    /// `f` as this type holds it: a FLOAT's nearest single-precision value (as a double),
+    /// anything else unchanged.
+    fn single(self, f: f64) -> f64 {
+        match self {
+            ColumnType::Float(_) => f64::from(f as f32),
+            _ => f,
+        }
+    }
+
+    /// A stored value as this column type gives it: a FLOAT's value rounded to single
+    /// precision (rows older builds wrote hold the double they were given), else unchanged.
+    pub fn read(self, d: Datum) -> Datum {
+        match (self, d) {
+            (ColumnType::Float(_), Datum::Double(f)) => Datum::Double(self.single(f)),
+            (_, d) => d,
         }
     }
 
@@ -443,7 +468,8 @@ impl ColumnType {
                     n.to_string()
                 }
             }
-            ColumnType::Float => "float".into(),
+            ColumnType::Float(None) => "float".into(),
+            ColumnType::Float(Some((m, d))) => format!("float({m},{d})"),
             ColumnType::Double => "double".into(),
             ColumnType::Decimal { precision, scale } => format!("decimal({precision},{scale})"),
             ColumnType::Char(n) => format!("char({n})"),
@@ -514,7 +540,7 @@ impl ColumnType {
                 }
                 int(v)
             }
-            (T::Float | T::Double, d) => {
+            (T::Float(_) | T::Double, d) => {
                 let f = match d {
                     Datum::Double(f) => f,
                     Datum::Int(v) => v as f64,
@@ -529,17 +555,24 @@ impl ColumnType {
                 }
                 // FLOAT holds single precision's range, DOUBLE finite values: beyond them the
                 // nearest is the bound of the value's sign (MySQL's 1264).
-                let max = if self == T::Float {
-                    f64::from(f32::MAX)
-                } else {
-                    f64::MAX
+                let (f, max) = match self {
+                    // FLOAT(M,D): D decimals (ties to even, as MariaDB rounds them), below
+                    // 10^(M-D).
+                    T::Float(Some((m, d))) => {
+                        let scale = 10f64.powi(i32::from(d));
+                        let f = (f * scale).round_ties_even() / scale;
+                        (f, 10f64.powi(i32::from(m) - i32::from(d)) - 1.0 / scale)
+                    }
+                    T::Float(None) => (f, f64::from(f32::MAX)),
+                    _ => (f, f64::MAX),
                 };
                 if f.abs() > max {
                     return Err(Misfit::OutOfRange {
-                        nearest: Datum::Double(max.copysign(f)),
+                        nearest: Datum::Double(self.single(max.copysign(f))),
                         detail: format!("value {f} out of range"),
                     });
                 }
+                let f = self.single(f);
                 // -0.0 and 0.0 must encode identically in keys.
                 Datum::Double(if f == 0.0 { 0.0 } else { f })
             }

@@ -45,7 +45,7 @@ fn random_datum(r: &mut impl Rng, ty: ColumnType) -> Datum {
         ColumnType::Int { unsigned: true, .. } => {
             Datum::UInt(if r.gen() { r.gen() } else { r.gen_range(0..5) })
         }
-        ColumnType::Double | ColumnType::Float => Datum::Double(match r.gen_range(0..4) {
+        ColumnType::Double | ColumnType::Float(_) => Datum::Double(match r.gen_range(0..4) {
             0 => r.gen::<f64>() * 1e6 - 5e5,
             1 => -r.gen::<f64>() * 1e-300,
             2 => [

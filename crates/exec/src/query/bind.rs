@@ -1688,16 +1688,18 @@ impl Binder<'_> {
                             }))
                         }
                     };
-                    // MIN/MAX of a DATETIME/TIMESTAMP column keep its fractional digits.
+                    // MIN/MAX of a DATETIME/TIMESTAMP column keep its fractional digits, of
+                    // a FLOAT column its type (single precision's digits).
                     let info = match (a.func, &arg) {
                         (AggFunc::Min | AggFunc::Max, Some(Expr::Slot(n))) => self.slot_info[*n]
                             .as_ref()
                             .filter(|i| {
-                                use crate::convert::mysql_type::{DATETIME, TIMESTAMP};
-                                matches!(i.column_type, DATETIME | TIMESTAMP)
+                                use crate::convert::mysql_type::{DATETIME, FLOAT, TIMESTAMP};
+                                matches!(i.column_type, DATETIME | TIMESTAMP | FLOAT)
                             })
                             .map(|i| {
                                 let mut x = ColumnInfo::expr("", ty);
+                                x.column_type = i.column_type;
                                 x.decimals = i.decimals;
                                 x.column_length = i.column_length;
                                 x

@@ -228,7 +228,7 @@ pub fn sql_type_of(ty: ColumnType) -> SqlType {
     match ty {
         ColumnType::Int { unsigned: true, .. } => SqlType::UInt,
         ColumnType::Int { .. } => SqlType::Int,
-        ColumnType::Float(_) | ColumnType::Double => SqlType::Double,
+        ColumnType::Float(_) | ColumnType::Double(_) => SqlType::Double,
         ColumnType::Decimal { scale, .. } => SqlType::Decimal(scale),
         ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text => SqlType::Str,
         ColumnType::Blob | ColumnType::Binary(_) | ColumnType::Varbinary(_) => SqlType::Bytes,
@@ -282,7 +282,14 @@ pub fn column_info(
             63,
             flags::NUM | flags::BINARY,
         ),
-        ColumnType::Double => (mysql_type::DOUBLE, 22, 31, 63, flags::NUM | flags::BINARY),
+        ColumnType::Double(None) => (mysql_type::DOUBLE, 22, 31, 63, flags::NUM | flags::BINARY),
+        ColumnType::Double(Some((m, d))) => (
+            mysql_type::DOUBLE,
+            u32::from(m),
+            d,
+            63,
+            flags::NUM | flags::BINARY,
+        ),
         ColumnType::Decimal { precision, scale } => (
             mysql_type::NEWDECIMAL,
             u32::from(precision) + 2,
@@ -777,12 +784,12 @@ pub fn store_value(
             ColumnType::Int { .. }
             | ColumnType::Decimal { .. }
             | ColumnType::Float(_)
-            | ColumnType::Double => {
+            | ColumnType::Double(_) => {
                 let (prefix, rest) = numeric_prefix(s);
                 match (
                     number_datum(
                         prefix,
-                        matches!(ty, ColumnType::Float(_) | ColumnType::Double),
+                        matches!(ty, ColumnType::Float(_) | ColumnType::Double(_)),
                     ),
                     rest,
                 ) {

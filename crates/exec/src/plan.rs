@@ -284,7 +284,7 @@ fn key_type_ok(ty: ColumnType, format: KeyFormat) -> bool {
         // SQL compares a DOUBLE with anything as doubles (`double_key`). A FLOAT's key holds
         // the double an older build stored unrounded for its rows, not the single-precision
         // value SQL compares: no key.
-        ColumnType::Double => true,
+        ColumnType::Double(_) => true,
         ColumnType::Float(_) => false,
     }
 }
@@ -610,7 +610,7 @@ pub fn key_part_len(col: &shoal_store::ColumnDef) -> u32 {
     let len = match col.ty {
         ColumnType::Int { bytes, .. } => u32::from(bytes),
         ColumnType::Float(_) => 4,
-        ColumnType::Double => 8,
+        ColumnType::Double(_) => 8,
         ColumnType::Decimal { precision, scale } => {
             decimal_bytes(precision.saturating_sub(scale)) + decimal_bytes(scale)
         }
@@ -832,8 +832,11 @@ fn exact_key(v: &Value, ty: ColumnType) -> Option<Datum> {
     if ty.is_binary_string() {
         return binary_key(v, ty);
     }
-    if ty == ColumnType::Double {
-        return double_key(v);
+    if let ColumnType::Double(fixed) = ty {
+        // A DOUBLE(M,D) key holds D decimals: a bound with more is no key (storage would round
+        // it, and `d < 1.2345` would lose the rows at 1.234).
+        return double_key(v)
+            .filter(|k| fixed.is_none() || ty.coerce(k.clone()).ok().as_ref() == Some(k));
     }
     let d = match v {
         Value::Int(i) => Datum::Int(*i),

@@ -95,7 +95,7 @@ fn is_numeric(t: ColumnType) -> bool {
         ColumnType::Int { .. }
             | ColumnType::Decimal { .. }
             | ColumnType::Float(_)
-            | ColumnType::Double
+            | ColumnType::Double(_)
     )
 }
 
@@ -955,7 +955,14 @@ pub fn info_schema(engine: &Engine, table: &str) -> Result<VirtualTable, SqlErro
                                     Value::Int(i64::from(m)),
                                     Value::Int(i64::from(d)),
                                 ),
-                                ColumnType::Double => (Value::Null, Value::Int(22), Value::Null),
+                                ColumnType::Double(None) => {
+                                    (Value::Null, Value::Int(22), Value::Null)
+                                }
+                                ColumnType::Double(Some((m, d))) => (
+                                    Value::Null,
+                                    Value::Int(i64::from(m)),
+                                    Value::Int(i64::from(d)),
+                                ),
                                 _ => (Value::Null, Value::Null, Value::Null),
                             };
                             rows.push(vec![

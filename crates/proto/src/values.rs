@@ -89,6 +89,10 @@ pub fn text_of(v: &Value, column_type: ColumnType, decimals: u8) -> Option<Vec<u
         Value::Int(i) => i.to_string().into_bytes(),
         Value::UInt(u) => u.to_string().into_bytes(),
         Value::Float(f) => single_text(*f, decimals).into_bytes(),
+        // A DOUBLE(M,D) column (or another with fixed decimals) shows D decimals.
+        Value::Double(d) if column_type == ColumnType::MYSQL_TYPE_DOUBLE && decimals < 31 => {
+            format!("{d:.*}", usize::from(decimals)).into_bytes()
+        }
         Value::Double(d) => float_text(*d).into_bytes(),
         Value::Date(y, m, d, h, i, s, us) => {
             let mut out = format!("{y:04}-{m:02}-{d:02}");

@@ -158,7 +158,7 @@ pub fn decode_key(types: &[ColumnType], key: &[u8]) -> Result<(Vec<Datum>, usize
             ColumnType::Int { unsigned: true, .. } => {
                 Datum::UInt(u64::from_be_bytes(take(&mut buf, 8)?.try_into().unwrap()))
             }
-            ColumnType::Float(_) | ColumnType::Double => {
+            ColumnType::Float(_) | ColumnType::Double(_) => {
                 let enc = u64::from_be_bytes(take(&mut buf, 8)?.try_into().unwrap());
                 let bits = if enc >> 63 == 1 {
                     enc ^ (1 << 63)
@@ -369,7 +369,7 @@ fn decode_row_n(
             ColumnType::Int { unsigned: true, .. } => {
                 Datum::UInt(u64::try_from(get_varint(&mut buf)?).map_err(|_| "uint out of range")?)
             }
-            ColumnType::Float(_) | ColumnType::Double => {
+            ColumnType::Float(_) | ColumnType::Double(_) => {
                 Datum::Double(f64::from_le_bytes(take(&mut buf, 8)?.try_into().unwrap()))
             }
             ColumnType::Decimal { scale, .. } => Datum::Decimal(Decimal {
@@ -402,7 +402,7 @@ fn decode_row_n(
 /// Steps `buf` past one stored value of type `t` without decoding it.
 fn skip_value(t: &ColumnType, buf: &mut &[u8]) -> Result<(), String> {
     match t {
-        ColumnType::Float(_) | ColumnType::Double => {
+        ColumnType::Float(_) | ColumnType::Double(_) => {
             take(buf, 8)?;
         }
         ColumnType::Char(_)

@@ -275,8 +275,9 @@ pub enum ColumnType {
     /// (`0.1` is 0.10000000149011612). Rows an older build wrote hold the unrounded double:
     /// [`ColumnType::read`] rounds them the same way when they are read.
     Float(Option<(u8, u8)>),
-    /// DOUBLE / REAL.
-    Double,
+    /// DOUBLE / REAL, or DOUBLE(M,D) with `Some((M, D))`: rounded to D decimals (ties to
+    /// even, as MariaDB), at most M digits.
+    Double(Option<(u8, u8)>),
     /// DECIMAL(precision, scale).
     Decimal {
         /// Total digits (1..=38 here).
@@ -316,6 +317,7 @@ enum StoredType {
     Float,
     FloatFixed(u8, u8),
     Double,
+    DoubleFixed(u8, u8),
     Decimal { precision: u8, scale: u8 },
     Char(u32),
     Varchar(u32),
@@ -337,7 +339,8 @@ impl From<StoredType> for ColumnType {
             S::Int { bytes, unsigned } => ColumnType::Int { bytes, unsigned },
             S::Float => ColumnType::Float(None),
             S::FloatFixed(m, d) => ColumnType::Float(Some((m, d))),
-            S::Double => ColumnType::Double,
+            S::Double => ColumnType::Double(None),
+            S::DoubleFixed(m, d) => ColumnType::Double(Some((m, d))),
             S::Decimal { precision, scale } => ColumnType::Decimal { precision, scale },
             S::Char(n) => ColumnType::Char(n),
             S::Varchar(n) => ColumnType::Varchar(n),
@@ -361,7 +364,8 @@ impl From<ColumnType> for StoredType {
             ColumnType::Int { bytes, unsigned } => S::Int { bytes, unsigned },
             ColumnType::Float(None) => S::Float,
             ColumnType::Float(Some((m, d))) => S::FloatFixed(m, d),
-            ColumnType::Double => S::Double,
+            ColumnType::Double(None) => S::Double,
+            ColumnType::Double(Some((m, d))) => S::DoubleFixed(m, d),
             ColumnType::Decimal { precision, scale } => S::Decimal { precision, scale },
             ColumnType::Char(n) => S::Char(n),
             ColumnType::Varchar(n) => S::Varchar(n),
@@ -409,7 +413,7 @@ impl ColumnType {
         match self {
             ColumnType::Int { unsigned: true, .. } => Datum::UInt(0),
             ColumnType::Int { .. } => Datum::Int(0),
-            ColumnType::Float(_) | ColumnType::Double => Datum::Double(0.0),
+            ColumnType::Float(_) | ColumnType::Double(_) => Datum::Double(0.0),
             ColumnType::Decimal { scale, .. } => Datum::Decimal(Decimal {
                 unscaled: 0,
                 scale: *scale,
@@ -470,7 +474,8 @@ impl ColumnType {
             }
             ColumnType::Float(None) => "float".into(),
             ColumnType::Float(Some((m, d))) => format!("float({m},{d})"),
-            ColumnType::Double => "double".into(),
+            ColumnType::Double(None) => "double".into(),
+            ColumnType::Double(Some((m, d))) => format!("double({m},{d})"),
             ColumnType::Decimal { precision, scale } => format!("decimal({precision},{scale})"),
             ColumnType::Char(n) => format!("char({n})"),
             ColumnType::Varchar(n) => format!("varchar({n})"),
@@ -540,7 +545,7 @@ impl ColumnType {
                 }
                 int(v)
             }
-            (T::Float(_) | T::Double, d) => {
+            (T::Float(_) | T::Double(_), d) => {
                 let f = match d {
                     Datum::Double(f) => f,
                     Datum::Int(v) => v as f64,
@@ -556,9 +561,9 @@ impl ColumnType {
                 // FLOAT holds single precision's range, DOUBLE finite values: beyond them the
                 // nearest is the bound of the value's sign (MySQL's 1264).
                 let (f, max) = match self {
-                    // FLOAT(M,D): D decimals (ties to even, as MariaDB rounds them), below
-                    // 10^(M-D).
-                    T::Float(Some((m, d))) => {
+                    // FLOAT(M,D) / DOUBLE(M,D): D decimals (ties to even, as MariaDB
+                    // rounds them), below 10^(M-D).
+                    T::Float(Some((m, d))) | T::Double(Some((m, d))) => {
                         let scale = 10f64.powi(i32::from(d));
                         let f = (f * scale).round_ties_even() / scale;
                         (f, 10f64.powi(i32::from(m) - i32::from(d)) - 1.0 / scale)

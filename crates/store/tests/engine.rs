@@ -64,7 +64,7 @@ fn catalog_ddl_and_restart_keep_data() {
                     },
                     true,
                 ),
-                col("f", ColumnType::Double, true),
+                col("f", ColumnType::Double(None), true),
                 col("dt", ColumnType::DateTime(6), true),
                 col("day", ColumnType::Date, true),
                 col("bl", ColumnType::Blob, true),

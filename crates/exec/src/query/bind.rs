@@ -1689,13 +1689,16 @@ impl Binder<'_> {
                         }
                     };
                     // MIN/MAX of a DATETIME/TIMESTAMP column keep its fractional digits, of
-                    // a FLOAT column its type (single precision's digits).
+                    // a FLOAT column its type (single precision's digits), of a DOUBLE(M,D)
+                    // its D decimals.
                     let info = match (a.func, &arg) {
                         (AggFunc::Min | AggFunc::Max, Some(Expr::Slot(n))) => self.slot_info[*n]
                             .as_ref()
                             .filter(|i| {
-                                use crate::convert::mysql_type::{DATETIME, FLOAT, TIMESTAMP};
-                                matches!(i.column_type, DATETIME | TIMESTAMP | FLOAT)
+                                use crate::convert::mysql_type::{
+                                    DATETIME, DOUBLE, FLOAT, TIMESTAMP,
+                                };
+                                matches!(i.column_type, DATETIME | TIMESTAMP | FLOAT | DOUBLE)
                             })
                             .map(|i| {
                                 let mut x = ColumnInfo::expr("", ty);

@@ -534,7 +534,7 @@ fn extra(
                     | ColumnType::Date
                     | ColumnType::DateTime(_)
                     | ColumnType::Timestamp(_)
-                    | ColumnType::Double
+                    | ColumnType::Double(_)
             )
     };
     let rest: Vec<&Expr> = leaf

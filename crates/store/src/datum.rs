@@ -744,8 +744,9 @@ impl fmt::Display for Misfit {
 mod tests {
     use super::*;
 
-    /// Catalog entries written before fractional seconds existed read as precision 0 (what
-    /// those builds stored), and precision 0 is still written the old way.
+    /// Catalog entries written before fractional seconds and FLOAT(M,D) / DOUBLE(M,D) existed
+    /// read as they did (precision 0, plain FLOAT / DOUBLE), and those are still written the
+    /// old way.
     #[test]
     fn temporal_types_keep_their_catalog_form() {
         let old: Vec<ColumnType> =
@@ -763,7 +764,18 @@ mod tests {
             serde_json::to_string(&[ColumnType::DateTime(0), ColumnType::Timestamp(0)]).unwrap(),
             r#"["DateTime","Timestamp"]"#
         );
-        for t in [ColumnType::DateTime(3), ColumnType::Timestamp(6)] {
+        let old: Vec<ColumnType> = serde_json::from_str(r#"["Float","Double"]"#).unwrap();
+        assert_eq!(old, [ColumnType::Float(None), ColumnType::Double(None)]);
+        assert_eq!(
+            serde_json::to_string(&[ColumnType::Float(None), ColumnType::Double(None)]).unwrap(),
+            r#"["Float","Double"]"#
+        );
+        for t in [
+            ColumnType::DateTime(3),
+            ColumnType::Timestamp(6),
+            ColumnType::Float(Some((7, 3))),
+            ColumnType::Double(Some((10, 2))),
+        ] {
             let text = serde_json::to_string(&t).unwrap();
             assert_eq!(
                 serde_json::from_str::<ColumnType>(&text).unwrap(),
@@ -771,6 +783,28 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    #[test]
+    fn floats_are_single_precision_and_fixed_types_round() {
+        let f = |ty: ColumnType, v: f64| match ty.coerce(Datum::Double(v)) {
+            Ok(Datum::Double(x)) => Ok(x),
+            Ok(other) => panic!("{other:?}"),
+            Err(e) => Err(e),
+        };
+        assert_eq!(f(ColumnType::Float(None), 0.1), Ok(f64::from(0.1f32)));
+        assert_eq!(f(ColumnType::Double(None), 0.1), Ok(0.1));
+        assert_eq!(
+            f(ColumnType::Float(Some((7, 3))), 1.23456),
+            Ok(f64::from(1.235f32))
+        );
+        assert_eq!(f(ColumnType::Double(Some((7, 3))), 0.0025), Ok(0.002));
+        assert!(f(ColumnType::Double(Some((7, 3))), 10000.0).is_err());
+        // An older build's unrounded FLOAT reads as its single-precision value.
+        assert_eq!(
+            ColumnType::Float(None).read(Datum::Double(0.1)),
+            Datum::Double(f64::from(0.1f32))
+        );
     }
 
     #[test]

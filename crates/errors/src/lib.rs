@@ -659,6 +659,12 @@ pub const ER_TOO_BIG_PRECISION: Code = Code {
     state: "42000",
     name: "ER_TOO_BIG_PRECISION",
 };
+/// 1427 (42000): FLOAT(M,D) / DECIMAL(M,D) with D greater than M.
+pub const ER_M_BIGGER_THAN_D: Code = Code {
+    code: 1427,
+    state: "42000",
+    name: "ER_M_BIGGER_THAN_D",
+};
 /// 1436 (HY000): thread stack overrun (expression too deep).
 pub const ER_STACK_OVERRUN_NEED_MORE: Code = Code {
     code: 1436,
@@ -988,6 +994,7 @@ pub const ALL: &[Code] = &[
     ER_WRONG_VALUE_FOR_TYPE,
     ER_TOO_BIG_SCALE,
     ER_TOO_BIG_PRECISION,
+    ER_M_BIGGER_THAN_D,
     ER_STACK_OVERRUN_NEED_MORE,
     ER_DATETIME_FUNCTION_OVERFLOW,
     ER_ROW_IS_REFERENCED_2,

@@ -228,12 +228,21 @@ pub fn sql_type_of(ty: ColumnType) -> SqlType {
     match ty {
         ColumnType::Int { unsigned: true, .. } => SqlType::UInt,
         ColumnType::Int { .. } => SqlType::Int,
-        ColumnType::Float | ColumnType::Double => SqlType::Double,
+        ColumnType::Float(_) | ColumnType::Double(_) => SqlType::Double,
         ColumnType::Decimal { scale, .. } => SqlType::Decimal(scale),
         ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text => SqlType::Str,
         ColumnType::Blob | ColumnType::Binary(_) | ColumnType::Varbinary(_) => SqlType::Bytes,
         ColumnType::Date => SqlType::Date,
-        ColumnType::DateTime | ColumnType::Timestamp => SqlType::DateTime,
+        ColumnType::DateTime(_) | ColumnType::Timestamp(_) => SqlType::DateTime,
+    }
+}
+
+/// The display length of a temporal type of `base` characters with `fsp` fractional digits.
+fn frac_len(base: u32, fsp: u8) -> u32 {
+    if fsp == 0 {
+        base
+    } else {
+        base + 1 + u32::from(fsp)
     }
 }
 
@@ -264,8 +273,23 @@ pub fn column_info(
             let u = if unsigned { flags::UNSIGNED } else { 0 };
             (t, len, 0, 63, flags::NUM | flags::BINARY | u)
         }
-        ColumnType::Float => (mysql_type::FLOAT, 12, 31, 63, flags::NUM | flags::BINARY),
-        ColumnType::Double => (mysql_type::DOUBLE, 22, 31, 63, flags::NUM | flags::BINARY),
+        ColumnType::Float(None) => (mysql_type::FLOAT, 12, 31, 63, flags::NUM | flags::BINARY),
+        // FLOAT(M,D): M wide, D decimals shown.
+        ColumnType::Float(Some((m, d))) => (
+            mysql_type::FLOAT,
+            u32::from(m),
+            d,
+            63,
+            flags::NUM | flags::BINARY,
+        ),
+        ColumnType::Double(None) => (mysql_type::DOUBLE, 22, 31, 63, flags::NUM | flags::BINARY),
+        ColumnType::Double(Some((m, d))) => (
+            mysql_type::DOUBLE,
+            u32::from(m),
+            d,
+            63,
+            flags::NUM | flags::BINARY,
+        ),
         ColumnType::Decimal { precision, scale } => (
             mysql_type::NEWDECIMAL,
             u32::from(precision) + 2,
@@ -282,8 +306,10 @@ pub fn column_info(
         ColumnType::Binary(n) => (mysql_type::STRING, n, 0, 63, flags::BINARY),
         ColumnType::Varbinary(n) => (mysql_type::VAR_STRING, n, 0, 63, flags::BINARY),
         ColumnType::Date => (mysql_type::DATE, 10, 0, 63, flags::BINARY),
-        ColumnType::DateTime => (mysql_type::DATETIME, 19, 0, 63, flags::BINARY),
-        ColumnType::Timestamp => (mysql_type::TIMESTAMP, 19, 0, 63, flags::BINARY),
+        // The fraction's digits are the decimals (the wire shows exactly that many), and
+        // the display length counts them with their point.
+        ColumnType::DateTime(f) => (mysql_type::DATETIME, frac_len(19, f), f, 63, flags::BINARY),
+        ColumnType::Timestamp(f) => (mysql_type::TIMESTAMP, frac_len(19, f), f, 63, flags::BINARY),
     };
     if !col.nullable {
         fl |= flags::NOT_NULL;
@@ -339,6 +365,10 @@ pub fn datum_to_value(d: &Datum, ty: ColumnType) -> Value {
         Datum::Null => Value::Null,
         Datum::Int(v) => Value::Int(*v),
         Datum::UInt(v) => Value::UInt(*v),
+        // A FLOAT's single-precision value, also for rows older builds wrote unrounded.
+        Datum::Double(v) if matches!(ty, ColumnType::Float(_)) => {
+            Value::Double(f64::from(*v as f32))
+        }
         Datum::Double(v) => Value::Double(*v),
         Datum::Decimal(x) => Value::Decimal(SqlDecimal::new(x.unscaled, u32::from(x.scale))),
         Datum::Bytes(b) if ty.is_binary_string() => Value::Bytes(b.clone()),
@@ -693,7 +723,7 @@ pub fn store_value(
     };
     let temporal = matches!(
         ty,
-        ColumnType::Date | ColumnType::DateTime | ColumnType::Timestamp
+        ColumnType::Date | ColumnType::DateTime(_) | ColumnType::Timestamp(_)
     );
     let d = match v {
         Value::Bytes(_) => unreachable!("read as text above"),
@@ -739,8 +769,8 @@ pub fn store_value(
                     }
                     Datum::Date(dt.date)
                 }
-                ColumnType::DateTime => Datum::DateTime(dt),
-                ColumnType::Timestamp => {
+                ColumnType::DateTime(_) => Datum::DateTime(dt),
+                ColumnType::Timestamp(_) => {
                     let wrong = || {
                         let shown = v.to_text().unwrap_or_default();
                         at.incorrect(shoal_errors::ER_TRUNCATED_WRONG_VALUE, "datetime", &shown)
@@ -753,11 +783,14 @@ pub fn store_value(
         Value::Str(s) => match ty {
             ColumnType::Int { .. }
             | ColumnType::Decimal { .. }
-            | ColumnType::Float
-            | ColumnType::Double => {
+            | ColumnType::Float(_)
+            | ColumnType::Double(_) => {
                 let (prefix, rest) = numeric_prefix(s);
                 match (
-                    number_datum(prefix, matches!(ty, ColumnType::Float | ColumnType::Double)),
+                    number_datum(
+                        prefix,
+                        matches!(ty, ColumnType::Float(_) | ColumnType::Double(_)),
+                    ),
                     rest,
                 ) {
                     (Some(d), Rest::None) => d,
@@ -787,7 +820,7 @@ pub fn store_value(
                     }
                 }
             }
-            ColumnType::Date | ColumnType::DateTime | ColumnType::Timestamp => {
+            ColumnType::Date | ColumnType::DateTime(_) | ColumnType::Timestamp(_) => {
                 let wrong = || {
                     let kind = if ty == ColumnType::Date {
                         "date"
@@ -837,7 +870,7 @@ fn temporal_write(
             fit.note(fit.at.truncated());
         }
     }
-    if ty == ColumnType::Timestamp && !r.trailing {
+    if matches!(ty, ColumnType::Timestamp(_)) && !r.trailing {
         return Ok(Datum::DateTime(timestamp_range(dt, wrong, fit)?));
     }
     Ok(temporal_datum(ty, dt))
@@ -957,7 +990,7 @@ pub fn null_into_not_null(
     ctx: &mut dyn shoal_sql::eval::Context,
     count: &mut u64,
 ) -> Result<Datum, SqlError> {
-    if col.ty == ColumnType::Timestamp {
+    if matches!(col.ty, ColumnType::Timestamp(_)) {
         let mut now = sql_to_store(&ctx.now());
         now.micro = 0;
         return Ok(Datum::DateTime(now));

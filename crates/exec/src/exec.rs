@@ -846,7 +846,7 @@ impl Exec<'_> {
                 vals[*p] = datum_to_value(&d, col.ty);
                 new[*p] = d;
             }
-            if new == row.values {
+            if table.same_values(&row.values, &new) {
                 continue;
             }
             match self.txn.update(table, &row.key, new.clone()) {
@@ -991,7 +991,7 @@ impl Exec<'_> {
                     let col = &table.columns[p];
                     let mut d = to_column(&v, table, p, rown, mode, &mut *self.ctx, &mut warnings)?;
                     // NULL into AUTO_INCREMENT asks for the next value.
-                    let timestamp = col.ty == ColumnType::Timestamp;
+                    let timestamp = matches!(col.ty, ColumnType::Timestamp(_));
                     if d.is_null()
                         && !col.nullable
                         && !col.auto_increment

@@ -3,7 +3,10 @@
 //! The WHERE clause is split into AND-ed conjuncts; each conjunct of the form
 //! `col = e`, `col IN (e, ...)`, `col BETWEEN e AND e`, `col < e` (etc., either side) where `e`
 //! does not reference any column (literals, `?` parameters, variables, functions of them) is a
-//! candidate key predicate. Every key (the PRIMARY KEY, then each secondary index) is scored:
+//! candidate key predicate, and so is `col IS NULL` on a nullable column: an equality with the
+//! NULL key ([`null_key`]; on a UNIQUE key it is a prefix lookup, not a point, since a UNIQUE
+//! key holds any number of NULLs). Every key (the PRIMARY KEY, then each secondary index) is
+//! scored:
 //!
 //! | path | when | score |
 //! |---|---|---|
@@ -236,6 +239,19 @@ pub fn is_row_independent(e: &Expr) -> bool {
     }
 }
 
+/// The key part an `IS NULL` conjunct fixes: the NULL key, which an equality cannot ask for
+/// (`col = NULL` matches nothing). A parameter number no statement has, so no expression a
+/// query writes is ever taken for it; [`resolve`] gives it `Datum::Null`, EXPLAIN's `ref`
+/// shows it as `const`, and it is never evaluated as an expression.
+pub fn null_key() -> Expr {
+    Expr::Param(usize::MAX)
+}
+
+/// Whether a key part's expression is [`null_key`].
+pub fn is_null_key(e: &Expr) -> bool {
+    matches!(e, Expr::Param(usize::MAX))
+}
+
 #[derive(Debug, Clone)]
 enum Pred {
     Eq(Expr),
@@ -259,16 +275,17 @@ fn key_type_ok(ty: ColumnType, format: KeyFormat) -> bool {
         ColumnType::Int { .. }
         | ColumnType::Decimal { .. }
         | ColumnType::Date
-        | ColumnType::DateTime
-        | ColumnType::Timestamp => true,
+        | ColumnType::DateTime(_)
+        | ColumnType::Timestamp(_) => true,
         ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text => {
             format == KeyFormat::Collated
         }
         ColumnType::Blob | ColumnType::Binary(_) | ColumnType::Varbinary(_) => true,
-        // SQL compares a DOUBLE with anything as doubles (`double_key`). FLOAT columns hold
-        // doubles here while MariaDB compares single precision: no key.
-        ColumnType::Double => true,
-        ColumnType::Float => false,
+        // SQL compares a DOUBLE with anything as doubles (`double_key`). A FLOAT's key holds
+        // the double an older build stored unrounded for its rows, not the single-precision
+        // value SQL compares: no key.
+        ColumnType::Double(_) => true,
+        ColumnType::Float(_) => false,
     }
 }
 
@@ -351,6 +368,15 @@ fn predicates(table: &TableDef, filter: Option<&Expr>) -> Vec<(usize, Pred)> {
                     }
                 }
             }
+            // `col IS NULL` on a nullable column: the NULL key, an equality prefix like
+            // `col = 5` (MariaDB's `ref` access). A NOT NULL column has no NULL key.
+            Expr::IsNull(a, false) => {
+                if let Some(p) = column_pos(table, a) {
+                    if table.columns[p].nullable {
+                        out.push((p, Pred::Eq(null_key())));
+                    }
+                }
+            }
             Expr::InList(a, list, false) => {
                 if let Some(p) = column_pos(table, a) {
                     if list
@@ -399,7 +425,12 @@ fn plan_key(
         if is_pk {
             return (100, Access::PkPoint(prefix));
         }
-        let score = if unique { 90 } else { 50 + prefix.len() as u32 };
+        // A UNIQUE key holds any number of NULLs: a NULL part makes it a prefix lookup.
+        let score = if unique && !prefix.iter().any(is_null_key) {
+            90
+        } else {
+            50 + prefix.len() as u32
+        };
         return (
             score,
             Access::Range {
@@ -574,13 +605,12 @@ pub fn possible_keys(table: &TableDef, filter: Option<&Expr>) -> Vec<KeyName> {
 /// the sum over the key parts a path uses): the column's fixed size in the key, a VARCHAR's
 /// or VARBINARY's 2 length bytes, 1 more for a nullable column. Strings count 4 bytes per
 /// character (utf8mb4); DECIMAL its packed size (4 bytes per 9 digits, each side of the
-/// point). shoal keeps no fractional-seconds precision for DATETIME and TIMESTAMP: they count
-/// as without one (5 and 4 bytes).
+/// point); DATETIME and TIMESTAMP 5 and 4 bytes plus their fraction's.
 pub fn key_part_len(col: &shoal_store::ColumnDef) -> u32 {
     let len = match col.ty {
         ColumnType::Int { bytes, .. } => u32::from(bytes),
-        ColumnType::Float => 4,
-        ColumnType::Double => 8,
+        ColumnType::Float(_) => 4,
+        ColumnType::Double(_) => 8,
         ColumnType::Decimal { precision, scale } => {
             decimal_bytes(precision.saturating_sub(scale)) + decimal_bytes(scale)
         }
@@ -591,8 +621,9 @@ pub fn key_part_len(col: &shoal_store::ColumnDef) -> u32 {
         // Not a key part MariaDB takes whole; its largest prefix.
         ColumnType::Text | ColumnType::Blob => 3072 + 2,
         ColumnType::Date => 3,
-        ColumnType::DateTime => 5,
-        ColumnType::Timestamp => 4,
+        // 5 and 4 bytes, and half a byte per fractional digit (rounded up).
+        ColumnType::DateTime(f) => 5 + u32::from(f).div_ceil(2),
+        ColumnType::Timestamp(f) => 4 + u32::from(f).div_ceil(2),
     };
     len + u32::from(col.nullable)
 }
@@ -716,7 +747,14 @@ fn temporal_key(v: &Value, ty: ColumnType) -> Option<Datum> {
     let midnight = when.hour == 0 && when.minute == 0 && when.second == 0 && when.micro == 0;
     match ty {
         ColumnType::Date if midnight => Some(Datum::Date(date)),
-        ColumnType::DateTime | ColumnType::Timestamp => {
+        // A fraction the column cannot hold is no key: storage would truncate it, and a
+        // bound `dt < '10:00:00.5'` on a DATETIME(0) would lose the row at 10:00:00.
+        ColumnType::DateTime(fsp) | ColumnType::Timestamp(fsp)
+            if shoal_store::truncate_micro(when.micro, fsp) != when.micro =>
+        {
+            None
+        }
+        ColumnType::DateTime(_) | ColumnType::Timestamp(_) => {
             Some(Datum::DateTime(shoal_store::DateTime {
                 date,
                 hour: when.hour,
@@ -784,7 +822,7 @@ fn double_key(v: &Value) -> Option<Datum> {
 fn exact_key(v: &Value, ty: ColumnType) -> Option<Datum> {
     if matches!(
         ty,
-        ColumnType::Date | ColumnType::DateTime | ColumnType::Timestamp
+        ColumnType::Date | ColumnType::DateTime(_) | ColumnType::Timestamp(_)
     ) {
         return temporal_key(v, ty);
     }
@@ -794,8 +832,11 @@ fn exact_key(v: &Value, ty: ColumnType) -> Option<Datum> {
     if ty.is_binary_string() {
         return binary_key(v, ty);
     }
-    if ty == ColumnType::Double {
-        return double_key(v);
+    if let ColumnType::Double(fixed) = ty {
+        // A DOUBLE(M,D) key holds D decimals: a bound with more is no key (storage would round
+        // it, and `d < 1.2345` would lose the rows at 1.234).
+        return double_key(v)
+            .filter(|k| fixed.is_none() || ty.coerce(k.clone()).ok().as_ref() == Some(k));
     }
     let d = match v {
         Value::Int(i) => Datum::Int(*i),
@@ -829,6 +870,9 @@ enum KeyVal {
 }
 
 fn key_val(e: &Expr, ty: ColumnType, ctx: &mut dyn Context) -> Result<KeyVal, SqlError> {
+    if is_null_key(e) {
+        return Ok(KeyVal::Val(Datum::Null));
+    }
     let v = eval(e, ctx)?;
     if v.is_null() {
         return Ok(KeyVal::Null);

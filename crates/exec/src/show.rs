@@ -94,8 +94,8 @@ fn is_numeric(t: ColumnType) -> bool {
         t,
         ColumnType::Int { .. }
             | ColumnType::Decimal { .. }
-            | ColumnType::Float
-            | ColumnType::Double
+            | ColumnType::Float(_)
+            | ColumnType::Double(_)
     )
 }
 
@@ -947,8 +947,22 @@ pub fn info_schema(engine: &Engine, table: &str) -> Result<VirtualTable, SqlErro
                                     Value::Int(i64::from(precision)),
                                     Value::Int(i64::from(scale)),
                                 ),
-                                ColumnType::Float => (Value::Null, Value::Int(12), Value::Null),
-                                ColumnType::Double => (Value::Null, Value::Int(22), Value::Null),
+                                ColumnType::Float(None) => {
+                                    (Value::Null, Value::Int(12), Value::Null)
+                                }
+                                ColumnType::Float(Some((m, d))) => (
+                                    Value::Null,
+                                    Value::Int(i64::from(m)),
+                                    Value::Int(i64::from(d)),
+                                ),
+                                ColumnType::Double(None) => {
+                                    (Value::Null, Value::Int(22), Value::Null)
+                                }
+                                ColumnType::Double(Some((m, d))) => (
+                                    Value::Null,
+                                    Value::Int(i64::from(m)),
+                                    Value::Int(i64::from(d)),
+                                ),
                                 _ => (Value::Null, Value::Null, Value::Null),
                             };
                             rows.push(vec![

@@ -630,6 +630,60 @@ fn string_size(dt: &sp::DataType) -> Option<u32> {
     }
 }
 
+/// The fractional-seconds precision of a DATETIME/TIMESTAMP/TIME type: 0 when not given, at
+/// most 6 (1426 beyond, as MariaDB).
+fn fsp(p: Option<u64>) -> Result<u8, SqlError> {
+    match p {
+        None => Ok(0),
+        Some(n) if n <= 6 => Ok(n as u8),
+        Some(n) => Err(SqlError::coded(
+            shoal_errors::ER_TOO_BIG_PRECISION,
+            format!("Too big precision {n} specified. Maximum is 6"),
+        )),
+    }
+}
+
+/// FLOAT, FLOAT(p) (single precision up to 24 bits, DOUBLE beyond, as MariaDB) and FLOAT(M,D)
+/// (D decimals of M digits: D <= M, 1427 otherwise; M <= 255, D <= 30, 1426 / 1425 beyond).
+fn float_type(info: &sp::ExactNumberInfo) -> Result<ColumnType, SqlError> {
+    match info {
+        sp::ExactNumberInfo::None => Ok(ColumnType::Float(None)),
+        sp::ExactNumberInfo::Precision(p) if *p <= 24 => Ok(ColumnType::Float(None)),
+        sp::ExactNumberInfo::Precision(p) if *p <= 53 => Ok(ColumnType::Double(None)),
+        sp::ExactNumberInfo::Precision(p) => Err(SqlError::coded(
+            shoal_errors::ER_WRONG_FIELD_SPEC,
+            format!("Incorrect column specifier for FLOAT({p})"),
+        )),
+        sp::ExactNumberInfo::PrecisionAndScale(m, d) => {
+            Ok(ColumnType::Float(Some(fixed_digits(*m, *d)?)))
+        }
+    }
+}
+
+/// The (M, D) of FLOAT(M,D) / DOUBLE(M,D): D <= M (1427), M <= 255 (1426), D <= 30 (1425).
+fn fixed_digits(m: u64, d: i64) -> Result<(u8, u8), SqlError> {
+    let d = u64::try_from(d).unwrap_or(u64::MAX);
+    if d > 30 {
+        return Err(SqlError::coded(
+            shoal_errors::ER_TOO_BIG_SCALE,
+            format!("Too big scale {d} specified. Maximum is 30"),
+        ));
+    }
+    if m > 255 {
+        return Err(SqlError::coded(
+            shoal_errors::ER_TOO_BIG_PRECISION,
+            format!("Too big precision {m} specified. Maximum is 255"),
+        ));
+    }
+    if d > m {
+        return Err(SqlError::coded(
+            shoal_errors::ER_M_BIGGER_THAN_D,
+            "For float(M,D), double(M,D) or decimal(M,D), M must be >= D",
+        ));
+    }
+    Ok((m as u8, d as u8))
+}
+
 fn column_type(dt: &sp::DataType) -> Result<ColumnType, SqlError> {
     use sp::DataType as D;
     let int = |bytes: u8, unsigned: bool| Ok(ColumnType::Int { bytes, unsigned });
@@ -671,14 +725,17 @@ fn column_type(dt: &sp::DataType) -> Result<ColumnType, SqlError> {
         D::Decimal(i) | D::Numeric(i) | D::Dec(i) | D::DecimalUnsigned(i) | D::DecUnsigned(i) => {
             decimal(i)
         }
-        D::Float(_) | D::FloatUnsigned(_) | D::Float4 => Ok(ColumnType::Float),
-        D::Double(_)
-        | D::DoubleUnsigned(_)
-        | D::DoublePrecision
-        | D::DoublePrecisionUnsigned
-        | D::Real
-        | D::RealUnsigned
-        | D::Float8 => Ok(ColumnType::Double),
+        D::Float(i) | D::FloatUnsigned(i) => float_type(i),
+        D::Float4 => Ok(ColumnType::Float(None)),
+        D::Double(i) | D::DoubleUnsigned(i) => match i {
+            sp::ExactNumberInfo::PrecisionAndScale(m, d) => {
+                Ok(ColumnType::Double(Some(fixed_digits(*m, *d)?)))
+            }
+            _ => Ok(ColumnType::Double(None)),
+        },
+        D::DoublePrecision | D::DoublePrecisionUnsigned | D::Real | D::RealUnsigned | D::Float8 => {
+            Ok(ColumnType::Double(None))
+        }
         D::Char(l) | D::Character(l) => Ok(ColumnType::Char(char_len(l, 1)?)),
         D::Varchar(l) | D::CharVarying(l) | D::CharacterVarying(l) => {
             if l.is_none() {
@@ -700,8 +757,8 @@ fn column_type(dt: &sp::DataType) -> Result<ColumnType, SqlError> {
             _ => Err(SqlError::Syntax("VARBINARY needs a length".into())),
         },
         D::Date => Ok(ColumnType::Date),
-        D::Datetime(_) => Ok(ColumnType::DateTime),
-        D::Timestamp(..) => Ok(ColumnType::Timestamp),
+        D::Datetime(p) => Ok(ColumnType::DateTime(fsp(*p)?)),
+        D::Timestamp(p, _) => Ok(ColumnType::Timestamp(fsp(*p)?)),
         other => Err(unsupported(format!("column type {other}"))),
     }
 }

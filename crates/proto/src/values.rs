@@ -58,12 +58,27 @@ fn float_text(v: f64) -> String {
     } else if v.is_infinite() {
         if v > 0.0 { "inf" } else { "-inf" }.into()
     } else if v != 0.0 && (v.abs() >= 1e15 || v.abs() < 1e-15) {
-        // MySQL switches to exponent notation for very large/small magnitudes.
-        let s = format!("{v:e}");
-        s.replace("e", "e+").replace("e+-", "e-")
+        // Exponent notation for very large/small magnitudes, written as MariaDB writes it
+        // (`1e20`, `1.5e-20`: no `+`).
+        format!("{v:e}")
     } else {
         format!("{v}")
     }
+}
+
+/// A FLOAT as MariaDB shows it: with the column's fixed decimals (FLOAT(M,D)), else rounded
+/// to six significant digits (single precision's reliable ones) and written as a double is.
+pub fn single_text(f: f32, decimals: u8) -> String {
+    let v = f64::from(f);
+    if !v.is_finite() {
+        return float_text(v);
+    }
+    if decimals < 31 {
+        return format!("{v:.*}", usize::from(decimals));
+    }
+    // `{:.5e}` rounds the exact value to six significant digits.
+    let six: f64 = format!("{v:.5e}").parse().unwrap_or(v);
+    float_text(six)
 }
 
 /// Renders a value as the text protocol would; `None` is SQL NULL.
@@ -73,7 +88,11 @@ pub fn text_of(v: &Value, column_type: ColumnType, decimals: u8) -> Option<Vec<u
         Value::Bytes(b) => b.clone(),
         Value::Int(i) => i.to_string().into_bytes(),
         Value::UInt(u) => u.to_string().into_bytes(),
-        Value::Float(f) => float_text(*f as f64).into_bytes(),
+        Value::Float(f) => single_text(*f, decimals).into_bytes(),
+        // A DOUBLE(M,D) column (or another with fixed decimals) shows D decimals.
+        Value::Double(d) if column_type == ColumnType::MYSQL_TYPE_DOUBLE && decimals < 31 => {
+            format!("{d:.*}", usize::from(decimals)).into_bytes()
+        }
         Value::Double(d) => float_text(*d).into_bytes(),
         Value::Date(y, m, d, h, i, s, us) => {
             let mut out = format!("{y:04}-{m:02}-{d:02}");

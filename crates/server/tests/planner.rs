@@ -11,6 +11,9 @@
 //!   column (the index holds its weight, not the string) fetches the rows.
 //! * Joins run in the order the row estimates make cheapest; the estimates count what a path
 //!   reads (EXPLAIN's `rows`, information_schema.TABLES' `TABLE_ROWS`).
+//! * `col IS NULL` on an indexed nullable column is a lookup of the NULL key (`ref`), reading
+//!   the NULL rows only; a WHERE that no row can satisfy (`1 = 0`, `id = 1 AND id = 2`) reads
+//!   no row at all (EXPLAIN: `Impossible WHERE`).
 
 mod support;
 
@@ -326,4 +329,83 @@ fn row_estimates_count_what_the_paths_read() {
     assert_eq!(n, Some(2000));
     c.query_drop("DELETE FROM p.t WHERE id > 1500").unwrap();
     assert_eq!(rows(&mut c, "SELECT * FROM p.t"), vec![Some(1500)]);
+}
+
+#[test]
+fn null_lookups_and_impossible_where_read_only_what_can_match() {
+    let s = Srv::start("planner-null", &[]);
+    let mut c = s.conn();
+    setup(&mut c);
+    c.query_drop("UPDATE p.t SET k = NULL WHERE id % 100 = 0")
+        .unwrap();
+
+    // The NULL key of kk: 20 rows, fetched by primary key (the select list needs pad).
+    let (n, read, lookups) = counted(&mut c, |c| {
+        c.query_first::<(i64, i64), _>("SELECT COUNT(*), SUM(LENGTH(pad)) FROM p.t WHERE k IS NULL")
+            .unwrap()
+    });
+    assert_eq!(n, Some((20, 20 * 90)));
+    assert_eq!(
+        (read, lookups),
+        (20, 20),
+        "k IS NULL: (rows read, row lookups)"
+    );
+    assert_eq!(
+        explain(&mut c, "SELECT * FROM p.t WHERE k IS NULL"),
+        (
+            "ref".into(),
+            Some("kk".into()),
+            "Using index condition".into()
+        )
+    );
+    // Covering, prepared, and as the prefix of an ORDER BY served by the key.
+    let (ids, read, lookups) = counted(&mut c, |c| {
+        c.exec::<i64, _, _>(
+            "SELECT id FROM p.t WHERE k IS NULL AND id > ? ORDER BY id LIMIT 3",
+            (1000,),
+        )
+        .unwrap()
+    });
+    assert_eq!(ids, vec![1100, 1200, 1300]);
+    assert_eq!(lookups, 0, "id and k are in kk's entries");
+    assert!(read <= 20, "k IS NULL AND id > 1000 read {read} rows");
+    // DELETE and UPDATE find their rows the same way.
+    let (_, read, _) = counted(&mut c, |c| {
+        c.query_drop("UPDATE p.t SET pad = 'n' WHERE k IS NULL")
+            .unwrap()
+    });
+    assert_eq!(read, 20, "UPDATE ... WHERE k IS NULL read {read} rows");
+
+    // Impossible WHERE: nothing is read.
+    for sql in [
+        "SELECT * FROM p.t WHERE 1 = 0",
+        "SELECT * FROM p.t WHERE id = 1 AND id = 2",
+        "SELECT * FROM p.t WHERE k = 3 AND k = 6 AND pad > ''",
+        "SELECT * FROM p.t WHERE s = 's0001' AND s = 's0002'",
+        "SELECT * FROM p.t WHERE id IS NULL",
+        "SELECT * FROM p.t WHERE @undefined = 5",
+    ] {
+        let (rows, read, _) = counted(&mut c, |c| c.query::<mysql::Row, _>(sql).unwrap().len());
+        assert_eq!((rows, read), (0, 0), "{sql}: (rows, rows read)");
+        let row: mysql::Row = c.query_first(format!("EXPLAIN {sql}")).unwrap().unwrap();
+        let table: Option<String> = row.get("table").unwrap();
+        let extra: String = row.get("Extra").unwrap();
+        assert_eq!((table, extra.as_str()), (None, "Impossible WHERE"), "{sql}");
+    }
+    // Prepared: decided per execution.
+    let (n, read, _) = counted(&mut c, |c| {
+        c.exec_first::<i64, _, _>("SELECT COUNT(*) FROM p.t WHERE ? = 1 AND k > 0", (0,))
+            .unwrap()
+    });
+    assert_eq!((n, read), (Some(0), 0));
+    let (n, _, _) = counted(&mut c, |c| {
+        c.exec_first::<i64, _, _>("SELECT COUNT(*) FROM p.t WHERE ? = 1 AND k > 0", (1,))
+            .unwrap()
+    });
+    assert_eq!(n, Some(1980));
+    // 'a' and 'A' are one string in the collation: not impossible.
+    let n: Option<i64> = c
+        .query_first("SELECT COUNT(*) FROM p.t WHERE s = 's0001' AND s = 'S0001'")
+        .unwrap();
+    assert_eq!(n, Some(1));
 }

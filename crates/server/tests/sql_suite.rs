@@ -39,6 +39,16 @@ fn connect(opts: mysql::OptsBuilder) -> Conn {
     Conn::new(opts).expect("connect")
 }
 
+/// A double as the text protocol shows it: exponent form (`1e20`, `1.5e-20`) for very large
+/// and very small magnitudes, as MariaDB writes them.
+fn double_text(d: f64) -> String {
+    if d != 0.0 && !(1e-15..1e15).contains(&d.abs()) {
+        format!("{d:e}")
+    } else {
+        d.to_string()
+    }
+}
+
 /// A binary-protocol value as the text protocol shows it, which needs its column: a DATETIME
 /// whose time is midnight travels in the date-only form, fractional seconds and a DOUBLE's
 /// fixed decimals (MariaDB's `PI()`) are shown to the column's scale.
@@ -57,10 +67,15 @@ fn render(v: &Value, col: &mysql::Column) -> Option<String> {
         Value::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
         Value::Int(i) => Some(i.to_string()),
         Value::UInt(u) => Some(u.to_string()),
-        Value::Float(f) => Some(f.to_string()),
+        // A FLOAT (4 bytes) as MariaDB shows it: its fixed decimals, else six significant
+        // digits written as a double is.
+        Value::Float(f) => Some(match scale {
+            Some(n) => format!("{:.n$}", f64::from(*f)),
+            None => double_text(format!("{:.5e}", f64::from(*f)).parse().unwrap()),
+        }),
         Value::Double(d) => Some(match scale {
             Some(n) if col.column_type() == T::MYSQL_TYPE_DOUBLE => format!("{d:.n$}"),
-            _ => d.to_string(),
+            _ => double_text(*d),
         }),
         Value::Date(y, m, d, h, i, s, us)
             if matches!(

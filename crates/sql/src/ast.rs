@@ -127,10 +127,11 @@ pub enum CastType {
     Double,
     /// DATE
     Date,
-    /// DATETIME
-    DateTime,
-    /// TIME: the result is the time's text (shoal has no TIME type; see `temporal`)
-    Time,
+    /// DATETIME(fsp): the fraction truncated to `fsp` digits (0 without a precision)
+    DateTime(u8),
+    /// TIME(fsp): the result is the time's text with exactly `fsp` fractional digits
+    /// (truncated; shoal has no TIME type; see `temporal`)
+    Time(u8),
 }
 
 /// An expression.

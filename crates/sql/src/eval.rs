@@ -1200,11 +1200,11 @@ fn cast(ctx: &mut dyn Context, v: Value, t: CastType, e: &Expr) -> Result<Value,
                     .ok_or_else(|| SqlError::OutOfRange("DECIMAL", e.to_string()))?,
             )
         }
-        CastType::Time => match crate::temporal::time_of(ctx, &v) {
-            Some(t) => Value::Str(t.text()),
+        CastType::Time(fsp) => match crate::temporal::time_of(ctx, &v) {
+            Some(t) => Value::Str(t.text_fsp(fsp)),
             None => Value::Null,
         },
-        CastType::Date | CastType::DateTime => {
+        CastType::Date | CastType::DateTime(_) => {
             let d = crate::temporal::datetime_of(ctx, &v).map(|(d, _)| d);
             match d {
                 None => Value::Null,
@@ -1215,7 +1215,12 @@ fn cast(ctx: &mut dyn Context, v: Value, t: CastType, e: &Expr) -> Result<Value,
                     d.micro = 0;
                     Value::Date(d)
                 }
-                Some(d) => Value::DateTime(d),
+                Some(mut d) => {
+                    if let CastType::DateTime(fsp) = t {
+                        d.micro = crate::temporal::truncate_micro(d.micro, fsp);
+                    }
+                    Value::DateTime(d)
+                }
             }
         }
     })
@@ -1578,8 +1583,8 @@ fn static_type_level(e: &Expr) -> SqlType {
             CastType::Decimal(s) => SqlType::Decimal(*s),
             CastType::Double => SqlType::Double,
             CastType::Date => SqlType::Date,
-            CastType::DateTime => SqlType::DateTime,
-            CastType::Time => SqlType::Str,
+            CastType::DateTime(_) => SqlType::DateTime,
+            CastType::Time(_) => SqlType::Str,
         },
         Expr::Function(name, args) => match name.as_str() {
             "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIME" | "LOCALTIMESTAMP" | "SYSDATE" => {

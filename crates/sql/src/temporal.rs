@@ -67,6 +67,13 @@
 use crate::eval::Context;
 use crate::value::{DateTime, Value};
 
+/// `micro` with only its first `fsp` digits (of six) kept, as a value of that precision holds
+/// it (MariaDB truncates unless `TIME_ROUND_FRACTIONAL` is set).
+pub fn truncate_micro(micro: u32, fsp: u8) -> u32 {
+    let unit = 10u32.pow(6 - u32::from(fsp.min(6)));
+    micro - micro % unit
+}
+
 /// What [`read_datetime`] found in a text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DateTimeRead {
@@ -503,6 +510,22 @@ impl Time {
             second: d.second,
             micro: d.micro,
         }
+    }
+
+    /// `[-]hh:mm:ss` and exactly `fsp` fractional digits (truncated), as a TIME(fsp) shows.
+    pub fn text_fsp(&self, fsp: u8) -> String {
+        let mut s = format!(
+            "{}{:02}:{:02}:{:02}",
+            if self.neg { "-" } else { "" },
+            self.hour,
+            self.minute,
+            self.second
+        );
+        if fsp > 0 {
+            s.push('.');
+            s.push_str(&format!("{:06}", self.micro)[..usize::from(fsp.min(6))]);
+        }
+        s
     }
 
     /// `[-]hh:mm:ss[.ffffff]` (the fraction when there is one).

@@ -201,6 +201,18 @@ pub const HIDDEN_PK_TYPE: ColumnType = ColumnType::Int {
 };
 
 impl TableDef {
+    /// Whether a stored row `old` and the coerced row `new` hold the same values as the
+    /// columns give them ([`ColumnType::read`]: a FLOAT an older build stored unrounded equals
+    /// its single-precision value), so an UPDATE writing `new` changes nothing.
+    pub fn same_values(&self, old: &[Datum], new: &[Datum]) -> bool {
+        old.len() == new.len()
+            && old
+                .iter()
+                .zip(new)
+                .zip(&self.columns)
+                .all(|((o, n), c)| o == n || c.ty.read(o.clone()) == *n)
+    }
+
     /// A key (`None` = the primary key) whose leading columns are `cols`, in order: what a
     /// foreign key needs on both of its tables.
     pub fn key_with_prefix(&self, cols: &[usize]) -> Option<Option<&IndexDef>> {

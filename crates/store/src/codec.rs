@@ -158,7 +158,7 @@ pub fn decode_key(types: &[ColumnType], key: &[u8]) -> Result<(Vec<Datum>, usize
             ColumnType::Int { unsigned: true, .. } => {
                 Datum::UInt(u64::from_be_bytes(take(&mut buf, 8)?.try_into().unwrap()))
             }
-            ColumnType::Float | ColumnType::Double => {
+            ColumnType::Float(_) | ColumnType::Double(_) => {
                 let enc = u64::from_be_bytes(take(&mut buf, 8)?.try_into().unwrap());
                 let bits = if enc >> 63 == 1 {
                     enc ^ (1 << 63)
@@ -198,9 +198,9 @@ pub fn decode_key(types: &[ColumnType], key: &[u8]) -> Result<(Vec<Datum>, usize
             ColumnType::Date => Datum::Date(Date::unpack(u32::from_be_bytes(
                 take(&mut buf, 4)?.try_into().unwrap(),
             ))),
-            ColumnType::DateTime | ColumnType::Timestamp => Datum::DateTime(DateTime::unpack(
-                u64::from_be_bytes(take(&mut buf, 8)?.try_into().unwrap()),
-            )),
+            ColumnType::DateTime(_) | ColumnType::Timestamp(_) => Datum::DateTime(
+                DateTime::unpack(u64::from_be_bytes(take(&mut buf, 8)?.try_into().unwrap())),
+            ),
         };
         out.push(d);
     }
@@ -369,7 +369,7 @@ fn decode_row_n(
             ColumnType::Int { unsigned: true, .. } => {
                 Datum::UInt(u64::try_from(get_varint(&mut buf)?).map_err(|_| "uint out of range")?)
             }
-            ColumnType::Float | ColumnType::Double => {
+            ColumnType::Float(_) | ColumnType::Double(_) => {
                 Datum::Double(f64::from_le_bytes(take(&mut buf, 8)?.try_into().unwrap()))
             }
             ColumnType::Decimal { scale, .. } => Datum::Decimal(Decimal {
@@ -388,9 +388,11 @@ fn decode_row_n(
             ColumnType::Date => Datum::Date(Date::unpack(
                 u32::try_from(get_varint(&mut buf)?).map_err(|_| "date out of range")?,
             )),
-            ColumnType::DateTime | ColumnType::Timestamp => Datum::DateTime(DateTime::unpack(
-                u64::try_from(get_varint(&mut buf)?).map_err(|_| "datetime out of range")?,
-            )),
+            ColumnType::DateTime(_) | ColumnType::Timestamp(_) => {
+                Datum::DateTime(DateTime::unpack(
+                    u64::try_from(get_varint(&mut buf)?).map_err(|_| "datetime out of range")?,
+                ))
+            }
         };
         out.push(d);
     }
@@ -400,7 +402,7 @@ fn decode_row_n(
 /// Steps `buf` past one stored value of type `t` without decoding it.
 fn skip_value(t: &ColumnType, buf: &mut &[u8]) -> Result<(), String> {
     match t {
-        ColumnType::Float | ColumnType::Double => {
+        ColumnType::Float(_) | ColumnType::Double(_) => {
             take(buf, 8)?;
         }
         ColumnType::Char(_)
@@ -415,8 +417,8 @@ fn skip_value(t: &ColumnType, buf: &mut &[u8]) -> Result<(), String> {
         ColumnType::Int { .. }
         | ColumnType::Decimal { .. }
         | ColumnType::Date
-        | ColumnType::DateTime
-        | ColumnType::Timestamp => {
+        | ColumnType::DateTime(_)
+        | ColumnType::Timestamp(_) => {
             get_varint(buf)?;
         }
     }

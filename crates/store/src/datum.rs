@@ -6,9 +6,11 @@
 //! order-preserving per column (see `codec`).
 //!
 //! Canonical variants: signed integer types -> `Int`, unsigned -> `UInt`, FLOAT/DOUBLE ->
-//! `Double`, DECIMAL(p,s) -> `Decimal` with scale exactly `s`, CHAR/VARCHAR/TEXT/BLOB/BINARY/
+//! `Double` (a FLOAT's rounded to single precision), DECIMAL(p,s) -> `Decimal` with scale exactly `s`, CHAR/VARCHAR/TEXT/BLOB/BINARY/
 //! VARBINARY -> `Bytes` (compared as bytes: a binary collation), DATE -> `Date`, DATETIME/TIMESTAMP
-//! -> `DateTime`.
+//! -> `DateTime` with the fraction truncated to the column's precision (`DATETIME(2)` keeps two
+//! digits; catalogs record the precision in variants of their own, so older entries read as
+//! precision 0, which is what older builds stored).
 //!
 //! A value the column cannot hold as given is refused with a typed [`Misfit`]
 //! ([`ColumnType::fit`]): a string too long or a number out of range carries the nearest value
@@ -258,6 +260,7 @@ impl fmt::Display for Datum {
 
 /// A column type as declared in CREATE TABLE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "StoredType", into = "StoredType")]
 pub enum ColumnType {
     /// TINYINT/SMALLINT/MEDIUMINT/INT/BIGINT; `bytes` is 1, 2, 3, 4 or 8.
     Int {
@@ -266,10 +269,15 @@ pub enum ColumnType {
         /// UNSIGNED.
         unsigned: bool,
     },
-    /// FLOAT (single precision in MySQL; stored as f64 here).
-    Float,
-    /// DOUBLE / REAL.
-    Double,
+    /// FLOAT, or FLOAT(M,D) with `Some((M, D))`: single precision. Values are rounded to the
+    /// nearest `f32` on the way in (FLOAT(M,D) first to D decimals, M digits at most) and held
+    /// as that `f32`'s exact double, so arithmetic sees what MariaDB's 4-byte FLOAT holds
+    /// (`0.1` is 0.10000000149011612). Rows an older build wrote hold the unrounded double:
+    /// [`ColumnType::read`] rounds them the same way when they are read.
+    Float(Option<(u8, u8)>),
+    /// DOUBLE / REAL, or DOUBLE(M,D) with `Some((M, D))`: rounded to D decimals (ties to
+    /// even, as MariaDB), at most M digits.
+    Double(Option<(u8, u8)>),
     /// DECIMAL(precision, scale).
     Decimal {
         /// Total digits (1..=38 here).
@@ -291,10 +299,94 @@ pub enum ColumnType {
     Varbinary(u32),
     /// DATE.
     Date,
-    /// DATETIME.
+    /// DATETIME(fsp): `fsp` fractional digits of seconds (0..=6) are kept, the rest truncated
+    /// on the way in (MariaDB's default, without TIME_ROUND_FRACTIONAL).
+    DateTime(u8),
+    /// TIMESTAMP(fsp) (stored like DATETIME).
+    Timestamp(u8),
+}
+
+/// How a [`ColumnType`] is written in the catalog. The variants are those catalogs have always
+/// held, so every entry an older build wrote means what it meant (`"DateTime"` is DATETIME
+/// without fractional seconds, which is what that build stored), and a column without
+/// fractional seconds is still written the old way; the fractional-second types are new
+/// variants of their own.
+#[derive(Serialize, Deserialize)]
+enum StoredType {
+    Int { bytes: u8, unsigned: bool },
+    Float,
+    FloatFixed(u8, u8),
+    Double,
+    DoubleFixed(u8, u8),
+    Decimal { precision: u8, scale: u8 },
+    Char(u32),
+    Varchar(u32),
+    Text,
+    Blob,
+    Binary(u32),
+    Varbinary(u32),
+    Date,
     DateTime,
-    /// TIMESTAMP (stored like DATETIME).
     Timestamp,
+    DateTimeFrac(u8),
+    TimestampFrac(u8),
+}
+
+impl From<StoredType> for ColumnType {
+    fn from(t: StoredType) -> ColumnType {
+        use StoredType as S;
+        match t {
+            S::Int { bytes, unsigned } => ColumnType::Int { bytes, unsigned },
+            S::Float => ColumnType::Float(None),
+            S::FloatFixed(m, d) => ColumnType::Float(Some((m, d))),
+            S::Double => ColumnType::Double(None),
+            S::DoubleFixed(m, d) => ColumnType::Double(Some((m, d))),
+            S::Decimal { precision, scale } => ColumnType::Decimal { precision, scale },
+            S::Char(n) => ColumnType::Char(n),
+            S::Varchar(n) => ColumnType::Varchar(n),
+            S::Text => ColumnType::Text,
+            S::Blob => ColumnType::Blob,
+            S::Binary(n) => ColumnType::Binary(n),
+            S::Varbinary(n) => ColumnType::Varbinary(n),
+            S::Date => ColumnType::Date,
+            S::DateTime => ColumnType::DateTime(0),
+            S::Timestamp => ColumnType::Timestamp(0),
+            S::DateTimeFrac(f) => ColumnType::DateTime(f.min(6)),
+            S::TimestampFrac(f) => ColumnType::Timestamp(f.min(6)),
+        }
+    }
+}
+
+impl From<ColumnType> for StoredType {
+    fn from(t: ColumnType) -> StoredType {
+        use StoredType as S;
+        match t {
+            ColumnType::Int { bytes, unsigned } => S::Int { bytes, unsigned },
+            ColumnType::Float(None) => S::Float,
+            ColumnType::Float(Some((m, d))) => S::FloatFixed(m, d),
+            ColumnType::Double(None) => S::Double,
+            ColumnType::Double(Some((m, d))) => S::DoubleFixed(m, d),
+            ColumnType::Decimal { precision, scale } => S::Decimal { precision, scale },
+            ColumnType::Char(n) => S::Char(n),
+            ColumnType::Varchar(n) => S::Varchar(n),
+            ColumnType::Text => S::Text,
+            ColumnType::Blob => S::Blob,
+            ColumnType::Binary(n) => S::Binary(n),
+            ColumnType::Varbinary(n) => S::Varbinary(n),
+            ColumnType::Date => S::Date,
+            ColumnType::DateTime(0) => S::DateTime,
+            ColumnType::Timestamp(0) => S::Timestamp,
+            ColumnType::DateTime(f) => S::DateTimeFrac(f),
+            ColumnType::Timestamp(f) => S::TimestampFrac(f),
+        }
+    }
+}
+
+/// `micro` with only its first `fsp` digits (of six) kept: the fraction a column of that
+/// precision holds, truncated as MariaDB stores it by default.
+pub fn truncate_micro(micro: u32, fsp: u8) -> u32 {
+    let unit = 10u32.pow(6 - u32::from(fsp.min(6)));
+    micro - micro % unit
 }
 
 impl ColumnType {
@@ -321,7 +413,7 @@ impl ColumnType {
         match self {
             ColumnType::Int { unsigned: true, .. } => Datum::UInt(0),
             ColumnType::Int { .. } => Datum::Int(0),
-            ColumnType::Float | ColumnType::Double => Datum::Double(0.0),
+            ColumnType::Float(_) | ColumnType::Double(_) => Datum::Double(0.0),
             ColumnType::Decimal { scale, .. } => Datum::Decimal(Decimal {
                 unscaled: 0,
                 scale: *scale,
@@ -334,7 +426,27 @@ impl ColumnType {
             // The empty string, padded.
             ColumnType::Binary(n) => Datum::Bytes(vec![0; *n as usize]),
             ColumnType::Date => Datum::Date(Date::unpack(0)),
-            ColumnType::DateTime | ColumnType::Timestamp => Datum::DateTime(DateTime::unpack(0)),
+            ColumnType::DateTime(_) | ColumnType::Timestamp(_) => {
+                Datum::DateTime(DateTime::unpack(0))
+            }
+        }
+    }
+
+    /// `f` as this type holds it: a FLOAT's nearest single-precision value (as a double),
+    /// anything else unchanged.
+    fn single(self, f: f64) -> f64 {
+        match self {
+            ColumnType::Float(_) => f64::from(f as f32),
+            _ => f,
+        }
+    }
+
+    /// A stored value as this column type gives it: a FLOAT's value rounded to single
+    /// precision (rows older builds wrote hold the double they were given), else unchanged.
+    pub fn read(self, d: Datum) -> Datum {
+        match (self, d) {
+            (ColumnType::Float(_), Datum::Double(f)) => Datum::Double(self.single(f)),
+            (_, d) => d,
         }
     }
 
@@ -360,8 +472,10 @@ impl ColumnType {
                     n.to_string()
                 }
             }
-            ColumnType::Float => "float".into(),
-            ColumnType::Double => "double".into(),
+            ColumnType::Float(None) => "float".into(),
+            ColumnType::Float(Some((m, d))) => format!("float({m},{d})"),
+            ColumnType::Double(None) => "double".into(),
+            ColumnType::Double(Some((m, d))) => format!("double({m},{d})"),
             ColumnType::Decimal { precision, scale } => format!("decimal({precision},{scale})"),
             ColumnType::Char(n) => format!("char({n})"),
             ColumnType::Varchar(n) => format!("varchar({n})"),
@@ -370,8 +484,10 @@ impl ColumnType {
             ColumnType::Binary(n) => format!("binary({n})"),
             ColumnType::Varbinary(n) => format!("varbinary({n})"),
             ColumnType::Date => "date".into(),
-            ColumnType::DateTime => "datetime".into(),
-            ColumnType::Timestamp => "timestamp".into(),
+            ColumnType::DateTime(0) => "datetime".into(),
+            ColumnType::Timestamp(0) => "timestamp".into(),
+            ColumnType::DateTime(f) => format!("datetime({f})"),
+            ColumnType::Timestamp(f) => format!("timestamp({f})"),
         }
     }
 
@@ -429,7 +545,7 @@ impl ColumnType {
                 }
                 int(v)
             }
-            (T::Float | T::Double, d) => {
+            (T::Float(_) | T::Double(_), d) => {
                 let f = match d {
                     Datum::Double(f) => f,
                     Datum::Int(v) => v as f64,
@@ -444,17 +560,24 @@ impl ColumnType {
                 }
                 // FLOAT holds single precision's range, DOUBLE finite values: beyond them the
                 // nearest is the bound of the value's sign (MySQL's 1264).
-                let max = if self == T::Float {
-                    f64::from(f32::MAX)
-                } else {
-                    f64::MAX
+                let (f, max) = match self {
+                    // FLOAT(M,D) / DOUBLE(M,D): D decimals (ties to even, as MariaDB
+                    // rounds them), below 10^(M-D).
+                    T::Float(Some((m, d))) | T::Double(Some((m, d))) => {
+                        let scale = 10f64.powi(i32::from(d));
+                        let f = (f * scale).round_ties_even() / scale;
+                        (f, 10f64.powi(i32::from(m) - i32::from(d)) - 1.0 / scale)
+                    }
+                    T::Float(None) => (f, f64::from(f32::MAX)),
+                    _ => (f, f64::MAX),
                 };
                 if f.abs() > max {
                     return Err(Misfit::OutOfRange {
-                        nearest: Datum::Double(max.copysign(f)),
+                        nearest: Datum::Double(self.single(max.copysign(f))),
                         detail: format!("value {f} out of range"),
                     });
                 }
+                let f = self.single(f);
                 // -0.0 and 0.0 must encode identically in keys.
                 Datum::Double(if f == 0.0 { 0.0 } else { f })
             }
@@ -556,12 +679,15 @@ impl ColumnType {
             (T::Text | T::Blob, other) => Datum::Bytes(other.to_string().into_bytes()),
             (T::Date, Datum::Date(d)) => Datum::Date(d),
             (T::Date, Datum::DateTime(dt)) => Datum::Date(dt.date),
-            // No fractional seconds in a DATETIME/TIMESTAMP column (precision 0): truncated, as
-            // MariaDB stores them.
-            (T::DateTime | T::Timestamp, Datum::DateTime(dt)) => {
-                Datum::DateTime(DateTime { micro: 0, ..dt })
+            // Fractional seconds beyond the column's precision are truncated, as MariaDB
+            // stores them (without TIME_ROUND_FRACTIONAL).
+            (T::DateTime(fsp) | T::Timestamp(fsp), Datum::DateTime(dt)) => {
+                Datum::DateTime(DateTime {
+                    micro: truncate_micro(dt.micro, fsp),
+                    ..dt
+                })
             }
-            (T::DateTime | T::Timestamp, Datum::Date(d)) => Datum::DateTime(DateTime {
+            (T::DateTime(_) | T::Timestamp(_), Datum::Date(d)) => Datum::DateTime(DateTime {
                 date: d,
                 hour: 0,
                 minute: 0,
@@ -611,5 +737,96 @@ impl fmt::Display for Misfit {
             }
             Misfit::Invalid(detail) => f.write_str(detail),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Catalog entries written before fractional seconds and FLOAT(M,D) / DOUBLE(M,D) existed
+    /// read as they did (precision 0, plain FLOAT / DOUBLE), and those are still written the
+    /// old way.
+    #[test]
+    fn temporal_types_keep_their_catalog_form() {
+        let old: Vec<ColumnType> =
+            serde_json::from_str(r#"["DateTime","Timestamp","Date",{"Varchar":5}]"#).unwrap();
+        assert_eq!(
+            old,
+            vec![
+                ColumnType::DateTime(0),
+                ColumnType::Timestamp(0),
+                ColumnType::Date,
+                ColumnType::Varchar(5)
+            ]
+        );
+        assert_eq!(
+            serde_json::to_string(&[ColumnType::DateTime(0), ColumnType::Timestamp(0)]).unwrap(),
+            r#"["DateTime","Timestamp"]"#
+        );
+        let old: Vec<ColumnType> = serde_json::from_str(r#"["Float","Double"]"#).unwrap();
+        assert_eq!(old, [ColumnType::Float(None), ColumnType::Double(None)]);
+        assert_eq!(
+            serde_json::to_string(&[ColumnType::Float(None), ColumnType::Double(None)]).unwrap(),
+            r#"["Float","Double"]"#
+        );
+        for t in [
+            ColumnType::DateTime(3),
+            ColumnType::Timestamp(6),
+            ColumnType::Float(Some((7, 3))),
+            ColumnType::Double(Some((10, 2))),
+        ] {
+            let text = serde_json::to_string(&t).unwrap();
+            assert_eq!(
+                serde_json::from_str::<ColumnType>(&text).unwrap(),
+                t,
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn floats_are_single_precision_and_fixed_types_round() {
+        let f = |ty: ColumnType, v: f64| match ty.coerce(Datum::Double(v)) {
+            Ok(Datum::Double(x)) => Ok(x),
+            Ok(other) => panic!("{other:?}"),
+            Err(e) => Err(e),
+        };
+        assert_eq!(f(ColumnType::Float(None), 0.1), Ok(f64::from(0.1f32)));
+        assert_eq!(f(ColumnType::Double(None), 0.1), Ok(0.1));
+        assert_eq!(
+            f(ColumnType::Float(Some((7, 3))), 1.23456),
+            Ok(f64::from(1.235f32))
+        );
+        assert_eq!(f(ColumnType::Double(Some((7, 3))), 0.0025), Ok(0.002));
+        assert!(f(ColumnType::Double(Some((7, 3))), 10000.0).is_err());
+        // An older build's unrounded FLOAT reads as its single-precision value.
+        assert_eq!(
+            ColumnType::Float(None).read(Datum::Double(0.1)),
+            Datum::Double(f64::from(0.1f32))
+        );
+    }
+
+    #[test]
+    fn fractions_are_truncated_to_the_precision() {
+        let dt = DateTime {
+            date: Date {
+                year: 2020,
+                month: 1,
+                day: 1,
+            },
+            hour: 10,
+            minute: 0,
+            second: 0,
+            micro: 789_999,
+        };
+        let micro = |ty: ColumnType| match ty.coerce(Datum::DateTime(dt)).unwrap() {
+            Datum::DateTime(d) => d.micro,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(micro(ColumnType::DateTime(0)), 0);
+        assert_eq!(micro(ColumnType::DateTime(2)), 780_000);
+        assert_eq!(micro(ColumnType::Timestamp(3)), 789_000);
+        assert_eq!(micro(ColumnType::DateTime(6)), 789_999);
     }
 }

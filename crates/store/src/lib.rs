@@ -55,7 +55,7 @@ pub use catalog::{
     KeyFormat, TableDef, TableSpec,
 };
 pub use check::{CheckProblem, CheckReport};
-pub use datum::{ColumnType, Date, DateTime, Datum, Decimal, Misfit};
+pub use datum::{truncate_micro, ColumnType, Date, DateTime, Datum, Decimal, Misfit};
 pub use engine::{Engine, EngineConfig};
 pub use error::{Result, StoreError};
 pub use system::SystemWrite;

@@ -45,7 +45,7 @@ fn random_datum(r: &mut impl Rng, ty: ColumnType) -> Datum {
         ColumnType::Int { unsigned: true, .. } => {
             Datum::UInt(if r.gen() { r.gen() } else { r.gen_range(0..5) })
         }
-        ColumnType::Double | ColumnType::Float => Datum::Double(match r.gen_range(0..4) {
+        ColumnType::Double(_) | ColumnType::Float(_) => Datum::Double(match r.gen_range(0..4) {
             0 => r.gen::<f64>() * 1e6 - 5e5,
             1 => -r.gen::<f64>() * 1e-300,
             2 => [
@@ -68,7 +68,7 @@ fn random_datum(r: &mut impl Rng, ty: ColumnType) -> Datum {
             month: r.gen_range(0..13),
             day: r.gen_range(0..32),
         }),
-        ColumnType::DateTime | ColumnType::Timestamp => Datum::DateTime(DateTime {
+        ColumnType::DateTime(_) | ColumnType::Timestamp(_) => Datum::DateTime(DateTime {
             date: Date {
                 year: r.gen_range(1900..2100),
                 month: r.gen_range(1..13),
@@ -100,7 +100,7 @@ const TYPES: [ColumnType; 8] = [
         bytes: 8,
         unsigned: true,
     },
-    ColumnType::Double,
+    ColumnType::Double(None),
     ColumnType::Decimal {
         precision: 30,
         scale: 4,
@@ -108,7 +108,7 @@ const TYPES: [ColumnType; 8] = [
     ColumnType::Varchar(100),
     ColumnType::Blob,
     ColumnType::Date,
-    ColumnType::DateTime,
+    ColumnType::DateTime(6),
 ];
 
 #[test]
@@ -273,7 +273,9 @@ fn coercion_canonicalises_and_checks_ranges() {
     assert!(dec.coerce(Datum::Int(1000)).is_err());
     assert_eq!(Decimal::parse("-0.05").unwrap().to_string(), "-0.05");
     assert!(ColumnType::Char(3).coerce(Datum::text("abcd")).is_err());
-    assert!(ColumnType::Double.coerce(Datum::Double(f64::NAN)).is_err());
+    assert!(ColumnType::Double(None)
+        .coerce(Datum::Double(f64::NAN))
+        .is_err());
     let dt = DateTime {
         date: Date {
             year: 2024,
@@ -405,7 +407,7 @@ fn misfits_carry_the_nearest_value() {
     ));
     // Not a value of the type at all: no nearest value.
     assert!(matches!(
-        ColumnType::Double.fit(Datum::Double(f64::NAN)),
+        ColumnType::Double(None).fit(Datum::Double(f64::NAN)),
         Err(Misfit::Invalid(_))
     ));
     assert!(matches!(

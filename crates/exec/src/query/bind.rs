@@ -574,7 +574,12 @@ impl Binder<'_> {
                 return i;
             }
         }
-        ColumnInfo::expr(name, self.type_of(e))
+        let mut info = ColumnInfo::expr(name, self.type_of(e));
+        // A CAST to a temporal type with a precision shows exactly that many digits.
+        if let Expr::Cast(_, CastType::DateTime(fsp)) = e {
+            info.decimals = *fsp;
+        }
+        info
     }
 
     fn query(&mut self, q: &Query, barrier: bool, lock: LockMode) -> Result<Bound, SqlError> {
@@ -890,8 +895,18 @@ impl Binder<'_> {
         leaf_order(&from, &mut exec_order);
         let mut residual = Vec::new();
         let mut all: Vec<Expr> = pooled;
+        let mut impossible = Impossible::default();
         if let Some(f) = &filter {
-            all.extend(conjuncts(f).into_iter().cloned());
+            let mut rest = Vec::new();
+            for c in conjuncts(f) {
+                if self.is_guard(c) {
+                    impossible.guards.push(c.clone());
+                } else {
+                    rest.push(c.clone());
+                }
+            }
+            self.find_clashes(&rest, &leaves, &mut impossible);
+            all.extend(rest);
         }
         let refs_of: Vec<Vec<usize>> = all.iter().map(|c| self.slots_of(c)).collect();
         // Join order, for inner joins only (outer joins keep theirs): the order that costs
@@ -1026,8 +1041,71 @@ impl Binder<'_> {
             items,
             distinct: s.distinct,
             slots,
+            impossible,
         };
         Ok((Box::new(plan), names, infos, order))
+    }
+
+    /// Whether a WHERE conjunct is the same for every row and every part of one execution:
+    /// no column (nor outer column), subquery, aggregate, nor anything that varies as it is
+    /// evaluated (`RAND()`, user variables assigned).
+    fn is_guard(&self, c: &Expr) -> bool {
+        let mut fixed = crate::plan::is_row_independent(c);
+        visit_expr(c, &mut |x| {
+            fixed &= !matches!(x, Expr::Slot(_) | Expr::Subquery(_) | Expr::Aggregate(_))
+                && (matches!(x, Expr::UserVar(_)) || !varies_within_statement(x));
+        });
+        fixed
+    }
+
+    /// The pairs of `col = value` conjuncts among `conj` that can contradict each other, and
+    /// `col IS NULL` on NOT NULL columns (see [`Impossible`]).
+    fn find_clashes(&self, conj: &[Expr], leaves: &[Leaf], out: &mut Impossible) {
+        use shoal_store::ColumnType;
+        // The stored column of a slot, on no null-supplying side.
+        let column = |slot: usize| {
+            leaves.iter().find_map(|l| match &l.kind {
+                LeafKind::Table { def, .. } if l.slots.contains(&slot) && !l.null_side => {
+                    Some(def.columns[slot - l.slots.start].clone())
+                }
+                _ => None,
+            })
+        };
+        let mut eqs: Vec<(usize, Expr)> = Vec::new();
+        for c in conj {
+            match c {
+                Expr::IsNull(a, false) => {
+                    if let Expr::Slot(n) = **a {
+                        if column(n).is_some_and(|col| !col.nullable) {
+                            out.null_in_not_null = true;
+                        }
+                    }
+                }
+                Expr::Binary(BinOp::Eq, a, b) => {
+                    let (slot, val) = match (&**a, &**b) {
+                        (Expr::Slot(n), v) | (v, Expr::Slot(n)) if self.is_guard(v) => (*n, v),
+                        _ => continue,
+                    };
+                    let Some(col) = column(slot) else { continue };
+                    let kind_ok = |v: &Expr| match v {
+                        Expr::Literal(Value::Int(_) | Value::UInt(_)) => {
+                            matches!(col.ty, ColumnType::Int { .. })
+                        }
+                        Expr::Literal(Value::Str(_)) => col.ty.is_text(),
+                        _ => false,
+                    };
+                    if !kind_ok(val) {
+                        continue;
+                    }
+                    if let Some((_, first)) = eqs.iter().find(|(s, _)| *s == slot) {
+                        out.clashes.push((first.clone(), val.clone()));
+                    } else {
+                        eqs.push((slot, val.clone()));
+                    }
+                }
+                _ => {}
+            }
+        }
     }
 
     /// Every slot `e` reads, including the outer slots its subqueries read.
@@ -1610,7 +1688,28 @@ impl Binder<'_> {
                             }))
                         }
                     };
-                    let slot = self.alloc(ty, None);
+                    // MIN/MAX of a DATETIME/TIMESTAMP column keep its fractional digits, of
+                    // a FLOAT column its type (single precision's digits), of a DOUBLE(M,D)
+                    // its D decimals.
+                    let info = match (a.func, &arg) {
+                        (AggFunc::Min | AggFunc::Max, Some(Expr::Slot(n))) => self.slot_info[*n]
+                            .as_ref()
+                            .filter(|i| {
+                                use crate::convert::mysql_type::{
+                                    DATETIME, DOUBLE, FLOAT, TIMESTAMP,
+                                };
+                                matches!(i.column_type, DATETIME | TIMESTAMP | FLOAT | DOUBLE)
+                            })
+                            .map(|i| {
+                                let mut x = ColumnInfo::expr("", ty);
+                                x.column_type = i.column_type;
+                                x.decimals = i.decimals;
+                                x.column_length = i.column_length;
+                                x
+                            }),
+                        _ => None,
+                    };
+                    let slot = self.alloc(ty, info);
                     self.aggs
                         .last_mut()
                         .expect("aggregate scope")
@@ -2008,7 +2107,8 @@ fn path_rows(est: &mut Estimates<'_>, def: &TableDef, access: &Access, table_row
                 KeyName::Primary => true,
                 KeyName::Index(n) => def.index(n).is_some_and(|ix| ix.unique),
             };
-            if prefix.len() == cols.len() && unique {
+            if prefix.len() == cols.len() && unique && !prefix.iter().any(crate::plan::is_null_key)
+            {
                 1.0
             } else if !prefix.is_empty() {
                 let per = est.rows_per_key(def, index(key).as_deref(), prefix.len());
@@ -2184,7 +2284,7 @@ fn conform(e: Expr, ty: SqlType, type_of: &mut dyn FnMut(&Expr) -> SqlType) -> E
         SqlType::Bytes => CastType::Binary,
         SqlType::Decimal(s) => CastType::Decimal(s),
         SqlType::Double => CastType::Double,
-        SqlType::DateTime => CastType::DateTime,
+        SqlType::DateTime => CastType::DateTime(6),
         _ => return e,
     };
     let own = type_of(&e);

@@ -294,7 +294,7 @@ pub fn execute_multi(
                 }
                 new[*pos] = d;
             }
-            if new == cur.values {
+            if t.def.same_values(&cur.values, &new) {
                 continue;
             }
             match txn.update(&t.def, &cur.key, new.clone()) {

@@ -28,7 +28,12 @@
 //!   GROUP BY is not the order a key is read in, `Using temporary` for DISTINCT
 //!   (`sort_words`). MariaDB's inferred `IS NOT NULL` on ref-joined columns (`Using where` on
 //!   the outer table), its index-ordered joins and "Impossible WHERE noticed after reading
-//!   const tables" are not given.
+//!   const tables" (contradicting ranges) are not given.
+//! * A SELECT whose WHERE no row can satisfy (`super::Impossible`: a constant conjunct that is
+//!   not true, two different values for one column, IS NULL on a NOT NULL column) reads
+//!   nothing and is one row without a table: `Impossible WHERE`, as MariaDB shows it.
+//! * `col IS NULL` looks up the NULL key: `ref` with ref `const` (on a UNIQUE key too: it holds
+//!   any number of NULLs), the IS NULL still checked (`Using index condition` / `Using where`).
 
 use shoal_sql::ast::{BinOp, Expr};
 use shoal_sql::eval::Context;
@@ -118,8 +123,9 @@ impl Line {
         vec![
             self.id.map(Value::Int).unwrap_or(Value::Null),
             Value::Str(self.kind),
-            Value::Str(self.table),
-            Value::Str(self.ty),
+            // No table (nothing read): NULL, as MariaDB shows it.
+            opt(Some(self.table).filter(|t| !t.is_empty())),
+            opt(Some(self.ty).filter(|t| !t.is_empty())),
             opt(self.possible),
             opt(self.key),
             opt(self.key_len),
@@ -180,6 +186,19 @@ impl Explainer<'_> {
         let (sorted, uniform) = sort_shape(s, sort);
         let key_ordered =
             !sort.is_empty() && !s.grouped && !s.distinct && uniform && key_order(s, &sorted);
+        // Nothing is read (a guard that fails to evaluate is left to the statement).
+        if !s.impossible.is_empty() && s.impossible.decided(self.ctx).unwrap_or(false) {
+            self.out.push(
+                Line {
+                    id: Some(id),
+                    kind: kind.into(),
+                    extra: "Impossible WHERE".into(),
+                    ..Line::default()
+                }
+                .values(),
+            );
+            return;
+        }
         if order.is_empty() {
             self.out.push(
                 Line {
@@ -279,7 +298,8 @@ impl Explainer<'_> {
                     KeyName::Index(n) => def
                         .index(n)
                         .is_some_and(|ix| ix.unique && ix.columns.len() == prefix.len()),
-                };
+                    // Any number of rows hold NULL in a UNIQUE key.
+                } && !prefix.iter().any(planner::is_null_key);
                 match (prefix.is_empty(), ranged) {
                     (true, false) => ("index", Some(key.clone()), &[]),
                     (_, true) => ("range", Some(key.clone()), &[]),
@@ -512,9 +532,9 @@ fn extra(
                 ColumnType::Int { .. }
                     | ColumnType::Decimal { .. }
                     | ColumnType::Date
-                    | ColumnType::DateTime
-                    | ColumnType::Timestamp
-                    | ColumnType::Double
+                    | ColumnType::DateTime(_)
+                    | ColumnType::Timestamp(_)
+                    | ColumnType::Double(_)
             )
     };
     let rest: Vec<&Expr> = leaf

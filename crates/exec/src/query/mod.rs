@@ -80,6 +80,7 @@ use std::sync::Arc;
 
 use shoal_sql::ast::{AggFunc, Expr, SetOp};
 use shoal_sql::value::SqlType;
+use shoal_sql::SqlError;
 use shoal_store::{LockMode, TableDef};
 
 use crate::convert::ColumnInfo;
@@ -219,6 +220,57 @@ pub(crate) struct SelectPlan {
     pub distinct: bool,
     /// The frame slots of this block's sources (kept per group).
     pub slots: Range<usize>,
+    /// What can make WHERE false for every row, checked once per execution before any source
+    /// is read (EXPLAIN: `Impossible WHERE`).
+    pub impossible: Impossible,
+}
+
+/// The parts of a WHERE clause that decide, before any row is read, that no row matches
+/// (MariaDB's "Impossible WHERE": it reads nothing then, and EXPLAIN shows one row saying so).
+/// A conjunct that holds for every row is dropped from the filters; one that fails empties
+/// the SELECT (an aggregate without GROUP BY still gives its one row).
+#[derive(Debug, Default)]
+pub(crate) struct Impossible {
+    /// WHERE conjuncts that read no column, subquery nor anything that varies per row
+    /// (`1 = 0`, `@x = 5`, `? > 3`): each must be true.
+    pub guards: Vec<Expr>,
+    /// Two values one column is said to equal by two conjuncts (`id = 1 AND id = 2`) where
+    /// comparing the two tells whether both can hold: integers on an integer column, strings
+    /// on a character column (in the collation: `s = 'a' AND s = 'A'` can). Values of other
+    /// kinds convert to the column's type first, which this does not do: no pair.
+    pub clashes: Vec<(Expr, Expr)>,
+    /// A conjunct `col IS NULL` on a NOT NULL column of a table that is on no null-supplying
+    /// side of a join.
+    pub null_in_not_null: bool,
+}
+
+impl Impossible {
+    /// Whether nothing can match, with the values of this execution (`ctx`: parameters,
+    /// variables). An error evaluating a guard is the statement's error, as it would be on
+    /// the first row.
+    pub fn decided(&self, ctx: &mut dyn shoal_sql::eval::Context) -> Result<bool, SqlError> {
+        use shoal_sql::eval::eval;
+        if self.null_in_not_null {
+            return Ok(true);
+        }
+        for g in &self.guards {
+            if eval(g, ctx)?.truth() != Some(true) {
+                return Ok(true);
+            }
+        }
+        for (a, b) in &self.clashes {
+            let (x, y) = (eval(a, ctx)?, eval(b, ctx)?);
+            if shoal_sql::value::compare(&x, &y) != Some(std::cmp::Ordering::Equal) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Whether there is anything to decide.
+    pub fn is_empty(&self) -> bool {
+        !self.null_in_not_null && self.guards.is_empty() && self.clashes.is_empty()
+    }
 }
 
 /// An aggregate call with its result slot.

@@ -622,7 +622,12 @@ impl<'p, 'a> Runner<'p, 'a> {
         if early == Some(0) {
             return Ok(out);
         }
+        // WHERE is false for every row: no source is read (an aggregate still has its row).
+        let none = !s.impossible.is_empty() && s.impossible.decided(&mut Ev { r: self })?;
         if !s.grouped {
+            if none {
+                return Ok(out);
+            }
             self.source(&s.from, s, &mut |r| {
                 if !r.holds(&s.filter)? || !r.holds(&s.having)? {
                     return Ok(true);
@@ -644,34 +649,36 @@ impl<'p, 'a> Runner<'p, 'a> {
         let lowest = if s.rollup.is_some() { 0 } else { n };
         let mut levels: Vec<Groups> = (lowest..=n).map(|_| Groups::default()).collect();
         let mut vals: Vec<AggInput> = Vec::with_capacity(s.aggs.len());
-        self.source(&s.from, s, &mut |r| {
-            if !r.holds(&s.filter)? {
-                return Ok(true);
-            }
-            let mut key = Vec::with_capacity(n);
-            for g in &s.group_by {
-                key.push(r.eval(g)?);
-            }
-            vals.clear();
-            for a in &s.aggs {
-                vals.push(r.agg_input(a)?);
-            }
-            for (li, level) in levels.iter_mut().enumerate() {
-                let gi = level.find_or_add(r, s, &key[..lowest + li])?;
-                for (ai, (a, v)) in s.aggs.iter().zip(&vals).enumerate() {
-                    let acc = &mut level.list[gi].accs[ai];
-                    match v.clone() {
-                        AggInput::Skip => {}
-                        AggInput::Concat(text, keys) => {
-                            r.mem.charge(text.len() + row_mem_size(&keys))?;
-                            acc.add_concat(text, keys);
+        if !none {
+            self.source(&s.from, s, &mut |r| {
+                if !r.holds(&s.filter)? {
+                    return Ok(true);
+                }
+                let mut key = Vec::with_capacity(n);
+                for g in &s.group_by {
+                    key.push(r.eval(g)?);
+                }
+                vals.clear();
+                for a in &s.aggs {
+                    vals.push(r.agg_input(a)?);
+                }
+                for (li, level) in levels.iter_mut().enumerate() {
+                    let gi = level.find_or_add(r, s, &key[..lowest + li])?;
+                    for (ai, (a, v)) in s.aggs.iter().zip(&vals).enumerate() {
+                        let acc = &mut level.list[gi].accs[ai];
+                        match v.clone() {
+                            AggInput::Skip => {}
+                            AggInput::Concat(text, keys) => {
+                                r.mem.charge(text.len() + row_mem_size(&keys))?;
+                                acc.add_concat(text, keys);
+                            }
+                            AggInput::Value(v) => acc.add(a.func, v)?,
                         }
-                        AggInput::Value(v) => acc.add(a.func, v)?,
                     }
                 }
-            }
-            Ok(true)
-        })?;
+                Ok(true)
+            })?;
+        }
         let mut full = levels.pop().expect("the GROUP BY level");
         if full.list.is_empty() && s.group_by.is_empty() {
             full.list.push(Group {

@@ -464,8 +464,8 @@ fn convert_lenient(
     let temporal = matches!(
         now.ty,
         shoal_store::ColumnType::Date
-            | shoal_store::ColumnType::DateTime
-            | shoal_store::ColumnType::Timestamp
+            | shoal_store::ColumnType::DateTime(_)
+            | shoal_store::ColumnType::Timestamp(_)
     );
     for w in out {
         let cut = w.code == shoal_errors::WARN_DATA_TRUNCATED.code;

@@ -195,6 +195,12 @@ pub(super) fn rows_response(columns: Arc<[Column]>, rows: Vec<Vec<Value>>) -> Re
             )
         })
         .collect();
+    // A FLOAT column's values go out as single precision: the protocol shows them as MariaDB
+    // shows a FLOAT (six significant digits, or the column's fixed decimals) and sends 4 bytes.
+    let single: Vec<bool> = columns
+        .iter()
+        .map(|c| c.column_type == ColumnType::MYSQL_TYPE_FLOAT)
+        .collect();
     Response::Rows(ResultSet {
         columns,
         rows: rows
@@ -206,6 +212,7 @@ pub(super) fn rows_response(columns: Arc<[Column]>, rows: Vec<Vec<Value>>) -> Re
                         Value::Date(_) if date_as_text.get(i) == Some(&true) => {
                             PValue::Bytes(v.to_text().unwrap_or_default().into_bytes())
                         }
+                        Value::Double(d) if single.get(i) == Some(&true) => PValue::Float(d as f32),
                         v => to_proto_value(v),
                     })
                     .collect()

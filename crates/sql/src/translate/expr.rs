@@ -634,6 +634,25 @@ pub fn hex_literal(h: &str) -> Result<Vec<u8>, SqlError> {
     Ok(bytes)
 }
 
+/// The fractional-seconds precision of a temporal CAST target written `T(n)`: 0 without one,
+/// 1426 past 6 (MariaDB's limit).
+fn cast_fsp(s: &str) -> Result<u8, SqlError> {
+    let Some(inside) = s
+        .split_once('(')
+        .map(|(_, r)| r.trim_end_matches(')').trim())
+    else {
+        return Ok(0);
+    };
+    match inside.parse::<u64>() {
+        Ok(n) if n <= 6 => Ok(n as u8),
+        Ok(n) => Err(SqlError::coded(
+            shoal_errors::ER_TOO_BIG_PRECISION,
+            format!("Too big precision {n} specified for 'CAST'. Maximum is 6"),
+        )),
+        Err(_) => Err(SqlError::Syntax(format!("CAST AS {s}"))),
+    }
+}
+
 /// The target type of `CAST(.. AS t)` / `CONVERT(.., t)`; DECIMAL scale over 30 is 1425.
 pub fn cast_type(dt: &sp::DataType) -> Result<CastType, SqlError> {
     let s = dt.to_string().to_ascii_uppercase();
@@ -651,8 +670,8 @@ pub fn cast_type(dt: &sp::DataType) -> Result<CastType, SqlError> {
         "VARBINARY" | "BLOB" => CastType::Binary,
         "DOUBLE" | "FLOAT" | "REAL" | "DOUBLE PRECISION" => CastType::Double,
         "DATE" => CastType::Date,
-        "DATETIME" | "TIMESTAMP" => CastType::DateTime,
-        "TIME" => CastType::Time,
+        "DATETIME" | "TIMESTAMP" => CastType::DateTime(cast_fsp(&s)?),
+        "TIME" => CastType::Time(cast_fsp(&s)?),
         "DECIMAL" | "NUMERIC" | "DEC" => {
             let scale = s
                 .split(',')

@@ -133,6 +133,11 @@ pub fn create_table_text(t: &TableDef, next_auto: Option<u64>) -> String {
         let mut l = format!("  {} {}", q(&c.name), c.type_name());
         if !c.nullable {
             l.push_str(" NOT NULL");
+        } else if matches!(c.ty, ColumnType::Timestamp(_)) {
+            // A TIMESTAMP was NOT NULL unless declared NULL (before explicit defaults for
+            // timestamps): MySQL and MariaDB both say NULL explicitly, so a dump re-creates
+            // a nullable column on any server setting.
+            l.push_str(" NULL");
         }
         match &c.default {
             Some(ColumnDefault::Value(Datum::Null)) => l.push_str(" DEFAULT NULL"),

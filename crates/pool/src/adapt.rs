@@ -39,7 +39,12 @@
 //! CPU-bound load at the floor the controller never probes, so it costs nothing there. That
 //! cost was what the measured grid showed, whereas the static settings below the default
 //! differed by no more than their run-to-run noise. An operator who wants the controller to
-//! look below the default sets `thread_pool_oversubscribe` lower.
+//! look below the default sets `thread_pool_oversubscribe` lower. Measured since
+//! (docs/perf-log/2026-12-03-session-21-stall-and-floor.md): sysbench read-write preferred
+//! 2 groups at cap 2 in every cached and I/O-bound point, point select's best setting moved
+//! around, and floors of 3 and 2 traded read-write gains for point-select losses of the same
+//! size, within ±20 % round-to-round noise; the caps sat at the floor throughout, so on a
+//! saturated CPU this controller is, in effect, its floor.
 //!
 //! # The idea taken, and why
 //!

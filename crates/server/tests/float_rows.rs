@@ -13,22 +13,16 @@ use support::{temp_dir, Shoal as Srv};
 /// Rewrites column `col` of `db.t` in the stopped server's datadir from DOUBLE to FLOAT, as
 /// the catalog of an older build named a FLOAT column.
 fn make_column_float(data: &std::path::Path, db: &str, t: &str, col: &str) {
-    let rdb = rocksdb::DB::open_default(data.join("rocksdb")).unwrap();
-    let mut key = vec![0x01, b'T'];
-    key.extend_from_slice(db.as_bytes());
-    key.push(0);
-    key.extend_from_slice(t.as_bytes());
-    let json = rdb.get(&key).unwrap().expect("catalog entry");
-    let mut v: serde_json::Value = serde_json::from_slice(&json).unwrap();
-    let c = v["columns"]
-        .as_array_mut()
-        .unwrap()
-        .iter_mut()
-        .find(|c| c["name"] == col)
-        .expect("the column");
-    assert_eq!(c["ty"], "Double");
-    c["ty"] = "Float".into();
-    rdb.put(&key, serde_json::to_vec(&v).unwrap()).unwrap();
+    support::edit_catalog_entry(data, db, t, |v| {
+        let c = v["columns"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .find(|c| c["name"] == col)
+            .expect("the column");
+        assert_eq!(c["ty"], "Double");
+        c["ty"] = "Float".into();
+    });
 }
 
 #[test]

@@ -180,19 +180,13 @@ fn duplicate_case_variant_message_is_mariadbs() {
 /// Rewrites the catalog entry of `db.t` in the stopped server's datadir as catalogs were
 /// written before key formats existed: no `pk_format`, no index `format`.
 fn make_catalog_old(data: &std::path::Path, db: &str, t: &str) {
-    let rdb = rocksdb::DB::open_default(data.join("rocksdb")).unwrap();
-    let mut key = vec![0x01, b'T'];
-    key.extend_from_slice(db.as_bytes());
-    key.push(0);
-    key.extend_from_slice(t.as_bytes());
-    let json = rdb.get(&key).unwrap().expect("catalog entry");
-    let mut v: serde_json::Value = serde_json::from_slice(&json).unwrap();
-    assert_eq!(v["pk_format"], "Collated");
-    v.as_object_mut().unwrap().remove("pk_format");
-    for ix in v["indexes"].as_array_mut().unwrap() {
-        ix.as_object_mut().unwrap().remove("format");
-    }
-    rdb.put(&key, serde_json::to_vec(&v).unwrap()).unwrap();
+    support::edit_catalog_entry(data, db, t, |v| {
+        assert_eq!(v["pk_format"], "Collated");
+        v.as_object_mut().unwrap().remove("pk_format");
+        for ix in v["indexes"].as_array_mut().unwrap() {
+            ix.as_object_mut().unwrap().remove("format");
+        }
+    });
 }
 
 #[test]

@@ -475,3 +475,22 @@ pub fn global_status(c: &mut mysql::Conn, name: &str) -> u64 {
     v.parse()
         .unwrap_or_else(|_| panic!("status {name} = {v:?} is not a number"))
 }
+
+/// Rewrites the catalog entry (JSON) of table `db.t` in a stopped server's datadir with
+/// `edit`: how the tests make a datadir as an older build left it.
+pub fn edit_catalog_entry(
+    data: &Path,
+    db: &str,
+    t: &str,
+    edit: impl FnOnce(&mut serde_json::Value),
+) {
+    let rdb = rocksdb::DB::open_default(data.join("rocksdb")).unwrap();
+    let mut key = vec![0x01, b'T'];
+    key.extend_from_slice(db.as_bytes());
+    key.push(0);
+    key.extend_from_slice(t.as_bytes());
+    let json = rdb.get(&key).unwrap().expect("catalog entry");
+    let mut v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    edit(&mut v);
+    rdb.put(&key, serde_json::to_vec(&v).unwrap()).unwrap();
+}

@@ -530,17 +530,7 @@ impl Time {
 
     /// `[-]hh:mm:ss[.ffffff]` (the fraction when there is one).
     pub fn text(&self) -> String {
-        let mut s = format!(
-            "{}{:02}:{:02}:{:02}",
-            if self.neg { "-" } else { "" },
-            self.hour,
-            self.minute,
-            self.second
-        );
-        if self.micro != 0 {
-            s.push_str(&format!(".{:06}", self.micro));
-        }
-        s
+        self.text_fsp(if self.micro != 0 { 6 } else { 0 })
     }
 }
 

@@ -233,8 +233,8 @@ fn rss_stays_within_buffer_pool_plus_documented_overhead() {
 /// 8 MiB pool) in autocommit INSERTs, and every 700 rows (most of a 1 MiB memtable) opens one
 /// more transaction that range-scans the table and stays idle, pinning the memtable of that
 /// moment. With the stall, the writer blocked for good at 2,800 rows, with four transactions
-/// open (tried when this test was written); now it finishes, each open transaction's snapshot still reads the rows
-/// it saw, and all of them commit.
+/// open (tried when this test was written); now it finishes, each open transaction's snapshot
+/// still reads the rows it saw, and all of them commit.
 #[test]
 fn idle_transactions_do_not_stall_writers() {
     let srv = Shoal::start(

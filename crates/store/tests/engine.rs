@@ -613,6 +613,65 @@ fn storage_gauges_show_snapshots_and_row_versions() {
         .any(|(n, _)| *n == "Shoal_store_level0_files"));
 }
 
+/// Range scans that step over many hidden versions of hot rows get the memtable flushed, so
+/// the versions no snapshot needs are dropped and later scans stop paying for them (the
+/// memtable is far from full here: without the scan trigger nothing would flush it).
+#[test]
+fn scans_over_hot_row_versions_flush_the_memtable() {
+    let (_d, e, t) = setup("hot-versions", false);
+    let g = |n: &str| e.status_value(n).unwrap_or_else(|| panic!("{n} missing"));
+    let mut w = e.begin(Isolation::RepeatableRead);
+    for id in 1..=50 {
+        w.insert(&t, row(id, id, "a")).unwrap();
+    }
+    w.commit().unwrap();
+    for round in 0..40 {
+        let mut w = e.begin(Isolation::RepeatableRead);
+        for id in 1..=50 {
+            let key = RowKey::from_values(&t, &[Datum::Int(id)]).unwrap();
+            w.update(&t, &key, row(id, id, &format!("v{round}")))
+                .unwrap();
+        }
+        w.commit().unwrap();
+    }
+    let before = g("Shoal_store_memtable_entries");
+    assert!(
+        before >= 50 * 41,
+        "every version is in the memtable: {before}"
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        // A scan steps over 40 hidden versions per row; the flush it asks for is scheduled by
+        // the next write.
+        let mut r = e.begin(Isolation::RepeatableRead);
+        let rows = r
+            .scan_pk(&t, &KeyRange::all(), LockMode::None, None)
+            .unwrap();
+        assert_eq!(rows.len(), 50);
+        r.commit().unwrap();
+        let mut w = e.begin(Isolation::RepeatableRead);
+        let key = RowKey::from_values(&t, &[Datum::Int(1)]).unwrap();
+        w.update(&t, &key, row(1, 1, "last")).unwrap();
+        w.commit().unwrap();
+        let now = g("Shoal_store_memtable_entries");
+        if now < 50 * 5 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the memtable still holds {now} entries (was {before}): scans did not flush it"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // The flushed data reads back whole.
+    let mut r = e.begin(Isolation::RepeatableRead);
+    let rows = r
+        .scan_pk(&t, &KeyRange::all(), LockMode::None, None)
+        .unwrap();
+    assert_eq!(rows.len(), 50);
+    check_indexes(&e, &t);
+}
+
 #[test]
 fn relaxed_flush_modes_do_not_fsync_per_commit() {
     let (_d, e, t) = setup("flush2", false);

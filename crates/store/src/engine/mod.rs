@@ -163,6 +163,7 @@ impl Engine {
             }
             Err(e) => return Err(e.into()),
         };
+        config::apply_mutable_options(&db)?;
         let catalog = load_catalog(&db)?;
         let (tx, rx) = mpsc::channel::<()>();
         let inner = Arc::new(Inner {

@@ -773,7 +773,7 @@ impl Exec<'_> {
         let limit = to_limit(limit, self.ctx, self.params)?;
         let mut rows: Vec<(Vec<Value>, Row, Vec<Value>)> = Vec::new();
         let early = if order_by.is_empty() { limit } else { None };
-        if early == Some(0) {
+        if early == Some(0) || self.impossible(table, filter)? {
             return Ok(Vec::new());
         }
         self.scan(
@@ -800,6 +800,38 @@ impl Exec<'_> {
             rows.truncate(l);
         }
         Ok(rows.into_iter().map(|(_, r, v)| (r, v)).collect())
+    }
+
+    /// Whether `filter` on `table` decides, before any row is read, that no row matches
+    /// (MariaDB's "Impossible WHERE", as for SELECT: see `query::Impossible`): a conjunct
+    /// with one value per execution that is not true, one column said to equal two
+    /// different values, `IS NULL` on a NOT NULL column. Nothing is read or locked then.
+    fn impossible(&mut self, table: &TableDef, filter: Option<&Expr>) -> Result<bool, SqlError> {
+        let Some(f) = filter else { return Ok(false) };
+        let mut imp = crate::query::Impossible::default();
+        let conj = crate::plan::conjuncts(f);
+        let fixed = crate::query::fixed_in_statement;
+        imp.guards
+            .extend(conj.iter().filter(|c| fixed(c)).map(|c| (*c).clone()));
+        let column = |e: &Expr| match e {
+            Expr::Column(n) | Expr::QColumn(_, n) => {
+                table.column_index(n).map(|i| table.columns[i].clone())
+            }
+            _ => None,
+        };
+        imp.add_clashes(conj.iter().copied(), column, fixed);
+        if imp.is_empty() {
+            return Ok(false);
+        }
+        let mut rc = RowCtx {
+            outer: &mut *self.ctx,
+            params: self.params,
+            names: &[],
+            row: &[],
+            aggs: &[],
+            values_row: None,
+        };
+        imp.decided(&mut rc)
     }
 
     /// UPDATE.

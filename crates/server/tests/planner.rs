@@ -408,4 +408,47 @@ fn null_lookups_and_impossible_where_read_only_what_can_match() {
         .query_first("SELECT COUNT(*) FROM p.t WHERE s = 's0001' AND s = 'S0001'")
         .unwrap();
     assert_eq!(n, Some(1));
+
+    // UPDATE and DELETE read (and lock) nothing for an impossible WHERE either, and change
+    // nothing; the same statements with a WHERE that can hold do.
+    for (sql, possible) in [
+        (
+            "UPDATE p.t SET pad = 'x' WHERE 1 = 0",
+            "UPDATE p.t SET pad = 'x' WHERE 1 = 1 AND id = 7",
+        ),
+        (
+            "UPDATE p.t SET pad = 'x' WHERE id = 1 AND id = 2",
+            "UPDATE p.t SET pad = 'x' WHERE id = 2 AND id = 2",
+        ),
+        (
+            "DELETE FROM p.t WHERE id IS NULL",
+            "DELETE FROM p.t WHERE id = 3 AND id IS NOT NULL",
+        ),
+        (
+            "DELETE FROM p.t WHERE @undefined = 5 AND k > 0",
+            "DELETE FROM p.t WHERE @undefined IS NULL AND id = 4",
+        ),
+    ] {
+        let changed = |c: &mut Conn, sql: &str| {
+            c.query_drop(sql).unwrap();
+            c.affected_rows()
+        };
+        let (n, read, _) = counted(&mut c, |c| changed(c, sql));
+        assert_eq!((read, n), (0, 0), "{sql}: (rows read, changed)");
+        let (n, read, _) = counted(&mut c, |c| changed(c, possible));
+        assert_eq!((read, n), (1, 1), "{possible}: (rows read, changed)");
+    }
+    // Prepared: decided per execution.
+    let (n, read, _) = counted(&mut c, |c| {
+        c.exec_drop("UPDATE p.t SET pad = 'y' WHERE ? = 1 AND k > 0", (0,))
+            .unwrap();
+        c.affected_rows()
+    });
+    assert_eq!((read, n), (0, 0));
+    let (n, read, _) = counted(&mut c, |c| {
+        c.exec_drop("UPDATE p.t SET pad = 'y' WHERE ? = 1 AND id = 9", (1,))
+            .unwrap();
+        c.affected_rows()
+    });
+    assert_eq!((read, n), (1, 1));
 }

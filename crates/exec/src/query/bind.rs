@@ -199,6 +199,17 @@ struct SubFrame {
     volatile: bool,
 }
 
+/// Whether `c` reads no column (nor outer column), subquery or aggregate, nor anything that
+/// varies as it is evaluated (`RAND()`, user variables assigned): one value per execution.
+pub(crate) fn fixed_in_statement(c: &Expr) -> bool {
+    let mut fixed = crate::plan::is_row_independent(c);
+    visit_expr(c, &mut |x| {
+        fixed &= !matches!(x, Expr::Slot(_) | Expr::Subquery(_) | Expr::Aggregate(_))
+            && (matches!(x, Expr::UserVar(_)) || !varies_within_statement(x));
+    });
+    fixed
+}
+
 /// Whether `e` itself (not its children) may give a different value each time it is evaluated
 /// in one statement, or reads state that is not an outer slot: RAND, UUID, SLEEP and the like,
 /// and user variables (read or assigned).
@@ -1050,20 +1061,15 @@ impl Binder<'_> {
     /// no column (nor outer column), subquery, aggregate, nor anything that varies as it is
     /// evaluated (`RAND()`, user variables assigned).
     fn is_guard(&self, c: &Expr) -> bool {
-        let mut fixed = crate::plan::is_row_independent(c);
-        visit_expr(c, &mut |x| {
-            fixed &= !matches!(x, Expr::Slot(_) | Expr::Subquery(_) | Expr::Aggregate(_))
-                && (matches!(x, Expr::UserVar(_)) || !varies_within_statement(x));
-        });
-        fixed
+        fixed_in_statement(c)
     }
 
     /// The pairs of `col = value` conjuncts among `conj` that can contradict each other, and
     /// `col IS NULL` on NOT NULL columns (see [`Impossible`]).
     fn find_clashes(&self, conj: &[Expr], leaves: &[Leaf], out: &mut Impossible) {
-        use shoal_store::ColumnType;
         // The stored column of a slot, on no null-supplying side.
-        let column = |slot: usize| {
+        let column = |e: &Expr| {
+            let Expr::Slot(slot) = *e else { return None };
             leaves.iter().find_map(|l| match &l.kind {
                 LeafKind::Table { def, .. } if l.slots.contains(&slot) && !l.null_side => {
                     Some(def.columns[slot - l.slots.start].clone())
@@ -1071,41 +1077,7 @@ impl Binder<'_> {
                 _ => None,
             })
         };
-        let mut eqs: Vec<(usize, Expr)> = Vec::new();
-        for c in conj {
-            match c {
-                Expr::IsNull(a, false) => {
-                    if let Expr::Slot(n) = **a {
-                        if column(n).is_some_and(|col| !col.nullable) {
-                            out.null_in_not_null = true;
-                        }
-                    }
-                }
-                Expr::Binary(BinOp::Eq, a, b) => {
-                    let (slot, val) = match (&**a, &**b) {
-                        (Expr::Slot(n), v) | (v, Expr::Slot(n)) if self.is_guard(v) => (*n, v),
-                        _ => continue,
-                    };
-                    let Some(col) = column(slot) else { continue };
-                    let kind_ok = |v: &Expr| match v {
-                        Expr::Literal(Value::Int(_) | Value::UInt(_)) => {
-                            matches!(col.ty, ColumnType::Int { .. })
-                        }
-                        Expr::Literal(Value::Str(_)) => col.ty.is_text(),
-                        _ => false,
-                    };
-                    if !kind_ok(val) {
-                        continue;
-                    }
-                    if let Some((_, first)) = eqs.iter().find(|(s, _)| *s == slot) {
-                        out.clashes.push((first.clone(), val.clone()));
-                    } else {
-                        eqs.push((slot, val.clone()));
-                    }
-                }
-                _ => {}
-            }
-        }
+        out.add_clashes(conj, column, |v| self.is_guard(v));
     }
 
     /// Every slot `e` reads, including the outer slots its subqueries read.

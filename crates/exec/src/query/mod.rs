@@ -78,14 +78,16 @@ pub(crate) mod run;
 use std::ops::Range;
 use std::sync::Arc;
 
-use shoal_sql::ast::{AggFunc, Expr, SetOp};
+use shoal_sql::ast::{AggFunc, BinOp, Expr, SetOp};
 use shoal_sql::value::SqlType;
+use shoal_sql::value::Value;
 use shoal_sql::SqlError;
 use shoal_store::{LockMode, TableDef};
 
 use crate::convert::ColumnInfo;
 use crate::plan::Access;
 
+pub(crate) use bind::fixed_in_statement;
 pub use bind::{prepare, visit_expr};
 pub use run::execute;
 
@@ -265,6 +267,53 @@ impl Impossible {
             }
         }
         Ok(false)
+    }
+
+    /// Adds the pairs of `col = value` conjuncts among `conj` that can contradict each other,
+    /// and `col IS NULL` on a NOT NULL column. `column` gives the stored column an operand
+    /// reads (`None` for anything else, or a column on a null-supplying side); `fixed` says
+    /// whether an operand has one value per execution.
+    pub fn add_clashes<'e>(
+        &mut self,
+        conj: impl IntoIterator<Item = &'e Expr>,
+        column: impl Fn(&Expr) -> Option<shoal_store::ColumnDef>,
+        fixed: impl Fn(&Expr) -> bool,
+    ) {
+        use shoal_store::ColumnType;
+        // (the column's operand, the first value it is said to equal)
+        let mut eqs: Vec<(&Expr, &Expr)> = Vec::new();
+        for c in conj {
+            match c {
+                Expr::IsNull(a, false) => {
+                    if column(a).is_some_and(|col| !col.nullable) {
+                        self.null_in_not_null = true;
+                    }
+                }
+                Expr::Binary(BinOp::Eq, a, b) => {
+                    let (operand, val, col) = match (column(a), column(b)) {
+                        (Some(col), None) if fixed(b) => (&**a, &**b, col),
+                        (None, Some(col)) if fixed(a) => (&**b, &**a, col),
+                        _ => continue,
+                    };
+                    let kind_ok = match val {
+                        Expr::Literal(Value::Int(_) | Value::UInt(_)) => {
+                            matches!(col.ty, ColumnType::Int { .. })
+                        }
+                        Expr::Literal(Value::Str(_)) => col.ty.is_text(),
+                        _ => false,
+                    };
+                    if !kind_ok {
+                        continue;
+                    }
+                    if let Some((_, first)) = eqs.iter().find(|(o, _)| *o == operand) {
+                        self.clashes.push(((*first).clone(), val.clone()));
+                    } else {
+                        eqs.push((operand, val));
+                    }
+                }
+                _ => {}
+            }
+        }
     }
 
     /// Whether there is anything to decide.

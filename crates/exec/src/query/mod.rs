@@ -284,10 +284,8 @@ impl Impossible {
         let mut eqs: Vec<(&Expr, &Expr)> = Vec::new();
         for c in conj {
             match c {
-                Expr::IsNull(a, false) => {
-                    if column(a).is_some_and(|col| !col.nullable) {
-                        self.null_in_not_null = true;
-                    }
+                Expr::IsNull(a, false) if column(a).is_some_and(|col| !col.nullable) => {
+                    self.null_in_not_null = true;
                 }
                 Expr::Binary(BinOp::Eq, a, b) => {
                     let (operand, val, col) = match (column(a), column(b)) {

@@ -596,6 +596,11 @@ impl<B: Backend> Connection<B> {
                 }
             } else {
                 for (v, c) in values.iter().zip(rs.columns.iter()) {
+                    // A string is sent as its own bytes, without a copy.
+                    if let Value::Bytes(b) = v {
+                        put_lenenc_bytes(&mut row, b);
+                        continue;
+                    }
                     match text_of(v, c.column_type, c.decimals) {
                         None => row.push(0xFB),
                         Some(t) => put_lenenc_bytes(&mut row, &t),

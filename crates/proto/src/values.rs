@@ -232,9 +232,13 @@ pub fn encode_binary(
         }
         MYSQL_TYPE_NULL => Err(err(v, ct)),
         _ => {
-            // Strings, blobs, decimals, JSON, enum/set, bit: length-encoded bytes.
-            let text = text_of(v, ct, decimals).unwrap_or_default();
-            put_lenenc_bytes(out, &text);
+            // Strings, blobs, decimals, JSON, enum/set, bit: length-encoded bytes (a string's
+            // own, without a copy).
+            if let Value::Bytes(b) = v {
+                put_lenenc_bytes(out, b);
+            } else {
+                put_lenenc_bytes(out, &text_of(v, ct, decimals).unwrap_or_default());
+            }
             Ok(())
         }
     }

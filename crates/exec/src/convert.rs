@@ -386,6 +386,19 @@ pub fn datum_to_value(d: &Datum, ty: ColumnType) -> Value {
     }
 }
 
+/// [`datum_to_value`] of a datum the caller no longer needs: a string keeps its bytes (no
+/// copy).
+pub fn datum_into_value(d: Datum, ty: ColumnType) -> Value {
+    match d {
+        Datum::Bytes(b) if ty.is_binary_string() => Value::Bytes(b),
+        Datum::Bytes(b) => match String::from_utf8(b) {
+            Ok(s) => Value::Str(s),
+            Err(e) => Value::Str(String::from_utf8_lossy(e.as_bytes()).into_owned()),
+        },
+        d => datum_to_value(&d, ty),
+    }
+}
+
 /// How a write treats a value its column cannot hold as given: MySQL's `sql_mode` strictness.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum WriteMode {

@@ -13,7 +13,7 @@ use shoal_store::{Engine, KeyRange, LockMode, Row, ScanOpts, Transaction};
 
 use super::*;
 use crate::budget::{stored_row_size, MemBudget};
-use crate::convert::{datum_to_value, store_err};
+use crate::convert::{datum_into_value, datum_to_value, store_err};
 use crate::exec::{group_key, sort_by_keys, Acc};
 use crate::plan::{resolve, Access, KeyName, Resolved};
 use crate::show;
@@ -880,7 +880,7 @@ impl<'p, 'a> Runner<'p, 'a> {
                 let opts = self.scan_opts(leaf);
                 let rows = self.fetch(def, resolved, *lock, opts)?;
                 for row in rows {
-                    if !self.visit_row(def, &row, leaf, f)? {
+                    if !self.visit_row(def, row, leaf, f)? {
                         return Ok(false);
                     }
                 }
@@ -1131,7 +1131,7 @@ impl<'p, 'a> Runner<'p, 'a> {
                     .get_cols(def, &k, lock, want)
                     .map_err(store_err)?;
                 return match row {
-                    Some(row) => self.visit_row(def, &row, leaf, f),
+                    Some(row) => self.visit_row(def, row, leaf, f),
                     None => Ok(true),
                 };
             }
@@ -1152,7 +1152,7 @@ impl<'p, 'a> Runner<'p, 'a> {
         let mut result = Ok(());
         for (key, range) in ranges {
             let mut push = |row: Row| {
-                match self.visit_row(def, &row, leaf, f) {
+                match self.visit_row(def, row, leaf, f) {
                     Ok(more) => go = more,
                     Err(e) => {
                         failed = Some(e);
@@ -1196,15 +1196,15 @@ impl<'p, 'a> Runner<'p, 'a> {
     fn visit_row(
         &mut self,
         def: &TableDef,
-        row: &Row,
+        row: Row,
         leaf: &'p Leaf,
         f: &mut Visit<'_, 'p, 'a>,
     ) -> Result<bool, SqlError> {
         self.tick()?;
         let base = leaf.slots.start;
-        for (i, (d, c)) in row.values.iter().zip(&def.columns).enumerate() {
+        for (i, (d, c)) in row.values.into_iter().zip(&def.columns).enumerate() {
             if self.plan.read[base + i] {
-                self.frame[base + i] = datum_to_value(d, c.ty);
+                self.frame[base + i] = datum_into_value(d, c.ty);
             }
         }
         if self.holds(&leaf.filter)? {

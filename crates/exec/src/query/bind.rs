@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use shoal_sql::ast::{
     Aggregate, BinOp, CastType, ConcatSpec, Expr, JoinCond, JoinKind, Query, QueryBody, QueryItem,
-    QuerySelect, RecursiveCte, RowLock, Subquery, SubqueryKind, TableExpr,
+    QuerySelect, RecursiveCte, RowLock, Subquery, SubqueryKind, TableExpr, UnOp,
 };
 use shoal_sql::decimal::Decimal;
 use shoal_sql::eval::static_type;
@@ -590,7 +590,67 @@ impl Binder<'_> {
         if let Expr::Cast(_, CastType::DateTime(fsp)) = e {
             info.decimals = *fsp;
         }
+        if info.column_type == crate::convert::mysql_type::DOUBLE {
+            info.decimals = self.real_decimals(e);
+        }
         info
+    }
+
+    /// The decimals a DOUBLE result of `e` is shown with (31: not fixed, all the digits the
+    /// value needs), as MariaDB derives them: a FLOAT(M,D) / DOUBLE(M,D) column has D, an
+    /// integer 0, a DECIMAL its scale, a plain FLOAT/DOUBLE or a string none fixed; `+ - *`
+    /// keep the larger of their operands', `/` adds 4 (`div_precision_increment`'s default,
+    /// as the static DECIMAL types do), `-x`, ABS and the choosing functions (IF, IFNULL,
+    /// COALESCE, GREATEST, LEAST, CASE) keep their arguments' largest. So `f * 2` on a
+    /// FLOAT(7,2) shows `2.48`, not the single-precision value's 17 digits.
+    fn real_decimals(&self, e: &Expr) -> u8 {
+        use crate::convert::mysql_type as t;
+        const NOT_FIXED: u8 = 31;
+        let most = |xs: &mut dyn Iterator<Item = &Expr>| {
+            xs.map(|x| self.real_decimals(x)).max().unwrap_or(NOT_FIXED)
+        };
+        let d = match e {
+            Expr::Slot(s) => match &self.slot_info[*s] {
+                Some(i) => match i.column_type {
+                    t::FLOAT | t::DOUBLE | t::NEWDECIMAL => i.decimals,
+                    t::TINY | t::SHORT | t::LONG | t::INT24 | t::LONGLONG => 0,
+                    _ => NOT_FIXED,
+                },
+                None => match self.slot_types[*s] {
+                    SqlType::Int | SqlType::UInt | SqlType::Null => 0,
+                    SqlType::Decimal(sc) => sc,
+                    _ => NOT_FIXED,
+                },
+            },
+            Expr::Literal(v) => match v {
+                Value::Int(_) | Value::UInt(_) | Value::Null => 0,
+                Value::Decimal(x) => u8::try_from(x.scale).unwrap_or(NOT_FIXED),
+                _ => NOT_FIXED,
+            },
+            Expr::Unary(UnOp::Neg, a) => self.real_decimals(a),
+            Expr::Binary(BinOp::Add | BinOp::Sub | BinOp::Mul, a, b) => {
+                self.real_decimals(a).max(self.real_decimals(b))
+            }
+            Expr::Binary(BinOp::Div, a, b) => {
+                let m = self.real_decimals(a).max(self.real_decimals(b));
+                if m >= NOT_FIXED {
+                    NOT_FIXED
+                } else {
+                    m + 4
+                }
+            }
+            Expr::Function(name, args) => match name.as_str() {
+                "ABS" if args.len() == 1 => self.real_decimals(&args[0]),
+                "IF" if args.len() == 3 => most(&mut args[1..].iter()),
+                "IFNULL" | "COALESCE" | "GREATEST" | "LEAST" => most(&mut args.iter()),
+                _ => NOT_FIXED,
+            },
+            Expr::Case(_, whens, els) => {
+                most(&mut whens.iter().map(|(_, r)| r).chain(els.as_deref()))
+            }
+            _ => NOT_FIXED,
+        };
+        d.min(NOT_FIXED)
     }
 
     fn query(&mut self, q: &Query, barrier: bool, lock: LockMode) -> Result<Bound, SqlError> {
@@ -1679,6 +1739,16 @@ impl Binder<'_> {
                                 x.column_length = i.column_length;
                                 x
                             }),
+                        // SUM and AVG of a real show its decimals (AVG 4 more), as MariaDB.
+                        (AggFunc::Sum | AggFunc::Avg, Some(x)) if ty == SqlType::Double => {
+                            let d = self.real_decimals(x);
+                            let mut i = ColumnInfo::expr("", ty);
+                            i.decimals = match a.func {
+                                AggFunc::Avg if d < 31 => (d + 4).min(31),
+                                _ => d,
+                            };
+                            Some(i)
+                        }
                         _ => None,
                     };
                     let slot = self.alloc(ty, info);

@@ -43,7 +43,7 @@ use shoal_store::{ColumnType, Engine, KeyRange};
 use super::bind::visit_expr;
 use super::*;
 use crate::convert::ColumnInfo;
-use crate::plan::{self as planner, Access, KeyName, Resolved};
+use crate::plan::{self as planner, Access, BoundExpr, KeyName, Resolved};
 
 /// The result columns of EXPLAIN.
 pub fn columns() -> Vec<ColumnInfo> {
@@ -285,6 +285,10 @@ impl Explainer<'_> {
             Access::FullScan => ("ALL", None, &[]),
             Access::PkPoint(v) if dep => ("eq_ref", Some(KeyName::Primary), v),
             Access::PkPoint(v) => ("const", Some(KeyName::Primary), v),
+            Access::Union { key, parts } if or_null(parts).is_some() => {
+                let eq = or_null(parts).expect("checked");
+                ("ref_or_null", Some(key.clone()), eq)
+            }
             Access::In { key, .. } | Access::Union { key, .. } => ("range", Some(key.clone()), &[]),
             Access::Range {
                 key,
@@ -467,6 +471,37 @@ fn key_order(s: &SelectPlan, exprs: &[Option<&Expr>]) -> bool {
         }
     };
     super::run::follows_key(leaf, def, exprs, &key, fixed, &name)
+}
+
+/// The equality prefix of a union that is `key = values OR last key part IS NULL` (two
+/// lookups on one key with the same prefix but for the last part, the NULL key in one of
+/// them): MariaDB's `ref_or_null`, whose `ref` is the other lookup's values.
+fn or_null(parts: &[Access]) -> Option<&[Expr]> {
+    let [Access::Range {
+        key: k1,
+        prefix: p1,
+        lo: BoundExpr::Unbounded,
+        hi: BoundExpr::Unbounded,
+    }, Access::Range {
+        key: k2,
+        prefix: p2,
+        lo: BoundExpr::Unbounded,
+        hi: BoundExpr::Unbounded,
+    }] = parts
+    else {
+        return None;
+    };
+    let (Some((l1, r1)), Some((l2, r2))) = (p1.split_last(), p2.split_last()) else {
+        return None;
+    };
+    if k1 != k2 || r1 != r2 {
+        return None;
+    }
+    match (planner::is_null_key(l1), planner::is_null_key(l2)) {
+        (false, true) => Some(p1),
+        (true, false) => Some(p2),
+        _ => None,
+    }
 }
 
 /// EXPLAIN's `ref` for one equality value of a key lookup: `const`, the earlier table's

@@ -157,7 +157,9 @@ enum NumClass {
 fn class(v: &Value) -> NumClass {
     match v {
         Value::Int(_) | Value::UInt(_) => NumClass::Int,
-        Value::Decimal(_) => NumClass::Decimal,
+        // A TIME is `hhmmss`: an integer, or a decimal of its fsp digits.
+        Value::Time(t) if t.fsp == 0 => NumClass::Int,
+        Value::Decimal(_) | Value::Time(_) => NumClass::Decimal,
         _ => NumClass::Double,
     }
 }
@@ -897,8 +899,15 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
         }
         "CURTIME" | "CURRENT_TIME" => {
             args_range(name, args, 0, 1)?;
-            let t = ctx.now();
-            Value::Str(format!("{:02}:{:02}:{:02}", t.hour, t.minute, t.second))
+            let fsp = if args.is_empty() { 0 } else { int(0) };
+            if !(0..=6).contains(&fsp) {
+                return Err(SqlError::coded(
+                    shoal_errors::ER_TOO_BIG_PRECISION,
+                    format!("Too-big precision {fsp} specified for 'curtime'. Maximum is 6."),
+                ));
+            }
+            let t = crate::temporal::Time::of(&ctx.now());
+            Value::Time(t.with_fsp(fsp as u8))
         }
         "UNIX_TIMESTAMP" => {
             args_range(name, args, 0, 1)?;
@@ -1123,6 +1132,8 @@ fn cast(ctx: &mut dyn Context, v: Value, t: CastType, e: &Expr) -> Result<Value,
     Ok(match t {
         CastType::Signed => {
             let i = match &v {
+                // A TIME's `hhmmss`, the fraction dropped.
+                Value::Time(t) => i128::from(t.number().0),
                 Value::Str(s) => str_to_i128(s),
                 Value::Bytes(b) => str_to_i128(&String::from_utf8_lossy(b)),
                 Value::Decimal(d) => d.round_int(),
@@ -1132,6 +1143,7 @@ fn cast(ctx: &mut dyn Context, v: Value, t: CastType, e: &Expr) -> Result<Value,
         }
         CastType::Unsigned => {
             let i = match &v {
+                Value::Time(t) => i128::from(t.number().0),
                 Value::Str(s) => str_to_i128(s),
                 Value::Bytes(b) => str_to_i128(&String::from_utf8_lossy(b)),
                 Value::Decimal(d) => d.round_int(),
@@ -1201,7 +1213,7 @@ fn cast(ctx: &mut dyn Context, v: Value, t: CastType, e: &Expr) -> Result<Value,
             )
         }
         CastType::Time(fsp) => match crate::temporal::time_of(ctx, &v) {
-            Some(t) => Value::Str(t.text_fsp(fsp)),
+            Some(t) => Value::Time(t.with_fsp(fsp)),
             None => Value::Null,
         },
         CastType::Date | CastType::DateTime(_) => {
@@ -1271,6 +1283,13 @@ fn eval_level(e: &Expr, ctx: &mut dyn Context) -> Result<Value, SqlError> {
                         }
                     }
                     Value::Decimal(d) => Ok(Value::Decimal(d.negated())),
+                    // `-TIME` is `-hhmmss`, exact.
+                    t @ Value::Time(_) if matches!(class(&t), NumClass::Int) => {
+                        Ok(Value::Int(-(t.to_i128().unwrap_or(0) as i64)))
+                    }
+                    t @ Value::Time(_) => Ok(Value::Decimal(
+                        t.to_decimal().unwrap_or(Decimal::from_i128(0)).negated(),
+                    )),
                     other => Ok(Value::Double(-other.to_f64().unwrap_or(0.0))),
                 },
             }
@@ -1502,8 +1521,20 @@ pub fn merge_types(a: SqlType, b: SqlType) -> SqlType {
         (Decimal(x), Int | UInt) | (Int | UInt, Decimal(x)) => Decimal(x),
         (Double, Int | UInt | Decimal(_)) | (Int | UInt | Decimal(_), Double) => Double,
         (Date, DateTime) | (DateTime, Date) => DateTime,
+        (Time(x), Time(y)) => Time(x.max(y)),
+        (Time(_), Date | DateTime) | (Date | DateTime, Time(_)) => DateTime,
         (Bytes, _) | (_, Bytes) => Bytes,
         _ => Str,
+    }
+}
+
+/// The type a value of type `t` computes as in arithmetic: a TIME is its `hhmmss` number, an
+/// integer or a DECIMAL of its fsp digits ([`Value::to_decimal`]).
+fn numeric_view(t: SqlType) -> SqlType {
+    match t {
+        SqlType::Time(0) => SqlType::Int,
+        SqlType::Time(n) => SqlType::Decimal(n),
+        t => t,
     }
 }
 
@@ -1520,7 +1551,7 @@ fn static_type_level(e: &Expr) -> SqlType {
             // `arith` computes in DOUBLE unless both operands are exact numbers (strings and
             // dates included).
             BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Mod => {
-                match (static_type(a), static_type(b)) {
+                match (numeric_view(static_type(a)), numeric_view(static_type(b))) {
                     (SqlType::Double | SqlType::Str | SqlType::Bytes, _)
                     | (_, SqlType::Double | SqlType::Str | SqlType::Bytes)
                     | (SqlType::Date | SqlType::DateTime, _)
@@ -1537,7 +1568,7 @@ fn static_type_level(e: &Expr) -> SqlType {
                     _ => SqlType::Int,
                 }
             }
-            BinOp::Div => match (static_type(a), static_type(b)) {
+            BinOp::Div => match (numeric_view(static_type(a)), numeric_view(static_type(b))) {
                 (SqlType::Double | SqlType::Str | SqlType::Bytes, _)
                 | (_, SqlType::Double | SqlType::Str | SqlType::Bytes)
                 | (SqlType::Date | SqlType::DateTime, _)
@@ -1563,7 +1594,7 @@ fn static_type_level(e: &Expr) -> SqlType {
             _ => SqlType::Int,
         },
         // -u of an unsigned value past 2^63 is a DECIMAL; -'x', -date are DOUBLE (as `eval`).
-        Expr::Unary(UnOp::Neg, x) => match static_type(x) {
+        Expr::Unary(UnOp::Neg, x) => match numeric_view(static_type(x)) {
             SqlType::UInt => SqlType::Decimal(0),
             t @ (SqlType::Null | SqlType::Int | SqlType::Decimal(_) | SqlType::Double) => t,
             _ => SqlType::Double,
@@ -1584,7 +1615,7 @@ fn static_type_level(e: &Expr) -> SqlType {
             CastType::Double => SqlType::Double,
             CastType::Date => SqlType::Date,
             CastType::DateTime(_) => SqlType::DateTime,
-            CastType::Time(_) => SqlType::Str,
+            CastType::Time(n) => SqlType::Time(*n),
         },
         Expr::Function(name, args) => match name.as_str() {
             "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIME" | "LOCALTIMESTAMP" | "SYSDATE" => {

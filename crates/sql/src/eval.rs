@@ -1001,6 +1001,11 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
                 },
                 Value::UInt(u) => Value::UInt(*u),
                 Value::Decimal(d) => Value::Decimal(Decimal::new(d.mant.abs(), d.scale)),
+                // A TIME's `hhmmss` number, as a DECIMAL of its fsp digits.
+                t @ Value::Time(_) => {
+                    let d = t.to_decimal().unwrap_or(Decimal::from_i128(0));
+                    Value::Decimal(Decimal::new(d.mant.abs(), d.scale))
+                }
                 other => Value::Double(other.to_f64().unwrap_or(0.0).abs()),
             }
         }
@@ -1009,6 +1014,15 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
             let up = name != "FLOOR";
             match &vals[0] {
                 Value::Null => Value::Null,
+                Value::Time(t) => {
+                    let m = t.micros();
+                    let secs = if up {
+                        m.div_euclid(1_000_000) + i64::from(m.rem_euclid(1_000_000) != 0)
+                    } else {
+                        m.div_euclid(1_000_000)
+                    };
+                    Value::Time(crate::temporal::Time::clipped(secs * 1_000_000, 0).0)
+                }
                 v @ (Value::Int(_) | Value::UInt(_)) => v.clone(),
                 Value::Decimal(d) => {
                     let t = d.trunc();
@@ -1042,7 +1056,22 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
                 Value::Null
             } else {
                 let d = if args.len() == 2 { int(1) } else { 0 };
-                round_value(&vals[0], d, name == "TRUNCATE")
+                match &vals[0] {
+                    // A TIME to `d` fractional digits (0..=6), still a TIME.
+                    Value::Time(t) => {
+                        let fsp = d.clamp(0, 6) as u32;
+                        let unit = 10i64.pow(6 - fsp);
+                        let m = t.micros();
+                        let cut = m / unit * unit;
+                        let r = if name == "ROUND" && (m - cut).abs() * 2 >= unit {
+                            cut + unit * m.signum()
+                        } else {
+                            cut
+                        };
+                        Value::Time(crate::temporal::Time::clipped(r, fsp as u8).0)
+                    }
+                    v => round_value(v, d, name == "TRUNCATE"),
+                }
             }
         }
         "MOD" => {
@@ -1633,6 +1662,12 @@ fn static_type_level(e: &Expr) -> SqlType {
                     args.first().map(static_type).unwrap_or(SqlType::Int),
                     args.get(1),
                 ) {
+                    ("ABS", SqlType::Time(n), _) => SqlType::Decimal(n),
+                    ("CEIL" | "CEILING" | "FLOOR", SqlType::Time(_), _) => SqlType::Time(0),
+                    ("ROUND" | "TRUNCATE", SqlType::Time(_), None) => SqlType::Time(0),
+                    ("ROUND" | "TRUNCATE", SqlType::Time(_), Some(Expr::Literal(v))) => {
+                        SqlType::Time(v.to_i128().unwrap_or(0).clamp(0, 6) as u8)
+                    }
                     (_, SqlType::Str | SqlType::Bytes | SqlType::Date | SqlType::DateTime, _) => {
                         SqlType::Double
                     }
@@ -1688,12 +1723,13 @@ fn static_type_level(e: &Expr) -> SqlType {
             match a.func {
                 AggFunc::Count => SqlType::Int,
                 AggFunc::Min | AggFunc::Max => arg,
-                AggFunc::Sum => match arg {
+                // SUM and AVG add a TIME's `hhmmss` number.
+                AggFunc::Sum => match numeric_view(arg) {
                     SqlType::Int | SqlType::UInt => SqlType::Decimal(0),
                     SqlType::Decimal(s) => SqlType::Decimal(s),
                     _ => SqlType::Double,
                 },
-                AggFunc::Avg => match arg {
+                AggFunc::Avg => match numeric_view(arg) {
                     SqlType::Int | SqlType::UInt => SqlType::Decimal(4),
                     SqlType::Decimal(s) => SqlType::Decimal(s + 4),
                     _ => SqlType::Double,

@@ -511,6 +511,15 @@ pub fn temporal_operand(v: &Value) -> Option<DateTime> {
     }
 }
 
+/// A value as a user variable holds it: a TIME as its text (MariaDB keeps no TIME in a user
+/// variable, so `@t + 0` reads the text's numeric prefix), anything else as it is.
+pub fn user_var_value(v: Value) -> Value {
+    match v {
+        Value::Time(t) => Value::Str(t.text()),
+        v => v,
+    }
+}
+
 /// A TIME as a datetime: that long after today's midnight (UTC).
 pub fn time_on_today(t: &crate::temporal::Time) -> DateTime {
     let now = std::time::SystemTime::now()

@@ -46,7 +46,9 @@
 //! `03:04:05`; a datetime-shaped text that is not valid, `2024-01-05 25:00:00`, is no time).
 //! Otherwise: an optional `-`, then `d h[:m[:s]]` (days and hours, `1 02:03:04` is 26 hours),
 //! `h:m[:s]`, or a run of digits read as `hhmmss` from the right (`10203` is `01:02:03`,
-//! `2024` is `00:20:24`), then `.ffffff`. Minutes and seconds past 59 make it invalid; hours
+//! `2024` is `00:20:24`, `1000000` is `100:00:00`: fewer than 12 digits alone are never read as
+//! a datetime), then `.ffffff`. The time shows the fractional digits written ([`Time::fsp`],
+//! [`frac_digits`]): `'10:00:00.50'` is a time of two digits, as MariaDB types a constant. Minutes and seconds past 59 make it invalid; hours
 //! past 838 are clipped to `838:59:59` ([`TimeRead::clipped`]). So a date that is not a datetime
 //! reads as a time from its first number (`2024-01-05` is `00:20:24` and trailing garbage),
 //! which is what MariaDB answers too.

@@ -17,8 +17,11 @@
 //! operand makes it DECIMAL, any DOUBLE or string operand makes it DOUBLE (strings are parsed by
 //! their longest numeric prefix, as MySQL does, `'12abc' + 1 = 13`). Comparisons: two strings
 //! compare case-insensitively with trailing spaces ignored (utf8mb4_general_ci-like: we fold with
-//! Unicode uppercase per char); a string against a number compares as DOUBLE; temporal values
-//! compare as their canonical text against strings and each other.
+//! Unicode uppercase per char); a string against a number compares as DOUBLE; dates and
+//! datetimes compare as datetimes (a string read as one, [`temporal_operand`]). A TIME
+//! ([`Value::Time`]) compares by its signed microseconds: beside anything but a date the other
+//! side is read as a time ([`crate::temporal::time_operand`]), beside a date it is taken on
+//! today's date ([`time_on_today`]); in numeric context it is its `[-]hhmmss` number.
 
 use std::cmp::Ordering;
 use std::fmt;

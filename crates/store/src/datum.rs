@@ -10,7 +10,9 @@
 //! VARBINARY -> `Bytes` (compared as bytes: a binary collation), DATE -> `Date`, DATETIME/TIMESTAMP
 //! -> `DateTime` with the fraction truncated to the column's precision (`DATETIME(2)` keeps two
 //! digits; catalogs record the precision in variants of their own, so older entries read as
-//! precision 0, which is what older builds stored).
+//! precision 0, which is what older builds stored), TIME(fsp) -> `Time` (signed microseconds,
+//! the fraction truncated to the column's digits, within `±838:59:59.999999`; a catalog variant
+//! no older entry has).
 //!
 //! A value the column cannot hold as given is refused with a typed [`Misfit`]
 //! ([`ColumnType::fit`]): a string too long or a number out of range carries the nearest value

@@ -1,5 +1,5 @@
 //! The TIME functions: TIME(), TIMEDIFF, ADDTIME, SUBTIME, SEC_TO_TIME, TIME_TO_SEC, MAKETIME,
-//! TIME_FORMAT, and TIME's interval arithmetic (`t + INTERVAL n unit`, [`add_interval`]).
+//! TIME_FORMAT, and TIME's interval arithmetic (`t + INTERVAL n unit`, `add_interval`).
 //!
 //! Each returns a [`Value::Time`] (or, where MariaDB 10.11 does, a DATETIME or a string: ADDTIME
 //! of a DATETIME is a DATETIME, of a string a string). A result outside TIME's range,
@@ -18,7 +18,7 @@
 //! * functions that read an argument as a number (SEC_TO_TIME, MAKETIME's seconds) take a
 //!   decimal's scale and 6 for strings and doubles ([`number_precision`]).
 //!
-//! The same rules applied to values ([`value_time_fsp`], [`value_number_fsp`]) give the value's
+//! The same rules applied to values (`value_time_fsp`, `value_number_fsp`) give the value's
 //! own fsp, so `CONCAT(TIME(x), '')` shows what the column shows.
 
 use super::arity;

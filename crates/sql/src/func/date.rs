@@ -915,7 +915,7 @@ fn str_to_date(ctx: &mut dyn Context, s: &str, fmt: &str) -> Result<Value, SqlEr
         );
         Ok(Value::Null)
     };
-    let (has_date, has_time, _) = format_kind(fmt);
+    let (has_date, has_time, frac) = format_kind(fmt);
     let mut f = Fields::default();
     let end = match extract(s.as_bytes(), fmt, &mut f) {
         Ok(end) => end,
@@ -971,7 +971,8 @@ fn str_to_date(ctx: &mut dyn Context, s: &str, fmt: &str) -> Result<Value, SqlEr
     }
     Ok(match (has_date, has_time) {
         (true, false) => Value::Date(d),
-        (false, true) => Value::Str(Time::of(&d).text()),
+        // Only a time: a TIME, of six digits when the format reads a fraction.
+        (false, true) => Value::Time(Time::of(&d).with_fsp(if frac { 6 } else { 0 })),
         _ => Value::DateTime(d),
     })
 }
@@ -1371,7 +1372,7 @@ pub(super) fn static_type(name: &str, args: &[Expr]) -> Option<SqlType> {
         "STR_TO_DATE" => match args.get(1) {
             Some(Expr::Literal(Value::Str(f))) => match format_kind(f) {
                 (true, false, _) => SqlType::Date,
-                (false, true, _) => SqlType::Str,
+                (false, true, frac) => SqlType::Time(if frac { 6 } else { 0 }),
                 _ => SqlType::DateTime,
             },
             // A format only known at run time: the value's own type, carried as text.

@@ -903,7 +903,7 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
             if !(0..=6).contains(&fsp) {
                 return Err(SqlError::coded(
                     shoal_errors::ER_TOO_BIG_PRECISION,
-                    format!("Too-big precision {fsp} specified for 'curtime'. Maximum is 6."),
+                    "Too big precision specified for 'curtime'. Maximum is 6".to_string(),
                 ));
             }
             let t = crate::temporal::Time::of(&ctx.now());

@@ -42,6 +42,7 @@
 //! are, and text as its UTF-8 bytes.
 
 use shoal_sql::decimal::Decimal as SqlDecimal;
+use shoal_sql::temporal::Time as SqlTime;
 use shoal_sql::value::{DateTime as SqlDateTime, SqlType, Value};
 use shoal_sql::SqlError;
 use shoal_store::{ColumnType, Date, DateTime, Datum, Decimal, Misfit, StoreError};
@@ -68,6 +69,8 @@ pub mod mysql_type {
     pub const INT24: u8 = 9;
     /// DATE.
     pub const DATE: u8 = 10;
+    /// TIME.
+    pub const TIME: u8 = 11;
     /// DATETIME.
     pub const DATETIME: u8 = 12;
     /// DECIMAL.
@@ -152,6 +155,7 @@ impl ColumnInfo {
             SqlType::Bytes => (mysql_type::VAR_STRING, 1024, 31, 63, flags::BINARY),
             SqlType::Date => (mysql_type::DATE, 10, 0, 63, flags::BINARY),
             SqlType::DateTime => (mysql_type::DATETIME, 19, 0, 63, flags::BINARY),
+            SqlType::Time(n) => (mysql_type::TIME, frac_len(10, n), n, 63, flags::BINARY),
         };
         ColumnInfo {
             schema: String::new(),
@@ -199,6 +203,7 @@ impl ColumnInfo {
             mysql_type::NEWDECIMAL => SqlType::Decimal(self.decimals),
             mysql_type::DATE => SqlType::Date,
             mysql_type::DATETIME | mysql_type::TIMESTAMP => SqlType::DateTime,
+            mysql_type::TIME => SqlType::Time(self.decimals.min(6)),
             _ if self.charset == 63 => SqlType::Bytes,
             _ => SqlType::Str,
         }
@@ -234,6 +239,7 @@ pub fn sql_type_of(ty: ColumnType) -> SqlType {
         ColumnType::Blob | ColumnType::Binary(_) | ColumnType::Varbinary(_) => SqlType::Bytes,
         ColumnType::Date => SqlType::Date,
         ColumnType::DateTime(_) | ColumnType::Timestamp(_) => SqlType::DateTime,
+        ColumnType::Time(f) => SqlType::Time(f),
     }
 }
 
@@ -310,6 +316,8 @@ pub fn column_info(
         // the display length counts them with their point.
         ColumnType::DateTime(f) => (mysql_type::DATETIME, frac_len(19, f), f, 63, flags::BINARY),
         ColumnType::Timestamp(f) => (mysql_type::TIMESTAMP, frac_len(19, f), f, 63, flags::BINARY),
+        // `-838:59:59` is ten characters.
+        ColumnType::Time(f) => (mysql_type::TIME, frac_len(10, f), f, 63, flags::BINARY),
     };
     if !col.nullable {
         fl |= flags::NOT_NULL;
@@ -382,6 +390,13 @@ pub fn datum_to_value(d: &Datum, ty: ColumnType) -> Value {
             v.second = dt.second;
             v.micro = dt.micro;
             Value::DateTime(v)
+        }
+        Datum::Time(m) => {
+            let fsp = match ty {
+                ColumnType::Time(f) => f,
+                _ => 6,
+            };
+            Value::Time(SqlTime::from_micros(*m, fsp))
         }
     }
 }
@@ -734,6 +749,13 @@ pub fn store_value(
         },
         v => v,
     };
+    if let ColumnType::Time(_) = ty {
+        if v.is_null() {
+            return Ok(Datum::Null);
+        }
+        let d = time_write(v, at, &mut fit)?;
+        return fit_column(ty, d, &mut fit);
+    }
     let temporal = matches!(
         ty,
         ColumnType::Date | ColumnType::DateTime(_) | ColumnType::Timestamp(_)
@@ -773,6 +795,26 @@ pub fn store_value(
                 scale: x.scale as u8,
             })
         }
+        // A TIME into another column: a date column takes it on today's date, as MariaDB
+        // converts it; any other its number or text.
+        Value::Time(t) => match ty {
+            ColumnType::Date | ColumnType::DateTime(_) | ColumnType::Timestamp(_) => {
+                let dt = sql_to_store(&shoal_sql::value::time_on_today(t));
+                if ty == ColumnType::Date {
+                    fit.note(at.truncated());
+                }
+                temporal_datum(ty, dt)
+            }
+            ColumnType::Int { .. } => Datum::Int(v.to_i128().unwrap_or(0) as i64),
+            ColumnType::Decimal { .. } | ColumnType::Float(_) | ColumnType::Double(_) => {
+                let x = v.to_decimal().unwrap_or(SqlDecimal::from_i128(0));
+                Datum::Decimal(Decimal {
+                    unscaled: x.mant,
+                    scale: x.scale as u8,
+                })
+            }
+            _ => Datum::Bytes(v.to_text().unwrap_or_default().into_bytes()),
+        },
         Value::Date(d) | Value::DateTime(d) => {
             let dt = sql_to_store(d);
             match ty {
@@ -857,6 +899,59 @@ pub fn store_value(
         }
     }
     fit_column(ty, d, &mut fit)
+}
+
+/// What a TIME column stores for a non-NULL value `v`, as MariaDB converts it: a TIME as it is;
+/// a DATE or DATETIME, or a text or number written as a datetime, its time of day (with note
+/// 1265, the date dropped); any other text or number read as a time ([`shoal_sql::temporal`]).
+/// A text with something after the time, one that is no time, and a time past the range are
+/// refused in strict mode (1292 `Incorrect time value`), and otherwise stored (the time read,
+/// `00:00:00`, the range's bound) with warning 1265, 1265 and 1264 respectively. The fraction is
+/// truncated to the column's digits silently, as MariaDB does.
+fn time_write(v: &Value, at: &Cell, fit: &mut Fit) -> Result<Datum, SqlError> {
+    use shoal_sql::temporal;
+    let shown = || v.to_text().unwrap_or_default();
+    let wrong = || at.incorrect(shoal_errors::ER_TRUNCATED_WRONG_VALUE, "time", &shown());
+    let read = match v {
+        Value::Time(t) => return Ok(Datum::Time(t.micros())),
+        Value::Date(d) | Value::DateTime(d) => {
+            fit.note(at.truncated());
+            return Ok(Datum::Time(SqlTime::of(d).micros()));
+        }
+        Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Double(_) => {
+            let f = v.to_f64().unwrap_or(0.0);
+            if f.abs() >= 1e7 {
+                match temporal::datetime_of_number(v) {
+                    Some(r) if !r.trailing => {
+                        fit.note(at.truncated());
+                        return Ok(Datum::Time(SqlTime::of(&r.value).micros()));
+                    }
+                    _ => {
+                        fit.refuse(wrong(), at.out_of_range())?;
+                        let max = shoal_store::MAX_TIME_MICROS;
+                        return Ok(Datum::Time(if f < 0.0 { -max } else { max }));
+                    }
+                }
+            }
+            temporal::read_time(shown().as_bytes())
+        }
+        other => temporal::read_time(other.to_bytes().unwrap_or_default().as_ref()),
+    };
+    let Some(r) = read else {
+        fit.refuse(wrong(), at.truncated())?;
+        return Ok(Datum::Time(0));
+    };
+    if r.clipped {
+        fit.refuse(wrong(), at.out_of_range())?;
+        let max = shoal_store::MAX_TIME_MICROS;
+        return Ok(Datum::Time(if r.value.neg { -max } else { max }));
+    }
+    if r.trailing {
+        fit.refuse(wrong(), at.truncated())?;
+    } else if r.datetime {
+        fit.note(at.truncated());
+    }
+    Ok(Datum::Time(r.value.micros()))
 }
 
 /// What a date column stores for a text or number `read` as a date ([`shoal_sql::temporal`]):

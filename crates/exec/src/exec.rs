@@ -245,13 +245,14 @@ enum KeyMode {
     Binary,
 }
 
-/// The kind of a non-NULL value for [`KeyMode`]: 1 number, 2 string, 3 date.
+/// The kind of a non-NULL value for [`KeyMode`]: 1 number, 2 string, 3 date, 4 time.
 fn key_kind(v: &Value) -> u8 {
     match v {
         Value::Null => 0,
         Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Double(_) => 1,
         Value::Str(_) | Value::Bytes(_) => 2,
         Value::Date(_) | Value::DateTime(_) => 3,
+        Value::Time(_) => 4,
     }
 }
 
@@ -412,6 +413,10 @@ pub(crate) fn group_key(vals: &[Value]) -> String {
             Value::Double(f) => {
                 let _ = write!(s, "F{}|", if *f == 0.0 { 0.0 } else { *f });
             }
+            // One TIME whatever digits it shows (`10:00:00` and `10:00:00.00` are one group).
+            Value::Time(t) => {
+                let _ = write!(s, "M{}|", t.micros());
+            }
             other => {
                 let _ = write!(s, "T{}|", other.to_text().unwrap_or_default());
             }
@@ -536,6 +541,10 @@ impl Acc {
                 AggFunc::Sum | AggFunc::Avg,
                 v @ (Value::Str(_) | Value::Date(_) | Value::DateTime(_)),
             ) => Value::Double(v.to_f64().unwrap_or(0.0)),
+            // A TIME adds its `hhmmss` number.
+            (AggFunc::Sum | AggFunc::Avg, v @ Value::Time(_)) => {
+                Value::Decimal(v.to_decimal().unwrap_or(SqlDecimal::from_i128(0)))
+            }
             (_, v) => v,
         };
         if let Some(seen) = &mut self.seen {

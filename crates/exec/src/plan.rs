@@ -27,7 +27,7 @@
 //! key, ascending or descending, still holds). The chosen path only narrows what is read:
 //! the executor always re-applies the complete WHERE clause to every row it reads, so a path is
 //! allowed to return a superset of the matching rows and correctness never depends on the path.
-//! Keys are used on integer, DECIMAL, DOUBLE, DATE, DATETIME and TIMESTAMP columns, and on CHAR,
+//! Keys are used on integer, DECIMAL, DOUBLE, DATE, DATETIME, TIMESTAMP and TIME columns, and on CHAR,
 //! VARCHAR and TEXT columns of collated keys (a bound value becomes a key only where key order
 //! is SQL's comparison: see `exact_key`, `temporal_key`, `string_key`). A collated key
 //! (`KeyFormat::Collated`) holds strings as collation weights, ordered and compared as SQL
@@ -276,7 +276,8 @@ fn key_type_ok(ty: ColumnType, format: KeyFormat) -> bool {
         | ColumnType::Decimal { .. }
         | ColumnType::Date
         | ColumnType::DateTime(_)
-        | ColumnType::Timestamp(_) => true,
+        | ColumnType::Timestamp(_)
+        | ColumnType::Time(_) => true,
         ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text => {
             format == KeyFormat::Collated
         }
@@ -624,6 +625,7 @@ pub fn key_part_len(col: &shoal_store::ColumnDef) -> u32 {
         // 5 and 4 bytes, and half a byte per fractional digit (rounded up).
         ColumnType::DateTime(f) => 5 + u32::from(f).div_ceil(2),
         ColumnType::Timestamp(f) => 4 + u32::from(f).div_ceil(2),
+        ColumnType::Time(f) => 3 + u32::from(f).div_ceil(2),
     };
     len + u32::from(col.nullable)
 }
@@ -767,6 +769,23 @@ fn temporal_key(v: &Value, ty: ColumnType) -> Option<Datum> {
     }
 }
 
+/// The key of a TIME(fsp) column that compares with `v` as SQL compares them
+/// (`shoal_sql::value::compare`): the microseconds `time_operand` reads the value as (a text
+/// or number read as a time, `00:00:00` for one that is no time). A date or datetime compares
+/// on today's date, not as a key: none; nor a fraction the column cannot hold (storage would
+/// truncate it, and `t < '10:00:00.5'` on a TIME(0) would lose the row at 10:00:00).
+fn time_key(v: &Value, fsp: u8) -> Option<Datum> {
+    if matches!(v, Value::Date(_) | Value::DateTime(_)) {
+        return None;
+    }
+    let m = shoal_sql::temporal::time_operand(v)?;
+    let frac = m.rem_euclid(1_000_000) as u32;
+    if shoal_store::truncate_micro(frac, fsp) != frac {
+        return None;
+    }
+    Some(Datum::Time(m))
+}
+
 /// The key of a CHAR/VARCHAR/TEXT column (of a collated key: `key_type_ok`) for a string
 /// bound: the string itself, which storage encodes as its collation weight. Trailing spaces
 /// never count in the collation, so they are dropped before the length check (`'ab   '` on
@@ -820,6 +839,9 @@ fn double_key(v: &Value) -> Option<Datum> {
 /// Converts a bound value to a key value of type `ty` only if it represents exactly the
 /// same number (so key order agrees with SQL comparison).
 fn exact_key(v: &Value, ty: ColumnType) -> Option<Datum> {
+    if let ColumnType::Time(fsp) = ty {
+        return time_key(v, fsp);
+    }
     if matches!(
         ty,
         ColumnType::Date | ColumnType::DateTime(_) | ColumnType::Timestamp(_)

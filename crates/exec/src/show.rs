@@ -84,6 +84,15 @@ fn default_text(c: &shoal_store::ColumnDef) -> Option<String> {
                 .replace('\u{FFFD}', "?")
                 .replace('\0', "\\0"),
         ),
+        // A TIME(n) default shows the column's n digits.
+        Some(ColumnDefault::Value(Datum::Time(m))) => Some(shoal_store::time_text(
+            *m,
+            match c.ty {
+                ColumnType::Time(f) => f,
+                _ => 6,
+            },
+            false,
+        )),
         Some(ColumnDefault::Value(d)) => Some(d.to_string()),
         Some(ColumnDefault::CurrentTimestamp) => Some("CURRENT_TIMESTAMP".into()),
     }
@@ -144,7 +153,9 @@ pub fn create_table_text(t: &TableDef, next_auto: Option<u64>) -> String {
             Some(ColumnDefault::Value(d)) => {
                 if is_numeric(c.ty) {
                     l.push_str(&format!(" DEFAULT '{d}'"));
-                } else if let Some(t) = default_text(c).filter(|_| c.ty.is_binary_string()) {
+                } else if let Some(t) = default_text(c)
+                    .filter(|_| c.ty.is_binary_string() || matches!(c.ty, ColumnType::Time(_)))
+                {
                     l.push_str(&format!(" DEFAULT '{}'", t.replace('\'', "''")));
                 } else {
                     l.push_str(&format!(" DEFAULT '{}'", d.to_string().replace('\'', "''")));
@@ -291,6 +302,11 @@ fn log_table_column_rows(t: &crate::mysql_schema::LogTable) -> Vec<Vec<Value>> {
                     .map(|n| if c.data_type == "varchar" { n * 3 } else { n })),
                 opt(c.numeric.map(|n| n.0)),
                 opt(c.numeric.map(|n| n.1)),
+                if timestamp {
+                    Value::Int(6)
+                } else {
+                    Value::Null
+                },
                 s(c.column_type),
                 s(""),
                 s(if timestamp {
@@ -816,6 +832,7 @@ pub fn info_schema(engine: &Engine, table: &str) -> Result<VirtualTable, SqlErro
                 "CHARACTER_OCTET_LENGTH",
                 "NUMERIC_PRECISION",
                 "NUMERIC_SCALE",
+                "DATETIME_PRECISION",
                 "COLUMN_TYPE",
                 "COLUMN_KEY",
                 "EXTRA",
@@ -827,6 +844,7 @@ pub fn info_schema(engine: &Engine, table: &str) -> Result<VirtualTable, SqlErro
                 "CHARACTER_OCTET_LENGTH",
                 "NUMERIC_PRECISION",
                 "NUMERIC_SCALE",
+                "DATETIME_PRECISION",
             ],
         ),
         other if crate::infoschema::columns(other).is_some() => {
@@ -983,6 +1001,12 @@ pub fn info_schema(engine: &Engine, table: &str) -> Result<VirtualTable, SqlErro
                                 octet_length(c.ty, &clen),
                                 np,
                                 ns,
+                                match c.ty {
+                                    ColumnType::DateTime(f)
+                                    | ColumnType::Timestamp(f)
+                                    | ColumnType::Time(f) => Value::Int(i64::from(f)),
+                                    _ => Value::Null,
+                                },
                                 s(&full),
                                 s(key_kind(&t, i)),
                                 s(if c.auto_increment {

@@ -759,6 +759,7 @@ fn column_type(dt: &sp::DataType) -> Result<ColumnType, SqlError> {
         D::Date => Ok(ColumnType::Date),
         D::Datetime(p) => Ok(ColumnType::DateTime(fsp(*p)?)),
         D::Timestamp(p, _) => Ok(ColumnType::Timestamp(fsp(*p)?)),
+        D::Time(p, sp::TimezoneInfo::None) => Ok(ColumnType::Time(fsp(*p)?)),
         other => Err(unsupported(format!("column type {other}"))),
     }
 }

@@ -157,7 +157,9 @@ enum NumClass {
 fn class(v: &Value) -> NumClass {
     match v {
         Value::Int(_) | Value::UInt(_) => NumClass::Int,
-        Value::Decimal(_) => NumClass::Decimal,
+        // A TIME is `hhmmss`: an integer, or a decimal of its fsp digits.
+        Value::Time(t) if t.fsp == 0 => NumClass::Int,
+        Value::Decimal(_) | Value::Time(_) => NumClass::Decimal,
         _ => NumClass::Double,
     }
 }
@@ -897,8 +899,15 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
         }
         "CURTIME" | "CURRENT_TIME" => {
             args_range(name, args, 0, 1)?;
-            let t = ctx.now();
-            Value::Str(format!("{:02}:{:02}:{:02}", t.hour, t.minute, t.second))
+            let fsp = if args.is_empty() { 0 } else { int(0) };
+            if !(0..=6).contains(&fsp) {
+                return Err(SqlError::coded(
+                    shoal_errors::ER_TOO_BIG_PRECISION,
+                    "Too big precision specified for 'curtime'. Maximum is 6".to_string(),
+                ));
+            }
+            let t = crate::temporal::Time::of(&ctx.now());
+            Value::Time(t.with_fsp(fsp as u8))
         }
         "UNIX_TIMESTAMP" => {
             args_range(name, args, 0, 1)?;
@@ -992,6 +1001,11 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
                 },
                 Value::UInt(u) => Value::UInt(*u),
                 Value::Decimal(d) => Value::Decimal(Decimal::new(d.mant.abs(), d.scale)),
+                // A TIME's `hhmmss` number, as a DECIMAL of its fsp digits.
+                t @ Value::Time(_) => {
+                    let d = t.to_decimal().unwrap_or(Decimal::from_i128(0));
+                    Value::Decimal(Decimal::new(d.mant.abs(), d.scale))
+                }
                 other => Value::Double(other.to_f64().unwrap_or(0.0).abs()),
             }
         }
@@ -1000,6 +1014,15 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
             let up = name != "FLOOR";
             match &vals[0] {
                 Value::Null => Value::Null,
+                Value::Time(t) => {
+                    let m = t.micros();
+                    let secs = if up {
+                        m.div_euclid(1_000_000) + i64::from(m.rem_euclid(1_000_000) != 0)
+                    } else {
+                        m.div_euclid(1_000_000)
+                    };
+                    Value::Time(crate::temporal::Time::clipped(secs * 1_000_000, 0).0)
+                }
                 v @ (Value::Int(_) | Value::UInt(_)) => v.clone(),
                 Value::Decimal(d) => {
                     let t = d.trunc();
@@ -1033,7 +1056,22 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
                 Value::Null
             } else {
                 let d = if args.len() == 2 { int(1) } else { 0 };
-                round_value(&vals[0], d, name == "TRUNCATE")
+                match &vals[0] {
+                    // A TIME to `d` fractional digits (0..=6), still a TIME.
+                    Value::Time(t) => {
+                        let fsp = d.clamp(0, 6) as u32;
+                        let unit = 10i64.pow(6 - fsp);
+                        let m = t.micros();
+                        let cut = m / unit * unit;
+                        let r = if name == "ROUND" && (m - cut).abs() * 2 >= unit {
+                            cut + unit * m.signum()
+                        } else {
+                            cut
+                        };
+                        Value::Time(crate::temporal::Time::clipped(r, fsp as u8).0)
+                    }
+                    v => round_value(v, d, name == "TRUNCATE"),
+                }
             }
         }
         "MOD" => {
@@ -1123,6 +1161,8 @@ fn cast(ctx: &mut dyn Context, v: Value, t: CastType, e: &Expr) -> Result<Value,
     Ok(match t {
         CastType::Signed => {
             let i = match &v {
+                // A TIME's `hhmmss`, the fraction dropped.
+                Value::Time(t) => i128::from(t.number().0),
                 Value::Str(s) => str_to_i128(s),
                 Value::Bytes(b) => str_to_i128(&String::from_utf8_lossy(b)),
                 Value::Decimal(d) => d.round_int(),
@@ -1132,6 +1172,7 @@ fn cast(ctx: &mut dyn Context, v: Value, t: CastType, e: &Expr) -> Result<Value,
         }
         CastType::Unsigned => {
             let i = match &v {
+                Value::Time(t) => i128::from(t.number().0),
                 Value::Str(s) => str_to_i128(s),
                 Value::Bytes(b) => str_to_i128(&String::from_utf8_lossy(b)),
                 Value::Decimal(d) => d.round_int(),
@@ -1201,7 +1242,7 @@ fn cast(ctx: &mut dyn Context, v: Value, t: CastType, e: &Expr) -> Result<Value,
             )
         }
         CastType::Time(fsp) => match crate::temporal::time_of(ctx, &v) {
-            Some(t) => Value::Str(t.text_fsp(fsp)),
+            Some(t) => Value::Time(t.with_fsp(fsp)),
             None => Value::Null,
         },
         CastType::Date | CastType::DateTime(_) => {
@@ -1271,6 +1312,13 @@ fn eval_level(e: &Expr, ctx: &mut dyn Context) -> Result<Value, SqlError> {
                         }
                     }
                     Value::Decimal(d) => Ok(Value::Decimal(d.negated())),
+                    // `-TIME` is `-hhmmss`, exact.
+                    t @ Value::Time(_) if matches!(class(&t), NumClass::Int) => {
+                        Ok(Value::Int(-(t.to_i128().unwrap_or(0) as i64)))
+                    }
+                    t @ Value::Time(_) => Ok(Value::Decimal(
+                        t.to_decimal().unwrap_or(Decimal::from_i128(0)).negated(),
+                    )),
                     other => Ok(Value::Double(-other.to_f64().unwrap_or(0.0))),
                 },
             }
@@ -1502,8 +1550,20 @@ pub fn merge_types(a: SqlType, b: SqlType) -> SqlType {
         (Decimal(x), Int | UInt) | (Int | UInt, Decimal(x)) => Decimal(x),
         (Double, Int | UInt | Decimal(_)) | (Int | UInt | Decimal(_), Double) => Double,
         (Date, DateTime) | (DateTime, Date) => DateTime,
+        (Time(x), Time(y)) => Time(x.max(y)),
+        (Time(_), Date | DateTime) | (Date | DateTime, Time(_)) => DateTime,
         (Bytes, _) | (_, Bytes) => Bytes,
         _ => Str,
+    }
+}
+
+/// The type a value of type `t` computes as in arithmetic: a TIME is its `hhmmss` number, an
+/// integer or a DECIMAL of its fsp digits ([`Value::to_decimal`]).
+fn numeric_view(t: SqlType) -> SqlType {
+    match t {
+        SqlType::Time(0) => SqlType::Int,
+        SqlType::Time(n) => SqlType::Decimal(n),
+        t => t,
     }
 }
 
@@ -1520,7 +1580,7 @@ fn static_type_level(e: &Expr) -> SqlType {
             // `arith` computes in DOUBLE unless both operands are exact numbers (strings and
             // dates included).
             BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Mod => {
-                match (static_type(a), static_type(b)) {
+                match (numeric_view(static_type(a)), numeric_view(static_type(b))) {
                     (SqlType::Double | SqlType::Str | SqlType::Bytes, _)
                     | (_, SqlType::Double | SqlType::Str | SqlType::Bytes)
                     | (SqlType::Date | SqlType::DateTime, _)
@@ -1537,7 +1597,7 @@ fn static_type_level(e: &Expr) -> SqlType {
                     _ => SqlType::Int,
                 }
             }
-            BinOp::Div => match (static_type(a), static_type(b)) {
+            BinOp::Div => match (numeric_view(static_type(a)), numeric_view(static_type(b))) {
                 (SqlType::Double | SqlType::Str | SqlType::Bytes, _)
                 | (_, SqlType::Double | SqlType::Str | SqlType::Bytes)
                 | (SqlType::Date | SqlType::DateTime, _)
@@ -1563,7 +1623,7 @@ fn static_type_level(e: &Expr) -> SqlType {
             _ => SqlType::Int,
         },
         // -u of an unsigned value past 2^63 is a DECIMAL; -'x', -date are DOUBLE (as `eval`).
-        Expr::Unary(UnOp::Neg, x) => match static_type(x) {
+        Expr::Unary(UnOp::Neg, x) => match numeric_view(static_type(x)) {
             SqlType::UInt => SqlType::Decimal(0),
             t @ (SqlType::Null | SqlType::Int | SqlType::Decimal(_) | SqlType::Double) => t,
             _ => SqlType::Double,
@@ -1584,7 +1644,7 @@ fn static_type_level(e: &Expr) -> SqlType {
             CastType::Double => SqlType::Double,
             CastType::Date => SqlType::Date,
             CastType::DateTime(_) => SqlType::DateTime,
-            CastType::Time(_) => SqlType::Str,
+            CastType::Time(n) => SqlType::Time(*n),
         },
         Expr::Function(name, args) => match name.as_str() {
             "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIME" | "LOCALTIMESTAMP" | "SYSDATE" => {
@@ -1602,6 +1662,12 @@ fn static_type_level(e: &Expr) -> SqlType {
                     args.first().map(static_type).unwrap_or(SqlType::Int),
                     args.get(1),
                 ) {
+                    ("ABS", SqlType::Time(n), _) => SqlType::Decimal(n),
+                    ("CEIL" | "CEILING" | "FLOOR", SqlType::Time(_), _) => SqlType::Time(0),
+                    ("ROUND" | "TRUNCATE", SqlType::Time(_), None) => SqlType::Time(0),
+                    ("ROUND" | "TRUNCATE", SqlType::Time(_), Some(Expr::Literal(v))) => {
+                        SqlType::Time(v.to_i128().unwrap_or(0).clamp(0, 6) as u8)
+                    }
                     (_, SqlType::Str | SqlType::Bytes | SqlType::Date | SqlType::DateTime, _) => {
                         SqlType::Double
                     }
@@ -1657,12 +1723,13 @@ fn static_type_level(e: &Expr) -> SqlType {
             match a.func {
                 AggFunc::Count => SqlType::Int,
                 AggFunc::Min | AggFunc::Max => arg,
-                AggFunc::Sum => match arg {
+                // SUM and AVG add a TIME's `hhmmss` number.
+                AggFunc::Sum => match numeric_view(arg) {
                     SqlType::Int | SqlType::UInt => SqlType::Decimal(0),
                     SqlType::Decimal(s) => SqlType::Decimal(s),
                     _ => SqlType::Double,
                 },
-                AggFunc::Avg => match arg {
+                AggFunc::Avg => match numeric_view(arg) {
                     SqlType::Int | SqlType::UInt => SqlType::Decimal(4),
                     SqlType::Decimal(s) => SqlType::Decimal(s + 4),
                     _ => SqlType::Double,

@@ -46,7 +46,9 @@
 //! `03:04:05`; a datetime-shaped text that is not valid, `2024-01-05 25:00:00`, is no time).
 //! Otherwise: an optional `-`, then `d h[:m[:s]]` (days and hours, `1 02:03:04` is 26 hours),
 //! `h:m[:s]`, or a run of digits read as `hhmmss` from the right (`10203` is `01:02:03`,
-//! `2024` is `00:20:24`), then `.ffffff`. Minutes and seconds past 59 make it invalid; hours
+//! `2024` is `00:20:24`, `1000000` is `100:00:00`: fewer than 12 digits alone are never read as
+//! a datetime), then `.ffffff`. The time shows the fractional digits written ([`Time::fsp`],
+//! [`frac_digits`]): `'10:00:00.50'` is a time of two digits, as MariaDB types a constant. Minutes and seconds past 59 make it invalid; hours
 //! past 838 are clipped to `838:59:59` ([`TimeRead::clipped`]). So a date that is not a datetime
 //! reads as a time from its first number (`2024-01-05` is `00:20:24` and trailing garbage),
 //! which is what MariaDB answers too.
@@ -482,7 +484,10 @@ pub fn datetime_of_number(v: &Value) -> Option<DateTimeRead> {
     })
 }
 
-/// A TIME: `[-]hours:minutes:seconds.micro`, hours past 23 allowed (up to 838).
+/// A TIME: `[-]hours:minutes:seconds.micro`, hours past 23 allowed (up to 838), and the
+/// number of fractional digits it shows (`fsp`: a TIME(2) column's values show two, a TIME read
+/// from the text `'10:00:00.50'` the two written). The fsp is display only: comparisons,
+/// arithmetic and keys use [`Time::micros`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Time {
     /// Negative.
@@ -495,13 +500,18 @@ pub struct Time {
     pub second: u8,
     /// Microseconds.
     pub micro: u32,
+    /// Fractional digits shown (0..=6).
+    pub fsp: u8,
 }
 
 /// The largest hour of a TIME.
 pub const MAX_TIME_HOUR: u32 = 838;
 
+/// The largest TIME in microseconds, `838:59:59.999999`.
+pub const MAX_TIME_MICROS: i64 = ((838 * 3600 + 59 * 60 + 59) * 1_000_000) + 999_999;
+
 impl Time {
-    /// The time of day of a datetime.
+    /// The time of day of a datetime (fsp 6 when it has a fraction, else 0).
     pub fn of(d: &DateTime) -> Time {
         Time {
             neg: false,
@@ -509,6 +519,70 @@ impl Time {
             minute: d.minute,
             second: d.second,
             micro: d.micro,
+            fsp: if d.micro != 0 { 6 } else { 0 },
+        }
+    }
+
+    /// The signed number of microseconds.
+    pub fn micros(&self) -> i64 {
+        let m = ((i64::from(self.hour) * 60 + i64::from(self.minute)) * 60
+            + i64::from(self.second))
+            * 1_000_000
+            + i64::from(self.micro);
+        if self.neg {
+            -m
+        } else {
+            m
+        }
+    }
+
+    /// The time of `micros` microseconds, showing `fsp` digits (no range check: callers clip
+    /// with [`Time::clipped`]).
+    pub fn from_micros(micros: i64, fsp: u8) -> Time {
+        let a = micros.unsigned_abs();
+        let secs = a / 1_000_000;
+        Time {
+            neg: micros < 0,
+            hour: u32::try_from(secs / 3600).unwrap_or(u32::MAX),
+            minute: (secs / 60 % 60) as u8,
+            second: (secs % 60) as u8,
+            micro: (a % 1_000_000) as u32,
+            fsp: fsp.min(6),
+        }
+    }
+
+    /// `micros` within TIME's range (MariaDB clips to `±838:59:59` and the fsp's largest
+    /// fraction, `838:59:59.999999` at fsp 6); the flag says it was clipped.
+    pub fn clipped(micros: i64, fsp: u8) -> (Time, bool) {
+        let fsp = fsp.min(6);
+        let max = MAX_TIME_MICROS - 999_999 + i64::from(truncate_micro(999_999, fsp));
+        if micros.abs() > max {
+            (Time::from_micros(max * micros.signum(), fsp), true)
+        } else {
+            (Time::from_micros(micros, fsp), false)
+        }
+    }
+
+    /// The same time showing `fsp` digits, the fraction truncated to them.
+    pub fn with_fsp(self, fsp: u8) -> Time {
+        let fsp = fsp.min(6);
+        Time {
+            micro: truncate_micro(self.micro, fsp),
+            fsp,
+            ..self
+        }
+    }
+
+    /// As a number, `[-]hhmmss[.ffffff]`, as TIME reads in numeric context: the integer part
+    /// and the microseconds, both signed.
+    pub fn number(&self) -> (i64, i64) {
+        let hms =
+            i64::from(self.hour) * 10_000 + i64::from(self.minute) * 100 + i64::from(self.second);
+        let micro = i64::from(self.micro);
+        if self.neg {
+            (-hms, -micro)
+        } else {
+            (hms, micro)
         }
     }
 
@@ -528,10 +602,32 @@ impl Time {
         s
     }
 
-    /// `[-]hh:mm:ss[.ffffff]` (the fraction when there is one).
+    /// The text with the value's own fsp.
     pub fn text(&self) -> String {
-        self.text_fsp(if self.micro != 0 { 6 } else { 0 })
+        self.text_fsp(self.fsp)
     }
+}
+
+/// How many fractional digits a temporal text writes (at most 6): the digits after the `.`
+/// that follows the seconds (`'10:00:00.50'`: 2, `'20240105101112.5'`: 1, `'10:00'`: 0).
+pub fn frac_digits(s: &[u8]) -> u8 {
+    let start = s.iter().rposition(|&c| c == b':').map_or(0, |i| i + 1);
+    let b = &s[start..];
+    let Some(dot) = b.iter().position(|&c| c == b'.') else {
+        return 0;
+    };
+    if start == 0
+        && !b[..dot]
+            .iter()
+            .all(|c| c.is_ascii_digit() || is_space(*c) || *c == b'-' || *c == b'+')
+    {
+        return 0;
+    }
+    b[dot + 1..]
+        .iter()
+        .take_while(|c| c.is_ascii_digit())
+        .count()
+        .min(6) as u8
 }
 
 /// What [`read_time`] found in a text.
@@ -580,11 +676,18 @@ pub fn read_time(s: &[u8]) -> Option<TimeRead> {
     // `h:m...` is a time, whatever else it could be read as (`10:11:12.5` is no date).
     let lead = b.iter().take_while(|c| c.is_ascii_digit()).count();
     let hours_first = b.get(lead) == Some(&b':');
-    if !hours_first {
+    // Fewer than 12 digits alone (a fraction may follow) are `hhmmss`, never a datetime:
+    // `1000000` is `100:00:00`, not the 7-digit datetime `10-00-00 0`.
+    let end = b.iter().rposition(|&c| !is_space(c)).map_or(0, |i| i + 1);
+    let short_digits = lead < 12 && (lead == end || b.get(lead) == Some(&b'.'));
+    if !hours_first && !short_digits {
         match read_datetime_bytes(b) {
             Some(r) if r.has_time => {
                 return Some(TimeRead {
-                    value: Time::of(&r.value),
+                    value: Time {
+                        fsp: frac_digits(b),
+                        ..Time::of(&r.value)
+                    },
                     trailing: r.trailing,
                     clipped: false,
                     datetime: true,
@@ -604,7 +707,7 @@ pub fn read_time(s: &[u8]) -> Option<TimeRead> {
         return None;
     }
     let (mut hours, mut minute, mut second) = (u64::from(first), 0u32, 0u32);
-    let mut micro = 0;
+    let (mut micro, mut fsp) = (0, 0u8);
     let colon_part = |i: &mut usize| -> Option<u32> {
         if b.get(*i) == Some(&b':') && b.get(*i + 1).is_some_and(u8::is_ascii_digit) {
             *i += 1;
@@ -642,7 +745,9 @@ pub fn read_time(s: &[u8]) -> Option<TimeRead> {
     }
     if b.get(i) == Some(&b'.') && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
         i += 1;
+        let from = i;
         micro = fraction(b, &mut i).0;
+        fsp = (i - from).min(6) as u8;
     }
     if minute > 59 || second > 59 {
         return None;
@@ -655,6 +760,7 @@ pub fn read_time(s: &[u8]) -> Option<TimeRead> {
             minute: 59,
             second: 59,
             micro: 0,
+            fsp: 0,
         }
     } else {
         Time {
@@ -663,6 +769,7 @@ pub fn read_time(s: &[u8]) -> Option<TimeRead> {
             minute: minute as u8,
             second: second as u8,
             micro,
+            fsp,
         }
     };
     Some(TimeRead {
@@ -687,6 +794,8 @@ pub fn datetime_of(ctx: &mut dyn Context, v: &Value) -> Option<(DateTime, bool)>
         Value::Null => return None,
         Value::Date(d) => return Some((*d, false)),
         Value::DateTime(d) => return Some((*d, true)),
+        // A TIME is that long after today's midnight, as MariaDB converts it.
+        Value::Time(t) => return Some((crate::value::time_on_today(t), true)),
         Value::Str(s) => read_datetime(s),
         Value::Bytes(b) => read_datetime_bytes(b),
         Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Double(_) => {
@@ -713,22 +822,42 @@ pub fn datetime_of(ctx: &mut dyn Context, v: &Value) -> Option<(DateTime, bool)>
     Some((r.value, r.has_time))
 }
 
-/// A value as a TIME the way expressions read one (HOUR(), TIME(), CAST AS TIME), with
-/// MariaDB's warnings; `None` for NULL or a value that is no time.
-pub fn time_of(ctx: &mut dyn Context, v: &Value) -> Option<Time> {
-    let r = match v {
-        Value::Null => return None,
-        Value::Date(d) | Value::DateTime(d) => return Some(Time::of(d)),
+/// What a value reads as as a TIME: `Ok` for values that are one already (NULL, TIME, DATE,
+/// DATETIME: no diagnostics), `Err` with what the reader found in a text or number.
+fn read_time_value(v: &Value) -> Result<Option<Time>, Option<TimeRead>> {
+    Err(match v {
+        Value::Null => return Ok(None),
+        Value::Time(t) => return Ok(Some(*t)),
+        Value::Date(d) | Value::DateTime(d) => return Ok(Some(Time::of(d))),
         Value::Str(s) => read_time(s.as_bytes()),
         Value::Bytes(b) => read_time(b),
         // A number of more than 7 digits is a datetime (`20240105` is midnight).
         n => {
             let big = n.to_f64().is_some_and(|f| f.abs() >= 1e7);
             match (big, datetime_of_number(n)) {
-                (true, Some(r)) => return Some(Time::of(&r.value)),
+                (true, Some(r)) => return Ok(Some(Time::of(&r.value))),
                 _ => read_time(n.to_text().unwrap_or_default().as_bytes()),
             }
         }
+    })
+}
+
+/// The microseconds a value compares as beside a TIME, as MariaDB compares them: a text or
+/// number read as a time (clipped to the range), and `00:00:00` for one that is no time
+/// (MariaDB warns 1292 there; comparisons here have no diagnostics). `None` for NULL.
+pub fn time_operand(v: &Value) -> Option<i64> {
+    match read_time_value(v) {
+        Ok(t) => t.map(|t| t.micros()),
+        Err(r) => Some(r.map_or(0, |r| r.value.micros())),
+    }
+}
+
+/// A value as a TIME the way expressions read one (HOUR(), TIME(), CAST AS TIME), with
+/// MariaDB's warnings; `None` for NULL or a value that is no time.
+pub fn time_of(ctx: &mut dyn Context, v: &Value) -> Option<Time> {
+    let r = match read_time_value(v) {
+        Ok(t) => return t,
+        Err(r) => r,
     };
     let shown = || v.to_text().unwrap_or_default();
     let Some(r) = r else {
@@ -860,6 +989,26 @@ mod tests {
     }
 
     #[test]
+    fn time_range_and_numbers() {
+        let (t, clipped) = Time::clipped(-900 * 3_600_000_000, 2);
+        assert!(clipped);
+        assert_eq!(t.text(), "-838:59:59.99");
+        let (t, clipped) = Time::clipped(MAX_TIME_MICROS, 6);
+        assert!(!clipped);
+        assert_eq!(t.text(), "838:59:59.999999");
+        let t = Time::from_micros(-3_723_500_000, 1);
+        assert_eq!(
+            (t.text(), t.number()),
+            ("-01:02:03.5".into(), (-10203, -500_000))
+        );
+        assert_eq!(Time::from_micros(t.micros(), 6).micros(), -3_723_500_000);
+        assert_eq!(frac_digits(b"10:00:00.50"), 2);
+        assert_eq!(frac_digits(b"20240105101112.5"), 1);
+        assert_eq!(frac_digits(b"10:00"), 0);
+        assert_eq!(frac_digits(b"2024-01-05 10:00:00.1234567"), 6);
+    }
+
+    #[test]
     fn time_forms_as_mariadb_reads_them() {
         let t = |s: &str| read_time(s.as_bytes()).map(|r| (r.value.text(), r.trailing));
         assert_eq!(t("838:59:59"), Some(("838:59:59".into(), false)));
@@ -867,11 +1016,15 @@ mod tests {
         assert_eq!(t("1 02:03:04"), Some(("26:03:04".into(), false)));
         assert_eq!(t("10203"), Some(("01:02:03".into(), false)));
         assert_eq!(t("2024-1-5"), Some(("00:20:24".into(), true)));
-        assert_eq!(t("2024.01.05"), Some(("00:20:24.010000".into(), true)));
+        // The fraction shows the digits written.
+        assert_eq!(t("2024.01.05"), Some(("00:20:24.01".into(), true)));
+        assert_eq!(t("1000000"), Some(("100:00:00".into(), false)));
+        assert_eq!(t("1000000.250"), Some(("100:00:00.250".into(), false)));
+        assert_eq!(t("2024-01-05 3:4:5.5"), Some(("03:04:05.5".into(), false)));
         assert_eq!(t("2024-01-05 3:4:5"), Some(("03:04:05".into(), false)));
         assert_eq!(t("240105"), Some(("24:01:05".into(), false)));
         assert_eq!(t("1:2"), Some(("01:02:00".into(), false)));
-        assert_eq!(t("10:11:12.5"), Some(("10:11:12.500000".into(), false)));
+        assert_eq!(t("10:11:12.5"), Some(("10:11:12.5".into(), false)));
         let r = read_time(b"20240105").unwrap();
         assert!(r.clipped && r.value.hour == MAX_TIME_HOUR);
         for s in ["", "abc", "99-12-31", "1234567", "2024-01-05 25:00:00", "-"] {

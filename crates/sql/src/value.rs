@@ -17,8 +17,11 @@
 //! operand makes it DECIMAL, any DOUBLE or string operand makes it DOUBLE (strings are parsed by
 //! their longest numeric prefix, as MySQL does, `'12abc' + 1 = 13`). Comparisons: two strings
 //! compare case-insensitively with trailing spaces ignored (utf8mb4_general_ci-like: we fold with
-//! Unicode uppercase per char); a string against a number compares as DOUBLE; temporal values
-//! compare as their canonical text against strings and each other.
+//! Unicode uppercase per char); a string against a number compares as DOUBLE; dates and
+//! datetimes compare as datetimes (a string read as one, [`temporal_operand`]). A TIME
+//! ([`Value::Time`]) compares by its signed microseconds: beside anything but a date the other
+//! side is read as a time ([`crate::temporal::time_operand`]), beside a date it is taken on
+//! today's date ([`time_on_today`]); in numeric context it is its `[-]hhmmss` number.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -46,6 +49,8 @@ pub enum SqlType {
     Date,
     /// DATETIME.
     DateTime,
+    /// TIME with this many fractional digits.
+    Time(u8),
 }
 
 /// A calendar date and time of day (no time zone; microseconds kept for NOW(6)).
@@ -140,6 +145,8 @@ pub enum Value {
     Date(DateTime),
     /// A date and time.
     DateTime(DateTime),
+    /// A TIME (signed, up to 838 hours), with the fractional digits it shows.
+    Time(crate::temporal::Time),
 }
 
 /// Formats a double the way MySQL prints it: shortest round-trip digits, exponent form for very
@@ -279,6 +286,7 @@ impl Value {
             Value::Bytes(_) => SqlType::Bytes,
             Value::Date(_) => SqlType::Date,
             Value::DateTime(_) => SqlType::DateTime,
+            Value::Time(t) => SqlType::Time(t.fsp),
         }
     }
 
@@ -293,6 +301,11 @@ impl Value {
             Value::Str(s) => str_to_f64(s).0,
             // The numeric prefix is ASCII: a lossy view of the bytes reads it unchanged.
             Value::Bytes(b) => str_to_f64(&String::from_utf8_lossy(b)).0,
+            // `[-]hhmmss.ffffff`, as MariaDB reads a TIME in numeric context.
+            Value::Time(t) => {
+                let (i, m) = t.number();
+                i as f64 + m as f64 / 1e6
+            }
             Value::Date(_) | Value::DateTime(_) => {
                 let s = self.to_text().unwrap_or_default();
                 let digits: String = s.chars().filter(|c| c.is_ascii_digit()).collect();
@@ -307,6 +320,17 @@ impl Value {
             Value::Int(i) => Some(Decimal::from_i128(*i as i128)),
             Value::UInt(u) => Some(Decimal::from_i128(*u as i128)),
             Value::Decimal(d) => Some(*d),
+            // `[-]hhmmss` with the TIME's fsp as the scale (`TIME(2)'10:00:00.5' + 0` is
+            // `100000.50`).
+            Value::Time(t) => {
+                let (i, m) = t.number();
+                let scale = u32::from(t.fsp);
+                let unit = 10i128.pow(6 - scale);
+                Some(Decimal::new(
+                    i128::from(i) * 10i128.pow(scale) + i128::from(m) / unit,
+                    scale,
+                ))
+            }
             _ => None,
         }
     }
@@ -322,6 +346,7 @@ impl Value {
             Value::Str(s) => str_to_int_rounded(s),
             Value::Bytes(b) => str_to_int_rounded(&String::from_utf8_lossy(b)),
             v @ (Value::Date(_) | Value::DateTime(_)) => v.to_f64()? as i128,
+            Value::Time(_) => self.to_decimal()?.round_int(),
         })
     }
 
@@ -349,6 +374,7 @@ impl Value {
             Value::Double(d) => format_double(*d),
             Value::Str(s) => s.clone(),
             Value::Date(d) => format!("{:04}-{:02}-{:02}", d.year, d.month, d.day),
+            Value::Time(t) => t.text(),
             Value::DateTime(d) => {
                 let mut s = format!(
                     "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
@@ -421,8 +447,9 @@ pub fn aggregate_type(a: SqlType, b: SqlType) -> SqlType {
         // collation wins the aggregation).
         (Bytes, _) | (_, Bytes) => Bytes,
         (Str, _) | (_, Str) => Str,
-        (Date | DateTime, Date | DateTime) => DateTime,
-        (Date | DateTime, _) | (_, Date | DateTime) => Str,
+        (Time(x), Time(y)) => Time(x.max(y)),
+        (Date | DateTime | Time(_), Date | DateTime | Time(_)) => DateTime,
+        (Date | DateTime | Time(_), _) | (_, Date | DateTime | Time(_)) => Str,
         (Double, _) | (_, Double) => Double,
         (Decimal(x), Decimal(y)) => Decimal(x.max(y)),
         (Decimal(s), _) | (_, Decimal(s)) => Decimal(s),
@@ -454,6 +481,8 @@ pub fn coerce_to(v: Value, ty: SqlType) -> Value {
             Value::Double(v.to_f64().unwrap_or(0.0))
         }
         (SqlType::DateTime, Value::Date(d)) => Value::DateTime(d),
+        (SqlType::DateTime, Value::Time(t)) => Value::DateTime(time_on_today(&t)),
+        (SqlType::Time(fsp), Value::Time(t)) => Value::Time(t.with_fsp(fsp)),
         (_, v) => v,
     }
 }
@@ -485,6 +514,27 @@ pub fn temporal_operand(v: &Value) -> Option<DateTime> {
     }
 }
 
+/// A value as a user variable holds it: a TIME as its text (MariaDB keeps no TIME in a user
+/// variable, so `@t + 0` reads the text's numeric prefix), anything else as it is.
+pub fn user_var_value(v: Value) -> Value {
+    match v {
+        Value::Time(t) => Value::Str(t.text()),
+        v => v,
+    }
+}
+
+/// A TIME as a datetime: that long after today's midnight (UTC).
+pub fn time_on_today(t: &crate::temporal::Time) -> DateTime {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let micros = now.div_euclid(86400) * 86400 * 1_000_000 + t.micros();
+    DateTime::from_unix(
+        micros.div_euclid(1_000_000),
+        micros.rem_euclid(1_000_000) as u32,
+    )
+}
+
 /// Compares two non-NULL values with MySQL's rules; `None` if either is NULL.
 pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
     if a.is_null() || b.is_null() {
@@ -501,6 +551,16 @@ pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
         (Bytes(x), Bytes(y)) => x.as_slice().cmp(y.as_slice()),
         (Bytes(x), Str(y)) => x.as_slice().cmp(y.as_bytes()),
         (Str(x), Bytes(y)) => x.as_bytes().cmp(y.as_slice()),
+        // A TIME beside a date: the time on today's date (UTC, as NOW()), as MariaDB
+        // compares them.
+        (Time(t), Date(d) | DateTime(d)) => time_on_today(t).cmp(d),
+        (Date(d) | DateTime(d), Time(t)) => d.cmp(&time_on_today(t)),
+        // A TIME beside anything else: the other side read as a time.
+        (Time(_), _) | (_, Time(_)) => {
+            let x = crate::temporal::time_operand(a).unwrap_or(0);
+            let y = crate::temporal::time_operand(b).unwrap_or(0);
+            x.cmp(&y)
+        }
         (Date(_) | DateTime(_), Date(_) | DateTime(_) | Str(_) | Bytes(_))
         | (Str(_) | Bytes(_), Date(_) | DateTime(_)) => {
             if let (Some(x), Some(y)) = (temporal_operand(a), temporal_operand(b)) {

@@ -439,7 +439,13 @@ pub(crate) fn dup_error(def: &TableDef, index: Option<&IndexDef>, row: &[Datum])
     };
     let value = cols
         .iter()
-        .map(|&i| row[i].to_string())
+        .map(|&i| match (&row[i], def.columns[i].ty) {
+            // A TIME(n) as its column shows it: n fractional digits.
+            (crate::Datum::Time(m), crate::ColumnType::Time(fsp)) => {
+                crate::datum::time_text(*m, fsp, false)
+            }
+            (d, _) => d.to_string(),
+        })
         .collect::<Vec<_>>()
         .join("-");
     StoreError::DuplicateKey {

@@ -22,7 +22,9 @@
 //!   ([`shoal_collation::push_weight_bytes`]): byte order of weights is SQL's string order, and
 //!   strings SQL calls equal (`'a'`, `'A'`, `'a '`) encode to one key. A weight cannot be
 //!   decoded back into the string ([`decode_key`] returns the weight bytes);
-//! * DATE / DATETIME: their packed order-preserving integers, big-endian (4 / 8 bytes).
+//! * DATE / DATETIME: their packed order-preserving integers, big-endian (4 / 8 bytes);
+//! * TIME: its signed microseconds as a signed integer is (8 bytes, sign bit flipped), so
+//!   `-01:00:00` sorts before `00:30:00` and `100:00:00` after `20:00:00`.
 //!
 //! Every column encoding is self-delimiting, so the encoding of a key *prefix* (the first k
 //! columns) is a byte prefix of the full key: range scans on leading key columns become byte
@@ -32,7 +34,8 @@
 //!
 //! A row value is `version(1) ncols(varint) null-bitmap(ceil(n/8)) values...`, values in column
 //! order, NULLs omitted: integers as (zigzag) LEB128 varints, doubles as 8 bytes, decimals as a
-//! zigzag varint of the unscaled value (the scale comes from the schema), strings as a varint
+//! zigzag varint of the unscaled value (the scale comes from the schema), TIME as a zigzag
+//! varint of its microseconds, strings as a varint
 //! length and the bytes, dates as varints of their packed forms. Decoding needs the column types
 //! ([`decode_row`]); columns beyond the stored count decode as NULL, which leaves room for
 //! adding columns later without rewriting rows.
@@ -89,6 +92,10 @@ pub fn encode_key_col(out: &mut Vec<u8>, d: &Datum, weighted: bool) {
         Datum::DateTime(d) => {
             out.push(TAG_VALUE);
             out.extend_from_slice(&d.pack().to_be_bytes());
+        }
+        Datum::Time(m) => {
+            out.push(TAG_VALUE);
+            out.extend_from_slice(&((*m as u64) ^ (1 << 63)).to_be_bytes());
         }
     }
 }
@@ -201,6 +208,10 @@ pub fn decode_key(types: &[ColumnType], key: &[u8]) -> Result<(Vec<Datum>, usize
             ColumnType::DateTime(_) | ColumnType::Timestamp(_) => Datum::DateTime(
                 DateTime::unpack(u64::from_be_bytes(take(&mut buf, 8)?.try_into().unwrap())),
             ),
+            ColumnType::Time(_) => {
+                let v = u64::from_be_bytes(take(&mut buf, 8)?.try_into().unwrap());
+                Datum::Time((v ^ (1 << 63)) as i64)
+            }
         };
         out.push(d);
     }
@@ -278,6 +289,7 @@ pub fn encode_row(values: &[Datum]) -> Vec<u8> {
             }
             Datum::Date(d) => put_varint(&mut out, u128::from(d.pack())),
             Datum::DateTime(d) => put_varint(&mut out, u128::from(d.pack())),
+            Datum::Time(m) => put_varint(&mut out, zigzag(i128::from(*m))),
         }
     }
     out
@@ -393,6 +405,10 @@ fn decode_row_n(
                     u64::try_from(get_varint(&mut buf)?).map_err(|_| "datetime out of range")?,
                 ))
             }
+            ColumnType::Time(_) => {
+                let v = unzigzag(get_varint(&mut buf)?);
+                Datum::Time(i64::try_from(v).map_err(|_| "time out of range")?)
+            }
         };
         out.push(d);
     }
@@ -417,6 +433,7 @@ fn skip_value(t: &ColumnType, buf: &mut &[u8]) -> Result<(), String> {
         ColumnType::Int { .. }
         | ColumnType::Decimal { .. }
         | ColumnType::Date
+        | ColumnType::Time(_)
         | ColumnType::DateTime(_)
         | ColumnType::Timestamp(_) => {
             get_varint(buf)?;

@@ -10,7 +10,9 @@
 //! VARBINARY -> `Bytes` (compared as bytes: a binary collation), DATE -> `Date`, DATETIME/TIMESTAMP
 //! -> `DateTime` with the fraction truncated to the column's precision (`DATETIME(2)` keeps two
 //! digits; catalogs record the precision in variants of their own, so older entries read as
-//! precision 0, which is what older builds stored).
+//! precision 0, which is what older builds stored), TIME(fsp) -> `Time` (signed microseconds,
+//! the fraction truncated to the column's digits, within `±838:59:59.999999`; a catalog variant
+//! no older entry has).
 //!
 //! A value the column cannot hold as given is refused with a typed [`Misfit`]
 //! ([`ColumnType::fit`]): a string too long or a number out of range carries the nearest value
@@ -229,6 +231,8 @@ pub enum Datum {
     Date(Date),
     /// DATETIME/TIMESTAMP.
     DateTime(DateTime),
+    /// TIME: signed microseconds (`-838:59:59.999999` .. `838:59:59.999999`).
+    Time(i64),
 }
 
 impl Datum {
@@ -254,6 +258,7 @@ impl fmt::Display for Datum {
             Datum::Bytes(b) => write!(f, "{}", String::from_utf8_lossy(b)),
             Datum::Date(d) => write!(f, "{d}"),
             Datum::DateTime(d) => write!(f, "{d}"),
+            Datum::Time(m) => f.write_str(&time_text(*m, 6, true)),
         }
     }
 }
@@ -304,6 +309,8 @@ pub enum ColumnType {
     DateTime(u8),
     /// TIMESTAMP(fsp) (stored like DATETIME).
     Timestamp(u8),
+    /// TIME(fsp): signed microseconds, the fraction truncated to `fsp` digits on the way in.
+    Time(u8),
 }
 
 /// How a [`ColumnType`] is written in the catalog. The variants are those catalogs have always
@@ -330,6 +337,7 @@ enum StoredType {
     Timestamp,
     DateTimeFrac(u8),
     TimestampFrac(u8),
+    Time(u8),
 }
 
 impl From<StoredType> for ColumnType {
@@ -353,6 +361,7 @@ impl From<StoredType> for ColumnType {
             S::Timestamp => ColumnType::Timestamp(0),
             S::DateTimeFrac(f) => ColumnType::DateTime(f.min(6)),
             S::TimestampFrac(f) => ColumnType::Timestamp(f.min(6)),
+            S::Time(f) => ColumnType::Time(f.min(6)),
         }
     }
 }
@@ -378,9 +387,42 @@ impl From<ColumnType> for StoredType {
             ColumnType::Timestamp(0) => S::Timestamp,
             ColumnType::DateTime(f) => S::DateTimeFrac(f),
             ColumnType::Timestamp(f) => S::TimestampFrac(f),
+            ColumnType::Time(f) => S::Time(f),
         }
     }
 }
+
+/// A TIME of `micros` microseconds as text: `[-]hh:mm:ss` and `fsp` fractional digits, or
+/// (`natural`) six digits when there is a fraction and none otherwise.
+pub fn time_text(micros: i64, fsp: u8, natural: bool) -> String {
+    let a = micros.unsigned_abs();
+    let secs = a / 1_000_000;
+    let mut s = format!(
+        "{}{:02}:{:02}:{:02}",
+        if micros < 0 { "-" } else { "" },
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    );
+    let micro = a % 1_000_000;
+    let digits = if natural {
+        if micro != 0 {
+            6
+        } else {
+            0
+        }
+    } else {
+        usize::from(fsp.min(6))
+    };
+    if digits > 0 {
+        s.push('.');
+        s.push_str(&format!("{micro:06}")[..digits]);
+    }
+    s
+}
+
+/// The largest TIME, `838:59:59.999999`, in microseconds.
+pub const MAX_TIME_MICROS: i64 = (838 * 3600 + 59 * 60 + 59) * 1_000_000 + 999_999;
 
 /// `micro` with only its first `fsp` digits (of six) kept: the fraction a column of that
 /// precision holds, truncated as MariaDB stores it by default.
@@ -429,6 +471,7 @@ impl ColumnType {
             ColumnType::DateTime(_) | ColumnType::Timestamp(_) => {
                 Datum::DateTime(DateTime::unpack(0))
             }
+            ColumnType::Time(_) => Datum::Time(0),
         }
     }
 
@@ -488,6 +531,8 @@ impl ColumnType {
             ColumnType::Timestamp(0) => "timestamp".into(),
             ColumnType::DateTime(f) => format!("datetime({f})"),
             ColumnType::Timestamp(f) => format!("timestamp({f})"),
+            ColumnType::Time(0) => "time".into(),
+            ColumnType::Time(f) => format!("time({f})"),
         }
     }
 
@@ -694,6 +739,22 @@ impl ColumnType {
                 second: 0,
                 micro: 0,
             }),
+            // The fraction truncated to the column's digits; beyond the range is refused with
+            // the bound on the value's side.
+            (T::Time(fsp), Datum::Time(m)) => {
+                let max = MAX_TIME_MICROS - 999_999 + i64::from(truncate_micro(999_999, fsp));
+                let sign = m.signum();
+                let a = m.abs();
+                let a =
+                    a - (a % 1_000_000) + i64::from(truncate_micro((a % 1_000_000) as u32, fsp));
+                if a > max {
+                    return Err(Misfit::OutOfRange {
+                        nearest: Datum::Time(sign * max),
+                        detail: format!("time {} out of range", time_text(m, 6, true)),
+                    });
+                }
+                Datum::Time(sign * a)
+            }
             (t, other) => {
                 return Err(Misfit::Invalid(format!(
                     "cannot store {other:?} in a {} column",
@@ -744,6 +805,53 @@ impl fmt::Display for Misfit {
 mod tests {
     use super::*;
 
+    /// TIME keys sort as the times do (negative first, hours past 99 after 20:00:00), rows
+    /// round-trip, and a column truncates the fraction to its digits and refuses the range's
+    /// outside with the bound.
+    #[test]
+    fn time_values_order_round_trip_and_fit() {
+        let h = |h: i64| h * 3_600_000_000;
+        let times = [
+            -MAX_TIME_MICROS,
+            h(-1),
+            -1,
+            0,
+            1,
+            h(1) / 2,
+            h(20),
+            h(100),
+            MAX_TIME_MICROS,
+        ];
+        let keys: Vec<Vec<u8>> = times
+            .iter()
+            .map(|&m| crate::codec::encode_key(&[Datum::Time(m)]))
+            .collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]));
+        let types = [ColumnType::Time(6); 9];
+        let row: Vec<Datum> = times.iter().map(|&m| Datum::Time(m)).collect();
+        let back = crate::codec::decode_row(&types, &crate::codec::encode_row(&row)).unwrap();
+        assert_eq!(back, row);
+        let (key, _) = crate::codec::decode_key(&types, &keys.concat()).unwrap();
+        assert_eq!(key, row);
+        assert_eq!(
+            ColumnType::Time(2).fit(Datum::Time(-1_234_567)),
+            Ok(Datum::Time(-1_230_000))
+        );
+        assert_eq!(
+            ColumnType::Time(0).fit(Datum::Time(MAX_TIME_MICROS)),
+            Ok(Datum::Time(MAX_TIME_MICROS - 999_999))
+        );
+        assert_eq!(
+            ColumnType::Time(0).fit(Datum::Time(-MAX_TIME_MICROS - 1_000_000)),
+            Err(Misfit::OutOfRange {
+                nearest: Datum::Time(-MAX_TIME_MICROS + 999_999),
+                detail: "time -839:00:00.999999 out of range".into(),
+            })
+        );
+        assert_eq!(time_text(-1_230_000, 3, false), "-00:00:01.230");
+        assert_eq!(ColumnType::Time(3).sql_name(), "time(3)");
+    }
+
     /// Catalog entries written before fractional seconds and FLOAT(M,D) / DOUBLE(M,D) existed
     /// read as they did (precision 0, plain FLOAT / DOUBLE), and those are still written the
     /// old way.
@@ -775,6 +883,8 @@ mod tests {
             ColumnType::Timestamp(6),
             ColumnType::Float(Some((7, 3))),
             ColumnType::Double(Some((10, 2))),
+            ColumnType::Time(0),
+            ColumnType::Time(4),
         ] {
             let text = serde_json::to_string(&t).unwrap();
             assert_eq!(

@@ -55,7 +55,9 @@ pub use catalog::{
     KeyFormat, TableDef, TableSpec,
 };
 pub use check::{CheckProblem, CheckReport};
-pub use datum::{truncate_micro, ColumnType, Date, DateTime, Datum, Decimal, Misfit};
+pub use datum::{
+    time_text, truncate_micro, ColumnType, Date, DateTime, Datum, Decimal, Misfit, MAX_TIME_MICROS,
+};
 pub use engine::{Engine, EngineConfig};
 pub use error::{Result, StoreError};
 pub use system::SystemWrite;

@@ -344,6 +344,7 @@ pub(crate) fn sample(ty: SqlType) -> Value {
         SqlType::Bytes => Value::Bytes(Vec::new()),
         SqlType::Date => Value::Date(DateTime::from_unix(0, 0)),
         SqlType::DateTime => Value::DateTime(DateTime::from_unix(0, 0)),
+        SqlType::Time(n) => Value::Time(shoal_sql::temporal::Time::from_micros(0, n)),
     }
 }
 
@@ -1884,6 +1885,7 @@ fn info_type(info: &ColumnInfo) -> SqlType {
         t::FLOAT | t::DOUBLE => SqlType::Double,
         t::DATE => SqlType::Date,
         t::DATETIME | t::TIMESTAMP => SqlType::DateTime,
+        t::TIME => SqlType::Time(info.decimals.min(6)),
         t::NULL => SqlType::Null,
         _ => SqlType::Str,
     }
@@ -2327,6 +2329,7 @@ fn conform(e: Expr, ty: SqlType, type_of: &mut dyn FnMut(&Expr) -> SqlType) -> E
         SqlType::Decimal(s) => CastType::Decimal(s),
         SqlType::Double => CastType::Double,
         SqlType::DateTime => CastType::DateTime(6),
+        SqlType::Time(n) => CastType::Time(n),
         _ => return e,
     };
     let own = type_of(&e);

@@ -569,6 +569,7 @@ fn extra(
                     | ColumnType::Date
                     | ColumnType::DateTime(_)
                     | ColumnType::Timestamp(_)
+                    | ColumnType::Time(_)
                     | ColumnType::Double(_)
             )
     };

@@ -136,6 +136,11 @@ fn encode(v: &Value, out: &mut Vec<u8>) {
             out.extend_from_slice(&[d.month, d.day, d.hour, d.minute, d.second]);
             out.extend_from_slice(&d.micro.to_le_bytes());
         }
+        Value::Time(t) => {
+            out.push(9);
+            out.extend_from_slice(&t.micros().to_le_bytes());
+            out.push(t.fsp);
+        }
     }
 }
 

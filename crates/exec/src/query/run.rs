@@ -225,6 +225,8 @@ enum Kind {
     Bytes,
     Exact,
     Double,
+    /// TIMEs: `group_key` holds their microseconds, which is how they compare.
+    Time,
 }
 
 fn kind_of(v: &Value) -> Option<Kind> {
@@ -233,6 +235,7 @@ fn kind_of(v: &Value) -> Option<Kind> {
         Value::Bytes(_) => Some(Kind::Bytes),
         Value::Int(_) | Value::UInt(_) | Value::Decimal(_) => Some(Kind::Exact),
         Value::Double(_) => Some(Kind::Double),
+        Value::Time(_) => Some(Kind::Time),
         _ => None,
     }
 }

@@ -407,6 +407,10 @@ fn convert_type(
         return Ok(d.clone());
     }
     let v = datum_to_value(d, was.ty);
+    // Into a TIME column: the messages name the table, and notes count, as MariaDB's ALTER.
+    if let shoal_store::ColumnType::Time(_) = now.ty {
+        return store_value(&v, now.ty, &at, WriteMode::Strict, warnings);
+    }
     let out = value_to_datum(&v, now.ty, &now.name, row as usize).map_err(|e| match e.code() {
         // A string cut short is 1265; a number or date written as text too long stays 1406.
         c if c == shoal_errors::ER_DATA_TOO_LONG.code

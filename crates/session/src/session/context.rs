@@ -29,6 +29,7 @@ impl Context for Ctx<'_> {
             .unwrap_or(Value::Null)
     }
     fn set_user_var(&mut self, name: &str, v: Value) {
+        let v = shoal_sql::value::user_var_value(v);
         self.s.user_vars.insert(name.to_ascii_lowercase(), v);
     }
     fn param(&self, i: usize) -> Result<Value, SqlError> {

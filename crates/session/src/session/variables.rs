@@ -379,7 +379,8 @@ impl Session {
                     return Err(SqlError::coded(shoal_errors::ER_OPTION_PREVENTS_STATEMENT, format!("The MySQL server is running with the --max-session-mem-used={limit} option so it cannot execute this statement"),
                     ));
                 }
-                self.user_vars.insert(name, v);
+                self.user_vars
+                    .insert(name, shoal_sql::value::user_var_value(v));
                 Ok(())
             }
             SetTarget::System(scope, name) => {

@@ -16,6 +16,7 @@ use shoal_proto::{
     Column, ColumnFlags, ColumnType, ErrorInfo, OkInfo, Response, ResultSet, Value as PValue,
 };
 use shoal_sql::result::{ColumnInfo, QueryResult};
+use shoal_sql::temporal::Time;
 use shoal_sql::value::{DateTime, SqlType, Value};
 use shoal_sql::SqlError;
 
@@ -44,6 +45,7 @@ fn column_of(c: &ColumnInfo, values: &[&Value]) -> Column {
         ),
         SqlType::Date => (ColumnType::MYSQL_TYPE_DATE, ColumnFlags::BINARY_FLAG, 0),
         SqlType::DateTime => (ColumnType::MYSQL_TYPE_DATETIME, ColumnFlags::BINARY_FLAG, 0),
+        SqlType::Time(n) => (ColumnType::MYSQL_TYPE_TIME, ColumnFlags::BINARY_FLAG, n),
     };
     let mut col = Column::expr(c.name.clone(), ty);
     col.flags |= flags_extra;
@@ -60,13 +62,18 @@ fn column_of(c: &ColumnInfo, values: &[&Value]) -> Column {
         SqlType::Str => maxlen.max(1) * 4,
         SqlType::Date => 10,
         SqlType::DateTime => 19,
+        SqlType::Time(0) => 10,
+        SqlType::Time(n) => 11 + u32::from(n),
         SqlType::Null => 0,
         _ => maxlen.max(1),
     };
     if c.ty == SqlType::Str {
         col.decimals = 31;
     }
-    if matches!(c.ty, SqlType::Date | SqlType::DateTime | SqlType::Bytes) {
+    if matches!(
+        c.ty,
+        SqlType::Date | SqlType::DateTime | SqlType::Time(_) | SqlType::Bytes
+    ) {
         col.charset = 63;
     }
     col
@@ -85,6 +92,32 @@ fn to_proto_value(v: Value) -> PValue {
         Value::Date(d) | Value::DateTime(d) => {
             PValue::Date(d.year, d.month, d.day, d.hour, d.minute, d.second, d.micro)
         }
+        Value::Time(t) => time_value(&t),
+    }
+}
+
+/// A TIME as the protocol's value (days and hours of the day, as the binary format has them).
+fn time_value(t: &Time) -> PValue {
+    PValue::Time(
+        t.neg,
+        t.hour / 24,
+        (t.hour % 24) as u8,
+        t.minute,
+        t.second,
+        t.micro,
+    )
+}
+
+/// A value of a TIME result column as the protocol's: a TIME as it is, anything else (a
+/// string of a CASE or UNION branch) read as a time so the binary format can carry it.
+fn time_column_value(v: Value) -> PValue {
+    match v {
+        Value::Time(t) => time_value(&t),
+        Value::Null => PValue::NULL,
+        v => match shoal_sql::temporal::read_time(&v.to_bytes().unwrap_or_default()) {
+            Some(r) => time_value(&r.value),
+            None => to_proto_value(v),
+        },
     }
 }
 
@@ -107,13 +140,16 @@ pub(super) fn from_proto_value(v: &PValue) -> Value {
             second: *s,
             micro: *us,
         }),
+        // A TIME parameter is a TIME value (clipped to the range), with six digits when it
+        // has a fraction.
         PValue::Time(neg, days, h, m, s, us) => {
-            let hours = *days * 24 + *h as u32;
-            let mut t = format!("{}{hours:02}:{m:02}:{s:02}", if *neg { "-" } else { "" });
-            if *us != 0 {
-                t.push_str(&format!(".{us:06}"));
-            }
-            Value::Str(t)
+            let micros = ((i64::from(*days) * 24 + i64::from(*h)) * 3600
+                + i64::from(*m) * 60
+                + i64::from(*s))
+                * 1_000_000
+                + i64::from(*us);
+            let micros = if *neg { -micros } else { micros };
+            Value::Time(Time::clipped(micros, if *us != 0 { 6 } else { 0 }).0)
         }
     }
 }
@@ -201,6 +237,10 @@ pub(super) fn rows_response(columns: Arc<[Column]>, rows: Vec<Vec<Value>>) -> Re
         .iter()
         .map(|c| c.column_type == ColumnType::MYSQL_TYPE_FLOAT)
         .collect();
+    let time: Vec<bool> = columns
+        .iter()
+        .map(|c| c.column_type == ColumnType::MYSQL_TYPE_TIME)
+        .collect();
     Response::Rows(ResultSet {
         columns,
         rows: rows
@@ -213,6 +253,10 @@ pub(super) fn rows_response(columns: Arc<[Column]>, rows: Vec<Vec<Value>>) -> Re
                             PValue::Bytes(v.to_text().unwrap_or_default().into_bytes())
                         }
                         Value::Double(d) if single.get(i) == Some(&true) => PValue::Float(d as f32),
+                        v if time.get(i) == Some(&true) => time_column_value(v),
+                        // A TIME in a column of another type (a string column of a CASE or
+                        // UNION) as the text it shows.
+                        Value::Time(t) => PValue::Bytes(t.text().into_bytes()),
                         v => to_proto_value(v),
                     })
                     .collect()

@@ -267,6 +267,38 @@ fn datetime_text(d: &DateTime, decimals: u32) -> String {
     s
 }
 
+/// The day number of a date ([`daynr`]).
+pub(super) fn day_number(d: &DateTime) -> i64 {
+    daynr(d.year as i64, d.month as i64, d.day as i64)
+}
+
+/// The datetime `t` microseconds after the start of day number 0; None outside years 0-9999.
+pub(super) fn datetime_of_micros(t: i128) -> Option<DateTime> {
+    let days = t.div_euclid(86_400_000_000);
+    let rest = t.rem_euclid(86_400_000_000);
+    if !(0..=MAX_DAY_NUMBER as i128).contains(&days) {
+        return None;
+    }
+    let mut r = from_daynr(days as i64);
+    let secs = rest / 1_000_000;
+    r.hour = (secs / 3600) as u8;
+    r.minute = (secs / 60 % 60) as u8;
+    r.second = (secs % 60) as u8;
+    r.micro = (rest % 1_000_000) as u32;
+    Some(r)
+}
+
+/// Whether a DATE_ADD-shaped call's compound unit ends in microseconds.
+fn compound_micro(args: &[Expr], name: &str) -> bool {
+    match (name, args.get(2)) {
+        ("TIMESTAMPADD", _) => false,
+        (_, Some(Expr::Literal(Value::Str(s)))) => {
+            compound_fields(&s.to_ascii_uppercase()).is_some_and(|(_, micro)| micro)
+        }
+        _ => false,
+    }
+}
+
 /// An interval unit (`INTERVAL n unit`, TIMESTAMPDIFF, EXTRACT).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Unit {
@@ -483,6 +515,18 @@ fn date_add_compound(
     if vals[1].is_null() {
         return Ok(Value::Null);
     }
+    let months = fields[0] == 12;
+    if let Value::Time(t) = &vals[0] {
+        let text = vals[1].to_text().unwrap_or_default();
+        let amount = compound_amount(&text, fields, micro_last);
+        let Some(amount) = amount.filter(|_| !months) else {
+            super::time::overflow(ctx);
+            return Ok(Value::Null);
+        };
+        let amount = if sub { -amount } else { amount };
+        let fsp = if micro_last { 6 } else { 0 };
+        return Ok(super::time::add_interval(ctx, t, amount, fsp));
+    }
     let Some((d, has_time)) = to_calendar(ctx, &vals[0]) else {
         return Ok(Value::Null);
     };
@@ -490,7 +534,6 @@ fn date_add_compound(
     let Some(amount) = compound_amount(&text, fields, micro_last) else {
         return Ok(Value::Null);
     };
-    let months = fields[0] == 12;
     let unit = if months {
         Unit::Month
     } else {
@@ -531,6 +574,16 @@ fn date_add(ctx: &mut dyn Context, vals: &[Value], sub: bool) -> Result<Value, S
     let unit = unit_arg(&vals[2])?;
     if vals[1].is_null() {
         return Ok(Value::Null);
+    }
+    if let Value::Time(t) = &vals[0] {
+        if matches!(unit, Unit::Month | Unit::Quarter | Unit::Year) {
+            super::time::overflow(ctx);
+            return Ok(Value::Null);
+        }
+        let (m, fsp) = micros_of(&vals[1], unit);
+        let fsp = if unit == Unit::Microsecond { 6 } else { fsp };
+        let m = if sub { -m } else { m };
+        return Ok(super::time::add_interval(ctx, t, m, fsp as u8));
     }
     let Some((d, has_time)) = to_calendar(ctx, &vals[0]) else {
         return Ok(Value::Null);
@@ -862,7 +915,7 @@ fn str_to_date(ctx: &mut dyn Context, s: &str, fmt: &str) -> Result<Value, SqlEr
         );
         Ok(Value::Null)
     };
-    let (has_date, has_time, _) = format_kind(fmt);
+    let (has_date, has_time, frac) = format_kind(fmt);
     let mut f = Fields::default();
     let end = match extract(s.as_bytes(), fmt, &mut f) {
         Ok(end) => end,
@@ -918,16 +971,8 @@ fn str_to_date(ctx: &mut dyn Context, s: &str, fmt: &str) -> Result<Value, SqlEr
     }
     Ok(match (has_date, has_time) {
         (true, false) => Value::Date(d),
-        (false, true) => Value::Str(
-            Time {
-                neg: false,
-                hour: d.hour as u32,
-                minute: d.minute,
-                second: d.second,
-                micro: d.micro,
-            }
-            .text(),
-        ),
+        // Only a time: a TIME, of six digits when the format reads a fraction.
+        (false, true) => Value::Time(Time::of(&d).with_fsp(if frac { 6 } else { 0 })),
         _ => Value::DateTime(d),
     })
 }
@@ -1128,13 +1173,6 @@ pub(super) fn call(
                 }
             }
         }
-        "TIME" => {
-            arity(name, args, 1, 1)?;
-            match to_time(ctx, &vals[0]) {
-                None => Value::Null,
-                Some(t) => Value::Str(t.text()),
-            }
-        }
         "DATEDIFF" => {
             arity(name, args, 2, 2)?;
             let a = to_calendar(ctx, &vals[0]);
@@ -1294,7 +1332,7 @@ pub(super) fn static_type(name: &str, args: &[Expr]) -> Option<SqlType> {
         | "WEEK" | "YEARWEEK" | "DATEDIFF" | "TIMESTAMPDIFF" | "EXTRACT" | "TO_SECONDS" => {
             SqlType::Int
         }
-        "DAYNAME" | "MONTHNAME" | "TIME" | "DATE_FORMAT" => SqlType::Str,
+        "DAYNAME" | "MONTHNAME" | "DATE_FORMAT" => SqlType::Str,
         "LAST_DAY" | "DATE" | "FROM_DAYS" | "MAKEDATE" => SqlType::Date,
         "DATE_ADD" | "ADDDATE" | "DATE_SUB" | "SUBDATE" | "TIMESTAMPADD" => {
             let (d, unit) = if name == "TIMESTAMPADD" {
@@ -1309,7 +1347,22 @@ pub(super) fn static_type(name: &str, args: &[Expr]) -> Option<SqlType> {
                 (_, Some(Expr::Literal(Value::Str(s)))) => s.eq_ignore_ascii_case("YEAR_MONTH"),
                 _ => false,
             };
+            // A TIME moved by a unit below a month stays a TIME, of the larger precision
+            // (`INTERVAL 1.5 SECOND` shows one digit, MICROSECOND six).
+            let amount = args.get(1);
+            let interval_fsp = match (unit, amount.map(ty)) {
+                (Some(Unit::Microsecond), _) => 6,
+                (None, _) if compound_micro(args, name) => 6,
+                (Some(Unit::Second), Some(SqlType::Decimal(s))) => s.min(6),
+                (Some(Unit::Second), Some(SqlType::Double)) => 6,
+                _ => 0,
+            };
             match (d.map(ty), unit) {
+                (Some(SqlType::Time(_)), Some(Unit::Month | Unit::Quarter | Unit::Year)) => {
+                    SqlType::DateTime
+                }
+                (Some(SqlType::Time(_)), None) if months => SqlType::DateTime,
+                (Some(SqlType::Time(n)), _) => SqlType::Time(n.max(interval_fsp)),
                 (Some(SqlType::Date), Some(u)) if !u.is_time() => SqlType::Date,
                 (Some(SqlType::Date), None) if months => SqlType::Date,
                 (Some(SqlType::Date | SqlType::DateTime), _) => SqlType::DateTime,
@@ -1319,7 +1372,7 @@ pub(super) fn static_type(name: &str, args: &[Expr]) -> Option<SqlType> {
         "STR_TO_DATE" => match args.get(1) {
             Some(Expr::Literal(Value::Str(f))) => match format_kind(f) {
                 (true, false, _) => SqlType::Date,
-                (false, true, _) => SqlType::Str,
+                (false, true, frac) => SqlType::Time(if frac { 6 } else { 0 }),
                 _ => SqlType::DateTime,
             },
             // A format only known at run time: the value's own type, carried as text.

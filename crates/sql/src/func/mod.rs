@@ -18,6 +18,7 @@ pub mod date;
 pub mod hash;
 pub mod math;
 pub mod string;
+pub mod time;
 
 pub use hash::{Rand, RandState};
 
@@ -37,6 +38,9 @@ pub(crate) fn call(
     if let Some(v) = hash::call(name, args, vals, ctx)? {
         return Ok(Some(v));
     }
+    if let Some(v) = time::call(name, args, vals, ctx)? {
+        return Ok(Some(v));
+    }
     if let Some(v) = date::call(name, args, vals, ctx)? {
         return Ok(Some(v));
     }
@@ -49,6 +53,7 @@ pub(crate) fn call(
 /// The result type of a call to one of this library's functions (None: not one of them).
 pub(crate) fn static_type(name: &str, args: &[Expr]) -> Option<SqlType> {
     hash::static_type(name)
+        .or_else(|| time::static_type(name, args))
         .or_else(|| date::static_type(name, args))
         .or_else(|| string::static_type(name))
         .or_else(|| math::static_type(name, args))

@@ -257,6 +257,9 @@ fn expr_level(cx: &mut dyn ExprScope, e: &sp::Expr) -> Result<Expr, SqlError> {
                 sp::DataType::Timestamp(None, _) => {
                     Expr::Literal(crate::func::date::typed_literal(false, text)?)
                 }
+                sp::DataType::Time(None, sp::TimezoneInfo::None) => {
+                    Expr::Literal(crate::func::time::typed_literal(text)?)
+                }
                 _ => return Err(unsupported(e.to_string())),
             }
         }

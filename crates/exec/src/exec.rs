@@ -692,17 +692,7 @@ impl Exec<'_> {
         needed: Option<&[bool]>,
         f: &mut RowVisitor<'_>,
     ) -> Result<(), SqlError> {
-        let resolved = {
-            let mut rc = RowCtx {
-                outer: &mut *self.ctx,
-                params: self.params,
-                names: &[],
-                row: &[],
-                aggs: &[],
-                values_row: None,
-            };
-            resolve(access, table, &mut rc)?
-        };
+        let resolved = resolve(access, table, &mut self.no_row_ctx())?;
         let mut err: Option<SqlError> = None;
         let Exec {
             txn, ctx, params, ..
@@ -832,15 +822,20 @@ impl Exec<'_> {
         if imp.is_empty() {
             return Ok(false);
         }
-        let mut rc = RowCtx {
+        imp.decided(&mut self.no_row_ctx())
+    }
+
+    /// An evaluation context with this execution's parameters and no row: for what is
+    /// decided before any row is read.
+    fn no_row_ctx(&mut self) -> RowCtx<'_> {
+        RowCtx {
             outer: &mut *self.ctx,
             params: self.params,
             names: &[],
             row: &[],
             aggs: &[],
             values_row: None,
-        };
-        imp.decided(&mut rc)
+        }
     }
 
     /// UPDATE.

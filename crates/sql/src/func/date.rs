@@ -407,21 +407,7 @@ fn add_interval(d: DateTime, amount: &Value, unit: Unit, sub: bool) -> Option<Da
                 * 86_400_000_000
                 + (d.hour as i128 * 3600 + d.minute as i128 * 60 + d.second as i128) * 1_000_000
                 + d.micro as i128;
-            let t = base + sign * m;
-            let days = t.div_euclid(86_400_000_000);
-            let rest = t.rem_euclid(86_400_000_000);
-            if !(0..=MAX_DAY_NUMBER as i128).contains(&days) {
-                return None;
-            }
-            let day = from_daynr(days as i64);
-            r.year = day.year;
-            r.month = day.month;
-            r.day = day.day;
-            let secs = rest / 1_000_000;
-            r.hour = (secs / 3600) as u8;
-            r.minute = (secs / 60 % 60) as u8;
-            r.second = (secs % 60) as u8;
-            r.micro = (rest % 1_000_000) as u32;
+            r = datetime_of_micros(base + sign * m)?;
         }
     }
     Some(r)

@@ -300,22 +300,29 @@ pub(crate) fn sort_by_keys<T>(rows: &mut [T], key: impl Fn(&T) -> &[Value], desc
 /// 5 % of the server's CPU). The rows are then put in the weights' order (stable, as the
 /// comparison sort).
 fn sort_by_weights<T>(rows: &mut [T], key: impl Fn(&T) -> &[Value], desc: &[bool]) {
-    let weights: Vec<Vec<Option<Vec<u8>>>> = rows
-        .iter()
-        .map(|r| {
-            (0..desc.len())
-                .map(|i| match key(r).get(i) {
-                    Some(Value::Str(s)) => Some(shoal_collation::weight(s)),
-                    _ => None,
-                })
-                .collect()
-        })
-        .collect();
+    // Every weight in one buffer, each row's keys as spans of it (`None`: NULL): two
+    // allocations for the whole sort instead of two per row.
+    let mut buf: Vec<u8> = Vec::with_capacity(rows.len() * 32 * desc.len());
+    let mut spans: Vec<Option<(usize, usize)>> = Vec::with_capacity(rows.len() * desc.len());
+    for r in rows.iter() {
+        for i in 0..desc.len() {
+            spans.push(match key(r).get(i) {
+                Some(Value::Str(s)) => {
+                    let start = buf.len();
+                    shoal_collation::push_weight(&mut buf, s);
+                    Some((start, buf.len()))
+                }
+                _ => None,
+            });
+        }
+    }
+    let n = desc.len();
+    let weight = |row: usize, i: usize| spans[row * n + i].map(|(a, b)| &buf[a..b]);
     let mut order: Vec<usize> = (0..rows.len()).collect();
     order.sort_by(|&a, &b| {
-        for ((x, y), d) in weights[a].iter().zip(&weights[b]).zip(desc) {
+        for (i, d) in desc.iter().enumerate() {
             // NULL (None) first, as `cmp_keys`.
-            let o = x.cmp(y);
+            let o = weight(a, i).cmp(&weight(b, i));
             let o = if *d { o.reverse() } else { o };
             if o != Ordering::Equal {
                 return o;

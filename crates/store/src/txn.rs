@@ -1027,13 +1027,12 @@ impl Transaction {
                 let iter = Some(&mut self.snap_iter);
                 return snap.scan_with(&from, Some(&to), true, iter, &mut |k, v| {
                     Stats::add(&stats.rows_read, 1);
-                    f(Self::decode_cols(
-                        &t,
-                        &types,
-                        &k[prefix.len()..],
-                        v,
-                        opts.cols,
-                    )?)
+                    let pk = if opts.no_keys {
+                        &[][..]
+                    } else {
+                        &k[prefix.len()..]
+                    };
+                    f(Self::decode_cols(&t, &types, pk, v, opts.cols)?)
                 });
             }
         }
@@ -1055,7 +1054,12 @@ impl Transaction {
                     }
                 };
                 Stats::add(&self.inner.stats.rows_read, 1);
-                let row = Self::decode_cols(&t, &types, &k[prefix.len()..], &v, opts.cols)?;
+                let pk = if opts.no_keys {
+                    &[][..]
+                } else {
+                    &k[prefix.len()..]
+                };
+                let row = Self::decode_cols(&t, &types, pk, &v, opts.cols)?;
                 if !f(row)? {
                     return Ok(());
                 }
@@ -1353,6 +1357,9 @@ pub struct ScanOpts<'a> {
     pub cols: Option<&'a [bool]>,
     /// Descending key order: `ORDER BY key DESC` without a sort.
     pub reverse: bool,
+    /// The caller never reads [`Row::key`] (a query's reads; not UPDATE or DELETE, which
+    /// write back by key): rows come with an empty key, sparing a copy per row.
+    pub no_keys: bool,
 }
 
 impl Drop for Transaction {

@@ -1,6 +1,6 @@
 //! Name resolution, typing and planning of a query (see the module essay in `mod.rs`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -407,7 +407,72 @@ pub fn prepare(
         covering_scans(&mut sp.node, &read);
     }
     plan.read = read;
+    if plan.subqueries.is_empty() {
+        mark_moves(&mut plan.root);
+    }
     Ok(plan)
+}
+
+/// Marks the items a SELECT block's projection may move out of the frame instead of copying
+/// (`SelectPlan::moves`): a bare column of a block that reads one source and does not group,
+/// which no other item and no ORDER BY expression reads. Such a block puts each row of its
+/// source in the frame, evaluates WHERE, then projects; after the projection only the other
+/// items and the sort keys read the frame, and the next row overwrites it. A block joining
+/// sources keeps the outer rows' values in the frame across inner rows, and a grouped block
+/// keeps first rows: neither moves. Only for plans without subqueries (a correlated one reads
+/// the frame from inside an item). Spares a copy (an allocation for a string) per column per
+/// row: `SELECT c FROM t WHERE id BETWEEN ...`.
+fn mark_moves(n: &mut QNode) {
+    match &mut n.body {
+        Body::Select(s) => {
+            // `ORDER BY c` where `c` is also a bare item: the item's value is the key, so
+            // the key is that output column (read from the row, not the frame).
+            if !s.grouped {
+                for (k, _) in &mut n.order {
+                    if let SortKey::Expr(Expr::Slot(slot)) = k {
+                        let same = |e: &Expr| matches!(e, Expr::Slot(x) if x == slot);
+                        if let Some(i) = s.items.iter().position(same) {
+                            *k = SortKey::Output(i);
+                        }
+                    }
+                }
+            }
+            mark_select_moves(s, &n.order)
+        }
+        Body::Query(q) => mark_moves(q),
+        Body::SetOp { .. } => {}
+    }
+}
+
+fn mark_select_moves(s: &mut SelectPlan, order: &[(SortKey, bool)]) {
+    for leaf in &mut s.leaves {
+        if let LeafKind::Derived(q) = &mut leaf.kind {
+            mark_moves(q);
+        }
+    }
+    if s.grouped || !matches!(s.from, Source::Leaf(_)) {
+        return;
+    }
+    let mut reads: HashMap<usize, usize> = HashMap::new();
+    let exprs = s
+        .items
+        .iter()
+        .chain(order.iter().filter_map(|(k, _)| match k {
+            SortKey::Expr(e) => Some(e),
+            SortKey::Output(_) => None,
+        }));
+    for e in exprs {
+        visit_expr(e, &mut |x| {
+            if let Expr::Slot(slot) = x {
+                *reads.entry(*slot).or_default() += 1;
+            }
+        });
+    }
+    s.moves = s
+        .items
+        .iter()
+        .map(|e| matches!(e, Expr::Slot(slot) if reads.get(slot) == Some(&1)))
+        .collect();
 }
 
 /// Full scans that a secondary index covers become full scans of that index: the store then
@@ -1111,6 +1176,7 @@ impl Binder<'_> {
             aggs: Vec::new(),
             having,
             items,
+            moves: Vec::new(),
             distinct: s.distinct,
             slots,
             impossible,

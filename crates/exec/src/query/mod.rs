@@ -219,6 +219,9 @@ pub(crate) struct SelectPlan {
     pub aggs: Vec<BoundAgg>,
     pub having: Option<Expr>,
     pub items: Vec<Expr>,
+    /// Per item: the item is a column that the projection may move out of the frame instead
+    /// of copying (see `bind::mark_moves`); empty: none may.
+    pub moves: Vec<bool>,
     pub distinct: bool,
     /// The frame slots of this block's sources (kept per group).
     pub slots: Range<usize>,

@@ -2,7 +2,12 @@
 //! into the frame and call back, grouping, sorting, subqueries.
 
 use std::cmp::Ordering;
-use std::collections::{HashMap, HashSet};
+/// The executor's hash tables are keyed by rows' values (DISTINCT, GROUP BY, hash joins, set
+/// operations): user data, often long strings. foldhash (hashbrown's own default, seeded per
+/// process) hashes them several times cheaper than std's SipHash and still resists chosen
+/// collisions.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 use std::sync::Arc;
 
 use shoal_sql::ast::{BinOp, Expr, Subquery, SubqueryKind, VarScope, DISTINCT_TUPLE};
@@ -46,10 +51,10 @@ pub fn execute(
         memos: (0..plan.subqueries.len())
             .map(|_| Memo::default())
             .collect(),
-        derived: HashMap::new(),
-        work: HashMap::new(),
+        derived: HashMap::default(),
+        work: HashMap::default(),
         visited: 0,
-        hashed: HashMap::new(),
+        hashed: HashMap::default(),
         reverse: None,
     };
     r.node(&plan.root, None)
@@ -111,6 +116,16 @@ enum AggInput {
 type Visit<'f, 'p, 'a> = dyn FnMut(&mut Runner<'p, 'a>) -> Result<bool, SqlError> + 'f;
 
 /// The expression an ORDER BY item sorts by (`None`: an output position past the list).
+/// The output column that is ORDER BY's only key, if it is one: rows are then sorted by that
+/// column of the row itself, and no copy of it is kept as a separate key
+/// (`SELECT c ... ORDER BY c`).
+fn lone_output_key(order: &[(SortKey, bool)]) -> Option<usize> {
+    match order {
+        [(SortKey::Output(i), _)] => Some(*i),
+        _ => None,
+    }
+}
+
 pub(crate) fn sort_expr<'s>(s: &'s SelectPlan, k: &'s SortKey) -> Option<&'s Expr> {
     match k {
         SortKey::Output(o) => s.items.get(*o),
@@ -409,7 +424,10 @@ impl<'p, 'a> Runner<'p, 'a> {
         };
         if !n.order.is_empty() && !in_order {
             // One comparison mode per key column: a total order (found by fuzzing).
-            sort_by_keys(&mut rows, |r| &r.0, &desc);
+            match lone_output_key(&n.order) {
+                Some(i) => sort_by_keys(&mut rows, |r| &r.1[i..=i], &desc),
+                None => sort_by_keys(&mut rows, |r| &r.0, &desc),
+            }
         }
         let it = rows.into_iter().skip(offset).map(|(_, r)| r);
         Ok(match needed {
@@ -501,7 +519,7 @@ impl<'p, 'a> Runner<'p, 'a> {
                     SetOp::Union => {
                         rows.extend(right);
                         if !*all {
-                            let mut seen = HashSet::new();
+                            let mut seen = HashSet::default();
                             rows.retain(|r| seen.insert(group_key(r)));
                         }
                     }
@@ -509,12 +527,12 @@ impl<'p, 'a> Runner<'p, 'a> {
                         // How many times the right side has each row (ALL takes one per
                         // left row: the smaller count for INTERSECT, the difference for
                         // EXCEPT; without ALL a row appears once at most).
-                        let mut counts: HashMap<String, usize> = HashMap::new();
+                        let mut counts: HashMap<String, usize> = HashMap::default();
                         for r in &right {
                             *counts.entry(group_key(r)).or_default() += 1;
                         }
                         let intersect = *op == SetOp::Intersect;
-                        let mut seen = HashSet::new();
+                        let mut seen = HashSet::default();
                         rows.retain(|r| {
                             let key = group_key(r);
                             let matched = match counts.get_mut(&key) {
@@ -545,7 +563,7 @@ impl<'p, 'a> Runner<'p, 'a> {
             .ok()
             .and_then(|v| v.to_i128())
             .map_or(1000, |n| n.clamp(0, u64::MAX.into()) as u64);
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::default();
         let mut all = Vec::new();
         let mut fresh = Vec::new();
         let mut add = |r: &mut Self, rows: Vec<Vec<Value>>, fresh: &mut Vec<Vec<Value>>| {
@@ -588,12 +606,16 @@ impl<'p, 'a> Runner<'p, 'a> {
         Ok(all)
     }
 
-    /// ORDER BY keys of the row in the frame (projected as `row`).
+    /// ORDER BY keys of the row in the frame (projected as `row`); none when the only key is
+    /// an output column (see [`lone_output_key`]: the sort reads it from the row).
     fn keys(
         &mut self,
         order: &'p [(SortKey, bool)],
         row: &[Value],
     ) -> Result<Vec<Value>, SqlError> {
+        if lone_output_key(order).is_some() {
+            return Ok(Vec::new());
+        }
         let mut keys = Vec::with_capacity(order.len());
         for (k, _) in order {
             keys.push(match k {
@@ -606,8 +628,14 @@ impl<'p, 'a> Runner<'p, 'a> {
 
     fn project(&mut self, s: &'p SelectPlan) -> Result<Vec<Value>, SqlError> {
         let mut row = Vec::with_capacity(s.items.len());
-        for e in &s.items {
-            row.push(self.eval(e)?);
+        for (i, e) in s.items.iter().enumerate() {
+            row.push(match e {
+                // Read by this item alone: the next row overwrites the frame anyway.
+                Expr::Slot(slot) if s.moves.get(i) == Some(&true) => {
+                    std::mem::replace(&mut self.frame[*slot], Value::Null)
+                }
+                e => self.eval(e)?,
+            });
         }
         Ok(row)
     }
@@ -621,7 +649,7 @@ impl<'p, 'a> Runner<'p, 'a> {
         early: Option<usize>,
     ) -> Result<Vec<(Vec<Value>, Vec<Value>)>, SqlError> {
         let mut out: Vec<(Vec<Value>, Vec<Value>)> = Vec::new();
-        let mut seen: HashSet<String> = HashSet::new();
+        let mut seen: HashSet<String> = HashSet::default();
         if early == Some(0) {
             return Ok(out);
         }
@@ -964,7 +992,7 @@ impl<'p, 'a> Runner<'p, 'a> {
             None => {
                 let rows = self.leaf_rows(leaf)?;
                 let mut kinds: Vec<Option<Option<Kind>>> = vec![None; leaf.hash.len()];
-                let mut map: HashMap<String, Vec<usize>> = HashMap::new();
+                let mut map: HashMap<String, Vec<usize>> = HashMap::default();
                 let mut key = Vec::with_capacity(leaf.hash.len());
                 for (i, row) in rows.iter().enumerate() {
                     self.tick()?;
@@ -1186,6 +1214,7 @@ impl<'p, 'a> Runner<'p, 'a> {
         ScanOpts {
             cols: Some(self.reads(leaf)),
             reverse: self.reverse.is_some_and(|r| std::ptr::eq(r, leaf)),
+            no_keys: true,
         }
     }
 

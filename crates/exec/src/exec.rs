@@ -825,6 +825,45 @@ impl Exec<'_> {
         imp.decided(&mut self.no_row_ctx())
     }
 
+    /// EXPLAIN's row for a single-table UPDATE or DELETE (`stmt`) that reads `table` by
+    /// `access` (`query::explain::dml_row`).
+    pub fn explain(
+        &mut self,
+        stmt: &TableStmt,
+        table: &TableDef,
+        access: &Access,
+    ) -> Result<Vec<Vec<Value>>, SqlError> {
+        let (t, filter, order_by, limit, sets) = match stmt {
+            TableStmt::Update(u) => (&u.table, &u.filter, &u.order_by, &u.limit, Some(&u.sets)),
+            TableStmt::Delete(d) => (&d.table, &d.filter, &d.order_by, &d.limit, None),
+            _ => return Err(SqlError::Unsupported("EXPLAIN of this statement".into())),
+        };
+        let sets = sets
+            .map(|s| {
+                s.iter()
+                    .map(|(c, _)| {
+                        table
+                            .column_index(c)
+                            .ok_or_else(|| SqlError::UnknownColumn(c.clone(), "field list".into()))
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .transpose()?;
+        let n = to_limit(limit, self.ctx, self.params)?;
+        let nothing = n == Some(0) || self.impossible(table, filter.as_ref())?;
+        let rows = crate::query::explain::access_rows(self.store, table, access, &mut self.no_row_ctx());
+        let target = crate::query::explain::DmlTarget {
+            def: table,
+            shown: t.alias.as_deref().unwrap_or(&t.name),
+            access,
+            filter: filter.as_ref(),
+            sets,
+            ordered: !order_by.is_empty(),
+            limited: limit.is_some(),
+        };
+        Ok(vec![crate::query::explain::dml_row(&target, nothing, rows)])
+    }
+
     /// An evaluation context with this execution's parameters and no row: for what is
     /// decided before any row is read.
     fn no_row_ctx(&mut self) -> RowCtx<'_> {

@@ -620,7 +620,15 @@ impl TableSession {
         };
         let mut query = None;
         let mut multi = None;
-        match &stmt {
+        // EXPLAIN UPDATE / DELETE plans the statement inside as if it were to run.
+        let planned = match &stmt {
+            TableStmt::ExplainDml(inner) => {
+                columns = crate::query::explain::columns();
+                &**inner
+            }
+            s => s,
+        };
+        match planned {
             TableStmt::Query(q) => {
                 let qp = crate::query::prepare(store, system.as_ref(), q, db.as_deref())?;
                 if q.into.is_empty() {
@@ -1703,6 +1711,46 @@ fn query_is_stale(store: &Engine, qp: &QueryPlan) -> bool {
     qp.is_stale(store)
 }
 
+/// EXPLAIN UPDATE / DELETE: the rows describing how `inner` would read its rows (a
+/// multi-table statement's query as EXPLAIN SELECT shows it), nothing changed.
+fn explain_dml(
+    store: &Engine,
+    plan: &Plan,
+    inner: &TableStmt,
+    txn: &mut Transaction,
+    params: &[Value],
+    ctx: &mut dyn Context,
+    mode: WriteMode,
+) -> Result<ExecOutput, SqlError> {
+    let rows = match (inner, &plan.multi) {
+        (TableStmt::Multi(m), Some(mp)) => {
+            if mp.is_stale(store) {
+                let fresh = crate::query::dml::prepare_multi(store, m, plan.db.as_deref())?;
+                crate::query::explain::rows(fresh.query(), store, ctx)
+            } else {
+                crate::query::explain::rows(mp.query(), store, ctx)
+            }
+        }
+        (TableStmt::Update(UpdateStmt { table, filter, .. }), _)
+        | (TableStmt::Delete(DeleteStmt { table, filter, .. }), _) => {
+            let (def, access) = current_access(store, plan, table, filter.as_ref())?;
+            let mut ex = Exec {
+                store,
+                txn,
+                ctx,
+                params,
+                mode,
+            };
+            ex.explain(inner, &def, &access)?
+        }
+        _ => return Err(SqlError::Unsupported("EXPLAIN of this statement".into())),
+    };
+    Ok(ExecOutput::Rows {
+        columns: plan.columns.clone(),
+        rows,
+    })
+}
+
 fn run_dml(
     store: &Engine,
     system: Option<Arc<dyn crate::query::SystemTables>>,
@@ -1724,6 +1772,9 @@ fn run_dml(
             columns: plan.columns.clone(),
             rows: crate::query::explain::rows(qp, store, ctx),
         });
+    }
+    if let TableStmt::ExplainDml(inner) = &plan.stmt {
+        return explain_dml(store, plan, inner, txn, params, ctx, mode);
     }
     if let (TableStmt::Multi(m), Some(mp)) = (&plan.stmt, &plan.multi) {
         if mp.is_stale(store) {

@@ -292,6 +292,16 @@ impl TableStmt {
         }
     }
 
+    /// The statement whose plan this one runs or shows: the UPDATE / DELETE inside an
+    /// EXPLAIN of one (it opens, locks and needs the privileges of its tables as that
+    /// statement does, in MariaDB too), else the statement itself.
+    pub fn planned(&self) -> &TableStmt {
+        match self {
+            TableStmt::ExplainDml(inner) => inner,
+            s => s,
+        }
+    }
+
     /// Whether the statement changes rows (INSERT, REPLACE, UPDATE, DELETE, single- or
     /// multi-table): refused under `read_only` (1290) and in a READ ONLY transaction (1792).
     pub fn writes_rows(&self) -> bool {

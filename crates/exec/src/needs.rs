@@ -90,7 +90,7 @@ impl Plan {
                 add(d, t, TableNeed::Select);
             }
         }
-        match &self.stmt {
+        match self.stmt.planned() {
             TableStmt::Query(_) | TableStmt::Explain(_) => {}
             TableStmt::Multi(_) => {
                 if let Some(m) = &self.multi {

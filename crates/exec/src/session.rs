@@ -621,14 +621,10 @@ impl TableSession {
         let mut query = None;
         let mut multi = None;
         // EXPLAIN UPDATE / DELETE plans the statement inside as if it were to run.
-        let planned = match &stmt {
-            TableStmt::ExplainDml(inner) => {
-                columns = crate::query::explain::columns();
-                &**inner
-            }
-            s => s,
-        };
-        match planned {
+        if let TableStmt::ExplainDml(_) = &stmt {
+            columns = crate::query::explain::columns();
+        }
+        match stmt.planned() {
             TableStmt::Query(q) => {
                 let qp = crate::query::prepare(store, system.as_ref(), q, db.as_deref())?;
                 if q.into.is_empty() {
@@ -1538,7 +1534,7 @@ fn plan_lock_names(
         add(&d, &t.name, t.alias.as_deref().unwrap_or(&t.name), write);
         Ok(())
     };
-    match &plan.stmt {
+    match plan.stmt.planned() {
         TableStmt::Update(u) => single(&u.table, true)?,
         TableStmt::Delete(dl) => single(&dl.table, true)?,
         TableStmt::Insert(i) => single(&i.table, true)?,
@@ -1619,7 +1615,7 @@ fn plan_tables(plan: &Plan) -> Result<Vec<(TableKey, LockRequest)>, SqlError> {
             add(d.clone(), n.clone(), false);
         }
     }
-    match &plan.stmt {
+    match plan.stmt.planned() {
         TableStmt::Multi(_) => {
             if let Some(m) = &plan.multi {
                 for (d, n, w) in m.tables() {

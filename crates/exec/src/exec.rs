@@ -623,6 +623,26 @@ impl Acc {
     }
 }
 
+/// 1054 for the first column `exprs` name that `table` does not have.
+fn known_columns<'e>(
+    table: &TableDef,
+    exprs: impl Iterator<Item = &'e Expr>,
+) -> Result<(), SqlError> {
+    for e in exprs {
+        let mut unknown = None;
+        crate::query::visit_expr(e, &mut |x| match x {
+            Expr::Column(c) if table.column_index(c).is_none() => {
+                unknown.get_or_insert_with(|| c.clone());
+            }
+            _ => {}
+        });
+        if let Some(c) = unknown {
+            return Err(SqlError::UnknownColumn(c, "where clause".into()));
+        }
+    }
+    Ok(())
+}
+
 /// How many rows a scan visits between two looks at the session's kill flag (and statement
 /// deadline): often enough to stop a full scan within milliseconds, rare enough to cost nothing.
 const KILL_CHECK_ROWS: u64 = 256;
@@ -838,6 +858,14 @@ impl Exec<'_> {
             TableStmt::Delete(d) => (&d.table, &d.filter, &d.order_by, &d.limit, None),
             _ => return Err(SqlError::Unsupported("EXPLAIN of this statement".into())),
         };
+        // The statement would fail on its first row; MariaDB refuses it before reading any.
+        known_columns(
+            table,
+            filter
+                .iter()
+                .chain(order_by.iter().map(|(e, _)| e))
+                .chain(sets.iter().flat_map(|s| s.iter().map(|(_, e)| e))),
+        )?;
         let sets = sets
             .map(|s| {
                 s.iter()

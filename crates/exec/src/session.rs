@@ -1718,33 +1718,33 @@ fn explain_dml(
     ctx: &mut dyn Context,
     mode: WriteMode,
 ) -> Result<ExecOutput, SqlError> {
-    let rows = match (inner, &plan.multi) {
+    let out = |rows| {
+        Ok(ExecOutput::Rows {
+            columns: plan.columns.clone(),
+            rows,
+        })
+    };
+    let (table, filter) = match (inner, &plan.multi) {
         (TableStmt::Multi(m), Some(mp)) => {
             if mp.is_stale(store) {
                 let fresh = crate::query::dml::prepare_multi(store, m, plan.db.as_deref())?;
-                crate::query::explain::rows(fresh.query(), store, ctx)
-            } else {
-                crate::query::explain::rows(mp.query(), store, ctx)
+                return out(crate::query::explain::rows(fresh.query(), store, ctx));
             }
+            return out(crate::query::explain::rows(mp.query(), store, ctx));
         }
-        (TableStmt::Update(UpdateStmt { table, filter, .. }), _)
-        | (TableStmt::Delete(DeleteStmt { table, filter, .. }), _) => {
-            let (def, access) = current_access(store, plan, table, filter.as_ref())?;
-            let mut ex = Exec {
-                store,
-                txn,
-                ctx,
-                params,
-                mode,
-            };
-            ex.explain(inner, &def, &access)?
-        }
+        (TableStmt::Update(u), _) => (&u.table, &u.filter),
+        (TableStmt::Delete(d), _) => (&d.table, &d.filter),
         _ => return Err(SqlError::Unsupported("EXPLAIN of this statement".into())),
     };
-    Ok(ExecOutput::Rows {
-        columns: plan.columns.clone(),
-        rows,
-    })
+    let (def, access) = current_access(store, plan, table, filter.as_ref())?;
+    let mut ex = Exec {
+        store,
+        txn,
+        ctx,
+        params,
+        mode,
+    };
+    out(ex.explain(inner, &def, &access)?)
 }
 
 fn run_dml(

@@ -445,75 +445,15 @@ pub(crate) fn dml_row(t: &DmlTarget<'_>, nothing: bool, rows: u64) -> Vec<Value>
             ..Line::default()
         });
     }
-    let delete = t.sets.is_none();
-    if delete && t.filter.is_none() && !t.limited {
+    if t.sets.is_none() && t.filter.is_none() && !t.limited {
         return line(Line {
             rows: Some(rows),
             extra: "Deleting all rows".into(),
             ..Line::default()
         });
     }
-    let def = t.def;
-    let pk = def.primary_key.clone().unwrap_or_default();
-    let (ty, key, parts) = match t.access {
-        Access::FullScan if !delete && !pk.is_empty() => ("index", Some(KeyName::Primary), pk.len()),
-        Access::FullScan => ("ALL", None, 0),
-        Access::PkPoint(_) => ("range", Some(KeyName::Primary), pk.len()),
-        Access::Range {
-            key, prefix, lo, hi,
-        } if prefix.is_empty() && !planner::ranged(lo, hi) => {
-            ("index", Some(key.clone()), planner::used_parts(def, t.access))
-        }
-        Access::In { key, .. } | Access::Range { key, .. } | Access::Union { key, .. } => {
-            ("range", Some(key.clone()), planner::used_parts(def, t.access))
-        }
-    };
-    let single_row = match t.access {
-        Access::PkPoint(_) => true,
-        Access::Range {
-            key: KeyName::Index(n),
-            prefix,
-            lo,
-            hi,
-        } => {
-            !planner::ranged(lo, hi)
-                && !prefix.iter().any(planner::is_null_key)
-                && def
-                    .index(n)
-                    .is_some_and(|ix| ix.unique && ix.columns.len() == prefix.len())
-        }
-        _ => false,
-    };
-    // MariaDB's "used key is modified": SET writes a column of the key read (a secondary
-    // key's entries hold the primary key too); a full scan reads the primary key.
-    let read_cols = match &key {
-        Some(k) if !single_row => {
-            let mut cols = planner::key_columns(def, k);
-            cols.extend(&pk);
-            cols
-        }
-        _ => Vec::new(),
-    };
-    let key_modified = t
-        .sets
-        .as_ref()
-        .is_some_and(|set| set.iter().any(|c| read_cols.contains(c)));
-    let mut words = Vec::new();
-    let row_filter = t.filter.is_some_and(|f| {
-        planner::conjuncts(f)
-            .into_iter()
-            .any(|c| !super::fixed_in_statement(c))
-    });
-    if row_filter {
-        words.push("Using where");
-    }
-    let sorted = t.ordered && !single_row;
-    if sorted {
-        words.push("Using filesort");
-    } else if !delete && (t.ordered || key_modified) {
-        words.push("Using buffer");
-    }
-    let possible = planner::possible_keys(def, t.filter);
+    let (ty, key, parts) = t.path();
+    let possible = planner::possible_keys(t.def, t.filter);
     line(Line {
         table: t.shown.to_string(),
         ty: ty.into(),
@@ -521,12 +461,88 @@ pub(crate) fn dml_row(t: &DmlTarget<'_>, nothing: bool, rows: u64) -> Vec<Value>
             .then(|| possible.iter().map(key_name).collect::<Vec<_>>().join(",")),
         key_len: key
             .as_ref()
-            .map(|k| planner::key_len(def, k, parts).to_string()),
+            .map(|k| planner::key_len(t.def, k, parts).to_string()),
+        extra: t.extra(key.as_ref()),
         key: key.as_ref().map(key_name),
         rows: Some(rows),
-        extra: words.join("; "),
         ..Line::default()
     })
+}
+
+impl DmlTarget<'_> {
+    /// EXPLAIN's `type`, the key read and how many of its parts (see [`dml_row`]).
+    fn path(&self) -> (&'static str, Option<KeyName>, usize) {
+        let pk = self.def.primary_key.as_ref().map_or(0, Vec::len);
+        let parts = planner::used_parts(self.def, self.access);
+        match self.access {
+            Access::FullScan if self.sets.is_some() && pk > 0 => {
+                ("index", Some(KeyName::Primary), pk)
+            }
+            Access::FullScan => ("ALL", None, 0),
+            Access::PkPoint(_) => ("range", Some(KeyName::Primary), pk),
+            Access::Range {
+                key, prefix, lo, hi,
+            } if prefix.is_empty() && !planner::ranged(lo, hi) => ("index", Some(key.clone()), parts),
+            Access::In { key, .. } | Access::Range { key, .. } | Access::Union { key, .. } => {
+                ("range", Some(key.clone()), parts)
+            }
+        }
+    }
+
+    /// Whether the path reads at most one row: a point read of the primary key or of every
+    /// column of a UNIQUE key (not its NULL key, which any number of rows hold).
+    fn single_row(&self) -> bool {
+        match self.access {
+            Access::PkPoint(_) => true,
+            Access::Range {
+                key: KeyName::Index(n),
+                prefix,
+                lo,
+                hi,
+            } => {
+                !planner::ranged(lo, hi)
+                    && !prefix.iter().any(planner::is_null_key)
+                    && self
+                        .def
+                        .index(n)
+                        .is_some_and(|ix| ix.unique && ix.columns.len() == prefix.len())
+            }
+            _ => false,
+        }
+    }
+
+    /// EXPLAIN's Extra for reading by `key` (see [`dml_row`]).
+    fn extra(&self, key: Option<&KeyName>) -> String {
+        let single = self.single_row();
+        // MariaDB's "used key is modified": SET writes a column of the key read (a secondary
+        // key's entries hold the primary key too); a full scan reads the primary key.
+        let read_cols = match key {
+            Some(k) if !single => {
+                let mut cols = planner::key_columns(self.def, k);
+                cols.extend(self.def.primary_key.iter().flatten());
+                cols
+            }
+            _ => Vec::new(),
+        };
+        let key_modified = self
+            .sets
+            .as_ref()
+            .is_some_and(|set| set.iter().any(|c| read_cols.contains(c)));
+        let mut words = Vec::new();
+        if self.filter.is_some_and(|f| {
+            planner::conjuncts(f)
+                .into_iter()
+                .any(|c| !super::fixed_in_statement(c))
+        }) {
+            words.push("Using where");
+        }
+        if self.ordered && !single {
+            words.push("Using filesort");
+        } else if self.sets.is_some() && (self.ordered || key_modified) {
+            words.push("Using buffer");
+        }
+        words.join("; ")
+    }
 }
 
 /// What MariaDB's Extra says on a SELECT's first table about ordering its rows: `Using

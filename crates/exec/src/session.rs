@@ -1718,7 +1718,7 @@ fn explain_dml(
     ctx: &mut dyn Context,
     mode: WriteMode,
 ) -> Result<ExecOutput, SqlError> {
-    let out = |rows| {
+    let out = |rows: Vec<Vec<Value>>| -> Result<ExecOutput, SqlError> {
         Ok(ExecOutput::Rows {
             columns: plan.columns.clone(),
             rows,

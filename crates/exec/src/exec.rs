@@ -879,7 +879,8 @@ impl Exec<'_> {
             .transpose()?;
         let n = to_limit(limit, self.ctx, self.params)?;
         let nothing = n == Some(0) || self.impossible(table, filter.as_ref())?;
-        let rows = crate::query::explain::access_rows(self.store, table, access, &mut self.no_row_ctx());
+        let rows =
+            crate::query::explain::access_rows(self.store, table, access, &mut self.no_row_ctx());
         let target = crate::query::explain::DmlTarget {
             def: table,
             shown: t.alias.as_deref().unwrap_or(&t.name),

@@ -285,8 +285,8 @@ fn parse_show_like(text: &str) -> Result<Option<TableStmt>, SqlError> {
             }
             if w.len() > 3
                 || ["INSERT", "REPLACE", "FORMAT", "EXTENDED", "ANALYZE"]
-                .iter()
-                .any(|k| kw(w.get(1), k))
+                    .iter()
+                    .any(|k| kw(w.get(1), k))
             {
                 return Err(unsupported("EXPLAIN of this statement"));
             }

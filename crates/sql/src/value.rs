@@ -682,7 +682,7 @@ mod tests {
         assert_eq!(format_double(0.1), "0.1");
         assert_eq!(format_double(1e20), "1e20");
         assert_eq!(format_double(-1.5), "-1.5");
-        let single = |x: f32, d: u8| format_float(f64::from(x), d);
+        let single = |x: f64, d: u8| format_float(f64::from(x as f32), d);
         assert_eq!(single(1.1, 31), "1.1");
         assert_eq!(single(0.1, 31), "0.1");
         assert_eq!(single(123456.789, 31), "123457");

@@ -481,8 +481,13 @@ impl DmlTarget<'_> {
             Access::FullScan => ("ALL", None, 0),
             Access::PkPoint(_) => ("range", Some(KeyName::Primary), pk),
             Access::Range {
-                key, prefix, lo, hi,
-            } if prefix.is_empty() && !planner::ranged(lo, hi) => ("index", Some(key.clone()), parts),
+                key,
+                prefix,
+                lo,
+                hi,
+            } if prefix.is_empty() && !planner::ranged(lo, hi) => {
+                ("index", Some(key.clone()), parts)
+            }
             Access::In { key, .. } | Access::Range { key, .. } | Access::Union { key, .. } => {
                 ("range", Some(key.clone()), parts)
             }

@@ -424,7 +424,7 @@ pub(crate) struct DmlTarget<'a> {
 ///   checked on every row, as here); a full scan is `index` on the primary key for UPDATE
 ///   (InnoDB's scan key) and `ALL` for DELETE or a table without one.
 /// * A DELETE without WHERE or LIMIT is `Deleting all rows`, no table: MariaDB's words for
-///   removing every row (InnoDB, like shoal, deletes them one by one).
+///   removing every row (shoal deletes them one by one through a full scan).
 /// * ORDER BY: shoal reads the rows the path gives and sorts them (`Using filesort`),
 ///   except the one row of a unique point read. UPDATE reads every target row before it
 ///   changes one (always buffered); it says `Using buffer` where MariaDB does: with ORDER BY

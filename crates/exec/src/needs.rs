@@ -91,7 +91,8 @@ impl Plan {
             }
         }
         match self.stmt.planned() {
-            TableStmt::Query(_) | TableStmt::Explain(_) => {}
+            // (`planned` gives the statement inside an EXPLAIN UPDATE / DELETE.)
+            TableStmt::Query(_) | TableStmt::Explain(_) | TableStmt::ExplainDml(_) => {}
             TableStmt::Multi(_) => {
                 if let Some(m) = &self.multi {
                     let need = if m.is_delete() {

@@ -177,6 +177,9 @@ impl AlterOp {
 pub enum TableStmt {
     /// `EXPLAIN SELECT ...`: the query engine's plan, one row per table read.
     Explain(Box<shoal_sql::ast::Query>),
+    /// `EXPLAIN UPDATE ...` / `EXPLAIN DELETE ...`: the plan of the statement inside (an
+    /// [`TableStmt::Update`], [`TableStmt::Delete`] or [`TableStmt::Multi`]), which is not run.
+    ExplainDml(Box<TableStmt>),
     /// A multi-table UPDATE or DELETE (run through the query engine).
     Multi(Box<MultiStmt>),
     /// A query (any FROM clause or none, UNION, subqueries): run by the query engine
@@ -280,10 +283,22 @@ impl TableStmt {
             TableStmt::Multi(_) => "update_multi",
             TableStmt::Query(_) => "select",
             TableStmt::Explain(_) => "explain_other",
+            // MariaDB counts EXPLAIN UPDATE / DELETE as the statement.
+            TableStmt::ExplainDml(inner) => inner.com_name(),
             TableStmt::Insert(i) if i.replace => "replace",
             TableStmt::Insert(_) => "insert",
             TableStmt::Update(_) => "update",
             TableStmt::Delete(_) => "delete",
+        }
+    }
+
+    /// The statement whose plan this one runs or shows: the UPDATE / DELETE inside an
+    /// EXPLAIN of one (it opens, locks and needs the privileges of its tables as that
+    /// statement does, in MariaDB too), else the statement itself.
+    pub fn planned(&self) -> &TableStmt {
+        match self {
+            TableStmt::ExplainDml(inner) => inner,
+            s => s,
         }
     }
 

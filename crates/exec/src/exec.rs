@@ -630,6 +630,26 @@ impl Acc {
     }
 }
 
+/// 1054 for the first column `exprs` name that `table` does not have.
+fn known_columns<'e>(
+    table: &TableDef,
+    exprs: impl Iterator<Item = &'e Expr>,
+) -> Result<(), SqlError> {
+    for e in exprs {
+        let mut unknown = None;
+        crate::query::visit_expr(e, &mut |x| match x {
+            Expr::Column(c) if table.column_index(c).is_none() => {
+                unknown.get_or_insert_with(|| c.clone());
+            }
+            _ => {}
+        });
+        if let Some(c) = unknown {
+            return Err(SqlError::UnknownColumn(c, "where clause".into()));
+        }
+    }
+    Ok(())
+}
+
 /// How many rows a scan visits between two looks at the session's kill flag (and statement
 /// deadline): often enough to stop a full scan within milliseconds, rare enough to cost nothing.
 const KILL_CHECK_ROWS: u64 = 256;
@@ -830,6 +850,54 @@ impl Exec<'_> {
             return Ok(false);
         }
         imp.decided(&mut self.no_row_ctx())
+    }
+
+    /// EXPLAIN's row for a single-table UPDATE or DELETE (`stmt`) that reads `table` by
+    /// `access` (`query::explain::dml_row`).
+    pub fn explain(
+        &mut self,
+        stmt: &TableStmt,
+        table: &TableDef,
+        access: &Access,
+    ) -> Result<Vec<Vec<Value>>, SqlError> {
+        let (t, filter, order_by, limit, sets) = match stmt {
+            TableStmt::Update(u) => (&u.table, &u.filter, &u.order_by, &u.limit, Some(&u.sets)),
+            TableStmt::Delete(d) => (&d.table, &d.filter, &d.order_by, &d.limit, None),
+            _ => return Err(SqlError::Unsupported("EXPLAIN of this statement".into())),
+        };
+        // The statement would fail on its first row; MariaDB refuses it before reading any.
+        known_columns(
+            table,
+            filter
+                .iter()
+                .chain(order_by.iter().map(|(e, _)| e))
+                .chain(sets.iter().flat_map(|s| s.iter().map(|(_, e)| e))),
+        )?;
+        let sets = sets
+            .map(|s| {
+                s.iter()
+                    .map(|(c, _)| {
+                        table
+                            .column_index(c)
+                            .ok_or_else(|| SqlError::UnknownColumn(c.clone(), "field list".into()))
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .transpose()?;
+        let n = to_limit(limit, self.ctx, self.params)?;
+        let nothing = n == Some(0) || self.impossible(table, filter.as_ref())?;
+        let rows =
+            crate::query::explain::access_rows(self.store, table, access, &mut self.no_row_ctx());
+        let target = crate::query::explain::DmlTarget {
+            def: table,
+            shown: t.alias.as_deref().unwrap_or(&t.name),
+            access,
+            filter: filter.as_ref(),
+            sets,
+            ordered: !order_by.is_empty(),
+            limited: limit.is_some(),
+        };
+        Ok(vec![crate::query::explain::dml_row(&target, nothing, rows)])
     }
 
     /// An evaluation context with this execution's parameters and no row: for what is

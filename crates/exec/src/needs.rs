@@ -90,8 +90,9 @@ impl Plan {
                 add(d, t, TableNeed::Select);
             }
         }
-        match &self.stmt {
-            TableStmt::Query(_) | TableStmt::Explain(_) => {}
+        match self.stmt.planned() {
+            // (`planned` gives the statement inside an EXPLAIN UPDATE / DELETE.)
+            TableStmt::Query(_) | TableStmt::Explain(_) | TableStmt::ExplainDml(_) => {}
             TableStmt::Multi(_) => {
                 if let Some(m) = &self.multi {
                     let need = if m.is_delete() {

@@ -620,7 +620,11 @@ impl TableSession {
         };
         let mut query = None;
         let mut multi = None;
-        match &stmt {
+        // EXPLAIN UPDATE / DELETE plans the statement inside as if it were to run.
+        if let TableStmt::ExplainDml(_) = &stmt {
+            columns = crate::query::explain::columns();
+        }
+        match stmt.planned() {
             TableStmt::Query(q) => {
                 let qp = crate::query::prepare(store, system.as_ref(), q, db.as_deref())?;
                 if q.into.is_empty() {
@@ -1530,7 +1534,7 @@ fn plan_lock_names(
         add(&d, &t.name, t.alias.as_deref().unwrap_or(&t.name), write);
         Ok(())
     };
-    match &plan.stmt {
+    match plan.stmt.planned() {
         TableStmt::Update(u) => single(&u.table, true)?,
         TableStmt::Delete(dl) => single(&dl.table, true)?,
         TableStmt::Insert(i) => single(&i.table, true)?,
@@ -1611,7 +1615,7 @@ fn plan_tables(plan: &Plan) -> Result<Vec<(TableKey, LockRequest)>, SqlError> {
             add(d.clone(), n.clone(), false);
         }
     }
-    match &plan.stmt {
+    match plan.stmt.planned() {
         TableStmt::Multi(_) => {
             if let Some(m) = &plan.multi {
                 for (d, n, w) in m.tables() {
@@ -1703,6 +1707,46 @@ fn query_is_stale(store: &Engine, qp: &QueryPlan) -> bool {
     qp.is_stale(store)
 }
 
+/// EXPLAIN UPDATE / DELETE: the rows describing how `inner` would read its rows (a
+/// multi-table statement's query as EXPLAIN SELECT shows it), nothing changed.
+fn explain_dml(
+    store: &Engine,
+    plan: &Plan,
+    inner: &TableStmt,
+    txn: &mut Transaction,
+    params: &[Value],
+    ctx: &mut dyn Context,
+    mode: WriteMode,
+) -> Result<ExecOutput, SqlError> {
+    let out = |rows: Vec<Vec<Value>>| -> Result<ExecOutput, SqlError> {
+        Ok(ExecOutput::Rows {
+            columns: plan.columns.clone(),
+            rows,
+        })
+    };
+    let (table, filter) = match (inner, &plan.multi) {
+        (TableStmt::Multi(m), Some(mp)) => {
+            if mp.is_stale(store) {
+                let fresh = crate::query::dml::prepare_multi(store, m, plan.db.as_deref())?;
+                return out(crate::query::explain::rows(fresh.query(), store, ctx));
+            }
+            return out(crate::query::explain::rows(mp.query(), store, ctx));
+        }
+        (TableStmt::Update(u), _) => (&u.table, &u.filter),
+        (TableStmt::Delete(d), _) => (&d.table, &d.filter),
+        _ => return Err(SqlError::Unsupported("EXPLAIN of this statement".into())),
+    };
+    let (def, access) = current_access(store, plan, table, filter.as_ref())?;
+    let mut ex = Exec {
+        store,
+        txn,
+        ctx,
+        params,
+        mode,
+    };
+    out(ex.explain(inner, &def, &access)?)
+}
+
 fn run_dml(
     store: &Engine,
     system: Option<Arc<dyn crate::query::SystemTables>>,
@@ -1724,6 +1768,9 @@ fn run_dml(
             columns: plan.columns.clone(),
             rows: crate::query::explain::rows(qp, store, ctx),
         });
+    }
+    if let TableStmt::ExplainDml(inner) = &plan.stmt {
+        return explain_dml(store, plan, inner, txn, params, ctx, mode);
     }
     if let (TableStmt::Multi(m), Some(mp)) = (&plan.stmt, &plan.multi) {
         if mp.is_stale(store) {

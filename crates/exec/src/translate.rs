@@ -276,16 +276,17 @@ fn parse_show_like(text: &str) -> Result<Option<TableStmt>, SqlError> {
         .unwrap_or_default();
     match first.as_str() {
         "DESCRIBE" | "DESC" | "EXPLAIN" if w.len() >= 2 => {
-            if kw(w.get(1), "SELECT") || kw(w.get(1), "(") || kw(w.get(1), "WITH") {
-                // EXPLAIN SELECT: the query engine's plan (below, through sqlparser).
+            if ["SELECT", "(", "WITH", "UPDATE", "DELETE"]
+                .iter()
+                .any(|k| kw(w.get(1), k))
+            {
+                // EXPLAIN SELECT / UPDATE / DELETE: the plan (below, through sqlparser).
                 return Ok(None);
             }
             if w.len() > 3
-                || [
-                    "INSERT", "UPDATE", "DELETE", "REPLACE", "FORMAT", "EXTENDED", "ANALYZE",
-                ]
-                .iter()
-                .any(|k| kw(w.get(1), k))
+                || ["INSERT", "REPLACE", "FORMAT", "EXTENDED", "ANALYZE"]
+                    .iter()
+                    .any(|k| kw(w.get(1), k))
             {
                 return Err(unsupported("EXPLAIN of this statement"));
             }
@@ -799,6 +800,9 @@ impl Translator<'_> {
                     let query =
                         shoal_sql::translate::query::query(&self.src, &mut self.params, &q)?;
                     Ok(TableStmt::Explain(Box::new(query)))
+                }
+                st @ (sp::Statement::Update(_) | sp::Statement::Delete(_)) => {
+                    Ok(TableStmt::ExplainDml(Box::new(self.statement(st)?)))
                 }
                 other => Err(unsupported(format!(
                     "EXPLAIN {}",

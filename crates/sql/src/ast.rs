@@ -132,6 +132,11 @@ pub enum CastType {
     /// TIME(fsp): the result is the time's text with exactly `fsp` fractional digits
     /// (truncated; shoal has no TIME type; see `temporal`)
     Time(u8),
+    /// Not written in SQL: a FLOAT's value as the text MariaDB shows for it in string context
+    /// (`CONCAT(f, '')`, `f LIKE ..`), with the column's fixed decimals (FLOAT(M,D)), 31 for
+    /// none (six significant digits, [`crate::value::format_float`]). The query binder puts it
+    /// around FLOAT columns where a string is read from them.
+    FloatText(u8),
 }
 
 /// An expression.

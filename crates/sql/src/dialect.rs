@@ -7,9 +7,9 @@
 //!
 //! * `... LOCK IN SHARE MODE` -> `... FOR SHARE` (MySQL 8 names the old clause so);
 //! * `a MOD b` -> `a % b` (`MOD` is a reserved word; `MOD(a, b)` the function stays);
-//! * `UPDATE t1, t2 SET ...` -> `UPDATE t1 CROSS JOIN t2 SET ...` (in MySQL the comma is an
-//!   inner join without condition, which is what `CROSS JOIN` is; only commas at bracket depth
-//!   0 between `UPDATE` and `SET`, which can only separate tables).
+//! * `[EXPLAIN] UPDATE t1, t2 SET ...` -> `UPDATE t1 CROSS JOIN t2 SET ...` (in MySQL the comma
+//!   is an inner join without condition, which is what `CROSS JOIN` is; only commas at bracket
+//!   depth 0 between `UPDATE` and `SET`, which can only separate tables).
 //! * `UPDATE [LOW_PRIORITY] IGNORE t ...` -> `UPDATE [LOW_PRIORITY] OR IGNORE t ...`: sqlparser
 //!   reads SQLite's `OR IGNORE` conflict clause there, which the translators take for MySQL's
 //!   IGNORE (duplicate keys and values that do not fit become warnings).
@@ -334,13 +334,20 @@ fn mod_operator(tokens: &mut [TokenWithSpan]) {
 
 fn update_commas(tokens: &mut Vec<TokenWithSpan>) {
     let pos = positions(tokens);
-    let Some(&first) = pos.first() else { return };
+    // `EXPLAIN UPDATE t1, t2 ...` too.
+    let explained = pos.first().is_some_and(|&i| {
+        ["EXPLAIN", "DESCRIBE", "DESC"]
+            .iter()
+            .any(|w| is_word(&tokens[i].token, w))
+    });
+    let at = usize::from(explained);
+    let Some(&first) = pos.get(at) else { return };
     if !is_word(&tokens[first].token, "UPDATE") {
         return;
     }
     let mut depth = 0i32;
     let mut commas = Vec::new();
-    for &i in &pos[1..] {
+    for &i in &pos[at + 1..] {
         match &tokens[i].token {
             Token::LParen => depth += 1,
             Token::RParen => depth -= 1,

@@ -1193,6 +1193,10 @@ fn cast(ctx: &mut dyn Context, v: Value, t: CastType, e: &Expr) -> Result<Value,
             },
             v => Value::Str(v.to_text().unwrap_or_default()),
         },
+        CastType::FloatText(decimals) => match v {
+            Value::Double(d) => Value::Str(crate::value::format_float(d, decimals)),
+            v => Value::Str(v.to_text().unwrap_or_default()),
+        },
         CastType::Binary => match v {
             v @ Value::Bytes(_) => v,
             v => Value::Bytes(v.to_bytes().unwrap_or_default().into_owned()),
@@ -1638,7 +1642,7 @@ fn static_type_level(e: &Expr) -> SqlType {
         Expr::Cast(_, t) => match t {
             CastType::Signed => SqlType::Int,
             CastType::Unsigned => SqlType::UInt,
-            CastType::Char => SqlType::Str,
+            CastType::Char | CastType::FloatText(_) => SqlType::Str,
             CastType::Binary | CastType::BinaryN(_) => SqlType::Bytes,
             CastType::Decimal(s) => SqlType::Decimal(*s),
             CastType::Double => SqlType::Double,

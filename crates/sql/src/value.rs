@@ -170,6 +170,22 @@ pub fn format_double(d: f64) -> String {
     format!("{d}")
 }
 
+/// Formats a FLOAT column's value (its single-precision value, as a double) the way MariaDB
+/// shows it as a string: with `decimals` fixed digits after the point (FLOAT(M,D)), or, with
+/// 31 (none fixed), rounded to six significant digits (single precision's reliable ones,
+/// `FLT_DIG`) and written as a double is. `1.1` reads `1.1`, not `1.100000023841858`.
+/// The text protocol writes FLOAT columns by the same rule (`shoal_proto::values::single_text`).
+pub fn format_float(d: f64, decimals: u8) -> String {
+    if !d.is_finite() {
+        return format_double(d);
+    }
+    if decimals < 31 {
+        return format!("{d:.*}", usize::from(decimals));
+    }
+    // `{:.5e}` rounds the exact value to six significant digits.
+    format_double(format!("{d:.5e}").parse().unwrap_or(d))
+}
+
 /// Parses the longest numeric prefix of a string as a double (MySQL's string-to-number rule).
 /// Returns the number and whether the whole string (ignoring surrounding spaces) was numeric.
 pub fn str_to_f64(s: &str) -> (f64, bool) {
@@ -666,5 +682,16 @@ mod tests {
         assert_eq!(format_double(0.1), "0.1");
         assert_eq!(format_double(1e20), "1e20");
         assert_eq!(format_double(-1.5), "-1.5");
+        let single = |x: f64, d: u8| format_float(f64::from(x as f32), d);
+        assert_eq!(single(1.1, 31), "1.1");
+        assert_eq!(single(0.1, 31), "0.1");
+        assert_eq!(single(123456.789, 31), "123457");
+        assert_eq!(single(16777217.0, 31), "16777200");
+        assert_eq!(single(1e20, 31), "1e20");
+        assert_eq!(single(-3.4e38, 31), "-3.4e38");
+        assert_eq!(single(0.000123456789, 31), "0.000123457");
+        assert_eq!(single(1.1, 2), "1.10");
+        assert_eq!(single(-99999.99, 2), "-99999.99");
+        assert_eq!(single(0.0, 2), "0.00");
     }
 }

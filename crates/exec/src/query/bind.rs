@@ -1727,7 +1727,68 @@ impl Binder<'_> {
     /// of their MySQL type ([`type_results`]).
     fn expr(&mut self, e: &Expr, clause: &Clause<'_>) -> Result<Expr, SqlError> {
         let b = self.bind_names(e, clause)?;
-        type_results(&b, &mut |x| self.type_of(x))
+        let typed = type_results(&b, &mut |x| self.type_of(x))?;
+        self.float_texts(&typed)
+    }
+
+    /// The decimals of a FLOAT-typed bound expression (a FLOAT column, MIN/MAX of one, a
+    /// derived table's FLOAT column: a slot described as FLOAT; 31 for none fixed); `None`
+    /// for every other expression (`f * 1`, `IFNULL(f, 0)` are DOUBLEs, as in MariaDB).
+    fn float_decimals(&self, e: &Expr) -> Option<u8> {
+        let Expr::Slot(s) = e else { return None };
+        self.slot_info[*s]
+            .as_ref()
+            .filter(|i| i.column_type == crate::convert::mysql_type::FLOAT)
+            .map(|i| i.decimals)
+    }
+
+    /// `e` (bound) with each FLOAT that is read as a string (an argument of CONCAT, LIKE,
+    /// CAST AS CHAR, LENGTH .. and, through their `CAST(.. AS CHAR)`, the results of an IF or
+    /// CASE of string type) converted to a FLOAT's text first (`CastType::FloatText`): what
+    /// MariaDB shows (`1.1`, `123457`, FLOAT(7,2)'s `1.10`), not the double's digits.
+    fn float_texts(&self, e: &Expr) -> Result<Expr, SqlError> {
+        let text = |x: &Expr| -> Result<Expr, SqlError> {
+            let x = self.float_texts(x)?;
+            Ok(match self.float_decimals(&x) {
+                Some(d) => Expr::Cast(Box::new(x), CastType::FloatText(d)),
+                None => x,
+            })
+        };
+        map_expr(e, &mut |x| {
+            Ok(Some(match x {
+                Expr::Like(a, p, esc, neg) => {
+                    Expr::Like(Box::new(text(a)?), Box::new(text(p)?), *esc, *neg)
+                }
+                Expr::Cast(a, t @ (CastType::Char | CastType::Binary | CastType::BinaryN(_))) => {
+                    Expr::Cast(Box::new(text(a)?), *t)
+                }
+                Expr::Function(name, args)
+                    if (0..args.len()).any(|i| shoal_sql::func::string::reads_text(name, i)) =>
+                {
+                    let args = args
+                        .iter()
+                        .enumerate()
+                        .map(|(i, a)| {
+                            if shoal_sql::func::string::reads_text(name, i) {
+                                text(a)
+                            } else {
+                                self.float_texts(a)
+                            }
+                        })
+                        .collect::<Result<_, _>>()?;
+                    Expr::Function(name.clone(), args)
+                }
+                _ => return Ok(None),
+            }))
+        })
+    }
+
+    /// GROUP_CONCAT's argument as the text it joins: a FLOAT's as MariaDB shows it.
+    fn concat_text(&self, arg: Expr) -> Expr {
+        match self.float_decimals(&arg) {
+            Some(d) => Expr::Cast(Box::new(arg), CastType::FloatText(d)),
+            None => arg,
+        }
     }
 
     /// Names (and aggregates, subqueries) bound; see [`Binder::expr`].
@@ -1817,6 +1878,10 @@ impl Binder<'_> {
                             Some(i)
                         }
                         _ => None,
+                    };
+                    let arg = match a.func {
+                        AggFunc::GroupConcat => arg.map(|x| self.concat_text(x)),
+                        _ => arg,
                     };
                     let slot = self.alloc(ty, info);
                     self.aggs

@@ -367,19 +367,186 @@ impl Explainer<'_> {
             let per = self.store.rows_per_key(def, index(key).as_deref(), parts);
             return per.round() as u64;
         }
-        let resolved = planner::resolve(&leaf.access, def, &mut *self.ctx);
-        let ranges = match resolved {
-            Ok(Resolved::Empty) => return 0,
-            Ok(Resolved::PkPoint(_)) => return 1,
-            Ok(Resolved::Range(k, r)) => vec![(k, r)],
-            Ok(Resolved::Ranges(k, rs)) => rs.into_iter().map(|r| (k.clone(), r)).collect(),
-            Ok(Resolved::FullScan) | Err(_) => vec![(KeyName::Primary, KeyRange::all())],
+        access_rows(self.store, def, &leaf.access, &mut *self.ctx)
+    }
+}
+
+/// The store's estimate of the rows `access` reads of `def` (its constants evaluated in
+/// `ctx`): the sum over its ranges, 1 for a point read, every row for a full scan.
+pub(crate) fn access_rows(
+    store: &Engine,
+    def: &TableDef,
+    access: &Access,
+    ctx: &mut dyn Context,
+) -> u64 {
+    let index = |k: &KeyName| match k {
+        KeyName::Primary => None,
+        KeyName::Index(n) => Some(n.clone()),
+    };
+    let ranges = match planner::resolve(access, def, ctx) {
+        Ok(Resolved::Empty) => return 0,
+        Ok(Resolved::PkPoint(_)) => return 1,
+        Ok(Resolved::Range(k, r)) => vec![(k, r)],
+        Ok(Resolved::Ranges(k, rs)) => rs.into_iter().map(|r| (k.clone(), r)).collect(),
+        Ok(Resolved::FullScan) | Err(_) => vec![(KeyName::Primary, KeyRange::all())],
+    };
+    ranges
+        .iter()
+        .map(|(k, r)| store.estimate_rows(def, index(k).as_deref(), r))
+        .sum::<u64>()
+        .max(1)
+}
+
+/// A single-table UPDATE or DELETE as EXPLAIN describes it ([`dml_row`]).
+pub(crate) struct DmlTarget<'a> {
+    /// The table rows change in.
+    pub def: &'a TableDef,
+    /// The name the statement gives it (its alias, else its name).
+    pub shown: &'a str,
+    /// The path `Exec::target_rows` reads the rows by.
+    pub access: &'a Access,
+    /// WHERE.
+    pub filter: Option<&'a Expr>,
+    /// The columns UPDATE's SET writes; `None` for a DELETE.
+    pub sets: Option<Vec<usize>>,
+    /// Whether it has an ORDER BY (the rows read are then sorted).
+    pub ordered: bool,
+    /// Whether it has a LIMIT.
+    pub limited: bool,
+}
+
+/// EXPLAIN's one row for a single-table UPDATE or DELETE, in MariaDB's words for what
+/// `Exec::target_rows` does. `nothing`: no row can match (an impossible WHERE, LIMIT 0);
+/// `rows`: the estimate of the rows the access path reads.
+///
+/// * MariaDB plans these with its range optimizer alone: a key read is `range` (a point
+///   read by the primary key too) with `ref` NULL and `Using where` (the whole WHERE is
+///   checked on every row, as here); a full scan is `index` on the primary key for UPDATE
+///   (InnoDB's scan key) and `ALL` for DELETE or a table without one.
+/// * A DELETE without WHERE or LIMIT is `Deleting all rows`, no table: MariaDB's words for
+///   removing every row (shoal deletes them one by one through a full scan).
+/// * ORDER BY: shoal reads the rows the path gives and sorts them (`Using filesort`),
+///   except the one row of a unique point read. UPDATE reads every target row before it
+///   changes one (always buffered); it says `Using buffer` where MariaDB does: with ORDER BY
+///   and no sort, or when SET changes a column of the key being read (for a full scan, of
+///   the primary key), except for a unique point read.
+pub(crate) fn dml_row(t: &DmlTarget<'_>, nothing: bool, rows: u64) -> Vec<Value> {
+    let line = |l: Line| {
+        Line {
+            id: Some(1),
+            kind: "SIMPLE".into(),
+            ..l
+        }
+        .values()
+    };
+    if nothing {
+        return line(Line {
+            extra: "Impossible WHERE".into(),
+            ..Line::default()
+        });
+    }
+    if t.sets.is_none() && t.filter.is_none() && !t.limited {
+        return line(Line {
+            rows: Some(rows),
+            extra: "Deleting all rows".into(),
+            ..Line::default()
+        });
+    }
+    let (ty, key, parts) = t.path();
+    let possible = planner::possible_keys(t.def, t.filter);
+    line(Line {
+        table: t.shown.to_string(),
+        ty: ty.into(),
+        possible: (!possible.is_empty())
+            .then(|| possible.iter().map(key_name).collect::<Vec<_>>().join(",")),
+        key_len: key
+            .as_ref()
+            .map(|k| planner::key_len(t.def, k, parts).to_string()),
+        extra: t.extra(key.as_ref()),
+        key: key.as_ref().map(key_name),
+        rows: Some(rows),
+        ..Line::default()
+    })
+}
+
+impl DmlTarget<'_> {
+    /// EXPLAIN's `type`, the key read and how many of its parts (see [`dml_row`]).
+    fn path(&self) -> (&'static str, Option<KeyName>, usize) {
+        let pk = self.def.primary_key.as_ref().map_or(0, Vec::len);
+        let parts = planner::used_parts(self.def, self.access);
+        match self.access {
+            Access::FullScan if self.sets.is_some() && pk > 0 => {
+                ("index", Some(KeyName::Primary), pk)
+            }
+            Access::FullScan => ("ALL", None, 0),
+            Access::PkPoint(_) => ("range", Some(KeyName::Primary), pk),
+            Access::Range {
+                key,
+                prefix,
+                lo,
+                hi,
+            } if prefix.is_empty() && !planner::ranged(lo, hi) => {
+                ("index", Some(key.clone()), parts)
+            }
+            Access::In { key, .. } | Access::Range { key, .. } | Access::Union { key, .. } => {
+                ("range", Some(key.clone()), parts)
+            }
+        }
+    }
+
+    /// Whether the path reads at most one row: a point read of the primary key or of every
+    /// column of a UNIQUE key (not its NULL key, which any number of rows hold).
+    fn single_row(&self) -> bool {
+        match self.access {
+            Access::PkPoint(_) => true,
+            Access::Range {
+                key: KeyName::Index(n),
+                prefix,
+                lo,
+                hi,
+            } => {
+                !planner::ranged(lo, hi)
+                    && !prefix.iter().any(planner::is_null_key)
+                    && self
+                        .def
+                        .index(n)
+                        .is_some_and(|ix| ix.unique && ix.columns.len() == prefix.len())
+            }
+            _ => false,
+        }
+    }
+
+    /// EXPLAIN's Extra for reading by `key` (see [`dml_row`]).
+    fn extra(&self, key: Option<&KeyName>) -> String {
+        let single = self.single_row();
+        // MariaDB's "used key is modified": SET writes a column of the key read (a secondary
+        // key's entries hold the primary key too); a full scan reads the primary key.
+        let read_cols = match key {
+            Some(k) if !single => {
+                let mut cols = planner::key_columns(self.def, k);
+                cols.extend(self.def.primary_key.iter().flatten());
+                cols
+            }
+            _ => Vec::new(),
         };
-        ranges
-            .iter()
-            .map(|(k, r)| self.store.estimate_rows(def, index(k).as_deref(), r))
-            .sum::<u64>()
-            .max(1)
+        let key_modified = self
+            .sets
+            .as_ref()
+            .is_some_and(|set| set.iter().any(|c| read_cols.contains(c)));
+        let mut words = Vec::new();
+        if self.filter.is_some_and(|f| {
+            planner::conjuncts(f)
+                .into_iter()
+                .any(|c| !super::fixed_in_statement(c))
+        }) {
+            words.push("Using where");
+        }
+        if self.ordered && !single {
+            words.push("Using filesort");
+        } else if self.sets.is_some() && (self.ordered || key_modified) {
+            words.push("Using buffer");
+        }
+        words.join("; ")
     }
 }
 

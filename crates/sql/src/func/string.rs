@@ -562,6 +562,25 @@ pub(super) fn call(
     }))
 }
 
+/// Whether argument `i` of the function `name` is read as a string (MariaDB's `val_str`), so a
+/// FLOAT there shows a FLOAT's text (`CastType::FloatText`), not a double's 17 digits. The
+/// other arguments (lengths, positions, counts) and the functions that compare (FIELD, IN) or
+/// compute (HEX of a number) read numbers.
+pub fn reads_text(name: &str, i: usize) -> bool {
+    match name {
+        "CONCAT" | "CONCAT_WS" | "LENGTH" | "OCTET_LENGTH" | "CHAR_LENGTH" | "CHARACTER_LENGTH"
+        | "BIT_LENGTH" | "UPPER" | "UCASE" | "LOWER" | "LCASE" | "REVERSE" | "TRIM" | "LTRIM"
+        | "RTRIM" | "REPLACE" | "STRCMP" | "SOUNDEX" | "QUOTE" | "ASCII" | "ORD" | "MD5"
+        | "SHA" | "SHA1" | "TO_BASE64" | "CRC32" | "FIND_IN_SET" | "INSTR" => true,
+        "SUBSTRING" | "SUBSTR" | "MID" | "LEFT" | "RIGHT" | "REPEAT" | "SHA2" => i == 0,
+        "LOCATE" | "POSITION" | "SUBSTRING_INDEX" => i < 2,
+        "LPAD" | "RPAD" => i != 1,
+        "INSERT" => i == 0 || i == 3,
+        "ELT" => i > 0,
+        _ => false,
+    }
+}
+
 pub(super) fn static_type(name: &str) -> Option<SqlType> {
     Some(match name {
         "INSTR" | "LOCATE" | "ASCII" | "ORD" | "FIELD" | "FIND_IN_SET" | "STRCMP" => SqlType::Int,

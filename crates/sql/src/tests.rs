@@ -1048,8 +1048,11 @@ fn static_types_hold_every_value_an_expression_returns() {
         ("CEIL(NOW())", Double),
         ("ROUND('2.5')", Double),
         ("ABS(-3)", Int),
-        ("NOW() + 1", Double),
-        ("CURDATE() / 2", Double),
+        // MariaDB's: a DATETIME is `yyyymmddhhmmss`, a DATE `yyyymmdd` in arithmetic.
+        ("NOW() + 1", Int),
+        ("NOW(2) + 1", Decimal(2)),
+        ("-NOW(3)", Decimal(3)),
+        ("CURDATE() / 2", Decimal(4)),
         ("MOD(7, 2)", Int),
         ("MOD(7.5, 2)", Decimal(1)),
         ("-9223372036854775808 % CAST(5 AS UNSIGNED)", Int),

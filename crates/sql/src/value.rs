@@ -567,11 +567,14 @@ pub fn temporal_operand(v: &Value) -> Option<DateTime> {
     }
 }
 
-/// A value as a user variable holds it: a TIME as its text (MariaDB keeps no TIME in a user
-/// variable, so `@t + 0` reads the text's numeric prefix), anything else as it is.
+/// A value as a user variable holds it: a TIME, DATE or DATETIME as its text, with its digits
+/// (MariaDB keeps no temporal value in a user variable, so `@t + 0` reads the text's numeric
+/// prefix), anything else as it is.
 pub fn user_var_value(v: Value) -> Value {
     match v {
-        Value::Time(t) => Value::Str(t.text()),
+        v @ (Value::Time(_) | Value::Date(_) | Value::DateTime(..)) => {
+            Value::Str(v.to_text().unwrap_or_default())
+        }
         v => v,
     }
 }

@@ -545,9 +545,7 @@ impl Acc {
             (
                 AggFunc::Sum | AggFunc::Avg,
                 v @ (Value::Time(_) | Value::Date(_) | Value::DateTime(..)),
-            ) => {
-                Value::Decimal(v.to_decimal().unwrap_or(SqlDecimal::from_i128(0)))
-            }
+            ) => Value::Decimal(v.to_decimal().unwrap_or(SqlDecimal::from_i128(0))),
             (_, v) => v,
         };
         if let Some(seen) = &mut self.seen {

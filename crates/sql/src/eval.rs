@@ -1673,7 +1673,8 @@ fn static_type_level(e: &Expr) -> SqlType {
                 n => SqlType::Decimal(n),
             },
             "CURDATE" | "CURRENT_DATE" => SqlType::Date,
-            "LENGTH" | "OCTET_LENGTH" | "CHAR_LENGTH" | "CHARACTER_LENGTH" | "SLEEP" | "ISNULL" | "BENCHMARK" => SqlType::Int,
+            "LENGTH" | "OCTET_LENGTH" | "CHAR_LENGTH" | "CHARACTER_LENGTH" | "SLEEP" | "ISNULL"
+            | "BENCHMARK" => SqlType::Int,
             "CONNECTION_ID" | "LAST_INSERT_ID" | "FOUND_ROWS" => SqlType::UInt,
             // As the values are: of a string a DOUBLE; CEIL/FLOOR of a DECIMAL an integer;
             // ROUND/TRUNCATE of a DECIMAL to n places DECIMAL(.., n).
@@ -1689,9 +1690,11 @@ fn static_type_level(e: &Expr) -> SqlType {
                     ("ROUND" | "TRUNCATE", SqlType::Time(_), Some(Expr::Literal(v))) => {
                         SqlType::Time(v.to_i128().unwrap_or(0).clamp(0, 6) as u8)
                     }
-                    (_, SqlType::Str | SqlType::Bytes | SqlType::Date | SqlType::DateTime(_), _) => {
-                        SqlType::Double
-                    }
+                    (
+                        _,
+                        SqlType::Str | SqlType::Bytes | SqlType::Date | SqlType::DateTime(_),
+                        _,
+                    ) => SqlType::Double,
                     ("CEIL" | "CEILING" | "FLOOR", SqlType::Decimal(_), _) => SqlType::Int,
                     ("ROUND", SqlType::Decimal(_), None) => SqlType::Decimal(0),
                     ("ROUND" | "TRUNCATE", SqlType::Decimal(_), Some(Expr::Literal(v))) => {

@@ -126,7 +126,8 @@ impl DateTime {
     /// As a number, `yyyymmddhhmmss`, as a DATETIME reads in numeric context (the fraction
     /// is `micro`).
     pub fn number(&self) -> i64 {
-        let date = i64::from(self.year) * 10_000 + i64::from(self.month) * 100 + i64::from(self.day);
+        let date =
+            i64::from(self.year) * 10_000 + i64::from(self.month) * 100 + i64::from(self.day);
         let time =
             i64::from(self.hour) * 10_000 + i64::from(self.minute) * 100 + i64::from(self.second);
         date * 1_000_000 + time
@@ -393,9 +394,7 @@ impl Value {
             Value::Double(d) => d.round() as i128,
             Value::Str(s) => str_to_int_rounded(s),
             Value::Bytes(b) => str_to_int_rounded(&String::from_utf8_lossy(b)),
-            Value::Date(_) | Value::DateTime(..) | Value::Time(_) => {
-                self.to_decimal()?.round_int()
-            }
+            Value::Date(_) | Value::DateTime(..) | Value::Time(_) => self.to_decimal()?.round_int(),
         })
     }
 
@@ -711,11 +710,23 @@ mod tests {
     #[test]
     fn dates_roundtrip() {
         let d = DateTime::from_unix(1_700_000_000, 0);
-        assert_eq!(Value::DateTime(d, 0).to_text().unwrap(), "2023-11-14 22:13:20");
+        assert_eq!(
+            Value::DateTime(d, 0).to_text().unwrap(),
+            "2023-11-14 22:13:20"
+        );
         let f = DateTime::from_unix(1_700_000_000, 120_000);
-        assert_eq!(Value::DateTime(f, 2).to_text().unwrap(), "2023-11-14 22:13:20.12");
-        assert_eq!(Value::DateTime(f, 3).to_text().unwrap(), "2023-11-14 22:13:20.120");
-        assert_eq!(Value::DateTime(f, 2).to_decimal().unwrap().to_string(), "20231114221320.12");
+        assert_eq!(
+            Value::DateTime(f, 2).to_text().unwrap(),
+            "2023-11-14 22:13:20.12"
+        );
+        assert_eq!(
+            Value::DateTime(f, 3).to_text().unwrap(),
+            "2023-11-14 22:13:20.120"
+        );
+        assert_eq!(
+            Value::DateTime(f, 2).to_decimal().unwrap().to_string(),
+            "20231114221320.12"
+        );
         assert_eq!(Value::DateTime(d, 0).to_i128(), Some(20231114221320));
         assert_eq!(d.to_unix(), 1_700_000_000);
         assert_eq!(DateTime::from_unix(0, 0).year, 1970);

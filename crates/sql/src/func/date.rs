@@ -216,7 +216,10 @@ pub fn typed_literal(date_only: bool, s: &str) -> Result<Value, SqlError> {
                 Ok(Value::Date(r.value))
             } else {
                 // It shows the digits it writes.
-                Ok(Value::DateTime(r.value, temporal::frac_digits(s.as_bytes())))
+                Ok(Value::DateTime(
+                    r.value,
+                    temporal::frac_digits(s.as_bytes()),
+                ))
             }
         }
         _ => Err(SqlError::coded(

@@ -154,7 +154,7 @@ impl ColumnInfo {
             SqlType::Str => (mysql_type::VAR_STRING, 1024, 31, 33, 0),
             SqlType::Bytes => (mysql_type::VAR_STRING, 1024, 31, 63, flags::BINARY),
             SqlType::Date => (mysql_type::DATE, 10, 0, 63, flags::BINARY),
-            SqlType::DateTime => (mysql_type::DATETIME, 19, 0, 63, flags::BINARY),
+            SqlType::DateTime(n) => (mysql_type::DATETIME, frac_len(19, n), n, 63, flags::BINARY),
             SqlType::Time(n) => (mysql_type::TIME, frac_len(10, n), n, 63, flags::BINARY),
         };
         ColumnInfo {
@@ -202,7 +202,7 @@ impl ColumnInfo {
             mysql_type::FLOAT | mysql_type::DOUBLE => SqlType::Double,
             mysql_type::NEWDECIMAL => SqlType::Decimal(self.decimals),
             mysql_type::DATE => SqlType::Date,
-            mysql_type::DATETIME | mysql_type::TIMESTAMP => SqlType::DateTime,
+            mysql_type::DATETIME | mysql_type::TIMESTAMP => SqlType::DateTime(self.decimals.min(6)),
             mysql_type::TIME => SqlType::Time(self.decimals.min(6)),
             _ if self.charset == 63 => SqlType::Bytes,
             _ => SqlType::Str,
@@ -238,7 +238,7 @@ pub fn sql_type_of(ty: ColumnType) -> SqlType {
         ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text => SqlType::Str,
         ColumnType::Blob | ColumnType::Binary(_) | ColumnType::Varbinary(_) => SqlType::Bytes,
         ColumnType::Date => SqlType::Date,
-        ColumnType::DateTime(_) | ColumnType::Timestamp(_) => SqlType::DateTime,
+        ColumnType::DateTime(f) | ColumnType::Timestamp(f) => SqlType::DateTime(f),
         ColumnType::Time(f) => SqlType::Time(f),
     }
 }
@@ -389,7 +389,11 @@ pub fn datum_to_value(d: &Datum, ty: ColumnType) -> Value {
             v.minute = dt.minute;
             v.second = dt.second;
             v.micro = dt.micro;
-            Value::DateTime(v)
+            let fsp = match ty {
+                ColumnType::DateTime(f) | ColumnType::Timestamp(f) => f,
+                _ => shoal_sql::value::natural_fsp(&v),
+            };
+            Value::DateTime(v, fsp)
         }
         Datum::Time(m) => {
             let fsp = match ty {
@@ -815,7 +819,7 @@ pub fn store_value(
             }
             _ => Datum::Bytes(v.to_text().unwrap_or_default().into_bytes()),
         },
-        Value::Date(d) | Value::DateTime(d) => {
+        Value::Date(d) | Value::DateTime(d, _) => {
             let dt = sql_to_store(d);
             match ty {
                 ColumnType::Date => {
@@ -914,7 +918,7 @@ fn time_write(v: &Value, at: &Cell, fit: &mut Fit) -> Result<Datum, SqlError> {
     let wrong = || at.incorrect(shoal_errors::ER_TRUNCATED_WRONG_VALUE, "time", &shown());
     let read = match v {
         Value::Time(t) => return Ok(Datum::Time(t.micros())),
-        Value::Date(d) | Value::DateTime(d) => {
+        Value::Date(d) | Value::DateTime(d, _) => {
             fit.note(at.truncated());
             return Ok(Datum::Time(SqlTime::of(d).micros()));
         }

@@ -251,7 +251,7 @@ fn key_kind(v: &Value) -> u8 {
         Value::Null => 0,
         Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Double(_) => 1,
         Value::Str(_) | Value::Bytes(_) => 2,
-        Value::Date(_) | Value::DateTime(_) => 3,
+        Value::Date(_) | Value::DateTime(..) => 3,
         Value::Time(_) => 4,
     }
 }
@@ -544,14 +544,15 @@ impl Acc {
         // SUM and AVG add numbers: a string counts as its number, for DISTINCT too, as in
         // MySQL (`AVG(DISTINCT s)` over 'a', 'b', '1', '01' sees 0 and 1 once each).
         let v = match (func, v) {
+            (AggFunc::Sum | AggFunc::Avg, v @ Value::Str(_)) => {
+                Value::Double(v.to_f64().unwrap_or(0.0))
+            }
+            // A TIME adds its `hhmmss` number, a DATE and a DATETIME theirs (a DECIMAL of
+            // their digits), as MariaDB.
             (
                 AggFunc::Sum | AggFunc::Avg,
-                v @ (Value::Str(_) | Value::Date(_) | Value::DateTime(_)),
-            ) => Value::Double(v.to_f64().unwrap_or(0.0)),
-            // A TIME adds its `hhmmss` number.
-            (AggFunc::Sum | AggFunc::Avg, v @ Value::Time(_)) => {
-                Value::Decimal(v.to_decimal().unwrap_or(SqlDecimal::from_i128(0)))
-            }
+                v @ (Value::Time(_) | Value::Date(_) | Value::DateTime(..)),
+            ) => Value::Decimal(v.to_decimal().unwrap_or(SqlDecimal::from_i128(0))),
             (_, v) => v,
         };
         if let Some(seen) = &mut self.seen {
@@ -1088,7 +1089,7 @@ impl Exec<'_> {
                 vals.push(match &c.default {
                     Some(ColumnDefault::Value(d)) => d.clone(),
                     Some(ColumnDefault::CurrentTimestamp) => {
-                        value_to_datum(&Value::DateTime(now), c.ty, &c.name, rown)?
+                        value_to_datum(&Value::DateTime(now, 6), c.ty, &c.name, rown)?
                     }
                     None => Datum::Null,
                 });

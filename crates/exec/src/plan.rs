@@ -775,7 +775,7 @@ fn temporal_key(v: &Value, ty: ColumnType) -> Option<Datum> {
 /// on today's date, not as a key: none; nor a fraction the column cannot hold (storage would
 /// truncate it, and `t < '10:00:00.5'` on a TIME(0) would lose the row at 10:00:00).
 fn time_key(v: &Value, fsp: u8) -> Option<Datum> {
-    if matches!(v, Value::Date(_) | Value::DateTime(_)) {
+    if matches!(v, Value::Date(_) | Value::DateTime(..)) {
         return None;
     }
     let m = shoal_sql::temporal::time_operand(v)?;

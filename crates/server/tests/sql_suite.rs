@@ -58,7 +58,8 @@ fn render(v: &Value, col: &mysql::Column) -> Option<String> {
     let scale = (col.decimals() < 31).then_some(col.decimals() as usize);
     let frac = |us: u32| match scale {
         Some(n) if n > 0 => format!(".{}", &format!("{us:06}")[..n.min(6)]),
-        // shoal's DATETIME columns declare no scale yet carry NOW(6)'s microseconds.
+        // A column of unfixed digits (MariaDB's FROM_UNIXTIME of a double): six when there
+        // is a fraction.
         _ if us != 0 => format!(".{us:06}"),
         _ => String::new(),
     };

@@ -157,9 +157,11 @@ enum NumClass {
 fn class(v: &Value) -> NumClass {
     match v {
         Value::Int(_) | Value::UInt(_) => NumClass::Int,
-        // A TIME is `hhmmss`: an integer, or a decimal of its fsp digits.
+        // A TIME is `hhmmss`, a DATE `yyyymmdd`, a DATETIME `yyyymmddhhmmss`: an integer, or
+        // a decimal of their fsp digits.
         Value::Time(t) if t.fsp == 0 => NumClass::Int,
-        Value::Decimal(_) | Value::Time(_) => NumClass::Decimal,
+        Value::Date(_) | Value::DateTime(_, 0) => NumClass::Int,
+        Value::Decimal(_) | Value::Time(_) | Value::DateTime(..) => NumClass::Decimal,
         _ => NumClass::Double,
     }
 }
@@ -884,9 +886,8 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
                     format!("Too-big precision {fsp} specified for 'now'. Maximum is 6."),
                 ));
             }
-            let div = 10u32.pow(6 - fsp as u32);
-            t.micro = t.micro / div * div;
-            Value::DateTime(t)
+            t.micro = crate::temporal::truncate_micro(t.micro, fsp as u8);
+            Value::DateTime(t, fsp as u8)
         }
         "CURDATE" | "CURRENT_DATE" => {
             args_exact(name, args, 0)?;
@@ -917,7 +918,10 @@ fn function(name: &str, args: &[Expr], ctx: &mut dyn Context) -> Result<Value, S
                 match &vals[0] {
                     Value::Null => Value::Null,
                     v => match crate::temporal::datetime_of(ctx, v) {
-                        Some((d, _)) => Value::Int(d.to_unix()),
+                        Some((d, _)) => {
+                            let fsp = crate::func::time::value_precision(&args[0], v);
+                            unix_timestamp(&d, fsp)
+                        }
                         None => Value::Null,
                     },
                 }
@@ -1260,15 +1264,27 @@ fn cast(ctx: &mut dyn Context, v: Value, t: CastType, e: &Expr) -> Result<Value,
                     d.micro = 0;
                     Value::Date(d)
                 }
-                Some(mut d) => {
-                    if let CastType::DateTime(fsp) = t {
-                        d.micro = crate::temporal::truncate_micro(d.micro, fsp);
-                    }
-                    Value::DateTime(d)
+                Some(d) => {
+                    let fsp = match t {
+                        CastType::DateTime(fsp) => fsp,
+                        _ => 0,
+                    };
+                    Value::DateTime(d.truncated(fsp), fsp)
                 }
             }
         }
     })
+}
+
+/// UNIX_TIMESTAMP of `d` with `fsp` fractional digits: an integer, or a DECIMAL of them.
+fn unix_timestamp(d: &DateTime, fsp: u8) -> Value {
+    let secs = d.to_unix();
+    if fsp == 0 {
+        return Value::Int(secs);
+    }
+    let scale = u32::from(fsp.min(6));
+    let micros = i128::from(secs) * 1_000_000 + i128::from(d.micro);
+    Value::Decimal(Decimal::new(micros / 10i128.pow(6 - scale), scale))
 }
 
 /// Evaluates an expression (on a new stack segment when the current one runs low: see
@@ -1316,11 +1332,13 @@ fn eval_level(e: &Expr, ctx: &mut dyn Context) -> Result<Value, SqlError> {
                         }
                     }
                     Value::Decimal(d) => Ok(Value::Decimal(d.negated())),
-                    // `-TIME` is `-hhmmss`, exact.
-                    t @ Value::Time(_) if matches!(class(&t), NumClass::Int) => {
+                    // `-TIME` is `-hhmmss`, `-DATETIME` `-yyyymmddhhmmss`, exact.
+                    t @ (Value::Time(_) | Value::Date(_) | Value::DateTime(..))
+                        if matches!(class(&t), NumClass::Int) =>
+                    {
                         Ok(Value::Int(-(t.to_i128().unwrap_or(0) as i64)))
                     }
-                    t @ Value::Time(_) => Ok(Value::Decimal(
+                    t @ (Value::Time(_) | Value::DateTime(..)) => Ok(Value::Decimal(
                         t.to_decimal().unwrap_or(Decimal::from_i128(0)).negated(),
                     )),
                     other => Ok(Value::Double(-other.to_f64().unwrap_or(0.0))),
@@ -1461,7 +1479,7 @@ fn eval_level(e: &Expr, ctx: &mut dyn Context) -> Result<Value, SqlError> {
                     .any(|v| matches!(v, Value::Str(_) | Value::Bytes(_)))
                 && !ops
                     .iter()
-                    .any(|v| matches!(v, Value::Date(_) | Value::DateTime(_)))
+                    .any(|v| matches!(v, Value::Date(_) | Value::DateTime(..)))
             {
                 for s in [&mut v, &mut l, &mut h] {
                     if matches!(s, Value::Str(_) | Value::Bytes(_)) {
@@ -1553,9 +1571,10 @@ pub fn merge_types(a: SqlType, b: SqlType) -> SqlType {
         (Decimal(x), Decimal(y)) => Decimal(x.max(y)),
         (Decimal(x), Int | UInt) | (Int | UInt, Decimal(x)) => Decimal(x),
         (Double, Int | UInt | Decimal(_)) | (Int | UInt | Decimal(_), Double) => Double,
-        (Date, DateTime) | (DateTime, Date) => DateTime,
         (Time(x), Time(y)) => Time(x.max(y)),
-        (Time(_), Date | DateTime) | (Date | DateTime, Time(_)) => DateTime,
+        (Date | DateTime(_) | Time(_), Date | DateTime(_) | Time(_)) => {
+            DateTime(crate::value::temporal_fsp(a).max(crate::value::temporal_fsp(b)))
+        }
         (Bytes, _) | (_, Bytes) => Bytes,
         _ => Str,
     }
@@ -1565,8 +1584,8 @@ pub fn merge_types(a: SqlType, b: SqlType) -> SqlType {
 /// integer or a DECIMAL of its fsp digits ([`Value::to_decimal`]).
 fn numeric_view(t: SqlType) -> SqlType {
     match t {
-        SqlType::Time(0) => SqlType::Int,
-        SqlType::Time(n) => SqlType::Decimal(n),
+        SqlType::Time(0) | SqlType::DateTime(0) | SqlType::Date => SqlType::Int,
+        SqlType::Time(n) | SqlType::DateTime(n) => SqlType::Decimal(n),
         t => t,
     }
 }
@@ -1586,9 +1605,7 @@ fn static_type_level(e: &Expr) -> SqlType {
             BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Mod => {
                 match (numeric_view(static_type(a)), numeric_view(static_type(b))) {
                     (SqlType::Double | SqlType::Str | SqlType::Bytes, _)
-                    | (_, SqlType::Double | SqlType::Str | SqlType::Bytes)
-                    | (SqlType::Date | SqlType::DateTime, _)
-                    | (_, SqlType::Date | SqlType::DateTime) => SqlType::Double,
+                    | (_, SqlType::Double | SqlType::Str | SqlType::Bytes) => SqlType::Double,
                     // A product's scale is the sum of its factors' (as its value's is).
                     (SqlType::Decimal(x), SqlType::Decimal(y)) if *op == BinOp::Mul => {
                         SqlType::Decimal(x.saturating_add(y).min(30))
@@ -1603,9 +1620,7 @@ fn static_type_level(e: &Expr) -> SqlType {
             }
             BinOp::Div => match (numeric_view(static_type(a)), numeric_view(static_type(b))) {
                 (SqlType::Double | SqlType::Str | SqlType::Bytes, _)
-                | (_, SqlType::Double | SqlType::Str | SqlType::Bytes)
-                | (SqlType::Date | SqlType::DateTime, _)
-                | (_, SqlType::Date | SqlType::DateTime) => SqlType::Double,
+                | (_, SqlType::Double | SqlType::Str | SqlType::Bytes) => SqlType::Double,
                 (SqlType::Decimal(x), _) => SqlType::Decimal(x + 4),
                 _ => SqlType::Decimal(4),
             },
@@ -1647,16 +1662,23 @@ fn static_type_level(e: &Expr) -> SqlType {
             CastType::Decimal(s) => SqlType::Decimal(*s),
             CastType::Double => SqlType::Double,
             CastType::Date => SqlType::Date,
-            CastType::DateTime(_) => SqlType::DateTime,
+            CastType::DateTime(n) => SqlType::DateTime(*n),
             CastType::Time(n) => SqlType::Time(*n),
         },
         Expr::Function(name, args) => match name.as_str() {
             "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIME" | "LOCALTIMESTAMP" | "SYSDATE" => {
-                SqlType::DateTime
+                SqlType::DateTime(match args.first() {
+                    Some(Expr::Literal(v)) => v.to_i128().unwrap_or(0).clamp(0, 6) as u8,
+                    _ => 0,
+                })
             }
+            "UNIX_TIMESTAMP" => match args.first().map_or(0, crate::func::time::time_precision) {
+                0 => SqlType::Int,
+                n => SqlType::Decimal(n),
+            },
             "CURDATE" | "CURRENT_DATE" => SqlType::Date,
-            "LENGTH" | "OCTET_LENGTH" | "CHAR_LENGTH" | "CHARACTER_LENGTH" | "UNIX_TIMESTAMP"
-            | "SLEEP" | "ISNULL" | "BENCHMARK" => SqlType::Int,
+            "LENGTH" | "OCTET_LENGTH" | "CHAR_LENGTH" | "CHARACTER_LENGTH" | "SLEEP" | "ISNULL"
+            | "BENCHMARK" => SqlType::Int,
             "CONNECTION_ID" | "LAST_INSERT_ID" | "FOUND_ROWS" => SqlType::UInt,
             // As the values are: of a string a DOUBLE; CEIL/FLOOR of a DECIMAL an integer;
             // ROUND/TRUNCATE of a DECIMAL to n places DECIMAL(.., n).
@@ -1672,9 +1694,11 @@ fn static_type_level(e: &Expr) -> SqlType {
                     ("ROUND" | "TRUNCATE", SqlType::Time(_), Some(Expr::Literal(v))) => {
                         SqlType::Time(v.to_i128().unwrap_or(0).clamp(0, 6) as u8)
                     }
-                    (_, SqlType::Str | SqlType::Bytes | SqlType::Date | SqlType::DateTime, _) => {
-                        SqlType::Double
-                    }
+                    (
+                        _,
+                        SqlType::Str | SqlType::Bytes | SqlType::Date | SqlType::DateTime(_),
+                        _,
+                    ) => SqlType::Double,
                     ("CEIL" | "CEILING" | "FLOOR", SqlType::Decimal(_), _) => SqlType::Int,
                     ("ROUND", SqlType::Decimal(_), None) => SqlType::Decimal(0),
                     ("ROUND" | "TRUNCATE", SqlType::Decimal(_), Some(Expr::Literal(v))) => {

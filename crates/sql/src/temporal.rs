@@ -793,7 +793,7 @@ pub fn datetime_of(ctx: &mut dyn Context, v: &Value) -> Option<(DateTime, bool)>
     let read = match v {
         Value::Null => return None,
         Value::Date(d) => return Some((*d, false)),
-        Value::DateTime(d) => return Some((*d, true)),
+        Value::DateTime(d, _) => return Some((*d, true)),
         // A TIME is that long after today's midnight, as MariaDB converts it.
         Value::Time(t) => return Some((crate::value::time_on_today(t), true)),
         Value::Str(s) => read_datetime(s),
@@ -828,7 +828,8 @@ fn read_time_value(v: &Value) -> Result<Option<Time>, Option<TimeRead>> {
     Err(match v {
         Value::Null => return Ok(None),
         Value::Time(t) => return Ok(Some(*t)),
-        Value::Date(d) | Value::DateTime(d) => return Ok(Some(Time::of(d))),
+        Value::Date(d) => return Ok(Some(Time::of(d))),
+        Value::DateTime(d, fsp) => return Ok(Some(Time::of(d).with_fsp(*fsp))),
         Value::Str(s) => read_time(s.as_bytes()),
         Value::Bytes(b) => read_time(b),
         // A number of more than 7 digits is a datetime (`20240105` is midnight).

@@ -353,7 +353,7 @@ fn session_functions_and_variables() {
             "shoal test"
         ]
     );
-    assert_eq!(t[0], SqlType::DateTime);
+    assert_eq!(t[0], SqlType::DateTime(0));
     assert_eq!(t[1], SqlType::Date);
     let (_, _, v) = run(
         &mut c,
@@ -721,7 +721,7 @@ fn datetime_strings_with_multibyte_garbage_do_not_panic() {
     // Fractions: digits past the sixth are dropped, none at all is fine.
     assert_eq!(
         one("SELECT UNIX_TIMESTAMP('2020-01-01 10:00:00.'), UNIX_TIMESTAMP('2020-01-01 10:00:00.1234567')"),
-        "1577872800|1577872800"
+        "1577872800|1577872800.123456"
     );
     assert_eq!(
         one("SELECT UNIX_TIMESTAMP('99999999999999999999-01-01')"),
@@ -1032,7 +1032,8 @@ fn static_types_hold_every_value_an_expression_returns() {
         ("CASE WHEN 1 THEN NULL ELSE 5 END", Int),
         ("CASE 1 WHEN 1 THEN 1.5 WHEN 2 THEN 2 END", Decimal(1)),
         ("CASE WHEN 1 THEN 2 WHEN 0 THEN 2.5e0 END", Double),
-        ("CASE WHEN 1 THEN CURDATE() ELSE NOW() END", DateTime),
+        ("CASE WHEN 1 THEN CURDATE() ELSE NOW() END", DateTime(0)),
+        ("CASE WHEN 1 THEN NOW(3) ELSE NOW() END", DateTime(3)),
         ("CASE WHEN 1 THEN CURDATE() ELSE 3 END", Str),
         ("IF(1, 2, 'x')", Str),
         ("IF(1, NULL, 2)", Int),
@@ -1047,8 +1048,11 @@ fn static_types_hold_every_value_an_expression_returns() {
         ("CEIL(NOW())", Double),
         ("ROUND('2.5')", Double),
         ("ABS(-3)", Int),
-        ("NOW() + 1", Double),
-        ("CURDATE() / 2", Double),
+        // MariaDB's: a DATETIME is `yyyymmddhhmmss`, a DATE `yyyymmdd` in arithmetic.
+        ("NOW() + 1", Int),
+        ("NOW(2) + 1", Decimal(2)),
+        ("-NOW(3)", Decimal(3)),
+        ("CURDATE() / 2", Decimal(4)),
         ("MOD(7, 2)", Int),
         ("MOD(7.5, 2)", Decimal(1)),
         ("-9223372036854775808 % CAST(5 AS UNSIGNED)", Int),
@@ -1223,13 +1227,13 @@ fn function_library_result_types() {
         t,
         vec![
             SqlType::Date,
-            SqlType::DateTime,
+            SqlType::DateTime(0),
             SqlType::UInt,
             SqlType::Int,
             SqlType::Double,
             SqlType::Str,
             SqlType::Date,
-            SqlType::DateTime,
+            SqlType::DateTime(0),
             SqlType::Str,
             SqlType::Double
         ]

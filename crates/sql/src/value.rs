@@ -47,8 +47,8 @@ pub enum SqlType {
     Bytes,
     /// DATE.
     Date,
-    /// DATETIME.
-    DateTime,
+    /// DATETIME (or TIMESTAMP) with this many fractional digits.
+    DateTime(u8),
     /// TIME with this many fractional digits.
     Time(u8),
 }
@@ -122,6 +122,48 @@ impl DateTime {
         let days = era * 146097 + doe - 719468;
         days * 86400 + self.hour as i64 * 3600 + self.minute as i64 * 60 + self.second as i64
     }
+
+    /// As a number, `yyyymmddhhmmss`, as a DATETIME reads in numeric context (the fraction
+    /// is `micro`).
+    pub fn number(&self) -> i64 {
+        let date =
+            i64::from(self.year) * 10_000 + i64::from(self.month) * 100 + i64::from(self.day);
+        let time =
+            i64::from(self.hour) * 10_000 + i64::from(self.minute) * 100 + i64::from(self.second);
+        date * 1_000_000 + time
+    }
+
+    /// `yyyy-mm-dd hh:mm:ss` and exactly `fsp` fractional digits (truncated), as a
+    /// DATETIME(fsp) shows.
+    pub fn text_fsp(&self, fsp: u8) -> String {
+        let mut s = format!(
+            "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
+            self.year, self.month, self.day, self.hour, self.minute, self.second
+        );
+        if fsp > 0 {
+            s.push('.');
+            s.push_str(&format!("{:06}", self.micro)[..usize::from(fsp.min(6))]);
+        }
+        s
+    }
+
+    /// The same datetime with its fraction truncated to `fsp` digits.
+    pub fn truncated(self, fsp: u8) -> DateTime {
+        DateTime {
+            micro: crate::temporal::truncate_micro(self.micro, fsp),
+            ..self
+        }
+    }
+}
+
+/// The fractional digits a datetime shows when nothing fixes them (a value read from a text or
+/// a number, a binary-protocol parameter): six when it has a fraction, else none.
+pub fn natural_fsp(d: &DateTime) -> u8 {
+    if d.micro != 0 {
+        6
+    } else {
+        0
+    }
 }
 
 /// A value.
@@ -143,10 +185,22 @@ pub enum Value {
     Bytes(Vec<u8>),
     /// A date (time part zero and not shown).
     Date(DateTime),
-    /// A date and time.
-    DateTime(DateTime),
+    /// A date and time, with the fractional digits it shows (0..=6: a DATETIME(2) column's
+    /// values show two, `NOW(3)` three); the fraction past them is zero. The fsp is display
+    /// and type only: comparisons use the datetime.
+    DateTime(DateTime, u8),
     /// A TIME (signed, up to 838 hours), with the fractional digits it shows.
     Time(crate::temporal::Time),
+}
+
+/// `int.micro` (both signed) as a DECIMAL of `fsp` digits, the fraction truncated to them.
+fn fsp_decimal(int: i64, micro: i64, fsp: u8) -> Decimal {
+    let scale = u32::from(fsp.min(6));
+    let unit = 10i128.pow(6 - scale);
+    Decimal::new(
+        i128::from(int) * 10i128.pow(scale) + i128::from(micro) / unit,
+        scale,
+    )
 }
 
 /// Formats a double the way MySQL prints it: shortest round-trip digits, exponent form for very
@@ -301,7 +355,7 @@ impl Value {
             Value::Str(_) => SqlType::Str,
             Value::Bytes(_) => SqlType::Bytes,
             Value::Date(_) => SqlType::Date,
-            Value::DateTime(_) => SqlType::DateTime,
+            Value::DateTime(_, fsp) => SqlType::DateTime(*fsp),
             Value::Time(t) => SqlType::Time(t.fsp),
         }
     }
@@ -322,11 +376,8 @@ impl Value {
                 let (i, m) = t.number();
                 i as f64 + m as f64 / 1e6
             }
-            Value::Date(_) | Value::DateTime(_) => {
-                let s = self.to_text().unwrap_or_default();
-                let digits: String = s.chars().filter(|c| c.is_ascii_digit()).collect();
-                digits.parse().unwrap_or(0.0)
-            }
+            Value::Date(d) => (d.number() / 1_000_000) as f64,
+            Value::DateTime(d, _) => d.number() as f64 + f64::from(d.micro) / 1e6,
         })
     }
 
@@ -340,13 +391,11 @@ impl Value {
             // `100000.50`).
             Value::Time(t) => {
                 let (i, m) = t.number();
-                let scale = u32::from(t.fsp);
-                let unit = 10i128.pow(6 - scale);
-                Some(Decimal::new(
-                    i128::from(i) * 10i128.pow(scale) + i128::from(m) / unit,
-                    scale,
-                ))
+                Some(fsp_decimal(i, m, t.fsp))
             }
+            // `yyyymmdd`, `yyyymmddhhmmss` with the DATETIME's fsp as the scale.
+            Value::Date(d) => Some(Decimal::from_i128(i128::from(d.number() / 1_000_000))),
+            Value::DateTime(d, fsp) => Some(fsp_decimal(d.number(), i64::from(d.micro), *fsp)),
             _ => None,
         }
     }
@@ -361,8 +410,7 @@ impl Value {
             Value::Double(d) => d.round() as i128,
             Value::Str(s) => str_to_int_rounded(s),
             Value::Bytes(b) => str_to_int_rounded(&String::from_utf8_lossy(b)),
-            v @ (Value::Date(_) | Value::DateTime(_)) => v.to_f64()? as i128,
-            Value::Time(_) => self.to_decimal()?.round_int(),
+            Value::Date(_) | Value::DateTime(..) | Value::Time(_) => self.to_decimal()?.round_int(),
         })
     }
 
@@ -391,16 +439,7 @@ impl Value {
             Value::Str(s) => s.clone(),
             Value::Date(d) => format!("{:04}-{:02}-{:02}", d.year, d.month, d.day),
             Value::Time(t) => t.text(),
-            Value::DateTime(d) => {
-                let mut s = format!(
-                    "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
-                    d.year, d.month, d.day, d.hour, d.minute, d.second
-                );
-                if d.micro != 0 {
-                    s.push_str(&format!(".{:06}", d.micro));
-                }
-                s
-            }
+            Value::DateTime(d, fsp) => d.text_fsp(*fsp),
         })
     }
 
@@ -464,13 +503,23 @@ pub fn aggregate_type(a: SqlType, b: SqlType) -> SqlType {
         (Bytes, _) | (_, Bytes) => Bytes,
         (Str, _) | (_, Str) => Str,
         (Time(x), Time(y)) => Time(x.max(y)),
-        (Date | DateTime | Time(_), Date | DateTime | Time(_)) => DateTime,
-        (Date | DateTime | Time(_), _) | (_, Date | DateTime | Time(_)) => Str,
+        (Date | DateTime(_) | Time(_), Date | DateTime(_) | Time(_)) => {
+            DateTime(temporal_fsp(a).max(temporal_fsp(b)))
+        }
+        (Date | DateTime(_) | Time(_), _) | (_, Date | DateTime(_) | Time(_)) => Str,
         (Double, _) | (_, Double) => Double,
         (Decimal(x), Decimal(y)) => Decimal(x.max(y)),
         (Decimal(s), _) | (_, Decimal(s)) => Decimal(s),
         // INT with INT UNSIGNED.
         _ => Decimal(0),
+    }
+}
+
+/// The fractional digits of a temporal type (0 for DATE and anything else).
+pub fn temporal_fsp(t: SqlType) -> u8 {
+    match t {
+        SqlType::DateTime(n) | SqlType::Time(n) => n,
+        _ => 0,
     }
 }
 
@@ -496,8 +545,11 @@ pub fn coerce_to(v: Value, ty: SqlType) -> Value {
         (SqlType::Double, v @ (Value::Int(_) | Value::UInt(_) | Value::Decimal(_))) => {
             Value::Double(v.to_f64().unwrap_or(0.0))
         }
-        (SqlType::DateTime, Value::Date(d)) => Value::DateTime(d),
-        (SqlType::DateTime, Value::Time(t)) => Value::DateTime(time_on_today(&t)),
+        (SqlType::DateTime(fsp), Value::Date(d)) => Value::DateTime(d, fsp),
+        (SqlType::DateTime(fsp), Value::DateTime(d, _)) => Value::DateTime(d.truncated(fsp), fsp),
+        (SqlType::DateTime(fsp), Value::Time(t)) => {
+            Value::DateTime(time_on_today(&t).truncated(fsp), fsp)
+        }
         (SqlType::Time(fsp), Value::Time(t)) => Value::Time(t.with_fsp(fsp)),
         (_, v) => v,
     }
@@ -523,18 +575,21 @@ pub fn datetime_of_number(n: i128) -> DateTime {
 /// else (then [`compare`] compares text).
 pub fn temporal_operand(v: &Value) -> Option<DateTime> {
     match v {
-        Value::Date(d) | Value::DateTime(d) => Some(*d),
+        Value::Date(d) | Value::DateTime(d, _) => Some(*d),
         Value::Str(s) => crate::temporal::compare_operand(s.as_bytes()),
         Value::Bytes(b) => crate::temporal::compare_operand(b),
         _ => None,
     }
 }
 
-/// A value as a user variable holds it: a TIME as its text (MariaDB keeps no TIME in a user
-/// variable, so `@t + 0` reads the text's numeric prefix), anything else as it is.
+/// A value as a user variable holds it: a TIME, DATE or DATETIME as its text, with its digits
+/// (MariaDB keeps no temporal value in a user variable, so `@t + 0` reads the text's numeric
+/// prefix), anything else as it is.
 pub fn user_var_value(v: Value) -> Value {
     match v {
-        Value::Time(t) => Value::Str(t.text()),
+        v @ (Value::Time(_) | Value::Date(_) | Value::DateTime(..)) => {
+            Value::Str(v.to_text().unwrap_or_default())
+        }
         v => v,
     }
 }
@@ -569,16 +624,16 @@ pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
         (Str(x), Bytes(y)) => x.as_bytes().cmp(y.as_slice()),
         // A TIME beside a date: the time on today's date (UTC, as NOW()), as MariaDB
         // compares them.
-        (Time(t), Date(d) | DateTime(d)) => time_on_today(t).cmp(d),
-        (Date(d) | DateTime(d), Time(t)) => d.cmp(&time_on_today(t)),
+        (Time(t), Date(d) | DateTime(d, _)) => time_on_today(t).cmp(d),
+        (Date(d) | DateTime(d, _), Time(t)) => d.cmp(&time_on_today(t)),
         // A TIME beside anything else: the other side read as a time.
         (Time(_), _) | (_, Time(_)) => {
             let x = crate::temporal::time_operand(a).unwrap_or(0);
             let y = crate::temporal::time_operand(b).unwrap_or(0);
             x.cmp(&y)
         }
-        (Date(_) | DateTime(_), Date(_) | DateTime(_) | Str(_) | Bytes(_))
-        | (Str(_) | Bytes(_), Date(_) | DateTime(_)) => {
+        (Date(_) | DateTime(..), Date(_) | DateTime(..) | Str(_) | Bytes(_))
+        | (Str(_) | Bytes(_), Date(_) | DateTime(..)) => {
             if let (Some(x), Some(y)) = (temporal_operand(a), temporal_operand(b)) {
                 return Some(x.cmp(&y));
             }
@@ -596,10 +651,10 @@ pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
         }
         // An integer against a date or datetime is read as one, as MySQL reads it
         // (`DATE '2020-01-02' = 200102`, `> 5`: see `datetime_of_number`).
-        (Date(d) | DateTime(d), Int(_) | UInt(_)) => {
+        (Date(d) | DateTime(d, _), Int(_) | UInt(_)) => {
             d.cmp(&datetime_of_number(b.to_i128().unwrap_or(0)))
         }
-        (Int(_) | UInt(_), Date(d) | DateTime(d)) => {
+        (Int(_) | UInt(_), Date(d) | DateTime(d, _)) => {
             datetime_of_number(a.to_i128().unwrap_or(0)).cmp(d)
         }
         _ if is_numeric(a)
@@ -671,7 +726,24 @@ mod tests {
     #[test]
     fn dates_roundtrip() {
         let d = DateTime::from_unix(1_700_000_000, 0);
-        assert_eq!(Value::DateTime(d).to_text().unwrap(), "2023-11-14 22:13:20");
+        assert_eq!(
+            Value::DateTime(d, 0).to_text().unwrap(),
+            "2023-11-14 22:13:20"
+        );
+        let f = DateTime::from_unix(1_700_000_000, 120_000);
+        assert_eq!(
+            Value::DateTime(f, 2).to_text().unwrap(),
+            "2023-11-14 22:13:20.12"
+        );
+        assert_eq!(
+            Value::DateTime(f, 3).to_text().unwrap(),
+            "2023-11-14 22:13:20.120"
+        );
+        assert_eq!(
+            Value::DateTime(f, 2).to_decimal().unwrap().to_string(),
+            "20231114221320.12"
+        );
+        assert_eq!(Value::DateTime(d, 0).to_i128(), Some(20231114221320));
         assert_eq!(d.to_unix(), 1_700_000_000);
         assert_eq!(DateTime::from_unix(0, 0).year, 1970);
     }

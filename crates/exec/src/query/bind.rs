@@ -343,7 +343,7 @@ pub(crate) fn sample(ty: SqlType) -> Value {
         SqlType::Str => Value::Str(String::new()),
         SqlType::Bytes => Value::Bytes(Vec::new()),
         SqlType::Date => Value::Date(DateTime::from_unix(0, 0)),
-        SqlType::DateTime => Value::DateTime(DateTime::from_unix(0, 0)),
+        SqlType::DateTime(n) => Value::DateTime(DateTime::from_unix(0, 0), n),
         SqlType::Time(n) => Value::Time(shoal_sql::temporal::Time::from_micros(0, n)),
     }
 }
@@ -652,10 +652,6 @@ impl Binder<'_> {
             }
         }
         let mut info = ColumnInfo::expr(name, self.type_of(e));
-        // A CAST to a temporal type with a precision shows exactly that many digits.
-        if let Expr::Cast(_, CastType::DateTime(fsp)) = e {
-            info.decimals = *fsp;
-        }
         if info.column_type == crate::convert::mysql_type::DOUBLE {
             info.decimals = self.real_decimals(e);
         }
@@ -2015,7 +2011,7 @@ fn info_type(info: &ColumnInfo) -> SqlType {
         t::NEWDECIMAL => SqlType::Decimal(info.decimals),
         t::FLOAT | t::DOUBLE => SqlType::Double,
         t::DATE => SqlType::Date,
-        t::DATETIME | t::TIMESTAMP => SqlType::DateTime,
+        t::DATETIME | t::TIMESTAMP => SqlType::DateTime(info.decimals.min(6)),
         t::TIME => SqlType::Time(info.decimals.min(6)),
         t::NULL => SqlType::Null,
         _ => SqlType::Str,
@@ -2398,15 +2394,18 @@ fn leaf_slots(s: &Source, leaves: &[Leaf], out: &mut Vec<Range<usize>>) {
 /// ([`shoal_sql::eval::result_type`]): `IFNULL(int_col, 1.75)` is DECIMAL(.., 2), so 3 shows as
 /// `3.00`; `IF(c, 'x', date_col)` is a string, so a date shows as its text. Returns `e` with the
 /// results of each such call that have another type converted to it (a CAST), so the values
-/// match the column type clients are told. `type_of` types a sub-expression as bound.
+/// match the column type clients are told; GREATEST and LEAST of temporal values likewise (their
+/// precision). `type_of` types a sub-expression as bound.
 pub(crate) fn type_results(
     e: &Expr,
     type_of: &mut dyn FnMut(&Expr) -> SqlType,
 ) -> Result<Expr, SqlError> {
     map_expr(e, &mut |x| match x {
         Expr::Function(name, args)
-            if matches!(name.as_str(), "IF" | "IFNULL" | "COALESCE")
-                && args.len() > usize::from(name == "IF") =>
+            if matches!(
+                name.as_str(),
+                "IF" | "IFNULL" | "COALESCE" | "GREATEST" | "LEAST"
+            ) && args.len() > usize::from(name == "IF") =>
         {
             let mut args = args
                 .iter()
@@ -2418,6 +2417,13 @@ pub(crate) fn type_results(
                 .iter()
                 .map(&mut *type_of)
                 .fold(SqlType::Null, aggregate_type);
+            // GREATEST and LEAST compare their arguments as the arguments' own types: only
+            // temporal values of one kind are given the result's precision (a DATETIME beside
+            // a DATETIME(2) shows two digits), which does not change their order.
+            let choose = matches!(name.as_str(), "GREATEST" | "LEAST");
+            if choose && !matches!(ty, SqlType::DateTime(_) | SqlType::Time(_)) {
+                return Ok(Some(Expr::Function(name.clone(), args)));
+            }
             for a in &mut args[first..] {
                 let own = std::mem::replace(a, Expr::Literal(Value::Null));
                 *a = conform(own, ty, type_of);
@@ -2459,7 +2465,7 @@ fn conform(e: Expr, ty: SqlType, type_of: &mut dyn FnMut(&Expr) -> SqlType) -> E
         SqlType::Bytes => CastType::Binary,
         SqlType::Decimal(s) => CastType::Decimal(s),
         SqlType::Double => CastType::Double,
-        SqlType::DateTime => CastType::DateTime(6),
+        SqlType::DateTime(n) => CastType::DateTime(n),
         SqlType::Time(n) => CastType::Time(n),
         _ => return e,
     };

@@ -130,11 +130,14 @@ fn encode(v: &Value, out: &mut Vec<u8>) {
             out.extend_from_slice(&(b.len() as u64).to_le_bytes());
             out.extend_from_slice(b);
         }
-        Value::Date(d) | Value::DateTime(d) => {
+        Value::Date(d) | Value::DateTime(d, _) => {
             out.push(if matches!(v, Value::Date(_)) { 6 } else { 7 });
             out.extend_from_slice(&d.year.to_le_bytes());
             out.extend_from_slice(&[d.month, d.day, d.hour, d.minute, d.second]);
             out.extend_from_slice(&d.micro.to_le_bytes());
+            if let Value::DateTime(_, fsp) = v {
+                out.push(*fsp);
+            }
         }
         Value::Time(t) => {
             out.push(9);

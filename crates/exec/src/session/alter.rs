@@ -61,7 +61,7 @@ pub(super) fn added_default(
         Some(ColumnDefault::Value(Datum::Null)) => None,
         Some(ColumnDefault::Value(v)) => Some(v.clone()),
         Some(ColumnDefault::CurrentTimestamp) => Some(value_to_datum(
-            &Value::DateTime(ctx.now()),
+            &Value::DateTime(ctx.now(), 6),
             column.ty,
             &column.name,
             0,

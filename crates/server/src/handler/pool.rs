@@ -402,10 +402,13 @@ pub fn adaptive_history_table(st: &PoolStats) -> VirtualTable {
             rows.push(vec![
                 int(g.id),
                 int(i),
-                Value::DateTime(shoal_sql::value::DateTime::from_unix(
-                    since.as_secs() as i64,
-                    since.subsec_micros(),
-                )),
+                Value::DateTime(
+                    shoal_sql::value::DateTime::from_unix(
+                        since.as_secs() as i64,
+                        since.subsec_micros(),
+                    ),
+                    6,
+                ),
                 int(a.old_cap),
                 int(a.new_cap),
                 Value::Str(a.reason.name().into()),

@@ -44,7 +44,7 @@ fn column_of(c: &ColumnInfo, values: &[&Value]) -> Column {
             31,
         ),
         SqlType::Date => (ColumnType::MYSQL_TYPE_DATE, ColumnFlags::BINARY_FLAG, 0),
-        SqlType::DateTime => (ColumnType::MYSQL_TYPE_DATETIME, ColumnFlags::BINARY_FLAG, 0),
+        SqlType::DateTime(n) => (ColumnType::MYSQL_TYPE_DATETIME, ColumnFlags::BINARY_FLAG, n),
         SqlType::Time(n) => (ColumnType::MYSQL_TYPE_TIME, ColumnFlags::BINARY_FLAG, n),
     };
     let mut col = Column::expr(c.name.clone(), ty);
@@ -61,7 +61,8 @@ fn column_of(c: &ColumnInfo, values: &[&Value]) -> Column {
     col.column_length = match c.ty {
         SqlType::Str => maxlen.max(1) * 4,
         SqlType::Date => 10,
-        SqlType::DateTime => 19,
+        SqlType::DateTime(0) => 19,
+        SqlType::DateTime(n) => 20 + u32::from(n),
         SqlType::Time(0) => 10,
         SqlType::Time(n) => 11 + u32::from(n),
         SqlType::Null => 0,
@@ -72,7 +73,7 @@ fn column_of(c: &ColumnInfo, values: &[&Value]) -> Column {
     }
     if matches!(
         c.ty,
-        SqlType::Date | SqlType::DateTime | SqlType::Time(_) | SqlType::Bytes
+        SqlType::Date | SqlType::DateTime(_) | SqlType::Time(_) | SqlType::Bytes
     ) {
         col.charset = 63;
     }
@@ -89,7 +90,7 @@ fn to_proto_value(v: Value) -> PValue {
         Value::Decimal(d) => PValue::Bytes(d.to_string().into_bytes()),
         Value::Str(s) => PValue::Bytes(s.into_bytes()),
         Value::Bytes(b) => PValue::Bytes(b),
-        Value::Date(d) | Value::DateTime(d) => {
+        Value::Date(d) | Value::DateTime(d, _) => {
             PValue::Date(d.year, d.month, d.day, d.hour, d.minute, d.second, d.micro)
         }
         Value::Time(t) => time_value(&t),
@@ -131,15 +132,19 @@ pub(super) fn from_proto_value(v: &PValue) -> Value {
         PValue::UInt(u) => Value::UInt(*u),
         PValue::Float(f) => Value::Double(*f as f64),
         PValue::Double(d) => Value::Double(*d),
-        PValue::Date(y, m, d, h, mi, s, us) => Value::DateTime(DateTime {
-            year: *y,
-            month: *m,
-            day: *d,
-            hour: *h,
-            minute: *mi,
-            second: *s,
-            micro: *us,
-        }),
+        // A DATETIME parameter shows six digits when it has a fraction.
+        PValue::Date(y, m, d, h, mi, s, us) => {
+            let d = DateTime {
+                year: *y,
+                month: *m,
+                day: *d,
+                hour: *h,
+                minute: *mi,
+                second: *s,
+                micro: *us,
+            };
+            Value::DateTime(d, shoal_sql::value::natural_fsp(&d))
+        }
         // A TIME parameter is a TIME value (clipped to the range), with six digits when it
         // has a fraction.
         PValue::Time(neg, days, h, m, s, us) => {

@@ -206,20 +206,20 @@ fn year_2000(y: u64) -> u64 {
 
 /// A typed literal `DATE 'x'` (`date_only`) or `TIMESTAMP 'x'`, read strictly as MariaDB
 /// does: the whole string must be a valid date (no time of day) or a date with a time of day,
-/// else 1525 `Incorrect DATE value` / `Incorrect DATETIME value`. A TIMESTAMP with a fraction
-/// of a second is not supported (its precision would follow the literal's digits).
+/// else 1525 `Incorrect DATE value` / `Incorrect DATETIME value`. A TIMESTAMP shows the
+/// fractional digits it writes (`TIMESTAMP'2024-01-01 10:00:00.50'` is a DATETIME(2)).
 pub fn typed_literal(date_only: bool, s: &str) -> Result<Value, SqlError> {
     let what = if date_only { "DATE" } else { "DATETIME" };
     match temporal::read_datetime(s) {
         Some(r) if !r.trailing && r.has_time != date_only => {
             if date_only {
                 Ok(Value::Date(r.value))
-            } else if r.value.micro != 0 || s.contains('.') {
-                Err(SqlError::Unsupported(format!(
-                    "TIMESTAMP literals with fractional seconds ('{s}')"
-                )))
             } else {
-                Ok(Value::DateTime(r.value))
+                // It shows the digits it writes.
+                Ok(Value::DateTime(
+                    r.value,
+                    temporal::frac_digits(s.as_bytes()),
+                ))
             }
         }
         _ => Err(SqlError::coded(
@@ -543,13 +543,33 @@ fn date_add_compound(
     let is_time = !months;
     Ok(match &vals[0] {
         Value::Date(_) if !is_time => Value::Date(r),
-        Value::Date(_) | Value::DateTime(_) => Value::DateTime(r),
+        Value::Date(_) | Value::DateTime(..) => {
+            let fsp = value_fsp(&vals[0]).max(if micro_last { 6 } else { 0 });
+            Value::DateTime(r, fsp)
+        }
         _ if has_time || is_time => {
             let decimals = if micro_last || d.micro != 0 { 6 } else { 0 };
             Value::Str(datetime_text(&r, decimals))
         }
         _ => Value::Str(date_text(&r)),
     })
+}
+
+/// The fractional digits a DATETIME value shows (none for anything else).
+fn value_fsp(v: &Value) -> u8 {
+    crate::value::temporal_fsp(v.sql_type())
+}
+
+/// The fractional digits an interval of `unit` (`None`: a compound unit without
+/// microseconds) by an amount of type `amount` gives a DATETIME, as MariaDB types it:
+/// six for MICROSECOND, for SECOND a DECIMAL's scale (six for a double or a string), else none.
+fn interval_fsp(unit: Option<Unit>, amount: SqlType) -> u8 {
+    match (unit, amount) {
+        (Some(Unit::Microsecond), _) => 6,
+        (Some(Unit::Second), SqlType::Decimal(s)) => s.min(6),
+        (Some(Unit::Second), SqlType::Double | SqlType::Str | SqlType::Bytes) => 6,
+        _ => 0,
+    }
 }
 
 /// DATE_ADD / DATE_SUB over evaluated arguments `[date, amount, unit]`.
@@ -583,7 +603,10 @@ fn date_add(ctx: &mut dyn Context, vals: &[Value], sub: bool) -> Result<Value, S
     };
     Ok(match &vals[0] {
         Value::Date(_) if !unit.is_time() => Value::Date(r),
-        Value::Date(_) | Value::DateTime(_) => Value::DateTime(r),
+        Value::Date(_) | Value::DateTime(..) => {
+            let fsp = value_fsp(&vals[0]).max(interval_fsp(Some(unit), vals[1].sql_type()));
+            Value::DateTime(r.truncated(fsp), fsp)
+        }
         _ if has_time || unit.is_time() => {
             let decimals = match unit {
                 Unit::Microsecond => 6,
@@ -959,7 +982,7 @@ fn str_to_date(ctx: &mut dyn Context, s: &str, fmt: &str) -> Result<Value, SqlEr
         (true, false) => Value::Date(d),
         // Only a time: a TIME, of six digits when the format reads a fraction.
         (false, true) => Value::Time(Time::of(&d).with_fsp(if frac { 6 } else { 0 })),
-        _ => Value::DateTime(d),
+        _ => Value::DateTime(d, if frac { 6 } else { 0 }),
     })
 }
 
@@ -1300,10 +1323,13 @@ pub(super) fn call(
                     }
                     _ => Value::Null,
                 }
+            } else if let Value::Decimal(_) = vals[0] {
+                // A DECIMAL's scale is the result's precision.
+                Value::DateTime(d, decimals as u8)
             } else if decimals > 0 {
                 Value::Str(datetime_text(&d, decimals))
             } else {
-                Value::DateTime(d)
+                Value::DateTime(d, 0)
             }
         }
         _ => return Ok(None),
@@ -1336,7 +1362,7 @@ pub(super) fn static_type(name: &str, args: &[Expr]) -> Option<SqlType> {
             // A TIME moved by a unit below a month stays a TIME, of the larger precision
             // (`INTERVAL 1.5 SECOND` shows one digit, MICROSECOND six).
             let amount = args.get(1);
-            let interval_fsp = match (unit, amount.map(ty)) {
+            let time_fsp = match (unit, amount.map(ty)) {
                 (Some(Unit::Microsecond), _) => 6,
                 (None, _) if compound_micro(args, name) => 6,
                 (Some(Unit::Second), Some(SqlType::Decimal(s))) => s.min(6),
@@ -1345,13 +1371,21 @@ pub(super) fn static_type(name: &str, args: &[Expr]) -> Option<SqlType> {
             };
             match (d.map(ty), unit) {
                 (Some(SqlType::Time(_)), Some(Unit::Month | Unit::Quarter | Unit::Year)) => {
-                    SqlType::DateTime
+                    SqlType::DateTime(0)
                 }
-                (Some(SqlType::Time(_)), None) if months => SqlType::DateTime,
-                (Some(SqlType::Time(n)), _) => SqlType::Time(n.max(interval_fsp)),
+                (Some(SqlType::Time(_)), None) if months => SqlType::DateTime(0),
+                (Some(SqlType::Time(n)), _) => SqlType::Time(n.max(time_fsp)),
                 (Some(SqlType::Date), Some(u)) if !u.is_time() => SqlType::Date,
                 (Some(SqlType::Date), None) if months => SqlType::Date,
-                (Some(SqlType::Date | SqlType::DateTime), _) => SqlType::DateTime,
+                (Some(t @ (SqlType::Date | SqlType::DateTime(_))), _) => {
+                    let micro = if unit.is_none() && compound_micro(args, name) {
+                        6
+                    } else {
+                        0
+                    };
+                    let interval = interval_fsp(unit, amount.map_or(SqlType::Int, ty));
+                    SqlType::DateTime(crate::value::temporal_fsp(t).max(interval).max(micro))
+                }
                 _ => SqlType::Str,
             }
         }
@@ -1359,15 +1393,15 @@ pub(super) fn static_type(name: &str, args: &[Expr]) -> Option<SqlType> {
             Some(Expr::Literal(Value::Str(f))) => match format_kind(f) {
                 (true, false, _) => SqlType::Date,
                 (false, true, frac) => SqlType::Time(if frac { 6 } else { 0 }),
-                _ => SqlType::DateTime,
+                (_, _, frac) => SqlType::DateTime(if frac { 6 } else { 0 }),
             },
             // A format only known at run time: the value's own type, carried as text.
             _ => SqlType::Str,
         },
         "FROM_UNIXTIME" => match (args.len(), args.first().map(ty)) {
-            (1, Some(SqlType::Decimal(s))) if s > 0 => SqlType::Str,
+            (1, Some(SqlType::Decimal(s))) => SqlType::DateTime(s.min(6)),
             (1, Some(SqlType::Double | SqlType::Str)) => SqlType::Str,
-            (1, _) => SqlType::DateTime,
+            (1, _) => SqlType::DateTime(0),
             _ => SqlType::Str,
         },
         _ => return None,

@@ -76,13 +76,23 @@ pub fn number_precision(e: &Expr) -> u8 {
     type_precision(ty(e))
 }
 
-/// The fractional digits of a type: TIME's own, a DECIMAL's scale, none for integers, dates and
-/// datetimes (shoal's DATETIME expressions carry no precision), 6 for anything else.
+/// [`time_precision`] at run time, of argument `e` whose value is `v`: a constant string's
+/// written digits, else the value's type's (a string's 6), so the value agrees with the
+/// result column's static type.
+pub fn value_precision(e: &Expr, v: &Value) -> u8 {
+    match e {
+        Expr::Literal(_) => time_precision(e),
+        _ => type_precision(v.sql_type()),
+    }
+}
+
+/// The fractional digits of a type: TIME's and DATETIME's own, a DECIMAL's scale, none for
+/// integers and dates, 6 for anything else.
 fn type_precision(t: SqlType) -> u8 {
     match t {
-        SqlType::Time(n) => n,
+        SqlType::Time(n) | SqlType::DateTime(n) => n,
         SqlType::Decimal(s) => s.min(6),
-        SqlType::Int | SqlType::UInt | SqlType::Null | SqlType::Date | SqlType::DateTime => 0,
+        SqlType::Int | SqlType::UInt | SqlType::Null | SqlType::Date => 0,
         SqlType::Double | SqlType::Str | SqlType::Bytes => 6,
     }
 }
@@ -93,7 +103,7 @@ fn value_time_fsp(v: &Value) -> u8 {
         Value::Time(t) => t.fsp,
         Value::Str(s) => frac_digits(s.as_bytes()),
         Value::Bytes(b) => frac_digits(b),
-        Value::DateTime(d) if d.micro != 0 => 6,
+        Value::DateTime(_, fsp) => *fsp,
         v => value_number_fsp(v),
     }
 }
@@ -158,7 +168,7 @@ enum Operand {
 fn operand(ctx: &mut dyn Context, v: &Value) -> Option<Operand> {
     match v {
         Value::Null => None,
-        Value::DateTime(d) => Some(Operand::DateTime(*d)),
+        Value::DateTime(d, _) => Some(Operand::DateTime(*d)),
         Value::Str(_) | Value::Bytes(_) => {
             let b = v.to_bytes().unwrap_or_default().into_owned();
             // A text the time reader takes as a datetime (a date and a time) is one.
@@ -253,10 +263,10 @@ pub(super) fn call(
                     let Some(r) = super::date::datetime_of_micros(total) else {
                         return Ok(Some(Value::Null));
                     };
-                    if matches!(vals[0], Value::DateTime(_)) {
-                        Value::DateTime(r)
+                    if matches!(vals[0], Value::DateTime(..)) {
+                        Value::DateTime(r.truncated(fsp), fsp)
                     } else {
-                        Value::Str(Value::DateTime(r).to_text().unwrap_or_default())
+                        Value::Str(r.text_fsp(crate::value::natural_fsp(&r)))
                     }
                 }
             }
@@ -415,7 +425,9 @@ pub(super) fn static_type(name: &str, args: &[Expr]) -> Option<SqlType> {
         ),
         "ADDTIME" | "SUBTIME" => match arg(0).map(ty) {
             Some(SqlType::Time(n)) => SqlType::Time(n.max(arg(1).map_or(0, time_precision))),
-            Some(SqlType::DateTime) => SqlType::DateTime,
+            Some(SqlType::DateTime(n)) => {
+                SqlType::DateTime(n.max(arg(1).map_or(0, time_precision)))
+            }
             _ => SqlType::Str,
         },
         "SEC_TO_TIME" => SqlType::Time(arg(0).map_or(0, number_precision)),

@@ -1027,11 +1027,7 @@ impl Transaction {
                 let iter = Some(&mut self.snap_iter);
                 return snap.scan_with(&from, Some(&to), true, iter, &mut |k, v| {
                     Stats::add(&stats.rows_read, 1);
-                    let pk = if opts.no_keys {
-                        &[][..]
-                    } else {
-                        &k[prefix.len()..]
-                    };
+                    let pk = opts.key_of(&k[prefix.len()..]);
                     f(Self::decode_cols(&t, &types, pk, v, opts.cols)?)
                 });
             }
@@ -1054,11 +1050,7 @@ impl Transaction {
                     }
                 };
                 Stats::add(&self.inner.stats.rows_read, 1);
-                let pk = if opts.no_keys {
-                    &[][..]
-                } else {
-                    &k[prefix.len()..]
-                };
+                let pk = opts.key_of(&k[prefix.len()..]);
                 let row = Self::decode_cols(&t, &types, pk, &v, opts.cols)?;
                 if !f(row)? {
                     return Ok(());
@@ -1360,6 +1352,17 @@ pub struct ScanOpts<'a> {
     /// The caller never reads [`Row::key`] (a query's reads; not UPDATE or DELETE, which
     /// write back by key): rows come with an empty key, sparing a copy per row.
     pub no_keys: bool,
+}
+
+impl ScanOpts<'_> {
+    /// The primary key a scanned row carries: `pk`, or nothing when the caller reads no keys.
+    fn key_of<'k>(&self, pk: &'k [u8]) -> &'k [u8] {
+        if self.no_keys {
+            &[]
+        } else {
+            pk
+        }
+    }
 }
 
 impl Drop for Transaction {

@@ -2,12 +2,6 @@
 //! into the frame and call back, grouping, sorting, subqueries.
 
 use std::cmp::Ordering;
-/// The executor's hash tables are keyed by rows' values (DISTINCT, GROUP BY, hash joins, set
-/// operations): user data, often long strings. foldhash (hashbrown's own default, seeded per
-/// process) hashes them several times cheaper than std's SipHash and still resists chosen
-/// collisions.
-type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
-type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 use std::sync::Arc;
 
 use shoal_sql::ast::{BinOp, Expr, Subquery, SubqueryKind, VarScope, DISTINCT_TUPLE};
@@ -22,6 +16,13 @@ use crate::convert::{datum_into_value, datum_to_value, store_err};
 use crate::exec::{group_key, sort_by_keys, Acc};
 use crate::plan::{resolve, Access, KeyName, Resolved};
 use crate::show;
+
+/// The executor's hash tables are keyed by rows' values (DISTINCT, GROUP BY, hash joins, set
+/// operations): user data, often long strings. foldhash (hashbrown's own default, seeded per
+/// process) hashes them several times cheaper than std's SipHash and still resists chosen
+/// collisions.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
 /// Why the transaction is always there when asked for.
 const LENT: &str = "the transaction is lent only to a stream, whose visits read no store";
@@ -115,7 +116,6 @@ enum AggInput {
 /// Callback for each row a source puts in the frame; `false` stops the pipeline.
 type Visit<'f, 'p, 'a> = dyn FnMut(&mut Runner<'p, 'a>) -> Result<bool, SqlError> + 'f;
 
-/// The expression an ORDER BY item sorts by (`None`: an output position past the list).
 /// The output column that is ORDER BY's only key, if it is one: rows are then sorted by that
 /// column of the row itself, and no copy of it is kept as a separate key
 /// (`SELECT c ... ORDER BY c`).
@@ -126,6 +126,7 @@ fn lone_output_key(order: &[(SortKey, bool)]) -> Option<usize> {
     }
 }
 
+/// The expression an ORDER BY item sorts by (`None`: an output position past the list).
 pub(crate) fn sort_expr<'s>(s: &'s SelectPlan, k: &'s SortKey) -> Option<&'s Expr> {
     match k {
         SortKey::Output(o) => s.items.get(*o),

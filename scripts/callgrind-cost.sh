@@ -13,6 +13,8 @@
 # Prints instructions per transaction for each server and the ratio to the first; the profiles
 # stay in $WORK/<server>.callgrind (read them with callgrind_annotate --inclusive=yes).
 # SERVERS: shoal-<thread handling> and/or mariadb (default "shoal-pool-of-threads mariadb").
+# OPTS: more sysbench switches for the warm-up and the counted run, e.g. one statement kind alone
+# (OPTS="--point_selects=0 --sum_ranges=0 ..."; see scripts/statement-cost.sh).
 # Instructions are not CPU time: MariaDB and shoal differ in instructions per cycle, so the
 # CPU-time comparison stays bench-vs-mariadb.sh's; this one says whether a change made shoal do
 # less work.
@@ -30,6 +32,7 @@ rm -rf "$WORK"; mkdir -p "$WORK"
 
 SB=(--db-driver=mysql --mysql-host=127.0.0.1 "--mysql-port=$PORT" --mysql-user=root --mysql-db=sbtest
     "--tables=$TABLES" "--table-size=$SIZE" "--rand-seed=$SEED")
+read -r -a XOPTS <<<"${OPTS:-}"
 first=
 printf '| server | workload | threads | transactions | instructions / transaction | ratio |\n|---|---|---:|---:|---:|---:|\n'
 for srv in $SERVERS; do
@@ -54,11 +57,11 @@ for srv in $SERVERS; do
   sql "$PORT" 'CREATE DATABASE sbtest'
   sysbench oltp_read_write "${SB[@]}" --threads=4 prepare >"$WORK/$srv-prepare.log" 2>&1 ||
     { tail -20 "$WORK/$srv-prepare.log" >&2; echo "FAIL: $srv: prepare failed" >&2; exit 1; }
-  sysbench "$WL" "${SB[@]}" --threads="$THREADS" --events="$WARM" --time=0 run >"$WORK/$srv-warm.log" 2>&1 ||
+  sysbench "$WL" "${SB[@]}" ${XOPTS[@]+"${XOPTS[@]}"} --threads="$THREADS" --events="$WARM" --time=0 run >"$WORK/$srv-warm.log" 2>&1 ||
     { tail -20 "$WORK/$srv-warm.log" >&2; echo "FAIL: $srv: warm-up failed" >&2; exit 1; }
   callgrind_control -i on "$SERVER" >/dev/null
   log=$WORK/$srv-run.log
-  sysbench "$WL" "${SB[@]}" --threads="$THREADS" --events="$EVENTS" --time=0 run >"$log" 2>&1 ||
+  sysbench "$WL" "${SB[@]}" ${XOPTS[@]+"${XOPTS[@]}"} --threads="$THREADS" --events="$EVENTS" --time=0 run >"$log" 2>&1 ||
     { tail -20 "$log" >&2; echo "FAIL: $srv: sysbench run failed" >&2; exit 1; }
   callgrind_control -i off "$SERVER" >/dev/null
   read -r trx errs < <(sysbench_result "$log" transactions ignored_errors)

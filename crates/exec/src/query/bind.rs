@@ -284,6 +284,7 @@ fn whole_leaf(kind: LeafKind, name: &str, slots: Range<usize>, null_side: bool) 
         slots,
         filter: None,
         access: Access::FullScan,
+        rest: None,
         possible: Vec::new(),
         null_side,
         hash: Vec::new(),
@@ -1111,6 +1112,16 @@ impl Binder<'_> {
                         })
                     })?;
                     leaf.access = choose_access(def, Some(&access_form));
+                    let enforced = crate::plan::enforced_conjuncts(def, &leaf.access, &access_form);
+                    if enforced.contains(&true) {
+                        let kept = conjuncts(f)
+                            .into_iter()
+                            .zip(&enforced)
+                            .filter(|(_, e)| !**e)
+                            .map(|(c, _)| c.clone())
+                            .collect();
+                        leaf.rest = Some(and_all(kept));
+                    }
                     if leaf.possible.is_empty() {
                         // Conjuncts not pooled above (a LEFT JOIN's ON).
                         leaf.possible = crate::plan::possible_keys(def, Some(&access_form));

@@ -364,6 +364,10 @@ pub(crate) struct Leaf {
     pub filter: Option<Expr>,
     /// How a stored table is read.
     pub access: Access,
+    /// `filter` without the conjuncts `access` enforces by itself
+    /// ([`crate::plan::enforced_conjuncts`]): what a row read by the path needs checked when
+    /// its values resolve to exact keys. `None` when the path enforces no conjunct.
+    pub rest: Option<Option<Expr>>,
     /// The keys its conjuncts could read a stored table by (EXPLAIN's `possible_keys`).
     pub possible: Vec<crate::plan::KeyName>,
     /// Inside the right side of a LEFT JOIN (its rows may be null-extended).

@@ -14,7 +14,7 @@ use super::*;
 use crate::budget::{stored_row_size, MemBudget};
 use crate::convert::{datum_into_value, datum_to_value, store_err};
 use crate::exec::{group_key, sort_by_keys, Acc};
-use crate::plan::{resolve, Access, KeyName, Resolved};
+use crate::plan::{resolve, resolve_exact, Access, KeyName, Resolved};
 use crate::show;
 
 /// The executor's hash tables are keyed by rows' values (DISTINCT, GROUP BY, hash joins, set
@@ -902,17 +902,22 @@ impl<'p, 'a> Runner<'p, 'a> {
         }
         match &leaf.kind {
             LeafKind::Table { def, lock } => {
-                let resolved = {
+                let (resolved, exact) = {
                     let mut ev = Ev { r: self };
-                    resolve(&leaf.access, def, &mut ev)?
+                    resolve_exact(&leaf.access, def, &mut ev)?
+                };
+                // The path read exactly its conjuncts' rows: the others are left to check.
+                let filter = match &leaf.rest {
+                    Some(rest) if exact => rest,
+                    _ => &leaf.filter,
                 };
                 if self.streams {
-                    return self.stream(def, resolved, *lock, leaf, f);
+                    return self.stream(def, resolved, *lock, leaf, filter, f);
                 }
                 let opts = self.scan_opts(leaf);
                 let rows = self.fetch(def, resolved, *lock, opts)?;
                 for row in rows {
-                    if !self.visit_row(def, row, leaf, f)? {
+                    if !self.visit_row(def, row, leaf, filter, f)? {
                         return Ok(false);
                     }
                 }
@@ -1152,6 +1157,7 @@ impl<'p, 'a> Runner<'p, 'a> {
         resolved: Resolved,
         lock: LockMode,
         leaf: &'p Leaf,
+        filter: &'p Option<Expr>,
         f: &mut Visit<'_, 'p, 'a>,
     ) -> Result<bool, SqlError> {
         let ranges = match resolved {
@@ -1163,7 +1169,7 @@ impl<'p, 'a> Runner<'p, 'a> {
                     .get_cols(def, &k, lock, want)
                     .map_err(store_err)?;
                 return match row {
-                    Some(row) => self.visit_row(def, row, leaf, f),
+                    Some(row) => self.visit_row(def, row, leaf, filter, f),
                     None => Ok(true),
                 };
             }
@@ -1184,7 +1190,7 @@ impl<'p, 'a> Runner<'p, 'a> {
         let mut result = Ok(());
         for (key, range) in ranges {
             let mut push = |row: Row| {
-                match self.visit_row(def, row, leaf, f) {
+                match self.visit_row(def, row, leaf, filter, f) {
                     Ok(more) => go = more,
                     Err(e) => {
                         failed = Some(e);
@@ -1225,12 +1231,14 @@ impl<'p, 'a> Runner<'p, 'a> {
         &plan.read[leaf.slots.clone()]
     }
 
-    /// Puts a stored leaf's row in the frame and, if the leaf's conjuncts hold, visits it.
+    /// Puts a stored leaf's row in the frame and, if `filter` (the leaf's conjuncts, or those
+    /// its access path left to check) holds, visits it.
     fn visit_row(
         &mut self,
         def: &TableDef,
         row: Row,
         leaf: &'p Leaf,
+        filter: &'p Option<Expr>,
         f: &mut Visit<'_, 'p, 'a>,
     ) -> Result<bool, SqlError> {
         self.tick()?;
@@ -1240,7 +1248,7 @@ impl<'p, 'a> Runner<'p, 'a> {
                 self.frame[base + i] = datum_into_value(d, c.ty);
             }
         }
-        if self.holds(&leaf.filter)? {
+        if self.holds(filter)? {
             f(self)
         } else {
             Ok(true)

@@ -556,23 +556,28 @@ impl<B: Backend> Connection<B> {
             self.send(&def);
         }
         self.send_mid_eof();
+        let bad = match rs.rows.malformed() {
+            Some(ri) => Some(format!("row {ri} does not have {} values", rs.rows.width())),
+            None if rs.rows.width() != rs.columns.len() && !rs.rows.is_empty() => Some(format!(
+                "rows of {} values for {} columns",
+                rs.rows.width(),
+                rs.columns.len()
+            )),
+            None => None,
+        };
+        if let Some(what) = bad {
+            let e = ErrorInfo::coded(
+                shoal_errors::ER_UNKNOWN_ERROR,
+                format!("internal error: {what}"),
+            );
+            self.output.truncate(start_len);
+            self.send_seq = start_seq;
+            self.send_err(&e);
+            return;
+        }
         let mut row = Vec::with_capacity(256);
-        for (ri, values) in rs.rows.iter().enumerate() {
+        for values in rs.rows.iter() {
             row.clear();
-            if values.len() != rs.columns.len() {
-                let e = ErrorInfo::coded(
-                    shoal_errors::ER_UNKNOWN_ERROR,
-                    format!(
-                        "internal error: row {ri} has {} values for {} columns",
-                        values.len(),
-                        rs.columns.len()
-                    ),
-                );
-                self.output.truncate(start_len);
-                self.send_seq = start_seq;
-                self.send_err(&e);
-                return;
-            }
             if binary {
                 row.push(0);
                 let bitmap_at = row.len();

@@ -21,7 +21,8 @@ pub mod values;
 
 pub use auth::{AuthError, AuthPlugin, Credentials, RsaKeyPair};
 pub use backend::{
-    Backend, Column, ErrorInfo, LoginRequest, OkInfo, PrepareOk, Response, ResultSet, SessionStatus,
+    Backend, Column, ErrorInfo, LoginRequest, OkInfo, PrepareOk, Response, ResultSet, Rows,
+    RowsIter, SessionStatus,
 };
 pub use connection::{
     native_password_hash, verify_native_password, Admission, CloseReason, Connection, Progress,

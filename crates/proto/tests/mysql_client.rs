@@ -214,6 +214,8 @@ fn errors_keep_the_connection() {
     // A backend value that does not fit its column type is an error, not a wrong row.
     let e = c.exec_drop("BAD BINARY", ()).unwrap_err();
     assert!(e.to_string().contains("1105"), "{e}");
+    let e = c.query_drop("RAGGED").unwrap_err();
+    assert!(e.to_string().contains("1105"), "{e}");
     c.ping().unwrap();
     c.reset().unwrap();
     assert_eq!(c.query_first::<i64, _>("SELECT 4").unwrap(), Some(4));

@@ -974,11 +974,11 @@ fn prepared_table_statements_share_their_columns() {
     assert_eq!(a.columns.to_vec(), ok.columns);
     assert_eq!(
         a.rows,
-        vec![vec![PValue::Bytes(b"one".to_vec()), PValue::Int(1)]]
+        vec![vec![PValue::Bytes(b"one".to_vec()), PValue::Int(1)]].into()
     );
     assert_eq!(
         b.rows,
-        vec![vec![PValue::Bytes(b"two".to_vec()), PValue::Int(2)]]
+        vec![vec![PValue::Bytes(b"two".to_vec()), PValue::Int(2)]].into()
     );
     assert_eq!(one(&mut s, "ALTER TABLE t ADD INDEX k_idx (k)"), "");
     let c = run(&mut s, 2);
@@ -996,7 +996,7 @@ fn prepared_table_statements_share_their_columns() {
         panic!("rows expected")
     };
     assert_eq!(e.columns[0].name, "Tables_in_cols");
-    assert_eq!(e.rows, vec![vec![PValue::Bytes(b"t".to_vec())]]);
+    assert_eq!(e.rows, vec![vec![PValue::Bytes(b"t".to_vec())]].into());
     s.disconnect();
     drop(s);
     drop(server);

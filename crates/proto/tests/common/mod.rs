@@ -12,7 +12,7 @@ use std::time::Duration;
 use shoal_proto::{
     native_password_hash, verify_native_password, AuthError, AuthPlugin, Backend, Column,
     ColumnFlags, ColumnType, Connection, Credentials, ErrorInfo, LoginRequest, OkInfo, PrepareOk,
-    Progress, ProtoConfig, Response, ResultSet, SessionStatus, Value,
+    Progress, ProtoConfig, Response, ResultSet, Rows, SessionStatus, Value,
 };
 
 /// A scripted backend. Users: `root`/`pw`, `nopw` with an empty password.
@@ -85,7 +85,8 @@ pub fn all_types() -> ResultSet {
             Value::Date(2024, 2, 29, 0, 0, 0, 0),
             Value::Date(1999, 12, 31, 23, 59, 58, 123456),
             Value::Time(true, 1, 2, 3, 4, 0),
-        ]],
+        ]]
+        .into(),
         warnings: 0,
     }
 }
@@ -97,7 +98,7 @@ fn one(name: &str, v: Value) -> Response {
     };
     Response::Rows(ResultSet {
         columns: vec![Column::expr(name, t)].into(),
-        rows: vec![vec![v]],
+        rows: vec![vec![v]].into(),
         warnings: 0,
     })
 }
@@ -170,7 +171,10 @@ impl TestBackend {
                 .map_err(|_| ErrorInfo::new(1064, "42000", "bad"))?;
             return Ok(Response::Rows(ResultSet {
                 columns: vec![Column::expr("i", ColumnType::MYSQL_TYPE_LONGLONG)].into(),
-                rows: (0..n).map(|i| vec![Value::Int(i as i64)]).collect(),
+                rows: (0..n)
+                    .map(|i| vec![Value::Int(i as i64)])
+                    .collect::<Vec<_>>()
+                    .into(),
                 warnings: 0,
             }));
         }
@@ -186,12 +190,27 @@ impl TestBackend {
                 info: "Records: 3  Duplicates: 0  Warnings: 1".into(),
             }));
         }
+        if lower == "ragged" {
+            // A row with fewer values than columns (a backend bug): an error, not a short row.
+            let mut rows = Rows::with_capacity(2, 2);
+            rows.push_row([Value::Int(1), Value::Int(2)]);
+            rows.push_row([Value::Int(3)]);
+            return Ok(Response::Rows(ResultSet {
+                columns: vec![
+                    Column::expr("a", ColumnType::MYSQL_TYPE_LONGLONG),
+                    Column::expr("b", ColumnType::MYSQL_TYPE_LONGLONG),
+                ]
+                .into(),
+                rows,
+                warnings: 0,
+            }));
+        }
         if lower == "bad binary" {
             // A value that cannot be encoded in its column type (a backend bug): must be an
             // error, not a wrong row.
             return Ok(Response::Rows(ResultSet {
                 columns: vec![Column::expr("x", ColumnType::MYSQL_TYPE_LONG)].into(),
-                rows: vec![vec![Value::Bytes(b"not a number".to_vec())]],
+                rows: vec![vec![Value::Bytes(b"not a number".to_vec())]].into(),
                 warnings: 0,
             }));
         }
@@ -363,7 +382,7 @@ impl Backend for TestBackend {
                     .enumerate()
                     .map(|(i, v)| value_column(i, v))
                     .collect(),
-                rows: vec![params.to_vec()],
+                rows: vec![params.to_vec()].into(),
                 warnings: 0,
             }));
         }

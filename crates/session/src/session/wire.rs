@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use shoal_exec::ExecOutput;
 use shoal_proto::{
-    Column, ColumnFlags, ColumnType, ErrorInfo, OkInfo, Response, ResultSet, Value as PValue,
+    Column, ColumnFlags, ColumnType, ErrorInfo, OkInfo, Response, ResultSet, Rows, Value as PValue,
 };
 use shoal_sql::result::{ColumnInfo, QueryResult};
 use shoal_sql::temporal::Time;
@@ -170,11 +170,10 @@ pub fn to_result_set(r: QueryResult, warnings: u16) -> ResultSet {
             column_of(c, &vals)
         })
         .collect();
-    let rows = r
-        .rows
-        .into_iter()
-        .map(|row| row.into_iter().map(to_proto_value).collect())
-        .collect();
+    let mut rows = Rows::with_capacity(columns.len(), r.rows.len());
+    for row in r.rows {
+        rows.push_row(row.into_iter().map(to_proto_value));
+    }
     ResultSet {
         columns,
         rows,
@@ -246,27 +245,23 @@ pub(super) fn rows_response(columns: Arc<[Column]>, rows: Vec<Vec<Value>>) -> Re
         .iter()
         .map(|c| c.column_type == ColumnType::MYSQL_TYPE_TIME)
         .collect();
+    let mut out = Rows::with_capacity(columns.len(), rows.len());
+    for r in rows {
+        out.push_row(r.into_iter().enumerate().map(|(i, v)| match v {
+            Value::Date(_) if date_as_text.get(i) == Some(&true) => {
+                PValue::Bytes(v.to_text().unwrap_or_default().into_bytes())
+            }
+            Value::Double(d) if single.get(i) == Some(&true) => PValue::Float(d as f32),
+            v if time.get(i) == Some(&true) => time_column_value(v),
+            // A TIME in a column of another type (a string column of a CASE or
+            // UNION) as the text it shows.
+            Value::Time(t) => PValue::Bytes(t.text().into_bytes()),
+            v => to_proto_value(v),
+        }));
+    }
     Response::Rows(ResultSet {
         columns,
-        rows: rows
-            .into_iter()
-            .map(|r| {
-                r.into_iter()
-                    .enumerate()
-                    .map(|(i, v)| match v {
-                        Value::Date(_) if date_as_text.get(i) == Some(&true) => {
-                            PValue::Bytes(v.to_text().unwrap_or_default().into_bytes())
-                        }
-                        Value::Double(d) if single.get(i) == Some(&true) => PValue::Float(d as f32),
-                        v if time.get(i) == Some(&true) => time_column_value(v),
-                        // A TIME in a column of another type (a string column of a CASE or
-                        // UNION) as the text it shows.
-                        Value::Time(t) => PValue::Bytes(t.text().into_bytes()),
-                        v => to_proto_value(v),
-                    })
-                    .collect()
-            })
-            .collect(),
+        rows: out,
         warnings: 0,
     })
 }

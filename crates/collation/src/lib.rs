@@ -91,7 +91,12 @@ pub fn eq(a: &str, b: &str) -> bool {
 pub fn push_weight(out: &mut Vec<u8>, s: &str) {
     let s = trim(s);
     if s.is_ascii() {
-        out.extend(s.bytes().map(|c| c.to_ascii_uppercase()));
+        // Copied whole, then uppercased in place (a loop the compiler vectorizes): byte by
+        // byte through `extend` cost ~3 instructions a character, and ORDER BY of sysbench's
+        // 120-character `c` weighs every row.
+        let start = out.len();
+        out.extend_from_slice(s.as_bytes());
+        out[start..].make_ascii_uppercase();
         return;
     }
     let mut buf = [0u8; 4];

@@ -243,7 +243,20 @@ fn put_varint(out: &mut Vec<u8>, mut v: u128) {
     }
 }
 
+#[inline]
 fn get_varint(buf: &mut &[u8]) -> Result<u128, String> {
+    // One byte (a value below 128: most lengths, small integers) without the loop's 128-bit
+    // shifts: a row decode reads several.
+    if let Some((&b, rest)) = buf.split_first() {
+        if b < 0x80 {
+            *buf = rest;
+            return Ok(u128::from(b));
+        }
+    }
+    get_varint_long(buf)
+}
+
+fn get_varint_long(buf: &mut &[u8]) -> Result<u128, String> {
     let mut v: u128 = 0;
     let mut shift = 0;
     loop {
@@ -315,16 +328,30 @@ pub fn decode_stored_cols(
     data: &[u8],
     want: Option<&[bool]>,
 ) -> Result<Vec<Datum>, String> {
-    let (mut row, stored) = decode_row_n(types, data, want)?;
+    let mut row = Vec::with_capacity(types.len());
+    decode_stored_cols_into(def, types, data, want, &mut row)?;
+    Ok(row)
+}
+
+/// [`decode_stored_cols`] into `out` (cleared first): a scan decoding row after row into one
+/// vector allocates it once.
+pub fn decode_stored_cols_into(
+    def: &crate::TableDef,
+    types: &[ColumnType],
+    data: &[u8],
+    want: Option<&[bool]>,
+    out: &mut Vec<Datum>,
+) -> Result<(), String> {
+    let stored = decode_row_into(types, data, want, out)?;
     for (i, c) in def.columns.iter().enumerate().skip(stored) {
         if !wanted(want, i) {
             continue;
         }
-        if let (Some(d), Some(slot)) = (&c.added_default, row.get_mut(i)) {
+        if let (Some(d), Some(slot)) = (&c.added_default, out.get_mut(i)) {
             *slot = d.clone();
         }
     }
-    Ok(row)
+    Ok(())
 }
 
 /// Whether column `i` is to be decoded (no mask: every column).
@@ -352,6 +379,19 @@ fn decode_row_n(
     data: &[u8],
     want: Option<&[bool]>,
 ) -> Result<(Vec<Datum>, usize), String> {
+    let mut out = Vec::with_capacity(types.len());
+    let n = decode_row_into(types, data, want, &mut out)?;
+    Ok((out, n))
+}
+
+/// [`decode_row_n`] into `out` (cleared first); returns how many values the row stored.
+fn decode_row_into(
+    types: &[ColumnType],
+    data: &[u8],
+    want: Option<&[bool]>,
+    out: &mut Vec<Datum>,
+) -> Result<usize, String> {
+    out.clear();
     let mut buf = data;
     let fmt = *buf.first().ok_or("empty row")?;
     if fmt != ROW_FORMAT {
@@ -360,7 +400,7 @@ fn decode_row_n(
     buf = &buf[1..];
     let n = get_varint(&mut buf)? as usize;
     let bitmap = take(&mut buf, n.div_ceil(8))?;
-    let mut out = Vec::with_capacity(types.len());
+    out.reserve(types.len());
     for (i, t) in types.iter().enumerate() {
         if i >= n || bitmap[i / 8] & (1 << (i % 8)) != 0 {
             out.push(Datum::Null);
@@ -412,7 +452,7 @@ fn decode_row_n(
         };
         out.push(d);
     }
-    Ok((out, n))
+    Ok(n)
 }
 
 /// Steps `buf` past one stored value of type `t` without decoding it.

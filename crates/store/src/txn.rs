@@ -34,8 +34,8 @@
 
 use crate::catalog::{self, dup_error, index_entry_key, pk_of_row, row_key, TableDef};
 use crate::codec::{
-    decode_key, decode_stored, decode_stored_cols, encode_key, encode_key_weighted, encode_row,
-    prefix_successor,
+    decode_key, decode_stored, decode_stored_cols, decode_stored_cols_into, encode_key,
+    encode_key_weighted, encode_row, prefix_successor,
 };
 use crate::datum::{ColumnType, Datum};
 use crate::engine::{Engine, Inner, Snapshot, SnapshotIter};
@@ -93,7 +93,7 @@ pub enum LockWait {
 /// The encoded primary key of a row (opaque; from [`Row::key`] or [`RowKey::from_values`]).
 /// It cannot be decoded back into values: a collated string column holds its collation weight
 /// (see `codec`), so a row's key values are read from [`Row::values`].
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RowKey(pub Vec<u8>);
 
 impl RowKey {
@@ -113,7 +113,7 @@ impl RowKey {
 }
 
 /// A row as read: its key and its column values (in [`TableDef::columns`] order).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Row {
     /// Primary key (pass to `update`/`delete`).
     pub key: RowKey,
@@ -628,6 +628,20 @@ impl Transaction {
         })
     }
 
+    /// [`Self::decode_cols`] into `row` (its vectors reused).
+    fn decode_cols_into(
+        t: &TableDef,
+        types: &[ColumnType],
+        pk: &[u8],
+        v: &[u8],
+        want: Option<&[bool]>,
+        row: &mut Row,
+    ) -> Result<()> {
+        row.key.0.clear();
+        row.key.0.extend_from_slice(pk);
+        decode_stored_cols_into(t, types, v, want, &mut row.values).map_err(StoreError::Corrupt)
+    }
+
     fn decode_cols(
         t: &TableDef,
         types: &[ColumnType],
@@ -965,7 +979,7 @@ impl Transaction {
         }
         let opts = ScanOpts::default();
         self.scan_pk_inner(table, range, lock, limit.min(SCAN_CHUNK), opts, |r| {
-            out.push(r);
+            out.push(std::mem::take(r));
             Ok(out.len() < limit)
         })?;
         Ok(out)
@@ -977,9 +991,11 @@ impl Transaction {
         table: &TableDef,
         range: &KeyRange,
         lock: LockMode,
-        f: impl FnMut(Row) -> Result<bool>,
+        mut f: impl FnMut(Row) -> Result<bool>,
     ) -> Result<()> {
-        self.scan_pk_inner(table, range, lock, SCAN_CHUNK, ScanOpts::default(), f)
+        self.scan_pk_inner(table, range, lock, SCAN_CHUNK, ScanOpts::default(), |r| {
+            f(std::mem::take(r))
+        })
     }
 
     /// [`Self::scan_pk_with`] with [`ScanOpts`]: only some columns decoded, or in descending
@@ -990,7 +1006,23 @@ impl Transaction {
         range: &KeyRange,
         lock: LockMode,
         opts: ScanOpts<'_>,
-        f: impl FnMut(Row) -> Result<bool>,
+        mut f: impl FnMut(Row) -> Result<bool>,
+    ) -> Result<()> {
+        self.scan_pk_inner(table, range, lock, SCAN_CHUNK, opts, |r| {
+            f(std::mem::take(r))
+        })
+    }
+
+    /// [`Self::scan_pk_opts`] handing every row in one buffer, decoded again for each row:
+    /// `f` may take values out of it (`std::mem::take`); whatever it leaves is overwritten.
+    /// A scan then allocates no row vector per row.
+    pub fn scan_pk_reusing(
+        &mut self,
+        table: &TableDef,
+        range: &KeyRange,
+        lock: LockMode,
+        opts: ScanOpts<'_>,
+        f: impl FnMut(&mut Row) -> Result<bool>,
     ) -> Result<()> {
         self.scan_pk_inner(table, range, lock, SCAN_CHUNK, opts, f)
     }
@@ -1002,8 +1034,9 @@ impl Transaction {
         lock: LockMode,
         chunk: usize,
         opts: ScanOpts<'_>,
-        mut f: impl FnMut(Row) -> Result<bool>,
+        mut f: impl FnMut(&mut Row) -> Result<bool>,
     ) -> Result<()> {
+        let mut row = Row::default();
         self.check_active()?;
         let t = self.inner.table_by_id(table)?;
         let types = column_types(&t);
@@ -1028,7 +1061,8 @@ impl Transaction {
                 return snap.scan_with(&from, Some(&to), true, iter, &mut |k, v| {
                     Stats::add(&stats.rows_read, 1);
                     let pk = opts.key_of(&k[prefix.len()..]);
-                    f(Self::decode_cols(&t, &types, pk, v, opts.cols)?)
+                    Self::decode_cols_into(&t, &types, pk, v, opts.cols, &mut row)?;
+                    f(&mut row)
                 });
             }
         }
@@ -1051,8 +1085,8 @@ impl Transaction {
                 };
                 Stats::add(&self.inner.stats.rows_read, 1);
                 let pk = opts.key_of(&k[prefix.len()..]);
-                let row = Self::decode_cols(&t, &types, pk, &v, opts.cols)?;
-                if !f(row)? {
+                Self::decode_cols_into(&t, &types, pk, &v, opts.cols, &mut row)?;
+                if !f(&mut row)? {
                     return Ok(());
                 }
             }

@@ -916,8 +916,8 @@ impl<'p, 'a> Runner<'p, 'a> {
                 }
                 let opts = self.scan_opts(leaf);
                 let rows = self.fetch(def, resolved, *lock, opts)?;
-                for row in rows {
-                    if !self.visit_row(def, row, leaf, filter, f)? {
+                for mut row in rows {
+                    if !self.visit_row(def, &mut row, leaf, filter, f)? {
                         return Ok(false);
                     }
                 }
@@ -1169,7 +1169,7 @@ impl<'p, 'a> Runner<'p, 'a> {
                     .get_cols(def, &k, lock, want)
                     .map_err(store_err)?;
                 return match row {
-                    Some(row) => self.visit_row(def, row, leaf, filter, f),
+                    Some(mut row) => self.visit_row(def, &mut row, leaf, filter, f),
                     None => Ok(true),
                 };
             }
@@ -1189,7 +1189,7 @@ impl<'p, 'a> Runner<'p, 'a> {
         let mut failed = None;
         let mut result = Ok(());
         for (key, range) in ranges {
-            let mut push = |row: Row| {
+            let mut push = |row: &mut Row| {
                 match self.visit_row(def, row, leaf, filter, f) {
                     Ok(more) => go = more,
                     Err(e) => {
@@ -1200,8 +1200,11 @@ impl<'p, 'a> Runner<'p, 'a> {
                 Ok(go)
             };
             result = match &key {
-                KeyName::Primary => txn.scan_pk_opts(def, &range, lock, opts, &mut push),
-                KeyName::Index(n) => txn.scan_index_opts(def, n, &range, lock, opts, &mut push),
+                // One row buffer for the whole scan (the values move out of it into the frame).
+                KeyName::Primary => txn.scan_pk_reusing(def, &range, lock, opts, &mut push),
+                KeyName::Index(n) => {
+                    txn.scan_index_opts(def, n, &range, lock, opts, |mut r| push(&mut r))
+                }
             };
             if result.is_err() || !go {
                 break;
@@ -1236,15 +1239,17 @@ impl<'p, 'a> Runner<'p, 'a> {
     fn visit_row(
         &mut self,
         def: &TableDef,
-        row: Row,
+        row: &mut Row,
         leaf: &'p Leaf,
         filter: &'p Option<Expr>,
         f: &mut Visit<'_, 'p, 'a>,
     ) -> Result<bool, SqlError> {
         self.tick()?;
         let base = leaf.slots.start;
-        for (i, (d, c)) in row.values.into_iter().zip(&def.columns).enumerate() {
-            if self.plan.read[base + i] {
+        let read = &self.plan.read[base..];
+        for ((i, d), c) in row.values.iter_mut().enumerate().zip(&def.columns) {
+            if read.get(i) == Some(&true) {
+                let d = std::mem::replace(d, shoal_store::Datum::Null);
                 self.frame[base + i] = datum_into_value(d, c.ty);
             }
         }

@@ -15,6 +15,8 @@
 # SERVERS: shoal-<thread handling> and/or mariadb (default "shoal-pool-of-threads mariadb").
 # OPTS: more sysbench switches for the warm-up and the counted run, e.g. one statement kind alone
 # (OPTS="--point_selects=0 --sum_ranges=0 ..."; see scripts/statement-cost.sh).
+# VALGRIND_OPTS: more callgrind switches, e.g. "--cache-sim=yes" to count simulated cache misses
+# (the profile's I1mr / D1mr / DLmr ... columns; callgrind_annotate shows them).
 # Instructions are not CPU time: MariaDB and shoal differ in instructions per cycle, so the
 # CPU-time comparison stays bench-vs-mariadb.sh's; this one says whether a change made shoal do
 # less work.
@@ -33,12 +35,13 @@ rm -rf "$WORK"; mkdir -p "$WORK"
 SB=(--db-driver=mysql --mysql-host=127.0.0.1 "--mysql-port=$PORT" --mysql-user=root --mysql-db=sbtest
     "--tables=$TABLES" "--table-size=$SIZE" "--rand-seed=$SEED")
 read -r -a XOPTS <<<"${OPTS:-}"
+read -r -a VGOPTS <<<"${VALGRIND_OPTS:-}"
 first=
 printf '| server | workload | threads | transactions | instructions / transaction | ratio |\n|---|---|---:|---:|---:|---:|\n'
 for srv in $SERVERS; do
   out=$WORK/$srv.callgrind
   SERVER_WRAP=(valgrind --tool=callgrind --instr-atstart=no "--callgrind-out-file=$out"
-               --dump-instr=no --compress-strings=no)
+               --dump-instr=no --compress-strings=no ${VGOPTS[@]+"${VGOPTS[@]}"})
   case $srv in
     mariadb)
       # Valgrind has no io_uring: InnoDB's synchronous I/O path instead of native AIO; and it

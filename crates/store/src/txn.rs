@@ -1056,17 +1056,53 @@ impl Transaction {
                 // A plain read of committed rows only: each row is decoded straight from the
                 // iterator (no chunk, no copies of keys and values).
                 let snap = self.snap.clone().expect("snapshot taken above");
-                let stats = &self.inner.stats;
                 let iter = Some(&mut self.snap_iter);
-                return snap.scan_with(&from, Some(&to), true, iter, &mut |k, v| {
-                    Stats::add(&stats.rows_read, 1);
+                let mut read = 0u64;
+                let r = snap.scan_with(&from, Some(&to), true, iter, &mut |k, v| {
+                    read += 1;
                     let pk = opts.key_of(&k[prefix.len()..]);
                     Self::decode_cols_into(&t, &types, pk, v, opts.cols, &mut row)?;
                     f(&mut row)
                 });
+                // Counted once per scan: a shared counter bumped per row bounced its cache
+                // line between the cores running scans.
+                Stats::add(&self.inner.stats.rows_read, read);
+                return r;
             }
         }
-        let (mut from, mut to) = (from, to);
+        let mut read = 0u64;
+        let r = self.scan_pk_chunks(
+            &t,
+            &types,
+            &prefix,
+            (from, to),
+            strength,
+            chunk,
+            opts,
+            &mut row,
+            &mut read,
+            &mut f,
+        );
+        Stats::add(&self.inner.stats.rows_read, read);
+        r
+    }
+
+    /// The chunked part of [`Self::scan_pk_inner`] (locking reads, reverse order, or a range
+    /// with the transaction's own writes), counting the rows it hands over in `read`.
+    #[allow(clippy::too_many_arguments)]
+    fn scan_pk_chunks(
+        &mut self,
+        t: &TableDef,
+        types: &[ColumnType],
+        prefix: &[u8],
+        (mut from, mut to): (Vec<u8>, Vec<u8>),
+        strength: Option<Strength>,
+        chunk: usize,
+        opts: ScanOpts<'_>,
+        row: &mut Row,
+        read: &mut u64,
+        f: &mut impl FnMut(&mut Row) -> Result<bool>,
+    ) -> Result<()> {
         loop {
             let (entries, next) =
                 self.chunk(&from, &to, opts.reverse, strength.is_none(), chunk)?;
@@ -1083,10 +1119,10 @@ impl Transaction {
                         }
                     }
                 };
-                Stats::add(&self.inner.stats.rows_read, 1);
+                *read += 1;
                 let pk = opts.key_of(&k[prefix.len()..]);
-                Self::decode_cols_into(&t, &types, pk, &v, opts.cols, &mut row)?;
-                if !f(&mut row)? {
+                Self::decode_cols_into(t, types, pk, &v, opts.cols, row)?;
+                if !f(row)? {
                     return Ok(());
                 }
             }
@@ -1195,51 +1231,59 @@ impl Transaction {
         let covering = strength.is_none() && opts.cols.is_some_and(|w| t.index_covers(&ix, w));
         let (index_types, pk_types) = (t.index_types(&ix), t.pk_types());
         let (mut from, mut to) = (from, to);
-        loop {
-            let (entries, next) =
-                self.chunk(&from, &to, opts.reverse, strength.is_none(), chunk)?;
-            for (ik, pk) in entries {
-                if covering {
-                    let row = Self::decode_entry(&t, &ix, &index_types, &pk_types, &ik, &pk)?;
-                    Stats::add(&self.inner.stats.rows_read, 1);
+        // Counted once per scan, not per row (see `scan_pk_inner`).
+        let (mut read, mut lookups) = (0u64, 0u64);
+        let mut scan = || -> Result<()> {
+            loop {
+                let (entries, next) =
+                    self.chunk(&from, &to, opts.reverse, strength.is_none(), chunk)?;
+                for (ik, pk) in entries {
+                    if covering {
+                        let row = Self::decode_entry(&t, &ix, &index_types, &pk_types, &ik, &pk)?;
+                        read += 1;
+                        if !f(row)? {
+                            return Ok(());
+                        }
+                        continue;
+                    }
+                    lookups += 1;
+                    let dk = row_key(t.id, &pk);
+                    let v = match strength {
+                        None => match self.read_snap(&dk)? {
+                            Some(v) => v,
+                            None => continue,
+                        },
+                        Some(s) => {
+                            if !self.lock_read(&dk, s)? {
+                                continue;
+                            }
+                            match self.read_latest(&dk)? {
+                                Some(v) => v,
+                                None => continue,
+                            }
+                        }
+                    };
+                    let want = if strength.is_some() { None } else { opts.cols };
+                    let row = Self::decode_cols(&t, &types, &pk, &v, want)?;
+                    if strength.is_some() && index_entry_key(&t, &ix, &row.values, &pk).0 != ik {
+                        continue; // changed since the index entry was read
+                    }
+                    read += 1;
                     if !f(row)? {
                         return Ok(());
                     }
-                    continue;
                 }
-                Stats::add(&self.inner.stats.index_row_lookups, 1);
-                let dk = row_key(t.id, &pk);
-                let v = match strength {
-                    None => match self.read_snap(&dk)? {
-                        Some(v) => v,
-                        None => continue,
-                    },
-                    Some(s) => {
-                        if !self.lock_read(&dk, s)? {
-                            continue;
-                        }
-                        match self.read_latest(&dk)? {
-                            Some(v) => v,
-                            None => continue,
-                        }
-                    }
-                };
-                let want = if strength.is_some() { None } else { opts.cols };
-                let row = Self::decode_cols(&t, &types, &pk, &v, want)?;
-                if strength.is_some() && index_entry_key(&t, &ix, &row.values, &pk).0 != ik {
-                    continue; // changed since the index entry was read
-                }
-                Stats::add(&self.inner.stats.rows_read, 1);
-                if !f(row)? {
-                    return Ok(());
+                match next {
+                    Some(c) if opts.reverse => to = c,
+                    Some(c) => from = c,
+                    None => return Ok(()),
                 }
             }
-            match next {
-                Some(c) if opts.reverse => to = c,
-                Some(c) => from = c,
-                None => return Ok(()),
-            }
-        }
+        };
+        let r = scan();
+        Stats::add(&self.inner.stats.rows_read, read);
+        Stats::add(&self.inner.stats.index_row_lookups, lookups);
+        r
     }
 
     /// Up to one chunk of entries in `[from, to)`: committed entries (snapshot or latest)

@@ -421,7 +421,8 @@ impl Transaction {
     }
 
     /// Commits: writes the buffer as one atomic batch (durably per
-    /// `innodb_flush_log_at_trx_commit`), then releases all locks.
+    /// `innodb_flush_log_at_trx_commit`) and releases all locks, as soon as the batch is
+    /// written, before its fsync is waited for (see `engine/commit.rs`).
     pub fn commit(&mut self) -> Result<()> {
         self.check_active()?;
         let result = if self.writes.is_empty() {
@@ -434,7 +435,18 @@ impl Transaction {
                     None => b.delete(k),
                 }
             }
-            self.inner.commit_batch(b)
+            let held = std::mem::take(&mut self.held);
+            let mut released = false;
+            let (inner, id) = (&self.inner, self.id);
+            let result = inner.commit_batch(b, || {
+                inner.locks.release_all(id, held.iter());
+                released = true;
+            });
+            if !released {
+                // The write failed: the locks go with the rollback below.
+                self.held = held;
+            }
+            result
         };
         self.finish();
         match &result {

@@ -394,6 +394,75 @@ fn group_commit_shares_fsyncs() {
     eprintln!("group commit: {commits} commits, {fsyncs} fsyncs");
 }
 
+/// A committing transaction releases its row locks once its batch is written, before the
+/// WAL sync: while a group is held between the two (the before-sync hook), the transaction
+/// waiting for the committed row gets it and updates it, and the first commit returns only
+/// after the sync. Both updates are there at the end.
+#[test]
+fn row_locks_are_released_before_the_commit_sync() {
+    let (_d, e, t) = setup("early-release");
+    assert_eq!(e.flush_log_at_trx_commit(), 1);
+    let mut txn = e.begin(Isolation::RepeatableRead);
+    txn.insert(&t, row(1, 10, "start")).unwrap();
+    txn.commit().unwrap();
+
+    // The hook tells the test that a group is between write and sync, then waits for leave.
+    let (in_sync_tx, in_sync) = std::sync::mpsc::channel::<()>();
+    let (leave, leave_rx) = std::sync::mpsc::channel::<()>();
+    let in_sync_tx = Mutex::new(in_sync_tx);
+    let leave_rx = Mutex::new(leave_rx);
+    e.set_before_sync_hook(Some(Arc::new(move || {
+        let _ = in_sync_tx.lock().unwrap().send(());
+        let _ = leave_rx
+            .lock()
+            .unwrap()
+            .recv_timeout(Duration::from_secs(60));
+    })));
+
+    let mut first = e.begin(Isolation::RepeatableRead);
+    assert!(first.update(&t, &key(&t, 1), row(1, 11, "first")).unwrap());
+    let (e2, t2) = (e.clone(), t.clone());
+    let second = thread::spawn(move || {
+        let mut s = e2.begin(Isolation::RepeatableRead);
+        // Waits for `first`'s lock.
+        let updated = s.update(&t2, &key(&t2, 1), row(1, 12, "second")).unwrap();
+        (s, updated, Instant::now())
+    });
+    let committer = thread::spawn(move || {
+        first.commit().unwrap();
+        Instant::now()
+    });
+    in_sync
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the first commit reached the sync");
+    // The row lock is free while the first group has not synced: the second update finishes.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !second.is_finished() {
+        assert!(
+            Instant::now() < deadline,
+            "the waiting update did not get the row while the commit was before its sync"
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        !committer.is_finished(),
+        "the first commit returned before its sync"
+    );
+    let (mut s, updated, got_at) = second.join().unwrap();
+    assert!(updated);
+    e.set_before_sync_hook(None);
+    leave.send(()).unwrap();
+    let committed_at = committer.join().unwrap();
+    assert!(got_at < committed_at);
+    s.commit().unwrap();
+    let mut r = e.begin(Isolation::RepeatableRead);
+    let rows = r
+        .scan_pk(&t, &KeyRange::all(), LockMode::None, None)
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].values, row(1, 12, "second"));
+}
+
 #[test]
 fn locking_index_scan_rereads_and_skips_rows_that_moved() {
     let (_d, e, t) = setup("moved");

@@ -39,6 +39,7 @@ mod kv;
 mod rebuild;
 mod snapshot;
 
+pub use commit::SyncHook;
 pub use config::{EngineConfig, MAX_OPEN_FILES};
 pub(crate) use snapshot::{Snapshot, SnapshotIter};
 

@@ -1322,3 +1322,36 @@ fn tree_kind(tree: Option<crate::Tree>) -> &'static str {
         None => "text",
     }
 }
+
+#[test]
+fn prepared_statement_forms_parse() {
+    use crate::ast::*;
+    let st = |sql: &str| parse(sql).unwrap().statement;
+    let lit = |s: &str| Expr::Literal(Value::Str(s.into()));
+    assert_eq!(
+        st("PREPARE s FROM 'SELECT ?'"),
+        Statement::Prepare("s".into(), lit("SELECT ?"))
+    );
+    assert!(matches!(st("PREPARE `a b` FROM @q"), Statement::Prepare(n, _) if n == "a b"));
+    match st("EXECUTE s USING @a, 1 + 1, 'x'") {
+        Statement::Execute(n, using) => {
+            assert_eq!(n, "s");
+            assert_eq!(using.len(), 3);
+            assert_eq!(using[2], lit("x"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(st("EXECUTE s"), Statement::Execute("s".into(), vec![]));
+    assert!(matches!(
+        st("EXECUTE IMMEDIATE 'SELECT ?' USING 5"),
+        Statement::ExecuteImmediate(_, u) if u.len() == 1
+    ));
+    assert_eq!(st("DEALLOCATE PREPARE s"), Statement::Deallocate("s".into()));
+    assert_eq!(st("DROP PREPARE s"), Statement::Deallocate("s".into()));
+    let code = |sql: &str| parse(sql).unwrap_err().code();
+    assert_eq!(code("PREPARE s FROM (SELECT 'SELECT 1')"), 1970);
+    assert_eq!(code("EXECUTE s USING (SELECT 1)"), 1970);
+    assert_eq!(code("EXECUTE s USING DEFAULT"), 1235);
+    assert_eq!(code("DEALLOCATE s"), 1064);
+    assert_eq!(code("PREPARE s 'SELECT 1'"), 1064);
+}

@@ -546,6 +546,9 @@ pub enum SetExpr {
     Word(String),
     /// Any expression.
     Expr(Expr),
+    /// An expression with a subquery: `SELECT <the expression as written>`, a query the table
+    /// engine runs for the one value it assigns (1242 for a subquery of more than one row).
+    Query(String),
 }
 
 /// Pattern filter of a SHOW statement.

@@ -1355,3 +1355,17 @@ fn prepared_statement_forms_parse() {
     assert_eq!(code("DEALLOCATE s"), 1064);
     assert_eq!(code("PREPARE s 'SELECT 1'"), 1064);
 }
+
+#[test]
+fn a_set_value_with_a_subquery_is_a_query_of_its_text() {
+    use crate::ast::*;
+    match parse("SET @a = 1, @b = (SELECT MAX(x) FROM t) + 1, @@sort_buffer_size = (SELECT 262144);").unwrap().statement {
+        Statement::Set(v) => {
+            assert!(matches!(v[0].1, SetExpr::Expr(_)));
+            assert_eq!(v[1].1, SetExpr::Query("SELECT (SELECT MAX(x) FROM t) + 1".into()));
+            assert_eq!(v[2].1, SetExpr::Query("SELECT (SELECT 262144)".into()));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(parse("SET @a = (SELECT ?)").unwrap_err().code(), 1235);
+}

@@ -201,12 +201,7 @@ impl Session {
                 }
                 Ok(ok(0))
             }
-            Statement::Set(assignments) => {
-                for (target, value) in assignments {
-                    self.assign(target, value, params)?;
-                }
-                Ok(ok(0))
-            }
+            Statement::Set(assignments) => self.set(assignments, params),
             Statement::SetNames(cs, coll) => self.set_names(cs, coll),
             Statement::SetCharset(cs) => self.set_charset(cs),
             Statement::SetTransaction(scope, level, ro) => self.set_transaction(scope, level, ro),

@@ -133,6 +133,7 @@ fn parse_tokens(sql: &str, tokens: Vec<TokenWithSpan>, bound: usize) -> Result<P
         src: SourceText::new(sql),
         params: 0,
         subqueries: Subqueries::Unsupported,
+        subquery_seen: false,
     };
     let head = peek_word(&p, 0).unwrap_or_default();
     let second = peek_word(&p, 1).unwrap_or_default();
@@ -297,6 +298,8 @@ struct Translator<'a> {
     params: usize,
     /// What a subquery in the expression being translated does.
     subqueries: Subqueries,
+    /// A subquery was met under [`Subqueries::Noted`].
+    subquery_seen: bool,
 }
 
 /// What a subquery inside one of the session's own statements does.
@@ -304,6 +307,8 @@ struct Translator<'a> {
 enum Subqueries {
     /// 1235: the statement cannot hold one (the session evaluates it without tables).
     Unsupported,
+    /// Allowed (a SET value): noted in `subquery_seen`; the query engine computes the value.
+    Noted,
     /// 1970 naming the clause (`PREPARE..FROM`, `EXECUTE..USING`), as MariaDB refuses them.
     Refused(&'static str),
 }
@@ -317,6 +322,10 @@ impl ExprScope for Translator<'_> {
     fn subquery(&mut self, _kind: SubqueryKind, _q: &sp::Query) -> Result<Expr, SqlError> {
         match self.subqueries {
             Subqueries::Unsupported => Err(unsupported("subqueries")),
+            Subqueries::Noted => {
+                self.subquery_seen = true;
+                Ok(Expr::Literal(crate::value::Value::Null))
+            }
             Subqueries::Refused(clause) => Err(SqlError::coded(
                 shoal_errors::ER_SUBQUERIES_NOT_SUPPORTED,
                 format!("{clause} does not support subqueries or stored functions"),
@@ -944,8 +953,27 @@ impl Translator<'_> {
         }
         // Bare words with dashes (`pool-of-threads`) are not expressions MySQL accepts either
         // unless quoted; parse an expression.
+        let start = p.peek_token().span.start;
         let e = p.parse_expr().map_err(perr)?;
-        Ok(SetExpr::Expr(self.expr(e)?))
+        let end = p.peek_token().span.start;
+        let params = self.params;
+        self.subqueries = Subqueries::Noted;
+        self.subquery_seen = false;
+        let r = self.expr(e);
+        self.subqueries = Subqueries::Unsupported;
+        let e = r?;
+        if !self.subquery_seen {
+            return Ok(SetExpr::Expr(e));
+        }
+        // A subquery: the query engine computes the value from the expression as written
+        // (without placeholders, which the subquery's text would hide from the count).
+        let text = self.src.between(start, end);
+        let placeholder = |t: &TokenWithSpan| matches!(t.token, Token::Placeholder(_));
+        let tokens = crate::depth::tokenize(text).map_err(perr)?;
+        if self.params != params || tokens.iter().any(placeholder) {
+            return Err(unsupported("placeholders in a SET value with a subquery"));
+        }
+        Ok(SetExpr::Query(format!("SELECT {text}")))
     }
 
     fn filter(&mut self, p: &mut Parser) -> Result<ShowFilter, SqlError> {

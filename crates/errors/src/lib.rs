@@ -557,6 +557,12 @@ pub const ER_TRUNCATED_WRONG_VALUE: Code = Code {
     state: "22007",
     name: "ER_TRUNCATED_WRONG_VALUE",
 };
+/// 1295 (HY000): a statement the prepared statement protocol cannot prepare.
+pub const ER_UNSUPPORTED_PS: Code = Code {
+    code: 1295,
+    state: "HY000",
+    name: "ER_UNSUPPORTED_PS",
+};
 /// 1300 (HY000): bytes that are not a string of the character set (a warning of CAST).
 pub const ER_INVALID_CHARACTER_STRING: Code = Code {
     code: 1300,
@@ -803,6 +809,13 @@ pub const ER_MALFORMED_PACKET: Code = Code {
     state: "HY000",
     name: "ER_MALFORMED_PACKET",
 };
+/// 1970 (42000): a subquery where only a value may be (PREPARE ... FROM, EXECUTE ... USING;
+/// MariaDB).
+pub const ER_SUBQUERIES_NOT_SUPPORTED: Code = Code {
+    code: 1970,
+    state: "42000",
+    name: "ER_SUBQUERIES_NOT_SUPPORTED",
+};
 /// 3008 (HY000): foreign key cascade too deep.
 pub const ER_FK_DEPTH_EXCEEDED: Code = Code {
     code: 3008,
@@ -977,6 +990,7 @@ pub const ALL: &[Code] = &[
     ER_UNKNOWN_COLLATION,
     ER_OPTION_PREVENTS_STATEMENT,
     ER_TRUNCATED_WRONG_VALUE,
+    ER_UNSUPPORTED_PS,
     ER_INVALID_CHARACTER_STRING,
     ER_WARN_ALLOWED_PACKET_OVERFLOWED,
     ER_SP_DOES_NOT_EXIST,
@@ -1018,6 +1032,7 @@ pub const ALL: &[Code] = &[
     ER_FK_COLUMN_CANNOT_CHANGE,
     ER_FK_COLUMN_CANNOT_CHANGE_CHILD,
     ER_MALFORMED_PACKET,
+    ER_SUBQUERIES_NOT_SUPPORTED,
     ER_FK_DEPTH_EXCEEDED,
     ER_QUERY_TIMEOUT,
     ER_ACCOUNT_HAS_BEEN_LOCKED,

@@ -631,10 +631,11 @@ impl Acc {
     }
 }
 
-/// 1054 for the first column `exprs` name that `table` does not have.
+/// 1054 for the first column `exprs` name that `table` does not have (`clause` names where).
 fn known_columns<'e>(
     table: &TableDef,
     exprs: impl Iterator<Item = &'e Expr>,
+    clause: &str,
 ) -> Result<(), SqlError> {
     for e in exprs {
         let mut unknown = None;
@@ -645,10 +646,28 @@ fn known_columns<'e>(
             _ => {}
         });
         if let Some(c) = unknown {
-            return Err(SqlError::UnknownColumn(c, "where clause".into()));
+            return Err(SqlError::UnknownColumn(c, clause.into()));
         }
     }
     Ok(())
+}
+
+/// 1054 for the first column a single-table UPDATE or DELETE (`stmt`) names that `table` does
+/// not have, looked for in MariaDB's order: WHERE, ORDER BY, the SET targets, the SET values.
+/// Checked when the statement is bound (and bound again after an ALTER), so an empty table
+/// refuses it too: the rows' evaluation would only notice at the first row.
+pub(crate) fn check_dml_columns(stmt: &TableStmt, table: &TableDef) -> Result<(), SqlError> {
+    let (filter, order_by, sets) = match stmt {
+        TableStmt::Update(u) => (&u.filter, &u.order_by, u.sets.as_slice()),
+        TableStmt::Delete(d) => (&d.filter, &d.order_by, &[][..]),
+        _ => return Ok(()),
+    };
+    known_columns(table, filter.iter(), "where clause")?;
+    known_columns(table, order_by.iter().map(|(e, _)| e), "order clause")?;
+    if let Some((c, _)) = sets.iter().find(|(c, _)| table.column_index(c).is_none()) {
+        return Err(SqlError::UnknownColumn(c.clone(), "field list".into()));
+    }
+    known_columns(table, sets.iter().map(|(_, e)| e), "field list")
 }
 
 /// How many rows a scan visits between two looks at the session's kill flag (and statement
@@ -866,14 +885,7 @@ impl Exec<'_> {
             TableStmt::Delete(d) => (&d.table, &d.filter, &d.order_by, &d.limit, None),
             _ => return Err(SqlError::Unsupported("EXPLAIN of this statement".into())),
         };
-        // The statement would fail on its first row; MariaDB refuses it before reading any.
-        known_columns(
-            table,
-            filter
-                .iter()
-                .chain(order_by.iter().map(|(e, _)| e))
-                .chain(sets.iter().flat_map(|s| s.iter().map(|(_, e)| e))),
-        )?;
+        check_dml_columns(stmt, table)?;
         let sets = sets
             .map(|s| {
                 s.iter()

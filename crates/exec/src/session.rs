@@ -661,10 +661,12 @@ impl TableSession {
             }
             TableStmt::Update(u) => {
                 let (_, def) = table_of(&u.table)?;
+                crate::exec::check_dml_columns(stmt.planned(), &def)?;
                 access = Some((def.clone(), choose_access(&def, u.filter.as_ref())));
             }
             TableStmt::Delete(dl) => {
                 let (_, def) = table_of(&dl.table)?;
+                crate::exec::check_dml_columns(stmt.planned(), &def)?;
                 access = Some((def.clone(), choose_access(&def, dl.filter.as_ref())));
             }
             TableStmt::Insert(i) => {
@@ -1671,6 +1673,8 @@ fn current_access<'p>(
             return Ok((def, Cow::Borrowed(a)));
         }
     }
+    // Altered since PREPARE: the statement is bound again.
+    crate::exec::check_dml_columns(plan.stmt.planned(), &def)?;
     let a = choose_access(&def, filter);
     Ok((def, Cow::Owned(a)))
 }

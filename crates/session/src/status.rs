@@ -70,6 +70,10 @@ pub const COM_NAMES: &[&str] = &[
     "show_create_user",
     "alter_user",
     "rename_user",
+    "prepare_sql",
+    "execute_sql",
+    "execute_immediate",
+    "dealloc_sql",
 ];
 
 /// Index of `Com_<name>` in [`COM_NAMES`] (panics on an unknown name: compile-time names only).

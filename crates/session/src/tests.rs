@@ -643,6 +643,52 @@ fn prepared_statements() {
     assert_eq!(e.code, 1064);
 }
 
+/// SQL's PREPARE / EXECUTE / DEALLOCATE share the binary protocol's statements: one count in
+/// `Prepared_stmt_count`, the same rows for the same statement, their own `Com_` counters, and
+/// the protocol cannot prepare them (1295).
+#[test]
+fn sql_prepared_statements_share_the_protocol_ones() {
+    let (server, _data) = engine_server();
+    let (mut s, _) = root(&server);
+    let com = |s: &mut Session, name: &str| one(s, &format!("SHOW STATUS LIKE 'Com_{name}'"));
+    let count = |s: &mut Session| one(s, "SHOW STATUS LIKE 'Prepared_stmt_count'");
+    let sql = "SELECT ? + 1, CONCAT(?, 'x'), ? * 2";
+    s.prepare(1, sql).unwrap();
+    assert_eq!(one(&mut s, &format!("PREPARE p FROM \"{sql}\"")), "");
+    assert_eq!(count(&mut s), "Prepared_stmt_count|2");
+    let bin = s
+        .execute(
+            1,
+            &[PValue::Int(41), PValue::Bytes(b"a".to_vec()), PValue::NULL],
+        )
+        .unwrap();
+    s.command_begin(0x03);
+    let text = s.query("EXECUTE p USING 41, 'a', NULL", false).remove(0).unwrap();
+    s.command_end();
+    let (Response::Rows(b), Response::Rows(t)) = (bin, text) else {
+        panic!("rows expected")
+    };
+    assert_eq!(b.rows, t.rows);
+    assert_eq!(b.columns, t.columns);
+    assert_eq!(q(&mut s, "EXECUTE p USING 1"), Err(1210));
+    assert_eq!(q(&mut s, "EXECUTE nope"), Err(1243));
+    assert_eq!(com(&mut s, "prepare_sql"), "Com_prepare_sql|1");
+    assert_eq!(com(&mut s, "execute_sql"), "Com_execute_sql|3");
+    for text in ["PREPARE x FROM 'SELECT 1'", "EXECUTE p", "DEALLOCATE PREPARE p"] {
+        assert_eq!(s.prepare(2, text).unwrap_err().code, 1295, "{text}");
+    }
+    assert_eq!(one(&mut s, "DEALLOCATE PREPARE p"), "");
+    assert_eq!(q(&mut s, "DROP PREPARE p"), Err(1243));
+    assert_eq!(com(&mut s, "dealloc_sql"), "Com_dealloc_sql|2");
+    assert_eq!(count(&mut s), "Prepared_stmt_count|1");
+    // COM_RESET_CONNECTION drops both kinds.
+    assert_eq!(one(&mut s, "PREPARE p FROM 'SELECT 1'"), "");
+    assert_eq!(count(&mut s), "Prepared_stmt_count|2");
+    s.reset_connection();
+    assert_eq!(count(&mut s), "Prepared_stmt_count|0");
+    assert_eq!(q(&mut s, "EXECUTE p"), Err(1243));
+}
+
 #[test]
 fn kill_query_interrupts_sleep_and_kill_connection_shuts_down() {
     let (server, _data) = engine_server();

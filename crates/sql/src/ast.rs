@@ -546,6 +546,9 @@ pub enum SetExpr {
     Word(String),
     /// Any expression.
     Expr(Expr),
+    /// An expression with a subquery: `SELECT <the expression as written>`, a query the table
+    /// engine runs for the one value it assigns (1242 for a subquery of more than one row).
+    Query(String),
 }
 
 /// Pattern filter of a SHOW statement.
@@ -699,6 +702,16 @@ pub enum Statement {
     /// `BACKUP TO 'dir'`: a consistent physical copy of the store into a new directory on the
     /// server's host (shoal's own statement; SUPER only).
     Backup(String),
+    /// `PREPARE name FROM expr`: the statement's text is the value of `expr` (a string
+    /// literal or a user variable, most often; no subquery).
+    Prepare(String, Expr),
+    /// `EXECUTE name [USING expr, ...]`: the statement prepared as `name` with these values
+    /// for its placeholders.
+    Execute(String, Vec<Expr>),
+    /// `EXECUTE IMMEDIATE expr [USING expr, ...]`: PREPARE, EXECUTE and DEALLOCATE in one.
+    ExecuteImmediate(Expr, Vec<Expr>),
+    /// `{DEALLOCATE | DROP} PREPARE name`.
+    Deallocate(String),
 }
 
 /// The lock `LOCK TABLES` takes on one table.
@@ -754,6 +767,10 @@ impl Statement {
             Statement::ReleaseSavepoint(_) => "release_savepoint",
             Statement::AlterTableKeys(..) => "alter_table",
             Statement::Backup(_) => "admin_commands",
+            Statement::Prepare(..) => "prepare_sql",
+            Statement::Execute(..) => "execute_sql",
+            Statement::ExecuteImmediate(..) => "execute_immediate",
+            Statement::Deallocate(_) => "dealloc_sql",
         }
     }
 }

@@ -1322,3 +1322,50 @@ fn tree_kind(tree: Option<crate::Tree>) -> &'static str {
         None => "text",
     }
 }
+
+#[test]
+fn prepared_statement_forms_parse() {
+    use crate::ast::*;
+    let st = |sql: &str| parse(sql).unwrap().statement;
+    let lit = |s: &str| Expr::Literal(Value::Str(s.into()));
+    assert_eq!(
+        st("PREPARE s FROM 'SELECT ?'"),
+        Statement::Prepare("s".into(), lit("SELECT ?"))
+    );
+    assert!(matches!(st("PREPARE `a b` FROM @q"), Statement::Prepare(n, _) if n == "a b"));
+    match st("EXECUTE s USING @a, 1 + 1, 'x'") {
+        Statement::Execute(n, using) => {
+            assert_eq!(n, "s");
+            assert_eq!(using.len(), 3);
+            assert_eq!(using[2], lit("x"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(st("EXECUTE s"), Statement::Execute("s".into(), vec![]));
+    assert!(matches!(
+        st("EXECUTE IMMEDIATE 'SELECT ?' USING 5"),
+        Statement::ExecuteImmediate(_, u) if u.len() == 1
+    ));
+    assert_eq!(st("DEALLOCATE PREPARE s"), Statement::Deallocate("s".into()));
+    assert_eq!(st("DROP PREPARE s"), Statement::Deallocate("s".into()));
+    let code = |sql: &str| parse(sql).unwrap_err().code();
+    assert_eq!(code("PREPARE s FROM (SELECT 'SELECT 1')"), 1970);
+    assert_eq!(code("EXECUTE s USING (SELECT 1)"), 1970);
+    assert_eq!(code("EXECUTE s USING DEFAULT"), 1235);
+    assert_eq!(code("DEALLOCATE s"), 1064);
+    assert_eq!(code("PREPARE s 'SELECT 1'"), 1064);
+}
+
+#[test]
+fn a_set_value_with_a_subquery_is_a_query_of_its_text() {
+    use crate::ast::*;
+    match parse("SET @a = 1, @b = (SELECT MAX(x) FROM t) + 1, @@sort_buffer_size = (SELECT 262144);").unwrap().statement {
+        Statement::Set(v) => {
+            assert!(matches!(v[0].1, SetExpr::Expr(_)));
+            assert_eq!(v[1].1, SetExpr::Query("SELECT (SELECT MAX(x) FROM t) + 1".into()));
+            assert_eq!(v[2].1, SetExpr::Query("SELECT (SELECT 262144)".into()));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(parse("SET @a = (SELECT ?)").unwrap_err().code(), 1235);
+}

@@ -16,7 +16,7 @@
 //! Prepared statements: COM_STMT_PREPARE parses once and, for a query or table statement,
 //! plans it on the table engine (`Arc<Plan>`) and converts its result columns to protocol form
 //! once; the session keeps all of it as one `Stmt` per statement id, so COM_STMT_EXECUTE binds
-//! its parameters to that plan and copies nothing. COM_RESET_CONNECTION rolls back, drops the
+//! its parameters to that plan and copies nothing (`prepared.rs`, shared with SQL's PREPARE). COM_RESET_CONNECTION rolls back, drops the
 //! prepared statements and user variables and takes fresh copies of the global variables.
 
 use std::sync::atomic::Ordering;
@@ -26,13 +26,12 @@ use shoal_proto::{
     AuthError, AuthPlugin, Backend, Column, Credentials, ErrorInfo, LoginRequest, PrepareOk,
     Response, SessionStatus, Value as PValue,
 };
-use shoal_sql::ast::Statement;
-use shoal_sql::plan::Prepared;
 use shoal_sql::value::Value;
-use shoal_sql::{split_statements, SqlError};
+use shoal_sql::SqlError;
 
 use super::wire::{exec_column, from_proto_value, to_error_info};
-use super::{Session, Stmt};
+use super::prepared::{unknown_stmt, wrong_arguments};
+use super::Session;
 use crate::{KILL_NONE, KILL_QUERY};
 
 /// COM_QUERY.
@@ -127,12 +126,10 @@ impl Session {
             ts.rollback();
             ts.release_table_locks();
         }
-        let n = self.prepared.len() as u64;
+        let n = (self.prepared.len() + self.named.len()) as u64;
         self.prepared.clear();
-        self.server
-            .counters
-            .prepared_stmt_count
-            .fetch_sub(n, Ordering::Relaxed);
+        self.named.clear();
+        self.count_prepared(false, n);
     }
 }
 
@@ -351,57 +348,11 @@ impl Backend for Session {
 
     fn prepare(&mut self, stmt_id: u32, sql: &str) -> Result<PrepareOk, ErrorInfo> {
         self.server.counters.com("stmt_prepare");
-        let max = self.server.vars.get("max_prepared_stmt_count").as_u64();
-        let cur = self
-            .server
-            .counters
-            .prepared_stmt_count
-            .load(Ordering::Relaxed);
-        if cur >= max {
-            return Err(ErrorInfo::coded(shoal_errors::ER_MAX_PREPARED_STMT_COUNT_REACHED, format!("Can't create more than max_prepared_stmt_count statements (current value: {max})"),
-            ));
-        }
-        let parts = split_statements(sql);
-        if parts.len() > 1 {
-            return Err(to_error_info(&SqlError::Syntax(parts[1].to_string())));
-        }
-        let parsed = shoal_sql::parse(sql).map_err(|e| to_error_info(&e))?;
-        let (p, tree) = Prepared::parsed(sql, parsed);
-        let is_table = matches!(
-            &p.statement,
-            Statement::TableStatement(_, _) | Statement::Query { .. }
-        );
-        let mut columns: Vec<Column> = Vec::new();
-        let mut params = param_count(p.params)?;
-        let mut table_plan = None;
-        if is_table {
-            let db = self.db.clone();
-            let plan = self
-                .table_session()
-                .prepare_tree(sql, tree, db.as_deref())
-                .map_err(|e| to_error_info(&e))?;
-            self.refresh_grants();
-            self.check_plan(&plan).map_err(|e| to_error_info(&e))?;
-            columns = plan.columns.iter().map(exec_column).collect();
-            params = param_count(plan.param_count)?;
-            table_plan = Some(plan);
-        }
-        let stmt = Stmt {
-            text: Arc::from(sql),
-            prepared: p,
-            // Only a plan's result sets use the converted columns.
-            columns: if table_plan.is_some() {
-                columns.clone().into()
-            } else {
-                Arc::from([])
-            },
-            plan: table_plan,
-        };
+        let (stmt, params) = self.build_stmt(sql).map_err(|e| to_error_info(&e))?;
+        let params = param_count(params)?;
+        let columns = stmt.columns.to_vec();
         if self.prepared.insert(stmt_id, Arc::new(stmt)).is_none() {
-            self.server
-                .counters
-                .prepared_stmt_count
-                .fetch_add(1, Ordering::Relaxed);
+            self.count_prepared(true, 1);
         }
         Ok(PrepareOk { params, columns })
     }
@@ -413,40 +364,21 @@ impl Backend for Session {
             .questions
             .fetch_add(1, Ordering::Relaxed);
         let p = self.prepared.get(stmt_id).cloned().ok_or_else(|| {
-            ErrorInfo::coded(
-                shoal_errors::ER_UNKNOWN_STMT_HANDLER,
-                format!(
-                    "Unknown prepared statement handler ({stmt_id}) given to mysqld_stmt_execute"
-                ),
-            )
+            to_error_info(&unknown_stmt(&stmt_id.to_string(), "mysqld_stmt_execute"))
         })?;
-        let expected = p.plan.as_ref().map_or(p.prepared.params, |p| p.param_count);
-        if params.len() != expected {
-            return Err(ErrorInfo::coded(
-                shoal_errors::ER_WRONG_ARGUMENTS,
-                "Incorrect arguments to mysqld_stmt_execute",
-            ));
+        if params.len() != Self::stmt_params(&p) {
+            return Err(to_error_info(&wrong_arguments("mysqld_stmt_execute")));
         }
         self.set_process_text(Some(p.text.clone()));
-        if p.plan.is_none() {
-            self.cur_sql = p.text.clone();
-        }
-        self.cur_stmt = Some(p.clone());
         let values: Vec<Value> = params.iter().map(from_proto_value).collect();
-        let r = self
-            .run(&p.prepared.statement, &values)
-            .map_err(|e| to_error_info(&e));
-        self.cur_stmt = None;
-        r
+        self.execute_stmt(p, &values)
+            .map_err(|e| to_error_info(&e))
     }
 
     fn close_statement(&mut self, stmt_id: u32) {
         self.server.counters.com("stmt_close");
         if self.prepared.remove(stmt_id).is_some() {
-            self.server
-                .counters
-                .prepared_stmt_count
-                .fetch_sub(1, Ordering::Relaxed);
+            self.count_prepared(false, 1);
         }
     }
 

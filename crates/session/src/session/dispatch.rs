@@ -201,12 +201,7 @@ impl Session {
                 }
                 Ok(ok(0))
             }
-            Statement::Set(assignments) => {
-                for (target, value) in assignments {
-                    self.assign(target, value, params)?;
-                }
-                Ok(ok(0))
-            }
+            Statement::Set(assignments) => self.set(assignments, params),
             Statement::SetNames(cs, coll) => self.set_names(cs, coll),
             Statement::SetCharset(cs) => self.set_charset(cs),
             Statement::SetTransaction(scope, level, ro) => self.set_transaction(scope, level, ro),
@@ -269,6 +264,10 @@ impl Session {
                 Ok(ok(0))
             }
             Statement::Backup(dir) => self.backup(dir),
+            Statement::Prepare(name, text) => self.sql_prepare(name, text),
+            Statement::Execute(name, using) => self.sql_execute(name, using),
+            Statement::ExecuteImmediate(text, using) => self.sql_execute_immediate(text, using),
+            Statement::Deallocate(name) => self.sql_deallocate(name),
             Statement::Account(a) => self.account_statement(a),
             Statement::TableStatement(..) => self.run_table(params),
         }
@@ -288,7 +287,7 @@ fn query_timeout() -> SqlError {
 /// statements on accounts and tables do; a query without a table, SET, DO, USE, transaction
 /// control and database DDL do not: the list stays for `SHOW WARNINGS` and `@@warning_count`
 /// until such a statement raises a condition of its own, which replaces it.
-fn clears_diagnostics(stmt: &Statement) -> bool {
+pub(super) fn clears_diagnostics(stmt: &Statement) -> bool {
     !matches!(
         stmt,
         Statement::Query { tables: false, .. }
@@ -306,5 +305,10 @@ fn clears_diagnostics(stmt: &Statement) -> bool {
             | Statement::Savepoint(_)
             | Statement::RollbackToSavepoint(_)
             | Statement::ReleaseSavepoint(_)
+            // The statement an EXECUTE runs decides for itself; a PREPARE on tables clears.
+            | Statement::Prepare(..)
+            | Statement::Execute(..)
+            | Statement::ExecuteImmediate(..)
+            | Statement::Deallocate(_)
     )
 }

@@ -9,6 +9,7 @@
 //! |---|---|
 //! | `backend` | the protocol's seam: login, COM_* commands, prepared statements, the process list's `Command` column, disconnect |
 //! | `dispatch` | COM_QUERY text and one statement: Com_ counters, diagnostics, `max_execution_time`, routing by statement kind |
+//! | `prepared` | prepared statements, by protocol id and by SQL name (PREPARE / EXECUTE / DEALLOCATE) |
 //! | `tables` | the table session (created at first use, its settings synced from the variables) and running statements on it |
 //! | `variables` | reading and setting system variables, the per-`SET` cache of the hot ones, user variables, `sql_mode` |
 //! | `charset` | character sets and collations: SET NAMES, SET CHARACTER SET, SHOW CHARACTER SET / COLLATION |
@@ -30,6 +31,7 @@ mod backend;
 mod charset;
 mod context;
 mod dispatch;
+mod prepared;
 mod show;
 mod tables;
 mod variables;
@@ -181,6 +183,8 @@ pub struct Session {
     /// Prepared statements by protocol id (shared: each execution takes a reference, not a
     /// copy of the text, statement, plan or column descriptions).
     prepared: StmtMap<Arc<Stmt>>,
+    /// SQL-level prepared statements (`PREPARE name FROM ...`), keyed by lower-case name.
+    named: HashMap<String, Arc<Stmt>>,
     /// LAST_INSERT_ID().
     last_insert_id: u64,
     /// FOUND_ROWS(): rows of the last query (see `run_table`).
@@ -267,6 +271,7 @@ impl Session {
             db: None,
             user_vars: HashMap::new(),
             prepared: StmtMap::new(),
+            named: HashMap::new(),
             last_insert_id: 0,
             found_rows: 0,
             diag: Diagnostics::default(),

@@ -124,6 +124,29 @@ impl Session {
         r
     }
 
+    /// The value of a one-column query (`SELECT <expr>`: a SET value with a subquery) run on
+    /// the table engine with the session's privileges: its first row's, NULL for no row.
+    pub(super) fn query_value(&mut self, sql: &str) -> Result<Value, SqlError> {
+        self.refresh_grants();
+        let db = self.db.clone();
+        let plan = self.table_session().prepare(sql, db.as_deref())?;
+        self.check_plan(&plan)?;
+        let mut ts = self.table.take().expect("created above");
+        let r = {
+            let mut ctx = self.ctx(&[]);
+            ts.execute(&plan, &[], &mut ctx)
+        };
+        self.table = Some(ts);
+        Ok(match r? {
+            ExecOutput::Rows { rows, .. } => rows
+                .into_iter()
+                .next()
+                .and_then(|r| r.into_iter().next())
+                .unwrap_or(Value::Null),
+            ExecOutput::Ok { .. } => Value::Null,
+        })
+    }
+
     /// Whether a transaction is open (explicit, or implicit under autocommit=0). There is
     /// none before the table session exists: every transaction is the table session's.
     pub(super) fn in_transaction(&self) -> bool {

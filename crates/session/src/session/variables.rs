@@ -26,7 +26,7 @@ use std::time::Duration;
 use shoal_exec::Isolation;
 use shoal_proto::Response;
 use shoal_sched::{HighPrioMode, SessionPriority};
-use shoal_sql::ast::{SetExpr, SetTarget, VarScope};
+use shoal_sql::ast::{Expr, SetExpr, SetTarget, VarScope};
 use shoal_sql::eval::eval;
 use shoal_sql::value::Value;
 use shoal_sql::SqlError;
@@ -260,20 +260,8 @@ impl Session {
         Ok(match v {
             SetExpr::Default => SetValue::Default,
             SetExpr::Word(w) => SetValue::Str(w.clone()),
-            SetExpr::Expr(e) => match eval(e, &mut self.ctx(params))? {
-                Value::Null => SetValue::Null,
-                Value::Int(i) => SetValue::Int(i as i128),
-                Value::UInt(u) => SetValue::Int(u as i128),
-                Value::Decimal(d) => {
-                    if d.mant % 10i128.pow(d.scale) == 0 {
-                        SetValue::Int(d.trunc())
-                    } else {
-                        SetValue::Double(d.to_f64())
-                    }
-                }
-                Value::Double(d) => SetValue::Double(d),
-                other => SetValue::Str(other.to_text().unwrap_or_default()),
-            },
+            SetExpr::Expr(e) => set_value_of(eval(e, &mut self.ctx(params))?),
+            SetExpr::Query(sql) => set_value_of(self.query_value(sql)?),
         })
     }
 
@@ -349,6 +337,31 @@ impl Session {
         )
     }
 
+    /// `SET a = x, @b = y, ...`. As in MariaDB, every value is computed before any variable is
+    /// assigned: `SET @a = 1, @b = @a` gives `@b` the `@a` of before the statement.
+    pub(super) fn set(
+        &mut self,
+        assignments: &[(SetTarget, SetExpr)],
+        params: &[Value],
+    ) -> Result<Response, SqlError> {
+        if let [(target, value)] = assignments {
+            self.assign(target, value, params)?;
+            return Ok(ok(0));
+        }
+        let mut values = Vec::with_capacity(assignments.len());
+        for (_, value) in assignments {
+            values.push(match value {
+                SetExpr::Expr(e) => SetExpr::Expr(Expr::Literal(eval(e, &mut self.ctx(params))?)),
+                SetExpr::Query(sql) => SetExpr::Expr(Expr::Literal(self.query_value(sql)?)),
+                other => other.clone(),
+            });
+        }
+        for ((target, _), value) in assignments.iter().zip(&values) {
+            self.assign(target, value, params)?;
+        }
+        Ok(ok(0))
+    }
+
     pub(super) fn assign(
         &mut self,
         target: &SetTarget,
@@ -359,6 +372,7 @@ impl Session {
             SetTarget::User(n) => {
                 let v = match value {
                     SetExpr::Expr(e) => eval(e, &mut self.ctx(params))?,
+                    SetExpr::Query(sql) => self.query_value(sql)?,
                     SetExpr::Word(w) => {
                         return Err(SqlError::UnknownColumn(w.clone(), "field list".into()))
                     }
@@ -480,4 +494,22 @@ fn normalize_sql_mode(v: &SetValue) -> Result<SetValue, SqlError> {
         .filter_map(|(m, on)| on.then_some(*m))
         .collect();
     Ok(SetValue::Str(out.join(",")))
+}
+
+/// A SQL value as a system variable's new value.
+fn set_value_of(v: Value) -> SetValue {
+    match v {
+        Value::Null => SetValue::Null,
+        Value::Int(i) => SetValue::Int(i as i128),
+        Value::UInt(u) => SetValue::Int(u as i128),
+        Value::Decimal(d) => {
+            if d.mant % 10i128.pow(d.scale) == 0 {
+                SetValue::Int(d.trunc())
+            } else {
+                SetValue::Double(d.to_f64())
+            }
+        }
+        Value::Double(d) => SetValue::Double(d),
+        other => SetValue::Str(other.to_text().unwrap_or_default()),
+    }
 }

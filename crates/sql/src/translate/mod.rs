@@ -132,6 +132,8 @@ fn parse_tokens(sql: &str, tokens: Vec<TokenWithSpan>, bound: usize) -> Result<P
     let mut t = Translator {
         src: SourceText::new(sql),
         params: 0,
+        subqueries: Subqueries::Unsupported,
+        subquery_seen: false,
     };
     let head = peek_word(&p, 0).unwrap_or_default();
     let second = peek_word(&p, 1).unwrap_or_default();
@@ -154,8 +156,9 @@ fn parse_tokens(sql: &str, tokens: Vec<TokenWithSpan>, bound: usize) -> Result<P
     }
     let own = match head.as_str() {
         "SET" | "SHOW" | "KILL" | "USE" | "BEGIN" | "START" | "COMMIT" | "ROLLBACK" | "DO"
-        | "FLUSH" => true,
-        "CREATE" | "DROP" => matches!(second.as_str(), "DATABASE" | "SCHEMA" | "USER"),
+        | "FLUSH" | "PREPARE" | "EXECUTE" | "DEALLOCATE" => true,
+        "CREATE" => matches!(second.as_str(), "DATABASE" | "SCHEMA" | "USER"),
+        "DROP" => matches!(second.as_str(), "DATABASE" | "SCHEMA" | "USER" | "PREPARE"),
         "LOCK" => matches!(second.as_str(), "TABLE" | "TABLES"),
         "UNLOCK" | "SAVEPOINT" | "RELEASE" => true,
         "BACKUP" => second == "TO",
@@ -293,6 +296,21 @@ struct Translator<'a> {
     src: SourceText<'a>,
     /// `?` placeholders seen so far.
     params: usize,
+    /// What a subquery in the expression being translated does.
+    subqueries: Subqueries,
+    /// A subquery was met under [`Subqueries::Noted`].
+    subquery_seen: bool,
+}
+
+/// What a subquery inside one of the session's own statements does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Subqueries {
+    /// 1235: the statement cannot hold one (the session evaluates it without tables).
+    Unsupported,
+    /// Allowed (a SET value): noted in `subquery_seen`; the query engine computes the value.
+    Noted,
+    /// 1970 naming the clause (`PREPARE..FROM`, `EXECUTE..USING`), as MariaDB refuses them.
+    Refused(&'static str),
 }
 
 impl ExprScope for Translator<'_> {
@@ -300,11 +318,83 @@ impl ExprScope for Translator<'_> {
         self.params += 1;
         self.params - 1
     }
+
+    fn subquery(&mut self, _kind: SubqueryKind, _q: &sp::Query) -> Result<Expr, SqlError> {
+        match self.subqueries {
+            Subqueries::Unsupported => Err(unsupported("subqueries")),
+            Subqueries::Noted => {
+                self.subquery_seen = true;
+                Ok(Expr::Literal(crate::value::Value::Null))
+            }
+            Subqueries::Refused(clause) => Err(SqlError::coded(
+                shoal_errors::ER_SUBQUERIES_NOT_SUPPORTED,
+                format!("{clause} does not support subqueries or stored functions"),
+            )),
+        }
+    }
 }
 
 impl Translator<'_> {
     fn expr(&mut self, e: sp::Expr) -> Result<Expr, SqlError> {
         expr::expr(self, &e)
+    }
+
+    /// An expression where MariaDB refuses subqueries with 1970 (`clause` names where).
+    fn value_expr(&mut self, p: &mut Parser, clause: &'static str) -> Result<Expr, SqlError> {
+        let e = p.parse_expr().map_err(perr)?;
+        self.subqueries = Subqueries::Refused(clause);
+        let r = self.expr(e);
+        self.subqueries = Subqueries::Unsupported;
+        r
+    }
+
+    /// `[USING expr, ...]` of EXECUTE. MariaDB's `DEFAULT` and `IGNORE` parameters (a column's
+    /// default, or no change, where the placeholder is an INSERT or UPDATE value) are 1235.
+    fn using(&mut self, p: &mut Parser) -> Result<Vec<Expr>, SqlError> {
+        let mut out = Vec::new();
+        if !eat(p, "USING") {
+            return Ok(out);
+        }
+        loop {
+            let bare = matches!(
+                p.peek_nth_token(1).token,
+                Token::EOF | Token::SemiColon | Token::Comma
+            );
+            if bare && matches!(peek_word(p, 0).as_deref(), Some("DEFAULT" | "IGNORE")) {
+                return Err(unsupported("DEFAULT or IGNORE as an EXECUTE parameter"));
+            }
+            out.push(self.value_expr(p, "EXECUTE..USING")?);
+            if !p.consume_token(&Token::Comma) {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// PREPARE, EXECUTE [IMMEDIATE], DEALLOCATE / DROP PREPARE (the head word read).
+    fn prepared_statement(&mut self, head: &str, p: &mut Parser) -> Result<Statement, SqlError> {
+        Ok(match head {
+            "PREPARE" => {
+                let n = name(p)?;
+                if !eat(p, "FROM") {
+                    return Err(SqlError::Syntax(p.peek_token().token.to_string()));
+                }
+                Statement::Prepare(n, self.value_expr(p, "PREPARE..FROM")?)
+            }
+            "EXECUTE" if eat(p, "IMMEDIATE") => {
+                let text = self.value_expr(p, "EXECUTE IMMEDIATE")?;
+                Statement::ExecuteImmediate(text, self.using(p)?)
+            }
+            "EXECUTE" => {
+                let n = name(p)?;
+                Statement::Execute(n, self.using(p)?)
+            }
+            _ => {
+                if !eat(p, "PREPARE") {
+                    return Err(SqlError::Syntax(p.peek_token().token.to_string()));
+                }
+                Statement::Deallocate(name(p)?)
+            }
+        })
     }
 
     fn own_statement(&mut self, head: &str, p: &mut Parser) -> Result<Statement, SqlError> {
@@ -322,6 +412,8 @@ impl Translator<'_> {
                 Statement::Kill(self.expr(e)?, query_only)
             }
             "USE" => Statement::Use(name(p)?),
+            "PREPARE" | "EXECUTE" | "DEALLOCATE" => self.prepared_statement(head, p)?,
+            "DROP" if eat(p, "PREPARE") => Statement::Deallocate(name(p)?),
             "FLUSH" => {
                 if !eat(p, "NO_WRITE_TO_BINLOG") {
                     eat(p, "LOCAL");
@@ -861,8 +953,27 @@ impl Translator<'_> {
         }
         // Bare words with dashes (`pool-of-threads`) are not expressions MySQL accepts either
         // unless quoted; parse an expression.
+        let start = p.peek_token().span.start;
         let e = p.parse_expr().map_err(perr)?;
-        Ok(SetExpr::Expr(self.expr(e)?))
+        let end = p.peek_token().span.start;
+        let params = self.params;
+        self.subqueries = Subqueries::Noted;
+        self.subquery_seen = false;
+        let r = self.expr(e);
+        self.subqueries = Subqueries::Unsupported;
+        let e = r?;
+        if !self.subquery_seen {
+            return Ok(SetExpr::Expr(e));
+        }
+        // A subquery: the query engine computes the value from the expression as written
+        // (without placeholders, which the subquery's text would hide from the count).
+        let text = self.src.between(start, end);
+        let placeholder = |t: &TokenWithSpan| matches!(t.token, Token::Placeholder(_));
+        let tokens = crate::depth::tokenize(text).map_err(perr)?;
+        if self.params != params || tokens.iter().any(placeholder) {
+            return Err(unsupported("placeholders in a SET value with a subquery"));
+        }
+        Ok(SetExpr::Query(format!("SELECT {text}")))
     }
 
     fn filter(&mut self, p: &mut Parser) -> Result<ShowFilter, SqlError> {

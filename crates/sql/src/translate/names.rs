@@ -46,6 +46,14 @@ impl<'a> SourceText<'a> {
         }
     }
 
+    /// The text from location `from` up to `to` (the end of the text when `to` is no location:
+    /// the end-of-input token has none), trimmed.
+    pub fn between(&self, from: Location, to: Location) -> &'a str {
+        let a = self.offset(from).unwrap_or(0);
+        let b = self.offset(to).unwrap_or(self.sql.len()).max(a);
+        self.sql[a..b].trim()
+    }
+
     /// Byte offset of a 1-based line/column location (the end of the text past its last
     /// character).
     fn offset(&self, l: Location) -> Option<usize> {

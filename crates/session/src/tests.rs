@@ -663,7 +663,10 @@ fn sql_prepared_statements_share_the_protocol_ones() {
         )
         .unwrap();
     s.command_begin(0x03);
-    let text = s.query("EXECUTE p USING 41, 'a', NULL", false).remove(0).unwrap();
+    let text = s
+        .query("EXECUTE p USING 41, 'a', NULL", false)
+        .remove(0)
+        .unwrap();
     s.command_end();
     let (Response::Rows(b), Response::Rows(t)) = (bin, text) else {
         panic!("rows expected")
@@ -674,7 +677,11 @@ fn sql_prepared_statements_share_the_protocol_ones() {
     assert_eq!(q(&mut s, "EXECUTE nope"), Err(1243));
     assert_eq!(com(&mut s, "prepare_sql"), "Com_prepare_sql|1");
     assert_eq!(com(&mut s, "execute_sql"), "Com_execute_sql|3");
-    for text in ["PREPARE x FROM 'SELECT 1'", "EXECUTE p", "DEALLOCATE PREPARE p"] {
+    for text in [
+        "PREPARE x FROM 'SELECT 1'",
+        "EXECUTE p",
+        "DEALLOCATE PREPARE p",
+    ] {
         assert_eq!(s.prepare(2, text).unwrap_err().code, 1295, "{text}");
     }
     assert_eq!(one(&mut s, "DEALLOCATE PREPARE p"), "");

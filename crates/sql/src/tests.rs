@@ -1346,7 +1346,10 @@ fn prepared_statement_forms_parse() {
         st("EXECUTE IMMEDIATE 'SELECT ?' USING 5"),
         Statement::ExecuteImmediate(_, u) if u.len() == 1
     ));
-    assert_eq!(st("DEALLOCATE PREPARE s"), Statement::Deallocate("s".into()));
+    assert_eq!(
+        st("DEALLOCATE PREPARE s"),
+        Statement::Deallocate("s".into())
+    );
     assert_eq!(st("DROP PREPARE s"), Statement::Deallocate("s".into()));
     let code = |sql: &str| parse(sql).unwrap_err().code();
     assert_eq!(code("PREPARE s FROM (SELECT 'SELECT 1')"), 1970);
@@ -1359,10 +1362,18 @@ fn prepared_statement_forms_parse() {
 #[test]
 fn a_set_value_with_a_subquery_is_a_query_of_its_text() {
     use crate::ast::*;
-    match parse("SET @a = 1, @b = (SELECT MAX(x) FROM t) + 1, @@sort_buffer_size = (SELECT 262144);").unwrap().statement {
+    match parse(
+        "SET @a = 1, @b = (SELECT MAX(x) FROM t) + 1, @@sort_buffer_size = (SELECT 262144);",
+    )
+    .unwrap()
+    .statement
+    {
         Statement::Set(v) => {
             assert!(matches!(v[0].1, SetExpr::Expr(_)));
-            assert_eq!(v[1].1, SetExpr::Query("SELECT (SELECT MAX(x) FROM t) + 1".into()));
+            assert_eq!(
+                v[1].1,
+                SetExpr::Query("SELECT (SELECT MAX(x) FROM t) + 1".into())
+            );
             assert_eq!(v[2].1, SetExpr::Query("SELECT (SELECT 262144)".into()));
         }
         other => panic!("{other:?}"),

@@ -29,8 +29,8 @@ use shoal_proto::{
 use shoal_sql::value::Value;
 use shoal_sql::SqlError;
 
-use super::wire::{exec_column, from_proto_value, to_error_info};
 use super::prepared::{unknown_stmt, wrong_arguments};
+use super::wire::{exec_column, from_proto_value, to_error_info};
 use super::Session;
 use crate::{KILL_NONE, KILL_QUERY};
 
@@ -371,8 +371,7 @@ impl Backend for Session {
         }
         self.set_process_text(Some(p.text.clone()));
         let values: Vec<Value> = params.iter().map(from_proto_value).collect();
-        self.execute_stmt(p, &values)
-            .map_err(|e| to_error_info(&e))
+        self.execute_stmt(p, &values).map_err(|e| to_error_info(&e))
     }
 
     fn close_statement(&mut self, stmt_id: u32) {

@@ -113,7 +113,9 @@ impl Session {
 
     /// The number of placeholders an execution of `p` must bind.
     pub(super) fn stmt_params(p: &Stmt) -> usize {
-        p.plan.as_ref().map_or(p.prepared.params, |plan| plan.param_count)
+        p.plan
+            .as_ref()
+            .map_or(p.prepared.params, |plan| plan.param_count)
     }
 
     /// Counts `n` prepared statements made (`made`) or dropped in `Prepared_stmt_count`.

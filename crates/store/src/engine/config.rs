@@ -114,8 +114,12 @@ pub const SCAN_FLUSH_TRIGGER: u32 = 128;
 
 /// Average hidden versions per step between two seeks that flushes the active memtable
 /// (`memtable_avg_op_scan_flush_trigger`): a range scan whose rows each carry this many old
-/// versions.
-pub const SCAN_FLUSH_AVG_TRIGGER: u32 = 8;
+/// versions. 2, not the 8 of session 22: once the executor's own per-row cost fell, two
+/// hidden versions per row already made sysbench's 100-row ranges cost 2.5x what they cost on
+/// a clean memtable, and read-write at 8 and 64 clients spent 9-11 % less server CPU per
+/// transaction with 2 (docs/perf-log/2026-12-03-session-24-range-rows.md); 1 measured the same
+/// with more flushes.
+pub const SCAN_FLUSH_AVG_TRIGGER: u32 = 2;
 
 /// Sets the options RocksDB only takes after open (`SetOptions`): the scan-triggered memtable
 /// flush.

@@ -42,6 +42,9 @@ pub struct Stats {
     pub write_commits: AtomicU64,
     /// Group-commit groups written (`Shoal_store_commit_groups`).
     pub commit_groups: AtomicU64,
+    /// Memtables flushed because writes went quiet (`Shoal_store_idle_flushes`; see the
+    /// engine's `idle` module).
+    pub idle_flushes: AtomicU64,
 }
 
 impl Stats {
@@ -78,6 +81,7 @@ impl Stats {
             ("Handler_rollback", g(&self.rollbacks)),
             ("Shoal_store_write_commits", g(&self.write_commits)),
             ("Shoal_store_commit_groups", g(&self.commit_groups)),
+            ("Shoal_store_idle_flushes", g(&self.idle_flushes)),
         ]
     }
 }

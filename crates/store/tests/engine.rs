@@ -713,3 +713,49 @@ fn relaxed_flush_modes_do_not_fsync_per_commit() {
         "one sync per serial commit"
     );
 }
+
+/// After a burst of updates, with no write since, the memtable is flushed within a few
+/// seconds (the idle flush): read-only scans over the updated rows stop stepping over their
+/// old versions. Nothing else would flush it: the memtable is far from full, and the
+/// scan-triggered flush is only scheduled by a write. Fails without the idle flush.
+#[test]
+fn a_quiet_memtable_is_flushed() {
+    let (_d, e, t) = setup("idle-flush", false);
+    let g = |n: &str| e.status_value(n).unwrap_or_else(|| panic!("{n} missing"));
+    let mut w = e.begin(Isolation::RepeatableRead);
+    for id in 1..=300 {
+        w.insert(&t, row(id, id, "a")).unwrap();
+    }
+    w.commit().unwrap();
+    let mut w = e.begin(Isolation::RepeatableRead);
+    for id in 1..=300 {
+        let key = RowKey::from_values(&t, &[Datum::Int(id)]).unwrap();
+        w.update(&t, &key, row(id, id, "b")).unwrap();
+    }
+    w.commit().unwrap();
+    assert!(g("Shoal_store_memtable_entries") >= 600);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while g("Shoal_store_memtable_entries") > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the quiet memtable still holds {} entries after 60 s ({} idle flushes)",
+            g("Shoal_store_memtable_entries"),
+            g("Shoal_store_idle_flushes")
+        );
+        // Reads only: they must not count as writes.
+        let mut r = e.begin(Isolation::RepeatableRead);
+        let got = r
+            .scan_pk(&t, &KeyRange::all(), LockMode::None, None)
+            .unwrap();
+        assert_eq!(got.len(), 300);
+        r.commit().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(g("Shoal_store_idle_flushes") >= 1);
+    let mut r = e.begin(Isolation::RepeatableRead);
+    let got = r
+        .scan_pk(&t, &KeyRange::all(), LockMode::None, None)
+        .unwrap();
+    assert_eq!(got.len(), 300);
+    check_indexes(&e, &t);
+}

@@ -26,7 +26,8 @@
 //!
 //! `0` and `2`: batches are written without sync, and a background thread syncs the WAL once
 //! per second (a crash of the machine may lose up to about a second of commits; a crash of the
-//! process alone loses nothing, since the WAL is written to the OS at every commit).
+//! process alone loses nothing, since the WAL is written to the OS at every commit). The same
+//! thread flushes the memtable when writes go quiet, in every mode (the `idle` module).
 //!
 //! # Outside transactions
 //!
@@ -74,9 +75,11 @@ pub(super) struct GroupCommit {
 /// See [`Engine::set_before_sync_hook`].
 pub type SyncHook = std::sync::Arc<dyn Fn() + Send + Sync>;
 
-/// The background WAL syncer of flush modes 0 and 2: once a second, until the last `Engine`
-/// handle drops the stop channel's sender (or the engine is gone).
+/// The engine's background thread, once a second until the last `Engine` handle drops the stop
+/// channel's sender (or the engine is gone): syncs the WAL in flush modes 0 and 2, and flushes
+/// the memtable when writes have gone quiet (`idle`).
 pub(super) fn wal_syncer(weak: Weak<Inner>, stop: mpsc::Receiver<()>) {
+    let mut idle = super::idle::IdleFlush::default();
     loop {
         match stop.recv_timeout(Duration::from_secs(1)) {
             Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -90,6 +93,7 @@ pub(super) fn wal_syncer(weak: Weak<Inner>, stop: mpsc::Receiver<()>) {
                 Stats::add(&inner.stats.fsyncs, 1);
             }
         }
+        idle.tick(&inner);
     }
 }
 

@@ -35,6 +35,7 @@ mod counters;
 mod ddl;
 mod dictionary;
 mod foreign_keys;
+mod idle;
 mod kv;
 mod rebuild;
 mod snapshot;

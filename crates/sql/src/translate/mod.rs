@@ -370,7 +370,7 @@ impl Translator<'_> {
         }
     }
 
-    /// PREPARE, EXECUTE [IMMEDIATE], DEALLOCATE / DROP PREPARE (the head word read).
+    /// PREPARE, EXECUTE \[IMMEDIATE\], DEALLOCATE / DROP PREPARE (the head word read).
     fn prepared_statement(&mut self, head: &str, p: &mut Parser) -> Result<Statement, SqlError> {
         Ok(match head {
             "PREPARE" => {

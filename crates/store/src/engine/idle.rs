@@ -33,6 +33,8 @@ pub(super) struct IdleFlush {
     last_commits: u64,
     /// Ticks in a row that saw no new write commit.
     quiet_ticks: u32,
+    /// The last flush request failed (warned once; quiet until one succeeds).
+    failing: bool,
 }
 
 impl IdleFlush {
@@ -60,8 +62,17 @@ impl IdleFlush {
         let mut opts = rocksdb::FlushOptions::default();
         opts.set_wait(false);
         match inner.db.flush_opt(&opts) {
-            Ok(()) => Stats::add(&inner.stats.idle_flushes, 1),
-            Err(e) => tracing::warn!("idle memtable flush failed: {e}"),
+            Ok(()) => {
+                self.failing = false;
+                Stats::add(&inner.stats.idle_flushes, 1);
+            }
+            Err(e) if !self.failing => {
+                self.failing = true;
+                tracing::warn!(
+                    "idle memtable flush failed (not reported again until one succeeds): {e}"
+                );
+            }
+            Err(_) => {}
         }
         // Not again before the next quiet spell's full count.
         self.quiet_ticks = 0;

@@ -27,7 +27,9 @@
 //! - `counters`: AUTO_INCREMENT and hidden row-id counters, reserved durably ahead of use.
 //! - `kv`: key-value reads (point reads and chunked scans) through the block cache first;
 //!   `snapshot`: snapshots and iterators that keep the database open (the lifetime transmutes).
-//! - `commit`: group commit, the background WAL syncer and synced writes outside transactions.
+//! - `commit`: group commit (row locks released before the WAL sync), the background thread
+//!   (WAL syncer) and synced writes outside transactions; `idle`: that thread's flush of the
+//!   memtable when writes go quiet.
 
 mod commit;
 mod config;

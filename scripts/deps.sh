@@ -2,7 +2,8 @@
 # Installs what building and testing shoal needs on a fresh Debian machine (idempotent, quiet).
 set -euo pipefail
 need=()
-for p in libclang-dev clang mariadb-client mariadb-server sysbench python3-venv chromium strace gcc; do
+# make: jemalloc's build (tikv-jemalloc-sys runs its configure and make).
+for p in libclang-dev clang mariadb-client mariadb-server sysbench python3-venv chromium strace gcc make; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -175,30 +175,44 @@ fn raise_open_files_limit(server: &Server) {
     let _ = vars.set_startup("open_files_limit", &lim.rlim_cur.to_string());
 }
 
-/// Caps glibc's malloc arenas at the number of CPUs (unless `MALLOC_ARENA_MAX` is set in the
-/// environment, which glibc reads itself and which then wins).
+/// The allocator of the whole process: jemalloc, built into the binary without a symbol prefix,
+/// so it also serves RocksDB's C++ `operator new` and every `malloc` in linked C code, not only
+/// Rust's allocations.
 ///
-/// glibc gives a thread that finds the arenas busy a new one, up to 8 per core, and each arena
-/// keeps the memory its threads freed. A server whose connections hop between pool workers (or
-/// that runs a thread per connection) touches many arenas, so RSS after a load grew by up to
-/// 30 MiB of freed-but-kept memory in `tests/memory.rs` (peak 81-93 MiB against 63-72 MiB
-/// with one arena per CPU), and that slack is what sat between the test and its bound. Threads
-/// still allocate from their own per-thread cache (tcache) first, so the cap costs no measurable
-/// throughput (docs/PERFORMANCE.md, "malloc arenas").
-fn cap_malloc_arenas() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
-        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let arenas = libc::c_int::try_from(cpus.max(2)).unwrap_or(libc::c_int::MAX);
-        // SAFETY: mallopt only sets a tunable of the allocator; called before any thread starts.
-        unsafe {
-            libc::mallopt(libc::M_ARENA_MAX, arenas);
-        }
-    }
-}
+/// glibc's malloc cost shoal about 9 % of its CPU in sysbench read-write (`_int_malloc`,
+/// `_int_free`, `malloc_consolidate` when a RocksDB iterator's arena asks for a large block
+/// after a statement freed its rows' small ones, `unlink_chunk`); jemalloc's per-thread caches
+/// and size classes cut that share to about 4 % in the same profile, and the transaction's
+/// CPU with it (docs/PERFORMANCE.md, "jemalloc"). Capping glibc's arenas, the earlier answer
+/// to RSS growth (tests/memory.rs), is moot: jemalloc returns freed pages after its decay time.
+///
+/// Its settings ([`malloc_conf`]): two arenas (jemalloc's default is four per CPU, and each arena
+/// keeps slabs and dirty pages of its own: `tests/memory.rs` peaked at 93 MiB with eight arenas
+/// on two CPUs, 80-82 with two), and freed pages returned after one second by jemalloc's
+/// background thread instead of ten seconds by whichever thread next allocates. Threads
+/// allocate from their own caches first, so two arenas are locked only to refill or flush a
+/// cache. `MALLOC_CONF` in the environment is read after these and wins (e.g.
+/// `MALLOC_CONF=narenas:16` on a large machine).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[global_allocator]
+static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+/// jemalloc's settings, read once at the process's first allocation (before `main`, so they
+/// cannot depend on the machine: a C++ library's static initializer allocates before any code
+/// of this binary runs).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[no_mangle]
+#[used]
+pub static malloc_conf: JemallocConf =
+    JemallocConf(c"narenas:2,background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0".as_ptr());
+
+/// A `const char *` for jemalloc to read.
+#[repr(transparent)]
+pub struct JemallocConf(*const std::ffi::c_char);
+// SAFETY: points to a string literal, immutable for the life of the process.
+unsafe impl Sync for JemallocConf {}
 
 fn main() {
-    cap_malloc_arenas();
     // First of all: a SIGTERM/SIGINT at any point of startup means a clean exit 0.
     install_signal_handlers();
     let args: Vec<String> = std::env::args().skip(1).collect();

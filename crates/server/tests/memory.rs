@@ -22,6 +22,8 @@
 //!   it does catch any memory that grows with the data set (materialised scans, a cache that
 //!   ignores its capacity, page-cache-like buffering), and `Shoal_block_cache_usage` (which
 //!   includes the memtables' reservations) is checked against the pool separately.
+//! - jemalloc with its default four arenas per CPU (2026-12-03): peak 93 MiB, where two arenas
+//!   give 80-88 MiB (the fixed allowance became 72 MiB then; the bound is 98 MiB).
 
 mod support;
 
@@ -36,8 +38,11 @@ use support::Shoal;
 /// `innodb_buffer_pool_size` for this test.
 const POOL: u64 = 16 << 20;
 /// Fixed overhead allowed on top of the pool (code and static data, the Rust and RocksDB
-/// runtime, allocator arenas, catalog, status, lock table; see docs/ARCHITECTURE.md).
-const FIXED_OVERHEAD: u64 = 64 << 20;
+/// runtime, allocator slack, catalog, status, lock table; see docs/ARCHITECTURE.md). 72 MiB
+/// since the server allocates with jemalloc, which returns freed pages after a second rather
+/// than reusing them at once as glibc did: this test's peak went from 69-74 MiB (glibc, one arena
+/// per CPU) to 80-88 MiB (63-65 with every free returned at once, at 1.7x the load time).
+const FIXED_OVERHEAD: u64 = 72 << 20;
 /// Allowed per open connection (thread stack pages touched, packet buffers, session state).
 const PER_CONNECTION: u64 = 2 << 20;
 /// Rows and row size: ~80 MB of row data, 5 × the pool.

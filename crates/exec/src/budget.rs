@@ -71,15 +71,7 @@ impl MemBudget {
     /// The budget of a statement run with `ctx`'s settings.
     pub fn of(ctx: &mut dyn shoal_sql::eval::Context) -> MemBudget {
         let limit = ctx.statement_memory_limit();
-        let global = ctx
-            .system_var(
-                shoal_sql::ast::VarScope::Global,
-                "global_connection_memory_limit",
-            )
-            .ok()
-            .and_then(|v| v.to_i128())
-            .map(|v| v.clamp(0, i128::from(u64::MAX)) as u64)
-            .unwrap_or(u64::MAX);
+        let global = ctx.global_memory_limit();
         MemBudget::with_global(limit, global)
     }
 

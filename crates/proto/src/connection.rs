@@ -241,6 +241,8 @@ pub struct Connection<B: Backend> {
     /// Reply bytes not yet written; `out_pos` marks how much was written.
     output: Vec<u8>,
     out_pos: usize,
+    /// A payload being built (see `Connection::take_scratch`), kept between replies.
+    scratch: Vec<u8>,
     /// COM_SET_OPTION state (starts as the client's CLIENT_MULTI_STATEMENTS).
     multi_statements: bool,
     statements: StmtMap<Statement>,
@@ -253,6 +255,10 @@ pub struct Connection<B: Backend> {
     /// The client asked for TLS (SSLRequest) and the link was switched.
     tls: bool,
 }
+
+/// The largest payload buffer kept for the next reply (a larger one, grown by a big row, is
+/// freed after use instead of held for the connection's life).
+const SCRATCH_KEEP: usize = 64 << 10;
 
 impl<B: Backend> Connection<B> {
     /// Creates the connection and queues the HandshakeV10 greeting.
@@ -280,6 +286,7 @@ impl<B: Backend> Connection<B> {
             input: Vec::new(),
             in_pos: 0,
             output: Vec::new(),
+            scratch: Vec::new(),
             out_pos: 0,
             multi_statements: false,
             statements: StmtMap::new(),
@@ -476,8 +483,24 @@ impl<B: Backend> Connection<B> {
         f.bits()
     }
 
+    /// The reusable payload buffer, empty: every OK, column definition and row is built in it
+    /// (a point select's answer took six allocations before). Give it back with
+    /// [`Connection::put_scratch`].
+    fn take_scratch(&mut self) -> Vec<u8> {
+        let mut p = std::mem::take(&mut self.scratch);
+        p.clear();
+        p
+    }
+
+    /// Keeps `p` for the next payload, unless a large one grew it (then it is freed).
+    fn put_scratch(&mut self, p: Vec<u8>) {
+        if p.capacity() <= SCRATCH_KEEP {
+            self.scratch = p;
+        }
+    }
+
     fn send_ok(&mut self, ok: &OkInfo, more: bool, header: u8) {
-        let mut p = Vec::with_capacity(16 + ok.info.len());
+        let mut p = self.take_scratch();
         p.push(header);
         put_lenenc_int(&mut p, ok.affected_rows);
         put_lenenc_int(&mut p, ok.last_insert_id);
@@ -488,6 +511,7 @@ impl<B: Backend> Connection<B> {
             put_lenenc_bytes(&mut p, ok.info.as_bytes());
         }
         self.send(&p);
+        self.put_scratch(p);
     }
 
     fn send_eof(&mut self, warnings: u16, more: bool) {
@@ -498,10 +522,9 @@ impl<B: Backend> Connection<B> {
             };
             self.send_ok(&ok, more, 0xFE);
         } else {
-            let mut p = vec![0xFE];
-            p.extend_from_slice(&warnings.to_le_bytes());
-            p.extend_from_slice(&self.status_flags(more).to_le_bytes());
-            self.send(&p);
+            let [w0, w1] = warnings.to_le_bytes();
+            let [s0, s1] = self.status_flags(more).to_le_bytes();
+            self.send(&[0xFE, w0, w1, s0, s1]);
         }
     }
 
@@ -524,12 +547,32 @@ impl<B: Backend> Connection<B> {
 
     fn column_def(&self, c: &Column, with_default: bool) -> Vec<u8> {
         let mut p = Vec::with_capacity(64);
-        put_lenenc_bytes(&mut p, b"def");
-        put_lenenc_bytes(&mut p, c.schema.as_bytes());
-        put_lenenc_bytes(&mut p, c.table.as_bytes());
-        put_lenenc_bytes(&mut p, c.org_table.as_bytes());
-        put_lenenc_bytes(&mut p, c.name.as_bytes());
-        put_lenenc_bytes(&mut p, c.org_name.as_bytes());
+        column_def_into(&mut p, c, with_default);
+        p
+    }
+
+    /// Queues the column definitions of `columns`.
+    fn send_column_defs(&mut self, columns: &[Column]) {
+        let mut p = self.take_scratch();
+        for c in columns {
+            p.clear();
+            column_def_into(&mut p, c, false);
+            self.send(&p);
+        }
+        self.put_scratch(p);
+    }
+}
+
+/// A column definition packet's payload (Protocol::ColumnDefinition41), appended to `p`; with
+/// `with_default`, COM_FIELD_LIST's trailing default (NULL).
+fn column_def_into(p: &mut Vec<u8>, c: &Column, with_default: bool) {
+    {
+        put_lenenc_bytes(p, b"def");
+        put_lenenc_bytes(p, c.schema.as_bytes());
+        put_lenenc_bytes(p, c.table.as_bytes());
+        put_lenenc_bytes(p, c.org_table.as_bytes());
+        put_lenenc_bytes(p, c.name.as_bytes());
+        put_lenenc_bytes(p, c.org_name.as_bytes());
         p.push(0x0c);
         p.extend_from_slice(&c.charset.to_le_bytes());
         p.extend_from_slice(&c.column_length.to_le_bytes());
@@ -540,21 +583,21 @@ impl<B: Backend> Connection<B> {
         if with_default {
             p.push(0xFB);
         }
-        p
     }
+}
+
+impl<B: Backend> Connection<B> {
 
     /// Encodes a whole result set into a scratch buffer first, so that a value that cannot be
     /// encoded turns into an ERR packet instead of a half-sent result.
     fn send_result_set(&mut self, rs: &ResultSet, binary: bool, more: bool) {
         let start_len = self.output.len();
         let start_seq = self.send_seq;
-        let mut count = Vec::new();
+        let mut count = self.take_scratch();
         put_lenenc_int(&mut count, rs.columns.len() as u64);
         self.send(&count);
-        for c in rs.columns.iter() {
-            let def = self.column_def(c, false);
-            self.send(&def);
-        }
+        self.put_scratch(count);
+        self.send_column_defs(&rs.columns);
         self.send_mid_eof();
         let bad = match rs.rows.malformed() {
             Some(ri) => Some(format!("row {ri} does not have {} values", rs.rows.width())),
@@ -575,7 +618,7 @@ impl<B: Backend> Connection<B> {
             self.send_err(&e);
             return;
         }
-        let mut row = Vec::with_capacity(256);
+        let mut row = self.take_scratch();
         for values in rs.rows.iter() {
             row.clear();
             if binary {
@@ -614,6 +657,7 @@ impl<B: Backend> Connection<B> {
             }
             self.send(&row);
         }
+        self.put_scratch(row);
         self.send_eof(rs.warnings, more);
     }
 

@@ -113,6 +113,15 @@ pub trait Context {
             .map(|v| v.clamp(0, i128::from(u64::MAX)) as u64)
             .unwrap_or(u64::MAX)
     }
+    /// `global_connection_memory_limit`: the most bytes all running statements may hold
+    /// together (4083 past it). The default reads the global variable (none: no limit).
+    fn global_memory_limit(&mut self) -> u64 {
+        self.system_var(VarScope::Global, "global_connection_memory_limit")
+            .ok()
+            .and_then(|v| v.to_i128())
+            .map(|v| v.clamp(0, i128::from(u64::MAX)) as u64)
+            .unwrap_or(u64::MAX)
+    }
 }
 
 /// `max_allowed_packet` when the context cannot tell (shoal's default, 64 MiB).

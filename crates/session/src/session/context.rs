@@ -21,6 +21,9 @@ impl Context for Ctx<'_> {
     fn system_var(&mut self, scope: VarScope, name: &str) -> Result<Value, SqlError> {
         self.s.read_var(scope, name)
     }
+    fn statement_memory_limit(&mut self) -> u64 {
+        self.s.hot().statement_mem_limit
+    }
     fn user_var(&self, name: &str) -> Value {
         self.s
             .user_vars

@@ -89,6 +89,8 @@ pub(super) struct HotVars {
     pub(super) write_limit: u64,
     /// `sql_select_limit`.
     pub(super) select_limit: u64,
+    /// `max_session_mem_used`: bytes of rows one statement may hold.
+    pub(super) statement_mem_limit: u64,
     /// `transaction_read_only` (the session's default access mode).
     pub(super) read_only: bool,
     /// `sql_mode` holds `STRICT_TRANS_TABLES` or `STRICT_ALL_TABLES`: a value that does not
@@ -173,6 +175,7 @@ impl Session {
             max_allowed_packet: self.var_u64("max_allowed_packet", 64 << 20),
             div_precision: self.var_u64("div_precision_increment", 4) as u32,
             select_limit: self.var_u64("sql_select_limit", u64::MAX),
+            statement_mem_limit: self.var_u64("max_session_mem_used", u64::MAX),
             write_limit: self.var_u64("max_binlog_cache_size", u64::MAX),
             read_only: self
                 .vars

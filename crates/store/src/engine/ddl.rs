@@ -46,7 +46,7 @@ impl Engine {
         self.inner.write_sync(b)?;
         let mut cat = self.inner.catalog_mut();
         for d in &defs {
-            cat.tables.remove(&(d.db.clone(), d.name.clone()));
+            cat.tables.remove(&d.db, &d.name);
             cat.by_id.remove(&d.id);
         }
         cat.databases.remove(name);
@@ -193,8 +193,7 @@ impl Engine {
         let def = Arc::new(def);
         let mut cat = self.inner.catalog_mut();
         cat.next_id = next_id;
-        cat.tables
-            .insert((db.to_string(), def.name.clone()), def.clone());
+        cat.tables.insert(def.clone());
         cat.by_id.insert(def.id, def.clone());
         Ok(def)
     }
@@ -207,7 +206,7 @@ impl Engine {
         drop_table_writes(&mut b, &def);
         self.inner.write_sync(b)?;
         let mut cat = self.inner.catalog_mut();
-        cat.tables.remove(&(db.to_string(), name.to_string()));
+        cat.tables.remove(db, name);
         cat.by_id.remove(&def.id);
         drop(cat);
         self.inner.forget_counters(def.id);
@@ -373,8 +372,7 @@ impl Inner {
         self.write_sync(b)?;
         let def = Arc::new(def);
         let mut cat = self.catalog_mut();
-        cat.tables
-            .insert((def.db.clone(), def.name.clone()), def.clone());
+        cat.tables.insert(def.clone());
         cat.by_id.insert(def.id, def.clone());
         Ok(def)
     }

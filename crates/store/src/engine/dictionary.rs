@@ -6,19 +6,61 @@ use super::{Engine, Inner};
 use crate::catalog::{TableDef, SPACE_META};
 use crate::error::{Result, StoreError};
 use rocksdb::DB;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::FxHashMap;
+use std::collections::HashSet;
 use std::sync::Arc;
 
 /// The catalog in memory: what the `0x01` meta records say, kept current by DDL.
 #[derive(Default)]
 pub(crate) struct Catalog {
     pub(super) databases: HashSet<String>,
-    /// Tables by (database, name).
-    pub(super) tables: HashMap<(String, String), Arc<TableDef>>,
+    /// Tables by database and name.
+    pub(super) tables: Tables,
     /// The same definitions by table id (what DML looks up: see `Inner::table_by_id`).
-    pub(super) by_id: HashMap<u32, Arc<TableDef>>,
+    pub(super) by_id: FxHashMap<u32, Arc<TableDef>>,
     /// The next table/index id (persisted as the `'M'` record; ids are never reused).
     pub(super) next_id: u32,
+}
+
+/// Table definitions by database and name, looked up by every statement that names a table:
+/// by borrowed names (no key to build) with Fx hashing (the names are the catalog's own). A
+/// map keyed by `(String, String)` cost two allocations and a SipHash of both per lookup.
+#[derive(Default)]
+pub(crate) struct Tables(FxHashMap<String, FxHashMap<String, Arc<TableDef>>>);
+
+impl Tables {
+    /// The definition of `db`.`name`.
+    pub(super) fn get(&self, db: &str, name: &str) -> Option<&Arc<TableDef>> {
+        self.0.get(db)?.get(name)
+    }
+
+    /// Adds or replaces a definition, under its own database and name.
+    pub(super) fn insert(&mut self, def: Arc<TableDef>) {
+        self.0
+            .entry(def.db.clone())
+            .or_default()
+            .insert(def.name.clone(), def);
+    }
+
+    /// Forgets `db`.`name`.
+    pub(super) fn remove(&mut self, db: &str, name: &str) {
+        if let Some(m) = self.0.get_mut(db) {
+            m.remove(name);
+            if m.is_empty() {
+                self.0.remove(db);
+            }
+        }
+    }
+
+    /// Every definition, in no order.
+    pub(super) fn values(&self) -> impl Iterator<Item = &Arc<TableDef>> {
+        self.0.values().flat_map(|m| m.values())
+    }
+
+    /// The names of the tables of `db`, in no order.
+    pub(super) fn names_in<'a>(&'a self, db: &str) -> impl Iterator<Item = &'a String> {
+        self.0.get(db).into_iter().flat_map(|m| m.keys())
+    }
 }
 
 /// Reads every meta record at open.
@@ -46,8 +88,7 @@ pub(super) fn load_catalog(db: &DB) -> Result<Catalog> {
                 let def: TableDef = serde_json::from_slice(&v)
                     .map_err(|e| StoreError::Corrupt(format!("table definition: {e}")))?;
                 let def = Arc::new(def);
-                cat.tables
-                    .insert((def.db.clone(), def.name.clone()), def.clone());
+                cat.tables.insert(def.clone());
                 cat.by_id.insert(def.id, def);
             }
             Some(b'M') => {
@@ -88,12 +129,7 @@ impl Engine {
         if !cat.databases.contains(db) {
             return Err(StoreError::NoSuchDatabase(db.to_string()));
         }
-        let mut v: Vec<String> = cat
-            .tables
-            .keys()
-            .filter(|(d, _)| d == db)
-            .map(|(_, t)| t.clone())
-            .collect();
+        let mut v: Vec<String> = cat.tables.names_in(db).cloned().collect();
         v.sort();
         Ok(v)
     }
@@ -118,7 +154,7 @@ impl Inner {
     /// The current definition of `db.name` (1049 or 1146 when missing).
     pub(crate) fn table(&self, db: &str, name: &str) -> Result<Arc<TableDef>> {
         let cat = self.catalog_read();
-        if let Some(t) = cat.tables.get(&(db.to_string(), name.to_string())) {
+        if let Some(t) = cat.tables.get(db, name) {
             return Ok(t.clone());
         }
         if !cat.databases.contains(db) {

@@ -218,8 +218,7 @@ impl Engine {
         self.inner.forget_counters(def.id);
         let new_def = Arc::new(new_def);
         let mut cat = self.inner.catalog_mut();
-        cat.tables
-            .insert((new_def.db.clone(), new_def.name.clone()), new_def.clone());
+        cat.tables.insert(new_def.clone());
         cat.by_id.remove(&def.id);
         cat.by_id.insert(new_def.id, new_def.clone());
         Ok(new_def)

@@ -587,7 +587,6 @@ fn column_def_into(p: &mut Vec<u8>, c: &Column, with_default: bool) {
 }
 
 impl<B: Backend> Connection<B> {
-
     /// Encodes a whole result set into a scratch buffer first, so that a value that cannot be
     /// encoded turns into an ERR packet instead of a half-sent result.
     fn send_result_set(&mut self, rs: &ResultSet, binary: bool, more: bool) {

@@ -561,9 +561,15 @@ impl Transaction {
         self.snap.is_some() && self.snap_iter.is_some()
     }
 
+    /// The transaction's snapshot, if it has read (tests of `engine::snapshot`).
+    #[cfg(test)]
+    pub(crate) fn snapshot(&self) -> Option<&Snapshot> {
+        self.snap.as_ref()
+    }
+
     fn ensure_snapshot(&mut self) {
         if self.snap.is_none() {
-            self.snap = Some(Snapshot::new(&self.inner));
+            self.snap = Some(Snapshot::latest(&self.inner));
         }
     }
 

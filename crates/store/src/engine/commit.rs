@@ -93,6 +93,10 @@ pub(super) fn wal_syncer(weak: Weak<Inner>, stop: mpsc::Receiver<()>) {
                 Stats::add(&inner.stats.fsyncs, 1);
             }
         }
+        // Writes outside transactions (index builds) do not drop a stale kept snapshot.
+        inner
+            .shared_snapshot
+            .forget_stale(inner.db.latest_sequence_number());
         idle.tick(&inner);
     }
 }
@@ -129,6 +133,8 @@ impl Inner {
         let mut wo = WriteOptions::default();
         wo.set_sync(true);
         self.db.write_opt(b, &wo)?;
+        self.shared_snapshot
+            .forget_stale(self.db.latest_sequence_number());
         Stats::add(&self.stats.fsyncs, 1);
         Ok(())
     }
@@ -144,6 +150,8 @@ impl Inner {
             // pool sees it like the synced path's `GroupCommit`/`Sync` waits.
             let _w = shoal_wait::wait(WaitKind::DiskIo);
             self.db.write_opt(batch, &WriteOptions::default())?;
+            self.shared_snapshot
+                .forget_stale(self.db.latest_sequence_number());
             written();
             return Ok(());
         }
@@ -209,6 +217,8 @@ impl Inner {
             }
         }
         if !pending_sync.is_empty() {
+            self.shared_snapshot
+                .forget_stale(self.db.latest_sequence_number());
             // Written and visible: their committers release their locks while this syncs.
             let mut st = lock_mutex(&self.gc.state);
             st.written.extend(pending_sync.iter().copied());

@@ -53,7 +53,7 @@ impl Engine {
         if from >= to {
             return 0;
         }
-        let snap = Snapshot::new(&self.inner);
+        let snap = Snapshot::latest(&self.inner);
         let mut n = 0u64;
         let mut at = Vec::new();
         let count = |limit: u64, from: &[u8], n: &mut u64, at: &mut Vec<u8>| {
@@ -100,7 +100,7 @@ impl Engine {
         let Some(end) = prefix_successor(&prefix) else {
             return 1.0;
         };
-        let snap = Snapshot::new(&self.inner);
+        let snap = Snapshot::latest(&self.inner);
         let (mut entries, mut distinct) = (0u64, 0u64);
         let mut last: Option<Vec<u8>> = None;
         let _ = snap.scan_with(&prefix, Some(&end), false, None, &mut |k, _| {

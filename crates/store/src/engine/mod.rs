@@ -95,6 +95,8 @@ pub(crate) struct Inner {
     flusher: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Live `Engine` handles (transactions hold `Inner` too, but do not count here).
     engine_handles: std::sync::atomic::AtomicUsize,
+    /// The snapshot readers share while nothing commits (see `Snapshot::latest`).
+    shared_snapshot: snapshot::Shared,
     /// Holds the `flock` on `datadir/LOCK`; declared last so it is released after `db` closes.
     _lock_file: File,
 }
@@ -119,6 +121,9 @@ impl Drop for Engine {
     /// left) the database is closed by the time `drop` returns and can be reopened at once.
     fn drop(&mut self) {
         if self.inner.engine_handles.fetch_sub(1, Ordering::SeqCst) == 1 {
+            // The kept snapshot holds `Inner` (see `Snapshot::latest`): without this, the
+            // database would never close.
+            self.inner.shared_snapshot.clear();
             drop(lock_mutex(&self.inner.stop_flusher).take());
             if let Some(h) = lock_mutex(&self.inner.flusher).take() {
                 let _ = h.join();
@@ -189,6 +194,7 @@ impl Engine {
             stop_flusher: Mutex::new(Some(tx)),
             flusher: Mutex::new(None),
             engine_handles: std::sync::atomic::AtomicUsize::new(1),
+            shared_snapshot: snapshot::Shared::default(),
             _lock_file: lock_file,
         });
         let weak: Weak<Inner> = Arc::downgrade(&inner);

@@ -49,7 +49,7 @@
 
 use super::Inner;
 use rocksdb::{DBRawIteratorWithThreadMode, ReadOptions, SnapshotWithThreadMode, DB};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
 /// A RocksDB snapshot that keeps its database open (see the module docs). Cheap to clone.
 #[derive(Clone)]
@@ -81,6 +81,59 @@ impl Snapshot {
         }))
     }
 
+    /// A snapshot of the latest committed state: the one the engine keeps from the last call
+    /// if no write has committed since, else a new one, which the engine then keeps.
+    ///
+    /// Taking and releasing a RocksDB snapshot each lock the database's mutex (its list of
+    /// snapshots), which RocksDB's writes and flushes take too: with every autocommit SELECT
+    /// taking its own, that mutex was behind most of the server's futex calls under sysbench
+    /// point selects (about one per statement, with the context switches they bring). Two
+    /// snapshots at the same sequence number read the same data, so readers between two
+    /// commits share one: a clone of an `Arc`, under a read lock.
+    ///
+    /// The kept one is tagged with the sequence number read *before* it was taken. If a write
+    /// committed in between, it is newer than its tag, but then the latest sequence number has
+    /// moved past the tag for good and no later caller matches it; a caller that does match
+    /// knows nothing committed since the tag was read, so the snapshot is exactly the latest
+    /// state. A kept snapshot that is no longer the latest is dropped by the next call, by
+    /// every transaction commit ([`Shared::forget_stale`]) and by the engine's once-a-second
+    /// thread, so it pins old row versions no longer than until the next commit.
+    pub(crate) fn latest(inner: &Arc<Inner>) -> Snapshot {
+        let seq = inner.db.latest_sequence_number();
+        {
+            let kept = inner
+                .shared_snapshot
+                .0
+                .read()
+                .unwrap_or_else(PoisonError::into_inner);
+            if let (true, Some(p)) = (kept.0 == seq, &kept.1) {
+                return Snapshot(p.clone());
+            }
+        }
+        let snap = Snapshot::new(inner);
+        let old = {
+            let mut kept = inner
+                .shared_snapshot
+                .0
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            // Without an `Engine` handle nothing would break the cycle `Inner` -> snapshot ->
+            // `Inner` (the last handle empties this under the same lock; see `Engine::drop`).
+            if inner
+                .engine_handles
+                .load(std::sync::atomic::Ordering::SeqCst)
+                == 0
+            {
+                None
+            } else {
+                std::mem::replace(&mut *kept, (seq, Some(snap.0.clone()))).1
+            }
+        };
+        // Released outside the lock: the last release takes RocksDB's mutex.
+        drop(old);
+        snap
+    }
+
     /// The engine state the snapshot belongs to.
     pub(crate) fn inner(&self) -> &Arc<Inner> {
         &self.0.inner
@@ -94,6 +147,48 @@ impl Snapshot {
     /// Whether `self` and `other` are the same snapshot (clones of one).
     pub(crate) fn same_as(&self, other: &Snapshot) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// The snapshot [`Snapshot::latest`] last took, by the sequence number read before it.
+pub(crate) struct Shared(RwLock<(u64, Option<Arc<Pinned>>)>);
+
+impl Default for Shared {
+    fn default() -> Shared {
+        Shared(RwLock::new((u64::MAX, None)))
+    }
+}
+
+impl Shared {
+    /// Drops the kept snapshot unless it is still the latest state (`latest` is the current
+    /// sequence number): called after writes, so that it does not keep old row versions.
+    pub(super) fn forget_stale(&self, latest: u64) {
+        {
+            let kept = self.0.read().unwrap_or_else(PoisonError::into_inner);
+            if kept.1.is_none() || kept.0 == latest {
+                return;
+            }
+        }
+        let old = {
+            let mut kept = self.0.write().unwrap_or_else(PoisonError::into_inner);
+            if kept.0 == latest {
+                None
+            } else {
+                kept.1.take()
+            }
+        };
+        drop(old);
+    }
+
+    /// Drops the kept snapshot (the last `Engine` handle is going).
+    pub(super) fn clear(&self) {
+        let old = self
+            .0
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .1
+            .take();
+        drop(old);
     }
 }
 
@@ -282,9 +377,13 @@ mod tests {
             .count()
         }
 
-        /// Snapshots RocksDB should count: one shared by `snap` and `iter`, one of `txn`.
+        /// Snapshots RocksDB should count: one shared by `snap` and `iter`, one of `txn`, and
+        /// while the engine lives the latest one it keeps (`Snapshot::latest`: taken by the
+        /// fresh transaction of every [`Holders::read_through_survivors`]).
         fn snapshots(&self) -> u64 {
-            u64::from(self.snap.is_some() || self.iter.is_some()) + u64::from(self.txn.is_some())
+            u64::from(self.snap.is_some() || self.iter.is_some())
+                + u64::from(self.txn.is_some())
+                + u64::from(self.engine.is_some())
         }
 
         /// Every surviving holder still reads what it was taken on.
@@ -436,5 +535,87 @@ mod tests {
             s.sort();
             s == vec![0, 1, 2, 3]
         }));
+    }
+
+    /// Transactions that begin reading while nothing commits share one RocksDB snapshot; a
+    /// commit between them gives the next one its own (which sees the commit, while the older
+    /// still does not); the engine keeps the latest one until a commit makes it stale, and
+    /// lets it go with its last handle.
+    #[test]
+    fn readers_share_a_snapshot_until_a_write_commits() {
+        let dir = Dir::new(1000);
+        let engine = Engine::open(config(&dir.0)).unwrap();
+        engine.create_database("d").unwrap();
+        let spec = TableSpec {
+            name: "t".into(),
+            columns: vec![ColumnDef {
+                name: "id".into(),
+                ty: ColumnType::Int {
+                    bytes: 4,
+                    unsigned: false,
+                },
+                nullable: false,
+                default: None,
+                auto_increment: false,
+                added_default: None,
+                max_bytes: None,
+            }],
+            primary_key: vec!["id".into()],
+            indexes: Vec::new(),
+            auto_increment_start: None,
+            foreign_keys: Vec::new(),
+        };
+        let t = engine.create_table("d", spec).unwrap();
+        insert(&engine, &t, 0..OLD);
+        let inner = engine.inner.clone();
+        let live = || {
+            inner
+                .db
+                .property_int_value("rocksdb.num-snapshots")
+                .unwrap()
+                .unwrap()
+        };
+        let mut a = engine.begin(Isolation::RepeatableRead);
+        let mut b = engine.begin(Isolation::RepeatableRead);
+        assert_eq!(all_rows(&mut a, &t), OLD as usize);
+        assert_eq!(all_rows(&mut b, &t), OLD as usize);
+        let (sa, sb) = (a.snapshot().unwrap(), b.snapshot().unwrap());
+        assert!(sa.same_as(sb), "no commit between them: one snapshot");
+        assert_eq!(live(), 1, "RocksDB holds one snapshot for both");
+        insert(&engine, &t, OLD..OLD + NEW);
+        let mut c = engine.begin(Isolation::RepeatableRead);
+        assert_eq!(
+            all_rows(&mut c, &t),
+            (OLD + NEW) as usize,
+            "after the commit"
+        );
+        assert!(!c.snapshot().unwrap().same_as(a.snapshot().unwrap()));
+        assert_eq!(live(), 2);
+        assert_eq!(all_rows(&mut a, &t), OLD as usize, "the older view is kept");
+        drop((a, b));
+        assert_eq!(live(), 1, "the stale one went with its last reader");
+        let c_snap = c.snapshot().unwrap().clone();
+        drop(c);
+        assert_eq!(live(), 1, "the engine keeps the latest one");
+        let mut d = engine.begin(Isolation::RepeatableRead);
+        assert_eq!(all_rows(&mut d, &t), (OLD + NEW) as usize);
+        assert!(
+            d.snapshot().unwrap().same_as(&c_snap),
+            "no commit since: shared"
+        );
+        drop((d, c_snap));
+        insert(&engine, &t, OLD + NEW..OLD + NEW + 1);
+        assert_eq!(live(), 0, "a commit makes the kept one stale: released");
+        let mut e = engine.begin(Isolation::RepeatableRead);
+        assert_eq!(all_rows(&mut e, &t), (OLD + NEW + 1) as usize);
+        drop(e);
+        assert_eq!(live(), 1);
+        let weak = Arc::downgrade(&inner);
+        drop(inner);
+        drop(engine);
+        assert!(
+            weak.upgrade().is_none(),
+            "the last handle lets the kept snapshot go"
+        );
     }
 }

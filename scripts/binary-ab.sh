@@ -5,7 +5,10 @@
 # transaction (user and system, microseconds, from /proc/PID/stat) and, once per binary with
 # SYSCALLS=1, the server's system calls per transaction (strace -c; strace slows the run, so its
 # TPS is not reported). CPU and system calls per transaction are much steadier than TPS on this
-# noisy 2-core machine: a change that adds a syscall per statement shows there first.
+# noisy 2-core machine: a change that adds a syscall per statement shows there first. Except
+# futex: strace's own stops make the server's threads contend, so it counts about one futex
+# call per statement whatever the build (a perf tracepoint, `perf record -e
+# syscalls:sys_enter_futex`, counted 0.003-0.025 per point select; docs/perf-log, session 25).
 #
 #   BINS="/tmp/shoal-before /tmp/shoal-after" ROUNDS=3 THREADS=8 scripts/binary-ab.sh
 #   SYSCALLS=1 BINS=... scripts/binary-ab.sh

@@ -561,32 +561,7 @@ impl<B: Backend> Connection<B> {
         }
         self.put_scratch(p);
     }
-}
 
-/// A column definition packet's payload (Protocol::ColumnDefinition41), appended to `p`; with
-/// `with_default`, COM_FIELD_LIST's trailing default (NULL).
-fn column_def_into(p: &mut Vec<u8>, c: &Column, with_default: bool) {
-    {
-        put_lenenc_bytes(p, b"def");
-        put_lenenc_bytes(p, c.schema.as_bytes());
-        put_lenenc_bytes(p, c.table.as_bytes());
-        put_lenenc_bytes(p, c.org_table.as_bytes());
-        put_lenenc_bytes(p, c.name.as_bytes());
-        put_lenenc_bytes(p, c.org_name.as_bytes());
-        p.push(0x0c);
-        p.extend_from_slice(&c.charset.to_le_bytes());
-        p.extend_from_slice(&c.column_length.to_le_bytes());
-        p.push(c.column_type as u8);
-        p.extend_from_slice(&c.flags.bits().to_le_bytes());
-        p.push(c.decimals);
-        p.extend_from_slice(&[0, 0]);
-        if with_default {
-            p.push(0xFB);
-        }
-    }
-}
-
-impl<B: Backend> Connection<B> {
     /// Encodes a whole result set into a scratch buffer first, so that a value that cannot be
     /// encoded turns into an ERR packet instead of a half-sent result.
     fn send_result_set(&mut self, rs: &ResultSet, binary: bool, more: bool) {
@@ -1238,6 +1213,27 @@ impl<B: Backend> Connection<B> {
             Err(e) => self.send_err(&e),
         }
         Progress::Continue
+    }
+}
+
+/// A column definition packet's payload (Protocol::ColumnDefinition41), appended to `p`; with
+/// `with_default`, COM_FIELD_LIST's trailing default (NULL).
+fn column_def_into(p: &mut Vec<u8>, c: &Column, with_default: bool) {
+    put_lenenc_bytes(p, b"def");
+    put_lenenc_bytes(p, c.schema.as_bytes());
+    put_lenenc_bytes(p, c.table.as_bytes());
+    put_lenenc_bytes(p, c.org_table.as_bytes());
+    put_lenenc_bytes(p, c.name.as_bytes());
+    put_lenenc_bytes(p, c.org_name.as_bytes());
+    p.push(0x0c);
+    p.extend_from_slice(&c.charset.to_le_bytes());
+    p.extend_from_slice(&c.column_length.to_le_bytes());
+    p.push(c.column_type as u8);
+    p.extend_from_slice(&c.flags.bits().to_le_bytes());
+    p.push(c.decimals);
+    p.extend_from_slice(&[0, 0]);
+    if with_default {
+        p.push(0xFB);
     }
 }
 

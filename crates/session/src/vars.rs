@@ -14,12 +14,12 @@
 //! callback runs after the new value is stored, on the thread that executed the statement.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 /// The registry's maps, looked up by name on every statement (a few times each): Fx hashing,
 /// as the names are the server's own and short, where SipHash cost ~4 % of a point select's
 /// instructions.
 type Map<K, V> = HashMap<K, V, rustc_hash::FxBuildHasher>;
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 /// Type and domain of a variable.
 #[derive(Debug, Clone)]

@@ -107,21 +107,21 @@ pub trait Context {
     /// sort, grouping and join buffers); past it the statement fails with 1290. The default
     /// reads the session variable (none: no limit).
     fn statement_memory_limit(&mut self) -> u64 {
-        self.system_var(VarScope::Session, "max_session_mem_used")
-            .ok()
-            .and_then(|v| v.to_i128())
-            .map(|v| v.clamp(0, i128::from(u64::MAX)) as u64)
-            .unwrap_or(u64::MAX)
+        byte_limit(self.system_var(VarScope::Session, "max_session_mem_used"))
     }
     /// `global_connection_memory_limit`: the most bytes all running statements may hold
     /// together (4083 past it). The default reads the global variable (none: no limit).
     fn global_memory_limit(&mut self) -> u64 {
-        self.system_var(VarScope::Global, "global_connection_memory_limit")
-            .ok()
-            .and_then(|v| v.to_i128())
-            .map(|v| v.clamp(0, i128::from(u64::MAX)) as u64)
-            .unwrap_or(u64::MAX)
+        byte_limit(self.system_var(VarScope::Global, "global_connection_memory_limit"))
     }
+}
+
+/// A byte limit read from a variable: its value clamped to `u64`, none (unknown or not a
+/// number) as no limit.
+fn byte_limit(v: Result<Value, SqlError>) -> u64 {
+    v.ok()
+        .and_then(|v| v.to_i128())
+        .map_or(u64::MAX, |v| v.clamp(0, i128::from(u64::MAX)) as u64)
 }
 
 /// `max_allowed_packet` when the context cannot tell (shoal's default, 64 MiB).

@@ -331,6 +331,31 @@ mod tests {
             .len()
     }
 
+    /// Creates database `d` and in it table `t` (one INT primary key `id`).
+    fn table_d_t(engine: &Engine) -> Arc<TableDef> {
+        engine.create_database("d").unwrap();
+        let spec = TableSpec {
+            name: "t".into(),
+            columns: vec![ColumnDef {
+                name: "id".into(),
+                ty: ColumnType::Int {
+                    bytes: 4,
+                    unsigned: false,
+                },
+                nullable: false,
+                default: None,
+                auto_increment: false,
+                added_default: None,
+                max_bytes: None,
+            }],
+            primary_key: vec!["id".into()],
+            indexes: Vec::new(),
+            auto_increment_start: None,
+            foreign_keys: Vec::new(),
+        };
+        engine.create_table("d", spec).unwrap()
+    }
+
     /// Every order of `0..n`.
     fn permutations(n: usize) -> Vec<Vec<usize>> {
         if n == 0 {
@@ -478,27 +503,7 @@ mod tests {
         for (n, order) in permutations(4).into_iter().enumerate() {
             let dir = Dir::new(n);
             let engine = Engine::open(config(&dir.0)).unwrap();
-            engine.create_database("d").unwrap();
-            let spec = TableSpec {
-                name: "t".into(),
-                columns: vec![ColumnDef {
-                    name: "id".into(),
-                    ty: ColumnType::Int {
-                        bytes: 4,
-                        unsigned: false,
-                    },
-                    nullable: false,
-                    default: None,
-                    auto_increment: false,
-                    added_default: None,
-                    max_bytes: None,
-                }],
-                primary_key: vec!["id".into()],
-                indexes: Vec::new(),
-                auto_increment_start: None,
-                foreign_keys: Vec::new(),
-            };
-            let t = engine.create_table("d", spec).unwrap();
+            let t = table_d_t(&engine);
             insert(&engine, &t, 0..OLD);
             let mut txn = engine.begin(Isolation::RepeatableRead);
             assert_eq!(all_rows(&mut txn, &t), OLD as usize);
@@ -545,27 +550,7 @@ mod tests {
     fn readers_share_a_snapshot_until_a_write_commits() {
         let dir = Dir::new(1000);
         let engine = Engine::open(config(&dir.0)).unwrap();
-        engine.create_database("d").unwrap();
-        let spec = TableSpec {
-            name: "t".into(),
-            columns: vec![ColumnDef {
-                name: "id".into(),
-                ty: ColumnType::Int {
-                    bytes: 4,
-                    unsigned: false,
-                },
-                nullable: false,
-                default: None,
-                auto_increment: false,
-                added_default: None,
-                max_bytes: None,
-            }],
-            primary_key: vec!["id".into()],
-            indexes: Vec::new(),
-            auto_increment_start: None,
-            foreign_keys: Vec::new(),
-        };
-        let t = engine.create_table("d", spec).unwrap();
+        let t = table_d_t(&engine);
         insert(&engine, &t, 0..OLD);
         let inner = engine.inner.clone();
         let live = || {

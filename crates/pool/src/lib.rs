@@ -13,7 +13,7 @@
 //!   [`core::GroupCore`]: a high and a low FIFO queue whose entries carry their enqueue time, a
 //!   LIFO list of idle workers (each sleeping on its own condvar, so exactly one is woken), the
 //!   listener flag, thread/active/waiting/connection counts and event counters. Each group owns
-//!   an epoll instance (`polling::Poller`) where every idle connection is registered
+//!   an epoll instance (`pool::epoll`, one system call per wait) where every idle connection is registered
 //!   **one-shot** (an event is delivered to exactly one thread, and the connection is re-armed
 //!   after each command) or, under load and with a handler that reads to the end,
 //!   **edge-triggered** and never re-armed (see "Edge-triggered sockets"). `max_size` groups are allocated up front (like MariaDB's 128), so
@@ -296,8 +296,8 @@
 //! `Threadpool_threads` = [`PoolStats::threads`]; `Threadpool_idle_threads` =
 //! [`PoolStats::idle_threads`] (MariaDB's meaning: threads minus active ones, so listeners and
 //! threads inside reported waits count as idle). [`Counters::polls_by_worker`] counts the
-//! timer's non-blocking polls of listener-less groups (with `polling` only one thread may wait
-//! on an epoll at a time, so workers never poll next to a listener).
+//! timer's non-blocking polls of listener-less groups (one thread waits on a group's epoll at a
+//! time, the listener, so workers never poll next to it).
 //! [`PoolStats::stall_seconds`] (`Threadpool_stall_seconds`) counts, from a sample the timer
 //! thread takes every second, the seconds in which some group's queue never emptied while the
 //! process used under 10 % of its CPUs: queued work that waited on idle CPUs (the module

@@ -19,7 +19,7 @@
 //! * `OnceLock` (a group's lazily created poller) and `TryLockError` are not primitives loom
 //!   models.
 //!
-//! What the models leave out: the epoll side (`polling::Poller`: the listener blocks in
+//! What the models leave out: the epoll side (`pool::epoll::Poller`: the listener blocks in
 //! `epoll_wait`, a system call loom cannot schedule around) and the timer thread (it acts on
 //! real elapsed time, which loom does not model). Both compile under loom, but a model must
 //! not reach them: it gives its group a listener up front so that no worker takes the role,

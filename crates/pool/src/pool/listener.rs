@@ -10,8 +10,8 @@
 //! ## The listener
 //!
 //! A worker that finds no work and no listener takes the role (`get_event` in [`worker`]) and
-//! calls [`Shared::listen`]: it blocks in the group's epoll with no lock held (with `polling`,
-//! only one thread may wait on a poller, hence one listener per group). Each return is handled
+//! calls [`Shared::listen`]: it blocks in the group's epoll with no lock held (one thread
+//! waits on a group's epoll at a time, hence one listener per group). Each return is handled
 //! in two steps, in the lock order of [`super`]:
 //!
 //! 1. `claim`, without the group lock: each reported connection is moved from `Idle` to
@@ -57,8 +57,8 @@ impl<H: Handler> Shared<H> {
         events: &Events,
     ) -> Vec<(Entry<H::Conn>, Prio, bool, bool)> {
         let mut out = Vec::with_capacity(events.len());
-        for ev in events.iter() {
-            let Some(e) = self.lookup(ev.key as u64) else {
+        for key in events.keys() {
+            let Some(e) = self.lookup(key) else {
                 continue;
             };
             let mut guard = lock(&e.meta);
@@ -222,14 +222,14 @@ impl<H: Handler> Shared<H> {
             m.registered = false;
             m.edge = false;
         }
-        let key = e.id as usize;
+        let key = e.id;
         let edge = prefer_edge && outcome != Outcome::WantWrite;
-        let (ev, mode) = if outcome == Outcome::WantWrite {
-            (Event::writable(key), PollMode::Oneshot)
+        let (interest, mode) = if outcome == Outcome::WantWrite {
+            (Interest::Write, Mode::Oneshot)
         } else if edge {
-            (Event::readable(key), PollMode::Edge)
+            (Interest::Read, Mode::Edge)
         } else {
-            (Event::readable(key), PollMode::Oneshot)
+            (Interest::Read, Mode::Oneshot)
         };
         m.group = target;
         m.writable = outcome == Outcome::WantWrite;
@@ -238,10 +238,10 @@ impl<H: Handler> Shared<H> {
             .poller()
             .map_err(|_| CloseReason::PollError)?;
         let r = if m.registered {
-            poller.modify_with_mode(fd, ev, mode)
+            poller.modify(fd, key, interest, mode)
         } else {
             // SAFETY: as above; the fd is deleted from this poller before it is closed.
-            unsafe { poller.add_with_mode(e.fd, ev, mode) }
+            unsafe { poller.add(e.fd, key, interest, mode) }
         };
         self.groups[target].arms.fetch_add(1, Ordering::Relaxed);
         if let Err(err) = r {

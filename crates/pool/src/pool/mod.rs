@@ -24,7 +24,6 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 use hdrhistogram::Histogram;
-use polling::{Event, Events, PollMode, Poller};
 use rustc_hash::FxHashMap;
 use shoal_wait::{WaitKind, WaitObserver};
 
@@ -39,10 +38,12 @@ use crate::loom::{
 };
 use crate::stats::{Adjustment, ConnState, GroupStats, Percentiles, PoolStats, QueueEntryInfo};
 use crate::{CloseReason, Config, Handler, HighPrioMode, Knob, Outcome, PoolError, PrioHint};
+use epoll::{Events, Interest, Mode, Poller};
 use sampler::Sampler;
 
 mod balance;
 mod cpu;
+mod epoll;
 mod handle;
 mod listener;
 #[cfg(test)]

@@ -22,7 +22,7 @@ use super::*;
 impl<H: Handler> Shared<H> {
     /// The timer thread: ticks every `thread_pool_stall_limit`, and retries thieves at once.
     pub(super) fn timer_main(self: StdArc<Self>) {
-        let mut events = Events::with_capacity(MAX_EVENTS.try_into().expect("non-zero"));
+        let mut events = Events::with_capacity(MAX_EVENTS);
         let mut next_tick = Instant::now() + self.stall_limit();
         let mut sampler = Sampler::new();
         let mut cpu_meter = cpu::CpuMeter::new();

@@ -167,7 +167,7 @@ impl<H: Handler> Shared<H> {
         let slot = Arc::new(WorkerSlot::new());
         let obs = StdArc::new(Observer::new(self.clone(), gid));
         let prev = shoal_wait::set_thread_observer(Some(obs.clone()));
-        let mut events = Events::with_capacity(MAX_EVENTS.try_into().expect("non-zero"));
+        let mut events = Events::with_capacity(MAX_EVENTS);
         let mut exec = None;
         // Set by `run` when a linger ended without running the next command: the worker is
         // still counted lingering until `get_event` takes the group lock.
@@ -561,7 +561,7 @@ impl<H: Handler> Shared<H> {
                 // SAFETY: the fd stays open until `Handler::close` (see `rearm`).
                 let fd = unsafe { BorrowedFd::borrow_raw(e.fd) };
                 if let Some(p) = self.groups[m.group].poller.get() {
-                    if p.modify(fd, Event::none(e.id as usize)).is_ok() {
+                    if p.modify(fd, e.id, Interest::None, Mode::Oneshot).is_ok() {
                         m.edge = false;
                         self.groups[m.group].arms.fetch_add(1, Ordering::Relaxed);
                     }

@@ -285,6 +285,9 @@ pub struct Plan {
     pub(crate) query: Option<Arc<QueryPlan>>,
     /// A bound multi-table UPDATE/DELETE.
     pub(crate) multi: Option<Arc<crate::query::dml::MultiPlan>>,
+    /// The tables the statement takes intents on (`table_lock.rs`), worked out at its first
+    /// execution and reused by the next ones (no names copied per statement).
+    lock_tables: std::sync::OnceLock<Vec<(TableKey, LockRequest)>>,
 }
 
 impl Plan {
@@ -683,6 +686,7 @@ impl TableSession {
             access,
             query,
             multi,
+            lock_tables: std::sync::OnceLock::new(),
         }))
     }
 
@@ -707,11 +711,17 @@ impl TableSession {
         params: &[Value],
         ctx: &mut dyn Context,
     ) -> Result<ExecOutput, SqlError> {
-        let tables = plan_tables(plan)?;
+        let tables = match plan.lock_tables.get() {
+            Some(t) => t,
+            None => {
+                let t = plan_tables(plan)?;
+                plan.lock_tables.get_or_init(|| t)
+            }
+        };
         if !tables.is_empty() {
             if let Some(locked) = &self.locked {
                 let creates = matches!(plan.stmt, TableStmt::CreateTable { .. });
-                for (key, write) in plan_lock_names(plan, &tables)? {
+                for (key, write) in plan_lock_names(plan, tables)? {
                     match locked.get(&key) {
                         None if creates => {}
                         None => return Err(not_locked(&key.2)),
@@ -727,7 +737,7 @@ impl TableSession {
                 self.kill.killed.store(false, Ordering::SeqCst);
                 self.engine.locks.acquire_intents(
                     self.lock_id,
-                    &tables,
+                    tables,
                     self.table_lock_timeout,
                     &self.kill.killed,
                 )?;

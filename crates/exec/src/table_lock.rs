@@ -70,6 +70,10 @@ pub enum LockRequest {
 /// Who holds what on one table.
 #[derive(Default, Debug)]
 struct Entry {
+    /// The table, for taking the entry out of [`State::index`] when it is dropped.
+    key: TableKey,
+    /// Whether [`State::index`] points here (false: the slot is on the free list).
+    live: bool,
     read_intents: HashSet<u64>,
     write_intents: HashSet<u64>,
     read_locks: HashSet<u64>,
@@ -95,15 +99,24 @@ struct Pending {
 
 #[derive(Default, Debug)]
 struct State {
-    tables: HashMap<TableKey, Entry>,
+    /// Each known table's slot in `slots`. A statement looks its tables up here once to take
+    /// its intents; the end of its transaction finds them by slot, with no key hashed or
+    /// cloned (the lock manager is on every statement's path).
+    index: HashMap<TableKey, usize>,
+    /// The tables' entries; an emptied one is reused while the manager knows at most
+    /// [`KEEP_EMPTY_ENTRIES`] tables, past that dropped from `index` and its slot freed.
+    slots: Vec<Entry>,
+    /// Freed slots, reused before `slots` grows.
+    free: Vec<usize>,
     /// Holders of the global read lock.
     global_read: HashSet<u64>,
     /// Waiting LOCK TABLES / FTWRL requests, oldest first.
     pending: Vec<(u64, Pending)>,
     next_pending: u64,
-    /// The tables on which each session holds an intent (a session with none has no entry):
-    /// a transaction's end visits only these, not every table.
-    held: HashMap<u64, Vec<TableKey>>,
+    /// The slots of the tables on which each session holds an intent: a transaction's end
+    /// visits only these, not every table. A session's list is emptied at the end of each
+    /// transaction and kept (no allocation per statement) until the session ends.
+    held: HashMap<u64, Vec<usize>>,
     /// Threads waiting on [`TableLocks::changed`]: a release wakes them only if there are
     /// any (read and changed under the mutex, so no wake-up is lost), which spares the common
     /// statement its futex system call.
@@ -115,9 +128,50 @@ fn others<'a>(set: &'a HashSet<u64>, me: u64) -> impl Iterator<Item = &'a u64> +
 }
 
 impl State {
+    /// The table's entry, if the manager knows the table.
+    fn entry(&self, key: &TableKey) -> Option<&Entry> {
+        self.index.get(key).map(|&i| &self.slots[i])
+    }
+
+    /// The table's slot, made (or a freed one reused) if the manager does not know it yet.
+    fn slot(&mut self, key: &TableKey) -> usize {
+        if let Some(&i) = self.index.get(key) {
+            return i;
+        }
+        let i = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.slots.push(Entry::default());
+                self.slots.len() - 1
+            }
+        };
+        let e = &mut self.slots[i];
+        e.key = key.clone();
+        e.live = true;
+        self.index.insert(key.clone(), i);
+        i
+    }
+
+    /// Frees slot `i` if its entry is live and empty and the manager knows more tables than
+    /// it keeps emptied entries for (`always`: whatever the count).
+    fn maybe_free(&mut self, i: usize, always: bool) {
+        let e = &mut self.slots[i];
+        if e.live && e.is_empty() && (always || self.index.len() > KEEP_EMPTY_ENTRIES) {
+            e.live = false;
+            let key = std::mem::take(&mut e.key);
+            self.index.remove(&key);
+            self.free.push(i);
+        }
+    }
+
+    /// Whether `me` holds an intent on some table.
+    fn holds_intents(&self, me: u64) -> bool {
+        self.held.get(&me).is_some_and(|v| !v.is_empty())
+    }
+
     /// Whether `me` can be granted `req` on `key` given what is granted now.
     fn grantable(&self, me: u64, key: &TableKey, req: LockRequest) -> bool {
-        let Some(e) = self.tables.get(key) else {
+        let Some(e) = self.entry(key) else {
             return !(req == LockRequest::WriteIntent || req == LockRequest::Write)
                 || others(&self.global_read, me).next().is_none();
         };
@@ -143,7 +197,7 @@ impl State {
     /// Whether an intent of `me` must queue behind a pending explicit or global request that
     /// came first (`before`: only requests older than this pending id; `None`: all).
     fn behind_pending(&self, me: u64, key: &TableKey, req: LockRequest) -> bool {
-        if self.held.contains_key(&me) {
+        if self.holds_intents(me) {
             return false;
         }
         self.pending.iter().any(|(_, p)| {
@@ -159,19 +213,14 @@ impl State {
     }
 
     fn global_grantable(&self, me: u64) -> bool {
-        self.tables.values().all(|e| {
+        self.slots.iter().all(|e| {
             e.write_lock.is_none_or(|s| s == me) && others(&e.write_intents, me).next().is_none()
         })
     }
 
     fn grant(&mut self, me: u64, key: &TableKey, req: LockRequest) {
-        // Look up before inserting: the common case (the table has an entry) clones no key.
-        if !self.tables.contains_key(key) {
-            self.tables.insert(key.clone(), Entry::default());
-        }
-        let Some(e) = self.tables.get_mut(key) else {
-            return;
-        };
+        let i = self.slot(key);
+        let e = &mut self.slots[i];
         // Whether this is the first intent of `me` on the table (then `held` learns it).
         let first_intent = match req {
             LockRequest::ReadIntent => e.read_intents.insert(me) && !e.write_intents.contains(&me),
@@ -186,32 +235,44 @@ impl State {
             }
         };
         if first_intent {
-            self.held.entry(me).or_default().push(key.clone());
+            self.held.entry(me).or_default().push(i);
         }
     }
 
-    fn release(&mut self, me: u64, intents: bool, locks: bool) {
+    /// Releases the intents of `me` (and, with `locks`, its explicit locks); `session_ends`
+    /// forgets the session's list of held tables too.
+    fn release(&mut self, me: u64, intents: bool, locks: bool, session_ends: bool) {
         if intents {
-            for key in self.held.remove(&me).unwrap_or_default() {
-                if let Some(e) = self.tables.get_mut(&key) {
-                    e.read_intents.remove(&me);
-                    e.write_intents.remove(&me);
-                    // An emptied entry is kept for the next statement on the table (no
-                    // allocation per statement) while the map is small; past that, dropped.
-                    if e.is_empty() && self.tables.len() > KEEP_EMPTY_ENTRIES {
-                        self.tables.remove(&key);
-                    }
-                }
+            let mut held = if session_ends {
+                self.held.remove(&me).unwrap_or_default()
+            } else {
+                self.held
+                    .get_mut(&me)
+                    .map(std::mem::take)
+                    .unwrap_or_default()
+            };
+            for &i in &held {
+                let e = &mut self.slots[i];
+                e.read_intents.remove(&me);
+                e.write_intents.remove(&me);
+                // An emptied entry is kept for the next statement on the table (no
+                // allocation per statement) while the manager knows few tables.
+                self.maybe_free(i, false);
+            }
+            held.clear();
+            if let Some(v) = self.held.get_mut(&me) {
+                *v = held;
             }
         }
         if locks {
-            self.tables.retain(|_, e| {
+            for i in 0..self.slots.len() {
+                let e = &mut self.slots[i];
                 e.read_locks.remove(&me);
                 if e.write_lock == Some(me) {
                     e.write_lock = None;
                 }
-                !e.is_empty()
-            });
+                self.maybe_free(i, true);
+            }
         }
     }
 }
@@ -426,17 +487,17 @@ impl TableLocks {
     /// Releases the intents of `me` (its transaction ended).
     pub fn release_intents(&self, me: u64) {
         let mut st = self.lock();
-        if !st.held.contains_key(&me) {
+        if !st.holds_intents(me) {
             return;
         }
-        st.release(me, true, false);
+        st.release(me, true, false, false);
         self.release_and_notify(st);
     }
 
     /// `UNLOCK TABLES`: the explicit locks and the global read lock of `me`.
     pub fn unlock(&self, me: u64) {
         let mut st = self.lock();
-        st.release(me, false, true);
+        st.release(me, false, true, false);
         st.global_read.remove(&me);
         self.release_and_notify(st);
     }
@@ -444,14 +505,14 @@ impl TableLocks {
     /// The explicit locks of `me` only (START TRANSACTION keeps the global read lock).
     pub fn unlock_tables_only(&self, me: u64) {
         let mut st = self.lock();
-        st.release(me, false, true);
+        st.release(me, false, true, false);
         self.release_and_notify(st);
     }
 
     /// Everything `me` holds (the session ends).
     pub fn release_all(&self, me: u64) {
         let mut st = self.lock();
-        st.release(me, true, true);
+        st.release(me, true, true, true);
         st.global_read.remove(&me);
         self.release_and_notify(st);
     }
@@ -494,7 +555,10 @@ mod tests {
             .unwrap();
         l.release_all(4);
         l.release_all(3);
-        assert!(l.lock().tables.is_empty());
+        // Session 2 keeps its (empty) list of held tables until it ends.
+        assert!(l.lock().held.get(&2).is_some_and(|v| v.is_empty()));
+        l.release_all(2);
+        assert!(l.lock().index.is_empty());
         assert!(l.lock().held.is_empty());
         assert_eq!(l.lock().waiters, 0);
     }
@@ -549,6 +613,58 @@ mod tests {
             .unwrap();
         l.release_intents(1);
         waiter.join().unwrap().unwrap();
+    }
+
+    /// Past [`KEEP_EMPTY_ENTRIES`] tables, emptied entries are dropped and their slots reused,
+    /// and a reused slot carries the new table's locks, never the old one's.
+    #[test]
+    fn many_tables_reuse_slots_and_keep_conflicts_per_table() {
+        let l = TableLocks::default();
+        let no = AtomicBool::new(false);
+        let n = KEEP_EMPTY_ENTRIES + 100;
+        // Session 1 holds a read intent on table 0 throughout (a transaction left open).
+        l.acquire_intents(1, &[(k("t0"), LockRequest::ReadIntent)], SHORT, &no)
+            .unwrap();
+        for round in 0..3 {
+            for i in 1..n {
+                let t = k(&format!("t{i}"));
+                l.acquire_intents(2, &[(t, LockRequest::WriteIntent)], SHORT, &no)
+                    .unwrap();
+                l.release_intents(2);
+            }
+            let st = l.lock();
+            assert!(
+                st.slots.len() <= KEEP_EMPTY_ENTRIES + 2,
+                "round {round}: {} slots",
+                st.slots.len()
+            );
+            assert_eq!(st.index.len() + st.free.len(), st.slots.len());
+            for (key, &i) in &st.index {
+                assert!(st.slots[i].live && st.slots[i].key == *key);
+            }
+        }
+        // Table 0's intent survived the churn: a WRITE lock on it still waits for session 1.
+        let e = l
+            .lock_tables(3, &[(k("t0"), LockRequest::Write)], SHORT, &no)
+            .unwrap_err();
+        assert_eq!(e.code(), 1205);
+        // A table whose slot was reused is free.
+        l.lock_tables(
+            3,
+            &[(k(&format!("t{}", n - 1)), LockRequest::Write)],
+            SHORT,
+            &no,
+        )
+        .unwrap();
+        l.release_all(3);
+        l.release_intents(1);
+        l.lock_tables(3, &[(k("t0"), LockRequest::Write)], SHORT, &no)
+            .unwrap();
+        l.release_all(3);
+        l.release_all(2);
+        l.release_all(1);
+        let st = l.lock();
+        assert!(st.index.is_empty() && st.held.is_empty());
     }
 
     #[test]

@@ -139,13 +139,8 @@ impl Poller {
     ) -> io::Result<()> {
         // SAFETY: the caller keeps `fd` open for as long as it is registered.
         let fd = unsafe { BorrowedFd::borrow_raw(fd) };
-        epoll::add(
-            &self.epoll,
-            fd,
-            EventData::new_u64(key),
-            flags(interest, mode),
-        )?;
-        Ok(())
+        let (data, flags) = (EventData::new_u64(key), flags(interest, mode));
+        Ok(epoll::add(&self.epoll, fd, data, flags)?)
     }
 
     /// Changes what a registered `fd` is watched for (and re-arms a one-shot registration).
@@ -156,19 +151,13 @@ impl Poller {
         interest: Interest,
         mode: Mode,
     ) -> io::Result<()> {
-        epoll::modify(
-            &self.epoll,
-            fd,
-            EventData::new_u64(key),
-            flags(interest, mode),
-        )?;
-        Ok(())
+        let (data, flags) = (EventData::new_u64(key), flags(interest, mode));
+        Ok(epoll::modify(&self.epoll, fd, data, flags)?)
     }
 
     /// Removes `fd` from this poller.
     pub(crate) fn delete(&self, fd: BorrowedFd<'_>) -> io::Result<()> {
-        epoll::delete(&self.epoll, fd)?;
-        Ok(())
+        Ok(epoll::delete(&self.epoll, fd)?)
     }
 
     /// Waits for events (`None`: until one arrives or [`notify`](Self::notify) is called;

@@ -32,6 +32,8 @@
 
 use std::cmp::Ordering;
 
+mod ascii;
+
 /// The string without its trailing spaces (PAD SPACE: they never count).
 pub fn trim(s: &str) -> &str {
     s.trim_end_matches(' ')
@@ -47,10 +49,8 @@ pub fn fold(s: &str) -> impl Iterator<Item = char> + '_ {
 /// case tables): a string key that is equal exactly when the strings are.
 pub fn push_fold(out: &mut String, s: &str) {
     let s = trim(s);
-    if s.is_ascii() {
-        let start = out.len();
-        out.push_str(s);
-        out[start..].make_ascii_uppercase();
+    // SAFETY: `push_upper` appends only when `s` is ASCII, and then ASCII: `out` stays UTF-8.
+    if ascii::push_upper(unsafe { out.as_mut_vec() }, s.as_bytes()) {
         return;
     }
     out.extend(fold(s));
@@ -90,13 +90,9 @@ pub fn eq(a: &str, b: &str) -> bool {
 /// byte strings is [`cmp`].
 pub fn push_weight(out: &mut Vec<u8>, s: &str) {
     let s = trim(s);
-    if s.is_ascii() {
-        // Copied whole, then uppercased in place (a loop the compiler vectorizes): byte by
-        // byte through `extend` cost ~3 instructions a character, and ORDER BY of sysbench's
-        // 120-character `c` weighs every row.
-        let start = out.len();
-        out.extend_from_slice(s.as_bytes());
-        out[start..].make_ascii_uppercase();
+    // ASCII (the common case) checked, copied and uppercased in one pass: ORDER BY and
+    // DISTINCT of sysbench's 120-character `c` weigh every row (see `ascii`).
+    if ascii::push_upper(out, s.as_bytes()) {
         return;
     }
     let mut buf = [0u8; 4];

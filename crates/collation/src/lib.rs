@@ -34,6 +34,8 @@ use std::cmp::Ordering;
 
 mod ascii;
 
+pub use ascii::{is_ascii, string_from_utf8};
+
 /// The string without its trailing spaces (PAD SPACE: they never count).
 pub fn trim(s: &str) -> &str {
     s.trim_end_matches(' ')

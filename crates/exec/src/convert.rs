@@ -410,7 +410,7 @@ pub fn datum_to_value(d: &Datum, ty: ColumnType) -> Value {
 pub fn datum_into_value(d: Datum, ty: ColumnType) -> Value {
     match d {
         Datum::Bytes(b) if ty.is_binary_string() => Value::Bytes(b),
-        Datum::Bytes(b) => match String::from_utf8(b) {
+        Datum::Bytes(b) => match shoal_collation::string_from_utf8(b) {
             Ok(s) => Value::Str(s),
             Err(e) => Value::Str(String::from_utf8_lossy(e.as_bytes()).into_owned()),
         },

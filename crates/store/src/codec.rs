@@ -481,3 +481,31 @@ fn skip_value(t: &ColumnType, buf: &mut &[u8]) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{get_varint, put_varint};
+
+    /// Every length of encoding, both sides of each 7-bit step and the longest values read
+    /// back, each consuming exactly its bytes; a cut-off encoding is an error at every length.
+    #[test]
+    fn varints_round_trip_across_every_length() {
+        let mut values = vec![0u128, 1, u128::MAX, u64::MAX as u128, i64::MAX as u128];
+        for bits in 1..128 {
+            let v = 1u128 << bits;
+            values.extend([v - 1, v, v + 1]);
+        }
+        for v in values {
+            let mut enc = vec![];
+            put_varint(&mut enc, v);
+            enc.push(0xAB); // what follows must be left in the buffer
+            let mut buf = &enc[..];
+            assert_eq!(get_varint(&mut buf), Ok(v), "{v:#x}");
+            assert_eq!(buf, &[0xAB], "{v:#x}: consumed exactly its bytes");
+            for cut in 0..enc.len() - 1 {
+                let mut buf = &enc[..cut];
+                assert!(get_varint(&mut buf).is_err(), "{v:#x} cut at {cut}");
+            }
+        }
+    }
+}

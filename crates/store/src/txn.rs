@@ -100,15 +100,34 @@ impl RowKey {
     /// Encodes primary key values (coerced to the key column types). Tables without a primary
     /// key take `[Datum::UInt(hidden_row_id)]`.
     pub fn from_values(table: &TableDef, pk: &[Datum]) -> Result<RowKey> {
-        let types = table.pk_types();
-        if pk.len() != types.len() {
+        // One pass, one allocation (the key): every point read and single-row write builds
+        // one, and collecting the key's types, weighting and coerced values first cost three
+        // more allocations a statement.
+        let n = table.primary_key.as_ref().map_or(1, Vec::len);
+        if pk.len() != n {
             return Err(StoreError::BadValue {
                 column: "PRIMARY".into(),
-                detail: format!("expected {} key values, got {}", types.len(), pk.len()),
+                detail: format!("expected {n} key values, got {}", pk.len()),
             });
         }
-        let vals = coerce_values(&types, pk, "PRIMARY")?;
-        Ok(RowKey(encode_key_weighted(&vals, &table.pk_weighted())))
+        let mut out = Vec::with_capacity(n * 10);
+        for (i, v) in pk.iter().enumerate() {
+            let (ty, weighted) = match &table.primary_key {
+                Some(cols) => {
+                    let ty = table.columns[cols[i]].ty;
+                    (ty, table.pk_format.weighs(ty))
+                }
+                None => (crate::catalog::HIDDEN_PK_TYPE, false),
+            };
+            let v = ty
+                .coerce(v.clone())
+                .map_err(|detail| StoreError::BadValue {
+                    column: "PRIMARY".into(),
+                    detail,
+                })?;
+            crate::codec::encode_key_col(&mut out, &v, weighted);
+        }
+        Ok(RowKey(out))
     }
 }
 

@@ -8,7 +8,9 @@
 # on its own port from PORT on (all must be free), and they take turns point by point, in the
 # reverse order every other round (ROUNDS, default 1), so the machine's drift in speed lands on
 # every side; read-write runs on the data the point-select runs left. With two servers a
-# second table gives the first / second ratios of TPS and CPU per point and round.
+# second table gives the first / second ratios of TPS and CPU per point and round. The CPU
+# column is user + system; the system share (the kernel's, mostly the loopback TCP stack) is in
+# the last column. WORKLOADS narrows the sysbench workloads (default both).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=scripts/lib.sh
@@ -16,12 +18,14 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=${WORK:-/var/tmp/shoal-vs-mariadb}
 TABLES=${TABLES:-8}; SIZE=${SIZE:-10000}; TIME=${TIME:-10}; THREADS=${THREADS:-"8 64"}
 ROUNDS=${ROUNDS:-1}
+WORKLOADS=${WORKLOADS:-"oltp_point_select oltp_read_write"}
 PORT=${PORT:-33500}
 SERVERS=${SERVERS:-"shoal-one-thread-per-connection shoal-pool-of-threads mariadb"}
 case $SERVERS in *shoal-*) need_bins "$SHOAL" ;; esac
 rm -rf "$WORK"; mkdir -p "$WORK"
 TCK=$(getconf CLK_TCK)
-cpu_of() { awk -v t="$TCK" '{printf "%.2f", ($14+$15)/t}' "/proc/$1/stat"; }
+# user and system CPU seconds of a process
+cpu_of() { awk -v t="$TCK" '{printf "%.2f %.2f\n", $14/t, $15/t}' "/proc/$1/stat"; }
 
 start_server() { # name port
   case $1 in
@@ -57,24 +61,25 @@ for srv in $SERVERS; do
 done
 
 read -ra ORDER <<<"$SERVERS"
-printf '| round | server | workload | threads | TPS | p95 ms | p99 ms | server CPU s / 1000 trx |\n|---:|---|---|---:|---:|---:|---:|---:|\n'
+printf '| round | server | workload | threads | TPS | p95 ms | p99 ms | server CPU s / 1000 trx | of it system |\n|---:|---|---|---:|---:|---:|---:|---:|---:|\n'
 for r in $(seq 1 "$ROUNDS"); do
   if [ $((r % 2)) -eq 1 ]; then turn=("${ORDER[@]}"); else
     turn=(); for ((j = ${#ORDER[@]} - 1; j >= 0; j--)); do turn+=("${ORDER[j]}"); done; fi
-  for wl in oltp_point_select oltp_read_write; do
+  for wl in $WORKLOADS; do
     for n in $THREADS; do
       for srv in "${turn[@]}"; do
         log=$WORK/$srv-$wl-$n-$r.log
-        c0=$(cpu_of "${PID[$srv]}")
+        read -r u0 s0 < <(cpu_of "${PID[$srv]}")
         sb "$wl" "${PORTOF[$srv]}" --threads="$n" --time="$TIME" --histogram=on run >"$log" 2>&1 \
           || { tail -20 "$log" >&2; echo "FAIL: $srv $wl $n: sysbench run failed" >&2; exit 1; }
-        c1=$(cpu_of "${PID[$srv]}")
+        read -r u1 s1 < <(cpu_of "${PID[$srv]}")
         SERVER=${PID[$srv]} check_drained "${PORTOF[$srv]}"
         read -r tps trx p95 p99 < <(sysbench_result "$log" tps transactions p95 hist_p99)
-        per=$(awk -v a="$c0" -v b="$c1" -v t="$trx" 'BEGIN{ if (t > 0) printf "%.3f", (b-a)*1000/t; else print "n/a"}')
+        per=$(awk -v a="$u0" -v b="$u1" -v c="$s0" -v d="$s1" -v t="$trx" 'BEGIN{ if (t > 0) printf "%.4f", (b-a+d-c)*1000/t; else print "n/a"}')
+        sys=$(awk -v c="$s0" -v d="$s1" -v t="$trx" 'BEGIN{ if (t > 0) printf "%.4f", (d-c)*1000/t; else print "n/a"}')
         [ "$tps" = n/a ] && tps=0
         TPS[$srv,$wl,$n,$r]=$tps; PER[$srv,$wl,$n,$r]=$per
-        printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$r" "$srv" "$wl" "$n" "$tps" "$p95" "$p99" "$per"
+        printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$r" "$srv" "$wl" "$n" "$tps" "$p95" "$p99" "$per" "$sys"
       done
     done
   done
@@ -84,7 +89,7 @@ stop_all
 if [ ${#ORDER[@]} -eq 2 ]; then
   a=${ORDER[0]}; b=${ORDER[1]}
   printf '\n| workload | threads | TPS %s / %s, per round | CPU per trx %s / %s, per round |\n|---|---:|---|---|\n' "$a" "$b" "$a" "$b"
-  for wl in oltp_point_select oltp_read_write; do
+  for wl in $WORKLOADS; do
     for n in $THREADS; do
       t=""; c=""
       for r in $(seq 1 "$ROUNDS"); do

@@ -12,6 +12,9 @@
 #
 #   BINS="/tmp/shoal-before /tmp/shoal-after" ROUNDS=3 THREADS=8 scripts/binary-ab.sh
 #   SYSCALLS=1 BINS=... scripts/binary-ab.sh
+#   EXTRA=--innodb-buffer-pool-size=8M TABLES=4 SIZE=100000 BINS=... scripts/binary-ab.sh
+#                                                           (I/O-bound: data ~12x the pool)
+# EXTRA: more server options for both binaries; TABLES / SIZE: the data (default 2 x 10,000).
 # Exits non-zero if a server does not start, a run reports errors (or more than 1 % retried
 # deadlocks) or leaves connections open.
 set -euo pipefail
@@ -20,17 +23,19 @@ set -euo pipefail
 W=${WORK:-/var/tmp/shoal-binary-ab}; P=${PORT:-33812}
 ROUNDS=${ROUNDS:-3}; THREADS=${THREADS:-8}; TIME=${TIME:-8}; WL=${WL:-oltp_point_select}
 SYSCALLS=${SYSCALLS:-0}
+EXTRA=${EXTRA:-}; TABLES=${TABLES:-2}; SIZE=${SIZE:-10000}
 read -r -a BIN_LIST <<<"${BINS:?set BINS to two or more server binaries}"
 need_bins "$BENCH" "${BIN_LIST[@]}"
-CONN=(--mysql-host=127.0.0.1 "--mysql-port=$P" --mysql-user=root --mysql-db=sbtest --tables=2
-      --table-size=10000)
+CONN=(--mysql-host=127.0.0.1 "--mysql-port=$P" --mysql-user=root --mysql-db=sbtest
+      "--tables=$TABLES" "--table-size=$SIZE")
 mkdir -p "$W"
 start() { # binary index
   local dir=$W/b$1
   # Builds from before the first-start root password know no --initialize-insecure.
   local init_opt=
   if grep -qa initialize-insecure "${BIN_LIST[$1]}"; then init_opt=--initialize-insecure; fi
-  SHOAL=${BIN_LIST[$1]} SHOAL_INIT=$init_opt start_shoal "$P" "$dir" --thread-handling=pool-of-threads
+  # shellcheck disable=SC2086 # EXTRA: several options
+  SHOAL=${BIN_LIST[$1]} SHOAL_INIT=$init_opt start_shoal "$P" "$dir" --thread-handling=pool-of-threads $EXTRA
   if [ ! -e "$dir/prepared" ]; then
     sql "$P" 'CREATE DATABASE IF NOT EXISTS sbtest'
     "$BENCH" prepare "$WL" "${CONN[@]}" >/dev/null

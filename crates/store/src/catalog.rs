@@ -8,11 +8,13 @@
 //! | `0x01` | `'T' db 0x00 table`                    | [`TableDef`] (JSON)                     |
 //! | `0x01` | `'M'`                                  | next table/index id (u32 BE)            |
 //! | `0x01` | `'A' table_id` / `'H' table_id`        | auto-increment / hidden row-id high-water mark (u64 BE) |
+//! | `0x01` | `'X' id`                               | empty: a dropped table or index id      |
 //! | `0x02` | `table_id(u32 BE) pk`                  | encoded row (see `codec`)               |
 //! | `0x03` | `index_id(u32 BE) index-key [pk]`      | encoded pk                              |
 //!
 //! Table and index ids come from one persistent counter and are never reused, so a dropped
-//! table's key range can be deleted lazily (`DeleteRange`) without ever aliasing a new table.
+//! table's keys can be left for compaction to remove (`engine/dropped.rs`) without ever
+//! aliasing a new table.
 //! A table without a PRIMARY KEY gets a hidden `BIGINT UNSIGNED` row id as its key.
 //! A UNIQUE index entry's key is the index columns alone when none of them is NULL (so two rows
 //! with the same value collide on one key, which is what the uniqueness check and its lock use);

@@ -4,14 +4,13 @@
 //! the in-memory catalog is updated; statements are serialized by the DDL lock
 //! (`Inner::lock_ddl`), whose waits are reported as metadata-lock waits. Table and index ids are
 //! reserved durably before a build or copy starts, so a crash midway never reuses them, and a
-//! dropped table's keys go with a range delete (ids are never reused, so nothing new aliases
-//! them). The statements that read every row (CREATE INDEX, the ALTER TABLE copy) are in
-//! `rebuild`.
+//! dropped table's keys are left to compaction (ids are never reused, so nothing new aliases
+//! them; see `dropped`). The statements that read every row (CREATE INDEX, the ALTER TABLE
+//! copy) are in `rebuild`.
 
 use super::foreign_keys::{fk_error, foreign_key};
 use super::{lock_mutex, Engine, Inner};
 use crate::catalog::{self, ColumnDef, IndexDef, KeyFormat, TableDef, TableSpec};
-use crate::codec::prefix_successor;
 use crate::error::{Result, StoreError};
 use rocksdb::WriteBatch;
 use shoal_wait::WaitKind;
@@ -37,13 +36,15 @@ impl Engine {
         let tables = self.tables(name)?;
         let mut b = WriteBatch::default();
         let mut defs = Vec::new();
+        let mut ids = Vec::new();
         for t in &tables {
             let def = self.inner.table(name, t)?;
-            drop_table_writes(&mut b, &def);
+            ids.extend(drop_table_writes(&mut b, &def));
             defs.push(def);
         }
         b.delete(catalog::db_key(name));
         self.inner.write_sync(b)?;
+        self.inner.forget_ids(&ids);
         let mut cat = self.inner.catalog_mut();
         for d in &defs {
             cat.tables.remove(&d.db, &d.name);
@@ -198,13 +199,15 @@ impl Engine {
         Ok(def)
     }
 
-    /// DROP TABLE: removes the definition and (with a range delete) all rows and index entries.
+    /// DROP TABLE: removes the definition; its rows and index entries are unreachable at once
+    /// and reclaimed by compaction (`dropped`).
     pub fn drop_table(&self, db: &str, name: &str) -> Result<()> {
         let _ddl = self.inner.lock_ddl();
         let def = self.inner.table(db, name)?;
         let mut b = WriteBatch::default();
-        drop_table_writes(&mut b, &def);
+        let ids = drop_table_writes(&mut b, &def);
         self.inner.write_sync(b)?;
+        self.inner.forget_ids(&ids);
         let mut cat = self.inner.catalog_mut();
         cat.tables.remove(db, name);
         cat.by_id.remove(&def.id);
@@ -213,19 +216,39 @@ impl Engine {
         Ok(())
     }
 
-    /// TRUNCATE TABLE: deletes all rows and index entries and resets AUTO_INCREMENT.
+    /// TRUNCATE TABLE: an empty table under fresh table and index ids (as InnoDB gives a
+    /// truncated table a new tablespace), AUTO_INCREMENT reset; the old ids are dropped
+    /// (`dropped`). Statements planned against the old definition see it changed and plan
+    /// again, as after an ALTER TABLE copy.
     pub fn truncate_table(&self, db: &str, name: &str) -> Result<()> {
         let _ddl = self.inner.lock_ddl();
         let def = self.inner.table(db, name)?;
-        let mut b = WriteBatch::default();
-        delete_prefix(&mut b, &catalog::rows_prefix(def.id));
-        for ix in &def.indexes {
-            delete_prefix(&mut b, &catalog::index_prefix(ix.id));
+        let first_id = self.inner.catalog_read().next_id;
+        let next_id = first_id + 1 + def.indexes.len() as u32;
+        let mut new_def = (*def).clone();
+        new_def.id = first_id;
+        for (i, ix) in new_def.indexes.iter_mut().enumerate() {
+            ix.id = first_id + 1 + i as u32;
         }
+        let mut b = WriteBatch::default();
+        b.put(catalog::next_id_key(), next_id.to_be_bytes());
+        b.put(
+            catalog::table_key(&new_def.db, &new_def.name),
+            serde_json::to_vec(&new_def).expect("serializable"),
+        );
         b.delete(catalog::counter_key(b'A', def.id));
         b.delete(catalog::counter_key(b'H', def.id));
+        let ids = table_ids(&def);
+        drop_ids(&mut b, &ids);
         self.inner.write_sync(b)?;
+        self.inner.forget_ids(&ids);
         self.inner.forget_counters(def.id);
+        let new_def = Arc::new(new_def);
+        let mut cat = self.inner.catalog_mut();
+        cat.next_id = next_id;
+        cat.tables.insert(new_def.clone());
+        cat.by_id.remove(&def.id);
+        cat.by_id.insert(new_def.id, new_def);
         Ok(())
     }
 
@@ -284,27 +307,38 @@ impl Engine {
         new_def.indexes.retain(|i| i.id != ix.id);
         let new = self.inner.replace_table(new_def)?;
         let mut b = WriteBatch::default();
-        delete_prefix(&mut b, &catalog::index_prefix(ix.id));
-        self.inner.db.write(b)?;
+        drop_ids(&mut b, &[ix.id]);
+        self.inner.write_sync(b)?;
+        self.inner.forget_ids(&[ix.id]);
         Ok(new)
     }
 }
 
-/// Range-deletes every key under `prefix`.
-pub(super) fn delete_prefix(b: &mut WriteBatch, prefix: &[u8]) {
-    let end = prefix_successor(prefix).expect("prefix has a successor");
-    b.delete_range(prefix, &end[..]);
+/// Marks `ids` dropped in `b`: once `b` commits, their rows and index entries belong to no
+/// table, and compactions remove them (`dropped`). The caller passes the same ids to
+/// `Inner::forget_ids` after the write.
+pub(super) fn drop_ids(b: &mut WriteBatch, ids: &[u32]) {
+    for &id in ids {
+        b.put(super::dropped::dropped_key(id), []);
+    }
 }
 
-/// The writes of DROP TABLE: the definition, rows, index entries and counters.
-fn drop_table_writes(b: &mut WriteBatch, def: &TableDef) {
+/// A table's id and its indexes' ids.
+pub(super) fn table_ids(def: &TableDef) -> Vec<u32> {
+    std::iter::once(def.id)
+        .chain(def.indexes.iter().map(|ix| ix.id))
+        .collect()
+}
+
+/// The writes of DROP TABLE: the definition, the counters, and its ids marked dropped (which
+/// it returns, for `Inner::forget_ids`).
+fn drop_table_writes(b: &mut WriteBatch, def: &TableDef) -> Vec<u32> {
     b.delete(catalog::table_key(&def.db, &def.name));
-    delete_prefix(b, &catalog::rows_prefix(def.id));
-    for ix in &def.indexes {
-        delete_prefix(b, &catalog::index_prefix(ix.id));
-    }
     b.delete(catalog::counter_key(b'A', def.id));
     b.delete(catalog::counter_key(b'H', def.id));
+    let ids = table_ids(def);
+    drop_ids(b, &ids);
+    ids
 }
 
 /// Column names are unique, AUTO_INCREMENT only on an integer column, and only one.

@@ -63,8 +63,8 @@ impl Tables {
     }
 }
 
-/// Reads every meta record at open.
-pub(super) fn load_catalog(db: &DB) -> Result<Catalog> {
+/// Reads every meta record at open (the dropped ids into `dropped`).
+pub(super) fn load_catalog(db: &DB, dropped: &super::dropped::Dropped) -> Result<Catalog> {
     let mut cat = Catalog {
         next_id: 1,
         ..Default::default()
@@ -97,6 +97,12 @@ pub(super) fn load_catalog(db: &DB) -> Result<Catalog> {
                     .try_into()
                     .map_err(|_| StoreError::Corrupt("next id".into()))?;
                 cat.next_id = u32::from_be_bytes(arr);
+            }
+            Some(b'X') => {
+                let arr: [u8; 4] = k[2..]
+                    .try_into()
+                    .map_err(|_| StoreError::Corrupt("dropped id".into()))?;
+                dropped.insert(&[u32::from_be_bytes(arr)]);
             }
             _ => {}
         }

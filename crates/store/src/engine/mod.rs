@@ -36,6 +36,7 @@ mod config;
 mod counters;
 mod ddl;
 mod dictionary;
+mod dropped;
 mod foreign_keys;
 mod idle;
 mod kv;
@@ -97,6 +98,8 @@ pub(crate) struct Inner {
     engine_handles: std::sync::atomic::AtomicUsize,
     /// The snapshot readers share while nothing commits (see `Snapshot::latest`).
     shared_snapshot: snapshot::Shared,
+    /// Dropped table and index ids, whose keys compactions remove (see `dropped`).
+    dropped: Arc<dropped::Dropped>,
     /// Holds the `flock` on `datadir/LOCK`; declared last so it is released after `db` closes.
     _lock_file: File,
 }
@@ -156,6 +159,11 @@ impl Engine {
             return Err(err.into());
         }
         let (mut opts, cache, wbm) = config::db_options(&cfg);
+        let dropped = Arc::new(dropped::Dropped::default());
+        opts.set_compaction_filter(
+            "shoal_dropped_ids",
+            dropped::Dropped::filter(dropped.clone()),
+        );
         let rdir = cfg.datadir.join("rocksdb");
         let mut direct = cfg.direct_reads;
         opts.set_use_direct_reads(direct);
@@ -173,7 +181,8 @@ impl Engine {
             Err(e) => return Err(e.into()),
         };
         config::apply_mutable_options(&db)?;
-        let catalog = load_catalog(&db)?;
+        dropped::purge_range_tombstones(&db)?;
+        let catalog = load_catalog(&db, &dropped)?;
         let (tx, rx) = mpsc::channel::<()>();
         let inner = Arc::new(Inner {
             db,
@@ -195,6 +204,7 @@ impl Engine {
             flusher: Mutex::new(None),
             engine_handles: std::sync::atomic::AtomicUsize::new(1),
             shared_snapshot: snapshot::Shared::default(),
+            dropped,
             _lock_file: lock_file,
         });
         let weak: Weak<Inner> = Arc::downgrade(&inner);

@@ -7,7 +7,7 @@
 //! collision (1062) or a conversion error removes everything written under the new ids and
 //! leaves the table as it was; success switches the definition with one synced catalog write.
 
-use super::ddl::{delete_prefix, validate_auto_increment, validate_columns};
+use super::ddl::{drop_ids, table_ids, validate_auto_increment, validate_columns};
 use super::{lock_mutex, Engine, Snapshot};
 use crate::catalog::{self, dup_error, IndexDef, IndexSpec, KeyFormat, TableDef};
 use crate::codec::{decode_stored, prefix_successor};
@@ -84,8 +84,9 @@ impl Engine {
         }
         if let Some(err) = failure {
             let mut b = WriteBatch::default();
-            delete_prefix(&mut b, &catalog::index_prefix(index.id));
-            self.inner.db.write(b)?;
+            drop_ids(&mut b, &[index.id]);
+            self.inner.write_sync(b)?;
+            self.inner.forget_ids(&[index.id]);
             return Err(err);
         }
         self.inner.db.write(batch)?;
@@ -100,8 +101,8 @@ impl Engine {
     /// fresh index ids and every index entry built again from the new row (a type change may
     /// change how an indexed value or the primary key encodes; a dropped column leaves its
     /// indexes). Then one synced write switches the definition to `new_def` with the new ids,
-    /// carries the AUTO_INCREMENT and hidden row-id counters over and range-deletes the old
-    /// rows and entries. A `convert` error (a value the new type cannot hold) or a duplicate in
+    /// carries the AUTO_INCREMENT and hidden row-id counters over and drops the old ids (their
+    /// rows and entries go with compaction, `dropped`). A `convert` error (a value the new type cannot hold) or a duplicate in
     /// the primary key or a UNIQUE index (1062) removes the copy and leaves the table as it
     /// was; so does a crash before the switch, except that the copied keys stay under ids
     /// nothing names (ids are never reused).
@@ -193,11 +194,10 @@ impl Engine {
         })();
         if let Err(e) = copied {
             let mut b = WriteBatch::default();
-            delete_prefix(&mut b, &catalog::rows_prefix(new_def.id));
-            for ix in &new_def.indexes {
-                delete_prefix(&mut b, &catalog::index_prefix(ix.id));
-            }
-            self.inner.db.write(b)?;
+            let ids = table_ids(&new_def);
+            drop_ids(&mut b, &ids);
+            self.inner.write_sync(b)?;
+            self.inner.forget_ids(&ids);
             return Err(e);
         }
         let mut b = WriteBatch::default();
@@ -210,11 +210,10 @@ impl Engine {
             b.put(catalog::counter_key(kind, new_def.id), next.to_be_bytes());
             b.delete(catalog::counter_key(kind, def.id));
         }
-        delete_prefix(&mut b, &prefix);
-        for ix in &def.indexes {
-            delete_prefix(&mut b, &catalog::index_prefix(ix.id));
-        }
+        let old_ids = table_ids(&def);
+        drop_ids(&mut b, &old_ids);
         self.inner.write_sync(b)?;
+        self.inner.forget_ids(&old_ids);
         self.inner.forget_counters(def.id);
         let new_def = Arc::new(new_def);
         let mut cat = self.inner.catalog_mut();

@@ -12,8 +12,8 @@
 #
 #   BINS="/tmp/shoal-before /tmp/shoal-after" ROUNDS=3 THREADS=8 scripts/binary-ab.sh
 #   SYSCALLS=1 BINS=... scripts/binary-ab.sh
-#   EXTRA=--innodb-buffer-pool-size=8M TABLES=4 SIZE=100000 BINS=... scripts/binary-ab.sh
-#                                                           (I/O-bound: data ~12x the pool)
+#   EXTRA="--innodb-buffer-pool-size=8M --innodb-flush-method=O_DIRECT" TABLES=4 SIZE=100000 \
+#     BINS=... scripts/binary-ab.sh             (I/O-bound: 96 MB of data, 12x the pool, direct reads)
 # EXTRA: more server options for both binaries; TABLES / SIZE: the data (default 2 x 10,000).
 # Exits non-zero if a server does not start, a run reports errors (or more than 1 % retried
 # deadlocks) or leaves connections open.

@@ -642,6 +642,21 @@ fn a_query_over_the_memory_budget_fails_and_the_server_lives() {
     assert_eq!(err_code_of(&err), Some(4083), "{err}");
     c.query_drop("SET GLOBAL global_connection_memory_limit = DEFAULT")
         .unwrap();
+    // Set by another session: this one's next statement sees the new global limit (the
+    // session caches the variables it reads on every statement; a SET GLOBAL anywhere
+    // invalidates that cache).
+    let big = "SELECT COUNT(*) FROM (SELECT REPEAT(a.v, 1000000) x FROM m.t a, m.t b) z";
+    c.query_drop(big).unwrap();
+    let mut other = conn(&srv);
+    other
+        .query_drop("SET GLOBAL global_connection_memory_limit = 16777216")
+        .unwrap();
+    let err = c.query_drop(big).unwrap_err();
+    assert_eq!(err_code_of(&err), Some(4083), "{err}");
+    other
+        .query_drop("SET GLOBAL global_connection_memory_limit = DEFAULT")
+        .unwrap();
+    c.query_drop(big).unwrap();
     // User variables count against the session's bound too.
     c.query_drop("SET SESSION max_session_mem_used = 10000000")
         .unwrap();

@@ -219,6 +219,9 @@ pub struct Vars {
     /// Upper bounds known only at run time, tighter than the definition's (`thread_pool_size`:
     /// the groups the pool allocated at startup). `SET GLOBAL` above one is refused (1231).
     runtime_max: RwLock<Map<&'static str, u64>>,
+    /// Bumped by every change of a global value: a session's cache of the variables it reads
+    /// on every statement (`HotVars`) is valid while this and its own generation hold.
+    global_generation: std::sync::atomic::AtomicU64,
 }
 
 const ISOLATION: &[&str] = &[
@@ -504,6 +507,7 @@ impl Vars {
             global: RwLock::new(global),
             subscribers: Mutex::new(Vec::new()),
             runtime_max: RwLock::new(Map::default()),
+            global_generation: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -692,11 +696,19 @@ impl Vars {
         self.store_one(name, v);
     }
 
+    /// Changes whenever a global value changes (see the field).
+    pub fn global_generation(&self) -> u64 {
+        self.global_generation
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
     fn store_one(&self, name: &'static str, v: VarValue) {
         self.global
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(name, v.clone());
+        self.global_generation
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         let subs: Vec<Arc<Subscriber>> = self
             .subscribers
             .lock()

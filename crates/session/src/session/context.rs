@@ -24,6 +24,9 @@ impl Context for Ctx<'_> {
     fn statement_memory_limit(&mut self) -> u64 {
         self.s.hot().statement_mem_limit
     }
+    fn global_memory_limit(&mut self) -> u64 {
+        self.s.hot().global_mem_limit
+    }
     fn user_var(&self, name: &str) -> Value {
         self.s
             .user_vars

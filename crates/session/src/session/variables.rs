@@ -64,7 +64,10 @@ const SQL_MODES: &[&str] = &[
 /// per [`SessionVars::generation`](crate::vars::SessionVars::generation) (that is, once per session `SET`). Looking them up by name
 /// each time (a hash of the name, a clone, for two of them a string conversion) cost a few
 /// percent of the server's CPU at hundreds of sessions, where each session's map is cold.
-/// All are session-scoped (`Both`), so a `SET GLOBAL` cannot change them under the cache.
+/// The cache also follows [`Vars::global_generation`](crate::vars::Vars::global_generation):
+/// a session variable the session never set reads the global value, and
+/// `global_connection_memory_limit` is global only (reading it by name was 1,000
+/// instructions a point select).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct HotVars {
     pub(super) generation: u64,
@@ -91,6 +94,10 @@ pub(super) struct HotVars {
     pub(super) select_limit: u64,
     /// `max_session_mem_used`: bytes of rows one statement may hold.
     pub(super) statement_mem_limit: u64,
+    /// `global_connection_memory_limit`: bytes the statements of all sessions may hold.
+    pub(super) global_mem_limit: u64,
+    /// The server's `Vars::global_generation` when this was read.
+    pub(super) global_generation: u64,
     /// `transaction_read_only` (the session's default access mode).
     pub(super) read_only: bool,
     /// `sql_mode` holds `STRICT_TRANS_TABLES` or `STRICT_ALL_TABLES`: a value that does not
@@ -133,8 +140,9 @@ impl Session {
     /// The variables read on every statement, looked up once per `SET` (see [`HotVars`]).
     pub(super) fn hot(&self) -> HotVars {
         let generation = self.vars.generation();
+        let global_generation = self.server.vars.global_generation();
         if let Some(c) = self.hot.get() {
-            if c.generation == generation {
+            if c.generation == generation && c.global_generation == global_generation {
                 return c;
             }
         }
@@ -176,6 +184,8 @@ impl Session {
             div_precision: self.var_u64("div_precision_increment", 4) as u32,
             select_limit: self.var_u64("sql_select_limit", u64::MAX),
             statement_mem_limit: self.var_u64("max_session_mem_used", u64::MAX),
+            global_mem_limit: self.var_u64("global_connection_memory_limit", u64::MAX),
+            global_generation,
             write_limit: self.var_u64("max_binlog_cache_size", u64::MAX),
             read_only: self
                 .vars

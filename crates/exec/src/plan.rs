@@ -941,7 +941,8 @@ pub fn resolve_exact(
 
 /// Which conjuncts of `filter` (in [`conjuncts`] order; columns by name, as
 /// [`choose_access`] took it) `access` enforces by itself on `table`, provided its values
-/// resolve exactly ([`resolve_exact`]): `col = v` of its equal prefix, and the bounds of its
+/// resolve exactly ([`resolve_exact`]): `col = v` of its equal prefix (all of a primary-key
+/// point read), and the bounds of its
 /// range on the next column (`col BETWEEN a AND b`, `col > a`, `col <= b`, ...), each exactly
 /// the expression the path reads by. Only NOT NULL integer columns: their key order is SQL's
 /// numeric order and an exact key value compares as the SQL value does, so a row inside the
@@ -951,14 +952,21 @@ pub fn resolve_exact(
 pub fn enforced_conjuncts(table: &TableDef, access: &Access, filter: &Expr) -> Vec<bool> {
     let cs = conjuncts(filter);
     let mut out = vec![false; cs.len()];
-    let Access::Range {
-        key,
-        prefix,
-        lo,
-        hi,
-    } = access
-    else {
-        return out;
+    // A primary-key point read is an equal prefix of the whole key with no range after it.
+    let (key, prefix, lo, hi) = match access {
+        Access::Range {
+            key,
+            prefix,
+            lo,
+            hi,
+        } => (key, prefix, lo, hi),
+        Access::PkPoint(prefix) => (
+            &KeyName::Primary,
+            prefix,
+            &BoundExpr::Unbounded,
+            &BoundExpr::Unbounded,
+        ),
+        _ => return out,
     };
     let cols = key_columns(table, key);
     let plain_int = |c: usize| {

@@ -37,7 +37,7 @@ use crate::exec::{Exec, ExecOutput};
 use crate::plan::{choose_access, Access};
 use crate::query::QueryPlan;
 use crate::show;
-use crate::table_lock::{LockRequest, TableKey, TableLocks};
+use crate::table_lock::{HeldIntents, IntentTargets, LockRequest, TableKey, TableLocks};
 use crate::translate::{parse_table_statement, translate_tree};
 
 mod alter;
@@ -190,6 +190,7 @@ impl TableEngine {
             select_limit: u64::MAX,
             write_mode: WriteMode::Strict,
             lock_id: self.next_lock_id.fetch_add(1, Ordering::Relaxed),
+            held: HeldIntents::default(),
             locked: None,
             global_read: false,
             table_lock_timeout: Duration::from_secs(31_536_000),
@@ -287,7 +288,7 @@ pub struct Plan {
     pub(crate) multi: Option<Arc<crate::query::dml::MultiPlan>>,
     /// The tables the statement takes intents on (`table_lock.rs`), worked out at its first
     /// execution and reused by the next ones (no names copied per statement).
-    lock_tables: std::sync::OnceLock<Vec<(TableKey, LockRequest)>>,
+    lock_tables: std::sync::OnceLock<IntentTargets>,
 }
 
 impl Plan {
@@ -362,6 +363,9 @@ pub struct TableSession {
     write_mode: WriteMode,
     /// This session's id in the engine's table lock manager.
     lock_id: u64,
+    /// The intents this session holds that the lock manager does not record by its id (read
+    /// intents taken through a table's counters).
+    held: HeldIntents,
     /// The tables of `LOCK TABLES` while they are held (the session may touch no others), by
     /// (database, table, the name statements must use: the alias, else the table's name).
     locked: Option<HashMap<LockName, TableLockKind>>,
@@ -711,13 +715,14 @@ impl TableSession {
         params: &[Value],
         ctx: &mut dyn Context,
     ) -> Result<ExecOutput, SqlError> {
-        let tables = match plan.lock_tables.get() {
+        let targets = match plan.lock_tables.get() {
             Some(t) => t,
             None => {
-                let t = plan_tables(plan)?;
+                let t = self.engine.locks.targets(plan_tables(plan)?);
                 plan.lock_tables.get_or_init(|| t)
             }
         };
+        let tables = &targets.tables;
         if !tables.is_empty() {
             if let Some(locked) = &self.locked {
                 let creates = matches!(plan.stmt, TableStmt::CreateTable { .. });
@@ -737,7 +742,8 @@ impl TableSession {
                 self.kill.killed.store(false, Ordering::SeqCst);
                 self.engine.locks.acquire_intents(
                     self.lock_id,
-                    tables,
+                    targets,
+                    &mut self.held,
                     self.table_lock_timeout,
                     &self.kill.killed,
                 )?;
@@ -758,7 +764,9 @@ impl TableSession {
     fn end_of_transaction(&mut self) {
         self.savepoints.clear();
         if !self.in_statement {
-            self.engine.locks.release_intents(self.lock_id);
+            self.engine
+                .locks
+                .release_intents(self.lock_id, &mut self.held);
         }
     }
 
@@ -766,7 +774,7 @@ impl TableSession {
     pub fn release_table_locks(&mut self) {
         self.locked = None;
         self.global_read = false;
-        self.engine.locks.release_all(self.lock_id);
+        self.engine.locks.release_all(self.lock_id, &mut self.held);
     }
 
     /// `lock_wait_timeout` for this session.
@@ -1184,6 +1192,9 @@ impl TableSession {
     ) -> Result<T, SqlError> {
         let exclusive = self.locked.is_none();
         if exclusive {
+            // Its own read intents on these tables (read earlier in the transaction) must not
+            // be waited for.
+            self.engine.locks.demote(self.lock_id, &mut self.held);
             let requests: Vec<_> = tables
                 .into_iter()
                 .map(|k| (k, LockRequest::Write))
@@ -1503,7 +1514,7 @@ impl TableSession {
 impl Drop for TableSession {
     fn drop(&mut self) {
         self.rollback();
-        self.engine.locks.release_all(self.lock_id);
+        self.engine.locks.release_all(self.lock_id, &mut self.held);
     }
 }
 

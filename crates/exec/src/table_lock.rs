@@ -37,11 +37,26 @@
 //! **Waiting** is a condition variable with the session's `lock_wait_timeout` (1205 when it
 //! expires), checked every 100 ms against the session's KILL flag (1317), and reported to the
 //! thread pool as a `TABLE_LOCK` (or `GLOBAL_LOCK`) wait so a blocked worker frees its slot.
+//! **Read intents without the mutex.** Most statements only read, and a read intent conflicts
+//! with nothing but a WRITE lock, granted or waiting. So each table also has a pair of
+//! counters ([`TableCounters`]): `readers`, the read intents taken without the manager's
+//! mutex, and `strong`, the WRITE locks granted or waiting on the table. A statement whose
+//! intents are all reads increments `readers` of each table and then checks `strong`; a WRITE
+//! request increments `strong` (under the mutex) and then waits until `readers` is zero. Both
+//! sides use sequentially consistent operations, so at least one of them sees the other (the
+//! two halves of Dekker's algorithm): either the reader sees `strong` and backs out to the
+//! mutex path, where it queues behind the request as before, or the writer sees the reader and
+//! waits for it. A reader whose decrement empties `readers` while `strong` is set wakes the
+//! waiters. The session keeps the counters it incremented in its [`HeldIntents`] and gives
+//! them back at the end of its transaction; a statement that needs a write intent takes the
+//! mutex path for all of its tables. This spares the common statement the mutex, two hashes of
+//! table names and four hash-set operations (about 1,000 instructions a point select).
+//!
 //! Everything a session holds is keyed by its lock id and released by `UNLOCK TABLES`, by the end
 //! of its transaction (intents), and when the session is dropped (disconnect).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -65,6 +80,65 @@ pub enum LockRequest {
     Read,
     /// `LOCK TABLES t WRITE`.
     Write,
+}
+
+/// A table's counters for read intents taken without the manager's mutex (see the module
+/// docs). One per table the manager has been asked about, shared by the plans that touch it.
+#[derive(Debug)]
+pub struct TableCounters {
+    /// The table, for turning a held count into a mutex-path intent ([`TableLocks::demote`]).
+    key: TableKey,
+    /// Read intents held through the counters.
+    readers: AtomicU64,
+    /// WRITE locks granted or waiting on the table: while nonzero, read intents take the
+    /// mutex path.
+    strong: AtomicU64,
+}
+
+impl TableCounters {
+    /// Takes a read intent without the mutex, or says the mutex path must be taken.
+    fn try_read(&self) -> bool {
+        if self.strong.load(Ordering::SeqCst) != 0 {
+            return false;
+        }
+        self.readers.fetch_add(1, Ordering::SeqCst);
+        if self.strong.load(Ordering::SeqCst) != 0 {
+            // A WRITE request came in between: it may have seen this reader; give it back.
+            self.readers.fetch_sub(1, Ordering::SeqCst);
+            return false;
+        }
+        true
+    }
+}
+
+/// The tables a statement takes intents on, with the counters of each (in the same order),
+/// worked out once per plan ([`TableLocks::targets`]).
+#[derive(Debug)]
+pub struct IntentTargets {
+    /// The tables and what the statement does to each.
+    pub tables: Vec<(TableKey, LockRequest)>,
+    /// Each table's counters.
+    counters: Vec<Arc<TableCounters>>,
+    /// Whether every request is a read intent (then the counters may serve them).
+    reads_only: bool,
+}
+
+/// What a session holds in intents besides what the manager's state records: the read
+/// intents taken through the counters, and whether it took any through the mutex path (so
+/// the end of a read-only transaction need not take the mutex at all).
+#[derive(Debug, Default)]
+pub struct HeldIntents {
+    /// Counters this session incremented, one entry per table.
+    fast: Vec<Arc<TableCounters>>,
+    /// Whether the session may hold intents in the manager's state.
+    slow: bool,
+}
+
+impl HeldIntents {
+    /// Whether the session holds any intent.
+    pub fn any(&self) -> bool {
+        self.slow || !self.fast.is_empty()
+    }
 }
 
 /// Who holds what on one table.
@@ -117,6 +191,13 @@ struct State {
     /// visits only these, not every table. A session's list is emptied at the end of each
     /// transaction and kept (no allocation per statement) until the session ends.
     held: HashMap<u64, Vec<usize>>,
+    /// Each table's counters (see the module docs), kept while a plan or a request holds
+    /// them; dead entries are pruned when the map has doubled since the last prune.
+    counters: HashMap<TableKey, Weak<TableCounters>>,
+    /// The map's size after its last prune.
+    counters_pruned_at: usize,
+    /// The counters whose `strong` each session raised for its granted WRITE locks.
+    strong_held: HashMap<u64, Vec<Arc<TableCounters>>>,
     /// Threads waiting on [`TableLocks::changed`]: a release wakes them only if there are
     /// any (read and changed under the mutex, so no wake-up is lost), which spares the common
     /// statement its futex system call.
@@ -128,6 +209,33 @@ fn others<'a>(set: &'a HashSet<u64>, me: u64) -> impl Iterator<Item = &'a u64> +
 }
 
 impl State {
+    /// The table's counters, made if no one holds them now.
+    fn counters_for(&mut self, key: &TableKey) -> Arc<TableCounters> {
+        if let Some(c) = self.counters.get(key).and_then(Weak::upgrade) {
+            return c;
+        }
+        if self.counters.len() >= 2 * self.counters_pruned_at.max(64) {
+            self.counters.retain(|_, w| w.strong_count() > 0);
+            self.counters_pruned_at = self.counters.len();
+        }
+        let c = Arc::new(TableCounters {
+            key: key.clone(),
+            readers: AtomicU64::new(0),
+            strong: AtomicU64::new(0),
+        });
+        self.counters.insert(key.clone(), Arc::downgrade(&c));
+        c
+    }
+
+    /// Read intents held on `key` through its counters (never the asking session's: a session
+    /// gives its own back to the mutex path before it asks for a WRITE lock).
+    fn fast_readers(&self, key: &TableKey) -> u64 {
+        self.counters
+            .get(key)
+            .and_then(Weak::upgrade)
+            .map_or(0, |c| c.readers.load(Ordering::SeqCst))
+    }
+
     /// The table's entry, if the manager knows the table.
     fn entry(&self, key: &TableKey) -> Option<&Entry> {
         self.index.get(key).map(|&i| &self.slots[i])
@@ -171,6 +279,9 @@ impl State {
 
     /// Whether `me` can be granted `req` on `key` given what is granted now.
     fn grantable(&self, me: u64, key: &TableKey, req: LockRequest) -> bool {
+        if req == LockRequest::Write && self.fast_readers(key) != 0 {
+            return false;
+        }
         let Some(e) = self.entry(key) else {
             return !(req == LockRequest::WriteIntent || req == LockRequest::Write)
                 || others(&self.global_read, me).next().is_none();
@@ -196,8 +307,8 @@ impl State {
 
     /// Whether an intent of `me` must queue behind a pending explicit or global request that
     /// came first (`before`: only requests older than this pending id; `None`: all).
-    fn behind_pending(&self, me: u64, key: &TableKey, req: LockRequest) -> bool {
-        if self.holds_intents(me) {
+    fn behind_pending(&self, me: u64, holds_fast: bool, key: &TableKey, req: LockRequest) -> bool {
+        if holds_fast || self.holds_intents(me) {
             return false;
         }
         self.pending.iter().any(|(_, p)| {
@@ -265,6 +376,9 @@ impl State {
             }
         }
         if locks {
+            for c in self.strong_held.remove(&me).unwrap_or_default() {
+                c.strong.fetch_sub(1, Ordering::SeqCst);
+            }
             for i in 0..self.slots.len() {
                 let e = &mut self.slots[i];
                 e.read_locks.remove(&me);
@@ -383,19 +497,60 @@ impl TableLocks {
         ]
     }
 
-    /// Takes intents for one statement of session `me` (already held ones are kept).
+    /// The tables of a statement with their counters, for [`Self::acquire_intents`]: worked
+    /// out once per plan.
+    pub fn targets(&self, tables: Vec<(TableKey, LockRequest)>) -> IntentTargets {
+        let mut st = self.lock();
+        let counters = tables.iter().map(|(k, _)| st.counters_for(k)).collect();
+        let reads_only = tables.iter().all(|(_, r)| *r == LockRequest::ReadIntent);
+        IntentTargets {
+            tables,
+            counters,
+            reads_only,
+        }
+    }
+
+    /// Takes intents for one statement of session `me` (already held ones are kept): read
+    /// intents alone through the tables' counters when no WRITE lock is granted or waiting on
+    /// them, otherwise (and for any write intent) through the mutex.
     pub fn acquire_intents(
         &self,
         me: u64,
-        tables: &[(TableKey, LockRequest)],
+        targets: &IntentTargets,
+        held: &mut HeldIntents,
         timeout: Duration,
         killed: &AtomicBool,
     ) -> Result<(), SqlError> {
+        if targets.reads_only {
+            let start = held.fast.len();
+            let mut all = true;
+            for c in &targets.counters {
+                if held.fast.iter().any(|h| Arc::ptr_eq(h, c)) {
+                    continue;
+                }
+                if !c.try_read() {
+                    all = false;
+                    break;
+                }
+                held.fast.push(c.clone());
+            }
+            if all {
+                self.immediate.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+            // Some table has a WRITE lock granted or waiting: this statement's tables go the
+            // mutex path (what it took above goes back).
+            for c in held.fast.drain(start..) {
+                self.release_fast(&c);
+            }
+        }
+        let holds_fast = !held.fast.is_empty();
+        let tables = &targets.tables;
         let st = self.lock();
         let ready = |st: &State| {
             tables
                 .iter()
-                .all(|(k, r)| st.grantable(me, k, *r) && !st.behind_pending(me, k, *r))
+                .all(|(k, r)| st.grantable(me, k, *r) && !st.behind_pending(me, holds_fast, k, *r))
         };
         let mut st = self
             .wait_until(st, timeout, killed, WaitKind::TableLock, ready)
@@ -403,7 +558,33 @@ impl TableLocks {
         for (k, r) in tables {
             st.grant(me, k, *r);
         }
+        held.slow = true;
         Ok(())
+    }
+
+    /// Gives back a read intent taken through `c`, waking waiters if it was the last one a
+    /// WRITE request waits for.
+    fn release_fast(&self, c: &TableCounters) {
+        if c.readers.fetch_sub(1, Ordering::SeqCst) == 1 && c.strong.load(Ordering::SeqCst) != 0 {
+            let st = self.lock();
+            self.release_and_notify(st);
+        }
+    }
+
+    /// Turns the read intents `me` holds through counters into intents in the manager's
+    /// state, where its own requests do not conflict with them: before the session asks for a
+    /// WRITE lock on a table it may have read in the same transaction (DDL's exclusive lock).
+    pub fn demote(&self, me: u64, held: &mut HeldIntents) {
+        if held.fast.is_empty() {
+            return;
+        }
+        let mut st = self.lock();
+        for c in held.fast.drain(..) {
+            st.grant(me, &c.key, LockRequest::ReadIntent);
+            c.readers.fetch_sub(1, Ordering::SeqCst);
+        }
+        held.slow = true;
+        self.release_and_notify(st);
     }
 
     /// `LOCK TABLES`: all of `tables` at once, or none (1205 / 1317 while waiting).
@@ -461,6 +642,16 @@ impl TableLocks {
         grant: impl FnOnce(&mut State),
     ) -> Result<(), SqlError> {
         let mut st = self.lock();
+        // Read intents stop taking the counters of a table this request would WRITE-lock; the
+        // ones held now are waited for by `grantable`.
+        let strong: Vec<Arc<TableCounters>> = tables
+            .iter()
+            .filter(|(_, r)| *r == LockRequest::Write)
+            .map(|(k, _)| st.counters_for(k))
+            .collect();
+        for c in &strong {
+            c.strong.fetch_add(1, Ordering::SeqCst);
+        }
         let id = st.next_pending;
         st.next_pending += 1;
         st.pending.push((
@@ -478,14 +669,28 @@ impl TableLocks {
         st.pending.retain(|(i, _)| *i != id);
         if r.is_ok() {
             grant(&mut st);
+            if !strong.is_empty() {
+                st.strong_held.entry(me).or_default().extend(strong);
+            }
+        } else {
+            for c in strong {
+                c.strong.fetch_sub(1, Ordering::SeqCst);
+            }
         }
         // Intents queued behind this request may go now.
         self.release_and_notify(st);
         r
     }
 
-    /// Releases the intents of `me` (its transaction ended).
-    pub fn release_intents(&self, me: u64) {
+    /// Releases the intents of `me` (its transaction ended); takes the mutex only if some
+    /// were taken through it.
+    pub fn release_intents(&self, me: u64, held: &mut HeldIntents) {
+        for c in held.fast.drain(..) {
+            self.release_fast(&c);
+        }
+        if !std::mem::take(&mut held.slow) {
+            return;
+        }
         let mut st = self.lock();
         if !st.holds_intents(me) {
             return;
@@ -509,8 +714,12 @@ impl TableLocks {
         self.release_and_notify(st);
     }
 
-    /// Everything `me` holds (the session ends).
-    pub fn release_all(&self, me: u64) {
+    /// Everything `me` holds (the session ends, or it resets).
+    pub fn release_all(&self, me: u64, held: &mut HeldIntents) {
+        for c in held.fast.drain(..) {
+            self.release_fast(&c);
+        }
+        held.slow = false;
         let mut st = self.lock();
         st.release(me, true, true, true);
         st.global_read.remove(&me);
@@ -526,17 +735,72 @@ mod tests {
         ("db".into(), t.into())
     }
 
+    /// The manager with each session's [`HeldIntents`] kept beside it, as `TableSession`
+    /// keeps its own.
+    #[derive(Default)]
+    struct Locks {
+        l: TableLocks,
+        held: Mutex<std::collections::HashMap<u64, HeldIntents>>,
+    }
+
+    impl std::ops::Deref for Locks {
+        type Target = TableLocks;
+        fn deref(&self) -> &TableLocks {
+            &self.l
+        }
+    }
+
+    impl Locks {
+        fn acquire_intents(
+            &self,
+            me: u64,
+            tables: &[(TableKey, LockRequest)],
+            timeout: Duration,
+            killed: &AtomicBool,
+        ) -> Result<(), SqlError> {
+            let t = self.l.targets(tables.to_vec());
+            let mut h = std::mem::take(self.held.lock().unwrap().entry(me).or_default());
+            let r = self.l.acquire_intents(me, &t, &mut h, timeout, killed);
+            self.held.lock().unwrap().insert(me, h);
+            r
+        }
+
+        fn with_held(&self, me: u64, f: impl FnOnce(&TableLocks, &mut HeldIntents)) {
+            let mut h = std::mem::take(self.held.lock().unwrap().entry(me).or_default());
+            f(&self.l, &mut h);
+            self.held.lock().unwrap().insert(me, h);
+        }
+
+        fn release_intents(&self, me: u64) {
+            self.with_held(me, |l, h| l.release_intents(me, h));
+        }
+
+        fn release_all(&self, me: u64) {
+            self.with_held(me, |l, h| l.release_all(me, h));
+        }
+
+        fn fast_held(&self, me: u64) -> usize {
+            self.held
+                .lock()
+                .unwrap()
+                .get(&me)
+                .map_or(0, |h| h.fast.len())
+        }
+    }
+
     const SHORT: Duration = Duration::from_millis(50);
 
     #[test]
     fn conflicts_follow_the_table() {
-        let l = TableLocks::default();
+        let l = Locks::default();
         let no = AtomicBool::new(false);
         l.lock_tables(1, &[(k("t"), LockRequest::Read)], SHORT, &no)
             .unwrap();
-        // Readers share; writers wait and time out with 1205.
+        // Readers share (without the mutex: a READ lock does not stop the counters); writers
+        // wait and time out with 1205.
         l.acquire_intents(2, &[(k("t"), LockRequest::ReadIntent)], SHORT, &no)
             .unwrap();
+        assert_eq!(l.fast_held(2), 1);
         let e = l
             .acquire_intents(3, &[(k("t"), LockRequest::WriteIntent)], SHORT, &no)
             .unwrap_err();
@@ -554,9 +818,11 @@ mod tests {
         l.lock_tables(4, &[(k("t"), LockRequest::Write)], SHORT, &no)
             .unwrap();
         l.release_all(4);
+        assert_eq!(l.fast_held(2), 0);
+        l.release_intents(3);
+        // Session 3 keeps its (empty) list of held tables until it ends.
+        assert!(l.lock().held.get(&3).is_some_and(|v| v.is_empty()));
         l.release_all(3);
-        // Session 2 keeps its (empty) list of held tables until it ends.
-        assert!(l.lock().held.get(&2).is_some_and(|v| v.is_empty()));
         l.release_all(2);
         assert!(l.lock().index.is_empty());
         assert!(l.lock().held.is_empty());
@@ -565,7 +831,7 @@ mod tests {
 
     #[test]
     fn global_read_lock_waits_for_writers_and_blocks_new_ones() {
-        let l = TableLocks::default();
+        let l = Locks::default();
         let no = AtomicBool::new(false);
         l.acquire_intents(1, &[(k("t"), LockRequest::WriteIntent)], SHORT, &no)
             .unwrap();
@@ -584,7 +850,7 @@ mod tests {
 
     #[test]
     fn a_waiting_lock_is_not_starved_by_new_intents() {
-        let l = std::sync::Arc::new(TableLocks::default());
+        let l = std::sync::Arc::new(Locks::default());
         let no = AtomicBool::new(false);
         l.acquire_intents(1, &[(k("t"), LockRequest::WriteIntent)], SHORT, &no)
             .unwrap();
@@ -619,7 +885,7 @@ mod tests {
     /// and a reused slot carries the new table's locks, never the old one's.
     #[test]
     fn many_tables_reuse_slots_and_keep_conflicts_per_table() {
-        let l = TableLocks::default();
+        let l = Locks::default();
         let no = AtomicBool::new(false);
         let n = KEEP_EMPTY_ENTRIES + 100;
         // Session 1 holds a read intent on table 0 throughout (a transaction left open).
@@ -669,7 +935,7 @@ mod tests {
 
     #[test]
     fn kill_ends_the_wait() {
-        let l = TableLocks::default();
+        let l = Locks::default();
         let no = AtomicBool::new(false);
         l.lock_tables(1, &[(k("t"), LockRequest::Write)], SHORT, &no)
             .unwrap();
@@ -683,5 +949,146 @@ mod tests {
             )
             .unwrap_err();
         assert_eq!(e.code(), 1317);
+    }
+
+    /// A read intent taken through the counters is invisible in the manager's state, yet a
+    /// WRITE lock waits for it; while a WRITE lock is held or waited for, read intents go
+    /// through the mutex and wait behind it.
+    #[test]
+    fn counted_read_intents_hold_write_locks_off() {
+        let l = Locks::default();
+        let no = AtomicBool::new(false);
+        l.acquire_intents(1, &[(k("t"), LockRequest::ReadIntent)], SHORT, &no)
+            .unwrap();
+        // A second statement on the same table in the same transaction counts once.
+        l.acquire_intents(1, &[(k("t"), LockRequest::ReadIntent)], SHORT, &no)
+            .unwrap();
+        assert_eq!(l.fast_held(1), 1);
+        assert!(l.lock().index.is_empty() && l.lock().held.is_empty());
+        let e = l
+            .lock_tables(2, &[(k("t"), LockRequest::Write)], SHORT, &no)
+            .unwrap_err();
+        assert_eq!(e.code(), 1205);
+        // The failed request left no trace on the counters.
+        l.release_intents(1);
+        l.acquire_intents(1, &[(k("t"), LockRequest::ReadIntent)], SHORT, &no)
+            .unwrap();
+        assert_eq!(l.fast_held(1), 1);
+        l.release_intents(1);
+        l.lock_tables(2, &[(k("t"), LockRequest::Write)], SHORT, &no)
+            .unwrap();
+        let e = l
+            .acquire_intents(1, &[(k("t"), LockRequest::ReadIntent)], SHORT, &no)
+            .unwrap_err();
+        assert_eq!(e.code(), 1205);
+        assert_eq!(l.fast_held(1), 0);
+        l.unlock(2);
+        l.acquire_intents(1, &[(k("t"), LockRequest::ReadIntent)], SHORT, &no)
+            .unwrap();
+        assert_eq!(l.fast_held(1), 1);
+        l.release_all(1);
+        l.release_all(2);
+        let st = l.lock();
+        assert!(st.strong_held.is_empty());
+        assert!(st.counters.values().all(|w| w.upgrade().is_none_or(|c| c
+            .readers
+            .load(Ordering::SeqCst)
+            == 0
+            && c.strong.load(Ordering::SeqCst) == 0)));
+    }
+
+    /// DDL in a transaction that read its table: the session's own counted intent is turned
+    /// into a mutex-path intent first, so its WRITE lock does not wait for itself.
+    #[test]
+    fn demoted_intents_do_not_block_their_own_session() {
+        let l = Locks::default();
+        let no = AtomicBool::new(false);
+        l.acquire_intents(1, &[(k("t"), LockRequest::ReadIntent)], SHORT, &no)
+            .unwrap();
+        let e = l
+            .lock_tables(1, &[(k("t"), LockRequest::Write)], SHORT, &no)
+            .unwrap_err();
+        assert_eq!(
+            e.code(),
+            1205,
+            "without demotion the session waits for itself"
+        );
+        l.with_held(1, |l, h| l.demote(1, h));
+        assert_eq!(l.fast_held(1), 0);
+        l.lock_tables(1, &[(k("t"), LockRequest::Write)], SHORT, &no)
+            .unwrap();
+        // Another session's WRITE lock still waits for the demoted intent.
+        l.unlock_tables_only(1);
+        let e = l
+            .lock_tables(2, &[(k("t"), LockRequest::Write)], SHORT, &no)
+            .unwrap_err();
+        assert_eq!(e.code(), 1205);
+        l.release_intents(1);
+        l.lock_tables(2, &[(k("t"), LockRequest::Write)], SHORT, &no)
+            .unwrap();
+        l.release_all(2);
+        l.release_all(1);
+    }
+
+    /// Readers on the counters and a WRITE-lock holder never overlap: reader threads take and
+    /// release read intents in a loop, a writer takes and drops the WRITE lock, and each side
+    /// checks a flag the other sets while it holds its lock. Both sides make progress.
+    #[test]
+    fn counted_readers_and_a_writer_never_overlap() {
+        use std::sync::atomic::AtomicUsize;
+        let l = Arc::new(Locks::default());
+        let writing = Arc::new(AtomicBool::new(false));
+        let reading = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let long = Duration::from_secs(60);
+        let mut readers = Vec::new();
+        for me in 10..13u64 {
+            let (l, writing, reading, stop) =
+                (l.clone(), writing.clone(), reading.clone(), stop.clone());
+            readers.push(std::thread::spawn(move || {
+                let no = AtomicBool::new(false);
+                let mut n = 0u64;
+                loop {
+                    l.acquire_intents(me, &[(k("t"), LockRequest::ReadIntent)], long, &no)
+                        .unwrap();
+                    reading.fetch_add(1, Ordering::SeqCst);
+                    assert!(
+                        !writing.load(Ordering::SeqCst),
+                        "a reader beside the writer"
+                    );
+                    std::thread::yield_now();
+                    reading.fetch_sub(1, Ordering::SeqCst);
+                    l.release_intents(me);
+                    n += 1;
+                    if stop.load(Ordering::SeqCst) {
+                        return n;
+                    }
+                }
+            }));
+        }
+        let no = AtomicBool::new(false);
+        for _ in 0..200 {
+            l.lock_tables(1, &[(k("t"), LockRequest::Write)], long, &no)
+                .unwrap();
+            writing.store(true, Ordering::SeqCst);
+            assert_eq!(
+                reading.load(Ordering::SeqCst),
+                0,
+                "the writer beside a reader"
+            );
+            std::thread::yield_now();
+            writing.store(false, Ordering::SeqCst);
+            l.unlock(1);
+        }
+        stop.store(true, Ordering::SeqCst);
+        for r in readers {
+            assert!(r.join().unwrap() > 0);
+        }
+        let st = l.lock();
+        assert!(st.counters.values().all(|w| w.upgrade().is_none_or(|c| c
+            .readers
+            .load(Ordering::SeqCst)
+            == 0
+            && c.strong.load(Ordering::SeqCst) == 0)));
     }
 }

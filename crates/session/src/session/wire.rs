@@ -222,37 +222,31 @@ pub(super) fn exec_response(out: ExecOutput) -> Response {
 pub(super) fn rows_response(columns: Arc<[Column]>, rows: Vec<Vec<Value>>) -> Response {
     // A DATE in a column that is not temporal (CASE, COALESCE or UNION mixing dates with
     // strings or numbers make VARCHAR) goes out as the string MySQL shows: the protocol would
-    // render a date value in such a column as a DATETIME.
-    let date_as_text: Vec<bool> = columns
-        .iter()
-        .map(|c| {
-            !matches!(
-                c.column_type,
-                ColumnType::MYSQL_TYPE_DATE
-                    | ColumnType::MYSQL_TYPE_NEWDATE
-                    | ColumnType::MYSQL_TYPE_DATETIME
-                    | ColumnType::MYSQL_TYPE_TIMESTAMP
-            )
-        })
-        .collect();
-    // A FLOAT column's values go out as single precision: the protocol shows them as MariaDB
-    // shows a FLOAT (six significant digits, or the column's fixed decimals) and sends 4 bytes.
-    let single: Vec<bool> = columns
-        .iter()
-        .map(|c| c.column_type == ColumnType::MYSQL_TYPE_FLOAT)
-        .collect();
-    let time: Vec<bool> = columns
-        .iter()
-        .map(|c| c.column_type == ColumnType::MYSQL_TYPE_TIME)
-        .collect();
+    // render a date value in such a column as a DATETIME. A FLOAT column's values go out as
+    // single precision: the protocol shows them as MariaDB shows a FLOAT (six significant
+    // digits, or the column's fixed decimals) and sends 4 bytes. The column's type is looked
+    // at per value, not gathered into per-column vectors first (allocated per statement).
+    let ty = |i: usize| columns.get(i).map(|c| c.column_type);
     let mut out = Rows::with_capacity(columns.len(), rows.len());
     for r in rows {
         out.push_row(r.into_iter().enumerate().map(|(i, v)| match v {
-            Value::Date(_) if date_as_text.get(i) == Some(&true) => {
+            Value::Date(_)
+                if ty(i).is_some_and(|t| {
+                    !matches!(
+                        t,
+                        ColumnType::MYSQL_TYPE_DATE
+                            | ColumnType::MYSQL_TYPE_NEWDATE
+                            | ColumnType::MYSQL_TYPE_DATETIME
+                            | ColumnType::MYSQL_TYPE_TIMESTAMP
+                    )
+                }) =>
+            {
                 PValue::Bytes(v.to_text().unwrap_or_default().into_bytes())
             }
-            Value::Double(d) if single.get(i) == Some(&true) => PValue::Float(d as f32),
-            v if time.get(i) == Some(&true) => time_column_value(v),
+            Value::Double(d) if ty(i) == Some(ColumnType::MYSQL_TYPE_FLOAT) => {
+                PValue::Float(d as f32)
+            }
+            v if ty(i) == Some(ColumnType::MYSQL_TYPE_TIME) => time_column_value(v),
             // A TIME in a column of another type (a string column of a CASE or
             // UNION) as the text it shows.
             Value::Time(t) => PValue::Bytes(t.text().into_bytes()),

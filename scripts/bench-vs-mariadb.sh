@@ -4,8 +4,10 @@
 # table count and size, buffer pool larger than the data, flush at every commit, direct I/O.
 # Prints TPS, p95, p99 and the server's CPU seconds per 1000 transactions (from /proc/PID/stat).
 #   cargo build --release -p shoal && TIME=10 THREADS="8 64" scripts/bench-vs-mariadb.sh
-# SERVERS selects the sides (default: all three). Every server stays up for the whole run, each
-# on its own port from PORT on (all must be free), and they take turns point by point, in the
+# SERVERS selects the sides (default: all three; `mariadb` is MariaDB one-thread-per-connection,
+# `mariadb-pool-of-threads` its thread pool, to compare pool with pool). Every server stays up
+# for the whole run, each on its own port from PORT on (all must be free), and they take turns
+# point by point, in the
 # reverse order every other round (ROUNDS, default 1), so the machine's drift in speed lands on
 # every side; read-write runs on the data the point-select runs left. With two servers a
 # second table gives the first / second ratios of TPS and CPU per point and round. The CPU
@@ -29,15 +31,17 @@ cpu_of() { awk -v t="$TCK" '{printf "%.2f %.2f\n", $14/t, $15/t}' "/proc/$1/stat
 
 start_server() { # name port
   case $1 in
-    mariadb)
+    mariadb | mariadb-*)
+      local th=one-thread-per-connection
+      [ "$1" = mariadb ] || th=${1#mariadb-}
       start_mariadb "$2" "$WORK/$1" --max-connections=2000 --max-prepared-stmt-count=1048576 \
         --innodb-buffer-pool-size=1G --innodb-flush-log-at-trx-commit=1 \
-        --innodb-flush-method=O_DIRECT --thread-handling=one-thread-per-connection ;;
+        --innodb-flush-method=O_DIRECT --thread-handling="$th" ;;
     shoal-*)
       start_shoal "$2" "$WORK/$1" --thread-handling="${1#shoal-}" --max-connections=2000 \
         --innodb-buffer-pool-size=1G --innodb-flush-log-at-trx-commit=1 \
         --innodb-flush-method=O_DIRECT ;;
-    *) echo "unknown server $1 (SERVERS: shoal-<thread handling> or mariadb)" >&2; exit 1 ;;
+    *) echo "unknown server $1 (SERVERS: shoal-<thread handling>, mariadb or mariadb-<thread handling>)" >&2; exit 1 ;;
   esac
 }
 

@@ -125,18 +125,35 @@ pub const ESTIMATE_SAMPLE: u64 = 1000;
 /// Entries `Engine::estimate_rows` counts at most when sizes are unknown.
 pub const ESTIMATE_MAX: u64 = 5_000;
 
+thread_local! {
+    /// Block-cache-only read options for this thread's point reads, one set for reads at a
+    /// snapshot (set again before every use) and one for reads without (never given one):
+    /// creating and destroying them cost two C++ allocations and a constructor per read.
+    static CACHE_ONLY: std::cell::RefCell<[Option<ReadOptions>; 2]> =
+        const { std::cell::RefCell::new([None, None]) };
+}
+
 impl Inner {
     /// A point read: probes the block cache first; only on a miss reports a DISKIO wait and
     /// reads from disk.
     pub(crate) fn get(&self, key: &[u8], snap: Option<&Snapshot>) -> Result<Option<Vec<u8>>> {
         Stats::add(&self.stats.read_requests, 1);
-        let mut ro = ReadOptions::default();
-        ro.set_read_tier(ReadTier::BlockCache);
-        if let Some(s) = snap {
-            ro.set_snapshot(s.raw());
-        }
-        match self.db.get_pinned_opt(key, &ro) {
-            Ok(v) => Ok(v.map(|p| p.to_vec())),
+        let cached = CACHE_ONLY.with(|c| {
+            let mut c = c.borrow_mut();
+            let ro = c[usize::from(snap.is_some())].get_or_insert_with(|| {
+                let mut ro = ReadOptions::default();
+                ro.set_read_tier(ReadTier::BlockCache);
+                ro
+            });
+            if let Some(s) = snap {
+                ro.set_snapshot(s.raw());
+            }
+            self.db
+                .get_pinned_opt(key, ro)
+                .map(|v| v.map(|p| p.to_vec()))
+        });
+        match cached {
+            Ok(v) => Ok(v),
             Err(e) if e.kind() == ErrorKind::Incomplete => {
                 Stats::add(&self.stats.disk_reads, 1);
                 let mut ro = ReadOptions::default();

@@ -7,11 +7,10 @@
 # SERVERS selects the sides (default: all three; `mariadb` is MariaDB one-thread-per-connection,
 # `mariadb-pool-of-threads` its thread pool, to compare pool with pool). Every server stays up
 # for the whole run, each on its own port from PORT on (all must be free), and they take turns
-# point by point, in the
-# reverse order every other round (ROUNDS, default 1), so the machine's drift in speed lands on
-# every side; read-write runs on the data the point-select runs left. With two servers a
-# second table gives the first / second ratios of TPS and CPU per point and round. The CPU
-# column is user + system; the system share (the kernel's, mostly the loopback TCP stack) is in
+# point by point, in the reverse order every other round (ROUNDS, default 1), so the machine's
+# drift in speed lands on every side; read-write runs on the data the point-select runs left.
+# With two servers a second table gives the first / second ratios of TPS and CPU per point and
+# round. The CPU column is user + system; the system share (the kernel's, mostly the loopback TCP stack) is in
 # the last column. WORKLOADS narrows the sysbench workloads (default both).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

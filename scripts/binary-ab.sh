@@ -15,6 +15,9 @@
 #   EXTRA="--innodb-buffer-pool-size=8M --innodb-flush-method=O_DIRECT" TABLES=4 SIZE=100000 \
 #     BINS=... scripts/binary-ab.sh             (I/O-bound: 96 MB of data, 12x the pool, direct reads)
 # EXTRA: more server options for both binaries; TABLES / SIZE: the data (default 2 x 10,000).
+# The load comes from shoal-bench (one process), not sysbench (a thread per client): the two
+# are woken differently by the kernel, and at 64 clients that changed the pool's figures by a
+# third (docs/perf-log, session 28); use bench-vs-mariadb.sh for sysbench's.
 # Exits non-zero if a server does not start, a run reports errors (or more than 1 % retried
 # deadlocks) or leaves connections open.
 set -euo pipefail

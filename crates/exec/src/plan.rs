@@ -942,9 +942,8 @@ pub fn resolve_exact(
 /// Which conjuncts of `filter` (in [`conjuncts`] order; columns by name, as
 /// [`choose_access`] took it) `access` enforces by itself on `table`, provided its values
 /// resolve exactly ([`resolve_exact`]): `col = v` of its equal prefix (all of a primary-key
-/// point read), and the bounds of its
-/// range on the next column (`col BETWEEN a AND b`, `col > a`, `col <= b`, ...), each exactly
-/// the expression the path reads by. Only NOT NULL integer columns: their key order is SQL's
+/// point read), and the bounds of its range on the next column (`col BETWEEN a AND b`,
+/// `col > a`, `col <= b`, ...), each exactly the expression the path reads by. Only NOT NULL integer columns: their key order is SQL's
 /// numeric order and an exact key value compares as the SQL value does, so a row inside the
 /// key range satisfies the conjunct and no other row does. A row read by such a path need not
 /// evaluate these conjuncts again (the re-check was 7.6 % of sysbench read-write's

@@ -790,6 +790,17 @@ mod tests {
 
     const SHORT: Duration = Duration::from_millis(50);
 
+    /// No table's counters record a reader or a WRITE lock.
+    fn assert_counters_idle(l: &TableLocks) {
+        let st = l.lock();
+        for (key, w) in &st.counters {
+            if let Some(c) = w.upgrade() {
+                assert_eq!(c.readers.load(Ordering::SeqCst), 0, "{key:?}");
+                assert_eq!(c.strong.load(Ordering::SeqCst), 0, "{key:?}");
+            }
+        }
+    }
+
     #[test]
     fn conflicts_follow_the_table() {
         let l = Locks::default();
@@ -988,13 +999,8 @@ mod tests {
         assert_eq!(l.fast_held(1), 1);
         l.release_all(1);
         l.release_all(2);
-        let st = l.lock();
-        assert!(st.strong_held.is_empty());
-        assert!(st.counters.values().all(|w| w.upgrade().is_none_or(|c| c
-            .readers
-            .load(Ordering::SeqCst)
-            == 0
-            && c.strong.load(Ordering::SeqCst) == 0)));
+        assert_counters_idle(&l);
+        assert!(l.lock().strong_held.is_empty());
     }
 
     /// DDL in a transaction that read its table: the session's own counted intent is turned
@@ -1084,11 +1090,6 @@ mod tests {
         for r in readers {
             assert!(r.join().unwrap() > 0);
         }
-        let st = l.lock();
-        assert!(st.counters.values().all(|w| w.upgrade().is_none_or(|c| c
-            .readers
-            .load(Ordering::SeqCst)
-            == 0
-            && c.strong.load(Ordering::SeqCst) == 0)));
+        assert_counters_idle(&l);
     }
 }

@@ -151,6 +151,9 @@ pub struct Config {
     pub high_prio_tickets: u64,
     /// `thread_pool_dedicated_listener`.
     pub dedicated_listener: bool,
+    /// `thread_pool_cpu_affinity`: each group's workers run on one CPU and each local client's
+    /// connection moves to the group of its client's CPU (see `shoal_pool`'s `affinity`).
+    pub cpu_affinity: bool,
     /// Record queueing/execution time histograms.
     pub histograms: bool,
     /// Work stealing between groups (see the crate doc); off by default (classic behaviour).
@@ -192,6 +195,9 @@ impl Default for Config {
             high_prio_mode: HighPrioMode::default(),
             high_prio_tickets: u64::from(u32::MAX),
             dedicated_listener: false,
+            // Measured: 1.4-1.5x the point-select TPS at 32-128 local clients, 1.2x read-write
+            // at 8 and 64 (docs/perf-log/2026-12-04-session-29-cpu-affinity.md).
+            cpu_affinity: true,
             histograms: true,
             work_stealing: false,
             linger: Duration::from_micros(2000),

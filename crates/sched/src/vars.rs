@@ -49,6 +49,8 @@ pub enum Knob {
     HighPrioTickets,
     /// `thread_pool_dedicated_listener`.
     DedicatedListener,
+    /// `thread_pool_cpu_affinity`.
+    CpuAffinity,
     /// `thread_pool_linger_usec`.
     Linger,
     /// `thread_pool_linger_threads`.
@@ -187,6 +189,15 @@ pub const VARIABLES: &[Var] = &[
         dynamic: true,
         get: |c| usec(c.balance),
         set: |c, v| c.balance = Duration::from_micros(v.uint()),
+    },
+    Var {
+        name: "thread_pool_cpu_affinity",
+        knob: Knob::CpuAffinity,
+        domain: Domain::Bool,
+        scope: Scope::Global,
+        dynamic: true,
+        get: |c| Value::Bool(c.cpu_affinity),
+        set: |c, v| c.cpu_affinity = v.bool(),
     },
     Var {
         name: "thread_pool_dedicated_listener",

@@ -151,6 +151,13 @@ impl<H: Handler> Pool<H> {
     pub fn set_high_prio_tickets(&self, n: u64) {
         self.shared.tickets.store(n, Ordering::SeqCst);
     }
+    /// `SET GLOBAL thread_pool_cpu_affinity`: each worker moves (pinned to its group's CPU, or
+    /// free again) before the next entry it runs; each local connection moves to its client's
+    /// CPU's group (or back to `id % size`) at its next re-arm.
+    pub fn set_cpu_affinity(&self, on: bool) {
+        self.shared.cpu_affinity.store(on, Ordering::SeqCst);
+    }
+
     /// `SET GLOBAL thread_pool_dedicated_listener`.
     pub fn set_dedicated_listener(&self, on: bool) {
         self.shared.dedicated.store(on, Ordering::SeqCst);
@@ -193,6 +200,7 @@ impl<H: Handler> Pool<H> {
             Knob::HighPrioMode => self.set_high_prio_mode(config.high_prio_mode),
             Knob::HighPrioTickets => self.set_high_prio_tickets(config.high_prio_tickets),
             Knob::DedicatedListener => self.set_dedicated_listener(config.dedicated_listener),
+            Knob::CpuAffinity => self.set_cpu_affinity(config.cpu_affinity),
             Knob::Linger => self.set_linger(config.linger),
             Knob::LingerThreads => self.set_linger_threads(config.linger_threads),
             Knob::WorkStealing => self.set_work_stealing(config.work_stealing),
@@ -227,6 +235,7 @@ impl<H: Handler> Pool<H> {
             },
             high_prio_tickets: s.tickets.load(Ordering::SeqCst),
             dedicated_listener: s.dedicated.load(Ordering::SeqCst),
+            cpu_affinity: s.cpu_affinity.load(Ordering::SeqCst),
             histograms: s.histograms.load(Ordering::SeqCst),
             work_stealing: s.stealing.load(Ordering::SeqCst),
             balance: Duration::from_micros(s.balance_us.load(Ordering::SeqCst)),

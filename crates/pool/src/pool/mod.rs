@@ -41,6 +41,7 @@ use crate::{CloseReason, Config, Handler, HighPrioMode, Knob, Outcome, PoolError
 use epoll::{Events, Interest, Mode, Poller};
 use sampler::Sampler;
 
+mod affinity;
 mod balance;
 mod cpu;
 mod epoll;
@@ -124,6 +125,9 @@ struct ConnMeta {
     tickets: u64,
     /// Its worker lingers on the socket (shown as idle; see [`crate::core::GroupCore::linger_begin`]).
     lingering: bool,
+    /// A TCP connection from this host: CPU affinity moves it to its client's CPU's group
+    /// (see [`affinity`]).
+    local: bool,
     /// When its previous command finished (not its login): a connection whose next command
     /// starts soon after is busy, and only a busy connection is worth a linger.
     last_end: Option<Instant>,
@@ -271,6 +275,11 @@ struct Shared<H: Handler> {
     prio_mode: AtomicU8,
     tickets: AtomicU64,
     dedicated: AtomicBool,
+    /// `thread_pool_cpu_affinity` as set (in effect only as [`affinity::effective`] says).
+    cpu_affinity: AtomicBool,
+    /// The CPUs the server was allowed at start: group `g` runs on `cpus[g % cpus.len()]`
+    /// while affinity is in effect, on all of them otherwise (see [`affinity`]).
+    cpus: Vec<usize>,
     histograms: AtomicBool,
     stealing: AtomicBool,
     /// `Config::balance` in µs (0 = off).
@@ -361,6 +370,8 @@ impl<H: Handler> Shared<H> {
             prio_mode: AtomicU8::new(mode_to_u8(config.high_prio_mode)),
             tickets: AtomicU64::new(config.high_prio_tickets),
             dedicated: AtomicBool::new(config.dedicated_listener),
+            cpu_affinity: AtomicBool::new(config.cpu_affinity),
+            cpus: affinity::allowed_cpus(),
             histograms: AtomicBool::new(config.histograms),
             stealing: AtomicBool::new(config.work_stealing),
             balance_us: AtomicU64::new(
@@ -382,6 +393,30 @@ impl<H: Handler> Shared<H> {
             thread_name: config.thread_name.clone(),
             stack_size: config.stack_size,
         }
+    }
+
+    /// Where group `gid`'s workers should run now: `Some(cpu)` while CPU affinity is in
+    /// effect, `None` (every allowed CPU) otherwise.
+    fn placement(&self, gid: usize) -> Option<usize> {
+        let n = self.cpus.len();
+        let on = self.cpu_affinity.load(Ordering::Relaxed);
+        affinity::effective(on, self.size.load(Ordering::Relaxed), n)
+            .then(|| self.cpus[affinity::cpu_of_group(gid, n)])
+    }
+
+    /// The group connection `e` belongs in for its next command, in a pool of `size` groups:
+    /// with CPU affinity in effect, a local connection goes to a group of the CPU its client
+    /// last sent from; every other connection to `id % size` (see [`affinity`]).
+    fn home_group(&self, e: &ConnEntry<H::Conn>, local: bool, size: usize) -> usize {
+        let n = self.cpus.len();
+        if local && affinity::effective(self.cpu_affinity.load(Ordering::Relaxed), size, n) {
+            if let Some(cpu) =
+                affinity::incoming_cpu(e.fd).and_then(|c| self.cpus.iter().position(|&a| a == c))
+            {
+                return affinity::home_group(e.id, cpu, size, n);
+            }
+        }
+        (e.id % size as u64) as usize
     }
 
     /// The concurrency cap of group `gid` minus one (what the core's decisions take as
@@ -643,6 +678,7 @@ impl<H: Handler> Shared<H> {
                 killed: false,
                 tickets: self.tickets.load(Ordering::Relaxed),
                 lingering: false,
+                local: affinity::is_local_tcp(fd),
                 last_end: None,
                 suspect: None,
                 lose_report: false,

@@ -172,6 +172,21 @@ impl<H: Handler> Shared<H> {
         // Set by `run` when a linger ended without running the next command: the worker is
         // still counted lingering until `get_event` takes the group lock.
         let mut lingered = false;
+        // Where this thread runs (see `affinity`): applied before the first poll and again
+        // before any entry after a change. A new thread inherits its spawner's placement,
+        // which may be another group's CPU, hence `None` (unknown) first.
+        let mut placed: Option<Option<usize>> = None;
+        let place = |placed: &mut Option<Option<usize>>| {
+            let want = self.placement(gid);
+            if *placed != Some(want) && !self.cpus.is_empty() {
+                match want {
+                    Some(cpu) => affinity::run_on(&[cpu]),
+                    None => affinity::run_on(&self.cpus),
+                }
+                *placed = Some(want);
+            }
+        };
+        place(&mut placed);
         while let Some((entry, action)) = self.get_event(
             gid,
             &slot,
@@ -179,6 +194,7 @@ impl<H: Handler> Shared<H> {
             exec.take(),
             std::mem::take(&mut lingered),
         ) {
+            place(&mut placed);
             let mut next = Some((entry, action));
             while let Some((e, a)) = next.take() {
                 // `Some` again when the worker lingered and the next command arrived.

@@ -532,6 +532,9 @@ pub fn config(size: usize) -> Config {
         oversubscribe: 0,
         stall_limit: Duration::from_millis(100),
         idle_timeout: Duration::from_secs(30),
+        // The scenarios place connections by id (`id % size`); CPU affinity, which moves a
+        // local client's connection to its CPU's group, has its own scenario.
+        cpu_affinity: false,
         ..Config::default()
     }
 }

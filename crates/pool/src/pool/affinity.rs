@@ -1,0 +1,238 @@
+//! CPU affinity (`thread_pool_cpu_affinity`): each group's workers on one CPU, each local
+//! client's connection in the group of the CPU its client runs on.
+//!
+//! ## Why
+//!
+//! A pool worker answers a different connection after every command, so each answer wakes a
+//! different client thread. Linux sees a waker with many wakees (`wake_wide`) and puts each
+//! woken thread back on the CPU it last ran on instead of next to the waker. With the worker
+//! on one CPU and the client last seen on the other, every answer's `sendto` takes the other
+//! CPU's run-queue lock and often sends it a rescheduling interrupt (an exit to the
+//! hypervisor in a VM). With 64 sysbench clients on 2 cores that cost the pool 3 µs of
+//! kernel time per point select against one thread per connection, whose server thread
+//! always wakes the same client on its own CPU (docs/perf-log, sessions 28 and 29).
+//!
+//! ## How
+//!
+//! * **Workers stay on their group's CPU.** Group `g`'s CPU is the `g % n`-th of the `n` CPUs
+//!   the server was allowed at start (`sched_getaffinity`). A worker applies its group's
+//!   placement before each entry it runs (one relaxed load when nothing changed): pinned to
+//!   that CPU while affinity is effective, free on every allowed CPU otherwise. Affinity is
+//!   effective while `thread_pool_cpu_affinity` is ON, the server may use at least 2 CPUs
+//!   and `thread_pool_size` is at least the CPU count (with fewer groups some CPUs would have
+//!   none, and pinning would leave them idle).
+//! * **Connections follow their clients.** The kernel records, per socket, the CPU that
+//!   processed its last incoming packet (`SO_INCOMING_CPU`). Over loopback that is the CPU
+//!   the client thread ran on when it sent its command, the CPU the kernel will wake it on.
+//!   After each command [`home_group`] picks the group for the connection's next command among
+//!   the groups of that CPU (by connection id when there are several); a connection whose
+//!   client moved is migrated there by the re-arm, as after a resize. So the answer's wake-up
+//!   stays on the worker's CPU, and the scheduler's own balancing of client threads between
+//!   CPUs balances the groups.
+//! * **Only local TCP clients are steered**: a connection whose peer is a loopback address.
+//!   For a remote client the incoming CPU is the CPU of the network card's receive queue,
+//!   which says nothing about any thread to wake, and steering by it could put every
+//!   connection in one group. Unix-socket connections report no incoming CPU. Those keep
+//!   their `id % thread_pool_size` group; their workers are pinned all the same (one group's
+//!   workers per CPU), which costs nothing while every group has work.
+//!
+//! ## Costs and limits
+//!
+//! One `getsockopt` per command of a steered connection. A group's extra workers (a stall, a
+//! reported wait, oversubscription) share their group's CPU instead of spreading to an idle
+//! one: a long statement on one CPU competes with its group's short ones there until the
+//! scheduler moves their clients, and with them their connections, to the other CPU. At 8
+//! clients, where lingering already keeps client and worker together, affinity is measured
+//! at about the same cost; from 32 clients on it is the cheaper pool (PERFORMANCE.md).
+
+use std::os::fd::RawFd;
+
+/// The CPUs this process may run on, in ascending order (empty if the kernel would not say).
+pub(super) fn allowed_cpus() -> Vec<usize> {
+    #[cfg(not(loom))]
+    {
+        // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity fills it.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        // SAFETY: pid 0 is the calling thread; the size is the set's.
+        let r =
+            unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+        if r != 0 {
+            return Vec::new();
+        }
+        // SAFETY: reading bits of an initialised set.
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+            .collect()
+    }
+    #[cfg(loom)]
+    Vec::new()
+}
+
+/// Restricts the calling thread to `cpus`. Failure (a CPU taken away by a cgroup since the
+/// start) leaves the thread where it was: placement is an optimisation, never a condition.
+pub(super) fn run_on(cpus: &[usize]) {
+    #[cfg(not(loom))]
+    {
+        // SAFETY: a zeroed cpu_set_t is a valid empty set.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        for &c in cpus {
+            if c < libc::CPU_SETSIZE as usize {
+                // SAFETY: `c` is within the set.
+                unsafe { libc::CPU_SET(c, &mut set) };
+            }
+        }
+        // SAFETY: pid 0 is the calling thread; the set is initialised.
+        let _ = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    }
+    #[cfg(loom)]
+    let _ = cpus;
+}
+
+/// The CPU that processed the last packet received on socket `fd` (`SO_INCOMING_CPU`), if the
+/// kernel recorded one.
+pub(super) fn incoming_cpu(fd: RawFd) -> Option<usize> {
+    #[cfg(not(loom))]
+    {
+        let mut cpu: libc::c_int = -1;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: `cpu` and `len` are valid for the option's size; a bad fd is an error return.
+        let r = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_INCOMING_CPU,
+                (&mut cpu as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        (r == 0 && cpu >= 0).then_some(cpu as usize)
+    }
+    #[cfg(loom)]
+    {
+        let _ = fd;
+        None
+    }
+}
+
+/// Whether socket `fd` is a TCP connection from this host (its peer a loopback address):
+/// the only connections affinity steers (see the module doc).
+pub(super) fn is_local_tcp(fd: RawFd) -> bool {
+    #[cfg(not(loom))]
+    {
+        // SAFETY: a zeroed sockaddr_storage is valid; getpeername fills at most `len` bytes.
+        let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        // SAFETY: as above; a bad fd or a non-socket is an error return.
+        let r = unsafe {
+            libc::getpeername(
+                fd,
+                (&mut ss as *mut libc::sockaddr_storage).cast(),
+                &mut len,
+            )
+        };
+        if r != 0 {
+            return false;
+        }
+        match libc::c_int::from(ss.ss_family) {
+            libc::AF_INET => {
+                // SAFETY: the family says the storage holds a sockaddr_in.
+                let sin =
+                    unsafe { &*(&ss as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+                std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)).is_loopback()
+            }
+            libc::AF_INET6 => {
+                // SAFETY: the family says the storage holds a sockaddr_in6.
+                let sin6 = unsafe {
+                    &*(&ss as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>()
+                };
+                let a = std::net::Ipv6Addr::from(sin6.sin6_addr.s6_addr);
+                a.is_loopback() || a.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+            }
+            _ => false,
+        }
+    }
+    #[cfg(loom)]
+    {
+        let _ = fd;
+        false
+    }
+}
+
+/// Whether affinity is in effect for a pool of `size` groups on `cpus` CPUs with the switch
+/// `on` (see the module doc).
+pub(super) fn effective(on: bool, size: usize, cpus: usize) -> bool {
+    on && cpus >= 2 && size >= cpus
+}
+
+/// The index (into the allowed CPUs) of group `gid`'s CPU.
+pub(super) fn cpu_of_group(gid: usize, cpus: usize) -> usize {
+    gid % cpus.max(1)
+}
+
+/// The group of a connection whose client runs on the `cpu`-th allowed CPU, in a pool of
+/// `size` groups on `cpus` CPUs (affinity effective, so `size >= cpus` and `cpu < cpus`): one
+/// of the groups `g < size` with `g % cpus == cpu`, chosen by connection `id` when there are
+/// several.
+pub(crate) fn home_group(id: u64, cpu: usize, size: usize, cpus: usize) -> usize {
+    debug_assert!(cpus >= 1 && cpu < cpus && size >= cpus);
+    // Groups cpu, cpu + cpus, cpu + 2 cpus, ... below size.
+    let per = (size - cpu).div_ceil(cpus);
+    cpu + cpus * ((id / cpus as u64) % per as u64) as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn home_group_is_a_group_of_the_clients_cpu_and_spreads_by_id() {
+        for cpus in 1..=5 {
+            for size in cpus..=12 {
+                for cpu in 0..cpus {
+                    let mut seen = std::collections::BTreeSet::new();
+                    for id in 0..200 {
+                        let g = home_group(id, cpu, size, cpus);
+                        assert!(g < size, "group {g} of size {size}");
+                        assert_eq!(cpu_of_group(g, cpus), cpu, "cpus {cpus} size {size}");
+                        seen.insert(g);
+                    }
+                    // every group of that CPU gets connections
+                    let expect: Vec<_> = (0..size).filter(|g| g % cpus == cpu).collect();
+                    assert_eq!(seen.into_iter().collect::<Vec<_>>(), expect);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn effective_only_with_two_cpus_and_a_group_for_each() {
+        assert!(effective(true, 2, 2));
+        assert!(effective(true, 8, 2));
+        assert!(!effective(false, 2, 2));
+        assert!(!effective(true, 1, 2), "a CPU without a group would idle");
+        assert!(!effective(true, 4, 1), "one CPU: nothing to place");
+    }
+
+    #[test]
+    fn loopback_peers_are_local_and_the_incoming_cpu_is_one_we_run_on() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+        c.write_all(b"x").unwrap();
+        assert!(is_local_tcp(s.as_raw_fd()));
+        let mut b = [0u8; 1];
+        use std::io::Read;
+        (&s).read_exact(&mut b).unwrap();
+        let cpu = incoming_cpu(s.as_raw_fd()).expect("loopback records the incoming CPU");
+        assert!(
+            allowed_cpus().contains(&cpu),
+            "{cpu} not in {:?}",
+            allowed_cpus()
+        );
+        // not a socket
+        assert!(!is_local_tcp(-1));
+        assert_eq!(incoming_cpu(-1), None);
+    }
+}

@@ -374,7 +374,12 @@ fn idle_workers_retire_after_idle_timeout() {
 
 #[test]
 fn live_resize_spreads_new_connections() {
-    let s = pool_server("pool-resize", &["--thread-pool-size=1"]);
+    // Resizing spreads connections by id; CPU affinity would place these local ones by the
+    // test thread's CPU instead.
+    let s = pool_server(
+        "pool-resize",
+        &["--thread-pool-size=1", "--thread-pool-cpu-affinity=OFF"],
+    );
     let mut c = conn(&s);
     let groups_used = |c: &mut mysql::Conn| -> usize {
         let rows: Vec<(i64, i64)> = c
@@ -1048,6 +1053,9 @@ fn work_stealing_variable_lets_another_group_run_queued_work() {
             "--thread-pool-size=2",
             "--thread-pool-oversubscribe=1",
             "--thread-pool-stall-limit=60000",
+            // The scenario places connections by id (group 0: even ids); CPU affinity would
+            // move these local connections to their client thread's CPU's group.
+            "--thread-pool-cpu-affinity=OFF",
             // Work stealing is switched on (SET GLOBAL) only once both BENCHMARKs run in group
             // 0: on from the start, group 1's standby worker could steal the second BENCHMARK
             // itself, and group 0's cap would never fill.
@@ -1290,4 +1298,84 @@ fn stall_seconds_are_sampled_and_zero_without_stalls() {
         status(&mut c, "Threadpool_sampled_seconds") >= s0 + 2
     });
     assert_eq!(status(&mut c, "Threadpool_stall_seconds"), 0);
+}
+
+/// The CPUs this test process may use.
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: a zeroed cpu_set_t is valid; the call fills it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: pid 0 is the calling thread.
+    let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    assert_eq!(r, 0, "sched_getaffinity");
+    // SAFETY: reading an initialised set.
+    (0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect()
+}
+
+/// `thread_pool_cpu_affinity` (ON by default): local connections whose client thread sends from
+/// one CPU are served by that CPU's group (the answer then wakes the client on the worker's
+/// CPU); OFF puts them back in group `id % thread_pool_size`.
+#[test]
+fn cpu_affinity_serves_local_connections_in_their_clients_cpus_group() {
+    let cpus = allowed_cpus();
+    if cpus.len() < 2 {
+        eprintln!("skipped: affinity needs 2 CPUs, this process may use {cpus:?}");
+        return;
+    }
+    let size = format!("--thread-pool-size={}", cpus.len());
+    let s = pool_server("pool-affinity", &[&size]);
+    let mut c = conn(&s);
+    assert_eq!(global_int(&mut c, "thread_pool_cpu_affinity"), Some(1));
+    let groups = |c: &mut mysql::Conn| -> Vec<(i64, i64)> {
+        c.query("SELECT GROUP_ID, CONNECTIONS FROM information_schema.THREAD_POOL_GROUPS ORDER BY GROUP_ID")
+            .unwrap()
+    };
+    let pinned = |cpu: usize, conns: &mut Vec<mysql::Conn>| {
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                // SAFETY: as in allowed_cpus.
+                let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+                // SAFETY: cpu came from the allowed set.
+                unsafe { libc::CPU_SET(cpu, &mut set) };
+                // SAFETY: pid 0 is this thread.
+                let r = unsafe {
+                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+                };
+                assert_eq!(r, 0);
+                for round in 0..3 {
+                    for m in conns.iter_mut() {
+                        let v: Option<i64> = m.query_first(format!("SELECT {round}")).unwrap();
+                        assert_eq!(v, Some(round));
+                    }
+                }
+            });
+        });
+    };
+    let mut conns: Vec<mysql::Conn> = (0..6).map(|_| conn(&s)).collect();
+    let migrations0 = status(&mut c, "Threadpool_migrations");
+    pinned(cpus[1], &mut conns);
+    // The six are in group 1 (cpus[1]'s); `c` is wherever its own thread last ran.
+    let mut g = Vec::new();
+    wait_until(10, "six connections in group 1", || {
+        g = groups(&mut c);
+        g[1].1 >= 6
+    });
+    assert_eq!(g.iter().map(|r| r.1).sum::<i64>(), 7, "{g:?}");
+    assert!(status(&mut c, "Threadpool_migrations") > migrations0);
+    // OFF: back by id (ids are the connections' CONNECTION_ID()).
+    c.query_drop("SET GLOBAL thread_pool_cpu_affinity = OFF")
+        .unwrap();
+    pinned(cpus[1], &mut conns);
+    let ids: Vec<u64> = conns
+        .iter_mut()
+        .map(|m| m.query_first("SELECT CONNECTION_ID()").unwrap().unwrap())
+        .collect();
+    let in_group_1 = ids.iter().filter(|id| *id % cpus.len() as u64 == 1).count() as i64;
+    let own: u64 = c.query_first("SELECT CONNECTION_ID()").unwrap().unwrap();
+    let expect = in_group_1 + i64::from(own % cpus.len() as u64 == 1);
+    wait_until(10, "group 1 back to its connections by id", || {
+        g = groups(&mut c);
+        g[1].1 == expect
+    });
 }

@@ -5,13 +5,15 @@
 # Prints TPS, p95, p99 and the server's CPU seconds per 1000 transactions (from /proc/PID/stat).
 #   cargo build --release -p shoal && TIME=10 THREADS="8 64" scripts/bench-vs-mariadb.sh
 # SERVERS selects the sides (default: all three; `mariadb` is MariaDB one-thread-per-connection,
-# `mariadb-pool-of-threads` its thread pool, to compare pool with pool). Every server stays up
+# `mariadb-pool-of-threads` its thread pool, to compare pool with pool; a shoal side may carry
+# options after `+`, e.g. `shoal-pool-of-threads+thread-pool-cpu-affinity=OFF`). Every server stays up
 # for the whole run, each on its own port from PORT on (all must be free), and they take turns
 # point by point, in the reverse order every other round (ROUNDS, default 1), so the machine's
 # drift in speed lands on every side; read-write runs on the data the point-select runs left.
 # With two servers a second table gives the first / second ratios of TPS and CPU per point and
 # round. The CPU column is user + system; the system share (the kernel's, mostly the loopback TCP stack) is in
-# the last column. WORKLOADS narrows the sysbench workloads (default both).
+# the last column. WORKLOADS narrows the sysbench workloads (default both). CLIENT_SOCKET=1:
+# sysbench connects through each server's Unix socket instead of TCP.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=scripts/lib.sh
@@ -37,16 +39,25 @@ start_server() { # name port
         --innodb-buffer-pool-size=1G --innodb-flush-log-at-trx-commit=1 \
         --innodb-flush-method=O_DIRECT --thread-handling="$th" ;;
     shoal-*)
-      start_shoal "$2" "$WORK/$1" --thread-handling="${1#shoal-}" --max-connections=2000 \
+      # shoal-<thread handling>[+<option>=<value>...]: options passed as --<option>=<value>
+      local spec=${1#shoal-} extra=() o
+      local th=${spec%%+*}
+      if [ "$spec" != "$th" ]; then
+        IFS=+ read -r -a opts <<<"${spec#*+}"
+        for o in "${opts[@]}"; do extra+=("--$o"); done
+      fi
+      start_shoal "$2" "$WORK/$1" --thread-handling="$th" --max-connections=2000 \
         --innodb-buffer-pool-size=1G --innodb-flush-log-at-trx-commit=1 \
-        --innodb-flush-method=O_DIRECT ;;
+        --innodb-flush-method=O_DIRECT ${extra[@]+"${extra[@]}"} ;;
     *) echo "unknown server $1 (SERVERS: shoal-<thread handling>, mariadb or mariadb-<thread handling>)" >&2; exit 1 ;;
   esac
 }
 
+declare -A SOCKOF
 sb() { # workload port args...
-  local wl=$1 port=$2; shift 2
-  sysbench "$wl" --db-driver=mysql --mysql-host=127.0.0.1 "--mysql-port=$port" --mysql-user=root \
+  local wl=$1 port=$2 to=("--mysql-host=127.0.0.1" "--mysql-port=$2"); shift 2
+  [ "${CLIENT_SOCKET:-0}" = 0 ] || to=("--mysql-socket=${SOCKOF[$port]}")
+  sysbench "$wl" --db-driver=mysql "${to[@]}" --mysql-user=root \
     --mysql-db=sbtest "--tables=$TABLES" "--table-size=$SIZE" --percentile=95 "$@"
 }
 
@@ -56,6 +67,7 @@ trap stop_all EXIT
 i=0
 for srv in $SERVERS; do
   PORTOF[$srv]=$((PORT + i)); i=$((i + 1))
+  SOCKOF[${PORTOF[$srv]}]=$WORK/$srv/sock
   start_server "$srv" "${PORTOF[$srv]}"
   PID[$srv]=$SERVER
   SERVER=

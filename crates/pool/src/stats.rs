@@ -144,6 +144,9 @@ pub struct PoolStats {
     /// throughout while the process used under 10 % of the CPUs it may use (the crate doc's
     /// "Observability").
     pub stall_seconds: u64,
+    /// `Threadpool_cpu_affinity_engaged`: CPU affinity pins the workers and steers local
+    /// connections now (switched on, in effect, and the clients spread over the CPUs).
+    pub affinity_engaged: bool,
 }
 
 impl PoolStats {

@@ -83,6 +83,27 @@ fn counts(s: &PoolStats) -> (usize, usize) {
     (s.groups[0].connections, s.groups[1].connections)
 }
 
+/// Runs rounds of commands on `a` from a thread pinned to `cpu_a` and on `b` from one pinned
+/// to `cpu_b`, side by side, until `done` holds for the pool's stats (deadline 10 s).
+fn talk_until(
+    srv: &Server,
+    (cpu_a, a): (usize, &mut [Client]),
+    (cpu_b, b): (usize, &mut [Client]),
+    done: impl Fn(&PoolStats) -> bool,
+) -> PoolStats {
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        std::thread::scope(|s| {
+            s.spawn(|| talk_from(cpu_a, a, 2));
+            s.spawn(|| talk_from(cpu_b, b, 2));
+        });
+        let st = srv.stats();
+        if done(&st) || std::time::Instant::now() > end {
+            return st;
+        }
+    }
+}
+
 #[test]
 fn connections_follow_their_clients_cpu_and_workers_stay_on_their_groups() {
     let cpus = allowed_cpus();
@@ -90,20 +111,29 @@ fn connections_follow_their_clients_cpu_and_workers_stay_on_their_groups() {
         eprintln!("skipped: affinity needs 2 CPUs, this process may use {cpus:?}");
         return;
     }
+    // The pool reads the CPUs of the thread that starts it: two, so the counts below hold
+    // on any machine (a group per CPU).
+    let cpus = cpus[..2].to_vec();
+    pin(&cpus);
     let mut cfg = config(2);
-    // Two groups on a machine with more CPUs would leave CPUs without a group (not in
-    // effect); pin the test to the first two CPUs' worth by using as many groups as CPUs.
-    cfg.size = cpus.len();
     cfg.cpu_affinity = true;
+    cfg.linger = Duration::ZERO; // every command re-arms, and is counted for the engagement
     cfg.thread_name = "aff-pool".into();
     let srv = Server::start(cfg);
     let n = cpus.len();
     let mut clients: Vec<Client> = (0..6).map(|_| srv.connect()).collect();
-    // All six clients send from the second CPU: after their commands every connection is in
-    // group 1 (the group of cpus[1]), whatever its id.
-    talk_from(cpus[1], &mut clients, 3);
-    let s = srv.wait_for(Duration::from_secs(10), |s| s.groups[1].connections == 6);
-    assert_eq!(s.groups[1].connections, 6, "all in cpus[1]'s group: {s:#?}");
+    let (four, two) = clients.split_at_mut(4);
+    // Four connections driven from the second CPU, two from the first (clients on both CPUs:
+    // affinity engages after four spread ticks): 4 in group 1 and 2 in group 0 (by id 3 and 3).
+    let s = talk_until(&srv, (cpus[1], four), (cpus[0], two), |s| {
+        counts(s) == (2, 4)
+    });
+    assert_eq!(
+        counts(&s),
+        (2, 4),
+        "each in its client's CPU's group: {s:#?}"
+    );
+    assert!(s.affinity_engaged, "clients on both CPUs: engaged: {s:#?}");
     assert!(
         s.groups[1].counters.migrations_in >= 1,
         "some moved in: {s:#?}"
@@ -121,10 +151,11 @@ fn connections_follow_their_clients_cpu_and_workers_stay_on_their_groups() {
             "{name} pinned to its group's CPU"
         );
     }
-    // The clients move to the first CPU: so do their connections.
-    talk_from(cpus[0], &mut clients, 3);
-    let s = srv.wait_for(Duration::from_secs(10), |s| s.groups[0].connections == 6);
-    assert_eq!(counts(&s).0, 6, "all followed to cpus[0]'s group: {s:#?}");
+    // The client threads swap CPUs: their connections follow.
+    let s = talk_until(&srv, (cpus[0], four), (cpus[1], two), |s| {
+        counts(s) == (4, 2)
+    });
+    assert_eq!(counts(&s), (4, 2), "all followed their clients: {s:#?}");
     for (name, allowed) in threads_until("aff-pool-g0", pinned_to(cpus[0])) {
         assert_eq!(
             allowed,
@@ -156,10 +187,45 @@ fn connections_follow_their_clients_cpu_and_workers_stay_on_their_groups() {
     };
     let all = threads_until("aff-pool-g", free);
     assert!(
-        all.iter()
-            .any(|(_, allowed)| !allowed.chars().all(|c| c.is_ascii_digit())),
+        free(&all),
         "some worker freed to every CPU after it ran an entry: {all:?}"
     );
+}
+
+/// One client thread driving every connection (an event-loop client): its commands all come
+/// from one CPU at a time, so affinity does not engage. Pinned, every connection would land in
+/// that CPU's group and the other CPU's workers would idle.
+#[test]
+fn one_client_thread_does_not_engage_affinity() {
+    let cpus = allowed_cpus();
+    if cpus.len() < 2 {
+        eprintln!("skipped: affinity needs 2 CPUs, this process may use {cpus:?}");
+        return;
+    }
+    let cpus = cpus[..2].to_vec();
+    pin(&cpus);
+    let mut cfg = config(2);
+    cfg.cpu_affinity = true;
+    cfg.linger = Duration::ZERO; // every command re-arms, and is counted
+    cfg.thread_name = "one-client".into();
+    let srv = Server::start(cfg);
+    let mut clients: Vec<Client> = (0..8).map(|_| srv.connect()).collect();
+    // Ten stall-limit ticks (100 ms) of commands from one CPU: far more than the engagement
+    // needs (four spread ticks), had they been spread.
+    let end = std::time::Instant::now() + Duration::from_millis(1000);
+    while std::time::Instant::now() < end {
+        talk_from(cpus[1], &mut clients, 5);
+    }
+    let s = srv.stats();
+    assert!(!s.affinity_engaged, "{s:#?}");
+    let by_id = |g: usize| clients.iter().filter(|c| c.id % 2 == g as u64).count();
+    assert_eq!(counts(&s), (by_id(0), by_id(1)), "placed by id: {s:#?}");
+    for (name, allowed) in threads_allowed("one-client-g") {
+        assert!(
+            !allowed.chars().all(|c| c.is_ascii_digit()),
+            "{name} must not be pinned: {allowed}"
+        );
+    }
 }
 
 #[test]

@@ -1313,6 +1313,30 @@ fn allowed_cpus() -> Vec<usize> {
         .collect()
 }
 
+/// Restricts the calling thread to `cpus`.
+fn pin_this_thread(cpus: &[usize]) {
+    // SAFETY: as in allowed_cpus.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus {
+        // SAFETY: c came from the allowed set.
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    // SAFETY: pid 0 is this thread.
+    let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    assert_eq!(r, 0);
+}
+
+/// Runs three rounds of `SELECT`s on `conns` from a thread pinned to `cpu`.
+fn select_from(cpu: usize, conns: &mut [mysql::Conn]) {
+    pin_this_thread(&[cpu]);
+    for round in 0..3 {
+        for m in conns.iter_mut() {
+            let v: Option<i64> = m.query_first(format!("SELECT {round}")).unwrap();
+            assert_eq!(v, Some(round));
+        }
+    }
+}
+
 /// `thread_pool_cpu_affinity` (ON by default): local connections whose client thread sends from
 /// one CPU are served by that CPU's group (the answer then wakes the client on the worker's
 /// CPU); OFF puts them back in group `id % thread_pool_size`.
@@ -1323,59 +1347,58 @@ fn cpu_affinity_serves_local_connections_in_their_clients_cpus_group() {
         eprintln!("skipped: affinity needs 2 CPUs, this process may use {cpus:?}");
         return;
     }
-    let size = format!("--thread-pool-size={}", cpus.len());
-    let s = pool_server("pool-affinity", &[&size]);
-    let mut c = conn(&s);
-    assert_eq!(global_int(&mut c, "thread_pool_cpu_affinity"), Some(1));
-    let groups = |c: &mut mysql::Conn| -> Vec<(i64, i64)> {
-        c.query("SELECT GROUP_ID, CONNECTIONS FROM information_schema.THREAD_POOL_GROUPS ORDER BY GROUP_ID")
-            .unwrap()
+    // The server inherits this thread's CPUs: two of them, so the counts below hold on any
+    // machine (a group per CPU).
+    let cpus = &cpus[..2];
+    pin_this_thread(cpus);
+    let size = "--thread-pool-size=2".to_string();
+    // The admin port's connection is served outside the pool: it observes without counting.
+    // No lingering: every command is re-armed, and counted for the engagement.
+    let (s, admin) = pool_server_with_admin(
+        "pool-affinity",
+        &[
+            &size,
+            "--thread-pool-linger-usec=0",
+            "--thread-pool-stall-limit=100",
+        ],
+    );
+    let mut a = admin_conn(&s, admin);
+    assert_eq!(global_int(&mut a, "thread_pool_cpu_affinity"), Some(1));
+    let groups = |a: &mut mysql::Conn| -> (i64, i64) {
+        let g: Vec<(i64, i64)> = a
+            .query("SELECT GROUP_ID, CONNECTIONS FROM information_schema.THREAD_POOL_GROUPS ORDER BY GROUP_ID")
+            .unwrap();
+        (g[0].1, g[1].1)
     };
-    let pinned = |cpu: usize, conns: &mut Vec<mysql::Conn>| {
+    // Five connections driven from the second CPU, two from the first (clients on both CPUs:
+    // affinity engages): (2, 5) by CPU, where by id they would be (4, 3) or (3, 4).
+    let mut five: Vec<mysql::Conn> = (0..5).map(|_| conn(&s)).collect();
+    let mut two: Vec<mysql::Conn> = (0..2).map(|_| conn(&s)).collect();
+    let migrations0 = status(&mut a, "Threadpool_migrations");
+    let mut g = (0, 0);
+    wait_until(10, "(2, 5) connections in groups 0 and 1", || {
         std::thread::scope(|sc| {
-            sc.spawn(|| {
-                // SAFETY: as in allowed_cpus.
-                let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-                // SAFETY: cpu came from the allowed set.
-                unsafe { libc::CPU_SET(cpu, &mut set) };
-                // SAFETY: pid 0 is this thread.
-                let r = unsafe {
-                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-                };
-                assert_eq!(r, 0);
-                for round in 0..3 {
-                    for m in conns.iter_mut() {
-                        let v: Option<i64> = m.query_first(format!("SELECT {round}")).unwrap();
-                        assert_eq!(v, Some(round));
-                    }
-                }
-            });
+            sc.spawn(|| select_from(cpus[1], &mut five));
+            sc.spawn(|| select_from(cpus[0], &mut two));
         });
-    };
-    let mut conns: Vec<mysql::Conn> = (0..6).map(|_| conn(&s)).collect();
-    let migrations0 = status(&mut c, "Threadpool_migrations");
-    pinned(cpus[1], &mut conns);
-    // The six are in group 1 (cpus[1]'s); `c` is wherever its own thread last ran.
-    let mut g = Vec::new();
-    wait_until(10, "six connections in group 1", || {
-        g = groups(&mut c);
-        g[1].1 >= 6
+        g = groups(&mut a);
+        g == (2, 5)
     });
-    assert_eq!(g.iter().map(|r| r.1).sum::<i64>(), 7, "{g:?}");
-    assert!(status(&mut c, "Threadpool_migrations") > migrations0);
-    // OFF: back by id (ids are the connections' CONNECTION_ID()).
-    c.query_drop("SET GLOBAL thread_pool_cpu_affinity = OFF")
+    assert!(status(&mut a, "Threadpool_migrations") > migrations0);
+    assert_eq!(status(&mut a, "Threadpool_cpu_affinity_engaged"), 1);
+    // OFF: back by id (the pool's ids are the connections' CONNECTION_ID()).
+    a.query_drop("SET GLOBAL thread_pool_cpu_affinity = OFF")
         .unwrap();
-    pinned(cpus[1], &mut conns);
-    let ids: Vec<u64> = conns
+    select_from(cpus[1], &mut five);
+    select_from(cpus[1], &mut two);
+    let ids: Vec<u64> = five
         .iter_mut()
+        .chain(two.iter_mut())
         .map(|m| m.query_first("SELECT CONNECTION_ID()").unwrap().unwrap())
         .collect();
-    let in_group_1 = ids.iter().filter(|id| *id % cpus.len() as u64 == 1).count() as i64;
-    let own: u64 = c.query_first("SELECT CONNECTION_ID()").unwrap().unwrap();
-    let expect = in_group_1 + i64::from(own % cpus.len() as u64 == 1);
-    wait_until(10, "group 1 back to its connections by id", || {
-        g = groups(&mut c);
-        g[1].1 == expect
+    let in_1 = ids.iter().filter(|id| *id % cpus.len() as u64 == 1).count() as i64;
+    let in_0 = ids.iter().filter(|id| *id % cpus.len() as u64 == 0).count() as i64;
+    wait_until(10, "connections back by id", || {
+        groups(&mut a) == (in_0, in_1)
     });
 }

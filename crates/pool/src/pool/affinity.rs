@@ -180,6 +180,31 @@ pub(crate) fn home_group(id: u64, cpu: usize, size: usize, cpus: usize) -> usize
     cpu + cpus * ((id / cpus as u64) % per as u64) as usize
 }
 
+/// CPUs told apart in the engagement's counts (a group's `seen`); CPU `i` counts in `i % 16`.
+pub(super) const SEEN_CPUS: usize = 16;
+
+/// Timer ticks in a row whose commands came from every CPU before affinity engages.
+pub(super) const ENGAGE_TICKS: u32 = 4;
+
+/// Fewest commands over a timer tick for a judgement of the clients' spread.
+const JUDGE_MIN: u64 = 64;
+
+/// Whether affinity should be engaged, from the commands of local connections over a tick by
+/// the CPU their clients sent from (`by_cpu`) and whether it is now: engage when every CPU sent
+/// at least half its even share, let go when one sent under a quarter of it (the gap is
+/// hysteresis). `None`: too few commands to judge, keep the state.
+pub(super) fn judge(by_cpu: &[u64], engaged: bool) -> Option<bool> {
+    let total: u64 = by_cpu.iter().sum();
+    if total < JUDGE_MIN || by_cpu.is_empty() {
+        return None;
+    }
+    let n = by_cpu.len() as u64;
+    let min = by_cpu.iter().copied().min().unwrap_or(0);
+    // min / total against (1 / n) / 2 or / 4, in integers.
+    let need = if engaged { 4 } else { 2 };
+    Some(min * n * need >= total)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,6 +227,29 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn judge_engages_on_spread_clients_with_hysteresis() {
+        assert_eq!(judge(&[10, 10], false), None, "too few to judge");
+        assert_eq!(judge(&[500, 500], false), Some(true));
+        assert_eq!(judge(&[700, 300], false), Some(true), "30 % >= 25 %");
+        assert_eq!(
+            judge(&[800, 200], false),
+            Some(false),
+            "20 % < 25 %: not yet"
+        );
+        assert_eq!(
+            judge(&[800, 200], true),
+            Some(true),
+            "20 % >= 12.5 %: stays"
+        );
+        assert_eq!(
+            judge(&[1000, 0], true),
+            Some(false),
+            "one client CPU: let go"
+        );
+        assert_eq!(judge(&[100, 100, 0, 100], false), Some(false));
     }
 
     #[test]

@@ -163,7 +163,7 @@ impl<H: Handler> Shared<H> {
             });
         m.prio = next_priority(mode, hint, &mut m.tickets, full);
         let size = self.size.load(Ordering::SeqCst);
-        let target = self.home_group(e, m.local, size);
+        let target = self.home_group(e, m.local, m.group, size);
         let old = m.group;
         let next = match outcome {
             Outcome::Continue => Next::Input,

@@ -215,6 +215,12 @@ struct Group<C> {
     /// zero while adaptive mode is off. Written under the group lock by the timer, read
     /// without it wherever the cap applies.
     cap: AtomicUsize,
+    /// Commands of local connections re-armed in this group, by the allowed CPU (index) their
+    /// client sent from, since the timer's last look: CPU affinity engages only while the
+    /// clients are spread over the CPUs (see [`affinity`]).
+    /// Inline (the group is cache-padded): counters of two groups side by side in one heap
+    /// line bounced between the CPUs on every command and cost a fifth of the throughput.
+    seen: [AtomicU64; affinity::SEEN_CPUS],
 }
 
 impl<C> Group<C> {
@@ -235,6 +241,7 @@ impl<C> Group<C> {
             edge_requeues: AtomicU64::new(0),
             polls: AtomicU64::new(0),
             cap: AtomicUsize::new(0),
+            seen: std::array::from_fn(|_| AtomicU64::new(0)),
         }
     }
 
@@ -280,6 +287,9 @@ struct Shared<H: Handler> {
     /// The CPUs the server was allowed at start: group `g` runs on `cpus[g % cpus.len()]`
     /// while affinity is in effect, on all of them otherwise (see [`affinity`]).
     cpus: Vec<usize>,
+    /// The clients are spread over the CPUs (the timer's judgement of the groups' `seen`):
+    /// affinity pins and steers only while this holds (see [`affinity`]).
+    engaged: AtomicBool,
     histograms: AtomicBool,
     stealing: AtomicBool,
     /// `Config::balance` in µs (0 = off).
@@ -352,6 +362,7 @@ impl<H: Handler> Shared<H> {
     /// The shared state of a pool with `config` (already checked): every group allocated,
     /// no thread started, no poller created.
     fn new(config: &Config, handler: H) -> Self {
+        let cpus = affinity::allowed_cpus();
         Shared {
             handler,
             groups: (0..config.max_size)
@@ -371,7 +382,8 @@ impl<H: Handler> Shared<H> {
             tickets: AtomicU64::new(config.high_prio_tickets),
             dedicated: AtomicBool::new(config.dedicated_listener),
             cpu_affinity: AtomicBool::new(config.cpu_affinity),
-            cpus: affinity::allowed_cpus(),
+            cpus,
+            engaged: AtomicBool::new(false),
             histograms: AtomicBool::new(config.histograms),
             stealing: AtomicBool::new(config.work_stealing),
             balance_us: AtomicU64::new(
@@ -399,24 +411,34 @@ impl<H: Handler> Shared<H> {
     /// effect, `None` (every allowed CPU) otherwise.
     fn placement(&self, gid: usize) -> Option<usize> {
         let n = self.cpus.len();
-        let on = self.cpu_affinity.load(Ordering::Relaxed);
+        let on = self.cpu_affinity.load(Ordering::Relaxed) && self.engaged.load(Ordering::Relaxed);
         affinity::effective(on, self.size.load(Ordering::Relaxed), n)
             .then(|| self.cpus[affinity::cpu_of_group(gid, n)])
     }
 
-    /// The group connection `e` belongs in for its next command, in a pool of `size` groups:
-    /// with CPU affinity in effect, a local connection goes to a group of the CPU its client
-    /// last sent from; every other connection to `id % size` (see [`affinity`]).
-    fn home_group(&self, e: &ConnEntry<H::Conn>, local: bool, size: usize) -> usize {
+    /// The group connection `e` (now in group `old`) belongs in for its next command, in a
+    /// pool of `size` groups: with CPU affinity engaged, a local connection goes to a group of
+    /// the CPU its client last sent from; every other connection to `id % size` (see
+    /// [`affinity`]). Counts where local clients send from, for the engagement.
+    fn home_group(&self, e: &ConnEntry<H::Conn>, local: bool, old: usize, size: usize) -> usize {
+        let by_id = (e.id % size as u64) as usize;
         let n = self.cpus.len();
-        if local && affinity::effective(self.cpu_affinity.load(Ordering::Relaxed), size, n) {
-            if let Some(cpu) =
-                affinity::incoming_cpu(e.fd).and_then(|c| self.cpus.iter().position(|&a| a == c))
-            {
-                return affinity::home_group(e.id, cpu, size, n);
-            }
+        if !local || !affinity::effective(self.cpu_affinity.load(Ordering::Relaxed), size, n) {
+            return by_id;
         }
-        (e.id % size as u64) as usize
+        let Some(cpu) =
+            affinity::incoming_cpu(e.fd).and_then(|c| self.cpus.iter().position(|&a| a == c))
+        else {
+            return if old < size { old } else { by_id };
+        };
+        if let Some(g) = self.groups.get(old) {
+            g.seen[cpu % affinity::SEEN_CPUS].fetch_add(1, Ordering::Relaxed);
+        }
+        if self.engaged.load(Ordering::Relaxed) {
+            affinity::home_group(e.id, cpu, size, n)
+        } else {
+            by_id
+        }
     }
 
     /// The concurrency cap of group `gid` minus one (what the core's decisions take as
@@ -854,6 +876,7 @@ impl<H: Handler> Shared<H> {
             waits,
             sampled_seconds: self.sampled_seconds.load(Ordering::Relaxed),
             stall_seconds: self.stall_seconds.load(Ordering::Relaxed),
+            affinity_engaged: self.placement(0).is_some(),
         }
     }
 }

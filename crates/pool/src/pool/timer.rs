@@ -26,6 +26,8 @@ impl<H: Handler> Shared<H> {
         let mut next_tick = Instant::now() + self.stall_limit();
         let mut sampler = Sampler::new();
         let mut cpu_meter = cpu::CpuMeter::new();
+        // Ticks in a row with the local clients spread over the CPUs (CPU affinity).
+        let mut spread = 0u32;
         loop {
             let woken = {
                 let g = lock(&self.timer_lock);
@@ -65,7 +67,7 @@ impl<H: Handler> Shared<H> {
             // The CPU left free over the tick's interval, for the adaptive controllers (read
             // at every tick, so that switching adaptive mode on starts from a fresh interval).
             let cpu_idle = cpu_meter.free_share();
-            self.tick(&mut events, cpu_idle);
+            self.tick(&mut events, cpu_idle, &mut spread);
             next_tick = Instant::now() + self.stall_limit();
         }
     }
@@ -97,7 +99,36 @@ impl<H: Handler> Shared<H> {
     }
 
     /// One timer tick: kick-up, stalls, missing listeners, rescue polls, idle deadlines.
-    fn tick(self: &StdArc<Self>, events: &mut Events, cpu_idle: Option<f64>) {
+    /// CPU affinity's engagement (see `affinity`): the commands of local connections since the
+    /// last tick, by the CPU their client sent from, summed over the groups and reset. It
+    /// engages after [`affinity::ENGAGE_TICKS`] spread ticks in a row (`spread` counts them)
+    /// and lets go after one that is not: a single client thread that the scheduler moves
+    /// between CPUs sends from both within some ticks.
+    fn judge_spread(&self, spread: &mut u32) {
+        let n = self.cpus.len();
+        if n < 2 {
+            return;
+        }
+        let n = n.min(affinity::SEEN_CPUS);
+        let mut by_cpu = vec![0u64; n];
+        for g in &self.groups {
+            for (c, s) in g.seen.iter().take(n).enumerate() {
+                by_cpu[c] += s.swap(0, Ordering::Relaxed);
+            }
+        }
+        let engaged = self.engaged.load(Ordering::Relaxed);
+        if let Some(e) = affinity::judge(&by_cpu, engaged) {
+            *spread = if e { spread.saturating_add(1) } else { 0 };
+            let e = e && (engaged || *spread >= affinity::ENGAGE_TICKS);
+            if e != engaged {
+                self.engaged.store(e, Ordering::Relaxed);
+                tracing::debug!(engaged = e, ?by_cpu, "thread pool CPU affinity");
+            }
+        }
+    }
+
+    fn tick(self: &StdArc<Self>, events: &mut Events, cpu_idle: Option<f64>, spread: &mut u32) {
+        self.judge_spread(spread);
         let kickup = Duration::from_micros(self.kickup_us.load(Ordering::Relaxed));
         for gid in 0..self.groups.len() {
             let group = &self.groups[gid];

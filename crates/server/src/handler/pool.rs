@@ -328,6 +328,10 @@ pub fn status_rows(st: &PoolStats) -> Vec<(String, String)> {
         ("Threadpool_recovered_events", c.recovered_events),
         ("Threadpool_sampled_seconds", st.sampled_seconds),
         ("Threadpool_stall_seconds", st.stall_seconds),
+        (
+            "Threadpool_cpu_affinity_engaged",
+            u64::from(st.affinity_engaged),
+        ),
         ("Threadpool_adaptive_raises", c.adaptive_raises),
         ("Threadpool_adaptive_lowers", c.adaptive_lowers),
         ("Threadpool_adaptive_reverts", c.adaptive_reverts),

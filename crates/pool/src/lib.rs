@@ -233,8 +233,10 @@
 //! the `g % n`-th allowed CPU), and after each command a connection from a loopback address
 //! moves to a group of the CPU its client last sent from (`SO_INCOMING_CPU`), so the wake-up
 //! stays on the worker's CPU and the scheduler's balancing of the client threads balances the
-//! groups. In effect with at least 2 CPUs and `size >= ` their count; remote and Unix-socket
-//! connections keep `id % size`. At 64 sysbench clients on 2 cores it took the pool from
+//! groups. In effect with at least 2 CPUs and `size >= ` their count, and engaged only while
+//! the local clients' commands come from every CPU (one client thread driving every
+//! connection would crowd them into one CPU's group); remote and Unix-socket connections keep
+//! `id % size`. At 64 sysbench clients on 2 cores it took the pool from
 //! 80-84k to 122-125k point selects a second and its kernel time per statement from 8.3-8.8 to
 //! 4.8-4.9 µs. How and the costs: `pool::affinity`.
 //!

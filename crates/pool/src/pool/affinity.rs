@@ -29,6 +29,19 @@
 //!   client moved is migrated there by the re-arm, as after a resize. So the answer's wake-up
 //!   stays on the worker's CPU, and the scheduler's own balancing of client threads between
 //!   CPUs balances the groups.
+//! * **Only while the clients are spread over the CPUs.** One client thread driving many
+//!   connections (an event-loop client, `shoal-bench`) sends everything from one CPU at a time:
+//!   steering would crowd every connection into that CPU's group, beside the client, and the
+//!   other CPU's pinned workers would idle (`shoal-bench` at 8 connections fell to 0.74-0.83x
+//!   one thread per connection). So each group counts its local connections' commands by the
+//!   CPU they came from (`seen`, counted at the re-arm), and the timer judges the counts every
+//!   tick ([`judge`]): affinity *engages* (pins, steers) after [`ENGAGE_TICKS`] ticks in a
+//!   row in which every CPU sent at least half its even share, and lets go after one tick in
+//!   which some CPU sent under a quarter of it; then connections go back to `id % size` and
+//!   the workers are free again. `Threadpool_cpu_affinity_engaged` shows the state. Lingered
+//!   commands are not re-armed and not counted, so at low concurrency, where nearly every
+//!   command is a linger hit and lingering already keeps worker and client together, the
+//!   judgement rests on few commands, and usually lets go.
 //! * **Only local TCP clients are steered**: a connection whose peer is a loopback address.
 //!   For a remote client the incoming CPU is the CPU of the network card's receive queue,
 //!   which says nothing about any thread to wake, and steering by it could put every

@@ -13,7 +13,9 @@
 # With two servers a second table gives the first / second ratios of TPS and CPU per point and
 # round. The CPU column is user + system; the system share (the kernel's, mostly the loopback TCP stack) is in
 # the last column. WORKLOADS narrows the sysbench workloads (default both). CLIENT_SOCKET=1:
-# sysbench connects through each server's Unix socket instead of TCP.
+# sysbench connects through each server's Unix socket instead of TCP. Two shoal builds in one run:
+# SHOAL_BINS="base=<binary> new=<binary>" and sides ending in `:<label>`, e.g.
+# SERVERS="shoal-pool-of-threads:base shoal-pool-of-threads:new".
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=scripts/lib.sh
@@ -25,6 +27,11 @@ WORKLOADS=${WORKLOADS:-"oltp_point_select oltp_read_write"}
 PORT=${PORT:-33500}
 SERVERS=${SERVERS:-"shoal-one-thread-per-connection shoal-pool-of-threads mariadb"}
 case $SERVERS in *shoal-*) need_bins "$SHOAL" ;; esac
+declare -A BINOF
+for b in ${SHOAL_BINS:-}; do
+  BINOF[${b%%=*}]=${b#*=}
+  [ -x "${b#*=}" ] || { echo "SHOAL_BINS: ${b#*=} is not an executable" >&2; exit 1; }
+done
 rm -rf "$WORK"; mkdir -p "$WORK"
 TCK=$(getconf CLK_TCK)
 # user and system CPU seconds of a process
@@ -39,8 +46,14 @@ start_server() { # name port
         --innodb-buffer-pool-size=1G --innodb-flush-log-at-trx-commit=1 \
         --innodb-flush-method=O_DIRECT --thread-handling="$th" ;;
     shoal-*)
-      # shoal-<thread handling>[+<option>=<value>...]: options passed as --<option>=<value>
-      local spec=${1#shoal-} extra=() o
+      # shoal-<thread handling>[+<option>=<value>...][:<label>]: options passed as
+      # --<option>=<value>, the binary SHOAL_BINS names <label> (default $SHOAL)
+      local spec=${1#shoal-} extra=() o SHOAL=$SHOAL
+      if [[ $spec == *:* ]]; then
+        SHOAL=${BINOF[${spec##*:}]:-}
+        [ -n "$SHOAL" ] || { echo "no binary for ${spec##*:} in SHOAL_BINS" >&2; exit 1; }
+        spec=${spec%:*}
+      fi
       local th=${spec%%+*}
       if [ "$spec" != "$th" ]; then
         IFS=+ read -r -a opts <<<"${spec#*+}"

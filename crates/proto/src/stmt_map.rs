@@ -5,20 +5,27 @@
 //! the session look a statement up on every COM_STMT_EXECUTE, and at thousands of connections
 //! that lookup touches memory no other connection uses, so it is a cache miss more often than
 //! not. A hash table costs a hash of the id and one more miss (its control bytes) before the
-//! entry; a vector sorted by id, searched by bisection, reaches the entry through the vector's
-//! own buffer, with the id next to the value. Inserting keeps the order, so an id that arrives
-//! out of order (a client choosing its own, through a proxy) still works.
+//! entry; ids sorted in a vector of their own, searched by bisection, take one or two cache
+//! lines for a few dozen statements, and the value is then one more line in a parallel vector.
+//! (With the id next to the value, every probe of the bisection was a line of its own: at 64
+//! sysbench clients the two lookups of an execute were 1.4 % of the server's samples.)
+//! Inserting keeps the order, so an id that arrives out of order (a client choosing its own,
+//! through a proxy) still works.
 
-/// Entries sorted by statement id.
+/// Statement ids in ascending order, and their values at the same positions.
 #[derive(Debug)]
 pub struct StmtMap<V> {
-    entries: Vec<(u32, V)>,
+    /// Sorted statement ids.
+    ids: Vec<u32>,
+    /// `vals[i]` belongs to `ids[i]`.
+    vals: Vec<V>,
 }
 
 impl<V> Default for StmtMap<V> {
     fn default() -> Self {
         Self {
-            entries: Vec::new(),
+            ids: Vec::new(),
+            vals: Vec::new(),
         }
     }
 }
@@ -31,29 +38,30 @@ impl<V> StmtMap<V> {
 
     fn find(&self, id: u32) -> Result<usize, usize> {
         // The newest statement is the usual last entry: check it before bisecting.
-        match self.entries.last() {
-            Some(&(last, _)) if last == id => Ok(self.entries.len() - 1),
-            Some(&(last, _)) if last < id => Err(self.entries.len()),
-            _ => self.entries.binary_search_by_key(&id, |e| e.0),
+        match self.ids.last() {
+            Some(&last) if last == id => Ok(self.ids.len() - 1),
+            Some(&last) if last < id => Err(self.ids.len()),
+            _ => self.ids.binary_search(&id),
         }
     }
 
     /// The value of statement `id`.
     pub fn get(&self, id: u32) -> Option<&V> {
-        self.find(id).ok().map(|i| &self.entries[i].1)
+        self.find(id).ok().map(|i| &self.vals[i])
     }
 
     /// The value of statement `id`, mutably.
     pub fn get_mut(&mut self, id: u32) -> Option<&mut V> {
-        self.find(id).ok().map(|i| &mut self.entries[i].1)
+        self.find(id).ok().map(|i| &mut self.vals[i])
     }
 
     /// Sets statement `id`'s value; returns the one it replaces.
     pub fn insert(&mut self, id: u32, v: V) -> Option<V> {
         match self.find(id) {
-            Ok(i) => Some(std::mem::replace(&mut self.entries[i].1, v)),
+            Ok(i) => Some(std::mem::replace(&mut self.vals[i], v)),
             Err(i) => {
-                self.entries.insert(i, (id, v));
+                self.ids.insert(i, id);
+                self.vals.insert(i, v);
                 None
             }
         }
@@ -61,27 +69,32 @@ impl<V> StmtMap<V> {
 
     /// Removes statement `id`; returns its value.
     pub fn remove(&mut self, id: u32) -> Option<V> {
-        self.find(id).ok().map(|i| self.entries.remove(i).1)
+        self.find(id).ok().map(|i| {
+            self.ids.remove(i);
+            self.vals.remove(i)
+        })
     }
 
     /// Number of statements.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.ids.len()
     }
 
     /// Whether there is no statement.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.ids.is_empty()
     }
 
     /// Removes every statement, returning their ids in order.
     pub fn drain_ids(&mut self) -> Vec<u32> {
-        self.entries.drain(..).map(|(id, _)| id).collect()
+        self.vals.clear();
+        std::mem::take(&mut self.ids)
     }
 
     /// Removes every statement.
     pub fn clear(&mut self) {
-        self.entries.clear();
+        self.ids.clear();
+        self.vals.clear();
     }
 }
 

@@ -163,8 +163,8 @@ impl<H: Handler> Shared<H> {
             });
         m.prio = next_priority(mode, hint, &mut m.tickets, full);
         let size = self.size.load(Ordering::SeqCst);
-        let target = self.home_group(e, m.local, m.group, size);
-        let old = m.group;
+        let (local, old) = (m.local, m.group);
+        let target = self.home_group(e, local, &mut m.probes, old, size);
         let next = match outcome {
             Outcome::Continue => Next::Input,
             Outcome::WantWrite => Next::Write,

@@ -128,6 +128,9 @@ struct ConnMeta {
     /// A TCP connection from this host: CPU affinity moves it to its client's CPU's group
     /// (see [`affinity`]).
     local: bool,
+    /// Commands re-armed since its client's CPU was last asked (`SO_INCOMING_CPU` is read on
+    /// every [`affinity::PROBE_EVERY`]-th; see [`Shared::home_group`]).
+    probes: u8,
     /// When its previous command finished (not its login): a connection whose next command
     /// starts soon after is busy, and only a busy connection is worth a linger.
     last_end: Option<Instant>,
@@ -419,22 +422,38 @@ impl<H: Handler> Shared<H> {
     /// The group connection `e` (now in group `old`) belongs in for its next command, in a
     /// pool of `size` groups: with CPU affinity engaged, a local connection goes to a group of
     /// the CPU its client last sent from; every other connection to `id % size` (see
-    /// [`affinity`]). Counts where local clients send from, for the engagement.
-    fn home_group(&self, e: &ConnEntry<H::Conn>, local: bool, old: usize, size: usize) -> usize {
+    /// [`affinity`]). Counts where local clients send from, for the engagement. The client's
+    /// CPU is asked on one command in [`affinity::PROBE_EVERY`] (`probes` counts them), each
+    /// answer counted for that many: between answers the connection stays where it is.
+    fn home_group(
+        &self,
+        e: &ConnEntry<H::Conn>,
+        local: bool,
+        probes: &mut u8,
+        old: usize,
+        size: usize,
+    ) -> usize {
         let by_id = (e.id % size as u64) as usize;
         let n = self.cpus.len();
         if !local || !affinity::effective(self.cpu_affinity.load(Ordering::Relaxed), size, n) {
             return by_id;
         }
-        let Some(cpu) =
+        let engaged = self.engaged.load(Ordering::Relaxed);
+        let due = *probes == 0;
+        *probes = (*probes + 1) % affinity::PROBE_EVERY;
+        let cpu = if due {
             affinity::incoming_cpu(e.fd).and_then(|c| self.cpus.iter().position(|&a| a == c))
-        else {
-            return if old < size { old } else { by_id };
+        } else {
+            None
+        };
+        let Some(cpu) = cpu else {
+            return if engaged && old < size { old } else { by_id };
         };
         if let Some(g) = self.groups.get(old) {
-            g.seen[cpu % affinity::SEEN_CPUS].fetch_add(1, Ordering::Relaxed);
+            g.seen[cpu % affinity::SEEN_CPUS]
+                .fetch_add(u64::from(affinity::PROBE_EVERY), Ordering::Relaxed);
         }
-        if self.engaged.load(Ordering::Relaxed) {
+        if engaged {
             affinity::home_group(e.id, cpu, size, n)
         } else {
             by_id
@@ -701,6 +720,7 @@ impl<H: Handler> Shared<H> {
                 tickets: self.tickets.load(Ordering::Relaxed),
                 lingering: false,
                 local: affinity::is_local_tcp(fd),
+                probes: 0,
                 last_end: None,
                 suspect: None,
                 lose_report: false,

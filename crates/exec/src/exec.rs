@@ -300,6 +300,9 @@ pub(crate) fn sort_by_keys<T>(rows: &mut [T], key: impl Fn(&T) -> &[Value], desc
 /// 5 % of the server's CPU). The rows are then put in the weights' order (stable, as the
 /// comparison sort).
 fn sort_by_weights<T>(rows: &mut [T], key: impl Fn(&T) -> &[Value], desc: &[bool]) {
+    if desc.is_empty() {
+        return; // no key: every row ties, and ties keep their order
+    }
     // Every weight in one buffer, each row's keys as spans of it (`None`: NULL): two
     // allocations for the whole sort instead of two per row.
     let mut buf: Vec<u8> = Vec::with_capacity(rows.len() * 32 * desc.len());
@@ -318,18 +321,37 @@ fn sort_by_weights<T>(rows: &mut [T], key: impl Fn(&T) -> &[Value], desc: &[bool
     }
     let n = desc.len();
     let weight = |row: usize, i: usize| spans[row * n + i].map(|(a, b)| &buf[a..b]);
-    let mut order: Vec<usize> = (0..rows.len()).collect();
-    order.sort_by(|&a, &b| {
-        for (i, d) in desc.iter().enumerate() {
-            // NULL (None) first, as `cmp_keys`.
-            let o = weight(a, i).cmp(&weight(b, i));
-            let o = if *d { o.reverse() } else { o };
-            if o != Ordering::Equal {
-                return o;
+    // Each row's first key as one integer, its weight's first 8 bytes (zero-padded; NULL, which
+    // sorts first as in `cmp_keys`, as 0; all bits flipped for DESC), sorted with the row's
+    // position: the integers' order never contradicts the weights' (a shorter weight pads
+    // below any byte that follows it), so most comparisons end at one integer compare, and
+    // only equal integers look at the weights. Ties end at the position, which makes the
+    // (faster) unstable sort give the stable order.
+    let mut keyed: Vec<(u64, usize)> = (0..rows.len())
+        .map(|r| {
+            let p = weight(r, 0).map_or(0, |w| {
+                let mut b = [0u8; 8];
+                let k = w.len().min(8);
+                b[..k].copy_from_slice(&w[..k]);
+                u64::from_be_bytes(b)
+            });
+            (if desc[0] { !p } else { p }, r)
+        })
+        .collect();
+    keyed.sort_unstable_by(|&(pa, a), &(pb, b)| {
+        pa.cmp(&pb).then_with(|| {
+            for (i, d) in desc.iter().enumerate() {
+                // NULL (None) first, as `cmp_keys`.
+                let o = weight(a, i).cmp(&weight(b, i));
+                let o = if *d { o.reverse() } else { o };
+                if o != Ordering::Equal {
+                    return o;
+                }
             }
-        }
-        Ordering::Equal
+            a.cmp(&b)
+        })
     });
+    let order: Vec<usize> = keyed.into_iter().map(|(_, r)| r).collect();
     apply_order(rows, order);
 }
 
@@ -1255,7 +1277,8 @@ mod sort_tests {
 
     /// Sorting strings by their folded weights orders rows exactly as the comparison sort
     /// does (stable, NULL first, per-column direction), over random rows with case variants,
-    /// trailing spaces, expanding and non-ASCII characters.
+    /// trailing spaces, expanding and non-ASCII characters, short and past the sort's
+    /// integer prefix.
     #[test]
     fn weight_sort_orders_as_the_comparison_sort() {
         const PARTS: &[&str] = &[
@@ -1278,7 +1301,11 @@ mod sort_tests {
                         .map(|_| match next(8) {
                             0 => Value::Null,
                             _ => {
-                                Value::Str((0..next(4)).map(|_| PARTS[next(PARTS.len())]).collect())
+                                // Half share a prefix longer than the sort's 8-byte integer
+                                // prefix, so that ties on it are decided by the weights.
+                                let mut s = String::from(["", "prefix-0123-"][next(2)]);
+                                s.extend((0..next(4)).map(|_| PARTS[next(PARTS.len())]));
+                                Value::Str(s)
                             }
                         })
                         .collect();

@@ -230,8 +230,8 @@
 //! client after every command, Linux puts each back on the CPU it last ran on, and half the
 //! time that is the other CPU: its run-queue lock and a rescheduling interrupt inside every
 //! `sendto`. With affinity in effect each group's workers are pinned to one CPU (group `g` on
-//! the `g % n`-th allowed CPU), and after each command a connection from a loopback address
-//! moves to a group of the CPU its client last sent from (`SO_INCOMING_CPU`), so the wake-up
+//! the `g % n`-th allowed CPU), and a connection from a loopback address moves to a group of
+//! the CPU its client last sent from (`SO_INCOMING_CPU`, asked every 4th command), so the wake-up
 //! stays on the worker's CPU and the scheduler's balancing of the client threads balances the
 //! groups. In effect with at least 2 CPUs and `size >= ` their count, and engaged only while
 //! the local clients' commands come from every CPU (one client thread driving every

@@ -252,6 +252,8 @@ pub enum TableStmt {
     ShowIndex(TableRef),
     /// ANALYZE TABLE t, ...
     Analyze(Vec<TableRef>),
+    /// OPTIMIZE TABLE t, ... (a full compaction of the store, see `show::optimize`).
+    Optimize(Vec<TableRef>),
     /// CHECK TABLE t, ... [QUICK | FAST | MEDIUM | EXTENDED | CHANGED | FOR UPGRADE] (the
     /// options are accepted and ignored: every check is the full one, see `shoal_store::check`).
     Check(Vec<TableRef>),
@@ -278,6 +280,7 @@ impl TableStmt {
             TableStmt::ShowColumns { .. } => "show_fields",
             TableStmt::ShowIndex(_) => "show_keys",
             TableStmt::Analyze(_) => "analyze",
+            TableStmt::Optimize(_) => "optimize",
             TableStmt::Check(_) => "check",
             TableStmt::Multi(m) if m.delete => "delete_multi",
             TableStmt::Multi(_) => "update_multi",

@@ -196,6 +196,14 @@ impl Plan {
                     add(&d, &t, TableNeed::Select);
                 }
             }
+            // MySQL's privileges for OPTIMIZE TABLE: SELECT and INSERT.
+            TableStmt::Optimize(tables) => {
+                for table in tables {
+                    let (d, t) = resolve(table);
+                    add(&d, &t, TableNeed::Select);
+                    add(&d, &t, TableNeed::Insert);
+                }
+            }
             TableStmt::ShowTables { .. } => {}
         }
         out

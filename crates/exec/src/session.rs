@@ -1024,6 +1024,13 @@ impl TableSession {
                     .collect::<Result<Vec<_>, SqlError>>()?;
                 return Ok(show::analyze(&store, &list));
             }
+            TableStmt::Optimize(ts) => {
+                let list = ts
+                    .iter()
+                    .map(|t| Ok((resolve_db(t, &plan.db)?, t.name.clone())))
+                    .collect::<Result<Vec<_>, SqlError>>()?;
+                return Ok(show::optimize(&store, &list));
+            }
             TableStmt::Check(ts) => {
                 let list = ts
                     .iter()

@@ -331,6 +331,7 @@ fn parse_show_like(text: &str) -> Result<Option<TableStmt>, SqlError> {
             }
             match first.as_str() {
                 "ANALYZE" => Ok(Some(TableStmt::Analyze(tables))),
+                "OPTIMIZE" => Ok(Some(TableStmt::Optimize(tables))),
                 "CHECK" => Ok(Some(TableStmt::Check(tables))),
                 _ => Err(unsupported(format!("{first} TABLE"))),
             }

@@ -74,6 +74,7 @@ pub const COM_NAMES: &[&str] = &[
     "execute_sql",
     "execute_immediate",
     "dealloc_sql",
+    "optimize",
 ];
 
 /// Index of `Com_<name>` in [`COM_NAMES`] (panics on an unknown name: compile-time names only).

@@ -193,8 +193,9 @@ fn parse_tokens(sql: &str, tokens: Vec<TokenWithSpan>, bound: usize) -> Result<P
 /// first word; `None` for every other statement.
 fn engine_front_kind(head: &str) -> Option<&'static str> {
     Some(match head {
-        "DESCRIBE" | "DESC" | "EXPLAIN" | "OPTIMIZE" | "REPAIR" | "CHECKSUM" => "select",
+        "DESCRIBE" | "DESC" | "EXPLAIN" | "REPAIR" | "CHECKSUM" => "select",
         "ANALYZE" => "analyze",
+        "OPTIMIZE" => "optimize",
         "CHECK" => "check",
         _ => return None,
     })

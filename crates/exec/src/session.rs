@@ -1017,26 +1017,19 @@ impl TableSession {
                 let def = store.table(&d, &t.name).map_err(store_err)?;
                 return Ok(show::show_index(&def));
             }
-            TableStmt::Analyze(ts) => {
+            TableStmt::Analyze(ts) | TableStmt::Optimize(ts) | TableStmt::Check(ts) => {
+                // Table maintenance commits the open transaction first, as in MariaDB.
+                self.commit()?;
+                self.next_read_only = None;
                 let list = ts
                     .iter()
                     .map(|t| Ok((resolve_db(t, &plan.db)?, t.name.clone())))
                     .collect::<Result<Vec<_>, SqlError>>()?;
-                return Ok(show::analyze(&store, &list));
-            }
-            TableStmt::Optimize(ts) => {
-                let list = ts
-                    .iter()
-                    .map(|t| Ok((resolve_db(t, &plan.db)?, t.name.clone())))
-                    .collect::<Result<Vec<_>, SqlError>>()?;
-                return Ok(show::optimize(&store, &list));
-            }
-            TableStmt::Check(ts) => {
-                let list = ts
-                    .iter()
-                    .map(|t| Ok((resolve_db(t, &plan.db)?, t.name.clone())))
-                    .collect::<Result<Vec<_>, SqlError>>()?;
-                return Ok(show::check(&store, &list));
+                return Ok(match &plan.stmt {
+                    TableStmt::Analyze(_) => show::analyze(&store, &list),
+                    TableStmt::Optimize(_) => show::optimize(&store, &list),
+                    _ => show::check(&store, &list),
+                });
             }
             _ => {}
         }

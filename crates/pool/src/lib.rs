@@ -386,7 +386,7 @@ mod pool;
 mod stats;
 
 pub use crate::core::{Counters, Prio};
-pub use pool::{poll_readable, Pool};
+pub use pool::{allowed_cpus, poll_readable, set_thread_cpus, Pool};
 /// The contract types and the configuration live in `shoal-sched`, shared with the session
 /// layer (which declares the `thread_pool_*` variables from its table).
 pub use shoal_sched::vars::Knob;

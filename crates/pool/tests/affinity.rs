@@ -8,32 +8,11 @@ mod common;
 use std::time::Duration;
 
 use common::{config, Client, Server};
-use shoal_pool::PoolStats;
-
-/// The CPUs this process may use.
-fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: a zeroed cpu_set_t is valid; the call fills it.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: pid 0 is the calling thread.
-    let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-    assert_eq!(r, 0, "sched_getaffinity");
-    // SAFETY: reading an initialised set.
-    (0..libc::CPU_SETSIZE as usize)
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-        .collect()
-}
+use shoal_pool::{allowed_cpus, PoolStats};
 
 /// Pins the calling thread to `cpus`.
 fn pin(cpus: &[usize]) {
-    // SAFETY: as above.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &c in cpus {
-        // SAFETY: c is below CPU_SETSIZE (it came from the allowed set).
-        unsafe { libc::CPU_SET(c, &mut set) };
-    }
-    // SAFETY: as above.
-    let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    assert_eq!(r, 0, "sched_setaffinity");
+    shoal_pool::set_thread_cpus(cpus).expect("sched_setaffinity");
 }
 
 /// The `Cpus_allowed_list` of every thread of this process whose name starts with `prefix`.

@@ -1300,30 +1300,9 @@ fn stall_seconds_are_sampled_and_zero_without_stalls() {
     assert_eq!(status(&mut c, "Threadpool_stall_seconds"), 0);
 }
 
-/// The CPUs this test process may use.
-fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: a zeroed cpu_set_t is valid; the call fills it.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: pid 0 is the calling thread.
-    let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-    assert_eq!(r, 0, "sched_getaffinity");
-    // SAFETY: reading an initialised set.
-    (0..libc::CPU_SETSIZE as usize)
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-        .collect()
-}
-
 /// Restricts the calling thread to `cpus`.
 fn pin_this_thread(cpus: &[usize]) {
-    // SAFETY: as in allowed_cpus.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &c in cpus {
-        // SAFETY: c came from the allowed set.
-        unsafe { libc::CPU_SET(c, &mut set) };
-    }
-    // SAFETY: pid 0 is this thread.
-    let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    assert_eq!(r, 0);
+    shoal_pool::set_thread_cpus(cpus).expect("sched_setaffinity");
 }
 
 /// Runs three rounds of `SELECT`s on `conns` from a thread pinned to `cpu`.
@@ -1342,7 +1321,7 @@ fn select_from(cpu: usize, conns: &mut [mysql::Conn]) {
 /// CPU); OFF puts them back in group `id % thread_pool_size`.
 #[test]
 fn cpu_affinity_serves_local_connections_in_their_clients_cpus_group() {
-    let cpus = allowed_cpus();
+    let cpus = shoal_pool::allowed_cpus();
     if cpus.len() < 2 {
         eprintln!("skipped: affinity needs 2 CPUs, this process may use {cpus:?}");
         return;

@@ -26,10 +26,9 @@
 //!   the client thread ran on when it sent its command, the CPU the kernel will wake it on.
 //!   After every [`PROBE_EVERY`]-th command [`home_group`] asks it and picks the group for the
 //!   connection's next commands among the groups of that CPU (by connection id when there are
-//!   several); a connection whose
-//!   client moved is migrated there by the re-arm, as after a resize. So the answer's wake-up
-//!   stays on the worker's CPU, and the scheduler's own balancing of client threads between
-//!   CPUs balances the groups.
+//!   several); a connection whose client moved is migrated there by the re-arm, as after a
+//!   resize. So the answer's wake-up stays on the worker's CPU, and the scheduler's own
+//!   balancing of client threads between CPUs balances the groups.
 //! * **Only while the clients are spread over the CPUs.** One client thread driving many
 //!   connections (an event-loop client, `shoal-bench`) sends everything from one CPU at a time:
 //!   steering would crowd every connection into that CPU's group, beside the client, and the
@@ -52,17 +51,18 @@
 //!
 //! ## Costs and limits
 //!
-//! One `getsockopt` per [`PROBE_EVERY`] commands of a steered connection. A group's extra workers (a stall, a
-//! reported wait, oversubscription) share their group's CPU instead of spreading to an idle
-//! one: a long statement on one CPU competes with its group's short ones there until the
+//! One `getsockopt` per [`PROBE_EVERY`] commands of a steered connection. A group's extra
+//! workers (a stall, a reported wait, oversubscription) share their group's CPU instead of
+//! spreading to an idle one: a long statement on one CPU competes with its group's short ones there until the
 //! scheduler moves their clients, and with them their connections, to the other CPU. At 8
 //! clients, where lingering already keeps client and worker together, affinity is measured
 //! at about the same cost; from 32 clients on it is the cheaper pool (PERFORMANCE.md).
 
 use std::os::fd::RawFd;
 
-/// The CPUs this process may run on, in ascending order (empty if the kernel would not say).
-pub(super) fn allowed_cpus() -> Vec<usize> {
+/// The CPUs the calling thread may run on, in ascending order (empty if the kernel would not
+/// say). Public for tests and tools that place their own threads.
+pub fn allowed_cpus() -> Vec<usize> {
     #[cfg(not(loom))]
     {
         // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity fills it.
@@ -82,9 +82,9 @@ pub(super) fn allowed_cpus() -> Vec<usize> {
     Vec::new()
 }
 
-/// Restricts the calling thread to `cpus`. Failure (a CPU taken away by a cgroup since the
-/// start) leaves the thread where it was: placement is an optimisation, never a condition.
-pub(super) fn run_on(cpus: &[usize]) {
+/// Restricts the calling thread to `cpus` (`sched_setaffinity`; CPUs beyond the kernel's set
+/// size are left out). Public for tests and tools that place their own threads.
+pub fn set_thread_cpus(cpus: &[usize]) -> std::io::Result<()> {
     #[cfg(not(loom))]
     {
         // SAFETY: a zeroed cpu_set_t is a valid empty set.
@@ -96,10 +96,20 @@ pub(super) fn run_on(cpus: &[usize]) {
             }
         }
         // SAFETY: pid 0 is the calling thread; the set is initialised.
-        let _ = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+        let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+        if r != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
     }
     #[cfg(loom)]
     let _ = cpus;
+    Ok(())
+}
+
+/// Restricts the calling thread to `cpus`. Failure (a CPU taken away by a cgroup since the
+/// start) leaves the thread where it was: placement is an optimisation, never a condition.
+pub(super) fn run_on(cpus: &[usize]) {
+    let _ = set_thread_cpus(cpus);
 }
 
 /// The CPU that processed the last packet received on socket `fd` (`SO_INCOMING_CPU`), if the

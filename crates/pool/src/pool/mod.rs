@@ -42,6 +42,7 @@ use epoll::{Events, Interest, Mode, Poller};
 use sampler::Sampler;
 
 mod affinity;
+pub use affinity::{allowed_cpus, set_thread_cpus};
 mod balance;
 mod cpu;
 mod epoll;

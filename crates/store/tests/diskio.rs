@@ -7,6 +7,29 @@ use rand::{Rng, SeedableRng};
 use shoal_store::*;
 use shoal_wait::WaitKind;
 
+/// Inserts rows 1..=`rows` (about 200 bytes each) into sbtest table `t`, 1,000 a transaction;
+/// with `flush_every: Some(n)`, flushes the memtable after every `n` transactions.
+fn load_rows(e: &Engine, t: &TableDef, rows: i64, flush_every: Option<i64>) {
+    let (c, pad) = ("c".repeat(120), "p".repeat(50));
+    for chunk in 0..(rows / 1000) {
+        let mut txn = e.begin(Isolation::RepeatableRead);
+        for i in 0..1000 {
+            let id = chunk * 1000 + i + 1;
+            let row = vec![
+                Datum::Int(id),
+                Datum::Int(id % 100),
+                Datum::text(&c),
+                Datum::text(&pad),
+            ];
+            txn.insert(t, row).unwrap();
+        }
+        txn.commit().unwrap();
+        if flush_every.is_some_and(|n| chunk % n == n - 1) {
+            e.flush().unwrap();
+        }
+    }
+}
+
 #[test]
 fn cache_misses_are_reported_as_diskio_waits() {
     let dir = TempDir::new("diskio");
@@ -16,24 +39,7 @@ fn cache_misses_are_reported_as_diskio_waits() {
         e.set_flush_log_at_trx_commit(2);
         e.create_database("db").unwrap();
         let t = e.create_table("db", sbtest_spec("t", false)).unwrap();
-        let pad = "p".repeat(50);
-        for chunk in 0..(rows / 1000) {
-            let mut txn = e.begin(Isolation::RepeatableRead);
-            for i in 0..1000 {
-                let id = chunk * 1000 + i + 1;
-                txn.insert(
-                    &t,
-                    vec![
-                        Datum::Int(id),
-                        Datum::Int(id % 100),
-                        Datum::text(&"c".repeat(120)),
-                        Datum::text(&pad),
-                    ],
-                )
-                .unwrap();
-            }
-            txn.commit().unwrap();
-        }
+        load_rows(&e, &t, rows, None);
         e.flush().unwrap();
         e.compact();
     }
@@ -97,27 +103,8 @@ fn compacted_data_that_fits_the_cache_is_read_from_it() {
     e.create_database("db").unwrap();
     let t = e.create_table("db", sbtest_spec("t", false)).unwrap();
     let rows = 20_000i64;
-    for chunk in 0..(rows / 1000) {
-        let mut txn = e.begin(Isolation::RepeatableRead);
-        for i in 0..1000 {
-            let id = chunk * 1000 + i + 1;
-            txn.insert(
-                &t,
-                vec![
-                    Datum::Int(id),
-                    Datum::Int(id % 100),
-                    Datum::text(&"c".repeat(120)),
-                    Datum::text(&"p".repeat(50)),
-                ],
-            )
-            .unwrap();
-        }
-        txn.commit().unwrap();
-        if chunk % 5 == 4 {
-            // Several files, so that the compaction below has inputs to merge.
-            e.flush().unwrap();
-        }
-    }
+    // Several files, so that the compaction below has inputs to merge.
+    load_rows(&e, &t, rows, Some(5));
     e.flush().unwrap();
     e.compact();
     let before = e.status_value("Innodb_buffer_pool_reads").unwrap();

@@ -545,8 +545,9 @@ impl<H: Handler> Shared<H> {
             // a steered connection outside its `id % size` group (about half of them) from
             // lingering. Letting those linger too doubled the linger hits at 64 sysbench
             // clients and cost point select 6-9 % more CPU a statement and a 40-90 % longer
-            // p99 in 3 of 3 rounds (read-write gained 3-12 % in 2 of 3): kept until lingering
-            // knows when a group has too many connections for it
+            // p99 in 3 of 3 rounds (read-write used 3-20 % less CPU at 8 clients in 3 of 3,
+            // 7-12 % less at 64 in 2 of 3): kept until lingering knows when a group has too
+            // many connections for it
             // (docs/perf-log/2026-12-04-session-31-warm-files.md).
             if m.group != gid || (e.id % size as u64) as usize != gid || m.killed {
                 return Linger::No;

@@ -45,21 +45,6 @@
 //! scans find expensive ([`SCAN_FLUSH_TRIGGER`], [`SCAN_FLUSH_AVG_TRIGGER`], set by
 //! [`apply_mutable_options`]): the flush leaves only the versions live snapshots need, so scans
 //! over hot rows stay cheap at the price of more, smaller flushes.
-//!
-//! # Warming the cache with new files
-//!
-//! A cached block is named by its SST file, and flushes and compactions write new files: with
-//! direct reads, every block of a new file is read from the disk the first time it is needed,
-//! even when the data it holds was cached a moment earlier in the memtable or in the files the
-//! compaction merged. In sysbench read-write on a 19 MB data set (1 GiB cache) the scan-driven
-//! flushes above start a compaction of the whole data every 2-3 s, and each one sent the
-//! following reads to the disk: about 500 disk reads a second, each a DISKIO wait and a
-//! context switch, on a data set that fits the cache 50 times. RocksDB's
-//! `prepopulate_block_cache = kFlushAndCompaction` (set by [`apply_mutable_options`]) inserts
-//! the blocks of every file a flush or compaction writes as it writes them; the same run then
-//! reads nothing from the disk. When the data does not fit, the files' blocks enter the cache
-//! like blocks read on demand and the last written stay, which is no worse than the cold cache
-//! the compaction leaves without it (its inputs' cached blocks die with their files).
 
 use rocksdb::{BlockBasedOptions, Cache, LruCacheOptions, Options, WriteBufferManager};
 use std::path::PathBuf;
@@ -149,8 +134,7 @@ pub const SCAN_FLUSH_TRIGGER: u32 = 128;
 pub const SCAN_FLUSH_AVG_TRIGGER: u32 = 2;
 
 /// Sets the options RocksDB only takes after open (`SetOptions`): the scan-triggered memtable
-/// flush, and the cache warmed with the files flushes and compactions write (see "Warming the
-/// cache with new files").
+/// flush.
 pub(super) fn apply_mutable_options(db: &rocksdb::DB) -> Result<(), rocksdb::Error> {
     db.set_options(&[
         (
@@ -160,10 +144,6 @@ pub(super) fn apply_mutable_options(db: &rocksdb::DB) -> Result<(), rocksdb::Err
         (
             "memtable_avg_op_scan_flush_trigger",
             &SCAN_FLUSH_AVG_TRIGGER.to_string(),
-        ),
-        (
-            "block_based_table_factory",
-            "{prepopulate_block_cache=kFlushAndCompaction;}",
         ),
     ])
 }

@@ -407,8 +407,13 @@ pub fn datum_to_value(d: &Datum, ty: ColumnType) -> Value {
 
 /// [`datum_to_value`] of a datum the caller no longer needs: a string keeps its bytes (no
 /// copy).
+#[inline]
 pub fn datum_into_value(d: Datum, ty: ColumnType) -> Value {
     match d {
+        // The kinds every scan meets, without the general conversion's call.
+        Datum::Null => Value::Null,
+        Datum::Int(v) => Value::Int(v),
+        Datum::UInt(v) => Value::UInt(v),
         Datum::Bytes(b) if ty.is_binary_string() => Value::Bytes(b),
         Datum::Bytes(b) => match shoal_collation::string_from_utf8(b) {
             Ok(s) => Value::Str(s),

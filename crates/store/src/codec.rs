@@ -131,6 +131,7 @@ pub fn encode_key_weighted(values: &[Datum], weighted: &[bool]) -> Vec<u8> {
     out
 }
 
+#[inline(always)]
 fn take<'a>(buf: &mut &'a [u8], n: usize) -> Result<&'a [u8], String> {
     if buf.len() < n {
         return Err("key truncated".into());
@@ -243,19 +244,53 @@ fn put_varint(out: &mut Vec<u8>, mut v: u128) {
     }
 }
 
-#[inline]
+/// One varint. Inlined into every decoder: a row decode reads one per integer column and
+/// one per string length, and the call, with its 32-byte `Result`, cost as much as the
+/// decoding (callgrind, sysbench read-write: `get_varint` 2 % of the instructions). One to
+/// three bytes (lengths below 2 MiB, integers below 2^21 in magnitude: most of what rows hold)
+/// are read unrolled; up to nine (63 bits: dates, times, 64-bit values) in a `u64` loop; longer
+/// ones (the largest DECIMALs and 64-bit values) by [`get_varint_long`].
+#[inline(always)]
 fn get_varint(buf: &mut &[u8]) -> Result<u128, String> {
-    // One byte (a value below 128: most lengths, small integers) without the loop's 128-bit
-    // shifts: a row decode reads several.
-    if let Some((&b, rest)) = buf.split_first() {
+    if let Some((&b0, r1)) = buf.split_first() {
+        if b0 < 0x80 {
+            *buf = r1;
+            return Ok(u128::from(b0));
+        }
+        if let Some((&b1, r2)) = r1.split_first() {
+            let v = u128::from(b0 & 0x7F) | u128::from(b1 & 0x7F) << 7;
+            if b1 < 0x80 {
+                *buf = r2;
+                return Ok(v);
+            }
+            if let Some((&b2, r3)) = r2.split_first() {
+                if b2 < 0x80 {
+                    *buf = r3;
+                    return Ok(v | u128::from(b2) << 14);
+                }
+            }
+        }
+    }
+    get_varint_u64(buf)
+}
+
+/// [`get_varint`] past three bytes: up to nine in a `u64`, longer or truncated ones by
+/// [`get_varint_long`] (from the start again).
+#[inline(never)]
+fn get_varint_u64(buf: &mut &[u8]) -> Result<u128, String> {
+    let mut v = 0u64;
+    for (i, &b) in buf.iter().take(9).enumerate() {
+        v |= u64::from(b & 0x7F) << (7 * i);
         if b < 0x80 {
-            *buf = rest;
-            return Ok(u128::from(b));
+            *buf = &buf[i + 1..];
+            return Ok(u128::from(v));
         }
     }
     get_varint_long(buf)
 }
 
+#[cold]
+#[inline(never)]
 fn get_varint_long(buf: &mut &[u8]) -> Result<u128, String> {
     let mut v: u128 = 0;
     let mut shift = 0;
@@ -277,6 +312,7 @@ fn zigzag(v: i128) -> u128 {
     ((v << 1) ^ (v >> 127)) as u128
 }
 
+#[inline(always)]
 fn unzigzag(v: u128) -> i128 {
     ((v >> 1) as i128) ^ -((v & 1) as i128)
 }
@@ -354,7 +390,32 @@ pub fn decode_stored_cols_into(
     Ok(())
 }
 
+/// [`decode_stored_cols`] without the row vector: `f(i, value)` for each column `i` that
+/// `want` marks (every column when `None`), in column order, NULLs and the defaults of columns
+/// added after the row was written included. A scan that moves each value straight into its
+/// own row form (the query executor's frame) skips building, and emptying, a vector of them.
+pub fn decode_stored_each(
+    def: &crate::TableDef,
+    data: &[u8],
+    want: Option<&[bool]>,
+    mut f: impl FnMut(usize, Datum),
+) -> Result<(), String> {
+    let types = def.columns.iter().map(|c| &c.ty);
+    let stored = decode_fields(types, data, want, |i, d| {
+        if let Some(d) = d {
+            f(i, d)
+        }
+    })?;
+    for (i, c) in def.columns.iter().enumerate().skip(stored) {
+        if wanted(want, i) {
+            f(i, c.added_default.clone().unwrap_or(Datum::Null));
+        }
+    }
+    Ok(())
+}
+
 /// Whether column `i` is to be decoded (no mask: every column).
+#[inline(always)]
 fn wanted(want: Option<&[bool]>, i: usize) -> bool {
     want.is_none_or(|w| w.get(i).copied().unwrap_or(false))
 }
@@ -392,6 +453,25 @@ fn decode_row_into(
     out: &mut Vec<Datum>,
 ) -> Result<usize, String> {
     out.clear();
+    out.reserve(types.len());
+    let n = decode_fields(types.iter(), data, want, |_, d| {
+        out.push(d.unwrap_or(Datum::Null))
+    })?;
+    // Columns the row stops short of (added after it was written) read NULL here.
+    out.resize(types.len(), Datum::Null);
+    Ok(n)
+}
+
+/// The row decoder: `f(i, Some(value))` for each stored column of `types` that `want` marks
+/// (NULL as `Datum::Null`), `f(i, None)` for each it skips, in column order; returns how many
+/// values the row stored (the columns past them, added later, are the caller's).
+#[inline(always)]
+fn decode_fields<'t>(
+    types: impl Iterator<Item = &'t ColumnType>,
+    data: &[u8],
+    want: Option<&[bool]>,
+    mut f: impl FnMut(usize, Option<Datum>),
+) -> Result<usize, String> {
     let mut buf = data;
     let fmt = *buf.first().ok_or("empty row")?;
     if fmt != ROW_FORMAT {
@@ -400,15 +480,15 @@ fn decode_row_into(
     buf = &buf[1..];
     let n = get_varint(&mut buf)? as usize;
     let bitmap = take(&mut buf, n.div_ceil(8))?;
-    out.reserve(types.len());
-    for (i, t) in types.iter().enumerate() {
-        if i >= n || bitmap[i / 8] & (1 << (i % 8)) != 0 {
-            out.push(Datum::Null);
+    for (i, t) in types.take(n).enumerate() {
+        let want_it = wanted(want, i);
+        if bitmap[i / 8] & (1 << (i % 8)) != 0 {
+            f(i, want_it.then_some(Datum::Null));
             continue;
         }
-        if !wanted(want, i) {
+        if !want_it {
             skip_value(t, &mut buf)?;
-            out.push(Datum::Null);
+            f(i, None);
             continue;
         }
         let d = match t {
@@ -450,12 +530,13 @@ fn decode_row_into(
                 Datum::Time(i64::try_from(v).map_err(|_| "time out of range")?)
             }
         };
-        out.push(d);
+        f(i, Some(d));
     }
     Ok(n)
 }
 
 /// Steps `buf` past one stored value of type `t` without decoding it.
+#[inline(always)]
 fn skip_value(t: &ColumnType, buf: &mut &[u8]) -> Result<(), String> {
     match t {
         ColumnType::Float(_) | ColumnType::Double(_) => {

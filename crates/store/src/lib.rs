@@ -62,6 +62,6 @@ pub use engine::{Engine, EngineConfig};
 pub use error::{Result, StoreError};
 pub use system::SystemWrite;
 pub use txn::{
-    InsertOutcome, Isolation, KeyRange, KillHandle, LockMode, LockWait, Row, RowKey, Savepoint,
-    ScanOpts, Transaction,
+    InsertOutcome, Isolation, KeyRange, KillHandle, LockMode, LockWait, RawRow, Row, RowKey,
+    Savepoint, ScanOpts, Transaction,
 };

@@ -34,7 +34,7 @@
 
 use crate::catalog::{self, dup_error, index_entry_key, pk_of_row, row_key, TableDef};
 use crate::codec::{
-    decode_key, decode_stored, decode_stored_cols, decode_stored_cols_into, encode_key,
+    decode_key, decode_stored, decode_stored_cols, decode_stored_each, encode_key,
     encode_key_weighted, encode_row, prefix_successor,
 };
 use crate::datum::{ColumnType, Datum};
@@ -688,19 +688,6 @@ impl Transaction {
     }
 
     /// [`Self::decode_cols`] into `row` (its vectors reused).
-    fn decode_cols_into(
-        t: &TableDef,
-        types: &[ColumnType],
-        pk: &[u8],
-        v: &[u8],
-        want: Option<&[bool]>,
-        row: &mut Row,
-    ) -> Result<()> {
-        row.key.0.clear();
-        row.key.0.extend_from_slice(pk);
-        decode_stored_cols_into(t, types, v, want, &mut row.values).map_err(StoreError::Corrupt)
-    }
-
     fn decode_cols(
         t: &TableDef,
         types: &[ColumnType],
@@ -740,6 +727,62 @@ impl Transaction {
         }
     }
 
+    /// [`Self::get_cols`] handing the row undecoded to `f` ([`RawRow`], whose
+    /// [`RawRow::decode_each`] visits the columns `want` marks): `None` when there is no such
+    /// row, else what `f` returned.
+    pub fn get_each<R>(
+        &mut self,
+        table: &TableDef,
+        pk: &[Datum],
+        lock: LockMode,
+        want: Option<&[bool]>,
+        f: impl FnOnce(&RawRow<'_>) -> R,
+    ) -> Result<Option<R>> {
+        let key = match RowKey::from_values(table, pk) {
+            Ok(k) => k,
+            Err(StoreError::BadValue { .. }) => {
+                self.check_active()?;
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        self.check_active()?;
+        let t = self.inner.table_by_id(table)?;
+        let Some(v) = self.read_row(t.id, &key, lock)? else {
+            return Ok(None);
+        };
+        Stats::add(&self.inner.stats.rows_read, 1);
+        Ok(Some(f(&RawRow {
+            def: &t,
+            key: &key.0,
+            data: &v,
+            want,
+        })))
+    }
+
+    /// The stored row under primary key `key` of table `id`, read as `lock` says (a locking
+    /// read that finds the row gone or locked past a skip returns `None`).
+    fn read_row(&mut self, id: u32, key: &RowKey, lock: LockMode) -> Result<Option<Vec<u8>>> {
+        let dk = row_key(id, &key.0);
+        match self.effective_lock(lock) {
+            LockMode::None => {
+                self.ensure_snapshot();
+                self.read_snap(&dk)
+            }
+            lock => {
+                let s = if lock == LockMode::Shared {
+                    Strength::Shared
+                } else {
+                    Strength::Exclusive
+                };
+                if !self.lock_read(&dk, s)? {
+                    return Ok(None);
+                }
+                self.read_latest(&dk)
+            }
+        }
+    }
+
     /// Point read by encoded primary key.
     pub fn get_by_key(
         &mut self,
@@ -759,26 +802,7 @@ impl Transaction {
     ) -> Result<Option<Row>> {
         self.check_active()?;
         let t = self.inner.table_by_id(table)?;
-        let dk = row_key(t.id, &key.0);
-        let lock = self.effective_lock(lock);
-        let v = match lock {
-            LockMode::None => {
-                self.ensure_snapshot();
-                self.read_snap(&dk)?
-            }
-            LockMode::Shared | LockMode::Exclusive => {
-                let s = if lock == LockMode::Shared {
-                    Strength::Shared
-                } else {
-                    Strength::Exclusive
-                };
-                if !self.lock_read(&dk, s)? {
-                    return Ok(None);
-                }
-                self.read_latest(&dk)?
-            }
-        };
-        match v {
+        match self.read_row(t.id, key, lock)? {
             None => Ok(None),
             Some(v) => {
                 Stats::add(&self.inner.stats.rows_read, 1);
@@ -1072,20 +1096,21 @@ impl Transaction {
         })
     }
 
-    /// [`Self::scan_pk_opts`] handing every row in one buffer, decoded again for each row:
-    /// `f` may take values out of it (`std::mem::take`); whatever it leaves is overwritten.
-    /// A scan then allocates no row vector per row.
-    pub fn scan_pk_reusing(
+    /// [`Self::scan_pk_opts`] handing each row undecoded ([`RawRow`]): `f` decodes the
+    /// columns it reads straight into its own row form ([`RawRow::decode_each`]), with no row
+    /// vector built and emptied per row.
+    pub fn scan_pk_each(
         &mut self,
         table: &TableDef,
         range: &KeyRange,
         lock: LockMode,
         opts: ScanOpts<'_>,
-        f: impl FnMut(&mut Row) -> Result<bool>,
+        f: impl FnMut(&RawRow<'_>) -> Result<bool>,
     ) -> Result<()> {
-        self.scan_pk_inner(table, range, lock, SCAN_CHUNK, opts, f)
+        self.scan_pk_raw(table, range, lock, SCAN_CHUNK, opts, f)
     }
 
+    /// [`Self::scan_pk_raw`] decoding each row into one reused [`Row`].
     fn scan_pk_inner(
         &mut self,
         table: &TableDef,
@@ -1096,9 +1121,27 @@ impl Transaction {
         mut f: impl FnMut(&mut Row) -> Result<bool>,
     ) -> Result<()> {
         let mut row = Row::default();
+        self.scan_pk_raw(table, range, lock, chunk, opts, |raw| {
+            row.key.0.clear();
+            row.key.0.extend_from_slice(raw.key);
+            row.values.clear();
+            row.values.resize(raw.def.columns.len(), Datum::Null);
+            raw.decode_each(|i, d| row.values[i] = d)?;
+            f(&mut row)
+        })
+    }
+
+    fn scan_pk_raw(
+        &mut self,
+        table: &TableDef,
+        range: &KeyRange,
+        lock: LockMode,
+        chunk: usize,
+        opts: ScanOpts<'_>,
+        mut f: impl FnMut(&RawRow<'_>) -> Result<bool>,
+    ) -> Result<()> {
         self.check_active()?;
         let t = self.inner.table_by_id(table)?;
-        let types = column_types(&t);
         let prefix = t.rows_prefix();
         let (from, to) = encode_range(&prefix, &t.pk_types(), &t.pk_weighted(), range)?;
         let lock = self.effective_lock(lock);
@@ -1112,16 +1155,19 @@ impl Transaction {
             let span = (Bound::Included(&from[..]), Bound::Excluded(&to[..]));
             let own_writes = self.writes.range::<[u8], _>(span).next().is_some();
             if !opts.reverse && !own_writes {
-                // A plain read of committed rows only: each row is decoded straight from the
-                // iterator (no chunk, no copies of keys and values).
+                // A plain read of committed rows only: each row is handed over straight from
+                // the iterator (no chunk, no copies of keys and values).
                 let snap = self.snap.clone().expect("snapshot taken above");
                 let iter = Some(&mut self.snap_iter);
                 let mut read = 0u64;
                 let r = snap.scan_with(&from, Some(&to), true, iter, &mut |k, v| {
                     read += 1;
-                    let pk = opts.key_of(&k[prefix.len()..]);
-                    Self::decode_cols_into(&t, &types, pk, v, opts.cols, &mut row)?;
-                    f(&mut row)
+                    f(&RawRow {
+                        def: &t,
+                        key: opts.key_of(&k[prefix.len()..]),
+                        data: v,
+                        want: opts.cols,
+                    })
                 });
                 // Counted once per scan: a shared counter bumped per row bounced its cache
                 // line between the cores running scans.
@@ -1132,13 +1178,11 @@ impl Transaction {
         let mut read = 0u64;
         let r = self.scan_pk_chunks(
             &t,
-            &types,
             &prefix,
             (from, to),
             strength,
             chunk,
             opts,
-            &mut row,
             &mut read,
             &mut f,
         );
@@ -1152,15 +1196,13 @@ impl Transaction {
     fn scan_pk_chunks(
         &mut self,
         t: &TableDef,
-        types: &[ColumnType],
         prefix: &[u8],
         (mut from, mut to): (Vec<u8>, Vec<u8>),
         strength: Option<Strength>,
         chunk: usize,
         opts: ScanOpts<'_>,
-        row: &mut Row,
         read: &mut u64,
-        f: &mut impl FnMut(&mut Row) -> Result<bool>,
+        f: &mut impl FnMut(&RawRow<'_>) -> Result<bool>,
     ) -> Result<()> {
         loop {
             let (entries, next) =
@@ -1179,9 +1221,13 @@ impl Transaction {
                     }
                 };
                 *read += 1;
-                let pk = opts.key_of(&k[prefix.len()..]);
-                Self::decode_cols_into(t, types, pk, &v, opts.cols, row)?;
-                if !f(row)? {
+                let raw = RawRow {
+                    def: t,
+                    key: opts.key_of(&k[prefix.len()..]),
+                    data: &v,
+                    want: opts.cols,
+                };
+                if !f(&raw)? {
                     return Ok(());
                 }
             }
@@ -1499,6 +1545,32 @@ impl ScanOpts<'_> {
         } else {
             pk
         }
+    }
+}
+
+/// A row as a primary-key scan reads it ([`Transaction::scan_pk_each`]): its key and its
+/// stored bytes, decoded by the one who reads it.
+pub struct RawRow<'a> {
+    def: &'a TableDef,
+    /// The primary key, as [`Row::key`] (empty with [`ScanOpts::no_keys`]).
+    key: &'a [u8],
+    /// The stored row ([`crate::codec`]'s row format).
+    data: &'a [u8],
+    /// The scan's [`ScanOpts::cols`].
+    want: Option<&'a [bool]>,
+}
+
+impl RawRow<'_> {
+    /// The row's primary key (see [`Row::key`]).
+    pub fn key(&self) -> &[u8] {
+        self.key
+    }
+
+    /// `f(i, value)` for each column `i` the scan's [`ScanOpts::cols`] marks (every column
+    /// without it), in column order ([`crate::codec::decode_stored_each`]).
+    #[inline]
+    pub fn decode_each(&self, f: impl FnMut(usize, Datum)) -> Result<()> {
+        decode_stored_each(self.def, self.data, self.want, f).map_err(StoreError::Corrupt)
     }
 }
 

@@ -8,7 +8,7 @@ use shoal_sql::ast::{BinOp, Expr, Subquery, SubqueryKind, VarScope, DISTINCT_TUP
 use shoal_sql::eval::{eval, Context};
 use shoal_sql::value::{coerce_to, compare, row_mem_size, DateTime, Value};
 use shoal_sql::SqlError;
-use shoal_store::{Engine, KeyRange, LockMode, Row, ScanOpts, Transaction};
+use shoal_store::{Engine, KeyRange, LockMode, RawRow, Row, ScanOpts, Transaction};
 
 use super::*;
 use crate::budget::{stored_row_size, MemBudget};
@@ -1164,12 +1164,17 @@ impl<'p, 'a> Runner<'p, 'a> {
             Resolved::Empty => return Ok(true),
             Resolved::PkPoint(k) => {
                 let want = Some(self.reads(leaf));
-                let row = self
-                    .txn()
-                    .get_cols(def, &k, lock, want)
+                let base = leaf.slots.start;
+                let txn = self.txn.as_deref_mut().expect(LENT);
+                let frame = &mut self.frame;
+                let found = txn
+                    .get_each(def, &k, lock, want, |raw| load(frame, base, def, raw))
                     .map_err(store_err)?;
-                return match row {
-                    Some(mut row) => self.visit_row(def, &mut row, leaf, filter, f),
+                return match found {
+                    Some(loaded) => {
+                        loaded?;
+                        self.visit_loaded(filter, f)
+                    }
                     None => Ok(true),
                 };
             }
@@ -1188,23 +1193,25 @@ impl<'p, 'a> Runner<'p, 'a> {
         let mut go = true;
         let mut failed = None;
         let mut result = Ok(());
+        // A visit's error ends the scan and is returned after it.
+        let keep = |r: Result<bool, SqlError>, failed: &mut Option<SqlError>| match r {
+            Ok(more) => more,
+            Err(e) => {
+                *failed = Some(e);
+                false
+            }
+        };
         for (key, range) in ranges {
-            let mut push = |row: &mut Row| {
-                match self.visit_row(def, row, leaf, filter, f) {
-                    Ok(more) => go = more,
-                    Err(e) => {
-                        failed = Some(e);
-                        go = false;
-                    }
-                }
-                Ok(go)
-            };
             result = match &key {
-                // One row buffer for the whole scan (the values move out of it into the frame).
-                KeyName::Primary => txn.scan_pk_reusing(def, &range, lock, opts, &mut push),
-                KeyName::Index(n) => {
-                    txn.scan_index_opts(def, n, &range, lock, opts, |mut r| push(&mut r))
-                }
+                // Each row's columns go from its stored bytes straight into the frame.
+                KeyName::Primary => txn.scan_pk_each(def, &range, lock, opts, |raw| {
+                    go = keep(self.visit_raw(def, raw, leaf, filter, f), &mut failed);
+                    Ok(go)
+                }),
+                KeyName::Index(n) => txn.scan_index_opts(def, n, &range, lock, opts, |mut r| {
+                    go = keep(self.visit_row(def, &mut r, leaf, filter, f), &mut failed);
+                    Ok(go)
+                }),
             };
             if result.is_err() || !go {
                 break;
@@ -1253,6 +1260,34 @@ impl<'p, 'a> Runner<'p, 'a> {
                 self.frame[base + i] = datum_into_value(d, c.ty);
             }
         }
+        if self.holds(filter)? {
+            f(self)
+        } else {
+            Ok(true)
+        }
+    }
+
+    /// [`Self::visit_row`] for a row the store hands undecoded: the columns the plan reads
+    /// (the scan's [`ScanOpts::cols`]) go from the stored bytes straight into the frame.
+    fn visit_raw(
+        &mut self,
+        def: &TableDef,
+        raw: &RawRow<'_>,
+        leaf: &'p Leaf,
+        filter: &'p Option<Expr>,
+        f: &mut Visit<'_, 'p, 'a>,
+    ) -> Result<bool, SqlError> {
+        load(&mut self.frame, leaf.slots.start, def, raw)?;
+        self.visit_loaded(filter, f)
+    }
+
+    /// Visits the row a leaf just put in the frame if `filter` holds.
+    fn visit_loaded(
+        &mut self,
+        filter: &'p Option<Expr>,
+        f: &mut Visit<'_, 'p, 'a>,
+    ) -> Result<bool, SqlError> {
+        self.tick()?;
         if self.holds(filter)? {
             f(self)
         } else {
@@ -1359,4 +1394,16 @@ impl<'p, 'a> Runner<'p, 'a> {
             }
         }
     }
+}
+
+/// Puts the columns of a stored row that its scan decodes (those the plan reads) into the
+/// frame slots of its leaf, from `base` on.
+fn load(
+    frame: &mut [Value],
+    base: usize,
+    def: &TableDef,
+    raw: &RawRow<'_>,
+) -> Result<(), SqlError> {
+    raw.decode_each(|i, d| frame[base + i] = datum_into_value(d, def.columns[i].ty))
+        .map_err(store_err)
 }

@@ -48,15 +48,18 @@ if [ -n "$CONTENDERS" ]; then
 fi
 IOBOUND_BP=${IOBOUND_BP:-$(( TABLES * SIZE * 240 / 8 / 1048576 < 6 ? 6 : TABLES * SIZE * 240 / 8 / 1048576 ))M}
 SB_EXTRA=${SB_EXTRA---client-nice=-10}
+# SERVER_EXTRA: more server options for every point, static and adaptive alike (e.g.
+# --thread-pool-work-stealing=ON).
 
 need_bins "$SHOAL" "$BENCH"
 ulimit -n "$(ulimit -Hn)" || true
 rm -rf "$WORK"; mkdir -p "$WORK"
 
 start_server() { # BUFFER_POOL
+  # shellcheck disable=SC2086 # SERVER_EXTRA: several options
   start_shoal "$PORT" "$WORK" --thread-handling=pool-of-threads --max-connections=6000 \
     --max-prepared-stmt-count=4000000 --innodb-buffer-pool-size="$1" \
-    --innodb-flush-log-at-trx-commit=1 --innodb-flush-method=O_DIRECT
+    --innodb-flush-log-at-trx-commit=1 --innodb-flush-method=O_DIRECT ${SERVER_EXTRA:-}
 }
 q() { sql "$PORT" "$1"; }
 

@@ -47,7 +47,12 @@ if [ -n "$CONTENDERS" ]; then
   REPEATS=0
 fi
 IOBOUND_BP=${IOBOUND_BP:-$(( TABLES * SIZE * 240 / 8 / 1048576 < 6 ? 6 : TABLES * SIZE * 240 / 8 / 1048576 ))M}
-SB_EXTRA=${SB_EXTRA---client-nice=-10}
+# The load generator runs one thread per CPU by default: real clients (application threads,
+# sysbench) send from every CPU, and CPU affinity engages only then. With shoal-bench's single
+# default thread one group beat two at 32 clients (point select 0.66x for adaptive, read-write
+# 0.87x); with two threads 0.94x / 0.95x; under sysbench two groups beat one by 15-40 %
+# (docs/perf-log/2026-12-05-session-32-rows-undecoded.md).
+SB_EXTRA=${SB_EXTRA---client-nice=-10 --client-threads=$(nproc)}
 # SERVER_EXTRA: more server options for every point, static and adaptive alike (e.g.
 # --thread-pool-work-stealing=ON).
 

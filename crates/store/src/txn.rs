@@ -654,8 +654,6 @@ impl Transaction {
         Self::decode_cols(t, types, pk, v, None)
     }
 
-    /// [`Self::decode`] of the columns `want` marks (the rest read as NULL; see
-    /// [`decode_stored_cols`]).
     /// The row an index entry (`ik` under the index's prefix, its value the primary key `pk`)
     /// gives: the index's and the primary key's columns, every other column NULL. Collated
     /// string columns come out as their weights: callers read them only where
@@ -687,7 +685,8 @@ impl Transaction {
         })
     }
 
-    /// [`Self::decode_cols`] into `row` (its vectors reused).
+    /// [`Self::decode`] of the columns `want` marks (the rest read as NULL; see
+    /// [`decode_stored_cols`]).
     fn decode_cols(
         t: &TableDef,
         types: &[ColumnType],
@@ -717,8 +716,17 @@ impl Transaction {
         lock: LockMode,
         want: Option<&[bool]>,
     ) -> Result<Option<Row>> {
+        match self.point_key(table, pk)? {
+            Some(k) => self.get_by_key_cols(table, &k, lock, want),
+            None => Ok(None),
+        }
+    }
+
+    /// The primary key a point read by `pk` looks up; `None` when a value cannot be stored
+    /// in its key column (such a key matches no row).
+    fn point_key(&mut self, table: &TableDef, pk: &[Datum]) -> Result<Option<RowKey>> {
         match RowKey::from_values(table, pk) {
-            Ok(k) => self.get_by_key_cols(table, &k, lock, want),
+            Ok(k) => Ok(Some(k)),
             Err(StoreError::BadValue { .. }) => {
                 self.check_active()?;
                 Ok(None)
@@ -738,13 +746,8 @@ impl Transaction {
         want: Option<&[bool]>,
         f: impl FnOnce(&RawRow<'_>) -> R,
     ) -> Result<Option<R>> {
-        let key = match RowKey::from_values(table, pk) {
-            Ok(k) => k,
-            Err(StoreError::BadValue { .. }) => {
-                self.check_active()?;
-                return Ok(None);
-            }
-            Err(e) => return Err(e),
+        let Some(key) = self.point_key(table, pk)? else {
+            return Ok(None);
         };
         self.check_active()?;
         let t = self.inner.table_by_id(table)?;

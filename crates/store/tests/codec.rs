@@ -238,6 +238,35 @@ fn masked_decode_reads_the_marked_columns() {
     );
 }
 
+/// A table of nullable columns of `types` without a primary key, column `i` added after rows
+/// were written with the default `added[i]` when that is `Some`.
+fn table_of(types: &[ColumnType], added: Vec<Option<Datum>>) -> TableDef {
+    TableDef {
+        id: 1,
+        db: "d".into(),
+        name: "t".into(),
+        columns: types
+            .iter()
+            .zip(added)
+            .enumerate()
+            .map(|(i, (&ty, added_default))| ColumnDef {
+                name: format!("c{i}"),
+                ty,
+                nullable: true,
+                default: None,
+                auto_increment: false,
+                added_default,
+                max_bytes: None,
+            })
+            .collect(),
+        primary_key: None,
+        indexes: vec![],
+        auto_increment_start: 1,
+        foreign_keys: vec![],
+        pk_format: Default::default(),
+    }
+}
+
 /// The visiting decoder (scans hand each value straight to the executor) agrees with the
 /// vector one: each marked column once, in column order, with its stored value, NULL, or, for
 /// a column added after the row was written, that column's default; unmarked columns never.
@@ -259,30 +288,12 @@ fn visiting_decode_agrees_with_the_vector_decode() {
             .iter()
             .map(|&t| random_datum(&mut r, t))
             .collect();
-        let columns: Vec<ColumnDef> = types
+        let defaults: Vec<Option<Datum>> = types
             .iter()
             .enumerate()
-            .map(|(i, &ty)| ColumnDef {
-                name: format!("c{i}"),
-                ty,
-                nullable: true,
-                default: None,
-                auto_increment: false,
-                added_default: (i >= stored && r.gen_bool(0.5)).then(|| random_datum(&mut r, ty)),
-                max_bytes: None,
-            })
+            .map(|(i, &ty)| (i >= stored && r.gen_bool(0.5)).then(|| random_datum(&mut r, ty)))
             .collect();
-        let def = TableDef {
-            id: 1,
-            db: "d".into(),
-            name: "t".into(),
-            columns,
-            primary_key: None,
-            indexes: vec![],
-            auto_increment_start: 1,
-            foreign_keys: vec![],
-            pk_format: Default::default(),
-        };
+        let def = table_of(&types, defaults);
         let want: Option<Vec<bool>> =
             (round % 4 != 0).then(|| (0..types.len()).map(|_| r.gen_bool(0.5)).collect());
         let enc = encode_row(&vals);
@@ -308,28 +319,7 @@ fn visiting_decode_agrees_with_the_vector_decode() {
     // A truncated row is an error from the visitor too.
     let def_types = [ColumnType::Text, ColumnType::Text];
     let enc = encode_row(&[Datum::text("hello"), Datum::text("world")]);
-    let def = TableDef {
-        id: 1,
-        db: "d".into(),
-        name: "t".into(),
-        columns: def_types
-            .iter()
-            .map(|&ty| ColumnDef {
-                name: "c".into(),
-                ty,
-                nullable: true,
-                default: None,
-                auto_increment: false,
-                added_default: None,
-                max_bytes: None,
-            })
-            .collect(),
-        primary_key: None,
-        indexes: vec![],
-        auto_increment_start: 1,
-        foreign_keys: vec![],
-        pk_format: Default::default(),
-    };
+    let def = table_of(&def_types, vec![None; 2]);
     assert!(decode_stored_each(&def, &enc[..enc.len() - 2], None, |_, _| {}).is_err());
 }
 

@@ -12,7 +12,9 @@
 # drift in speed lands on every side; read-write runs on the data the point-select runs left.
 # With two servers a second table gives the first / second ratios of TPS and CPU per point and
 # round. The CPU column is user + system; the system share (the kernel's, mostly the loopback TCP stack) is in
-# the last column. WORKLOADS narrows the sysbench workloads (default both). CLIENT_SOCKET=1:
+# its own column; the last two are the server's context switches per transaction, voluntary (a
+# thread blocked) and involuntary (a runnable thread preempted: mostly a worker whose `sendto`
+# woke its client), summed over the threads alive at both ends of the run. WORKLOADS narrows the sysbench workloads (default both). CLIENT_SOCKET=1:
 # sysbench connects through each server's Unix socket instead of TCP. Two shoal builds in one run:
 # SHOAL_BINS="base=<binary> new=<binary>" and sides ending in `:<label>`, e.g.
 # SERVERS="shoal-pool-of-threads:base shoal-pool-of-threads:new".
@@ -36,6 +38,11 @@ rm -rf "$WORK"; mkdir -p "$WORK"
 TCK=$(getconf CLK_TCK)
 # user and system CPU seconds of a process
 cpu_of() { awk -v t="$TCK" '{printf "%.2f %.2f\n", $14/t, $15/t}' "/proc/$1/stat"; }
+# voluntary and involuntary context switches of a process, summed over its threads
+ctx_of() {
+  cat /proc/"$1"/task/*/status 2>/dev/null |
+    awk '/^voluntary_ctxt/ {v += $2} /^nonvoluntary_ctxt/ {n += $2} END {print v + 0, n + 0}'
+}
 
 start_server() { # name port
   case $1 in
@@ -89,7 +96,7 @@ for srv in $SERVERS; do
 done
 
 read -ra ORDER <<<"$SERVERS"
-printf '| round | server | workload | threads | TPS | p95 ms | p99 ms | server CPU s / 1000 trx | of it system |\n|---:|---|---|---:|---:|---:|---:|---:|---:|\n'
+printf '| round | server | workload | threads | TPS | p95 ms | p99 ms | server CPU s / 1000 trx | of it system | ctx switches / trx (vol / invol) |\n|---:|---|---|---:|---:|---:|---:|---:|---:|---|\n'
 for r in $(seq 1 "$ROUNDS"); do
   if [ $((r % 2)) -eq 1 ]; then turn=("${ORDER[@]}"); else
     turn=(); for ((j = ${#ORDER[@]} - 1; j >= 0; j--)); do turn+=("${ORDER[j]}"); done; fi
@@ -98,16 +105,19 @@ for r in $(seq 1 "$ROUNDS"); do
       for srv in "${turn[@]}"; do
         log=$WORK/$srv-$wl-$n-$r.log
         read -r u0 s0 < <(cpu_of "${PID[$srv]}")
+        read -r v0 n0 < <(ctx_of "${PID[$srv]}")
         sb "$wl" "${PORTOF[$srv]}" --threads="$n" --time="$TIME" --histogram=on run >"$log" 2>&1 \
           || { tail -20 "$log" >&2; echo "FAIL: $srv $wl $n: sysbench run failed" >&2; exit 1; }
         read -r u1 s1 < <(cpu_of "${PID[$srv]}")
+        read -r v1 n1 < <(ctx_of "${PID[$srv]}")
         SERVER=${PID[$srv]} check_drained "${PORTOF[$srv]}"
         read -r tps trx p95 p99 < <(sysbench_result "$log" tps transactions p95 hist_p99)
         per=$(awk -v a="$u0" -v b="$u1" -v c="$s0" -v d="$s1" -v t="$trx" 'BEGIN{ if (t > 0) printf "%.4f", (b-a+d-c)*1000/t; else print "n/a"}')
         sys=$(awk -v c="$s0" -v d="$s1" -v t="$trx" 'BEGIN{ if (t > 0) printf "%.4f", (d-c)*1000/t; else print "n/a"}')
+        ctx=$(awk -v a="$v0" -v b="$v1" -v c="$n0" -v d="$n1" -v t="$trx" 'BEGIN{ if (t > 0) printf "%.1f / %.1f", (b-a)/t, (d-c)/t; else print "n/a"}')
         [ "$tps" = n/a ] && tps=0
         TPS[$srv,$wl,$n,$r]=$tps; PER[$srv,$wl,$n,$r]=$per
-        printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$r" "$srv" "$wl" "$n" "$tps" "$p95" "$p99" "$per" "$sys"
+        printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$r" "$srv" "$wl" "$n" "$tps" "$p95" "$p99" "$per" "$sys" "$ctx"
       done
     done
   done

@@ -17,7 +17,11 @@
 //! * **Workers stay on their group's CPU.** Group `g`'s CPU is the `g % n`-th of the `n` CPUs
 //!   the server was allowed at start (`sched_getaffinity`). A worker applies its group's
 //!   placement before each entry it runs (one relaxed load when nothing changed): pinned to
-//!   that CPU while affinity is effective, free on every allowed CPU otherwise. Affinity is
+//!   that CPU while affinity is effective, free on every allowed CPU otherwise. When the
+//!   placement changes, the timer's next tick also moves every live thread of the group by its
+//!   thread id (`Shared::place_groups`): an idle worker or a listener that only dispatches runs
+//!   no entry for a while, and would otherwise stay where it was (`taskset -p` on a pool thread
+//!   shows the truth either way). Affinity is
 //!   effective while `thread_pool_cpu_affinity` is ON, the server may use at least 2 CPUs
 //!   and `thread_pool_size` is at least the CPU count (with fewer groups some CPUs would have
 //!   none, and pinning would leave them idle).
@@ -85,6 +89,11 @@ pub fn allowed_cpus() -> Vec<usize> {
 /// Restricts the calling thread to `cpus` (`sched_setaffinity`; CPUs beyond the kernel's set
 /// size are left out). Public for tests and tools that place their own threads.
 pub fn set_thread_cpus(cpus: &[usize]) -> std::io::Result<()> {
+    set_cpus_of(0, cpus)
+}
+
+/// Restricts thread `tid` of this process (0: the calling thread) to `cpus`.
+fn set_cpus_of(tid: i32, cpus: &[usize]) -> std::io::Result<()> {
     #[cfg(not(loom))]
     {
         // SAFETY: a zeroed cpu_set_t is a valid empty set.
@@ -95,14 +104,15 @@ pub fn set_thread_cpus(cpus: &[usize]) -> std::io::Result<()> {
                 unsafe { libc::CPU_SET(c, &mut set) };
             }
         }
-        // SAFETY: pid 0 is the calling thread; the set is initialised.
-        let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+        // SAFETY: `tid` names a thread (or 0, the caller); the set is initialised.
+        let r =
+            unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
         if r != 0 {
             return Err(std::io::Error::last_os_error());
         }
     }
     #[cfg(loom)]
-    let _ = cpus;
+    let _ = (tid, cpus);
     Ok(())
 }
 
@@ -110,6 +120,23 @@ pub fn set_thread_cpus(cpus: &[usize]) -> std::io::Result<()> {
 /// start) leaves the thread where it was: placement is an optimisation, never a condition.
 pub(super) fn run_on(cpus: &[usize]) {
     let _ = set_thread_cpus(cpus);
+}
+
+/// Restricts thread `tid` (another thread of this process) to `cpus`, as [`run_on`] does for
+/// the caller. Failure is ignored the same way; the thread may also have just exited.
+pub(super) fn place_thread(tid: i32, cpus: &[usize]) {
+    let _ = set_cpus_of(tid, cpus);
+}
+
+/// The kernel's id of the calling thread, for [`place_thread`] (0 under loom).
+pub(super) fn current_tid() -> i32 {
+    #[cfg(not(loom))]
+    {
+        // SAFETY: gettid has no preconditions.
+        unsafe { libc::gettid() }
+    }
+    #[cfg(loom)]
+    0
 }
 
 /// The CPU that processed the last packet received on socket `fd` (`SO_INCOMING_CPU`), if the

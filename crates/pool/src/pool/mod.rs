@@ -225,6 +225,11 @@ struct Group<C> {
     /// Inline (the group is cache-padded): counters of two groups side by side in one heap
     /// line bounced between the CPUs on every command and cost a fifth of the throughput.
     seen: [AtomicU64; affinity::SEEN_CPUS],
+    /// The kernel thread ids of the group's live threads, and the placement the timer last
+    /// gave them all (`None` until its first pass; see [`Shared::place_groups`]). A thread
+    /// also places itself before each entry it runs; this lets the timer move the ones that
+    /// sleep (idle workers, a listener that only dispatches) when affinity engages or lets go.
+    threads: Mutex<(Vec<i32>, Option<Option<usize>>)>,
 }
 
 impl<C> Group<C> {
@@ -246,6 +251,7 @@ impl<C> Group<C> {
             polls: AtomicU64::new(0),
             cap: AtomicUsize::new(0),
             seen: std::array::from_fn(|_| AtomicU64::new(0)),
+            threads: Mutex::new((Vec::new(), None)),
         }
     }
 

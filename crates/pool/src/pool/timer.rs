@@ -127,8 +127,34 @@ impl<H: Handler> Shared<H> {
         }
     }
 
+    /// Gives every live thread of each group the group's placement when it changed since the
+    /// timer's last pass (affinity engaged or let go, `thread_pool_size` crossed the CPU
+    /// count, the option switched): a thread places itself before each entry it runs, but an
+    /// idle worker or a listener that only dispatches may run none for a long time, and would
+    /// keep running where it ran before. One comparison per group when nothing changed.
+    fn place_groups(&self) {
+        if self.cpus.is_empty() {
+            return;
+        }
+        for gid in 0..self.groups.len() {
+            let want = self.placement(gid);
+            let mut t = lock(&self.groups[gid].threads);
+            if t.1 == Some(want) {
+                continue;
+            }
+            t.1 = Some(want);
+            for &tid in &t.0 {
+                match want {
+                    Some(cpu) => affinity::place_thread(tid, &[cpu]),
+                    None => affinity::place_thread(tid, &self.cpus),
+                }
+            }
+        }
+    }
+
     fn tick(self: &StdArc<Self>, events: &mut Events, cpu_idle: Option<f64>, spread: &mut u32) {
         self.judge_spread(spread);
+        self.place_groups();
         let kickup = Duration::from_micros(self.kickup_us.load(Ordering::Relaxed));
         for gid in 0..self.groups.len() {
             let group = &self.groups[gid];

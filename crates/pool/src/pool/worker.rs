@@ -186,6 +186,8 @@ impl<H: Handler> Shared<H> {
                 *placed = Some(want);
             }
         };
+        let tid = affinity::current_tid();
+        lock(&self.groups[gid].threads).0.push(tid);
         place(&mut placed);
         while let Some((entry, action)) = self.get_event(
             gid,
@@ -201,6 +203,12 @@ impl<H: Handler> Shared<H> {
                 next = self
                     .run(gid, e, a, &obs, &mut exec, &mut lingered)
                     .map(|e| (e, Action::Event));
+            }
+        }
+        {
+            let mut t = lock(&self.groups[gid].threads);
+            if let Some(i) = t.0.iter().position(|&x| x == tid) {
+                t.0.swap_remove(i);
             }
         }
         shoal_wait::set_thread_observer(prev);

@@ -11,10 +11,12 @@
 # point by point, in the reverse order every other round (ROUNDS, default 1), so the machine's
 # drift in speed lands on every side; read-write runs on the data the point-select runs left.
 # With two servers a second table gives the first / second ratios of TPS and CPU per point and
-# round. The CPU column is user + system; the system share (the kernel's, mostly the loopback TCP stack) is in
-# its own column; the last two are the server's context switches per transaction, voluntary (a
-# thread blocked) and involuntary (a runnable thread preempted: mostly a worker whose `sendto`
-# woke its client), summed over the threads alive at both ends of the run. WORKLOADS narrows the sysbench workloads (default both). CLIENT_SOCKET=1:
+# round. The CPU column is user + system; the system share (the kernel's, mostly the loopback
+# TCP stack) is in the next column; the last is the server's context switches per transaction,
+# voluntary (a thread blocked) / involuntary (a runnable thread preempted: mostly a worker whose
+# `sendto` woke its client), from its threads' counts summed before and after the run (a thread
+# that exits in between takes its count with it: an undercount). WORKLOADS narrows the
+# sysbench workloads (default both). CLIENT_SOCKET=1:
 # sysbench connects through each server's Unix socket instead of TCP. Two shoal builds in one run:
 # SHOAL_BINS="base=<binary> new=<binary>" and sides ending in `:<label>`, e.g.
 # SERVERS="shoal-pool-of-threads:base shoal-pool-of-threads:new".

@@ -17,14 +17,13 @@
 //! * **Workers stay on their group's CPU.** Group `g`'s CPU is the `g % n`-th of the `n` CPUs
 //!   the server was allowed at start (`sched_getaffinity`). A worker applies its group's
 //!   placement before each entry it runs (one relaxed load when nothing changed): pinned to
-//!   that CPU while affinity is effective, free on every allowed CPU otherwise. When the
-//!   placement changes, the timer's next tick also moves every live thread of the group by its
-//!   thread id (`Shared::place_groups`): an idle worker or a listener that only dispatches runs
-//!   no entry for a while, and would otherwise stay where it was (`taskset -p` on a pool thread
-//!   shows the truth either way). Affinity is
+//!   that CPU while affinity is effective, free on every allowed CPU otherwise. Affinity is
 //!   effective while `thread_pool_cpu_affinity` is ON, the server may use at least 2 CPUs
 //!   and `thread_pool_size` is at least the CPU count (with fewer groups some CPUs would have
-//!   none, and pinning would leave them idle).
+//!   none, and pinning would leave them idle). When the placement changes, the timer's next
+//!   tick also moves every live thread of the group by its thread id (`Shared::place_groups`):
+//!   an idle worker or a listener that only dispatches runs no entry for a while, and would
+//!   otherwise stay where it was (so `taskset -p` on any pool thread shows the placement).
 //! * **Connections follow their clients.** The kernel records, per socket, the CPU that
 //!   processed its last incoming packet (`SO_INCOMING_CPU`). Over loopback that is the CPU
 //!   the client thread ran on when it sent its command, the CPU the kernel will wake it on.

@@ -121,6 +121,9 @@ point() {
   if [ "$cfg" = adaptive ]; then
     q "SELECT GROUP_ID, CONCURRENCY_CAP FROM information_schema.THREAD_POOL_GROUPS" \
       >"$WORK/$regime-$wl-$n-caps-$rep.txt" 2>&1 || true
+    # the controller's decisions during the point (its last ones per group)
+    q "SELECT * FROM information_schema.THREAD_POOL_ADAPTIVE_HISTORY" \
+      >"$WORK/$regime-$wl-$n-history-$rep.txt" 2>&1 || true
   fi
   check_drained "$PORT" 120
 }

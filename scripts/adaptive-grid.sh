@@ -31,9 +31,9 @@ OVERSUBS=${OVERSUBS:-"1 3"}
 THREADS=${THREADS:-"32 512"}
 WORKLOADS=${WORKLOADS:-"oltp_point_select oltp_read_write"}
 REGIMES=${REGIMES:-"cached iobound"}
-# The adaptive side: groups and the oversubscribe it starts from.
+# The adaptive side: groups and the oversubscribe it starts from (the server's defaults).
 ADAPTIVE_SIZE=${ADAPTIVE_SIZE:-$(nproc)}
-ADAPTIVE_OVERSUB=${ADAPTIVE_OVERSUB:-2}
+ADAPTIVE_OVERSUB=${ADAPTIVE_OVERSUB:-3}
 PORT=${PORT:-33790}
 STRICT=${STRICT:-0}
 # Rounds of the confirmation stage (best static of the grid against adaptive, alternating).

@@ -182,11 +182,14 @@ impl Default for Config {
         Config {
             size: cpus,
             max_size: cpus.max(128),
-            // MariaDB's default is 3: slack for workers blocked where nothing reports it. Here
-            // every blocking point reports its wait (which frees the slot), and one more
-            // runnable worker per group only lengthens the execution tail
-            // (docs/perf-log/2026-12-01-session-9-seventh-pass.md).
-            oversubscribe: 2,
+            // MariaDB's and Percona's default. Every blocking point here reports its wait
+            // (which frees the slot), so the slack is for what nothing reports (page faults,
+            // preemption, RocksDB's own mutexes). From session 9 to 33 the default was 2 (at
+            // 2048 I/O-bound clients 3 lengthened p99 by 10 %); the adaptive grids since then
+            // chose a cap of 4 at every I/O-bound point, and adaptive mode, whose floor is
+            // `1 +` this (at most 4), held its throughput target at 11 of 12 points with 3
+            // against 7 of 12 with 2 (docs/perf-log/2026-12-05-session-34-floor-four.md).
+            oversubscribe: 3,
             adaptive: false,
             stall_limit: Duration::from_millis(500),
             max_threads: 65536,

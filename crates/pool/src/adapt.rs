@@ -47,7 +47,7 @@
 //! saturated CPU this controller is, in effect, its floor. Which is why the floor's default
 //! matters: with CPU affinity and clients on every CPU (sessions 29-33) the grids chose a cap
 //! of 4 at every I/O-bound point, and with the default oversubscribe at 3 again (floor 4)
-//! adaptive held its throughput target at 11 of 12 points, against 7 of 12 at floor 3; its
+//! adaptive held its throughput target at 11 of 12 points, against 9 of 12 at floor 3; its
 //! p99 still misses where a cap of 2 wins on the tail of a CPU-bound load at hundreds of
 //! clients (docs/perf-log/2026-12-05-session-34-floor-four.md).
 //!

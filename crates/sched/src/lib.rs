@@ -188,7 +188,8 @@ impl Default for Config {
             // 2048 I/O-bound clients 3 lengthened p99 by 10 %); the adaptive grids since then
             // chose a cap of 4 at every I/O-bound point, and adaptive mode, whose floor is
             // `1 +` this (at most 4), held its throughput target at 11 of 12 points with 3
-            // against 7 of 12 with 2 (docs/perf-log/2026-12-05-session-34-floor-four.md).
+            // against 9 of 12 with 2 (both of its targets: 7 against 6), by the median of
+            // paired rounds (docs/perf-log/2026-12-05-session-34-floor-four.md).
             oversubscribe: 3,
             adaptive: false,
             stall_limit: Duration::from_millis(500),

@@ -64,7 +64,7 @@
 //! simple "probe, measure, keep or reverse" form rather than .NET's sine-wave/Fourier version.
 //! That form needs hundreds of samples per decision, and a group sees only a few intervals per
 //! second. The .NET pool gates its climbing on a similar signal: it adds threads only while
-//! the CPU is not saturated. Two signals steer the climb:
+//! the CPU is not saturated. Three signals steer the climb:
 //!
 //! * **Is the cap binding at all?** If nothing queued during the interval, the cap limited
 //!   nobody: changing it teaches nothing, and the controller holds.
@@ -72,28 +72,47 @@
 //!   Saturated CPU (below [`IDLE_LOW`]) with the cap above the floor: probe *down*. In
 //!   between, or when the idle share is unknown (no `/proc/stat`), hold. Throughput has the
 //!   last word on every probe.
+//! * **Where did the workers wait?** Disk reads are the one reported wait that more workers
+//!   overlap. A group whose workers spent at least [`READ_WAIT_HIGH`] of their execution time
+//!   in them probes *up* even with saturated CPUs. On this project's VM a disk read costs the
+//!   host's CPU as much as the guest's, so uniform reads of data 8x the buffer pool kept the
+//!   CPUs 93-95 % busy, and the controller, seeing no idle CPU, sat at its floor of 4 while
+//!   static caps of 11 ran 10-20 % faster (docs/perf-log/2026-12-05-session-35-uniform-io.md).
+//!   The share of *all* reported waits does not serve: cached read-write spends 70-87 % of
+//!   its execution time waiting for the group commit, and more workers gain nothing there.
+//!
+//! **The gradient.** A lowering that cost throughput beyond the full noise margin (not one
+//! that merely failed the strict test of keeping it, below) says the load gains from
+//! concurrency at this cap, whatever the CPUs say. So after one, raises are tried on saturated
+//! CPUs too, and kept on the usual evidence, until a raise fails. This is hill climbing taken
+//! at its word: the step down measured the slope. It covers blocking the pool is never told
+//! about, but only from a cap above the floor: at the floor no lowering is tried.
 //!
 //! # The state machine
 //!
-//! `Steady` → (binding, the CPU says which way, and that direction's back-off has run out) →
+//! `Steady` → (binding, the CPU, the disk reads or the gradient say which way, and that
+//! direction's back-off has run out) →
 //! `Probe{dir, base}`: the cap moves by `step = max(1, cap / 4)` (multiplicative, so 2048
 //! clients behind unreported waits reach a high cap in seconds, not minutes; never below the
 //! floor). The next interval runs at the new cap. Then:
 //!
 //! * up, and throughput rose by more than the noise margin in the probe's first interval
 //!   **and** in a second, confirming one at the same cap (against the same base) → **kept**,
-//!   probe up again (while work still queues and the CPU still idles);
+//!   probe up again (while work still queues and the CPU still idles, the reads still block
+//!   or the gradient still points up);
 //! * up, CPU idle, throughput held within the margin and the mean queueing time fell by more
 //!   than `max(5 %, 2 × noise)` (and by 100 µs) → **kept** as well: the extra workers cost
 //!   little, and with closed-loop clients a shorter queue shows in latency before it shows in
 //!   throughput;
-//! * up otherwise → **reverted** (cap back down), back-off for "up" doubles;
+//! * up otherwise → **reverted** (cap back down), back-off for "up" doubles, and the
+//!   gradient's evidence is spent;
 //! * down, and throughput held within the margin in the first interval, and the mean of the
 //!   first and a confirming second interval held within the *statistical* margin
 //!   (`max(5 %, 2/√completed)`, no noise allowance) (and, with idle CPU, queueing did not grow
 //!   by more than that) → **kept** (same work, fewer runnable workers, shorter execution),
 //!   probe down again while the CPU is saturated and the cap is above the floor;
-//! * down otherwise → **reverted** (cap back up), back-off for "down" doubles.
+//! * down otherwise → **reverted** (cap back up), back-off for "down" doubles; a loss beyond
+//!   the full margin is the gradient's evidence.
 //!
 //! A kept probe resets its direction's back-off to zero, and so does a change of regime (the
 //! CPU turning from idle to saturated or back between binding intervals): a back-off learnt on
@@ -153,6 +172,9 @@ pub struct Sample {
     pub exec_us: u64,
     /// Total time workers spent inside reported waits (ended in this interval), µs.
     pub wait_us: u64,
+    /// Of `wait_us`, the time spent in disk reads (`WaitKind::DiskIo`), µs: the waits that
+    /// more concurrent workers overlap (a group commit's or a row lock's do not).
+    pub read_wait_us: u64,
     /// Entries queued at the end of the interval.
     pub queued: usize,
     /// Entries dequeued after waiting in the queue for at least [`BINDING_WAIT_US`].
@@ -165,6 +187,10 @@ pub struct Sample {
 
 /// A queueing time above this means the entry waited for a slot (not just a hand-off).
 pub const BINDING_WAIT_US: u64 = 200;
+
+/// Share of execution time in disk reads from which an interval with queued work may try a
+/// raise although the CPUs look saturated (see "Disk reads" in the module doc).
+pub const READ_WAIT_HIGH: f64 = 0.25;
 
 impl Sample {
     /// Accounts one dequeued entry's queueing time.
@@ -181,10 +207,13 @@ impl Sample {
         let us = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
         self.exec_us = self.exec_us.saturating_add(us);
     }
-    /// Accounts one ended reported wait.
-    pub fn note_wait(&mut self, d: Duration) {
+    /// Accounts one ended reported wait; `disk_read` if it was a disk read.
+    pub fn note_wait(&mut self, d: Duration, disk_read: bool) {
         let us = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
         self.wait_us = self.wait_us.saturating_add(us);
+        if disk_read {
+            self.read_wait_us = self.read_wait_us.saturating_add(us);
+        }
     }
     /// Completed statements per second.
     pub fn throughput(&self) -> f64 {
@@ -202,6 +231,19 @@ impl Sample {
         } else {
             (self.wait_us as f64 / self.exec_us as f64).min(1.0)
         }
+    }
+    /// Fraction of execution time spent in disk reads, in 0..=1.
+    pub fn read_wait_share(&self) -> f64 {
+        if self.exec_us == 0 {
+            0.0
+        } else {
+            (self.read_wait_us as f64 / self.exec_us as f64).min(1.0)
+        }
+    }
+    /// Whether the workers spent enough of their time in disk reads for more of them to
+    /// overlap more reads, whatever the CPUs' idle share says.
+    pub fn reads_block(&self) -> bool {
+        self.read_wait_share() >= READ_WAIT_HIGH
     }
     /// Mean execution time, µs.
     pub fn mean_exec_us(&self) -> u64 {
@@ -233,6 +275,12 @@ pub enum Reason {
     Hold,
     /// A probe up: trying a higher cap (work queued while the CPU idled).
     ProbeUp,
+    /// A probe up on saturated CPUs: the workers spent a large share of their time in disk
+    /// reads, which more workers overlap.
+    ProbeUpReads,
+    /// A probe up on saturated CPUs: the last lowering cost throughput, so the gradient
+    /// points up.
+    ProbeUpAfterLoss,
     /// A probe down: trying a lower cap, not below the floor (the CPUs saturated).
     ProbeDown,
     /// The last raise paid (throughput rose beyond noise): raising again.
@@ -254,6 +302,8 @@ impl Reason {
         match self {
             Reason::Hold => "hold",
             Reason::ProbeUp => "probe up",
+            Reason::ProbeUpReads => "probe up: disk reads",
+            Reason::ProbeUpAfterLoss => "probe up: lowering cost",
             Reason::ProbeDown => "probe down",
             Reason::RaisePaid => "raise paid",
             Reason::LowerFree => "lower was free",
@@ -304,6 +354,11 @@ enum Phase {
     },
 }
 
+/// Whether throughput `tput` fell below `base` by more than `margin`.
+fn lost(base: f64, tput: f64, margin: f64) -> bool {
+    base > 0.0 && tput / base - 1.0 < -margin
+}
+
 /// One group's controller (see the module doc).
 #[derive(Debug, Clone)]
 pub struct Controller {
@@ -321,6 +376,9 @@ pub struct Controller {
     /// Whether the CPU idled in the last binding steady interval: a flip means the load
     /// changed, and the back-offs learnt on the old load are dropped.
     last_idle: Option<bool>,
+    /// The last lowering cost throughput and no raise has failed since: raises may be tried
+    /// on saturated CPUs (see "The gradient" in the module doc).
+    climb: bool,
 }
 
 impl Controller {
@@ -334,6 +392,7 @@ impl Controller {
             backoff: [0; 2],
             wait_left: [0; 2],
             last_idle: None,
+            climb: false,
         }
     }
 
@@ -375,7 +434,8 @@ impl Controller {
             } => {
                 self.last_tput = Some((old, tput));
                 if !self.keeps(dir, (base, base_queue), s, tput, margin) {
-                    return self.revert(dir, step, floor, max_cap, old);
+                    let loss = lost(base, tput, margin);
+                    return self.revert(dir, step, floor, max_cap, old, loss);
                 }
                 // One interval said "keep": hold the cap one more interval and ask again.
                 self.phase = Phase::Confirm {
@@ -397,13 +457,11 @@ impl Controller {
                 // Two consecutive intervals at one cap: their difference is noise.
                 self.note_noise(first, tput);
                 self.last_tput = Some((old, tput));
+                let margin = self.margin(s.completed);
                 let keep = match dir {
                     // A raise is kept when the second interval, too, beats the margin, noise
                     // allowance included: one lucky interval does not keep it.
-                    Dir::Up => {
-                        let margin = self.margin(s.completed);
-                        self.keeps(dir, (base, base_queue), s, tput, margin)
-                    }
+                    Dir::Up => self.keeps(dir, (base, base_queue), s, tput, margin),
                     // A lowering is kept on evidence that it cost nothing: the mean of its
                     // two intervals holds within the statistical margin alone. The noise
                     // allowance would excuse a real loss as noise, and on a noisy load the
@@ -416,11 +474,14 @@ impl Controller {
                     }
                 };
                 if !keep {
-                    return self.revert(dir, step, floor, max_cap, old);
+                    let loss = lost(base, (first + tput) / 2.0, margin);
+                    return self.revert(dir, step, floor, max_cap, old, loss);
                 }
                 self.backoff[dir as usize] = 0;
                 match dir {
-                    Dir::Up if s.binding() && s.cpu_idles() && self.cap < max_cap => {
+                    Dir::Up
+                        if s.binding() && self.up_evidence(s).is_some() && self.cap < max_cap =>
+                    {
                         self.probe(Dir::Up, s, floor, max_cap, Reason::RaisePaid)
                     }
                     Dir::Down if s.binding() && s.cpu_saturated() && self.cap > floor => {
@@ -452,18 +513,33 @@ impl Controller {
                 if self.last_idle.is_some_and(|p| p != idles) {
                     self.backoff = [0; 2];
                     self.wait_left = [0; 2];
+                    self.climb = false;
                 }
                 self.last_idle = Some(idles);
                 let can_up = self.cap < max_cap && self.wait_left[Dir::Up as usize] == 0;
                 let can_down = self.cap > floor && self.wait_left[Dir::Down as usize] == 0;
-                if idles && can_up {
-                    self.probe(Dir::Up, s, floor, max_cap, Reason::ProbeUp)
+                if let (Some(reason), true) = (self.up_evidence(s), can_up) {
+                    self.probe(Dir::Up, s, floor, max_cap, reason)
                 } else if s.cpu_saturated() && can_down {
                     self.probe(Dir::Down, s, floor, max_cap, Reason::ProbeDown)
                 } else {
                     self.decide(old, Reason::Hold)
                 }
             }
+        }
+    }
+
+    /// Why a raise may pay after interval `s`, if anything says it may: idle CPUs, disk
+    /// reads, or a lowering that cost throughput (in that order).
+    fn up_evidence(&self, s: &Sample) -> Option<Reason> {
+        if s.cpu_idles() {
+            Some(Reason::ProbeUp)
+        } else if s.reads_block() {
+            Some(Reason::ProbeUpReads)
+        } else if self.climb {
+            Some(Reason::ProbeUpAfterLoss)
+        } else {
+            None
         }
     }
 
@@ -530,7 +606,9 @@ impl Controller {
         }
     }
 
-    /// Reverses a probe in `dir` by `step` and backs that direction off.
+    /// Reverses a probe in `dir` by `step` and backs that direction off. `loss`: the probe
+    /// lost throughput beyond the full noise margin (for a lowering: evidence that the gradient
+    /// points up, which a lowering that merely failed the strict test of keeping is not).
     fn revert(
         &mut self,
         dir: Dir,
@@ -538,14 +616,17 @@ impl Controller {
         floor: usize,
         max_cap: usize,
         old: usize,
+        loss: bool,
     ) -> Decision {
         let reason = match dir {
             Dir::Up => {
                 self.cap = self.cap.saturating_sub(step).max(floor);
+                self.climb = false;
                 Reason::RevertRaise
             }
             Dir::Down => {
                 self.cap = (self.cap + step).min(max_cap);
+                self.climb |= loss;
                 Reason::RevertLower
             }
         };
@@ -594,6 +675,7 @@ mod tests {
             queue_us: completed * 500,
             exec_us,
             wait_us: (exec_us as f64 * idle) as u64,
+            read_wait_us: 0,
             queued,
             delayed: completed / 2,
             cpu_idle: Some(idle),
@@ -868,6 +950,66 @@ mod tests {
             s
         });
         assert!(caps.iter().all(|&x| x == 3), "{caps:?}");
+    }
+
+    /// `sample` for a load whose workers spend `read` of their execution time in disk reads.
+    fn reading(tput: f64, idle: f64, queued: usize, read: f64) -> Sample {
+        let mut s = sample(tput, idle, queued);
+        s.read_wait_us = (s.exec_us as f64 * read) as u64;
+        s.wait_us = s.wait_us.max(s.read_wait_us);
+        s
+    }
+
+    #[test]
+    fn disk_reads_on_saturated_cpus_raise_the_cap() {
+        // Uniform reads from a disk whose completions cost CPU (a VM's): the CPUs look
+        // saturated (5 % idle), yet workers spend 80 % of their time in reported disk reads
+        // and throughput grows with the cap up to 12 (session 35's grid: a cap of 4 lost
+        // 10-20 % to a cap of 11). Without the read share the controller sat at its floor.
+        let mut c = Controller::new(4);
+        let caps = drive_floor(&mut c, 200, 4, 64, |cap, _| {
+            reading(1000.0 * cap.min(12) as f64, 0.05, 500, 0.8)
+        });
+        assert!(caps[100..].iter().all(|&x| x >= 9), "{caps:?}");
+        // The same reads with a flat throughput (the disk is the limit): raises are tried,
+        // none is kept, and the cap stays near the floor.
+        for seed in 0..10 {
+            let mut c = Controller::new(4);
+            let ds = {
+                let mut out = Vec::new();
+                for i in 0..400 {
+                    let s = reading(4000.0 * (1.0 + 0.10 * jitter(i, seed)), 0.05, 50, 0.8);
+                    out.push(c.step(&s, 4, 64));
+                }
+                out
+            };
+            let kept = ds.iter().filter(|d| d.reason == Reason::RaisePaid).count();
+            let caps: Vec<usize> = ds.iter().map(|d| d.new).collect();
+            assert!(kept <= 2, "seed {seed}: {kept} raises kept: {caps:?}");
+            assert!(caps.iter().all(|&x| x <= 6), "seed {seed}: {caps:?}");
+            let probes = ds
+                .iter()
+                .filter(|d| d.reason == Reason::ProbeUpReads)
+                .count();
+            assert!(probes <= 16, "seed {seed}: {probes} probes: {caps:?}");
+        }
+    }
+
+    #[test]
+    fn a_lowering_that_costs_throughput_turns_the_climb_up() {
+        // Blocking the pool is not told about (no read share), CPUs saturated, throughput
+        // grows with the cap up to 12; the cap starts above the floor (a raise kept while the
+        // CPU idled at the start). The lowering that costs throughput is the evidence: the
+        // controller climbs from there instead of waiting at 6 for an idle CPU.
+        let mut c = Controller::new(6);
+        let caps = drive_floor(&mut c, 200, 4, 64, |cap, _| {
+            sample(1000.0 * cap.min(12) as f64, 0.05, 500)
+        });
+        assert!(caps[100..].iter().all(|&x| x >= 9), "{caps:?}");
+        assert!(
+            caps[100..].iter().filter(|&&x| x >= 12).count() >= 50,
+            "{caps:?}"
+        );
     }
 
     #[test]

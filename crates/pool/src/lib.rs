@@ -255,10 +255,12 @@
 //! unthrottled). The controller is hill climbing on throughput, steered by where the CPU went
 //! over the tick (the machine's idle share from `/proc/stat`, and the server's own CPU share:
 //! `pool/cpu.rs`), and bounded by `min(1 + oversubscribe, ADAPT_FLOOR)..=max_threads / size`:
-//! it raises the cap while work queues and the CPU idles, and lowers a raised or a high
-//! static cap while the CPUs are saturated, never below the default concurrency. Its module
-//! doc says why that idea and not a latency-gradient or AIMD limiter, and why not the wait
-//! share it was first steered by. Every cap change lands in a per-group history of the last
+//! it raises the cap while work queues and the CPU idles, or the workers spend a quarter of
+//! their time in disk reads (the one reported wait more workers overlap), or a lowering has
+//! just cost throughput; it lowers a raised or a high static cap while the CPUs are saturated,
+//! never below the default concurrency. Its module doc says why that idea and not a
+//! latency-gradient or AIMD limiter, and why not the share of all reported waits it was first
+//! steered by. Every cap change lands in a per-group history of the last
 //! 32 ([`GroupStats::adaptive_history`]), with counters `adaptive_raises`, `adaptive_lowers`
 //! and `adaptive_reverts`. Switching it on starts every group at `1 + oversubscribe`;
 //! switching it off restores the static cap at once.

@@ -1399,3 +1399,57 @@ fn adaptive_climbs_when_workers_block_unreported() {
     let done: u64 = clients.into_iter().map(|h| h.join().unwrap()).sum();
     assert!(done > 0);
 }
+
+/// The adaptive controller's meter tells disk reads from the other reported waits: 48 clients
+/// whose statements wait 5 ms each, reported as a disk read in one run and as a sleep in the
+/// other. Every decision's interval counts the reads' time as read waits (the evidence that
+/// lets the controller raise on saturated CPUs), and none of the sleeps'.
+#[test]
+fn adaptive_meter_counts_disk_reads_apart_from_other_waits() {
+    for (cmd, reads) in [("read 5", true), ("sleep 5", false)] {
+        let mut cfg = config(1);
+        cfg.oversubscribe = 1;
+        cfg.adaptive = true;
+        let srv = Server::start(cfg);
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let clients: Vec<_> = (0..48)
+            .map(|_| {
+                let mut c = srv.connect();
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        c.cmd(cmd);
+                    }
+                })
+            })
+            .collect();
+        let st = srv.wait_for(Duration::from_secs(90), |s| {
+            !s.groups[0].adaptive_history.is_empty()
+        });
+        stop.store(true, Ordering::Relaxed);
+        for h in clients {
+            h.join().unwrap();
+        }
+        let hist = &st.groups[0].adaptive_history;
+        assert!(!hist.is_empty(), "{cmd}: no decision in 90 s");
+        let shares: Vec<(f64, f64)> = hist
+            .iter()
+            .map(|a| (a.sample.wait_share(), a.sample.read_wait_share()))
+            .collect();
+        assert!(
+            shares.iter().any(|&(w, _)| w > 0.5),
+            "{cmd}: waits not measured: {shares:?}"
+        );
+        if reads {
+            assert!(
+                shares.iter().all(|&(w, r)| (r - w).abs() < 1e-9),
+                "{cmd}: every wait is a read: {shares:?}"
+            );
+        } else {
+            assert!(
+                shares.iter().all(|&(_, r)| r == 0.0),
+                "{cmd}: a sleep counted as a read: {shares:?}"
+            );
+        }
+    }
+}

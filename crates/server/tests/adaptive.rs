@@ -138,6 +138,19 @@ fn io_like_load_raises_the_cap_and_off_restores_the_static_cap() {
         h.iter().any(|(o, n, _, w)| n > o && *w >= 0.3),
         "a raise with a high wait share in {h:?}"
     );
+    // SLEEP is a wait, not a disk read: the read share (the evidence for raising on saturated
+    // CPUs) stays 0 in every decision.
+    let reads: Vec<f64> = a
+        .query_map(
+            "SELECT READ_WAIT_SHARE FROM information_schema.THREAD_POOL_ADAPTIVE_HISTORY \
+             WHERE GROUP_ID = 0",
+            |r: f64| r,
+        )
+        .unwrap();
+    assert!(
+        !reads.is_empty() && reads.iter().all(|&r| r == 0.0),
+        "{reads:?}"
+    );
     // OFF: the static cap applies at once (the load keeps running).
     a.query_drop("SET GLOBAL thread_pool_adaptive = OFF")
         .unwrap();

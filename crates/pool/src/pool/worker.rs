@@ -147,13 +147,16 @@ impl<H: Handler> WaitObserver for Observer<H> {
         }
     }
 
-    fn wait_end(&self, _kind: WaitKind) {
+    fn wait_end(&self, kind: WaitKind) {
         let began = lock(&self.wait_since).take();
         {
             let mut inner = self.shared.groups[self.gid].lock();
             inner.core.wait_end();
             if let Some(t) = began {
-                inner.core.meter.note_wait(t.elapsed());
+                inner
+                    .core
+                    .meter
+                    .note_wait(t.elapsed(), kind == WaitKind::DiskIo);
             }
         }
         if let Some(e) = lock(&self.current).as_ref() {

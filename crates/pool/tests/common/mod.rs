@@ -120,6 +120,12 @@ impl LineHandler {
                 spin(n);
                 "spun".into()
             }
+            "read" => {
+                // A disk read of N ms, reported as one (what a cache miss reports).
+                let _w = shoal_wait::wait(WaitKind::DiskIo);
+                std::thread::sleep(Duration::from_millis(n));
+                "read".into()
+            }
             "nap" => {
                 // Asleep for N ms, unreported: blocked where the pool cannot see it.
                 std::thread::sleep(Duration::from_millis(n));

@@ -423,6 +423,7 @@ pub fn adaptive_history_table(st: &PoolStats) -> VirtualTable {
                 int(m.mean_exec_us()),
                 Value::Double((m.wait_share() * 1000.0).round() / 1000.0),
                 int(m.queued),
+                Value::Double((m.read_wait_share() * 1000.0).round() / 1000.0),
             ]);
         }
     }
@@ -441,6 +442,7 @@ pub fn adaptive_history_table(st: &PoolStats) -> VirtualTable {
             "AVG_EXECUTION_US",
             "WAIT_SHARE",
             "QUEUE_LENGTH",
+            "READ_WAIT_SHARE",
         ]
         .map(String::from)
         .to_vec(),

@@ -74,8 +74,9 @@
 //!   last word on every probe.
 //! * **Where did the workers wait?** Disk reads are the one reported wait that more workers
 //!   overlap. A group whose workers spent at least [`READ_WAIT_HIGH`] of their execution time
-//!   in them probes *up* even with saturated CPUs. On this project's VM a disk read costs the
-//!   host's CPU as much as the guest's, so uniform reads of data 8x the buffer pool kept the
+//!   in them (`WaitKind::DiskIo`: cache misses, and the WAL write under flush modes 0 and 2)
+//!   probes *up* even with saturated CPUs. On this project's VM a disk read costs the guest
+//!   CPU (half of it in the kernel), so uniform reads of data 8x the buffer pool kept the
 //!   CPUs 93-95 % busy, and the controller, seeing no idle CPU, sat at its floor of 4 while
 //!   static caps of 11 ran 10-20 % faster (docs/perf-log/2026-12-05-session-35-uniform-io.md).
 //!   The share of *all* reported waits does not serve: cached read-write spends 70-87 % of
@@ -172,8 +173,9 @@ pub struct Sample {
     pub exec_us: u64,
     /// Total time workers spent inside reported waits (ended in this interval), µs.
     pub wait_us: u64,
-    /// Of `wait_us`, the time spent in disk reads (`WaitKind::DiskIo`), µs: the waits that
-    /// more concurrent workers overlap (a group commit's or a row lock's do not).
+    /// Of `wait_us`, the time spent in `WaitKind::DiskIo` waits, µs: reads that missed the
+    /// cache (and, under `innodb_flush_log_at_trx_commit` 0 or 2, the WAL write), the waits
+    /// that more concurrent workers overlap (a group commit's or a row lock's do not).
     pub read_wait_us: u64,
     /// Entries queued at the end of the interval.
     pub queued: usize,
@@ -189,7 +191,8 @@ pub struct Sample {
 pub const BINDING_WAIT_US: u64 = 200;
 
 /// Share of execution time in disk reads from which an interval with queued work may try a
-/// raise although the CPUs look saturated (see "Disk reads" in the module doc).
+/// raise although the CPUs look saturated (see "Where did the workers wait?" in the module
+/// doc).
 pub const READ_WAIT_HIGH: f64 = 0.25;
 
 impl Sample {

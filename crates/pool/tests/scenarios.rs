@@ -1346,6 +1346,31 @@ fn a_command_longer_than_one_read_is_read_to_the_end() {
     }
 }
 
+/// `n` clients that send `cmd` in a loop, each answer checked against `answer`, until `stop`;
+/// each thread returns how many commands it completed.
+fn looping_clients(
+    srv: &Server,
+    n: usize,
+    cmd: &'static str,
+    answer: &'static str,
+    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Vec<std::thread::JoinHandle<u64>> {
+    (0..n)
+        .map(|_| {
+            let mut c = srv.connect();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut done = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    assert_eq!(c.cmd(cmd), answer);
+                    done += 1;
+                }
+                done
+            })
+        })
+        .collect()
+}
+
 /// Adaptive mode where it pays: 48 clients whose statements block for 5 ms where nothing
 /// reports it (`nap`, like a page read inside a storage engine). With a cap of 2 the group
 /// completes about 400 statements a second and its CPUs idle; every raise adds throughput in
@@ -1365,20 +1390,7 @@ fn adaptive_climbs_when_workers_block_unreported() {
         "ON starts at 1 + oversubscribe"
     );
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let clients: Vec<_> = (0..48)
-        .map(|_| {
-            let mut c = srv.connect();
-            let stop = stop.clone();
-            std::thread::spawn(move || {
-                let mut n = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    assert_eq!(c.cmd("nap 5"), "napped");
-                    n += 1;
-                }
-                n
-            })
-        })
-        .collect();
+    let clients = looping_clients(&srv, 48, "nap 5", "napped", &stop);
     let st = srv.wait_for(Duration::from_secs(90), |s| s.groups[0].cap >= 8);
     let g = &st.groups[0];
     assert!(
@@ -1406,30 +1418,19 @@ fn adaptive_climbs_when_workers_block_unreported() {
 /// lets the controller raise on saturated CPUs), and none of the sleeps'.
 #[test]
 fn adaptive_meter_counts_disk_reads_apart_from_other_waits() {
-    for (cmd, reads) in [("read 5", true), ("sleep 5", false)] {
+    for (cmd, answer, reads) in [("read 5", "read", true), ("sleep 5", "slept", false)] {
         let mut cfg = config(1);
         cfg.oversubscribe = 1;
         cfg.adaptive = true;
         let srv = Server::start(cfg);
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let clients: Vec<_> = (0..48)
-            .map(|_| {
-                let mut c = srv.connect();
-                let stop = stop.clone();
-                std::thread::spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        c.cmd(cmd);
-                    }
-                })
-            })
-            .collect();
+        let clients = looping_clients(&srv, 48, cmd, answer, &stop);
         let st = srv.wait_for(Duration::from_secs(90), |s| {
             !s.groups[0].adaptive_history.is_empty()
         });
         stop.store(true, Ordering::Relaxed);
-        for h in clients {
-            h.join().unwrap();
-        }
+        let done: u64 = clients.into_iter().map(|h| h.join().unwrap()).sum();
+        assert!(done > 0, "{cmd}: no statement completed");
         let hist = &st.groups[0].adaptive_history;
         assert!(!hist.is_empty(), "{cmd}: no decision in 90 s");
         let shares: Vec<(f64, f64)> = hist

@@ -26,50 +26,78 @@ struct Shoal {
 }
 
 impl Shoal {
+    /// Starts a server and waits until it answers, through the real client, as itself: a
+    /// bare TCP connect is not enough on a loaded machine (a port picked free can be taken by
+    /// another test's client before the server binds it, and a connect to a port in the
+    /// ephemeral range can even reach itself). A server that exits (its port lost) is started
+    /// again on another port.
     fn start(handling: &str) -> Shoal {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
         let dir = std::env::temp_dir().join(format!(
             "shoal-bench-vs-shoal-{}-{handling}",
             std::process::id()
         ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let child = Command::new(shoal_bin())
-            .arg(format!("--port={port}"))
-            .arg(format!("--socket={}", dir.join("s.sock").display()))
-            .arg(format!("--datadir={}", dir.join("data").display()))
-            .arg("--initialize-insecure")
-            .arg(format!("--thread-handling={handling}"))
-            .arg("--innodb-flush-log-at-trx-commit=2")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start shoal");
-        let s = Shoal { child, dir, port };
         let t0 = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let port = TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            let child = Command::new(shoal_bin())
+                .arg(format!("--port={port}"))
+                .arg(format!("--socket={}", dir.join("s.sock").display()))
+                .arg(format!("--datadir={}", dir.join("data").display()))
+                .arg("--initialize-insecure")
+                .arg(format!("--thread-handling={handling}"))
+                .arg("--innodb-flush-log-at-trx-commit=2")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start shoal");
+            let mut s = Shoal {
+                child,
+                dir: dir.clone(),
+                port,
+            };
+            loop {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(120),
+                    "shoal ({handling}) did not answer within 120 s ({tries} starts)"
+                );
+                if s.child.try_wait().unwrap().is_some() {
+                    break; // exited: its port was taken; start it again on another
+                }
+                let out = Command::new("mariadb")
+                    .args([
+                        "-h127.0.0.1",
+                        &format!("-P{port}"),
+                        "-uroot",
+                        "--connect-timeout=10",
+                        "-N",
+                        "-e",
+                        "CREATE DATABASE IF NOT EXISTS sbtest; SELECT @@datadir",
+                    ])
+                    .stderr(Stdio::null())
+                    .output()
+                    .expect("mariadb client");
+                let ours = String::from_utf8_lossy(&out.stdout)
+                    .contains(&s.dir.join("data").display().to_string());
+                if out.status.success() && ours {
+                    return s;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            // Reaps the exited child and removes its directory.
+            drop(s);
             assert!(
-                t0.elapsed() < Duration::from_secs(60),
-                "shoal did not start"
+                tries < 10,
+                "shoal ({handling}) exited {tries} times at start"
             );
-            std::thread::sleep(Duration::from_millis(50));
         }
-        let st = Command::new("mariadb")
-            .args([
-                "-h127.0.0.1",
-                &format!("-P{port}"),
-                "-uroot",
-                "-e",
-                "CREATE DATABASE sbtest",
-            ])
-            .status()
-            .expect("mariadb client");
-        assert!(st.success());
-        s
     }
 }
 

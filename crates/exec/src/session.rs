@@ -45,8 +45,10 @@ mod alter;
 /// The SQL table layer over one store [`Engine`].
 pub struct TableEngine {
     store: Engine,
-    /// Tables other subsystems provide (the thread pool's), for the query engine.
-    system: std::sync::RwLock<Option<Arc<dyn crate::query::SystemTables>>>,
+    /// Tables other subsystems provide (the thread pool's), for the query engine. Installed
+    /// once, before sessions open; read by every statement, so a `OnceLock` (a plain load)
+    /// rather than a lock and an `Arc` clone, whose shared counters bounced between the CPUs.
+    system: std::sync::OnceLock<Arc<dyn crate::query::SystemTables>>,
     /// LOCK TABLES, the global read lock and the statements' intents (`table_lock.rs`).
     locks: TableLocks,
     /// The next [`TableSession`]'s id in `locks`.
@@ -63,24 +65,24 @@ impl TableEngine {
     pub fn new(store: Engine) -> Arc<TableEngine> {
         Arc::new(TableEngine {
             store,
-            system: std::sync::RwLock::new(None),
+            system: std::sync::OnceLock::new(),
             locks: TableLocks::default(),
             next_lock_id: AtomicU64::new(1),
         })
     }
 
     /// Installs the provider of other subsystems' tables (queries can then join, group and
-    /// count them like stored tables).
-    pub fn set_system_tables(&self, s: Arc<dyn crate::query::SystemTables>) {
-        *self.system.write().unwrap_or_else(|e| e.into_inner()) = Some(s);
+    /// count them like stored tables). Once: a second provider is refused (returned).
+    pub fn set_system_tables(
+        &self,
+        s: Arc<dyn crate::query::SystemTables>,
+    ) -> Result<(), Arc<dyn crate::query::SystemTables>> {
+        self.system.set(s)
     }
 
     /// The provider of other subsystems' tables, if installed.
     pub fn system_tables(&self) -> Option<Arc<dyn crate::query::SystemTables>> {
-        self.system
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.system.get().cloned()
     }
 
     /// `BACKUP TO 'dir'`: a consistent physical copy of the store in `dir` (absolute, absent or
@@ -966,10 +968,15 @@ impl TableSession {
         if params.len() != plan.param_count {
             return Err(SqlError::WrongArguments("mysqld_stmt_execute".into()));
         }
-        let store = self.engine.store.clone();
+        // Borrowed, not cloned: an `Engine` clone and drop are four atomic operations on
+        // counters every session shares. The borrow is of the `engine` field alone, so the
+        // statement path below may still take `self.txn` and set other fields (but calls no
+        // `&mut self` method while it reads rows).
+        let store = &self.engine.store;
         // Statements that do not touch rows.
         match &plan.stmt {
             s if s.is_ddl() => {
+                let store = store.clone();
                 if let Some(option) = self.restrictions.server_read_only {
                     return Err(read_only_error(option));
                 }
@@ -997,7 +1004,7 @@ impl TableSession {
                             .collect(),
                     });
                 }
-                return show::show_tables(&store, &d, *full, like);
+                return show::show_tables(store, &d, *full, like);
             }
             TableStmt::ShowCreateTable(t) => {
                 let d = resolve_db(t, &plan.db)?;
@@ -1018,6 +1025,7 @@ impl TableSession {
                 return Ok(show::show_index(&def));
             }
             TableStmt::Analyze(ts) | TableStmt::Optimize(ts) | TableStmt::Check(ts) => {
+                let store = store.clone();
                 // Table maintenance commits the open transaction first, as in MariaDB.
                 self.commit()?;
                 self.next_read_only = None;
@@ -1045,12 +1053,21 @@ impl TableSession {
             // opens no transaction, as with InnoDB: a pending `SET TRANSACTION READ ONLY` stays
             // for the next one, and no snapshot is taken.
             let mut txn = store.begin(self.isolation);
-            let system = self.engine.system_tables();
+            let system = self.engine.system.get();
             let mode = self.write_mode;
             let result = show::with_visibility(self.visibility.clone(), || {
-                run_dml(&store, system.clone(), plan, &mut txn, params, ctx, mode)
+                run_dml(store, system, plan, &mut txn, params, ctx, mode)
             });
-            let result = self.count_found_rows(result, &store, system, plan, &mut txn, params, ctx);
+            let result = Self::count_found_rows(
+                &mut self.found_rows,
+                result,
+                store,
+                system,
+                plan,
+                &mut txn,
+                params,
+                ctx,
+            );
             txn.rollback();
             return self.limited(plan, result);
         }
@@ -1078,13 +1095,23 @@ impl TableSession {
         self.kill.killed.store(false, Ordering::SeqCst);
         let mut txn = self.txn.take().expect("opened above");
         let sp = txn.begin_statement();
-        let system = self.engine.system_tables();
+        let store = &self.engine.store;
+        let system = self.engine.system.get();
         let mode = self.write_mode;
         txn.set_lock_wait(plan.stmt.lock_wait());
         let result = show::with_visibility(self.visibility.clone(), || {
-            run_dml(&store, system.clone(), plan, &mut txn, params, ctx, mode)
+            run_dml(store, system, plan, &mut txn, params, ctx, mode)
         });
-        let result = self.count_found_rows(result, &store, system, plan, &mut txn, params, ctx);
+        let result = Self::count_found_rows(
+            &mut self.found_rows,
+            result,
+            store,
+            system,
+            plan,
+            &mut txn,
+            params,
+            ctx,
+        );
         txn.set_lock_wait(shoal_store::LockWait::Wait);
         let result = self.limited(plan, result);
         let autocommit_stmt = self.autocommit && !self.explicit;
@@ -1127,16 +1154,16 @@ impl TableSession {
     /// FOUND_ROWS() (MySQL reads on past the LIMIT the same way).
     #[allow(clippy::too_many_arguments)]
     fn count_found_rows(
-        &mut self,
+        found_rows: &mut Option<u64>,
         result: Result<ExecOutput, SqlError>,
         store: &Engine,
-        system: Option<Arc<dyn crate::query::SystemTables>>,
+        system: Option<&Arc<dyn crate::query::SystemTables>>,
         plan: &Plan,
         txn: &mut Transaction,
         params: &[Value],
         ctx: &mut dyn Context,
     ) -> Result<ExecOutput, SqlError> {
-        self.found_rows = None;
+        *found_rows = None;
         let (Ok(ExecOutput::Rows { rows, .. }), TableStmt::Query(q)) = (&result, &plan.stmt) else {
             return result;
         };
@@ -1144,18 +1171,18 @@ impl TableSession {
             return result;
         }
         if q.limit.is_none() && q.offset.is_none() {
-            self.found_rows = Some(rows.len() as u64);
+            *found_rows = Some(rows.len() as u64);
             return result;
         }
         let mut all = (**q).clone();
         all.limit = None;
         all.offset = None;
         all.order_by.clear();
-        let counted = crate::query::prepare(store, system.as_ref(), &all, plan.db.as_deref())
+        let counted = crate::query::prepare(store, system, &all, plan.db.as_deref())
             .and_then(|qp| crate::query::execute(&qp, store, txn, params, ctx));
         match counted {
             Ok(rows) => {
-                self.found_rows = Some(rows.len() as u64);
+                *found_rows = Some(rows.len() as u64);
                 result
             }
             Err(e) => Err(e),
@@ -1774,7 +1801,7 @@ fn explain_dml(
 
 fn run_dml(
     store: &Engine,
-    system: Option<Arc<dyn crate::query::SystemTables>>,
+    system: Option<&Arc<dyn crate::query::SystemTables>>,
     plan: &Plan,
     txn: &mut Transaction,
     params: &[Value],
@@ -1784,7 +1811,7 @@ fn run_dml(
     if let (TableStmt::Explain(q), Some(qp)) = (&plan.stmt, &plan.query) {
         let fresh;
         let qp = if qp.is_stale(store) {
-            fresh = crate::query::prepare(store, system.as_ref(), q, plan.db.as_deref())?;
+            fresh = crate::query::prepare(store, system, q, plan.db.as_deref())?;
             &fresh
         } else {
             &**qp
@@ -1807,7 +1834,7 @@ fn run_dml(
     if let (TableStmt::Query(q), Some(qp)) = (&plan.stmt, &plan.query) {
         // Re-bound when a table it reads was altered since PREPARE.
         let (qp, columns) = if query_is_stale(store, qp) {
-            let fresh = crate::query::prepare(store, system.as_ref(), q, plan.db.as_deref())?;
+            let fresh = crate::query::prepare(store, system, q, plan.db.as_deref())?;
             let cols: Arc<[ColumnInfo]> = fresh.columns.clone().into();
             (Arc::new(fresh), cols)
         } else {
@@ -1859,8 +1886,7 @@ fn run_dml(
                     // inserted as if they were a VALUES list.
                     let fresh;
                     let qp = if query_is_stale(store, qp) {
-                        fresh =
-                            crate::query::prepare(store, system.as_ref(), q, plan.db.as_deref())?;
+                        fresh = crate::query::prepare(store, system, q, plan.db.as_deref())?;
                         &fresh
                     } else {
                         &**qp

@@ -715,7 +715,13 @@ impl Server {
             panic!("cannot load the accounts of the datadir: {e}");
         }
         // The query engine reads the virtual tables (the pool's information_schema tables) too.
-        engine.set_system_tables(Arc::new(hooks::HookTables(self.hooks.clone())));
+        if engine
+            .set_system_tables(Arc::new(hooks::HookTables(self.hooks.clone())))
+            .is_err()
+        {
+            // An engine plugged into a second server keeps the first one's tables.
+            tracing::warn!("the table engine already reads another server's virtual tables");
+        }
         *self.tables.write().unwrap_or_else(PoisonError::into_inner) = Some(engine);
     }
 

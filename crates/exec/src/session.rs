@@ -1012,7 +1012,7 @@ impl TableSession {
                     return Ok(show::show_create_log_table(log));
                 }
                 let def = store.table(&d, &t.name).map_err(store_err)?;
-                return Ok(show::show_create(&store, &def));
+                return Ok(show::show_create(store, &def));
             }
             TableStmt::ShowColumns { table, full, like } => {
                 let d = resolve_db(table, &plan.db)?;

@@ -232,3 +232,46 @@ fn too_few_groups_for_the_cpus_means_no_affinity() {
         );
     }
 }
+
+/// Pairing: with affinity on but not engaged (one client thread drives the connection), the
+/// worker lingering on a local connection moves to the CPU its client sends from, and follows
+/// the client when it moves.
+#[test]
+fn a_lingering_worker_moves_next_to_its_client() {
+    let cpus = allowed_cpus();
+    if cpus.len() < 2 {
+        eprintln!("skipped: pairing needs 2 CPUs, this process may use {cpus:?}");
+        return;
+    }
+    let cpus = cpus[..2].to_vec();
+    pin(&cpus);
+    let mut cfg = config(2);
+    cfg.cpu_affinity = true;
+    // Long enough that every command of the loop below is a linger hit.
+    cfg.linger = Duration::from_secs(5);
+    cfg.thread_name = "pair-pool".into();
+    let srv = Server::start(cfg);
+    let mut clients = vec![srv.connect()];
+    for cpu in [cpus[1], cpus[0], cpus[1]] {
+        let want = cpu.to_string();
+        let end = std::time::Instant::now() + Duration::from_secs(10);
+        // The worker asks where its client runs on one linger in 8: rounds of 20 commands.
+        loop {
+            talk_from(cpu, &mut clients, 20);
+            let threads = threads_allowed("pair-pool-g");
+            if threads.iter().any(|(_, allowed)| *allowed == want) {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < end,
+                "no worker moved to CPU {cpu}, where the client runs: {threads:?}"
+            );
+        }
+    }
+    let s = srv.stats();
+    assert!(!s.affinity_engaged, "one client thread: {s:#?}");
+    assert!(
+        s.groups.iter().map(|g| g.counters.linger_hits).sum::<u64>() >= 40,
+        "{s:#?}"
+    );
+}

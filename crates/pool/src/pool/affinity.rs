@@ -45,6 +45,11 @@
 //!   commands are not re-armed and not counted, so at low concurrency, where nearly every
 //!   command is a linger hit and lingering already keeps worker and client together, the
 //!   judgement rests on few commands, and usually lets go.
+//! * **Pairs at low concurrency.** While affinity is effective but not engaged, a worker about
+//!   to linger on a local connection moves to its client's CPU (`Shared::pair_with_client`
+//!   in `worker.rs`): a lingering worker and its client take turns, so one CPU serves the
+//!   pair and every wake-up between them stays on it. The worker's group placement comes back
+//!   with the first entry it takes from the queue or the listener.
 //! * **Only local TCP clients are steered**: a connection whose peer is a loopback address.
 //!   For a remote client the incoming CPU is the CPU of the network card's receive queue,
 //!   which says nothing about any thread to wake, and steering by it could put every

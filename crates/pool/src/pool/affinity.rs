@@ -49,7 +49,8 @@
 //!   to linger on a local connection moves to its client's CPU (`Shared::pair_with_client`
 //!   in `worker.rs`): a lingering worker and its client take turns, so one CPU serves the
 //!   pair and every wake-up between them stays on it. The worker's group placement comes back
-//!   with the first entry it takes from the queue or the listener.
+//!   with the first entry it takes from the queue or the listener, or at its next linger once
+//!   affinity has engaged.
 //! * **Only local TCP clients are steered**: a connection whose peer is a loopback address.
 //!   For a remote client the incoming CPU is the CPU of the network card's receive queue,
 //!   which says nothing about any thread to wake, and steering by it could put every

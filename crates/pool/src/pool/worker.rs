@@ -565,13 +565,23 @@ impl<H: Handler> Shared<H> {
     /// thread, and the thread moves only when that CPU changed. It keeps the pinning while it
     /// lingers; the first entry it takes from the queue or the listener puts it back where
     /// its group's placement says (`place` in `worker_main`), so workers serving queued work
-    /// stay free to spread.
-    fn pair_with_client(&self, fd: RawFd, size: usize) {
+    /// stay free to spread, and so does its next linger once affinity has engaged.
+    fn pair_with_client(&self, gid: usize, fd: RawFd, size: usize) {
         if self.cpus.len() < 2
             || !self.cpu_affinity.load(Ordering::Relaxed)
             || self.engaged.load(Ordering::Relaxed)
             || !affinity::effective(true, size, self.cpus.len())
         {
+            // Affinity engaged (or off): a worker still paired goes back to its group's
+            // placement now, not at its next queued entry. A busy connection's worker may
+            // linger from command to command for long, and pinned beside its client it would
+            // run on another group's CPU.
+            if PAIRED_CPU.with(|p| p.take()).is_some() {
+                match self.placement(gid) {
+                    Some(cpu) => affinity::run_on(&[cpu]),
+                    None => affinity::run_on(&self.cpus),
+                }
+            }
             return;
         }
         let due = PAIR_ASKS.with(|n| {
@@ -647,7 +657,7 @@ impl<H: Handler> Shared<H> {
             }
         }
         if local {
-            self.pair_with_client(e.fd, size);
+            self.pair_with_client(gid, e.fd, size);
         }
         {
             let mut m = lock(&e.meta);

@@ -1053,20 +1053,13 @@ impl TableSession {
             // opens no transaction, as with InnoDB: a pending `SET TRANSACTION READ ONLY` stays
             // for the next one, and no snapshot is taken.
             let mut txn = store.begin(self.isolation);
-            let system = self.engine.system.get();
-            let mode = self.write_mode;
-            let result = show::with_visibility(self.visibility.clone(), || {
-                run_dml(store, system, plan, &mut txn, params, ctx, mode)
-            });
-            let result = Self::count_found_rows(
-                &mut self.found_rows,
-                result,
+            let result = run_counted(
                 store,
-                system,
-                plan,
-                &mut txn,
-                params,
-                ctx,
+                self.engine.system.get(),
+                self.visibility.clone(),
+                self.write_mode,
+                &mut self.found_rows,
+                (plan, &mut txn, params, ctx),
             );
             txn.rollback();
             return self.limited(plan, result);
@@ -1095,22 +1088,14 @@ impl TableSession {
         self.kill.killed.store(false, Ordering::SeqCst);
         let mut txn = self.txn.take().expect("opened above");
         let sp = txn.begin_statement();
-        let store = &self.engine.store;
-        let system = self.engine.system.get();
-        let mode = self.write_mode;
         txn.set_lock_wait(plan.stmt.lock_wait());
-        let result = show::with_visibility(self.visibility.clone(), || {
-            run_dml(store, system, plan, &mut txn, params, ctx, mode)
-        });
-        let result = Self::count_found_rows(
+        let result = run_counted(
+            &self.engine.store,
+            self.engine.system.get(),
+            self.visibility.clone(),
+            self.write_mode,
             &mut self.found_rows,
-            result,
-            store,
-            system,
-            plan,
-            &mut txn,
-            params,
-            ctx,
+            (plan, &mut txn, params, ctx),
         );
         txn.set_lock_wait(shoal_store::LockWait::Wait);
         let result = self.limited(plan, result);
@@ -1797,6 +1782,23 @@ fn explain_dml(
         mode,
     };
     out(ex.explain(inner, &def, &access)?)
+}
+
+/// Runs a row statement with the session's information_schema visibility, then counts
+/// FOUND_ROWS() for a `SELECT SQL_CALC_FOUND_ROWS` (see `TableSession::count_found_rows`).
+/// Takes the session's fields apart, so that the store stays borrowed, not cloned.
+fn run_counted(
+    store: &Engine,
+    system: Option<&Arc<dyn crate::query::SystemTables>>,
+    visibility: Option<show::Visibility>,
+    mode: WriteMode,
+    found_rows: &mut Option<u64>,
+    (plan, txn, params, ctx): (&Plan, &mut Transaction, &[Value], &mut dyn Context),
+) -> Result<ExecOutput, SqlError> {
+    let result = show::with_visibility(visibility, || {
+        run_dml(store, system, plan, txn, params, ctx, mode)
+    });
+    TableSession::count_found_rows(found_rows, result, store, system, plan, txn, params, ctx)
 }
 
 fn run_dml(

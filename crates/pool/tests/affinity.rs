@@ -275,3 +275,44 @@ fn a_lingering_worker_moves_next_to_its_client() {
         "{s:#?}"
     );
 }
+
+/// Many busy clients on both CPUs engage affinity; when only a few remain it lets go, although
+/// those few are on both CPUs too: with lingering on, few clients are served better by
+/// pairing. Engaged, the pool refuses a steered connection outside its `id % size` group its
+/// linger and counts its commands, so judged by the clients' spread alone, the few kept
+/// affinity engaged for as long as they ran.
+#[test]
+fn affinity_lets_go_when_few_busy_clients_remain() {
+    let cpus = allowed_cpus();
+    if cpus.len() < 2 {
+        eprintln!("skipped: affinity needs 2 CPUs, this process may use {cpus:?}");
+        return;
+    }
+    let cpus = cpus[..2].to_vec();
+    pin(&cpus);
+    let mut cfg = config(2);
+    cfg.cpu_affinity = true;
+    cfg.linger = Duration::from_millis(2);
+    cfg.thread_name = "few-pool".into();
+    let srv = Server::start(cfg);
+    // Enough connections on each CPU to count as many (`MIN_BUSY_PER_CPU`, 12, a CPU).
+    let mut clients: Vec<Client> = (0..32).map(|_| srv.connect()).collect();
+    let (a, b) = clients.split_at_mut(16);
+    let s = talk_until(&srv, (cpus[0], a), (cpus[1], b), |s| s.affinity_engaged);
+    assert!(s.affinity_engaged, "32 busy clients on both CPUs: {s:#?}");
+    // Two clients on each CPU go on, the others stay connected but quiet.
+    let (a, b) = clients.split_at_mut(2);
+    let s = talk_until(&srv, (cpus[0], a), (cpus[1], &mut b[..2]), |s| {
+        !s.affinity_engaged
+    });
+    assert!(!s.affinity_engaged, "4 busy clients: let go: {s:#?}");
+    // And it stays let go while they run (judged every tick, 100 ms here).
+    let end = std::time::Instant::now() + Duration::from_millis(600);
+    while std::time::Instant::now() < end {
+        let (a, b) = clients.split_at_mut(2);
+        talk_from(cpus[0], a, 5);
+        talk_from(cpus[1], &mut b[..2], 5);
+    }
+    let s = srv.stats();
+    assert!(!s.affinity_engaged, "4 busy clients stay paired: {s:#?}");
+}

@@ -42,9 +42,17 @@
 //!   row in which every CPU sent at least half its even share, and lets go after one tick in
 //!   which some CPU sent under a quarter of it; then connections go back to `id % size` and
 //!   the workers are free again. `Threadpool_cpu_affinity_engaged` shows the state. Lingered
-//!   commands are not re-armed and not counted, so at low concurrency, where nearly every
-//!   command is a linger hit and lingering already keeps worker and client together, the
-//!   judgement rests on few commands, and usually lets go.
+//!   commands are not re-armed and not counted.
+//! * **Only while many clients are busy.** With lingering on, affinity also needs at least
+//!   [`MIN_BUSY_PER_CPU`] local connections a CPU that ran a command over the tick (lingered
+//!   commands count here), and lets go below it. Fewer are the low-concurrency regime, where
+//!   every busy connection can have a lingering worker of its own and pairing (below) serves
+//!   them for less. This count does not depend on the state it decides. The spread counts
+//!   do: engaged, a steered connection outside its `id % size` group is refused its linger,
+//!   so its commands are re-armed and counted. Before the count, 8 sysbench clients that
+//!   followed a run of 64 found affinity still engaged and kept it so for as long as they
+//!   ran, at 10-40 % more CPU a point select than on a fresh server (docs/perf-log, session
+//!   37).
 //! * **Pairs at low concurrency.** While affinity is effective but not engaged, a worker about
 //!   to linger on a local connection moves to its client's CPU (`Shared::pair_with_client`
 //!   in `worker.rs`): a lingering worker and its client take turns, so one CPU serves the
@@ -247,6 +255,17 @@ pub(super) const SEEN_CPUS: usize = 16;
 /// Timer ticks in a row whose commands came from every CPU before affinity engages.
 pub(super) const ENGAGE_TICKS: u32 = 4;
 
+/// Fewest local connections a CPU that ran a command over a timer tick for affinity to engage
+/// (or stay engaged) while lingering is on. Below it, lingering gives every busy connection a
+/// worker of its own, and pairing keeps each pair on one CPU; pinning and steering would
+/// refuse half of them their linger (a steered connection outside its `id % size` group does
+/// not linger) and cost more. sysbench, shoal's pool engaged against pairing, server CPU a
+/// statement or transaction, 3 rounds (docs/perf-log, session 37): at 16 clients (8 a CPU)
+/// pairing was cheaper for point select (engaged / paired 1.09 / 0.97 / 1.04) and read-write
+/// (1.06 / 1.02 / 1.08); at 32 (16 a CPU) engaging was cheaper for read-write (0.93 / 0.93 /
+/// 0.91, TPS 1.10-1.14x) and dearer for point select (1.06 / 1.02 / 1.04).
+pub(super) const MIN_BUSY_PER_CPU: u64 = 12;
+
 /// Fewest commands over a timer tick for a judgement of the clients' spread.
 const JUDGE_MIN: u64 = 64;
 
@@ -254,7 +273,17 @@ const JUDGE_MIN: u64 = 64;
 /// the CPU their clients sent from (`by_cpu`) and whether it is now: engage when every CPU sent
 /// at least half its even share, let go when one sent under a quarter of it (the gap is
 /// hysteresis). `None`: too few commands to judge, keep the state.
-pub(super) fn judge(by_cpu: &[u64], engaged: bool) -> Option<bool> {
+///
+/// `busy` is the number of local connections that ran a command over the tick (lingered ones
+/// too) and `pairing` whether lingering is on: then fewer than [`MIN_BUSY_PER_CPU`] a CPU is
+/// the low-concurrency regime, where pairing serves better, and the answer is `false` whatever
+/// the spread. The count does not depend on the state it decides: the spread counts do (an
+/// engaged pool refuses some connections their linger, and their commands are then counted),
+/// so with them alone a few clients kept affinity engaged once many had engaged it.
+pub(super) fn judge(by_cpu: &[u64], busy: u64, pairing: bool, engaged: bool) -> Option<bool> {
+    if pairing && busy < MIN_BUSY_PER_CPU * by_cpu.len() as u64 {
+        return Some(false);
+    }
     let total: u64 = by_cpu.iter().sum();
     if total < JUDGE_MIN || by_cpu.is_empty() {
         return None;
@@ -292,25 +321,49 @@ mod tests {
 
     #[test]
     fn judge_engages_on_spread_clients_with_hysteresis() {
-        assert_eq!(judge(&[10, 10], false), None, "too few to judge");
-        assert_eq!(judge(&[500, 500], false), Some(true));
-        assert_eq!(judge(&[700, 300], false), Some(true), "30 % >= 25 %");
         assert_eq!(
-            judge(&[800, 200], false),
+            judge(&[10, 10], 1000, true, false),
+            None,
+            "too few to judge"
+        );
+        assert_eq!(judge(&[500, 500], 1000, true, false), Some(true));
+        assert_eq!(
+            judge(&[700, 300], 1000, true, false),
+            Some(true),
+            "30 % >= 25 %"
+        );
+        assert_eq!(
+            judge(&[800, 200], 1000, true, false),
             Some(false),
             "20 % < 25 %: not yet"
         );
         assert_eq!(
-            judge(&[800, 200], true),
+            judge(&[800, 200], 1000, true, true),
             Some(true),
             "20 % >= 12.5 %: stays"
         );
         assert_eq!(
-            judge(&[1000, 0], true),
+            judge(&[1000, 0], 1000, true, true),
             Some(false),
             "one client CPU: let go"
         );
-        assert_eq!(judge(&[100, 100, 0, 100], false), Some(false));
+        assert_eq!(judge(&[100, 100, 0, 100], 1000, true, false), Some(false));
+    }
+
+    #[test]
+    fn few_busy_connections_let_go_while_lingering_pairs_them() {
+        let enough = MIN_BUSY_PER_CPU * 2;
+        // spread clients, many of them: engage, and stay engaged
+        assert_eq!(judge(&[500, 500], enough, true, false), Some(true));
+        assert_eq!(judge(&[500, 500], enough, true, true), Some(true));
+        // spread but few (8 clients on 2 CPUs): let go, even with too few commands to judge
+        // the spread, and do not engage
+        assert_eq!(judge(&[500, 500], 8, true, true), Some(false));
+        assert_eq!(judge(&[10, 10], 8, true, true), Some(false));
+        assert_eq!(judge(&[500, 500], enough - 1, true, false), Some(false));
+        // without lingering there is no pairing: the spread alone decides
+        assert_eq!(judge(&[500, 500], 8, false, false), Some(true));
+        assert_eq!(judge(&[10, 10], 8, false, true), None);
     }
 
     #[test]

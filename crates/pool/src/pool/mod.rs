@@ -135,6 +135,9 @@ struct ConnMeta {
     /// When its previous command finished (not its login): a connection whose next command
     /// starts soon after is busy, and only a busy connection is worth a linger.
     last_end: Option<Instant>,
+    /// The affinity judgement's round ([`Shared::judge_round`]) in which this connection last
+    /// ran a command: it counts once per round in its group's `busy`.
+    busy_round: u64,
     /// The safety net found the connection idle with a readable socket: the group's poll
     /// count and the time then. Cleared when the connection runs (see [`Shared::sweep`]).
     suspect: Option<(u64, Instant)>,
@@ -225,6 +228,10 @@ struct Group<C> {
     /// Inline (the group is cache-padded): counters of two groups side by side in one heap
     /// line bounced between the CPUs on every command and cost a fifth of the throughput.
     seen: [AtomicU64; affinity::SEEN_CPUS],
+    /// Local connections that ran a command in this group since the timer's last look, each
+    /// counted once (lingered commands too): how many clients keep the server busy, which
+    /// decides, with `seen`, whether CPU affinity engages (see [`affinity::judge`]).
+    busy: AtomicU64,
     /// The kernel thread ids of the group's live threads, and the placement the timer last
     /// gave them all (`None` until its first pass; see [`Shared::place_groups`]). A thread
     /// also places itself before each entry it runs; this lets the timer move the ones that
@@ -251,6 +258,7 @@ impl<C> Group<C> {
             polls: AtomicU64::new(0),
             cap: AtomicUsize::new(0),
             seen: std::array::from_fn(|_| AtomicU64::new(0)),
+            busy: AtomicU64::new(0),
             threads: Mutex::new((Vec::new(), None)),
         }
     }
@@ -300,6 +308,9 @@ struct Shared<H: Handler> {
     /// The clients are spread over the CPUs (the timer's judgement of the groups' `seen`):
     /// affinity pins and steers only while this holds (see [`affinity`]).
     engaged: AtomicBool,
+    /// The timer's affinity judgements so far (from 1): a connection counts in its group's
+    /// `busy` once per round.
+    judge_round: AtomicU64,
     histograms: AtomicBool,
     stealing: AtomicBool,
     /// `Config::balance` in µs (0 = off).
@@ -394,6 +405,7 @@ impl<H: Handler> Shared<H> {
             cpu_affinity: AtomicBool::new(config.cpu_affinity),
             cpus,
             engaged: AtomicBool::new(false),
+            judge_round: AtomicU64::new(1),
             histograms: AtomicBool::new(config.histograms),
             stealing: AtomicBool::new(config.work_stealing),
             balance_us: AtomicU64::new(
@@ -729,6 +741,7 @@ impl<H: Handler> Shared<H> {
                 local: affinity::is_local_tcp(fd),
                 probes: 0,
                 last_end: None,
+                busy_round: 0,
                 suspect: None,
                 lose_report: false,
             }),

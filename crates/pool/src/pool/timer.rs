@@ -100,7 +100,8 @@ impl<H: Handler> Shared<H> {
 
     /// One timer tick: kick-up, stalls, missing listeners, rescue polls, idle deadlines.
     /// CPU affinity's engagement (see `affinity`): the commands of local connections since the
-    /// last tick, by the CPU their client sent from, summed over the groups and reset. It
+    /// last tick, by the CPU their client sent from, and the local connections that ran a
+    /// command, summed over the groups and reset (a new judgement round starts). It
     /// engages after [`affinity::ENGAGE_TICKS`] spread ticks in a row (`spread` counts them)
     /// and lets go after one that is not: a single client thread that the scheduler moves
     /// between CPUs sends from both within some ticks.
@@ -111,13 +112,17 @@ impl<H: Handler> Shared<H> {
         }
         let n = n.min(affinity::SEEN_CPUS);
         let mut by_cpu = vec![0u64; n];
+        let mut busy = 0u64;
         for g in &self.groups {
             for (c, s) in g.seen.iter().take(n).enumerate() {
                 by_cpu[c] += s.swap(0, Ordering::Relaxed);
             }
+            busy += g.busy.swap(0, Ordering::Relaxed);
         }
+        self.judge_round.fetch_add(1, Ordering::Relaxed);
         let engaged = self.engaged.load(Ordering::Relaxed);
-        if let Some(e) = affinity::judge(&by_cpu, engaged) {
+        let pairing = self.linger_us.load(Ordering::Relaxed) > 0;
+        if let Some(e) = affinity::judge(&by_cpu, busy, pairing, engaged) {
             *spread = if e { spread.saturating_add(1) } else { 0 };
             let e = e && (engaged || *spread >= affinity::ENGAGE_TICKS);
             if e != engaged {

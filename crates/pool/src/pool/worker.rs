@@ -463,6 +463,13 @@ impl<H: Handler> Shared<H> {
             let busy = m
                 .last_end
                 .is_some_and(|t| started.saturating_duration_since(t) <= window);
+            if m.local && action == Action::Event {
+                let round = self.judge_round.load(Ordering::Relaxed);
+                if m.busy_round != round {
+                    m.busy_round = round;
+                    self.groups[gid].busy.fetch_add(1, Ordering::Relaxed);
+                }
+            }
             (m.killed, busy)
         };
         *lock(&obs.current) = Some(e.clone());

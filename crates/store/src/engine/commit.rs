@@ -76,8 +76,9 @@ pub(super) struct GroupCommit {
 pub type SyncHook = std::sync::Arc<dyn Fn() + Send + Sync>;
 
 /// The engine's background thread, once a second until the last `Engine` handle drops the stop
-/// channel's sender (or the engine is gone): syncs the WAL in flush modes 0 and 2, and flushes
-/// the memtable when writes have gone quiet (`idle`).
+/// channel's sender (or the engine is gone): syncs the WAL in flush modes 0 and 2, flushes
+/// the memtable when writes have gone quiet (`idle`), and keeps the block cache's
+/// prepopulation fitted to the data size (`warm`).
 pub(super) fn wal_syncer(weak: Weak<Inner>, stop: mpsc::Receiver<()>) {
     let mut idle = super::idle::IdleFlush::default();
     loop {
@@ -98,6 +99,7 @@ pub(super) fn wal_syncer(weak: Weak<Inner>, stop: mpsc::Receiver<()>) {
             .shared_snapshot
             .forget_stale(inner.db.latest_sequence_number());
         idle.tick(&inner);
+        super::lock_mutex(&inner.warmth).tick(&inner);
     }
 }
 

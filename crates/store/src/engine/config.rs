@@ -134,7 +134,7 @@ pub const SCAN_FLUSH_TRIGGER: u32 = 128;
 pub const SCAN_FLUSH_AVG_TRIGGER: u32 = 2;
 
 /// Sets the options RocksDB only takes after open (`SetOptions`): the scan-triggered memtable
-/// flush.
+/// flush, and the erasure of obsolete files' cached blocks.
 pub(super) fn apply_mutable_options(db: &rocksdb::DB) -> Result<(), rocksdb::Error> {
     db.set_options(&[
         (
@@ -144,6 +144,11 @@ pub(super) fn apply_mutable_options(db: &rocksdb::DB) -> Result<(), rocksdb::Err
         (
             "memtable_avg_op_scan_flush_trigger",
             &SCAN_FLUSH_AVG_TRIGGER.to_string(),
+        ),
+        // Obsolete files' blocks leave the cache with them (see the `warm` module).
+        (
+            "uncache_aggressiveness",
+            super::warm::UNCACHE_AGGRESSIVENESS,
         ),
     ])
 }

@@ -42,6 +42,7 @@ mod idle;
 mod kv;
 mod rebuild;
 mod snapshot;
+mod warm;
 
 pub use commit::SyncHook;
 pub use config::{EngineConfig, MAX_OPEN_FILES};
@@ -72,6 +73,9 @@ pub(crate) struct Inner {
     wbm: rocksdb::WriteBufferManager,
     /// Current block cache capacity (RocksDB's C API has no getter).
     cache_capacity: std::sync::atomic::AtomicUsize,
+    /// Whether flush and compaction output goes into the cache (see `warm`); set by the
+    /// background thread.
+    warmth: Mutex<warm::Warmth>,
     catalog: RwLock<Catalog>,
     /// Serializes DDL statements (see `ddl`).
     ddl: Mutex<()>,
@@ -189,6 +193,7 @@ impl Engine {
             cache,
             wbm,
             cache_capacity: std::sync::atomic::AtomicUsize::new(cfg.block_cache_bytes.max(1 << 20)),
+            warmth: Mutex::new(warm::Warmth::default()),
             catalog: RwLock::new(catalog),
             ddl: Mutex::new(()),
             locks: LockManager::default(),
@@ -302,6 +307,11 @@ impl Engine {
         v.push((
             "Shoal_store_level0_files",
             prop("rocksdb.num-files-at-level0"),
+        ));
+        // 1 while compaction output goes into the block cache (the data fits; see `warm`).
+        v.push((
+            "Shoal_block_cache_warms_compactions",
+            u64::from(lock_mutex(&self.inner.warmth).caches_compactions() == Some(true)),
         ));
         v
     }

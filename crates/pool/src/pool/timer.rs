@@ -127,7 +127,7 @@ impl<H: Handler> Shared<H> {
             let e = e && (engaged || *spread >= affinity::ENGAGE_TICKS);
             if e != engaged {
                 self.engaged.store(e, Ordering::Relaxed);
-                tracing::debug!(engaged = e, ?by_cpu, "thread pool CPU affinity");
+                tracing::debug!(engaged = e, ?by_cpu, busy, "thread pool CPU affinity");
             }
         }
     }

@@ -15,6 +15,30 @@ fn pin(cpus: &[usize]) {
     shoal_pool::set_thread_cpus(cpus).expect("sched_setaffinity");
 }
 
+/// The first two CPUs this process may use, with the calling thread pinned to them (the pool
+/// reads the CPUs of the thread that starts it: two, so a test's counts hold on any machine,
+/// a group per CPU); `None`, after saying so, with fewer than two.
+fn two_cpus(what: &str) -> Option<Vec<usize>> {
+    let cpus = allowed_cpus();
+    if cpus.len() < 2 {
+        eprintln!("skipped: {what} needs 2 CPUs, this process may use {cpus:?}");
+        return None;
+    }
+    let cpus = cpus[..2].to_vec();
+    pin(&cpus);
+    Some(cpus)
+}
+
+/// Two groups with CPU affinity on, lingering for `linger` (zero: every command re-arms and
+/// is counted for the engagement), threads named `name`.
+fn affinity_config(name: &str, linger: Duration) -> shoal_pool::Config {
+    let mut cfg = config(2);
+    cfg.cpu_affinity = true;
+    cfg.linger = linger;
+    cfg.thread_name = name.into();
+    cfg
+}
+
 /// The `Cpus_allowed_list` of every thread of this process whose name starts with `prefix`.
 fn threads_allowed(prefix: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
@@ -85,20 +109,10 @@ fn talk_until(
 
 #[test]
 fn connections_follow_their_clients_cpu_and_workers_stay_on_their_groups() {
-    let cpus = allowed_cpus();
-    if cpus.len() < 2 {
-        eprintln!("skipped: affinity needs 2 CPUs, this process may use {cpus:?}");
+    let Some(cpus) = two_cpus("affinity") else {
         return;
-    }
-    // The pool reads the CPUs of the thread that starts it: two, so the counts below hold
-    // on any machine (a group per CPU).
-    let cpus = cpus[..2].to_vec();
-    pin(&cpus);
-    let mut cfg = config(2);
-    cfg.cpu_affinity = true;
-    cfg.linger = Duration::ZERO; // every command re-arms, and is counted for the engagement
-    cfg.thread_name = "aff-pool".into();
-    let srv = Server::start(cfg);
+    };
+    let srv = Server::start(affinity_config("aff-pool", Duration::ZERO));
     let n = cpus.len();
     let mut clients: Vec<Client> = (0..6).map(|_| srv.connect()).collect();
     let (four, two) = clients.split_at_mut(4);
@@ -175,18 +189,10 @@ fn connections_follow_their_clients_cpu_and_workers_stay_on_their_groups() {
 /// that CPU's group and the other CPU's workers would idle.
 #[test]
 fn one_client_thread_does_not_engage_affinity() {
-    let cpus = allowed_cpus();
-    if cpus.len() < 2 {
-        eprintln!("skipped: affinity needs 2 CPUs, this process may use {cpus:?}");
+    let Some(cpus) = two_cpus("affinity") else {
         return;
-    }
-    let cpus = cpus[..2].to_vec();
-    pin(&cpus);
-    let mut cfg = config(2);
-    cfg.cpu_affinity = true;
-    cfg.linger = Duration::ZERO; // every command re-arms, and is counted
-    cfg.thread_name = "one-client".into();
-    let srv = Server::start(cfg);
+    };
+    let srv = Server::start(affinity_config("one-client", Duration::ZERO));
     let mut clients: Vec<Client> = (0..8).map(|_| srv.connect()).collect();
     // Ten stall-limit ticks (100 ms) of commands from one CPU: far more than the engagement
     // needs (four spread ticks), had they been spread.
@@ -238,19 +244,11 @@ fn too_few_groups_for_the_cpus_means_no_affinity() {
 /// the client when it moves.
 #[test]
 fn a_lingering_worker_moves_next_to_its_client() {
-    let cpus = allowed_cpus();
-    if cpus.len() < 2 {
-        eprintln!("skipped: pairing needs 2 CPUs, this process may use {cpus:?}");
+    let Some(cpus) = two_cpus("pairing") else {
         return;
-    }
-    let cpus = cpus[..2].to_vec();
-    pin(&cpus);
-    let mut cfg = config(2);
-    cfg.cpu_affinity = true;
-    // Long enough that every command of the loop below is a linger hit.
-    cfg.linger = Duration::from_secs(5);
-    cfg.thread_name = "pair-pool".into();
-    let srv = Server::start(cfg);
+    };
+    // Lingering long enough that every command of the loop below is a linger hit.
+    let srv = Server::start(affinity_config("pair-pool", Duration::from_secs(5)));
     let mut clients = vec![srv.connect()];
     for cpu in [cpus[1], cpus[0], cpus[1]] {
         let want = cpu.to_string();
@@ -283,18 +281,10 @@ fn a_lingering_worker_moves_next_to_its_client() {
 /// affinity engaged for as long as they ran.
 #[test]
 fn affinity_lets_go_when_few_busy_clients_remain() {
-    let cpus = allowed_cpus();
-    if cpus.len() < 2 {
-        eprintln!("skipped: affinity needs 2 CPUs, this process may use {cpus:?}");
+    let Some(cpus) = two_cpus("affinity") else {
         return;
-    }
-    let cpus = cpus[..2].to_vec();
-    pin(&cpus);
-    let mut cfg = config(2);
-    cfg.cpu_affinity = true;
-    cfg.linger = Duration::from_millis(2);
-    cfg.thread_name = "few-pool".into();
-    let srv = Server::start(cfg);
+    };
+    let srv = Server::start(affinity_config("few-pool", Duration::from_millis(2)));
     // Enough connections on each CPU to count as many (`MIN_BUSY_PER_CPU`, 12, a CPU).
     let mut clients: Vec<Client> = (0..32).map(|_| srv.connect()).collect();
     let (a, b) = clients.split_at_mut(16);

@@ -197,10 +197,7 @@ impl<H: Handler> Shared<H> {
             // group's placement back with the first entry it did not get from a linger.
             let paired = PAIRED_CPU.with(|p| p.take()).is_some();
             if (*placed != Some(want) || paired) && !self.cpus.is_empty() {
-                match want {
-                    Some(cpu) => affinity::run_on(&[cpu]),
-                    None => affinity::run_on(&self.cpus),
-                }
+                self.run_placed(want);
                 *placed = Some(want);
             }
         };
@@ -554,6 +551,15 @@ impl<H: Handler> Shared<H> {
         None
     }
 
+    /// Moves the calling thread to a group's placement: its CPU (`Some`), or every CPU the
+    /// server may use.
+    fn run_placed(&self, want: Option<usize>) {
+        match want {
+            Some(cpu) => affinity::run_on(&[cpu]),
+            None => affinity::run_on(&self.cpus),
+        }
+    }
+
     /// Pairing: a worker about to linger on a local connection moves to the CPU its client
     /// last sent from, while CPU affinity is on but not engaged (the low-concurrency regime,
     /// where lingering serves nearly every command).
@@ -584,10 +590,7 @@ impl<H: Handler> Shared<H> {
             // linger from command to command for long, and pinned beside its client it would
             // run on another group's CPU.
             if PAIRED_CPU.with(|p| p.take()).is_some() {
-                match self.placement(gid) {
-                    Some(cpu) => affinity::run_on(&[cpu]),
-                    None => affinity::run_on(&self.cpus),
-                }
+                self.run_placed(self.placement(gid));
             }
             return;
         }

@@ -81,6 +81,7 @@ pub type SyncHook = std::sync::Arc<dyn Fn() + Send + Sync>;
 /// prepopulation fitted to the data size (`warm`).
 pub(super) fn wal_syncer(weak: Weak<Inner>, stop: mpsc::Receiver<()>) {
     let mut idle = super::idle::IdleFlush::default();
+    let mut warmth = super::warm::Warmth::default();
     loop {
         match stop.recv_timeout(Duration::from_secs(1)) {
             Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -99,7 +100,7 @@ pub(super) fn wal_syncer(weak: Weak<Inner>, stop: mpsc::Receiver<()>) {
             .shared_snapshot
             .forget_stale(inner.db.latest_sequence_number());
         idle.tick(&inner);
-        super::lock_mutex(&inner.warmth).tick(&inner);
+        warmth.tick(&inner);
     }
 }
 

@@ -73,9 +73,9 @@ pub(crate) struct Inner {
     wbm: rocksdb::WriteBufferManager,
     /// Current block cache capacity (RocksDB's C API has no getter).
     cache_capacity: std::sync::atomic::AtomicUsize,
-    /// Whether flush and compaction output goes into the cache (see `warm`); set by the
-    /// background thread.
-    warmth: Mutex<warm::Warmth>,
+    /// Flush and compaction output goes into the cache (see `warm`): set by the background
+    /// thread, read by `Shoal_block_cache_warms_compactions`.
+    warms_compactions: std::sync::atomic::AtomicBool,
     catalog: RwLock<Catalog>,
     /// Serializes DDL statements (see `ddl`).
     ddl: Mutex<()>,
@@ -193,7 +193,7 @@ impl Engine {
             cache,
             wbm,
             cache_capacity: std::sync::atomic::AtomicUsize::new(cfg.block_cache_bytes.max(1 << 20)),
-            warmth: Mutex::new(warm::Warmth::default()),
+            warms_compactions: std::sync::atomic::AtomicBool::new(false),
             catalog: RwLock::new(catalog),
             ddl: Mutex::new(()),
             locks: LockManager::default(),
@@ -311,7 +311,7 @@ impl Engine {
         // 1 while compaction output goes into the block cache (the data fits; see `warm`).
         v.push((
             "Shoal_block_cache_warms_compactions",
-            u64::from(lock_mutex(&self.inner.warmth).caches_compactions() == Some(true)),
+            u64::from(self.inner.warms_compactions.load(Ordering::Relaxed)),
         ));
         v
     }

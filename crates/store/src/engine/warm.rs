@@ -90,6 +90,7 @@ impl Warmth {
             Ok(()) => {
                 self.compaction = Some(want);
                 self.failing = false;
+                inner.warms_compactions.store(want, Ordering::Relaxed);
                 tracing::debug!(
                     live,
                     capacity,
@@ -105,11 +106,6 @@ impl Warmth {
             }
             Err(_) => {}
         }
-    }
-
-    /// Whether compaction output is cached now (`None` before the first tick set it).
-    pub(super) fn caches_compactions(&self) -> Option<bool> {
-        self.compaction
     }
 }
 

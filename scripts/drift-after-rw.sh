@@ -6,13 +6,14 @@
 # Threadpool_cpu_affinity_engaged before / after, block cache usage, RSS and SST files.
 # Session 37 found affinity stuck engaged and the cache filling with dead files' blocks with it.
 #   cargo build --release -p shoal && scripts/drift-after-rw.sh
-# SHOAL_BIN picks another binary; SERVER_EXTRA adds server options. Exits non-zero when a run
+# SHOAL_BIN picks another binary; SERVER_EXTRA adds server options; PS_THREADS sets the point
+# selects' clients (8). Exits non-zero when a run
 # fails or connections are left open.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=scripts/lib.sh
 . "$ROOT/scripts/lib.sh"
-WORK=${WORK:-/var/tmp/shoal-drift}; PORT=${PORT:-33731}; GAP=${GAP:-12}
+WORK=${WORK:-/var/tmp/shoal-drift}; PORT=${PORT:-33731}; GAP=${GAP:-12}; PS=${PS_THREADS:-8}
 SHOAL=${SHOAL_BIN:-$SHOAL}
 if port_in_use "$PORT"; then echo "port $PORT is already in use: set PORT" >&2; exit 1; fi
 need_bins "$SHOAL"
@@ -44,13 +45,13 @@ one() { # label workload threads
     "$(python3 -c "print(round(($c1 - $c0) / $TCK * 1000 / $q, 5))")"
 }
 for r in 1 2 3; do
-  one "r$r" oltp_point_select 8
-  one "r$r" oltp_point_select 8
+  one "r$r" oltp_point_select "$PS"
+  one "r$r" oltp_point_select "$PS"
   one "r$r" oltp_read_write 64
   sleep "$GAP"
 done
-one end oltp_point_select 8
+one end oltp_point_select "$PS"
 sleep 20
-one end+20s oltp_point_select 8
+one end+20s oltp_point_select "$PS"
 check_drained "$PORT"
 stop_server

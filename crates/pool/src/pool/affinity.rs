@@ -21,7 +21,7 @@
 //!   effective while `thread_pool_cpu_affinity` is ON, the server may use at least 2 CPUs
 //!   and `thread_pool_size` is at least the CPU count (with fewer groups some CPUs would have
 //!   none, and pinning would leave them idle). When the placement changes, the timer's next
-//!   tick also moves every live thread of the group by its thread id (`Shared::place_groups`):
+//!   judgement (or tick) moves every live thread of the group by its thread id (`Shared::place_groups`):
 //!   an idle worker or a listener that only dispatches runs no entry for a while, and would
 //!   otherwise stay where it was (so `taskset -p` on any pool thread shows the placement).
 //! * **Connections follow their clients.** The kernel records, per socket, the CPU that
@@ -38,13 +38,14 @@
 //!   other CPU's pinned workers would idle (`shoal-bench` at 8 connections fell to 0.74-0.83x
 //!   one thread per connection). So each group counts its local connections' commands by the
 //!   CPU they came from (`seen`, counted at the re-arm), and the timer judges the counts every
-//!   tick ([`judge`]): affinity *engages* (pins, steers) after [`ENGAGE_TICKS`] ticks in a
-//!   row in which every CPU sent at least half its even share, and lets go after one tick in
+//!   [`JUDGE_EVERY`] while they send ([`judge`]; every [`JUDGE_IDLE_EVERY`] while they do not):
+//!   affinity *engages* (pins, steers) after [`ENGAGE_ROUNDS`] judgements in a
+//!   row in which every CPU sent at least half its even share, and lets go after one in
 //!   which some CPU sent under a quarter of it; then connections go back to `id % size` and
 //!   the workers are free again. `Threadpool_cpu_affinity_engaged` shows the state. Lingered
 //!   commands are not re-armed and not counted.
 //! * **Only while many clients are busy.** With lingering on, affinity also needs at least
-//!   [`MIN_BUSY_PER_CPU`] local connections a CPU that ran a command over the tick (lingered
+//!   [`MIN_BUSY_PER_CPU`] local connections a CPU that ran a command since the last judgement (lingered
 //!   commands count here), and lets go below it. Fewer are the low-concurrency regime, where
 //!   every busy connection can have a lingering worker of its own and pairing (below) serves
 //!   them for less. This count does not depend on the state it decides. The spread counts
@@ -252,10 +253,20 @@ pub(super) const PROBE_EVERY: u8 = 4;
 /// CPUs told apart in the engagement's counts (a group's `seen`); CPU `i` counts in `i % 16`.
 pub(super) const SEEN_CPUS: usize = 16;
 
-/// Timer ticks in a row whose commands came from every CPU before affinity engages.
-pub(super) const ENGAGE_TICKS: u32 = 4;
+/// Judgements in a row whose commands came from every CPU before affinity engages.
+pub(super) const ENGAGE_ROUNDS: u32 = 4;
 
-/// Fewest local connections a CPU that ran a command over a timer tick for affinity to engage
+/// How often the timer judges the spread while local clients send at least [`JUDGE_MIN`]
+/// commands between judgements. It used to judge at every tick (`thread_pool_stall_limit`,
+/// 500 ms): four spread judgements took 2 s, the first fifth of a 10 s sysbench run at 64
+/// clients spent paired rather than engaged (docs/perf-log, session 38).
+pub(super) const JUDGE_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// How often the timer judges while local clients send fewer than [`JUDGE_MIN`] commands
+/// between judgements: the stall sampler's pace, so an idle server wakes no more often.
+pub(super) const JUDGE_IDLE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Fewest local connections a CPU that ran a command between two judgements for affinity to engage
 /// (or stay engaged) while lingering is on. Below it, lingering gives every busy connection a
 /// worker of its own, and pairing keeps each pair on one CPU; pinning and steering would
 /// refuse half of them their linger (a steered connection outside its `id % size` group does
@@ -266,15 +277,15 @@ pub(super) const ENGAGE_TICKS: u32 = 4;
 /// 0.91, TPS 1.10-1.14x) and dearer for point select (1.06 / 1.02 / 1.04).
 pub(super) const MIN_BUSY_PER_CPU: u64 = 12;
 
-/// Fewest commands over a timer tick for a judgement of the clients' spread.
-const JUDGE_MIN: u64 = 64;
+/// Fewest commands between two judgements for a judgement of the clients' spread.
+pub(super) const JUDGE_MIN: u64 = 64;
 
-/// Whether affinity should be engaged, from the commands of local connections over a tick by
+/// Whether affinity should be engaged, from the commands of local connections since the last judgement by
 /// the CPU their clients sent from (`by_cpu`) and whether it is now: engage when every CPU sent
 /// at least half its even share, let go when one sent under a quarter of it (the gap is
 /// hysteresis). `None`: too few commands to judge, keep the state.
 ///
-/// `busy` is the number of local connections that ran a command over the tick (lingered ones
+/// `busy` is the number of local connections that ran a command in that window (lingered ones
 /// too) and `pairing` whether lingering is on: then fewer than [`MIN_BUSY_PER_CPU`] a CPU is
 /// the low-concurrency regime, where pairing serves better, and the answer is `false` whatever
 /// the spread. The count does not depend on the state it decides: the spread counts do (an

@@ -26,8 +26,10 @@ impl<H: Handler> Shared<H> {
         let mut next_tick = Instant::now() + self.stall_limit();
         let mut sampler = Sampler::new();
         let mut cpu_meter = cpu::CpuMeter::new();
-        // Ticks in a row with the local clients spread over the CPUs (CPU affinity).
+        // Judgements in a row with the local clients spread over the CPUs (CPU affinity),
+        // and when the next one is due (see `judge_spread`).
         let mut spread = 0u32;
+        let mut next_judge = Instant::now() + affinity::JUDGE_IDLE_EVERY;
         loop {
             let woken = {
                 let g = lock(&self.timer_lock);
@@ -39,6 +41,7 @@ impl<H: Handler> Shared<H> {
                 } else {
                     let wait = next_tick
                         .min(sampler.due())
+                        .min(next_judge)
                         .saturating_duration_since(Instant::now());
                     let (_g, r) = self
                         .timer_cv
@@ -53,6 +56,18 @@ impl<H: Handler> Shared<H> {
             if Instant::now() >= sampler.due() {
                 self.sample(&mut sampler);
             }
+            if Instant::now() >= next_judge {
+                // Every `JUDGE_EVERY` while local clients send enough to judge, every
+                // `JUDGE_IDLE_EVERY` (the sampler's pace: no extra wake-up) otherwise. Not
+                // tied to the stall limit, so a spread load engages within a second or two
+                // whatever `thread_pool_stall_limit` is.
+                let every = if self.judge_spread(&mut spread) {
+                    affinity::JUDGE_EVERY
+                } else {
+                    affinity::JUDGE_IDLE_EVERY
+                };
+                next_judge = Instant::now() + every;
+            }
             let pending = self.thief_pending.swap(0, Ordering::SeqCst);
             if pending != 0 {
                 self.retry_thieves(pending);
@@ -61,13 +76,13 @@ impl<H: Handler> Shared<H> {
                     continue;
                 }
             } else if !woken && Instant::now() < next_tick {
-                continue; // a sample's time, or a spurious wake-up
+                continue; // a sample's or a judgement's time, or a spurious wake-up
             }
             // The stall limit's time, or a wake-up by a stall-limit change (at once, as before).
             // The CPU left free over the tick's interval, for the adaptive controllers (read
             // at every tick, so that switching adaptive mode on starts from a fresh interval).
             let cpu_idle = cpu_meter.free_share();
-            self.tick(&mut events, cpu_idle, &mut spread);
+            self.tick(&mut events, cpu_idle);
             next_tick = Instant::now() + self.stall_limit();
         }
     }
@@ -98,17 +113,18 @@ impl<H: Handler> Shared<H> {
         }
     }
 
-    /// One timer tick: kick-up, stalls, missing listeners, rescue polls, idle deadlines.
-    /// CPU affinity's engagement (see `affinity`): the commands of local connections since the
-    /// last tick, by the CPU their client sent from, and the local connections that ran a
-    /// command, summed over the groups and reset (a new judgement round starts). It
-    /// engages after [`affinity::ENGAGE_TICKS`] spread ticks in a row (`spread` counts them)
-    /// and lets go after one that is not: a single client thread that the scheduler moves
-    /// between CPUs sends from both within some ticks.
-    fn judge_spread(&self, spread: &mut u32) {
+    /// CPU affinity's engagement (see `affinity`), judged on its own cadence: the commands of
+    /// local connections since the last judgement, by the CPU their client sent from, and the
+    /// local connections that ran a command, summed over the groups and reset (a new
+    /// judgement round starts). It engages after [`affinity::ENGAGE_ROUNDS`] spread
+    /// judgements in a row (`spread` counts them) and lets go after one that is not: a single
+    /// client thread that the scheduler moves between CPUs sends from both within some
+    /// windows. When the state changes, every live thread of a group moves at once
+    /// (`place_groups`). Returns whether there were enough commands to judge the spread.
+    fn judge_spread(&self, spread: &mut u32) -> bool {
         let n = self.cpus.len();
         if n < 2 {
-            return;
+            return false;
         }
         let n = n.min(affinity::SEEN_CPUS);
         let mut by_cpu = vec![0u64; n];
@@ -122,14 +138,17 @@ impl<H: Handler> Shared<H> {
         self.judge_round.fetch_add(1, Ordering::Relaxed);
         let engaged = self.engaged.load(Ordering::Relaxed);
         let pairing = self.linger_us.load(Ordering::Relaxed) > 0;
+        let judged = by_cpu.iter().sum::<u64>() >= affinity::JUDGE_MIN;
         if let Some(e) = affinity::judge(&by_cpu, busy, pairing, engaged) {
             *spread = if e { spread.saturating_add(1) } else { 0 };
-            let e = e && (engaged || *spread >= affinity::ENGAGE_TICKS);
+            let e = e && (engaged || *spread >= affinity::ENGAGE_ROUNDS);
             if e != engaged {
                 self.engaged.store(e, Ordering::Relaxed);
                 tracing::debug!(engaged = e, ?by_cpu, busy, "thread pool CPU affinity");
+                self.place_groups();
             }
         }
+        judged
     }
 
     /// Gives every live thread of each group the group's placement when it changed since the
@@ -157,8 +176,8 @@ impl<H: Handler> Shared<H> {
         }
     }
 
-    fn tick(self: &StdArc<Self>, events: &mut Events, cpu_idle: Option<f64>, spread: &mut u32) {
-        self.judge_spread(spread);
+    /// One timer tick: kick-up, stalls, missing listeners, rescue polls, idle deadlines.
+    fn tick(self: &StdArc<Self>, events: &mut Events, cpu_idle: Option<f64>) {
         self.place_groups();
         let kickup = Duration::from_micros(self.kickup_us.load(Ordering::Relaxed));
         for gid in 0..self.groups.len() {

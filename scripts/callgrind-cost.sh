@@ -21,6 +21,9 @@
 # memtable and compacts them, so that one-off background work does not fall inside the counted
 # window (it was about 16 % of a read-write count of 1,000 transactions); SETTLE=0 counts it.
 # MariaDB's tables are left as prepared (InnoDB writes its pages in place).
+# PRE_RW=N: N read-write transactions at PRE_RW_THREADS clients (8) after that and before the
+# warm-up, to count what a workload costs on a server that has taken writes (the drift after
+# read-write, docs/perf-log session 39).
 # Instructions are not CPU time: MariaDB and shoal differ in instructions per cycle, so the
 # CPU-time comparison stays bench-vs-mariadb.sh's; this one says whether a change made shoal do
 # less work.
@@ -67,6 +70,11 @@ for srv in $SERVERS; do
   if [ "${SETTLE:-1}" = 1 ] && [ "$srv" != mariadb ]; then
     tables=$(seq -s, -f 'sbtest%g' 1 "$TABLES")
     sql "$PORT" "OPTIMIZE TABLE sbtest.${tables//,/, sbtest.}" >/dev/null
+  fi
+  if [ "${PRE_RW:-0}" -gt 0 ]; then
+    sysbench oltp_read_write "${SB[@]}" --threads="${PRE_RW_THREADS:-8}" --events="$PRE_RW" --time=0 run \
+      >"$WORK/$srv-pre-rw.log" 2>&1 ||
+      { tail -20 "$WORK/$srv-pre-rw.log" >&2; echo "FAIL: $srv: read-write before the count failed" >&2; exit 1; }
   fi
   sysbench "$WL" "${SB[@]}" ${XOPTS[@]+"${XOPTS[@]}"} --threads="$THREADS" --events="$WARM" --time=0 run >"$WORK/$srv-warm.log" 2>&1 ||
     { tail -20 "$WORK/$srv-warm.log" >&2; echo "FAIL: $srv: warm-up failed" >&2; exit 1; }

@@ -45,6 +45,9 @@ pub struct Stats {
     /// Memtables flushed because writes went quiet (`Shoal_store_idle_flushes`; see the
     /// engine's `idle` module).
     pub idle_flushes: AtomicU64,
+    /// Quiet spells whose level 0 was compacted into the level below
+    /// (`Shoal_store_idle_settles`; see the engine's `idle` module).
+    pub idle_settles: AtomicU64,
 }
 
 impl Stats {
@@ -82,6 +85,7 @@ impl Stats {
             ("Shoal_store_write_commits", g(&self.write_commits)),
             ("Shoal_store_commit_groups", g(&self.commit_groups)),
             ("Shoal_store_idle_flushes", g(&self.idle_flushes)),
+            ("Shoal_store_idle_settles", g(&self.idle_settles)),
         ]
     }
 }

@@ -882,6 +882,68 @@ fn a_quiet_memtable_is_flushed() {
     check_indexes(&e, &t);
 }
 
+/// After writes, a quiet server compacts its level 0 into the level below (the idle settle):
+/// point reads stop looking in a level-0 file that covers the whole key range before finding
+/// their row below it. Level 0 is left with one file here, under the trigger of 2, so nothing
+/// else would compact it. Then the trigger goes back to 2, and the rows read back whole.
+/// Fails without the settle (level 0 keeps its file).
+#[test]
+fn a_quiet_level_zero_is_compacted_into_the_level_below() {
+    let (_d, e, t) = setup("idle-settle", false);
+    let g = |n: &str| e.status_value(n).unwrap_or_else(|| panic!("{n} missing"));
+    let mut w = e.begin(Isolation::RepeatableRead);
+    for id in 1..=300 {
+        w.insert(&t, row(id, id, "a")).unwrap();
+    }
+    w.commit().unwrap();
+    e.flush().unwrap();
+    e.compact();
+    assert_eq!(g("Shoal_store_level0_files"), 0);
+    let mut w = e.begin(Isolation::RepeatableRead);
+    for id in (1..=300).step_by(3) {
+        let key = RowKey::from_values(&t, &[Datum::Int(id)]).unwrap();
+        w.update(&t, &key, row(id, id, "b")).unwrap();
+    }
+    w.commit().unwrap();
+    e.flush().unwrap();
+    assert_eq!(
+        g("Shoal_store_level0_files"),
+        1,
+        "one level-0 file, under the trigger"
+    );
+    let settles = g("Shoal_store_idle_settles");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while g("Shoal_store_level0_files") > 0 || g("Shoal_store_level0_compaction_trigger") != 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "after 60 s quiet: {} level-0 files, trigger {}, {} settles",
+            g("Shoal_store_level0_files"),
+            g("Shoal_store_level0_compaction_trigger"),
+            g("Shoal_store_idle_settles")
+        );
+        // Reads only: they must not count as writes.
+        let mut r = e.begin(Isolation::RepeatableRead);
+        assert!(r
+            .get(&t, &[Datum::Int(7)], LockMode::None)
+            .unwrap()
+            .is_some());
+        r.commit().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(g("Shoal_store_idle_settles"), settles + 1);
+    let mut r = e.begin(Isolation::RepeatableRead);
+    let got = r
+        .scan_pk(&t, &KeyRange::all(), LockMode::None, None)
+        .unwrap();
+    assert_eq!(got.len(), 300);
+    for (i, row) in got.iter().enumerate() {
+        let want = if i % 3 == 0 { "b" } else { "a" };
+        assert_eq!(row.values[2], Datum::text(want), "row {}", i + 1);
+    }
+    r.commit().unwrap();
+    check_indexes(&e, &t);
+}
+
 /// A thread that has begun a transaction reads without RocksDB's per-thread perf counters
 /// (their thread-local was 1.5 % of read-write's instructions and nobody reads them); the
 /// same reads count when the level is put back, so the counter watched is a live one.

@@ -76,6 +76,9 @@ pub(crate) struct Inner {
     /// Flush and compaction output goes into the cache (see `warm`): set by the background
     /// thread, read by `Shoal_block_cache_warms_compactions`.
     warms_compactions: std::sync::atomic::AtomicBool,
+    /// RocksDB's level-0 compaction trigger as last set: lowered to 1 while a quiet spell
+    /// settles (see `idle`), read by `Shoal_store_level0_compaction_trigger`.
+    level0_trigger: std::sync::atomic::AtomicU32,
     catalog: RwLock<Catalog>,
     /// Serializes DDL statements (see `ddl`).
     ddl: Mutex<()>,
@@ -194,6 +197,9 @@ impl Engine {
             wbm,
             cache_capacity: std::sync::atomic::AtomicUsize::new(cfg.block_cache_bytes.max(1 << 20)),
             warms_compactions: std::sync::atomic::AtomicBool::new(false),
+            level0_trigger: std::sync::atomic::AtomicU32::new(
+                config::LEVEL0_COMPACTION_TRIGGER as u32,
+            ),
             catalog: RwLock::new(catalog),
             ddl: Mutex::new(()),
             locks: LockManager::default(),
@@ -307,6 +313,10 @@ impl Engine {
         v.push((
             "Shoal_store_level0_files",
             prop("rocksdb.num-files-at-level0"),
+        ));
+        v.push((
+            "Shoal_store_level0_compaction_trigger",
+            u64::from(self.inner.level0_trigger.load(Ordering::Relaxed)),
         ));
         // 1 while compaction output goes into the block cache (the data fits; see `warm`).
         v.push((

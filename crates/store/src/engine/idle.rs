@@ -49,7 +49,8 @@ pub(super) const IDLE_TICKS: u32 = 2;
 /// a flush of them would only add a tiny level-0 file).
 pub(super) const IDLE_MIN_ENTRIES: u64 = 256;
 
-/// The idle detector's state, kept by the background thread between its ticks.
+/// The idle detector's state, kept by the background thread between its ticks (one per
+/// engine; a reopened datadir whose level 0 holds files settles after its first quiet ticks).
 #[derive(Debug, Default)]
 pub(super) struct IdleFlush {
     /// `write_commits` at the previous tick.
@@ -67,7 +68,9 @@ pub(super) struct IdleFlush {
 }
 
 impl IdleFlush {
-    /// One tick: flushes the active memtable if writes have been quiet long enough.
+    /// One tick: flushes the active memtable if writes have been quiet long enough; once it
+    /// is flushed, settles level 0 (lowers the trigger), and puts the trigger back when level
+    /// 0 is empty or a write commits.
     pub(super) fn tick(&mut self, inner: &Inner) {
         let commits = inner.stats.write_commits.load(Ordering::Relaxed);
         let prop = |p: &str| inner.db.property_int_value(p).ok().flatten().unwrap_or(0);

@@ -899,6 +899,7 @@ fn a_quiet_level_zero_is_compacted_into_the_level_below() {
     e.flush().unwrap();
     e.compact();
     assert_eq!(g("Shoal_store_level0_files"), 0);
+    let settles = g("Shoal_store_idle_settles");
     let mut w = e.begin(Isolation::RepeatableRead);
     for id in (1..=300).step_by(3) {
         let key = RowKey::from_values(&t, &[Datum::Int(id)]).unwrap();
@@ -906,14 +907,17 @@ fn a_quiet_level_zero_is_compacted_into_the_level_below() {
     }
     w.commit().unwrap();
     e.flush().unwrap();
-    assert_eq!(
-        g("Shoal_store_level0_files"),
-        1,
-        "one level-0 file, under the trigger"
+    // One level-0 file, under the trigger (or, on a machine slow enough that two quiet
+    // ticks passed during the flush, already settling).
+    assert!(
+        g("Shoal_store_level0_files") == 1 || g("Shoal_store_idle_settles") > settles,
+        "{} level-0 files after one flush",
+        g("Shoal_store_level0_files")
     );
-    let settles = g("Shoal_store_idle_settles");
+    let normal = u64::from(engine::LEVEL0_COMPACTION_TRIGGER.unsigned_abs());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while g("Shoal_store_level0_files") > 0 || g("Shoal_store_level0_compaction_trigger") != 2 {
+    while g("Shoal_store_level0_files") > 0 || g("Shoal_store_level0_compaction_trigger") != normal
+    {
         assert!(
             std::time::Instant::now() < deadline,
             "after 60 s quiet: {} level-0 files, trigger {}, {} settles",

@@ -45,7 +45,7 @@ mod snapshot;
 mod warm;
 
 pub use commit::SyncHook;
-pub use config::{EngineConfig, MAX_OPEN_FILES};
+pub use config::{EngineConfig, LEVEL0_COMPACTION_TRIGGER, MAX_OPEN_FILES};
 pub(crate) use snapshot::{Snapshot, SnapshotIter};
 
 use crate::error::{Result, StoreError};

@@ -173,7 +173,8 @@ fn io_like_load_raises_the_cap_and_off_restores_the_static_cap() {
 /// CPU-bound statements (short `BENCHMARK()`s, no reported wait) from many clients on a group
 /// that starts with a high cap (oversubscribe 10 -> 11): more runnable workers than cores only
 /// lengthen execution, so the controller must bring the cap down, and the history must show
-/// lowerings with a low wait share; but never below the floor, the default concurrency of 4.
+/// lowerings with a low wait share; once the group counts as CPU-bound (saturated CPUs, no
+/// disk reads), down to the CPU-bound home of 2, but never below it.
 #[test]
 fn cpu_bound_load_brings_the_cap_down() {
     let (s, port) = server("adaptive-cpu", &["--thread-pool-oversubscribe=10"]);
@@ -197,6 +198,16 @@ fn cpu_bound_load_brings_the_cap_down() {
         h.iter().any(|(o, n, _, w)| n < o && *w < 0.3),
         "a lowering with a low wait share in {h:?}"
     );
+    poll_until(120, "the cap to reach the CPU-bound home of 2", || {
+        let c = cap(&mut a);
+        (c == 2, format!("cap {c}, history {:?}", history(&mut a)))
+    });
+    let h = history(&mut a);
+    assert!(
+        h.iter()
+            .any(|(o, n, r, _)| n == &2 && o > n && r == "probe down: cpu-bound"),
+        "the step home in {h:?}"
+    );
     // It stays low while the load lasts: sample for a while, the cap never climbs back
     // anywhere near the start (probes up are reverted when they do not pay).
     let t = Instant::now();
@@ -212,8 +223,8 @@ fn cpu_bound_load_brings_the_cap_down() {
         history(&mut a)
     );
     assert!(
-        bottom >= 4,
-        "the cap went below the floor, to {bottom}: {:?}",
+        bottom >= 2,
+        "the cap went below the CPU-bound home, to {bottom}: {:?}",
         history(&mut a)
     );
     let done = finish(&stop, hs);

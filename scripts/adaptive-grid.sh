@@ -29,6 +29,9 @@ TIME=${TIME:-5}; WARMUP=${WARMUP:-4}; REPEATS=${REPEATS:-1}
 SIZES=${SIZES:-"1 2"}
 OVERSUBS=${OVERSUBS:-"1 3"}
 THREADS=${THREADS:-"32 512"}
+# THREADS_CACHED / THREADS_IOBOUND: client counts for one regime only (default THREADS), so
+# one run covers issue 19's points (cached 8 32 512, I/O-bound 32 512 2048).
+threads_for() { local v="THREADS_${1^^}"; echo "${!v:-$THREADS}"; }
 WORKLOADS=${WORKLOADS:-"oltp_point_select oltp_read_write"}
 REGIMES=${REGIMES:-"cached iobound"}
 # The adaptive side: groups and the oversubscribe it starts from (the server's defaults).
@@ -155,7 +158,7 @@ for regime in $REGIMES; do
   start_server "$bp"
   out="$WORK/results/$regime"; mkdir -p "$out"
   for wl in $WORKLOADS; do
-    for n in $THREADS; do
+    for n in $(threads_for "$regime"); do
       for rep in $(seq "$REPEATS"); do
         for cfg in $CONFIGS; do
           point "$out" "$regime" "$wl" "$n" "$cfg" "$rep"
@@ -170,7 +173,7 @@ for regime in $REGIMES; do
   if [ "$CONFIRM" -gt 0 ]; then
     cout="$WORK/results/$regime-confirm"; mkdir -p "$cout"
     for wl in $WORKLOADS; do
-      for n in $THREADS; do
+      for n in $(threads_for "$regime"); do
         if [ -n "$CONTENDERS" ]; then
           best=$(awk -v r="$regime" -v w="$wl" -v n="$n" '$1 == r && $2 == w && $3 == n {print $4}' "$CONTENDERS")
         else

@@ -260,7 +260,9 @@
 //! just cost throughput; it lowers a raised or a high static cap while the CPUs are saturated,
 //! never below the default concurrency, except for a group that counts as CPU-bound (saturated
 //! CPUs and almost no disk reads over several intervals), which goes down to a cap of 2, and
-//! back up to the floor the moment it reads from the disk again. Its module doc says why that idea and not a
+//! back up to the floor the moment it reads from the disk again; a group whose workers spend
+//! most of their time in disk reads and almost none in other waits counts as read-bound, and
+//! its floor is 8. Its module doc says why that idea and not a
 //! latency-gradient or AIMD limiter, and why not the share of all reported waits it was first
 //! steered by. Every cap change lands in a per-group history of the last
 //! 32 ([`GroupStats::adaptive_history`]), with counters `adaptive_raises`, `adaptive_lowers`

@@ -275,6 +275,49 @@ fn a_lingering_worker_moves_next_to_its_client() {
     );
 }
 
+/// Pairing takes a CPU's share only: one client thread driving four connections from one CPU
+/// (an event loop; shoal-bench's default) gets one worker beside it, not four. Four workers
+/// pinned there with their client left the other CPU idle (pool 0.73x one thread per
+/// connection at 8 clients, docs/perf-log/2026-12-05-session-40-homes.md).
+#[test]
+fn one_client_thread_gets_one_paired_worker_not_one_per_connection() {
+    let Some(cpus) = two_cpus("pairing share") else {
+        return;
+    };
+    let srv = Server::start(affinity_config("share-pool", Duration::from_secs(5)));
+    let mut clients: Vec<Client> = (0..4).map(|_| srv.connect()).collect();
+    let want = cpus[1].to_string();
+    let pinned = |threads: &[(String, String)]| threads.iter().filter(|(_, a)| *a == want).count();
+    // Each worker asks where its client runs on one linger in 8: 40 rounds give every one of
+    // them several chances to pair.
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        talk_from(cpus[1], &mut clients, 40);
+        let threads = threads_allowed("share-pool-g");
+        assert!(
+            pinned(&threads) <= 1,
+            "more than one worker beside one client thread: {threads:?}"
+        );
+        if pinned(&threads) == 1 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "no worker paired with the client on CPU {want}: {threads:?}"
+        );
+    }
+    // More rounds do not pin more.
+    talk_from(cpus[1], &mut clients, 40);
+    let threads = threads_allowed("share-pool-g");
+    assert_eq!(pinned(&threads), 1, "{threads:?}");
+    let s = srv.stats();
+    assert!(!s.affinity_engaged, "one client thread: {s:#?}");
+    assert!(
+        s.groups.iter().map(|g| g.counters.linger_hits).sum::<u64>() >= 40,
+        "{s:#?}"
+    );
+}
+
 /// Many busy clients on both CPUs engage affinity; when only a few remain it lets go, although
 /// those few are on both CPUs too: with lingering on, few clients are served better by
 /// pairing. Engaged, the pool refuses a steered connection outside its `id % size` group its

@@ -59,7 +59,9 @@
 //!   in `worker.rs`): a lingering worker and its client take turns, so one CPU serves the
 //!   pair and every wake-up between them stays on it. The worker's group placement comes back
 //!   with the first entry it takes from the queue or the listener, or at its next linger once
-//!   affinity has engaged.
+//!   affinity has engaged. A CPU takes no more than its share of the paired workers: one
+//!   client thread multiplexing many connections (an event loop) never waits for one of
+//!   them, and all their workers pinned beside it left the other CPU idle (session 40).
 //! * **Only local TCP clients are steered**: a connection whose peer is a loopback address.
 //!   For a remote client the incoming CPU is the CPU of the network card's receive queue,
 //!   which says nothing about any thread to wake, and steering by it could put every

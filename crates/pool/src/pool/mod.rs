@@ -305,6 +305,9 @@ struct Shared<H: Handler> {
     /// The CPUs the server was allowed at start: group `g` runs on `cpus[g % cpus.len()]`
     /// while affinity is in effect, on all of them otherwise (see [`affinity`]).
     cpus: Vec<usize>,
+    /// Workers paired with a client on each of `cpus` (same index; see
+    /// `Shared::pair_with_client`): a CPU takes no more than its share of the paired workers.
+    paired: Vec<AtomicUsize>,
     /// The clients are spread over the CPUs (the timer's judgement of the groups' `seen`):
     /// affinity pins and steers only while this holds (see [`affinity`]).
     engaged: AtomicBool,
@@ -403,6 +406,7 @@ impl<H: Handler> Shared<H> {
             tickets: AtomicU64::new(config.high_prio_tickets),
             dedicated: AtomicBool::new(config.dedicated_listener),
             cpu_affinity: AtomicBool::new(config.cpu_affinity),
+            paired: cpus.iter().map(|_| AtomicUsize::new(0)).collect(),
             cpus,
             engaged: AtomicBool::new(false),
             judge_round: AtomicU64::new(1),

@@ -195,7 +195,7 @@ impl<H: Handler> Shared<H> {
             let want = self.placement(gid);
             // A worker that lingered next to its client (see `pair_with_client`) takes its
             // group's placement back with the first entry it did not get from a linger.
-            let paired = PAIRED_CPU.with(|p| p.take()).is_some();
+            let paired = self.unpair();
             if (*placed != Some(want) || paired) && !self.cpus.is_empty() {
                 self.run_placed(want);
                 *placed = Some(want);
@@ -226,6 +226,7 @@ impl<H: Handler> Shared<H> {
                 t.0.swap_remove(i);
             }
         }
+        self.unpair();
         shoal_wait::set_thread_observer(prev);
     }
 
@@ -579,6 +580,16 @@ impl<H: Handler> Shared<H> {
     /// lingers; the first entry it takes from the queue or the listener puts it back where
     /// its group's placement says (`place` in `worker_main`), so workers serving queued work
     /// stay free to spread, and so does its next linger once affinity has engaged.
+    ///
+    /// **A CPU's share.** The ping-pong holds for a client thread per connection (sysbench,
+    /// a thread-per-request application). One thread multiplexing many connections (an event
+    /// loop, shoal-bench's default single thread) never waits for one of them: pinned next to
+    /// it, eight lingering workers and the client shared one CPU while the other idled, and
+    /// the pool ran 0.73x one thread per connection at 8 clients (session 40). So a worker
+    /// pairs only where the CPU holds no more than its share of the paired workers
+    /// (`paired[cpu] * cpus <= paired in all`, itself not counted); otherwise it stays (or
+    /// goes back) where its group's placement puts it. Clients spread over the CPUs still
+    /// pair one for one.
     fn pair_with_client(&self, gid: usize, fd: RawFd, size: usize) {
         if self.cpus.len() < 2
             || !self.cpu_affinity.load(Ordering::Relaxed)
@@ -589,7 +600,7 @@ impl<H: Handler> Shared<H> {
             // placement now, not at its next queued entry. A busy connection's worker may
             // linger from command to command for long, and pinned beside its client it would
             // run on another group's CPU.
-            if PAIRED_CPU.with(|p| p.take()).is_some() {
+            if self.unpair() {
                 self.run_placed(self.placement(gid));
             }
             return;
@@ -605,10 +616,39 @@ impl<H: Handler> Shared<H> {
         let Some(cpu) = affinity::incoming_cpu(fd).filter(|c| self.cpus.contains(c)) else {
             return;
         };
-        if PAIRED_CPU.with(|p| p.get()) != Some(cpu) {
-            affinity::run_on(&[cpu]);
-            PAIRED_CPU.with(|p| p.set(Some(cpu)));
+        let mine = PAIRED_CPU.with(|p| p.get());
+        if mine == Some(cpu) {
+            return;
         }
+        let Some(i) = self.cpus.iter().position(|&c| c == cpu) else {
+            return;
+        };
+        let all: usize = self.paired.iter().map(|n| n.load(Ordering::Relaxed)).sum();
+        let others = all.saturating_sub(usize::from(mine.is_some()));
+        if self.paired[i].load(Ordering::Relaxed) * self.cpus.len() > others {
+            // That CPU already holds more than its share: one client thread drives several
+            // connections there. Serve from where the group's placement says.
+            if self.unpair() {
+                self.run_placed(self.placement(gid));
+            }
+            return;
+        }
+        self.unpair();
+        self.paired[i].fetch_add(1, Ordering::Relaxed);
+        affinity::run_on(&[cpu]);
+        PAIRED_CPU.with(|p| p.set(Some(cpu)));
+    }
+
+    /// Ends this worker's pairing, if it was paired (the caller re-places the thread);
+    /// returns whether it was.
+    fn unpair(&self) -> bool {
+        let Some(cpu) = PAIRED_CPU.with(|p| p.take()) else {
+            return false;
+        };
+        if let Some(i) = self.cpus.iter().position(|&c| c == cpu) {
+            self.paired[i].fetch_sub(1, Ordering::Relaxed);
+        }
+        true
     }
 
     /// The low-concurrency fast path: after a command, if the group may (see

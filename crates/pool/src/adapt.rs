@@ -175,8 +175,10 @@
 //! the probe's, measured the step and inflated the margin). The price is one interval per kept
 //! step: a climb takes about twice as many intervals.
 //!
-//! Bounds: `floor <= cap <= max_cap` (`floor` at least 1; `min(floor, 2)` while the group
-//! counts as CPU-bound, `max(floor, 8)` while it counts as read-bound). The pool passes `min(1 + thread_pool_oversubscribe, 4)` as `floor`
+//! Bounds: `floor <= cap <= max_cap` (`floor` at least 1; `min(floor, 2 × c)` while the group
+//! counts as CPU-bound, `max(floor, 8 × c)` while it counts as read-bound, where `c` is the
+//! number of CPUs per group, 1 with the default `thread_pool_size`: with one group on two
+//! CPUs a home of 2 halved the static cap of 4 at 512 read-write clients, TPS 0.87x). The pool passes `min(1 + thread_pool_oversubscribe, 4)` as `floor`
 //! and `thread_pool_max_threads / groups` as `max_cap`; when they cross, `max_cap` wins.
 
 use std::time::Duration;
@@ -219,9 +221,9 @@ pub struct Sample {
     pub cpu_idle: Option<f64>,
 }
 
-/// The cap a CPU-bound group comes home to (see "The CPU-bound home" in the module doc): two
-/// active workers per group, one runnable thread per CPU with the default one group per CPU
-/// and a spare for the moment one blocks where nothing reports it.
+/// The cap a CPU-bound group comes home to, per CPU the group covers (see "The CPU-bound
+/// home" in the module doc): two active workers per CPU, one runnable thread and a spare for
+/// the moment one blocks where nothing reports it.
 pub const CPU_BOUND_FLOOR: usize = 2;
 /// Average share of execution time in disk reads under which a saturated group counts as
 /// CPU-bound (a cache warming up reads 2-3 %).
@@ -242,7 +244,7 @@ pub const READ_BOUND_LEAVE: f64 = 0.3;
 /// commit, sleeps) under which a reading group may count as read-bound: more workers overlap
 /// more reads, but they queue for the same locks and commits.
 pub const READ_BOUND_OTHER: f64 = 0.03;
-/// The floor of a read-bound group: twice the default concurrency.
+/// The floor of a read-bound group, per CPU the group covers: twice the default concurrency.
 pub const READ_BOUND_FLOOR: usize = 8;
 
 /// A queueing time above this means the entry waited for a slot (not just a hand-off).
@@ -468,6 +470,9 @@ pub struct Controller {
     /// The group counts as CPU-bound: its floor is [`CPU_BOUND_FLOOR`] (see "The CPU-bound
     /// home" in the module doc).
     cpu_bound: bool,
+    /// CPUs per group (at least 1; see [`Controller::set_cpus_per_group`]): the homes are per
+    /// CPU a group covers.
+    cpus_per_group: usize,
     /// Binding intervals in a row with `read_avg` at or above [`READ_BOUND_READS`].
     heavy: u32,
     /// The group counts as read-bound: its floor is [`READ_BOUND_FLOOR`].
@@ -489,9 +494,18 @@ impl Controller {
             read_avg: None,
             calm: 0,
             cpu_bound: false,
+            cpus_per_group: 1,
             heavy: 0,
             read_bound: false,
         }
+    }
+
+    /// Tells the controller how many CPUs its group covers (the pool's CPUs over
+    /// `thread_pool_size`, rounded up): the CPU-bound home and the read-bound floor are per
+    /// CPU. With one group on two CPUs a home of 2 ran half the static cap of 4 at 512
+    /// read-write clients (TPS 0.87x).
+    pub fn set_cpus_per_group(&mut self, n: usize) {
+        self.cpus_per_group = n.max(1);
     }
 
     /// Whether the group counts as CPU-bound (its floor is then [`CPU_BOUND_FLOOR`]).
@@ -508,9 +522,11 @@ impl Controller {
     /// above it (never above `max_cap`).
     fn floor_for(&self, floor: usize, max_cap: usize) -> usize {
         if self.cpu_bound {
-            floor.min(CPU_BOUND_FLOOR)
+            floor.min(CPU_BOUND_FLOOR * self.cpus_per_group)
         } else if self.read_bound {
-            floor.max(READ_BOUND_FLOOR).min(max_cap)
+            floor
+                .max(READ_BOUND_FLOOR * self.cpus_per_group)
+                .min(max_cap)
         } else {
             floor
         }
@@ -1186,6 +1202,22 @@ mod tests {
         assert!(c.cpu_bound());
         let d = c.step(&sample(3000.0, 0.6, 200), 4, 64);
         assert_eq!((d.new, d.reason), (4, Reason::NoLongerCpuBound), "{d:?}");
+    }
+
+    #[test]
+    fn the_homes_are_per_cpu_of_the_group() {
+        // One group on two CPUs: the CPU-bound home is 4 (the default concurrency), not 2, and
+        // the read-bound floor 16.
+        let mut c = Controller::new(4);
+        c.set_cpus_per_group(2);
+        let caps = drive_floor(&mut c, 40, 4, 64, |_, _| sample(6000.0, 0.01, 20));
+        assert!(c.cpu_bound());
+        assert!(caps.iter().all(|&x| x == 4), "{caps:?}");
+        let mut c = Controller::new(4);
+        c.set_cpus_per_group(2);
+        let caps = drive_floor(&mut c, 40, 4, 64, |_, _| reading(4000.0, 0.05, 50, 0.8));
+        assert!(c.read_bound());
+        assert!(caps[10..].iter().all(|&x| x >= 16), "{caps:?}");
     }
 
     #[test]

@@ -19,11 +19,17 @@ use mysql::prelude::Queryable;
 use support::{global_status as status, Shoal};
 
 fn server(tag: &str, extra: &[&str]) -> (Shoal, u16) {
+    server_sized(tag, 1, extra)
+}
+
+/// [`server`] with `size` thread groups.
+fn server_sized(tag: &str, size: usize, extra: &[&str]) -> (Shoal, u16) {
     let admin = support::free_port();
     let admin_arg = format!("--admin-port={admin}");
+    let size_arg = format!("--thread-pool-size={size}");
     let mut args = vec![
         "--thread-handling=pool-of-threads",
-        "--thread-pool-size=1",
+        size_arg.as_str(),
         "--thread-pool-stall-limit=200",
         "--max-connections=500",
     ];
@@ -174,10 +180,12 @@ fn io_like_load_raises_the_cap_and_off_restores_the_static_cap() {
 /// that starts with a high cap (oversubscribe 10 -> 11): more runnable workers than cores only
 /// lengthen execution, so the controller must bring the cap down, and the history must show
 /// lowerings with a low wait share; once the group counts as CPU-bound (saturated CPUs, no
-/// disk reads), down to the CPU-bound home of 2, but never below it.
+/// disk reads), down to the CPU-bound home of 2 (one group per CPU: two workers a CPU), but
+/// never below it.
 #[test]
 fn cpu_bound_load_brings_the_cap_down() {
-    let (s, port) = server("adaptive-cpu", &["--thread-pool-oversubscribe=10"]);
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let (s, port) = server_sized("adaptive-cpu", cpus, &["--thread-pool-oversubscribe=10"]);
     let mut a = admin(&s, port);
     // Statements of about 10 ms of CPU each (calibrated on this server).
     let rate = benchmark_rate(&mut a);
@@ -186,7 +194,13 @@ fn cpu_bound_load_brings_the_cap_down() {
         .unwrap();
     assert_eq!(cap(&mut a), 11);
     let stop = Arc::new(AtomicBool::new(false));
-    let hs = load(&s, 24, &format!("SELECT BENCHMARK({n}, 1 + 1)"), &stop);
+    // Enough clients for every group (connections go to groups in turn) to stay busy.
+    let hs = load(
+        &s,
+        12 * cpus,
+        &format!("SELECT BENCHMARK({n}, 1 + 1)"),
+        &stop,
+    );
     poll_until(120, "the cap to come down to 5 or less", || {
         let c = cap(&mut a);
         (c <= 5, format!("cap {c}, history {:?}", history(&mut a)))

@@ -544,6 +544,13 @@ impl<H: Handler> Shared<H> {
         sample.queued = inner.core.queued();
         sample.cpu_idle = cpu_idle;
         *since = now;
+        let cpus = if self.cpus.is_empty() {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            self.cpus.len()
+        };
+        let size = self.size.load(Ordering::Relaxed).max(1);
+        ctl.set_cpus_per_group(cpus.div_ceil(size));
         let d = ctl.step(&sample, floor, max_cap);
         g.cap.store(d.new, Ordering::SeqCst);
         if d.new == d.old {

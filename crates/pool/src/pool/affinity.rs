@@ -59,9 +59,12 @@
 //!   in `worker.rs`): a lingering worker and its client take turns, so one CPU serves the
 //!   pair and every wake-up between them stays on it. The worker's group placement comes back
 //!   with the first entry it takes from the queue or the listener, or at its next linger once
-//!   affinity has engaged. A CPU takes no more than its share of the paired workers: one
-//!   client thread multiplexing many connections (an event loop) never waits for one of
-//!   them, and all their workers pinned beside it left the other CPU idle (session 40).
+//!   affinity has engaged. Pairing serves clients with a thread each, spread over the CPUs
+//!   (sysbench, a thread-per-request application): a worker pairs only while lingering
+//!   workers find clients sending from more than one CPU within 10 ms, and a CPU takes no more
+//!   than its share of the paired workers. One client thread multiplexing many connections
+//!   (an event loop) never waits for one of them: all their workers pinned beside it left the
+//!   other CPU idle (session 40), and even one cost a few per cent (session 41).
 //! * **Only local TCP clients are steered**: a connection whose peer is a loopback address.
 //!   For a remote client the incoming CPU is the CPU of the network card's receive queue,
 //!   which says nothing about any thread to wake, and steering by it could put every

@@ -308,6 +308,14 @@ struct Shared<H: Handler> {
     /// Workers paired with a client on each of `cpus` (same index; see
     /// `Shared::pair_with_client`): a CPU takes no more than its share of the paired workers.
     paired: Vec<AtomicUsize>,
+    /// When a lingering worker last found its client sending from each of `cpus` (same index),
+    /// in µs since `epoch` plus one (0: never). A worker pairs only while clients send from
+    /// more than one CPU at once (see `Shared::pair_with_client`).
+    client_seen_at: Vec<AtomicU64>,
+    /// Bumped each time the timer moves a group's threads to the group's placement
+    /// (`place_groups`): a paired worker, moved with them, pins itself beside its client again
+    /// at its next ask instead of believing it still is.
+    placed_gen: AtomicU64,
     /// The clients are spread over the CPUs (the timer's judgement of the groups' `seen`):
     /// affinity pins and steers only while this holds (see [`affinity`]).
     engaged: AtomicBool,
@@ -407,6 +415,8 @@ impl<H: Handler> Shared<H> {
             dedicated: AtomicBool::new(config.dedicated_listener),
             cpu_affinity: AtomicBool::new(config.cpu_affinity),
             paired: cpus.iter().map(|_| AtomicUsize::new(0)).collect(),
+            client_seen_at: cpus.iter().map(|_| AtomicU64::new(0)).collect(),
+            placed_gen: AtomicU64::new(0),
             cpus,
             engaged: AtomicBool::new(false),
             judge_round: AtomicU64::new(1),

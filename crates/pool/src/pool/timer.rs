@@ -167,6 +167,7 @@ impl<H: Handler> Shared<H> {
                 continue;
             }
             t.1 = Some(want);
+            self.placed_gen.fetch_add(1, Ordering::Relaxed);
             for &tid in &t.0 {
                 match want {
                     Some(cpu) => affinity::place_thread(tid, &[cpu]),

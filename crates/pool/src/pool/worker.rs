@@ -134,10 +134,17 @@ impl<H: Handler> Observer<H> {
 /// `Shared::pair_with_client`): a client thread rarely moves between two commands.
 const PAIR_EVERY: u32 = 8;
 
+/// A lingering worker pairs with its client only if a client on another CPU was found (by any
+/// lingering worker's ask) within this many µs: clients that send from more than one CPU at
+/// once. One thread sending from one CPU at a time (an event loop driving many connections,
+/// or a single client) is left to the scheduler (see `Shared::pair_with_client`).
+const PAIR_TOGETHER_US: u64 = 10_000;
+
 thread_local! {
-    /// The CPU this worker moved to, to linger next to its client (`None`: where its group's
-    /// placement put it).
-    static PAIRED_CPU: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+    /// The CPU this worker moved to, to linger next to its client, and `Shared::placed_gen`
+    /// when it moved there (`None`: where its group's placement put it).
+    static PAIRED_CPU: std::cell::Cell<Option<(usize, u64)>> =
+        const { std::cell::Cell::new(None) };
     /// Lingers that could have asked for the client's CPU, for [`PAIR_EVERY`].
     static PAIR_ASKS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
@@ -590,6 +597,15 @@ impl<H: Handler> Shared<H> {
     /// (`paired[cpu] * cpus <= paired in all`, itself not counted); otherwise it stays (or
     /// goes back) where its group's placement puts it. Clients spread over the CPUs still
     /// pair one for one.
+    ///
+    /// **Clients on several CPUs at once.** Even the one worker a CPU's share left beside an
+    /// event-loop client cost the pool 3-4 % against one thread per connection at 8 clients
+    /// (0.954-0.972, where the pool with affinity off ran 1.003). One thread sends from one CPU
+    /// at a time; clients with a thread each send from every CPU at once. So each ask stamps
+    /// the CPU its client sent from (`client_seen_at`), and a worker pairs only if another CPU
+    /// was stamped within [`PAIR_TOGETHER_US`]: a single thread that the scheduler moves
+    /// stamps its old CPU for that long after a move, and a worker paired then goes back at
+    /// its next ask.
     fn pair_with_client(&self, gid: usize, fd: RawFd, size: usize) {
         if self.cpus.len() < 2
             || !self.cpu_affinity.load(Ordering::Relaxed)
@@ -616,13 +632,31 @@ impl<H: Handler> Shared<H> {
         let Some(cpu) = affinity::incoming_cpu(fd).filter(|c| self.cpus.contains(c)) else {
             return;
         };
-        let mine = PAIRED_CPU.with(|p| p.get());
-        if mine == Some(cpu) {
-            return;
-        }
         let Some(i) = self.cpus.iter().position(|&c| c == cpu) else {
             return;
         };
+        // Clients on more than one CPU at once, or one thread (an event loop, or a single
+        // client) sending from one CPU at a time? Only the former pairs (see above).
+        let now = us(Instant::now().saturating_duration_since(self.epoch)) + 1;
+        self.client_seen_at[i].store(now, Ordering::Relaxed);
+        let together = self.client_seen_at.iter().enumerate().any(|(j, t)| {
+            let t = t.load(Ordering::Relaxed);
+            j != i && t != 0 && now.saturating_sub(t) <= PAIR_TOGETHER_US
+        });
+        if !together {
+            if self.unpair() {
+                self.run_placed(self.placement(gid));
+            }
+            return;
+        }
+        // Paired there already, and no thread moved by the timer since (`place_groups` sets
+        // every thread of a group to the group's placement, a paired one too).
+        let gen = self.placed_gen.load(Ordering::Relaxed);
+        let mine = PAIRED_CPU.with(|p| p.get());
+        if mine == Some((cpu, gen)) {
+            return;
+        }
+        let mine = mine.map(|(c, _)| c);
         let all: usize = self.paired.iter().map(|n| n.load(Ordering::Relaxed)).sum();
         let others = all.saturating_sub(usize::from(mine.is_some()));
         if self.paired[i].load(Ordering::Relaxed) * self.cpus.len() > others {
@@ -636,13 +670,13 @@ impl<H: Handler> Shared<H> {
         self.unpair();
         self.paired[i].fetch_add(1, Ordering::Relaxed);
         affinity::run_on(&[cpu]);
-        PAIRED_CPU.with(|p| p.set(Some(cpu)));
+        PAIRED_CPU.with(|p| p.set(Some((cpu, gen))));
     }
 
     /// Ends this worker's pairing, if it was paired (the caller re-places the thread);
     /// returns whether it was.
     fn unpair(&self) -> bool {
-        let Some(cpu) = PAIRED_CPU.with(|p| p.take()) else {
+        let Some((cpu, _)) = PAIRED_CPU.with(|p| p.take()) else {
             return false;
         };
         if let Some(i) = self.cpus.iter().position(|&c| c == cpu) {

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Where the CPU of a statement goes as the client count grows, with shoal-bench as the client
+# (the load generator of scripts/adaptive-grid.sh, two client threads): one server, one data
+# set, the same workload at each count in THREADS, one after the other. For each count prints
+# TPS, the server's CPU per statement (user / system µs), the load generator's, context
+# switches per statement (machine-wide), and with PERF=1 the server's component table of
+# scripts/profile-split.py (perf samples of the server alone).
+#
+#   cargo build --release -p shoal -p shoal-bench
+#   THREADS="32 2048" scripts/profile-clients.sh                   (I/O-bound point select)
+#   BP=1G WL=oltp_read_write THREADS="32 512" PERF=1 scripts/profile-clients.sh
+#
+# The default is issue 19's I/O-bound regime: 4 x 50,000 rows, a 6 MiB buffer pool (the data
+# is 8x larger), uniform reads, O_DIRECT, pool-of-threads with its defaults plus EXTRA.
+# Exits non-zero if a run fails or leaves connections open.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/lib.sh
+. "$ROOT/scripts/lib.sh"
+WORK=${WORK:-/var/tmp/shoal-profile-clients}
+WL=${WL:-oltp_point_select}; THREADS=${THREADS:-"32 2048"}; TIME=${TIME:-12}; WARMUP=${WARMUP:-4}
+TABLES=${TABLES:-4}; SIZE=${SIZE:-50000}; BP=${BP:-6M}; PORT=${PORT:-33640}
+RAND=${RAND:-uniform}; PERF=${PERF:-0}; FREQ=${FREQ:-499}
+CLIENT_THREADS=${CLIENT_THREADS:-$(nproc)}
+EXTRA=${EXTRA:-}
+if [ "$PERF" = 1 ]; then
+  command -v perf >/dev/null || { echo "perf is not installed (apt-get install -y linux-perf)" >&2; exit 1; }
+fi
+if port_in_use "$PORT"; then echo "port $PORT is already in use: set PORT" >&2; exit 1; fi
+need_bins "$SHOAL" "$BENCH"
+ulimit -n "$(ulimit -Hn)" || true
+rm -rf "$WORK"; mkdir -p "$WORK"
+start() {
+  # shellcheck disable=SC2086 # EXTRA: several options
+  start_shoal "$PORT" "$WORK" --thread-handling=pool-of-threads --max-connections=6000 \
+    --max-prepared-stmt-count=4000000 --innodb-buffer-pool-size="$1" \
+    --innodb-flush-log-at-trx-commit=1 --innodb-flush-method=O_DIRECT $EXTRA
+}
+CONN=(--mysql-host=127.0.0.1 "--mysql-port=$PORT" --mysql-user=root --mysql-db=sbtest
+      "--tables=$TABLES" "--table-size=$SIZE")
+start 1G
+sql "$PORT" 'CREATE DATABASE IF NOT EXISTS sbtest'
+"$BENCH" prepare oltp_read_write "${CONN[@]}" --threads=4 --quiet >"$WORK/prepare.log" 2>&1 \
+  || { tail -20 "$WORK/prepare.log" >&2; echo "prepare failed" >&2; exit 1; }
+stop_server
+start "$BP"
+failed=0
+for n in $THREADS; do
+  log="$WORK/run-$n.log"
+  if [ "$PERF" = 1 ]; then
+    # Sample the measured window only: start after the connections and the warm-up.
+    (sleep "$(( WARMUP + 3 ))"; exec perf record -q -F "$FREQ" --call-graph dwarf,16384 \
+       -o "$WORK/perf-$n.data" -p "$SERVER" -- sleep "$(( TIME - 2 ))") 2>"$WORK/perf-$n.err" &
+    PERF_PID=$!
+  fi
+  if ! bench_run "$WORK/results" "$log" "$WL" "${CONN[@]}" --threads="$n" --time="$TIME" \
+      --warmup-time="$WARMUP" --quiet --server-pid="$SERVER" --connect-concurrency=128 \
+      --rand-type="$RAND" --client-nice=-10 --client-threads="$CLIENT_THREADS" --label="c$n"; then
+    echo "run at $n clients failed: see $log" >&2; failed=1
+  fi
+  [ "$PERF" = 1 ] && { wait "$PERF_PID" || true; }
+  check_drained "$PORT" 120 || failed=1
+  python3 - "$BENCH_JSON" "$n" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+if isinstance(d, dict) and "Run" in d: d = d["Run"]
+if isinstance(d, dict) and d.get("kind") == "run" and "result" in d: d = d["result"]
+s, y = d["summary"], d["sys"]
+q = s["queries"] / s["secs"]
+us = lambda pct: (pct or 0) / 100 * 1e6 / q
+print(f"clients {sys.argv[2]:>5}: {s['tps']:9.0f} TPS {q:9.0f} statements/s p99 {s['latency_ms']['p99']:8.2f} ms | "
+      f"server {us(y['server_cpu_user_pct']):5.1f} user + {us(y['server_cpu_sys_pct']):5.1f} sys µs/stmt | "
+      f"load generator {us(y['tool_cpu_pct']):5.1f} µs/stmt | machine busy {y['cpu_busy_pct']:5.1f} % | "
+      f"ctx switches {y['ctx_switches_per_s'] / q:5.2f}/stmt")
+PY
+  if [ "$PERF" = 1 ]; then
+    perf script -i "$WORK/perf-$n.data" -F comm,tid,period,ip,sym,dso 2>/dev/null >"$WORK/script-$n.txt"
+    python3 "$ROOT/scripts/profile-split.py" "$WORK/script-$n.txt" >"$WORK/split-$n.txt" || failed=1
+    echo "  server profile at $n clients: $WORK/split-$n.txt"
+  fi
+done
+stop_server
+exit "$failed"

@@ -659,7 +659,12 @@ impl<H: Handler> Shared<H> {
         let mine = mine.map(|(c, _)| c);
         let all: usize = self.paired.iter().map(|n| n.load(Ordering::Relaxed)).sum();
         let others = all.saturating_sub(usize::from(mine.is_some()));
-        if self.paired[i].load(Ordering::Relaxed) * self.cpus.len() > others {
+        // Those paired on that CPU, this worker not counted (it is, when the timer moved it
+        // and it pins itself there again).
+        let here = self.paired[i]
+            .load(Ordering::Relaxed)
+            .saturating_sub(usize::from(mine == Some(cpu)));
+        if here * self.cpus.len() > others {
             // That CPU already holds more than its share: one client thread drives several
             // connections there. Serve from where the group's placement says.
             if self.unpair() {

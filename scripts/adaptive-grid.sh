@@ -42,7 +42,8 @@ STRICT=${STRICT:-0}
 # Rounds of the confirmation stage (best static of the grid against adaptive, alternating).
 CONFIRM=${CONFIRM:-2}
 # CONTENDERS=FILE skips the grid and confirms the static settings listed in FILE (lines
-# "regime workload clients static-S-O", as a previous run's confirm-contenders.txt).
+# "regime workload clients static-S-O", as a previous run's confirm-contenders.txt); issue 19's
+# twelve points are docs/perf-log/issue-19-contenders.txt (session 35's grid).
 CONTENDERS=${CONTENDERS:-}
 if [ -n "$CONTENDERS" ]; then
   [ -r "$CONTENDERS" ] || { echo "CONTENDERS=$CONTENDERS is not readable" >&2; exit 1; }

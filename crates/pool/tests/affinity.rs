@@ -240,6 +240,39 @@ fn too_few_groups_for_the_cpus_means_no_affinity() {
     }
 }
 
+/// Runs `rounds` commands on `a` from a thread pinned to `cpus[0]` and on `b` from one pinned
+/// to `cpus[1]`, side by side.
+fn talk_from_both(cpus: &[usize], a: &mut [Client], b: &mut [Client], rounds: usize) {
+    std::thread::scope(|s| {
+        s.spawn(|| talk_from(cpus[0], a, rounds));
+        s.spawn(|| talk_from(cpus[1], b, rounds));
+    });
+}
+
+/// Rounds of [`talk_from_both`] (the first `split` clients on `cpus[0]`, the rest on
+/// `cpus[1]`) until `done` holds for the pool threads named `prefix`, which it returns;
+/// fails after 10 s, saying `what`. Each worker asks where its client runs on one linger in
+/// 8: rounds of 20 give each several chances.
+fn talk_from_both_until(
+    cpus: &[usize],
+    clients: &mut [Client],
+    split: usize,
+    prefix: &str,
+    what: &str,
+    done: impl Fn(&[(String, String)]) -> bool,
+) -> Vec<(String, String)> {
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (a, b) = clients.split_at_mut(split);
+        talk_from_both(cpus, a, b, 20);
+        let threads = threads_allowed(prefix);
+        if done(&threads) {
+            return threads;
+        }
+        assert!(std::time::Instant::now() < end, "{what}: {threads:?}");
+    }
+}
+
 /// Workers of `threads` pinned to `cpu` alone.
 fn pinned_to(threads: &[(String, String)], cpu: usize) -> usize {
     let want = cpu.to_string();
@@ -261,30 +294,18 @@ fn lingering_workers_move_next_to_clients_on_both_cpus() {
     // thread of each group to the group's placement, paired ones too; those pin themselves
     // again at their next ask (they used to believe they still were, and stayed free).
     for pass in ["first", "after the timer's ticks"] {
-        let end = std::time::Instant::now() + Duration::from_secs(10);
-        loop {
-            // Each worker asks where its client runs on one linger in 8: rounds of 20.
-            let (a, b) = clients.split_at_mut(1);
-            std::thread::scope(|s| {
-                s.spawn(|| talk_from(cpus[0], a, 20));
-                s.spawn(|| talk_from(cpus[1], b, 20));
-            });
-            let threads = threads_allowed("pair-pool-g");
-            if pinned_to(&threads, cpus[0]) >= 1 && pinned_to(&threads, cpus[1]) >= 1 {
-                break;
-            }
-            assert!(
-                std::time::Instant::now() < end,
-                "{pass}: clients on both CPUs, no worker beside each: {threads:?}"
-            );
-        }
+        talk_from_both_until(
+            &cpus,
+            &mut clients,
+            1,
+            "pair-pool-g",
+            &format!("{pass}: clients on both CPUs, no worker beside each"),
+            |t| pinned_to(t, cpus[0]) >= 1 && pinned_to(t, cpus[1]) >= 1,
+        );
         let ticks = std::time::Instant::now() + Duration::from_millis(500);
         while std::time::Instant::now() < ticks {
             let (a, b) = clients.split_at_mut(1);
-            std::thread::scope(|s| {
-                s.spawn(|| talk_from(cpus[0], a, 5));
-                s.spawn(|| talk_from(cpus[1], b, 5));
-            });
+            talk_from_both(&cpus, a, b, 5);
         }
     }
     let s = srv.stats();
@@ -308,23 +329,20 @@ fn one_client_thread_gets_no_paired_worker() {
     };
     let srv = Server::start(affinity_config("share-pool", Duration::from_secs(5)));
     let mut clients: Vec<Client> = (0..4).map(|_| srv.connect()).collect();
-    // First clients on both CPUs: workers pair.
-    let end = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let (a, b) = clients.split_at_mut(2);
-        std::thread::scope(|s| {
-            s.spawn(|| talk_from(cpus[0], a, 20));
-            s.spawn(|| talk_from(cpus[1], b, 20));
-        });
-        let threads = threads_allowed("share-pool-g");
-        if pinned_to(&threads, cpus[1]) >= 1 {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < end,
-            "clients on both CPUs: no worker paired: {threads:?}"
-        );
-    }
+    // One thread drives all four from CPU 1 from the start: every worker asks several times
+    // in 80 rounds, and none pairs (a CPU's share alone would pair one).
+    talk_from(cpus[1], &mut clients, 80);
+    let threads = threads_allowed("share-pool-g");
+    assert_eq!(pinned_to(&threads, cpus[1]), 0, "{threads:?}");
+    // Then clients on both CPUs: workers pair.
+    talk_from_both_until(
+        &cpus,
+        &mut clients,
+        2,
+        "share-pool-g",
+        "clients on both CPUs: no worker paired",
+        |t| pinned_to(t, cpus[1]) >= 1,
+    );
     // Then one thread drives all four from CPU 1: the paired workers go back.
     let end = std::time::Instant::now() + Duration::from_secs(10);
     loop {
@@ -345,7 +363,7 @@ fn one_client_thread_gets_no_paired_worker() {
     let s = srv.stats();
     assert!(!s.affinity_engaged, "one client thread: {s:#?}");
     assert!(
-        s.groups.iter().map(|g| g.counters.linger_hits).sum::<u64>() >= 80,
+        s.groups.iter().map(|g| g.counters.linger_hits).sum::<u64>() >= 160,
         "{s:#?}"
     );
 }

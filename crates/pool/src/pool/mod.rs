@@ -312,10 +312,10 @@ struct Shared<H: Handler> {
     /// in µs since `epoch` plus one (0: never). A worker pairs only while clients send from
     /// more than one CPU at once (see `Shared::pair_with_client`).
     client_seen_at: Vec<AtomicU64>,
-    /// Bumped each time the timer moves a group's threads to the group's placement
-    /// (`place_groups`): a paired worker, moved with them, pins itself beside its client again
-    /// at its next ask instead of believing it still is.
-    placed_gen: AtomicU64,
+    /// Thread ids of the workers paired beside a client now. The timer's `place_groups`
+    /// leaves them where they are: moved, a paired worker believed it still was, never pinned
+    /// itself again, and its count in `paired` refused other workers their pairing.
+    paired_tids: Mutex<Vec<i32>>,
     /// The clients are spread over the CPUs (the timer's judgement of the groups' `seen`):
     /// affinity pins and steers only while this holds (see [`affinity`]).
     engaged: AtomicBool,
@@ -416,7 +416,7 @@ impl<H: Handler> Shared<H> {
             cpu_affinity: AtomicBool::new(config.cpu_affinity),
             paired: cpus.iter().map(|_| AtomicUsize::new(0)).collect(),
             client_seen_at: cpus.iter().map(|_| AtomicU64::new(0)).collect(),
-            placed_gen: AtomicU64::new(0),
+            paired_tids: Mutex::new(Vec::new()),
             cpus,
             engaged: AtomicBool::new(false),
             judge_round: AtomicU64::new(1),

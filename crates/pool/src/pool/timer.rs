@@ -167,8 +167,11 @@ impl<H: Handler> Shared<H> {
                 continue;
             }
             t.1 = Some(want);
-            self.placed_gen.fetch_add(1, Ordering::Relaxed);
-            for &tid in &t.0 {
+            // A paired worker stays beside its client; it takes its group's placement back
+            // itself when it unpairs. Held through the moves, so a worker pairing meanwhile
+            // is either skipped or pins itself after its move.
+            let paired = lock(&self.paired_tids);
+            for &tid in t.0.iter().filter(|t| !paired.contains(t)) {
                 match want {
                     Some(cpu) => affinity::place_thread(tid, &[cpu]),
                     None => affinity::place_thread(tid, &self.cpus),

@@ -141,10 +141,9 @@ const PAIR_EVERY: u32 = 8;
 const PAIR_TOGETHER_US: u64 = 10_000;
 
 thread_local! {
-    /// The CPU this worker moved to, to linger next to its client, and `Shared::placed_gen`
-    /// when it moved there (`None`: where its group's placement put it).
-    static PAIRED_CPU: std::cell::Cell<Option<(usize, u64)>> =
-        const { std::cell::Cell::new(None) };
+    /// The CPU this worker moved to, to linger next to its client (`None`: where its group's
+    /// placement put it).
+    static PAIRED_CPU: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
     /// Lingers that could have asked for the client's CPU, for [`PAIR_EVERY`].
     static PAIR_ASKS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
@@ -599,8 +598,9 @@ impl<H: Handler> Shared<H> {
     /// pair one for one.
     ///
     /// **Clients on several CPUs at once.** Even the one worker a CPU's share left beside an
-    /// event-loop client cost the pool 3-4 % against one thread per connection at 8 clients
-    /// (0.954-0.972, where the pool with affinity off ran 1.003). One thread sends from one CPU
+    /// event-loop client cost it: at 8 clients driven by one thread, the pool without that
+    /// worker ran ahead in 5 rounds of 6 side by side (+1 to +6 %, median +3.8 %; session 41).
+    /// One thread sends from one CPU
     /// at a time; clients with a thread each send from every CPU at once. So each ask stamps
     /// the CPU its client sent from (`client_seen_at`), and a worker pairs only if another CPU
     /// was stamped within [`PAIR_TOGETHER_US`]: a single thread that the scheduler moves
@@ -616,9 +616,7 @@ impl<H: Handler> Shared<H> {
             // placement now, not at its next queued entry. A busy connection's worker may
             // linger from command to command for long, and pinned beside its client it would
             // run on another group's CPU.
-            if self.unpair() {
-                self.run_placed(self.placement(gid));
-            }
+            self.unpair_and_place(gid);
             return;
         }
         let due = PAIR_ASKS.with(|n| {
@@ -644,49 +642,52 @@ impl<H: Handler> Shared<H> {
             j != i && t != 0 && now.saturating_sub(t) <= PAIR_TOGETHER_US
         });
         if !together {
-            if self.unpair() {
-                self.run_placed(self.placement(gid));
-            }
+            self.unpair_and_place(gid);
             return;
         }
-        // Paired there already, and no thread moved by the timer since (`place_groups` sets
-        // every thread of a group to the group's placement, a paired one too).
-        let gen = self.placed_gen.load(Ordering::Relaxed);
         let mine = PAIRED_CPU.with(|p| p.get());
-        if mine == Some((cpu, gen)) {
+        if mine == Some(cpu) {
             return;
         }
-        let mine = mine.map(|(c, _)| c);
         let all: usize = self.paired.iter().map(|n| n.load(Ordering::Relaxed)).sum();
         let others = all.saturating_sub(usize::from(mine.is_some()));
-        // Those paired on that CPU, this worker not counted (it is, when the timer moved it
-        // and it pins itself there again).
-        let here = self.paired[i]
-            .load(Ordering::Relaxed)
-            .saturating_sub(usize::from(mine == Some(cpu)));
-        if here * self.cpus.len() > others {
+        if self.paired[i].load(Ordering::Relaxed) * self.cpus.len() > others {
             // That CPU already holds more than its share: one client thread drives several
             // connections there. Serve from where the group's placement says.
-            if self.unpair() {
-                self.run_placed(self.placement(gid));
-            }
+            self.unpair_and_place(gid);
             return;
         }
-        self.unpair();
+        if mine.is_none() {
+            // Before the pin: the timer, which holds this lock through its moves, then
+            // leaves this thread where it puts itself.
+            lock(&self.paired_tids).push(affinity::current_tid());
+        } else if let Some(j) = mine.and_then(|m| self.cpus.iter().position(|&c| c == m)) {
+            self.paired[j].fetch_sub(1, Ordering::Relaxed);
+        }
         self.paired[i].fetch_add(1, Ordering::Relaxed);
         affinity::run_on(&[cpu]);
-        PAIRED_CPU.with(|p| p.set(Some((cpu, gen))));
+        PAIRED_CPU.with(|p| p.set(Some(cpu)));
+    }
+
+    /// Ends this worker's pairing, if it was, and puts the thread back where its group's
+    /// placement says.
+    fn unpair_and_place(&self, gid: usize) {
+        if self.unpair() {
+            self.run_placed(self.placement(gid));
+        }
     }
 
     /// Ends this worker's pairing, if it was paired (the caller re-places the thread);
     /// returns whether it was.
     fn unpair(&self) -> bool {
-        let Some((cpu, _)) = PAIRED_CPU.with(|p| p.take()) else {
+        let Some(cpu) = PAIRED_CPU.with(|p| p.take()) else {
             return false;
         };
         if let Some(i) = self.cpus.iter().position(|&c| c == cpu) {
             self.paired[i].fetch_sub(1, Ordering::Relaxed);
         }
+        let tid = affinity::current_tid();
+        lock(&self.paired_tids).retain(|&t| t != tid);
         true
     }
 

@@ -557,6 +557,15 @@ impl<E, W> GroupCore<E, W> {
             .map(|e| e.since)
     }
 
+    /// When the low-priority queue's next entry was queued (`None`: it is empty). Published
+    /// for age balancing: the high queue's entries are mostly an open transaction's statements,
+    /// which stay with their group, and while any is queued it hides the low queue's head from
+    /// [`next_since`](Self::next_since), where the longest waits are (a new transaction's first
+    /// statement waits behind every open transaction's).
+    pub fn low_since(&self) -> Option<Instant> {
+        self.queues[1].front().map(|e| e.since)
+    }
+
     /// Whether a worker of this group may dequeue now (below the cap, or the group is stalled),
     /// with nothing forced ahead of the queue order (a lock holder's forced thread).
     pub fn may_dequeue(&self, oversubscribe: usize) -> bool {
@@ -569,8 +578,14 @@ impl<E, W> GroupCore<E, W> {
     /// `since` or earlier (the thief saw it older than its own group's next entry). `None`
     /// when the next entry is younger by now (taken meanwhile) or is a lock holder's, which
     /// stays with its group (its forced thread may be on the way).
-    pub fn take_older(&mut self, since: Instant, now: Instant) -> Option<(E, Duration)> {
-        let q = if self.queues[0].is_empty() { 1 } else { 0 };
+    /// With `low`, the entry is the low-priority queue's next one instead (see
+    /// [`low_since`](Self::low_since)).
+    pub fn take_older(&mut self, since: Instant, low: bool, now: Instant) -> Option<(E, Duration)> {
+        let q = if low || self.queues[0].is_empty() {
+            1
+        } else {
+            0
+        };
         let head = self.queues[q].front()?;
         if head.since > since || head.must_run {
             return None;
@@ -1089,18 +1104,32 @@ mod tests {
         g.push(2, Prio::High, false, later + Duration::from_millis(5));
         // The next entry is the high one, whatever its age.
         assert_eq!(g.next_since(), Some(later + Duration::from_millis(5)));
-        assert!(g.take_older(later, later).is_none(), "younger than asked");
+        assert_eq!(g.low_since(), Some(later));
+        assert!(
+            g.take_older(later, false, later).is_none(),
+            "younger than asked"
+        );
         assert_eq!(
-            g.take_older(later + Duration::from_millis(5), later)
+            g.take_older(later + Duration::from_millis(5), false, later)
                 .map(|x| x.0),
             Some(2)
         );
-        assert_eq!(g.take_older(later, later).map(|x| x.0), Some(1));
+        assert_eq!(g.take_older(later, false, later).map(|x| x.0), Some(1));
         assert_eq!(g.counters.balanced, 2);
-        assert!(g.take_older(later, later).is_none(), "empty");
+        assert!(g.take_older(later, false, later).is_none(), "empty");
+        assert_eq!(g.low_since(), None);
         // A lock holder's forced entry stays with its group.
         g.push(3, Prio::High, true, t0);
-        assert!(g.take_older(later, later).is_none());
+        assert!(g.take_older(later, false, later).is_none());
+        // The low queue's entry, asked for as such, past the transaction's statement ahead of it.
+        g.push(4, Prio::Low, false, later);
+        assert!(
+            g.take_older(later, false, later).is_none(),
+            "the holder is next"
+        );
+        assert_eq!(g.take_older(later, true, later).map(|x| x.0), Some(4));
+        assert_eq!(g.queues[0].len(), 1, "the holder stays");
+        assert_eq!(g.counters.balanced, 3);
         // may_dequeue: the cap (1 + oversubscribe), the stall flag, a forced holder first.
         g.forced_pending = 0;
         assert!(g.may_dequeue(0), "alone under a cap of 1");

@@ -694,6 +694,74 @@ fn work_stealing_between_groups() {
     }
 }
 
+/// Age balancing looks past another group's high queue: an open transaction's next statement
+/// (high priority, `must_run`: it stays with its group) must not hide the new work waiting
+/// behind it in the low queue, which in a transactional load is where the longest waits are.
+/// Group 0 is held at its cap (1) with an old low entry ("a") queued and, 240 ms later, a
+/// transaction's statement ("x", high); group 1 is held with a low entry ("c") queued between
+/// the two. When group 1's gate opens, its worker, about to take its own low entry, compares it
+/// with group 0's low queue (older by more than the margin) and takes "a" first; compared with
+/// group 0's next entry ("x", younger) it would run only its own, as it once did. The order of
+/// events is the check: "c" is read first, and by then "a" must have left group 0's queue.
+#[test]
+fn balancing_sees_new_work_behind_another_groups_transaction() {
+    let mut cfg = config(2);
+    cfg.stall_limit = Duration::from_secs(600);
+    cfg.dedicated_listener = true;
+    cfg.linger = Duration::ZERO;
+    cfg.balance = ms(50);
+    let srv = Server::start(cfg);
+    let clients: Vec<_> = (0..6).map(|_| srv.connect()).collect();
+    let ids: Vec<u64> = clients.iter().map(|c| c.id).collect();
+    srv.wait_for(ms(30_000), |_| {
+        ids.iter()
+            .all(|id| srv.pool.connection_state(*id) == Some(ConnState::Idle))
+    });
+    let (mut g0, mut g1): (Vec<_>, Vec<_>) = clients.into_iter().partition(|c| c.id % 2 == 0);
+    assert_eq!((g0.len(), g1.len()), (3, 3));
+    // g0[2] opens a transaction while nothing is held: its next command queues high.
+    assert_eq!(g0[2].cmd("begin"), "ok");
+    g0[0].send("hold 0");
+    srv.wait_for(ms(30_000), |_| {
+        srv.pool.connection_state(g0[0].id) == Some(ConnState::Running)
+    });
+    g1[0].send("hold 1");
+    srv.wait_for(ms(30_000), |_| {
+        srv.pool.connection_state(g1[0].id) == Some(ConnState::Running)
+    });
+    g0[1].send("echo a");
+    srv.wait_for(ms(30_000), |s| s.groups[0].queue_low == 1);
+    std::thread::sleep(ms(120));
+    g1[1].send("echo c");
+    srv.wait_for(ms(30_000), |s| s.groups[1].queue_low == 1);
+    std::thread::sleep(ms(120));
+    g0[2].send("echo x");
+    let s = srv.wait_for(ms(30_000), |s| s.groups[0].queue_high == 1);
+    assert_eq!(
+        (s.groups[0].queue_high, s.groups[0].queue_low),
+        (1, 1),
+        "{s:?}"
+    );
+    srv.state.open_gate(1);
+    assert_eq!(g1[0].read_line().as_deref(), Some("held"));
+    assert_eq!(g1[1].read_line().as_deref(), Some("c"));
+    let s = srv.stats();
+    assert_eq!(
+        (s.groups[0].queue_low, s.groups[0].counters.balanced),
+        (0, 1),
+        "group 1's worker took group 0's older low entry before its own: {:?}",
+        s.groups
+    );
+    assert_eq!(
+        s.groups[0].queue_high, 1,
+        "the transaction's statement stays with its group"
+    );
+    assert_eq!(g0[1].read_line().as_deref(), Some("a"));
+    srv.state.open_gate(0);
+    assert_eq!(g0[0].read_line().as_deref(), Some("held"));
+    assert_eq!(g0[2].read_line().as_deref(), Some("x"));
+}
+
 /// Age balancing: when both groups are busy, a worker of one group takes another group's next
 /// entry if it has waited longer by more than `balance`. Group 0 is held at its cap (1) by a
 /// command that runs until the test opens its gate, with two fast commands queued behind it;

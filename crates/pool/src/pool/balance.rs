@@ -17,6 +17,10 @@
 //!   (`balance_target`), and takes that group's entry instead when it has waited longer by
 //!   more than the margin. Only a worker that may dequeue now and whose own group has work
 //!   balances, so the caps still bound every group's concurrency and an idle group never pulls.
+//!   A worker about to take a low-priority entry compares it with the other group's *low*
+//!   queue (a second stamp, `low_since`): the high queue holds open transactions' statements,
+//!   which stay with their group, and would otherwise hide the new transactions queued behind
+//!   them, the longest waits of a transactional load.
 //!
 //! The decisions on a group's own state (`wants_thief`, `steal`, `take_older`) are
 //! `crate::core::GroupCore`'s; this module picks the other group and does the locking.
@@ -95,32 +99,44 @@ impl<H: Handler> Shared<H> {
     }
 
     /// Age balancing: the group whose next entry this worker of `gid` should take instead of
-    /// its own, and the stamp that entry must be no younger than. One other group is looked at
-    /// per dequeue, in turn, through its published `next_since` (no lock); only a worker that
-    /// may dequeue now and whose own group has work balances, so an idle group never pulls
-    /// (that is work stealing's job) and the caps still bound every group's concurrency.
+    /// its own, the stamp that entry must be no younger than, and whether it is that group's
+    /// low-priority queue's next entry. One other group is looked at per dequeue, in turn,
+    /// through its published stamps (no lock); only a worker that may dequeue now and whose own
+    /// group has work balances, so an idle group never pulls (that is work stealing's job) and
+    /// the caps still bound every group's concurrency.
+    ///
+    /// A worker whose next entry is low-priority (its high queue is empty) compares it with the
+    /// other group's low queue: that group's high queue, an open transaction's statements that
+    /// stay with their group, would hide the new transactions waiting behind it, which are the
+    /// longest waits of a transactional load. A worker about to take a high entry compares it
+    /// with the other group's next entry, whichever queue it is in.
     pub(super) fn balance_target(
         &self,
         gid: usize,
         core: &GroupCore<Entry<H::Conn>, Arc<WorkerSlot>>,
         slot: &WorkerSlot,
-    ) -> Option<(usize, Instant)> {
+    ) -> Option<(usize, Instant, bool)> {
         let margin = self.balance_us.load(Ordering::Relaxed);
         let size = self.size.load(Ordering::Relaxed);
         if margin == 0 || size < 2 || gid >= size || !core.may_dequeue(self.oversub(gid)) {
             return None;
         }
         let own = core.next_since()?;
+        let low = core.queues[0].is_empty();
         // The worker's own turn counter (it outlives `get_event` calls): 1..size-1 added to
         // `gid`, so every other group gets looked at, not only the next one.
         let turn = slot.balance_turn.fetch_add(1, Ordering::Relaxed);
         let v = (gid + 1 + turn % (size - 1)) % size;
-        let theirs = self.groups[v].next_since.load(Ordering::Relaxed);
+        let theirs = if low {
+            self.groups[v].low_since.load(Ordering::Relaxed)
+        } else {
+            self.groups[v].next_since.load(Ordering::Relaxed)
+        };
         let own_stamp = self.stamp(own);
         if theirs == 0 || theirs.saturating_add(margin) >= own_stamp {
             return None;
         }
-        Some((v, own.checked_sub(Duration::from_micros(margin))?))
+        Some((v, own.checked_sub(Duration::from_micros(margin))?, low))
     }
 
     /// µs since the pool's epoch, plus one (zero means "nothing queued").
@@ -128,7 +144,7 @@ impl<H: Handler> Shared<H> {
         us(t.saturating_duration_since(self.epoch)) + 1
     }
 
-    /// Publishes group `gid`'s next entry for age balancing (a no-op while balancing is off).
+    /// Publishes group `gid`'s next entry and its low queue's for age balancing (a no-op while balancing is off).
     pub(super) fn publish_next(
         &self,
         gid: usize,
@@ -137,6 +153,8 @@ impl<H: Handler> Shared<H> {
         if self.balance_us.load(Ordering::Relaxed) != 0 {
             let v = core.next_since().map_or(0, |t| self.stamp(t));
             self.groups[gid].next_since.store(v, Ordering::Relaxed);
+            let v = core.low_since().map_or(0, |t| self.stamp(t));
+            self.groups[gid].low_since.store(v, Ordering::Relaxed);
         }
     }
 }

@@ -208,6 +208,8 @@ struct Group<C> {
     /// change the queue, read without it by other groups' workers for age balancing: a stale
     /// value costs at most a futile lock of this group (the thief re-checks under the lock).
     next_since: AtomicU64,
+    /// The same for the low-priority queue's next entry (see `Shared::balance_target`).
+    low_since: AtomicU64,
     /// [`crate::Counters::arms`], [`crate::Counters::edge_idles`] and
     /// [`crate::Counters::edge_requeues`] of this group: counted outside the group lock, which
     /// the edge-triggered path does not take.
@@ -252,6 +254,7 @@ impl<C> Group<C> {
             }),
             poller: OnceLock::new(),
             next_since: AtomicU64::new(0),
+            low_since: AtomicU64::new(0),
             arms: AtomicU64::new(0),
             edge_idles: AtomicU64::new(0),
             edge_requeues: AtomicU64::new(0),

@@ -307,11 +307,11 @@ impl<H: Handler> Shared<H> {
                 continue;
             }
             // Age balancing: another group's next entry may have waited longer than ours.
-            if let Some((v, older_than)) = self.balance_target(gid, &inner.core, slot) {
+            if let Some((v, older_than, low)) = self.balance_target(gid, &inner.core, slot) {
                 drop(inner);
                 let taken = {
                     let mut o = self.groups[v].lock();
-                    let t = o.core.take_older(older_than, now);
+                    let t = o.core.take_older(older_than, low, now);
                     if let Some((_, qt)) = &t {
                         if self.histograms.load(Ordering::Relaxed) {
                             let _ = o.queue_hist.record(us(*qt));

@@ -218,16 +218,18 @@
 //! re-checks the entry's age under that lock. The taker follows the thieves' lock discipline
 //! above: it releases its own lock before it locks the other group. The taken entry runs like
 //! a stolen one, and a lock holder's forced entry is never taken (its thread may be on the
-//! way). Every group's concurrency stays under its own cap. A worker about to take an entry
-//! of its low-priority queue compares it with the other group's low queue, not with that
-//! group's next entry: in a transactional load the high queues hold open transactions'
-//! statements (`must_run`, which stay with their group), and a new transaction's first
-//! statement waits in the low queue behind all of them, so comparing next entries hid the
-//! longest waits from the balancer (0.1 entries balanced a read-write transaction at 512
-//! clients). The same run with balancing had
+//! way). Every group's concurrency stays under its own cap. The same run with balancing had
 //! medians of 140 and 136 ms, and the pool's p99 over four A B B A rounds fell by about 15 %
 //! (docs/perf-log/2026-11-30-session-6-fifth-pass.md). Counter: `balanced` (the group taken
 //! from).
+//!
+//! A worker about to take an entry of its low-priority queue compares it with the other
+//! group's low queue, not with that group's next entry: in a transactional load the high
+//! queues hold open transactions' statements (`must_run`, which stay with their group), and a
+//! new transaction's first statement waits in the low queue behind all of them, so comparing
+//! next entries hid the longest waits from the balancer (0.1-0.2 entries balanced a read-write
+//! transaction at 512 cached clients; 0.54 since, and adaptive's p99 there fell by an eighth:
+//! docs/perf-log/2026-12-06-session-42-low-queues.md).
 //!
 //! ## CPU affinity (`cpu_affinity`, on by default)
 //!

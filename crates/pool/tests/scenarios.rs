@@ -694,6 +694,39 @@ fn work_stealing_between_groups() {
     }
 }
 
+/// A pool of `size` groups for the balancing scenarios, with three idle connections in each
+/// group: those of group 0 and those of group 1 are returned. No stall handling (a held group
+/// must stay held), and a dedicated listener per group: with one thread at the cap, a listener
+/// that ran the hold itself would leave the group unwatched until a timer tick, and the fast
+/// commands unqueued.
+fn balancing_server(size: usize, balance: Duration) -> (Server, Vec<Client>, Vec<Client>) {
+    let mut cfg = config(size);
+    cfg.stall_limit = Duration::from_secs(600);
+    cfg.dedicated_listener = true;
+    cfg.linger = Duration::ZERO;
+    cfg.balance = balance;
+    let srv = Server::start(cfg);
+    let clients: Vec<_> = (0..3 * size).map(|_| srv.connect()).collect();
+    let ids: Vec<u64> = clients.iter().map(|c| c.id).collect();
+    srv.wait_for(ms(30_000), |_| {
+        ids.iter()
+            .all(|id| srv.pool.connection_state(*id) == Some(ConnState::Idle))
+    });
+    let group = |c: &Client| (c.id % size as u64) as usize;
+    let (g0, rest): (Vec<_>, Vec<_>) = clients.into_iter().partition(|c| group(c) == 0);
+    let g1: Vec<_> = rest.into_iter().filter(|c| group(c) == 1).collect();
+    assert_eq!((g0.len(), g1.len()), (3, 3));
+    (srv, g0, g1)
+}
+
+/// Holds `c`'s group at its cap (1): `c` runs `hold gate` until the test opens that gate.
+fn hold(srv: &Server, c: &mut Client, gate: usize) {
+    c.send(&format!("hold {gate}"));
+    srv.wait_for(ms(30_000), |_| {
+        srv.pool.connection_state(c.id) == Some(ConnState::Running)
+    });
+}
+
 /// Age balancing looks past another group's high queue: an open transaction's next statement
 /// (high priority, `must_run`: it stays with its group) must not hide the new work waiting
 /// behind it in the low queue, which in a transactional load is where the longest waits are.
@@ -705,30 +738,11 @@ fn work_stealing_between_groups() {
 /// events is the check: "c" is read first, and by then "a" must have left group 0's queue.
 #[test]
 fn balancing_sees_new_work_behind_another_groups_transaction() {
-    let mut cfg = config(2);
-    cfg.stall_limit = Duration::from_secs(600);
-    cfg.dedicated_listener = true;
-    cfg.linger = Duration::ZERO;
-    cfg.balance = ms(50);
-    let srv = Server::start(cfg);
-    let clients: Vec<_> = (0..6).map(|_| srv.connect()).collect();
-    let ids: Vec<u64> = clients.iter().map(|c| c.id).collect();
-    srv.wait_for(ms(30_000), |_| {
-        ids.iter()
-            .all(|id| srv.pool.connection_state(*id) == Some(ConnState::Idle))
-    });
-    let (mut g0, mut g1): (Vec<_>, Vec<_>) = clients.into_iter().partition(|c| c.id % 2 == 0);
-    assert_eq!((g0.len(), g1.len()), (3, 3));
+    let (srv, mut g0, mut g1) = balancing_server(2, ms(50));
     // g0[2] opens a transaction while nothing is held: its next command queues high.
     assert_eq!(g0[2].cmd("begin"), "ok");
-    g0[0].send("hold 0");
-    srv.wait_for(ms(30_000), |_| {
-        srv.pool.connection_state(g0[0].id) == Some(ConnState::Running)
-    });
-    g1[0].send("hold 1");
-    srv.wait_for(ms(30_000), |_| {
-        srv.pool.connection_state(g1[0].id) == Some(ConnState::Running)
-    });
+    hold(&srv, &mut g0[0], 0);
+    hold(&srv, &mut g1[0], 1);
     g0[1].send("echo a");
     srv.wait_for(ms(30_000), |s| s.groups[0].queue_low == 1);
     std::thread::sleep(ms(120));
@@ -776,33 +790,9 @@ fn balancing_sees_new_work_behind_another_groups_transaction() {
 #[test]
 fn balancing_takes_the_older_entry_of_a_busy_group() {
     for (size, balance) in [(2, Duration::ZERO), (2, ms(50)), (3, ms(50))] {
-        let mut cfg = config(size);
-        // No stall handling during the test (a held group must stay held), and a dedicated
-        // listener per group: with one thread at the cap, a listener that ran the hold itself
-        // would leave the group unwatched until a timer tick, and the fast commands unqueued.
-        cfg.stall_limit = Duration::from_secs(600);
-        cfg.dedicated_listener = true;
-        cfg.linger = Duration::ZERO;
-        cfg.balance = balance;
-        let srv = Server::start(cfg);
-        let clients: Vec<_> = (0..3 * size).map(|_| srv.connect()).collect();
-        let ids: Vec<u64> = clients.iter().map(|c| c.id).collect();
-        srv.wait_for(ms(30_000), |_| {
-            ids.iter()
-                .all(|id| srv.pool.connection_state(*id) == Some(ConnState::Idle))
-        });
-        let group = |c: &common::Client| (c.id % size as u64) as usize;
-        let (mut g0, rest): (Vec<_>, Vec<_>) = clients.into_iter().partition(|c| group(c) == 0);
-        let mut g1: Vec<_> = rest.into_iter().filter(|c| group(c) == 1).collect();
-        assert_eq!((g0.len(), g1.len()), (3, 3));
-        g0[0].send("hold 0");
-        srv.wait_for(ms(30_000), |_| {
-            srv.pool.connection_state(g0[0].id) == Some(ConnState::Running)
-        });
-        g1[0].send("hold 1");
-        srv.wait_for(ms(30_000), |_| {
-            srv.pool.connection_state(g1[0].id) == Some(ConnState::Running)
-        });
+        let (srv, mut g0, mut g1) = balancing_server(size, balance);
+        hold(&srv, &mut g0[0], 0);
+        hold(&srv, &mut g1[0], 1);
         g0[1].send("echo a");
         g0[2].send("echo b");
         let s = srv.wait_for(ms(30_000), |s| s.groups[0].queue_low == 2);

@@ -144,7 +144,8 @@ impl<H: Handler> Shared<H> {
         us(t.saturating_duration_since(self.epoch)) + 1
     }
 
-    /// Publishes group `gid`'s next entry and its low queue's for age balancing (a no-op while balancing is off).
+    /// Publishes group `gid`'s next entry and its low queue's for age balancing (a no-op while
+    /// balancing is off).
     pub(super) fn publish_next(
         &self,
         gid: usize,

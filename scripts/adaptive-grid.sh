@@ -114,12 +114,27 @@ point() {
   local stall0 stall1 stalls rand=()
   [ "$regime" = iobound ] && rand=("--rand-type=$IOBOUND_RAND")
   stall0=$(status_var "$PORT" Threadpool_stall_seconds); stall0=${stall0:-0}
+  # Each group's connections once a second: CPU affinity steers local connections to their
+  # client's CPU's group, and an event-loop client's threads can herd them into one group
+  # (docs/perf-log/2026-12-06-session-43-no-herding.md).
+  local groups="$WORK/$regime-$wl-$n-$cfg-$rep-groups.txt"
+  ( while :; do
+      q "SELECT GROUP_ID, CONNECTIONS, QUEUE_LENGTH FROM information_schema.THREAD_POOL_GROUPS
+         WHERE CONNECTIONS > 0" 2>/dev/null | tr '\n' ' ' || true
+      echo; sleep 1
+    done ) >"$groups" &
+  local sampler=$!
   # shellcheck disable=SC2086 # SB_EXTRA: several options
   if ! bench_run "$out" "$log" "$wl" "${CONN[@]}" --threads="$n" --time="$TIME" \
       --warmup-time="$WARMUP" --quiet --server-pid="$SERVER" --connect-concurrency=128 \
       "${rand[@]}" $SB_EXTRA --label="$cfg"; then
     echo "  run failed: see $log" >&2; failed=1
   fi
+  kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null || true
+  # The largest share of the connections one group held in any sample of the run.
+  awk '{ t = 0; m = 0; for (i = 1; i + 2 <= NF; i += 3) { t += $(i + 1); if ($(i + 1) > m) m = $(i + 1) }
+         if (t >= 8 && m / t > worst) worst = m / t }
+       END { printf "  largest group share of the connections: %.2f\n", worst }' "$groups"
   # Issue 19: no second with work queued on idle CPUs (Threadpool_stall_seconds,
   # docs/OPERATIONS.md), warm-up included.
   stall1=$(status_var "$PORT" Threadpool_stall_seconds)

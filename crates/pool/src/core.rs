@@ -243,6 +243,10 @@ pub struct Counters {
     pub creations_refused: u64,
     /// Connections that moved into this group after a resize.
     pub migrations_in: u64,
+    /// Moves of a local connection into this group, its client's CPU's, that CPU affinity
+    /// refused because the group already held its share of the connections and the slack
+    /// (`pool::affinity::room_in`): the connection stayed where it was.
+    pub steering_refused: u64,
     /// Entries this group's workers stole from other groups (`work_stealing`).
     pub steals: u64,
     /// Entries other groups' workers stole from this group.

@@ -184,6 +184,59 @@ fn connections_follow_their_clients_cpu_and_workers_stay_on_their_groups() {
     assert!(free(&all), "every pool thread freed to every CPU: {all:?}");
 }
 
+/// Steering stops at one and a half times a group's share: clients crowding onto one CPU (an
+/// event-loop client's threads on one CPU for a while) do not pull every connection into
+/// that CPU's group. 40 connections engage affinity from both CPUs, then 36 of them are
+/// driven from the first CPU and 4 from the second, as often as 8 (enough for affinity to
+/// stay engaged): the first CPU's group stops at 30, the rest are refused and stay where
+/// they are.
+#[test]
+fn steering_does_not_herd_connections_into_one_group() {
+    let Some(cpus) = two_cpus("affinity") else {
+        return;
+    };
+    let srv = Server::start(affinity_config("herd-pool", Duration::ZERO));
+    let mut clients: Vec<Client> = (0..40).map(|_| srv.connect()).collect();
+    let (a, b) = clients.split_at_mut(20);
+    let s = talk_until(&srv, (cpus[0], a), (cpus[1], b), |s| {
+        s.affinity_engaged && counts(s) == (20, 20)
+    });
+    assert!(s.affinity_engaged, "clients on both CPUs: engaged: {s:#?}");
+    assert_eq!(
+        counts(&s),
+        (20, 20),
+        "each in its client's CPU's group: {s:#?}"
+    );
+    let (a, b) = clients.split_at_mut(36);
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    let s = loop {
+        std::thread::scope(|s| {
+            s.spawn(|| talk_from(cpus[0], a, 2));
+            s.spawn(|| talk_from(cpus[1], b, 4));
+        });
+        let s = srv.stats();
+        if s.groups[0].counters.steering_refused >= 24 || std::time::Instant::now() > end {
+            break s;
+        }
+    };
+    assert!(
+        s.affinity_engaged,
+        "8 commands in 44 from the second CPU: still engaged: {s:#?}"
+    );
+    let (g0, g1) = counts(&s);
+    assert_eq!(g0 + g1, 40, "{s:#?}");
+    // 30, or a little more where two workers read the count before either moved (the count
+    // is read without the group lock)
+    assert!(
+        (30..=32).contains(&g0),
+        "the first CPU's group takes one and a half shares of 20, not all 36: {s:#?}"
+    );
+    assert!(
+        s.groups[0].counters.steering_refused >= 24,
+        "the other six's moves were refused, each probe of them: {s:#?}"
+    );
+}
+
 /// One client thread driving every connection (an event-loop client): its commands all come
 /// from one CPU at a time, so affinity does not engage. Pinned, every connection would land in
 /// that CPU's group and the other CPU's workers would idle.

@@ -32,6 +32,16 @@
 //!   several); a connection whose client moved is migrated there by the re-arm, as after a
 //!   resize. So the answer's wake-up stays on the worker's CPU, and the scheduler's own
 //!   balancing of client threads between CPUs balances the groups.
+//! * **No herding.** A connection moves into its client's CPU's group only while that group
+//!   holds less than one and a half times its even share of the connections ([`room_in`]);
+//!   otherwise it stays where it is (`Threadpool_steering_refused`). An event-loop client's
+//!   few threads can all run on one CPU for a while (its other CPU busy with the server's
+//!   pinned workers), and every connection followed them: at 512 read-write clients from
+//!   shoal-bench's two threads, the groups swung between 499 and 15 connections within a
+//!   second and back, one group's two workers facing the whole queue while the other CPU's
+//!   idled (docs/perf-log, session 43). A connection held back wakes its client across
+//!   CPUs, the cost affinity saves: a bound of an eighth over the share refused 4-8 % of the
+//!   moves asked for and cost more than it saved; one of a half stops only the herd.
 //! * **Only while the clients are spread over the CPUs.** One client thread driving many
 //!   connections (an event-loop client, `shoal-bench`) sends everything from one CPU at a time:
 //!   steering would crowd every connection into that CPU's group, beside the client, and the
@@ -250,6 +260,17 @@ pub(crate) fn home_group(id: u64, cpu: usize, size: usize, cpus: usize) -> usize
     cpu + cpus * ((id / cpus as u64) % per as u64) as usize
 }
 
+/// Whether a connection may be steered into a group that holds `to` connections, of `total`
+/// in a pool of `size` groups: only while the group is below one and a half times its even
+/// share (the slack at least [`MIN_SLACK`]). See "No herding" in the module doc.
+pub(super) fn room_in(to: usize, total: usize, size: usize) -> bool {
+    let fair = total.div_ceil(size.max(1));
+    to < fair + (fair / 2).max(MIN_SLACK)
+}
+
+/// The least slack [`room_in`] grants a group above its even share of the connections.
+pub(super) const MIN_SLACK: usize = 2;
+
 /// A steered connection's client CPU is asked (`getsockopt`) on one command in this many: a
 /// client thread rarely moves between two commands, and the system call was 0.7 % of the
 /// server's samples in read-write at 64 clients when asked on every one.
@@ -333,6 +354,22 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn steering_stops_at_one_and_a_half_shares() {
+        // 512 connections on 2 groups: a share of 256, a slack of 128
+        assert!(room_in(0, 512, 2));
+        assert!(room_in(383, 512, 2));
+        assert!(!room_in(384, 512, 2), "the herd stops at 384");
+        assert!(!room_in(500, 512, 2));
+        // small pools: the least slack
+        assert!(room_in(4, 6, 2) && !room_in(5, 6, 2));
+        assert!(room_in(5, 10, 3) && !room_in(6, 10, 3));
+        // more groups than CPUs: the share is per group
+        assert!(room_in(191, 512, 4) && !room_in(192, 512, 4));
+        // an empty pool (a stale count of zero) admits the first
+        assert!(room_in(0, 0, 2));
     }
 
     #[test]

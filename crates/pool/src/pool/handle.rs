@@ -260,7 +260,12 @@ impl<H: Handler> Pool<H> {
             let waits = inner.core.counters.waits;
             inner.core.counters = Default::default();
             inner.core.counters.waits = waits;
-            for c in [&g.arms, &g.edge_idles, &g.edge_requeues] {
+            for c in [
+                &g.arms,
+                &g.edge_idles,
+                &g.edge_requeues,
+                &g.steering_refused,
+            ] {
                 c.store(0, Ordering::Relaxed);
             }
         }

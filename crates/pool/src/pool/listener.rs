@@ -257,12 +257,18 @@ impl<H: Handler> Shared<H> {
             {
                 let mut o = self.groups[old].lock();
                 o.core.connections = o.core.connections.saturating_sub(1);
+                self.groups[old]
+                    .conns
+                    .store(o.core.connections, Ordering::Relaxed);
             }
             if let Some(p) = self.groups[old].poller.get() {
                 let _ = p.notify();
             }
             let mut t = self.groups[target].lock();
             t.core.connections += 1;
+            self.groups[target]
+                .conns
+                .store(t.core.connections, Ordering::Relaxed);
             t.core.counters.migrations_in += 1;
             if t.core.threads == 0 {
                 self.wake_or_create(target, &mut t.core, Reason::Normal);

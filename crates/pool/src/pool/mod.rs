@@ -220,6 +220,13 @@ struct Group<C> {
     /// and the timer's rescue polls): the safety net's evidence that epoll had its chance to
     /// report a connection (see [`Shared::sweep`]).
     polls: AtomicU64,
+    /// [`crate::Counters::steering_refused`] of this group (counted at the re-arm, outside the
+    /// group lock).
+    steering_refused: AtomicU64,
+    /// The group's connections (`GroupCore::connections`), mirrored after every change under
+    /// the group lock, for CPU affinity's steering to read without it
+    /// (`affinity::room_in`).
+    conns: AtomicUsize,
     /// The adaptive controller's cap for this group (what `1 + oversubscribe` is otherwise);
     /// zero while adaptive mode is off. Written under the group lock by the timer, read
     /// without it wherever the cap applies.
@@ -259,6 +266,8 @@ impl<C> Group<C> {
             edge_idles: AtomicU64::new(0),
             edge_requeues: AtomicU64::new(0),
             polls: AtomicU64::new(0),
+            steering_refused: AtomicU64::new(0),
+            conns: AtomicUsize::new(0),
             cap: AtomicUsize::new(0),
             seen: std::array::from_fn(|_| AtomicU64::new(0)),
             busy: AtomicU64::new(0),
@@ -489,10 +498,26 @@ impl<H: Handler> Shared<H> {
             g.seen[cpu % affinity::SEEN_CPUS]
                 .fetch_add(u64::from(affinity::PROBE_EVERY), Ordering::Relaxed);
         }
-        if engaged {
-            affinity::home_group(e.id, cpu, size, n)
+        if !engaged {
+            return by_id;
+        }
+        let to = affinity::home_group(e.id, cpu, size, n);
+        if to == old || old >= size {
+            return to;
+        }
+        // Steering must not herd: an event-loop client's threads can all run on one CPU for a
+        // while, and every connection would follow them into one group (see `room_in`).
+        let total = self.groups[..size]
+            .iter()
+            .map(|g| g.conns.load(Ordering::Relaxed))
+            .sum();
+        if affinity::room_in(self.groups[to].conns.load(Ordering::Relaxed), total, size) {
+            to
         } else {
-            by_id
+            self.groups[to]
+                .steering_refused
+                .fetch_add(1, Ordering::Relaxed);
+            old
         }
     }
 
@@ -784,6 +809,9 @@ impl<H: Handler> Shared<H> {
         let meta = lock(&entry.meta);
         let mut inner = self.groups[gid].lock();
         inner.core.connections += 1;
+        self.groups[gid]
+            .conns
+            .store(inner.core.connections, Ordering::Relaxed);
         inner.core.push(
             (entry.clone(), Action::Login),
             Prio::High,
@@ -869,6 +897,9 @@ impl<H: Handler> Shared<H> {
         {
             let mut inner = self.groups[gid].lock();
             inner.core.connections = inner.core.connections.saturating_sub(1);
+            self.groups[gid]
+                .conns
+                .store(inner.core.connections, Ordering::Relaxed);
         }
         drop(m);
         lock(self.shard(e.id)).remove(&e.id);
@@ -920,6 +951,7 @@ impl<H: Handler> Shared<H> {
                     k.arms = g.arms.load(Ordering::Relaxed);
                     k.edge_idles = g.edge_idles.load(Ordering::Relaxed);
                     k.edge_requeues = g.edge_requeues.load(Ordering::Relaxed);
+                    k.steering_refused = g.steering_refused.load(Ordering::Relaxed);
                     k
                 },
                 queue_time: percentiles(&inner.queue_hist),

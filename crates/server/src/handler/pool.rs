@@ -269,6 +269,7 @@ pub fn status_rows(st: &PoolStats) -> Vec<(String, String)> {
         c.cap_bypasses += x.cap_bypasses;
         c.creations_refused += x.creations_refused;
         c.migrations_in += x.migrations_in;
+        c.steering_refused += x.steering_refused;
         c.steals += x.steals;
         c.balanced += x.balanced;
         c.lingers += x.lingers;
@@ -318,6 +319,7 @@ pub fn status_rows(st: &PoolStats) -> Vec<(String, String)> {
         ("Threadpool_prio_kickups", c.prio_kickups),
         ("Threadpool_cap_bypasses", c.cap_bypasses),
         ("Threadpool_migrations", c.migrations_in),
+        ("Threadpool_steering_refused", c.steering_refused),
         ("Threadpool_steals", c.steals),
         ("Threadpool_balanced", c.balanced),
         ("Threadpool_lingers", c.lingers),

@@ -41,7 +41,8 @@
 //!   second and back, one group's two workers facing the whole queue while the other CPU's
 //!   idled (docs/perf-log, session 43). A connection held back wakes its client across
 //!   CPUs, the cost affinity saves: a bound of an eighth over the share refused 4-8 % of the
-//!   moves asked for and cost more than it saved; one of a half stops only the herd.
+//!   moves asked for (the clients' CPUs are lopsided much of the time) and gained nothing
+//!   measurable; one of a half refuses about half as many and still stops the herd.
 //! * **Only while the clients are spread over the CPUs.** One client thread driving many
 //!   connections (an event-loop client, `shoal-bench`) sends everything from one CPU at a time:
 //!   steering would crowd every connection into that CPU's group, beside the client, and the

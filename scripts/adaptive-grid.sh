@@ -130,7 +130,7 @@ point() {
       "${rand[@]}" $SB_EXTRA --label="$cfg"; then
     echo "  run failed: see $log" >&2; failed=1
   fi
-  kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null || true
+  kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true
   # The largest share of the connections one group held in any sample of the run.
   awk '{ t = 0; m = 0; for (i = 1; i + 2 <= NF; i += 3) { t += $(i + 1); if ($(i + 1) > m) m = $(i + 1) }
          if (t >= 8 && m / t > worst) worst = m / t }

@@ -94,11 +94,21 @@ fn talk_until(
     (cpu_b, b): (usize, &mut [Client]),
     done: impl Fn(&PoolStats) -> bool,
 ) -> PoolStats {
+    talk_until_rounds(srv, (cpu_a, a, 2), (cpu_b, b, 2), done)
+}
+
+/// [`talk_until`] with each side's rounds of commands per pass (`ra` on `a`, `rb` on `b`).
+fn talk_until_rounds(
+    srv: &Server,
+    (cpu_a, a, ra): (usize, &mut [Client], usize),
+    (cpu_b, b, rb): (usize, &mut [Client], usize),
+    done: impl Fn(&PoolStats) -> bool,
+) -> PoolStats {
     let end = std::time::Instant::now() + Duration::from_secs(10);
     loop {
         std::thread::scope(|s| {
-            s.spawn(|| talk_from(cpu_a, a, 2));
-            s.spawn(|| talk_from(cpu_b, b, 2));
+            s.spawn(|| talk_from(cpu_a, a, ra));
+            s.spawn(|| talk_from(cpu_b, b, rb));
         });
         let st = srv.stats();
         if done(&st) || std::time::Instant::now() > end {
@@ -208,17 +218,9 @@ fn steering_does_not_herd_connections_into_one_group() {
         "each in its client's CPU's group: {s:#?}"
     );
     let (a, b) = clients.split_at_mut(36);
-    let end = std::time::Instant::now() + Duration::from_secs(10);
-    let s = loop {
-        std::thread::scope(|s| {
-            s.spawn(|| talk_from(cpus[0], a, 2));
-            s.spawn(|| talk_from(cpus[1], b, 4));
-        });
-        let s = srv.stats();
-        if s.groups[0].counters.steering_refused >= 24 || std::time::Instant::now() > end {
-            break s;
-        }
-    };
+    let s = talk_until_rounds(&srv, (cpus[0], a, 2), (cpus[1], b, 4), |s| {
+        s.groups[0].counters.steering_refused >= 24
+    });
     assert!(
         s.affinity_engaged,
         "8 commands in 44 from the second CPU: still engaged: {s:#?}"

@@ -1379,6 +1379,8 @@ fn cpu_affinity_serves_local_connections_in_their_clients_cpus_group() {
     });
     assert!(status(&mut a, "Threadpool_migrations") > migrations0);
     assert_eq!(status(&mut a, "Threadpool_cpu_affinity_engaged"), 1);
+    // 5 of 7 is within one and a half shares (4 + 2): no move was refused.
+    assert_eq!(status(&mut a, "Threadpool_steering_refused"), 0);
     // OFF: back by id (the pool's ids are the connections' CONNECTION_ID()).
     a.query_drop("SET GLOBAL thread_pool_cpu_affinity = OFF")
         .unwrap();

@@ -85,6 +85,31 @@ impl TableEngine {
         self.system.get().cloned()
     }
 
+    /// Whether `plan` still matches the catalog: every table it was bound to at PREPARE is
+    /// unaltered. An execution rebinds a plan that is not (see `run_dml`), so a statement a
+    /// session holds keeps working; a cache of plans builds a new one instead of handing out
+    /// a plan that every execution would bind again.
+    pub fn plan_is_current(&self, plan: &Plan) -> bool {
+        let store = &self.store;
+        if plan.query.as_ref().is_some_and(|q| q.is_stale(store))
+            || plan.multi.as_ref().is_some_and(|m| m.is_stale(store))
+        {
+            return false;
+        }
+        let Some((old, _)) = &plan.access else {
+            return true;
+        };
+        let table = match plan.stmt.planned() {
+            TableStmt::Update(u) => &u.table,
+            TableStmt::Delete(d) => &d.table,
+            _ => return true,
+        };
+        resolve_db(table, &plan.db)
+            .ok()
+            .and_then(|d| store.table(&d, &table.name).ok())
+            .is_some_and(|now| Arc::ptr_eq(&now, old) || *now == **old)
+    }
+
     /// `BACKUP TO 'dir'`: a consistent physical copy of the store in `dir` (absolute, absent or
     /// empty) — a RocksDB checkpoint in `dir/rocksdb` (see `Engine::checkpoint`) and
     /// `dir/shoal-backup.info` naming what made it. `shoal --restore-from=dir --datadir=new`
@@ -472,6 +497,11 @@ impl TableSession {
         if let Some(t) = &mut self.txn {
             t.set_lock_wait_timeout(d);
         }
+    }
+
+    /// Whether the session holds LOCK TABLES (its statements see only the locked tables).
+    pub fn under_lock_tables(&self) -> bool {
+        self.locked.is_some()
     }
 
     /// Whether a transaction is open (BEGIN, or autocommit=0 after a statement).
@@ -1835,14 +1865,17 @@ fn run_dml(
     }
     if let (TableStmt::Query(q), Some(qp)) = (&plan.stmt, &plan.query) {
         // Re-bound when a table it reads was altered since PREPARE.
+        // Borrowed, not cloned: a plan sessions share (the session layer's shared prepared
+        // statements) would have its count written from every CPU.
+        let fresh;
         let (qp, columns) = if query_is_stale(store, qp) {
-            let fresh = crate::query::prepare(store, system, q, plan.db.as_deref())?;
+            fresh = crate::query::prepare(store, system, q, plan.db.as_deref())?;
             let cols: Arc<[ColumnInfo]> = fresh.columns.clone().into();
-            (Arc::new(fresh), cols)
+            (&fresh, cols)
         } else {
-            (qp.clone(), plan.columns.clone())
+            (&**qp, plan.columns.clone())
         };
-        let rows = crate::query::execute(&qp, store, txn, params, ctx)?;
+        let rows = crate::query::execute(qp, store, txn, params, ctx)?;
         if !q.into.is_empty() {
             return select_into(&q.into, rows, ctx);
         }

@@ -28,6 +28,7 @@ pub mod accounts;
 pub mod fault;
 pub mod grant_tables;
 pub mod hooks;
+mod plans;
 pub mod privileges;
 pub mod session;
 pub mod sha2_password;
@@ -175,6 +176,8 @@ pub struct Server {
     read_only: Arc<AtomicU8>,
     /// Consecutive interrupted connection attempts per client IP (`max_connect_errors`).
     host_errors: Mutex<HashMap<String, u64>>,
+    /// Prepared statements shared between sessions ([`plans`]).
+    plans: Arc<plans::SharedPlans>,
 }
 
 /// Most client addresses whose connection errors are remembered (`max_connect_errors`).
@@ -238,7 +241,10 @@ impl Server {
             fault_injection: fault::enabled_from_env(),
             read_only,
             host_errors: Mutex::new(HashMap::new()),
+            plans: Arc::new(plans::SharedPlans::new()),
         });
+        let plans = server.plans.clone();
+        server.add_status_provider(Box::new(move |rows| plans.status(rows)));
         grant_tables::register(&server, &accounts);
         // `mysql.general_log` / `slow_log`: MySQL's columns, never a row (no table log
         // output); see shoal_exec::mysql_schema.

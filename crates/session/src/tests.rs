@@ -643,6 +643,119 @@ fn prepared_statements() {
     assert_eq!(e.code, 1064);
 }
 
+/// The rows of executing prepared statement `id` with `params`, as strings.
+fn exec_rows(s: &mut Session, id: u32, params: &[PValue]) -> Vec<Vec<String>> {
+    match s.execute(id, params) {
+        Ok(Response::Rows(rs)) => rs
+            .rows
+            .iter()
+            .map(|r| r.iter().map(text).collect())
+            .collect(),
+        other => panic!("rows expected, got {other:?}"),
+    }
+}
+
+/// A status variable's value (`SHOW STATUS LIKE name`).
+fn status_of(s: &mut Session, name: &str) -> u64 {
+    let row = one(s, &format!("SHOW STATUS LIKE '{name}'"));
+    let (n, v) = row
+        .split_once('|')
+        .unwrap_or_else(|| panic!("{name}: {row}"));
+    assert_eq!(n, name);
+    v.parse().unwrap_or_else(|_| panic!("{name}: {row}"))
+}
+
+/// Sessions that prepare the same table statement in the same database share one body
+/// (`crate::plans`): a second PREPARE is a hit, and both execute alike. The database is part
+/// of the key, privileges are checked per session, a DDL makes the next PREPARE build anew
+/// (the session holding the old statement still runs it, bound again), and the body is
+/// dropped with the last session that holds it.
+#[test]
+fn sessions_share_prepared_table_statements() {
+    let (server, _data) = engine_server();
+    let (mut a, _) = root(&server);
+    for sql in [
+        "CREATE DATABASE d1",
+        "CREATE DATABASE d2",
+        "CREATE TABLE d1.t (id INT PRIMARY KEY, v VARCHAR(10))",
+        "CREATE TABLE d2.t (id INT PRIMARY KEY, v VARCHAR(10))",
+        "INSERT INTO d1.t VALUES (1, 'one-d1')",
+        "INSERT INTO d2.t VALUES (1, 'one-d2')",
+        "CREATE USER 'bob'@'%' IDENTIFIED BY 'pw'",
+        "GRANT SELECT ON d2.* TO bob",
+    ] {
+        assert_eq!(one(&mut a, sql), "", "{sql}");
+    }
+    let hits = |s: &mut Session| status_of(s, "Shoal_shared_plan_hits");
+    let builds = |s: &mut Session| status_of(s, "Shoal_shared_plan_builds");
+    let sql = "SELECT v FROM t WHERE id = ?";
+    assert_eq!(one(&mut a, "USE d1"), "");
+    let (h0, b0) = (hits(&mut a), builds(&mut a));
+    a.prepare(1, sql).unwrap();
+    assert_eq!((hits(&mut a), builds(&mut a)), (h0, b0 + 1));
+    let (mut b, _) = root(&server);
+    assert_eq!(one(&mut b, "USE d1"), "");
+    b.prepare(1, sql).unwrap();
+    assert_eq!((hits(&mut b), builds(&mut b)), (h0 + 1, b0 + 1), "a hit");
+    assert_eq!(status_of(&mut b, "Shoal_shared_plans"), 1);
+    assert_eq!(exec_rows(&mut a, 1, &[PValue::Int(1)]), [["one-d1"]]);
+    assert_eq!(exec_rows(&mut b, 1, &[PValue::Int(1)]), [["one-d1"]]);
+    // Another database: another plan, on its own table.
+    let (mut c, _) = root(&server);
+    assert_eq!(one(&mut c, "USE d2"), "");
+    c.prepare(1, sql).unwrap();
+    assert_eq!(hits(&mut c), h0 + 1, "not a hit");
+    assert_eq!(exec_rows(&mut c, 1, &[PValue::Int(1)]), [["one-d2"]]);
+    // Privileges are the preparing session's: bob may read d2, not d1.
+    let (mut bob, _) = open(&server);
+    login(&mut bob, "bob", "pw", Some("d2")).unwrap();
+    bob.prepare(1, sql).unwrap();
+    assert_eq!(exec_rows(&mut bob, 1, &[PValue::Int(1)]), [["one-d2"]]);
+    let h = hits(&mut a);
+    // The same text as a's, in a's database, from a session without the privilege: refused
+    // although a shared body exists.
+    let (mut bob2, _) = open(&server);
+    login(&mut bob2, "bob", "pw", Some("d2")).unwrap();
+    let other = "SELECT v FROM d1.t WHERE id = ?";
+    let e = bob2.prepare(1, other).unwrap_err();
+    assert_eq!(e.code, 1142, "{e:?}");
+    c.prepare(3, other).unwrap();
+    let e = bob2.prepare(1, other).unwrap_err();
+    assert_eq!(e.code, 1142, "a hit checks the session's privileges: {e:?}");
+    assert!(hits(&mut a) > h, "that was a hit");
+    // A DDL: the next PREPARE builds anew and sees the new definition; a session holding the
+    // old statement still executes it (bound again).
+    let star = "SELECT * FROM t WHERE id = ?";
+    let cols = a.prepare(4, star).unwrap().columns.len();
+    assert_eq!(cols, 2);
+    assert_eq!(one(&mut a, "ALTER TABLE t ADD COLUMN w INT DEFAULT 7"), "");
+    let b1 = builds(&mut b);
+    let p = b.prepare(4, star).unwrap();
+    assert_eq!(p.columns.len(), 3, "built for the altered table");
+    assert_eq!(builds(&mut b), b1 + 1, "a stale plan is built again");
+    assert_eq!(
+        exec_rows(&mut b, 4, &[PValue::Int(1)]),
+        [["1", "one-d1", "7"]]
+    );
+    assert_eq!(
+        exec_rows(&mut a, 4, &[PValue::Int(1)]),
+        [["1", "one-d1", "7"]]
+    );
+    assert_eq!(exec_rows(&mut a, 1, &[PValue::Int(1)]), [["one-d1"]]);
+    // Closing every holder drops the bodies.
+    for (s, ids) in [
+        (&mut a, &[1u32, 4][..]),
+        (&mut b, &[1, 4]),
+        (&mut c, &[1, 3]),
+        (&mut bob, &[1]),
+    ] {
+        for id in ids {
+            s.close_statement(*id);
+        }
+    }
+    assert_eq!(status_of(&mut a, "Shoal_shared_plans"), 0);
+}
+
 /// SQL's PREPARE / EXECUTE / DEALLOCATE share the binary protocol's statements: one count in
 /// `Prepared_stmt_count`, the same rows for the same statement, their own `Com_` counters, and
 /// the protocol cannot prepare them (1295).

@@ -350,7 +350,7 @@ impl Backend for Session {
         self.server.counters.com("stmt_prepare");
         let (stmt, params) = self.build_stmt(sql).map_err(|e| to_error_info(&e))?;
         let params = param_count(params)?;
-        let columns = stmt.columns.to_vec();
+        let columns = stmt.body.columns.to_vec();
         if self.prepared.insert(stmt_id, Arc::new(stmt)).is_none() {
             self.count_prepared(true, 1);
         }

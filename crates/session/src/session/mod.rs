@@ -41,14 +41,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use shoal_proto::{Backend, Column, StmtMap};
-use shoal_sql::plan::Prepared;
+use shoal_proto::{Backend, StmtMap};
 use shoal_sql::value::{DateTime, Value};
 
-use shoal_exec::{Plan, TableEngine, TableSession};
+use shoal_exec::{TableEngine, TableSession};
 use shoal_sched::PrioHint;
 use shoal_sql::catalog::Catalog;
 
+use crate::plans::StmtBody;
 use crate::vars::SessionVars;
 use crate::{ProcessEntry, Server};
 
@@ -219,15 +219,12 @@ pub struct Session {
 /// A prepared statement as a session keeps it: everything an execution needs, built once at
 /// PREPARE, so that an execution touches one map entry and copies nothing.
 struct Stmt {
-    /// The statement's text (process list; the table engine's input when there is no plan).
+    /// The statement's text (process list; the table engine's input when there is no plan):
+    /// the session's own reference, so that executions write no count other sessions share.
     text: Arc<str>,
-    /// The session parser's form of the statement.
-    prepared: Prepared,
-    /// The table engine's plan, for a table statement.
-    plan: Option<Arc<Plan>>,
-    /// `plan`'s result columns in protocol form: every result set of this statement shares
-    /// them (compared by pointer with the columns the executor returns).
-    columns: Arc<[Column]>,
+    /// What PREPARE built, shared with every session that prepared the same table statement
+    /// in the same database (see [`crate::plans`]).
+    body: Arc<StmtBody>,
 }
 
 fn now_datetime() -> DateTime {

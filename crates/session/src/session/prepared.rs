@@ -23,6 +23,8 @@ use shoal_sql::{split_statements, SqlError};
 use super::dispatch::clears_diagnostics;
 use super::wire::{exec_column, ok};
 use super::{Session, Stmt};
+use crate::plans::StmtBody;
+use shoal_exec::TableSession;
 
 /// 1295: PREPARE, EXECUTE and DEALLOCATE cannot themselves be prepared.
 fn unsupported_ps() -> SqlError {
@@ -68,6 +70,29 @@ impl Session {
                 ),
             ));
         }
+        let db = self.db.clone();
+        // Shared with other sessions (see `crate::plans`): not under LOCK TABLES, whose
+        // errors for tables outside the locked set a shared plan would not give.
+        let share = !self
+            .table
+            .as_ref()
+            .is_some_and(TableSession::under_lock_tables);
+        if share {
+            let engine = self.engine.clone();
+            let hit = self.server.plans.get(db.as_deref(), sql, |b| {
+                b.plan.as_ref().is_some_and(|p| engine.plan_is_current(p))
+            });
+            if let Some(body) = hit {
+                self.refresh_grants();
+                self.check_plan(body.plan.as_ref().expect("shared bodies have a plan"))?;
+                let stmt = Stmt {
+                    text: Arc::from(sql),
+                    body,
+                };
+                let params = Self::stmt_params(&stmt);
+                return Ok((stmt, params));
+            }
+        }
         let parts = split_statements(sql);
         if parts.len() > 1 {
             return Err(SqlError::Syntax(parts[1].to_string()));
@@ -91,7 +116,6 @@ impl Session {
         let mut table_plan = None;
         let mut columns: Arc<[Column]> = Arc::from([]);
         if is_table {
-            let db = self.db.clone();
             let plan = self
                 .table_session()
                 .prepare_tree(sql, tree, db.as_deref())?;
@@ -102,20 +126,27 @@ impl Session {
             params = plan.param_count;
             table_plan = Some(plan);
         }
-        let stmt = Stmt {
-            text: Arc::from(sql),
+        let body = Arc::new(StmtBody {
             prepared: p,
             columns,
             plan: table_plan,
+        });
+        if share && body.plan.is_some() {
+            self.server.plans.insert(db.as_deref(), sql, &body);
+        }
+        let stmt = Stmt {
+            text: Arc::from(sql),
+            body,
         };
         Ok((stmt, params))
     }
 
     /// The number of placeholders an execution of `p` must bind.
     pub(super) fn stmt_params(p: &Stmt) -> usize {
-        p.plan
+        p.body
+            .plan
             .as_ref()
-            .map_or(p.prepared.params, |plan| plan.param_count)
+            .map_or(p.body.prepared.params, |plan| plan.param_count)
     }
 
     /// Counts `n` prepared statements made (`made`) or dropped in `Prepared_stmt_count`.
@@ -136,11 +167,12 @@ impl Session {
         values: &[Value],
     ) -> Result<Response, SqlError> {
         let saved_sql = p
+            .body
             .plan
             .is_none()
             .then(|| std::mem::replace(&mut self.cur_sql, p.text.clone()));
         let saved_stmt = self.cur_stmt.replace(p.clone());
-        let r = self.run(&p.prepared.statement, values);
+        let r = self.run(&p.body.prepared.statement, values);
         self.cur_stmt = saved_stmt;
         if let Some(s) = saved_sql {
             self.cur_sql = s;
@@ -172,7 +204,7 @@ impl Session {
         }
         let (stmt, _) = self.build_stmt(&sql)?;
         // Preparing a statement that clears the diagnostics (one on tables) clears them.
-        if clears_diagnostics(&stmt.prepared.statement) {
+        if clears_diagnostics(&stmt.body.prepared.statement) {
             self.diag.begin(true);
         }
         self.named.insert(key, Arc::new(stmt));

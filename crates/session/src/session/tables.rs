@@ -75,7 +75,7 @@ impl Session {
         self.table_session();
         let mut ts = self.table.take().expect("created above");
         let stmt = self.cur_stmt.clone();
-        let plan = stmt.as_ref().and_then(|s| s.plan.as_ref());
+        let plan = stmt.as_ref().and_then(|s| s.body.plan.as_ref());
         let is_query = |p: &Plan| matches!(p.stmt, shoal_exec::ast::TableStmt::Query(_));
         let mut query = plan.is_some_and(|p| is_query(p));
         let r = {
@@ -113,7 +113,7 @@ impl Session {
             // executor returned other ones.
             (ExecOutput::Rows { columns, rows }, Some(p)) if Arc::ptr_eq(&columns, &p.columns) => {
                 let s = stmt.as_ref().expect("plan comes from the statement");
-                rows_response(s.columns.clone(), rows)
+                rows_response(s.body.columns.clone(), rows)
             }
             (out, _) => exec_response(out),
         });

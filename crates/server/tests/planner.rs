@@ -452,3 +452,60 @@ fn null_lookups_and_impossible_where_read_only_what_can_match() {
     });
     assert_eq!((read, n), (1, 1));
 }
+
+/// Connections that prepare the same statement in the same database share its plan
+/// (`Shoal_shared_plan_hits`), over the binary protocol of a real driver: each gets the right
+/// rows, an ALTER TABLE makes the next PREPARE build a plan with the new columns while a
+/// statement prepared before it still runs, and closing every connection's statement drops
+/// the shared one (`Shoal_shared_plans`).
+#[test]
+fn connections_share_prepared_plans() {
+    let s = Srv::start("planner-shared", &[]);
+    let mut admin = s.conn();
+    admin.query_drop("CREATE DATABASE sh").unwrap();
+    admin
+        .query_drop("CREATE TABLE sh.t (id INT PRIMARY KEY, v VARCHAR(10))")
+        .unwrap();
+    admin
+        .query_drop("INSERT INTO sh.t VALUES (1, 'a'), (2, 'b')")
+        .unwrap();
+    let open = || {
+        let mut c = s.conn();
+        c.query_drop("USE sh").unwrap();
+        c
+    };
+    let sql = "SELECT * FROM t WHERE id = ?";
+    let (h0, b0) = (
+        status(&mut admin, "Shoal_shared_plan_hits"),
+        status(&mut admin, "Shoal_shared_plan_builds"),
+    );
+    let mut conns: Vec<Conn> = (0..4).map(|_| open()).collect();
+    let stmts: Vec<mysql::Statement> = conns.iter_mut().map(|c| c.prep(sql).unwrap()).collect();
+    assert_eq!(status(&mut admin, "Shoal_shared_plan_builds") - b0, 1);
+    assert_eq!(status(&mut admin, "Shoal_shared_plan_hits") - h0, 3);
+    for (i, (c, st)) in conns.iter_mut().zip(&stmts).enumerate() {
+        let id = 1 + (i % 2) as i64;
+        let row: Option<(i64, String)> = c.exec_first(st, (id,)).unwrap();
+        assert_eq!(row, Some((id, ["a", "b"][i % 2].to_string())));
+    }
+    admin
+        .query_drop("ALTER TABLE sh.t ADD COLUMN w INT DEFAULT 5")
+        .unwrap();
+    let mut late = open();
+    let st = late.prep(sql).unwrap();
+    assert_eq!(st.columns().len(), 3, "built for the altered table");
+    assert_eq!(status(&mut admin, "Shoal_shared_plan_builds") - b0, 2);
+    let row: Option<(i64, String, i64)> = late.exec_first(&st, (2,)).unwrap();
+    assert_eq!(row, Some((2, "b".to_string(), 5)));
+    // A statement prepared before the ALTER is bound again: the row has the new column.
+    let row: Option<(i64, String, i64)> = conns[0].exec_first(&stmts[0], (1,)).unwrap();
+    assert_eq!(row, Some((1, "a".to_string(), 5)));
+    // The rebuilt plan replaced the old one in the cache: one shared plan a PREPARE can take
+    // (the old one lives on in the connections that hold it).
+    assert_eq!(status(&mut admin, "Shoal_shared_plans"), 1);
+    for (c, st) in conns.iter_mut().zip(stmts) {
+        c.close(st).unwrap();
+    }
+    late.close(st).unwrap();
+    assert_eq!(status(&mut admin, "Shoal_shared_plans"), 0);
+}

@@ -123,7 +123,8 @@ impl SharedPlans {
         }
     }
 
-    /// Status rows: `Shoal_shared_plans` (bodies some session holds), hits and builds.
+    /// Status rows: `Shoal_shared_plans` (bodies a PREPARE can take: held by some session and
+    /// not replaced by a rebuild), hits and builds.
     pub(crate) fn status(&self, rows: &mut Vec<(String, String)>) {
         let live = self
             .lock()

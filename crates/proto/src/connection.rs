@@ -260,6 +260,25 @@ pub struct Connection<B: Backend> {
 /// freed after use instead of held for the connection's life).
 const SCRATCH_KEEP: usize = 64 << 10;
 
+/// Largest buffer a [`Buffers`] keeps after [`Connection::exchange_buffers`].
+pub const SPARE_KEEP: usize = 1 << 20;
+
+/// Buffers lent to connections by the thread that runs them (see
+/// [`Connection::exchange_buffers`]); always empty while the thread holds them.
+#[derive(Debug, Default)]
+pub struct Buffers {
+    input: Vec<u8>,
+    output: Vec<u8>,
+    scratch: Vec<u8>,
+}
+
+impl Buffers {
+    /// Whether every buffer holds nothing (always, between exchanges).
+    pub fn is_empty(&self) -> bool {
+        self.input.is_empty() && self.output.is_empty() && self.scratch.is_empty()
+    }
+}
+
 impl<B: Backend> Connection<B> {
     /// Creates the connection and queues the HandshakeV10 greeting.
     pub fn new(backend: B, config: ProtoConfig) -> Self {
@@ -396,6 +415,39 @@ impl<B: Backend> Connection<B> {
     /// The client set CLIENT_INTERACTIVE (interactive_timeout applies).
     pub fn is_interactive(&self) -> bool {
         self.login.interactive
+    }
+
+    // ----- buffers ---------------------------------------------------------------------------
+
+    /// Exchanges each of this connection's buffers that holds nothing (the unprocessed input,
+    /// the unsent output, the reply scratch) with `spare`'s, which must hold nothing either.
+    ///
+    /// A server with many more connections than threads keeps one [`Buffers`] per thread and
+    /// exchanges it before and after running a connection's command: the connection works in
+    /// buffers the thread's last command left in the CPU's cache, and between commands it holds
+    /// empty ones, so thousands of idle connections keep no buffer memory and a command does
+    /// not start by missing the cache on its own. A buffer with bytes in it (a partial message,
+    /// output the socket did not take) stays with its connection until it is empty. A spare
+    /// buffer a large message grew past [`SPARE_KEEP`] is freed rather than kept by the thread.
+    pub fn exchange_buffers(&mut self, spare: &mut Buffers) {
+        debug_assert!(spare.input.is_empty() && spare.output.is_empty());
+        if self.input.len() == self.in_pos {
+            self.input.clear();
+            self.in_pos = 0;
+            std::mem::swap(&mut self.input, &mut spare.input);
+        }
+        if self.output.len() == self.out_pos {
+            self.output.clear();
+            self.out_pos = 0;
+            std::mem::swap(&mut self.output, &mut spare.output);
+        }
+        self.scratch.clear();
+        std::mem::swap(&mut self.scratch, &mut spare.scratch);
+        for b in [&mut spare.input, &mut spare.output, &mut spare.scratch] {
+            if b.capacity() > SPARE_KEEP {
+                *b = Vec::new();
+            }
+        }
     }
 
     // ----- input -----------------------------------------------------------------------------

@@ -25,8 +25,8 @@ pub use backend::{
     RowsIter, SessionStatus,
 };
 pub use connection::{
-    native_password_hash, verify_native_password, Admission, CloseReason, Connection, Progress,
-    ProtoConfig, SERVER_CAPABILITIES,
+    native_password_hash, verify_native_password, Admission, Buffers, CloseReason, Connection,
+    Progress, ProtoConfig, SERVER_CAPABILITIES,
 };
 pub use mysql_common::constants::{ColumnFlags, ColumnType};
 pub use mysql_common::value::Value;

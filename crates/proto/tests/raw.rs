@@ -7,7 +7,7 @@ mod common;
 use common::{mysql_native, Raw, TestBackend, TestServer, RAW_CAPS};
 use rand::{Rng, SeedableRng};
 use shoal_proto::packet::{write_message, Reader};
-use shoal_proto::{Admission, CloseReason, Connection, ErrorInfo, Progress, ProtoConfig};
+use shoal_proto::{Admission, Buffers, CloseReason, Connection, ErrorInfo, Progress, ProtoConfig};
 
 /// Splits output into (seq, payload) packets (single-packet messages only).
 fn packets(out: &[u8]) -> Vec<(u8, Vec<u8>)> {
@@ -628,4 +628,61 @@ fn prepare_of_more_columns_than_the_prepare_ok_can_count_fails() {
     assert_eq!(r.len(), 1 + 65535 + 1);
     assert_eq!(r[r.len() - 1].1[0], 0xFE);
     assert_eq!(c.backend().prepared.len(), 1);
+}
+
+/// Connections that work in a thread's lent buffers (`Connection::exchange_buffers`, what the
+/// server does around every command): half a message and an unsent reply stay with their
+/// connection through the exchanges, another connection's commands run in the spare buffers
+/// meanwhile, and the spare holds nothing after every exchange.
+#[test]
+fn connections_work_in_lent_buffers() {
+    let mut spare = Buffers::default();
+    let mut a = logged_in(RAW_CAPS);
+    let mut b = logged_in(RAW_CAPS);
+    let ok = |out: Vec<u8>| {
+        let p = packets(&out);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(p[0].0, 1);
+        assert_eq!(p[0].1[0], 0, "OK packet: {p:?}");
+    };
+    let mut ping = Vec::new();
+    write_message(&mut ping, 0, &[0x0e]);
+    // a: half a COM_PING arrives, and stays with a.
+    a.exchange_buffers(&mut spare);
+    a.feed(&ping[..3]);
+    assert_eq!(a.process(), Progress::NeedMore);
+    a.exchange_buffers(&mut spare);
+    assert!(spare.is_empty());
+    assert_eq!(a.buffered_input(), 3);
+    // b: whole commands in the spare buffers; the last reply is left unsent.
+    for _ in 0..3 {
+        b.exchange_buffers(&mut spare);
+        b.feed(&ping);
+        assert_eq!(b.process(), Progress::Continue);
+        ok(b.take_output());
+        b.exchange_buffers(&mut spare);
+        assert!(spare.is_empty());
+    }
+    b.exchange_buffers(&mut spare);
+    b.feed(&ping);
+    assert_eq!(b.process(), Progress::Continue);
+    b.exchange_buffers(&mut spare);
+    assert!(spare.is_empty());
+    assert!(
+        !b.pending_output().is_empty(),
+        "the unsent reply stays with b"
+    );
+    // a: the rest of its message.
+    a.exchange_buffers(&mut spare);
+    a.feed(&ping[3..]);
+    assert_eq!(a.process(), Progress::Continue);
+    ok(a.take_output());
+    a.exchange_buffers(&mut spare);
+    assert!(spare.is_empty());
+    assert_eq!(a.buffered_input(), 0);
+    // b's reply is intact.
+    b.exchange_buffers(&mut spare);
+    ok(b.take_output());
+    b.exchange_buffers(&mut spare);
+    assert!(spare.is_empty());
 }

@@ -285,6 +285,27 @@ pub fn refuse_before_greeting(server: &Server, mut stream: Stream, e: &ErrorInfo
     stream.shutdown();
 }
 
+/// A receive buffer's first size; one that a read fills doubles, up to 1 MiB.
+const RECV_BUF: usize = 16 * 1024;
+
+/// What a thread lends the connection it is running a command for: a receive buffer and the
+/// protocol's input, output and scratch buffers. With thousands of connections and a few
+/// threads, a command then reads, parses and answers in memory the thread's previous command
+/// left in the CPU's cache instead of in its own connection's cold buffers, and idle
+/// connections hold no buffers (16 KiB of receive buffer each before). A buffer still holding
+/// bytes (a partial message, a reply the socket did not take) stays with its connection.
+#[derive(Default)]
+struct Spare {
+    /// The receive buffer (empty until a thread's first read gives it [`RECV_BUF`] bytes).
+    recv: Vec<u8>,
+    proto: shoal_proto::Buffers,
+}
+
+thread_local! {
+    /// This thread's [`Spare`], `None` while lent (or before the thread's first command).
+    static SPARE: std::cell::RefCell<Option<Spare>> = const { std::cell::RefCell::new(None) };
+}
+
 /// One client connection. See the module docs.
 pub struct Client {
     server: Arc<Server>,
@@ -294,7 +315,8 @@ pub struct Client {
     /// Refused by admission at accept time (counts in Connection_errors_max_connections; the
     /// session counts its own refusals).
     refusing: bool,
-    /// Scratch read buffer.
+    /// The receive buffer: the running thread's while a command runs (see [`Spare`]), empty
+    /// between commands.
     buf: Vec<u8>,
     /// Accounting done (exactly once).
     finished: bool,
@@ -391,7 +413,7 @@ impl Client {
             control,
             refusing,
             host: peer,
-            buf: vec![0u8; 16 * 1024],
+            buf: Vec::new(),
             finished: false,
             peer_gone: false,
             dontwait: false,
@@ -416,6 +438,11 @@ impl Client {
     /// peer hung up or the socket failed (the next [`Client::serve_one_command`] reports it);
     /// `false` on timeout. KILL and server shutdown end the wait by shutting the socket down.
     pub fn await_input(&mut self, budget: Duration) -> bool {
+        self.with_spare(|c| c.await_input_here(budget))
+    }
+
+    fn await_input_here(&mut self, budget: Duration) -> bool {
+        self.ensure_recv_buf();
         let budget = budget.max(Duration::from_micros(1));
         if self.await_timeout != Some(budget) {
             if self.stream.set_read_timeout(Some(budget)).is_err() {
@@ -434,6 +461,33 @@ impl Client {
                 io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
             ),
         }
+    }
+
+    /// Runs `f` with the thread's buffers lent to this connection (see [`Spare`]), and takes
+    /// them back after.
+    fn with_spare<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        let mut spare = SPARE.with(|s| s.borrow_mut().take()).unwrap_or_default();
+        self.exchange(&mut spare);
+        let r = f(self);
+        self.exchange(&mut spare);
+        SPARE.with(|s| *s.borrow_mut() = Some(spare));
+        r
+    }
+
+    /// Swaps this connection's empty buffers with `spare`'s (the same call lends and takes
+    /// back, see `Connection::exchange_buffers`).
+    fn exchange(&mut self, spare: &mut Spare) {
+        self.conn.exchange_buffers(&mut spare.proto);
+        std::mem::swap(&mut self.buf, &mut spare.recv);
+    }
+
+    /// Gives the connection a receive buffer if it has none (a read outside
+    /// [`Client::with_spare`], or a thread's first). Returns `self.dontwait`, for the call site.
+    fn ensure_recv_buf(&mut self) -> bool {
+        if self.buf.is_empty() {
+            self.buf = vec![0u8; RECV_BUF];
+        }
+        self.dontwait
     }
 
     /// Accounts for and feeds `n` bytes just read into `buf`; grows `buf` after a full read.
@@ -616,6 +670,10 @@ impl Client {
 
     /// Runs the cycle for at most one command. See the module docs.
     pub fn serve_one_command(&mut self) -> Outcome {
+        self.with_spare(Self::serve_one_command_here)
+    }
+
+    fn serve_one_command_here(&mut self) -> Outcome {
         let mut processed = false;
         loop {
             match self.flush() {
@@ -660,7 +718,7 @@ impl Client {
                         return Outcome::Closed;
                     }
                 }
-                Progress::NeedMore => match if self.dontwait {
+                Progress::NeedMore => match if self.ensure_recv_buf() {
                     self.stream.recv(&mut self.buf, libc::MSG_DONTWAIT)
                 } else {
                     self.stream.read(&mut self.buf)

@@ -15,7 +15,7 @@
 //!
 //! # How
 //!
-//! [`SharedPlans`] maps `(current database, statement text)` to a weak reference to the
+//! [`SharedPlans`] maps `(current database, sql_mode, statement text)` to a weak reference to the
 //! [`StmtBody`] a session built for it: the session parser's form, the table engine's plan
 //! and the protocol column descriptions. What a session keeps per statement is a small
 //! [`super::session`] `Stmt`: its own reference to the text (the process list's) and a
@@ -27,7 +27,9 @@
 //! What may be shared: a plan is built from the text, the current database and the catalog
 //! only (`TableSession::prepare_parsed` reads nothing else of its session), so only table
 //! statements are shared (those with a plan), and not while the preparing session holds LOCK
-//! TABLES (which changes what a missing table reports). What is checked per session at
+//! TABLES (which changes what a missing table reports). `sql_mode` is in the key as well,
+//! although no plan depends on it today: the day the parser honours `ANSI_QUOTES`, a session
+//! in that mode must not take another's plan of the same text. What is checked per session at
 //! every PREPARE, hit or not: the privileges (`check_plan`), `max_prepared_stmt_count`. A
 //! hit whose plan a DDL made stale (`TableEngine::plan_is_current`) is built again and
 //! replaces the entry; sessions that hold the old body keep it and rebind at execution, as
@@ -66,9 +68,30 @@ pub(crate) struct SharedPlans {
     builds: AtomicU64,
 }
 
+/// What a shared body is found by.
+#[derive(Hash, PartialEq, Eq)]
+struct Key {
+    /// The preparing session's current database.
+    db: Option<String>,
+    /// Its `sql_mode` (see the module doc).
+    sql_mode: String,
+    /// The statement's text.
+    sql: String,
+}
+
+impl Key {
+    fn new(db: Option<&str>, sql_mode: &str, sql: &str) -> Key {
+        Key {
+            db: db.map(str::to_string),
+            sql_mode: sql_mode.to_string(),
+            sql: sql.to_string(),
+        }
+    }
+}
+
 struct Inner {
-    /// `(database, text)` → the body, while some session holds it.
-    map: HashMap<(Option<String>, String), Weak<StmtBody>>,
+    /// The body each key was built into, while some session holds it.
+    map: HashMap<Key, Weak<StmtBody>>,
     /// The map's size at which the next insert sweeps it.
     sweep_at: usize,
 }
@@ -89,18 +112,19 @@ impl SharedPlans {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The shared body for `sql` prepared in `db`, if a session holds one and `current` accepts
-    /// it (its plan still matches the catalog).
+    /// The shared body for `sql` prepared in `db` under `sql_mode`, if a session holds one
+    /// and `current` accepts it (its plan still matches the catalog).
     pub(crate) fn get(
         &self,
         db: Option<&str>,
+        sql_mode: &str,
         sql: &str,
         current: impl FnOnce(&StmtBody) -> bool,
     ) -> Option<Arc<StmtBody>> {
         let body = self
             .lock()
             .map
-            .get(&(db.map(str::to_string), sql.to_string()))
+            .get(&Key::new(db, sql_mode, sql))
             .and_then(Weak::upgrade)?;
         if !current(&body) {
             return None;
@@ -109,14 +133,14 @@ impl SharedPlans {
         Some(body)
     }
 
-    /// Shares `body`, built for `sql` in `db` (replacing a stale or dropped entry).
-    pub(crate) fn insert(&self, db: Option<&str>, sql: &str, body: &Arc<StmtBody>) {
+    /// Shares `body`, built for `sql` in `db` under `sql_mode` (replacing a stale or dropped
+    /// entry).
+    pub(crate) fn insert(&self, db: Option<&str>, sql_mode: &str, sql: &str, body: &Arc<StmtBody>) {
         self.builds.fetch_add(1, Ordering::Relaxed);
         let mut inner = self.lock();
-        inner.map.insert(
-            (db.map(str::to_string), sql.to_string()),
-            Arc::downgrade(body),
-        );
+        inner
+            .map
+            .insert(Key::new(db, sql_mode, sql), Arc::downgrade(body));
         if inner.map.len() >= inner.sweep_at {
             inner.map.retain(|_, w| w.strong_count() > 0);
             inner.sweep_at = (inner.map.len() * 2).max(SWEEP_FLOOR);

@@ -700,6 +700,15 @@ fn sessions_share_prepared_table_statements() {
     assert_eq!(status_of(&mut b, "Shoal_shared_plans"), 1);
     assert_eq!(exec_rows(&mut a, 1, &[PValue::Int(1)]), [["one-d1"]]);
     assert_eq!(exec_rows(&mut b, 1, &[PValue::Int(1)]), [["one-d1"]]);
+    // Another sql_mode: another plan (none depends on it today; the key guards the day one
+    // does).
+    let (mut m, _) = root(&server);
+    assert_eq!(one(&mut m, "USE d1"), "");
+    assert_eq!(one(&mut m, "SET SESSION sql_mode = 'ANSI_QUOTES'"), "");
+    m.prepare(1, sql).unwrap();
+    assert_eq!(hits(&mut m), h0 + 1, "not a hit");
+    assert_eq!(exec_rows(&mut m, 1, &[PValue::Int(1)]), [["one-d1"]]);
+    m.close_statement(1);
     // Another database: another plan, on its own table.
     let (mut c, _) = root(&server);
     assert_eq!(one(&mut c, "USE d2"), "");

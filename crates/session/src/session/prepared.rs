@@ -77,9 +77,17 @@ impl Session {
             .table
             .as_ref()
             .is_some_and(TableSession::under_lock_tables);
+        let sql_mode = if share {
+            self.vars
+                .get(&self.server.vars, "sql_mode")
+                .map(|v| v.display())
+                .unwrap_or_default()
+        } else {
+            String::new()
+        };
         if share {
             let engine = self.engine.clone();
-            let hit = self.server.plans.get(db.as_deref(), sql, |b| {
+            let hit = self.server.plans.get(db.as_deref(), &sql_mode, sql, |b| {
                 b.plan.as_ref().is_some_and(|p| engine.plan_is_current(p))
             });
             if let Some(body) = hit {
@@ -132,7 +140,9 @@ impl Session {
             plan: table_plan,
         });
         if share && body.plan.is_some() {
-            self.server.plans.insert(db.as_deref(), sql, &body);
+            self.server
+                .plans
+                .insert(db.as_deref(), &sql_mode, sql, &body);
         }
         let stmt = Stmt {
             text: Arc::from(sql),

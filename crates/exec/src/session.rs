@@ -499,11 +499,6 @@ impl TableSession {
         }
     }
 
-    /// Whether the session holds LOCK TABLES (its statements see only the locked tables).
-    pub fn under_lock_tables(&self) -> bool {
-        self.locked.is_some()
-    }
-
     /// Whether a transaction is open (BEGIN, or autocommit=0 after a statement).
     pub fn in_transaction(&self) -> bool {
         self.txn.as_ref().is_some_and(|t| t.is_active())

@@ -481,13 +481,12 @@ impl Client {
         std::mem::swap(&mut self.buf, &mut spare.recv);
     }
 
-    /// Gives the connection a receive buffer if it has none (a read outside
-    /// [`Client::with_spare`], or a thread's first). Returns `self.dontwait`, for the call site.
-    fn ensure_recv_buf(&mut self) -> bool {
+    /// Gives the connection a receive buffer if it has none (a thread's first command, whose
+    /// spare has none yet): a read into an empty buffer would look like the peer's EOF.
+    fn ensure_recv_buf(&mut self) {
         if self.buf.is_empty() {
             self.buf = vec![0u8; RECV_BUF];
         }
-        self.dontwait
     }
 
     /// Accounts for and feeds `n` bytes just read into `buf`; grows `buf` after a full read.
@@ -674,6 +673,7 @@ impl Client {
     }
 
     fn serve_one_command_here(&mut self) -> Outcome {
+        self.ensure_recv_buf();
         let mut processed = false;
         loop {
             match self.flush() {
@@ -718,7 +718,7 @@ impl Client {
                         return Outcome::Closed;
                     }
                 }
-                Progress::NeedMore => match if self.ensure_recv_buf() {
+                Progress::NeedMore => match if self.dontwait {
                     self.stream.recv(&mut self.buf, libc::MSG_DONTWAIT)
                 } else {
                     self.stream.read(&mut self.buf)

@@ -715,6 +715,18 @@ fn sessions_share_prepared_table_statements() {
     c.prepare(1, sql).unwrap();
     assert_eq!(hits(&mut c), h0 + 1, "not a hit");
     assert_eq!(exec_rows(&mut c, 1, &[PValue::Int(1)]), [["one-d2"]]);
+    // Under LOCK TABLES a shared plan (c's, in d2) still obeys the locked set: executing it
+    // on a table outside it is 1100.
+    let (mut l, _) = root(&server);
+    assert_eq!(one(&mut l, "USE d2"), "");
+    assert_eq!(one(&mut l, "LOCK TABLES d1.t READ"), "");
+    let hl = hits(&mut l);
+    l.prepare(1, sql).unwrap();
+    assert_eq!(hits(&mut l), hl + 1, "a hit");
+    assert_eq!(l.execute(1, &[PValue::Int(1)]).unwrap_err().code, 1100);
+    assert_eq!(one(&mut l, "UNLOCK TABLES"), "");
+    assert_eq!(exec_rows(&mut l, 1, &[PValue::Int(1)]), [["one-d2"]]);
+    l.close_statement(1);
     // Privileges are the preparing session's: bob may read d2, not d1.
     let (mut bob, _) = open(&server);
     login(&mut bob, "bob", "pw", Some("d2")).unwrap();

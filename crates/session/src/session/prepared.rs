@@ -24,7 +24,6 @@ use super::dispatch::clears_diagnostics;
 use super::wire::{exec_column, ok};
 use super::{Session, Stmt};
 use crate::plans::StmtBody;
-use shoal_exec::TableSession;
 
 /// 1295: PREPARE, EXECUTE and DEALLOCATE cannot themselves be prepared.
 fn unsupported_ps() -> SqlError {
@@ -71,35 +70,28 @@ impl Session {
             ));
         }
         let db = self.db.clone();
-        // Shared with other sessions (see `crate::plans`): not under LOCK TABLES, whose
-        // errors for tables outside the locked set a shared plan would not give.
-        let share = !self
-            .table
-            .as_ref()
-            .is_some_and(TableSession::under_lock_tables);
-        let sql_mode = if share {
-            self.vars
-                .get(&self.server.vars, "sql_mode")
-                .map(|v| v.display())
-                .unwrap_or_default()
-        } else {
-            String::new()
-        };
-        if share {
-            let engine = self.engine.clone();
-            let hit = self.server.plans.get(db.as_deref(), &sql_mode, sql, |b| {
-                b.plan.as_ref().is_some_and(|p| engine.plan_is_current(p))
-            });
-            if let Some(body) = hit {
-                self.refresh_grants();
-                self.check_plan(body.plan.as_ref().expect("shared bodies have a plan"))?;
-                let stmt = Stmt {
-                    text: Arc::from(sql),
-                    body,
-                };
-                let params = Self::stmt_params(&stmt);
-                return Ok((stmt, params));
-            }
+        // Shared with other sessions (see `crate::plans`), keyed by this session's sql_mode
+        // too. LOCK TABLES needs no exception: a shared plan exists only for tables that
+        // exist, whose PREPARE succeeds under LOCK TABLES either way; the locked set is
+        // checked at execution.
+        let mode = self
+            .vars
+            .get(&self.server.vars, "sql_mode")
+            .map(|v| v.display())
+            .unwrap_or_default();
+        let engine = self.engine.clone();
+        let hit = self.server.plans.get(db.as_deref(), &mode, sql, |b| {
+            b.plan.as_ref().is_some_and(|p| engine.plan_is_current(p))
+        });
+        if let Some(body) = hit {
+            self.refresh_grants();
+            self.check_plan(body.plan.as_ref().expect("shared bodies have a plan"))?;
+            let stmt = Stmt {
+                text: Arc::from(sql),
+                body,
+            };
+            let params = Self::stmt_params(&stmt);
+            return Ok((stmt, params));
         }
         let parts = split_statements(sql);
         if parts.len() > 1 {
@@ -139,10 +131,8 @@ impl Session {
             columns,
             plan: table_plan,
         });
-        if share && body.plan.is_some() {
-            self.server
-                .plans
-                .insert(db.as_deref(), &sql_mode, sql, &body);
+        if body.plan.is_some() {
+            self.server.plans.insert(db.as_deref(), &mode, sql, &body);
         }
         let stmt = Stmt {
             text: Arc::from(sql),

@@ -507,5 +507,16 @@ fn connections_share_prepared_plans() {
         c.close(st).unwrap();
     }
     late.close(st).unwrap();
-    assert_eq!(status(&mut admin, "Shoal_shared_plans"), 0);
+    // COM_STMT_CLOSE has no reply: the server may still be running the closes when the admin
+    // connection asks, so poll (with a deadline) until they are done.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut live = status(&mut admin, "Shoal_shared_plans");
+    while live != 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        live = status(&mut admin, "Shoal_shared_plans");
+    }
+    assert_eq!(
+        live, 0,
+        "shared plans left after every holder closed its statement"
+    );
 }

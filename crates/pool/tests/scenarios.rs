@@ -587,11 +587,15 @@ fn stats_and_connection_states() {
     let srv = Server::start(config(1));
     let mut a = srv.connect();
     let mut b = srv.connect();
-    a.send("sleep 300");
-    let s = srv.wait_for(ms(5000), |_| {
-        srv.pool.connection_state(a.id) == Some(ConnState::Waiting(WaitKind::Sleep))
+    a.send("sleep 1000");
+    // The snapshot is taken before the predicate reads the connection's state, so both are
+    // asked of it: a state read after a snapshot taken before the wait began would pass
+    // with the snapshot's waiting count still 0.
+    let s = srv.wait_for(ms(5000), |s| {
+        s.groups[0].waiting == 1
+            && srv.pool.connection_state(a.id) == Some(ConnState::Waiting(WaitKind::Sleep))
     });
-    assert_eq!(s.groups[0].waiting, 1);
+    assert_eq!(s.groups[0].waiting, 1, "{s:?}");
     // MariaDB: idle threads = threads - active (waiting threads count as idle)
     assert_eq!(s.idle_threads, s.threads - s.active());
     let states = srv.pool.connection_states();
@@ -609,11 +613,11 @@ fn stats_and_connection_states() {
     let g = &s.groups[0];
     assert!(g.exec_time.count >= 10);
     assert!(
-        g.exec_time.max_us >= 300_000,
+        g.exec_time.max_us >= 1_000_000,
         "the sleep was an execution: {:?}",
         g.exec_time
     );
-    assert!(g.exec_time.p50_us < 300_000);
+    assert!(g.exec_time.p50_us < 1_000_000);
     // Every command ran from a queue, by the listener, or from a linger.
     assert!(
         g.counters.dequeues_by_listener + g.counters.dequeues_by_worker + g.counters.linger_hits

@@ -742,25 +742,11 @@ impl TableSession {
         params: &[Value],
         ctx: &mut dyn Context,
     ) -> Result<ExecOutput, SqlError> {
-        let targets = match plan.lock_tables.get() {
-            Some(t) => t,
-            None => {
-                let t = self.engine.locks.targets(plan_tables(plan)?);
-                plan.lock_tables.get_or_init(|| t)
-            }
-        };
+        let targets = self.lock_targets(plan)?;
         let tables = &targets.tables;
         if !tables.is_empty() {
-            if let Some(locked) = &self.locked {
-                let creates = matches!(plan.stmt, TableStmt::CreateTable { .. });
-                for (key, write) in plan_lock_names(plan, tables)? {
-                    match locked.get(&key) {
-                        None if creates => {}
-                        None => return Err(not_locked(&key.2)),
-                        Some(TableLockKind::Read) if write => return Err(read_locked(&key.2)),
-                        Some(_) => {}
-                    }
-                }
+            if self.locked.is_some() {
+                self.check_locked(plan, true)?;
             } else {
                 let writes = tables.iter().any(|(_, r)| *r == LockRequest::WriteIntent);
                 if self.global_read && writes {
@@ -784,6 +770,45 @@ impl TableSession {
             self.end_of_transaction();
         }
         r
+    }
+
+    /// The tables `plan` takes table locks on, computed once per plan.
+    fn lock_targets<'p>(&self, plan: &'p Plan) -> Result<&'p IntentTargets, SqlError> {
+        Ok(match plan.lock_tables.get() {
+            Some(t) => t,
+            None => {
+                let t = self.engine.locks.targets(plan_tables(plan)?);
+                plan.lock_tables.get_or_init(|| t)
+            }
+        })
+    }
+
+    /// Under LOCK TABLES: every table `plan` touches must be in the locked set, under the name
+    /// (or alias) it was locked as (1100); with `writes`, a table the statement changes must
+    /// not be READ-locked (1099). Outside LOCK TABLES, nothing to check.
+    fn check_locked(&self, plan: &Plan, writes: bool) -> Result<(), SqlError> {
+        let Some(locked) = &self.locked else {
+            return Ok(());
+        };
+        let tables = &self.lock_targets(plan)?.tables;
+        let creates = matches!(plan.stmt, TableStmt::CreateTable { .. });
+        for (key, write) in plan_lock_names(plan, tables)? {
+            match locked.get(&key) {
+                None if creates => {}
+                None => return Err(not_locked(&key.2)),
+                Some(TableLockKind::Read) if write && writes => return Err(read_locked(&key.2)),
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// PREPARE's table-lock check: under LOCK TABLES a statement naming a table outside the
+    /// locked set is refused now (1100), as MySQL and MariaDB open a statement's tables at
+    /// PREPARE. A write to a READ-locked table is refused at execution (1099), as there: its
+    /// PREPARE succeeds. Also for a plan another session built (shared statements).
+    pub fn check_locked_at_prepare(&self, plan: &Plan) -> Result<(), SqlError> {
+        self.check_locked(plan, false)
     }
 
     /// The transaction ended: its savepoints go, and its intents unless a statement that

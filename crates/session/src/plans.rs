@@ -26,10 +26,9 @@
 //!
 //! What may be shared: a plan is built from the text, the current database and the catalog
 //! only (`TableSession::prepare_parsed` reads nothing else of its session), so only table
-//! statements are shared (those with a plan). LOCK TABLES needs no exception: a plan exists
-//! only for tables that exist, and the locked set is checked at execution. `sql_mode` is in
-//! the key as well,
-//! although no plan depends on it today: the day the parser honours `ANSI_QUOTES`, a session
+//! statements are shared (those with a plan). LOCK TABLES needs no exception: a hit is checked
+//! against the preparing session's locked set as a plan built there is (1100 at PREPARE for a
+//! table outside it). `sql_mode` is in the key as well, although no plan depends on it today: the day the parser honours `ANSI_QUOTES`, a session
 //! in that mode must not take another's plan of the same text. What is checked per session at
 //! every PREPARE, hit or not: the privileges (`check_plan`), `max_prepared_stmt_count`. A
 //! hit whose plan a DDL made stale (`TableEngine::plan_is_current`) is built again and

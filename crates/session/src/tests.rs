@@ -715,18 +715,23 @@ fn sessions_share_prepared_table_statements() {
     c.prepare(1, sql).unwrap();
     assert_eq!(hits(&mut c), h0 + 1, "not a hit");
     assert_eq!(exec_rows(&mut c, 1, &[PValue::Int(1)]), [["one-d2"]]);
-    // Under LOCK TABLES a shared plan (c's, in d2) still obeys the locked set: executing it
-    // on a table outside it is 1100.
+    // Under LOCK TABLES a shared plan (c's, in d2) still obeys the locked set: its PREPARE
+    // on a table outside it is 1100, as MariaDB's; one prepared before LOCK TABLES is 1100
+    // at execution.
     let (mut l, _) = root(&server);
     assert_eq!(one(&mut l, "USE d2"), "");
+    l.prepare(2, sql).unwrap();
     assert_eq!(one(&mut l, "LOCK TABLES d1.t READ"), "");
     let hl = hits(&mut l);
-    l.prepare(1, sql).unwrap();
-    assert_eq!(hits(&mut l), hl + 1, "a hit");
-    assert_eq!(l.execute(1, &[PValue::Int(1)]).unwrap_err().code, 1100);
+    assert_eq!(l.prepare(1, sql).unwrap_err().code, 1100);
+    assert_eq!(hits(&mut l), hl + 1, "a hit, refused");
+    assert_eq!(l.execute(2, &[PValue::Int(1)]).unwrap_err().code, 1100);
     assert_eq!(one(&mut l, "UNLOCK TABLES"), "");
+    l.prepare(1, sql).unwrap();
     assert_eq!(exec_rows(&mut l, 1, &[PValue::Int(1)]), [["one-d2"]]);
+    assert_eq!(exec_rows(&mut l, 2, &[PValue::Int(1)]), [["one-d2"]]);
     l.close_statement(1);
+    l.close_statement(2);
     // Privileges are the preparing session's: bob may read d2, not d1.
     let (mut bob, _) = open(&server);
     login(&mut bob, "bob", "pw", Some("d2")).unwrap();

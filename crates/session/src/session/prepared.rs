@@ -71,9 +71,8 @@ impl Session {
         }
         let db = self.db.clone();
         // Shared with other sessions (see `crate::plans`), keyed by this session's sql_mode
-        // too. LOCK TABLES needs no exception: a shared plan exists only for tables that
-        // exist, whose PREPARE succeeds under LOCK TABLES either way; the locked set is
-        // checked at execution.
+        // too. Under LOCK TABLES a hit is checked against this session's locked set as a
+        // plan built here is: a table outside it is 1100 at PREPARE, as in MariaDB.
         let mode = self
             .vars
             .get(&self.server.vars, "sql_mode")
@@ -85,7 +84,9 @@ impl Session {
         });
         if let Some(body) = hit {
             self.refresh_grants();
-            self.check_plan(body.plan.as_ref().expect("shared bodies have a plan"))?;
+            let plan = body.plan.as_ref().expect("shared bodies have a plan");
+            self.check_plan(plan)?;
+            self.table_session().check_locked_at_prepare(plan)?;
             let stmt = Stmt {
                 text: Arc::from(sql),
                 body,
@@ -121,6 +122,7 @@ impl Session {
                 .prepare_tree(sql, tree, db.as_deref())?;
             self.refresh_grants();
             self.check_plan(&plan)?;
+            self.table_session().check_locked_at_prepare(&plan)?;
             // Only a plan's result sets use the converted columns.
             columns = plan.columns.iter().map(exec_column).collect();
             params = plan.param_count;

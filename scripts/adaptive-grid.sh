@@ -41,6 +41,12 @@ PORT=${PORT:-33790}
 STRICT=${STRICT:-0}
 # Rounds of the confirmation stage (best static of the grid against adaptive, alternating).
 CONFIRM=${CONFIRM:-2}
+# Rounds of the retention stage (issue 19: I/O-bound at the most clients, TPS >= 0.9x adaptive's
+# own peak): adaptive at its peak's client count and at the most clients, back to back in
+# alternating order; the median of the rounds' paired ratios is the verdict. Medians of points
+# measured minutes apart carry the machine's drift (its speed moves by up to a quarter within
+# a run here); a pair taken within one minute carries much less of it.
+PEAK_ROUNDS=${PEAK_ROUNDS:-$CONFIRM}
 # CONTENDERS=FILE skips the grid and confirms the static settings listed in FILE (lines
 # "regime workload clients static-S-O", as a previous run's confirm-contenders.txt); issue 19's
 # twelve points are docs/perf-log/issue-19-contenders.txt (session 35's grid).
@@ -169,6 +175,26 @@ print(max(by, key=lambda c: statistics.median(by[c])) if by else "")
 PY
 }
 
+# peak_clients RESULTS REGIME WORKLOAD MOST: the client count other than MOST with adaptive's
+# highest median TPS over the grid and confirmation runs of REGIME so far. MOST is left out
+# so that a noisy median never skips the pairs: a median paired ratio above 1 says the most
+# clients are the peak.
+peak_clients() {
+  python3 - "$@" <<'PY'
+import glob, json, os, statistics, sys
+res, regime, wl, most = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+by = {}
+for d in (regime, regime + "-confirm"):
+    for path in glob.glob(os.path.join(res, d, "run-*.json")):
+        r = json.load(open(path))
+        if isinstance(r, dict) and "Run" in r: r = r["Run"]
+        if isinstance(r, dict) and r.get("kind") == "run" and "result" in r: r = r["result"]
+        if r["workload"] == wl and r["label"] == "adaptive" and r["threads"] != most:
+            by.setdefault(r["threads"], []).append(r["summary"]["tps"])
+print(max(by, key=lambda n: statistics.median(by[n])) if by else "")
+PY
+}
+
 for regime in $REGIMES; do
   bp=1G; [ "$regime" = iobound ] && bp=$IOBOUND_BP
   start_server "$bp"
@@ -201,6 +227,19 @@ for regime in $REGIMES; do
           if [ $((r % 2)) = 1 ]; then order="$best adaptive"; else order="adaptive $best"; fi
           for cfg in $order; do point "$cout" "$regime" "$wl" "$n" "$cfg" "c$r"; done
         done
+      done
+    done
+  fi
+  if [ "$PEAK_ROUNDS" -gt 0 ]; then
+    pout="$WORK/results/$regime-peak"; mkdir -p "$pout"
+    most=$(threads_for "$regime" | tr ' ' '\n' | sort -n | tail -1)
+    for wl in $WORKLOADS; do
+      peak=$(peak_clients "$WORK/results" "$regime" "$wl" "$most")
+      [ -n "$peak" ] || { echo "$regime $wl: one client count, no retention pair"; continue; }
+      echo "$regime $wl $peak $most" >>"$WORK/peak-pairs.txt"
+      for r in $(seq "$PEAK_ROUNDS"); do
+        if [ $((r % 2)) = 1 ]; then order="$peak $most"; else order="$most $peak"; fi
+        for n in $order; do point "$pout" "$regime" "$wl" "$n" adaptive "p$r"; done
       done
     done
   fi
@@ -268,6 +307,27 @@ if rows:
         most = max(m)
         print(f"| {regime} | {wl} | " + " / ".join(f"{n}: {m[n]:,.0f}" for n in sorted(m))
               + f" | {m[most] / max(m.values()):.2f} at {most} |")
+# The retention stage: per round, adaptive at the most clients over adaptive at its peak's
+# client count, measured back to back.
+pairs = os.path.join(work, "peak-pairs.txt")
+if os.path.exists(pairs):
+    print("\nAdaptive at the most clients against its peak, paired rounds (back to back, alternating"
+          " order; the median capped at 1, where the most clients are the peak; target >= 0.90"
+          " I/O-bound):\n")
+    print("| regime | workload | clients: peak -> most | ratio by round | min / median | verdict |")
+    print("|---|---|---|---|---:|---|")
+    for line in open(pairs):
+        regime, wl, peak, most = line.split()
+        by = runs.get((regime + "-peak", wl, int(peak)), {}).get("adaptive", [])
+        bm = runs.get((regime + "-peak", wl, int(most)), {}).get("adaptive", [])
+        # Round r's two runs are the r-th of each count in time order.
+        pr = [m[1] / p[1] for p, m in zip(sorted(by), sorted(bm)) if p[1] > 0]
+        if not pr: continue
+        # Above 1: the most clients are the peak, and they keep all of it.
+        med = min(statistics.median(pr), 1.0)
+        verdict = ("hold" if med >= 0.9 else "MISSED") if regime == "iobound" else "(no target)"
+        print(f"| {regime} | {wl} | {peak} -> {most} | " + ", ".join(f"{x:.2f}" for x in pr)
+              + f" | {min(pr):.2f} / {med:.2f} | {verdict} |")
 sys.exit(1 if errors or (strict and missed) else 0)
 EOF
 [ "$failed" = 0 ] || { echo "some runs failed" >&2; exit 1; }

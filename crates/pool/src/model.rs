@@ -100,7 +100,7 @@ fn loom_wait_begin_end_accounting() {
                     w
                 };
                 let mut c = g.lock().unwrap();
-                c.wait_end();
+                c.wait_end(kind);
                 assert!(c.invariant_holds());
                 wake
             }));

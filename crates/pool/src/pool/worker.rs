@@ -169,7 +169,7 @@ impl<H: Handler> WaitObserver for Observer<H> {
         let began = lock(&self.wait_since).take();
         {
             let mut inner = self.shared.groups[self.gid].lock();
-            inner.core.wait_end();
+            inner.core.wait_end(kind);
             if let Some(t) = began {
                 inner
                     .core

@@ -72,8 +72,9 @@ fn loom_listener_handoff_vs_worker_dequeue() {
     });
 }
 
-/// Two workers begin and end waits while a third pushes work: `active`/`waiting` never go
-/// wrong, and a wake-up is requested whenever the last active worker waits with work queued.
+/// Two workers begin and end waits (a row lock and a disk read) while a third pushes work:
+/// `active`/`waiting`/`waiting_disk` never go wrong, and a wake-up is requested whenever the
+/// last active worker waits with work queued, whatever the wait.
 #[test]
 fn loom_wait_begin_end_accounting() {
     model(|| {
@@ -86,7 +87,7 @@ fn loom_wait_begin_end_accounting() {
             c.connections = 3;
         }
         let mut hs = Vec::new();
-        for kind in [WaitKind::RowLock, WaitKind::Sleep] {
+        for kind in [WaitKind::RowLock, WaitKind::DiskIo] {
             let g = g.clone();
             hs.push(thread::spawn(move || {
                 let wake = {
@@ -114,7 +115,7 @@ fn loom_wait_begin_end_accounting() {
         }
         pusher.join().unwrap();
         let c = g.lock().unwrap();
-        assert_eq!((c.active, c.waiting), (2, 0));
+        assert_eq!((c.active, c.waiting, c.waiting_disk), (2, 0, 0));
         assert_eq!(c.counters.waits.iter().sum::<u64>(), 2);
     });
 }

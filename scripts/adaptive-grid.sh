@@ -10,8 +10,8 @@
 #   SIZES="1 2 4 8" OVERSUBS="1 2 3 5 10" THREADS="8 32 128 512 2048" TIME=30 REPEATS=3 \
 #     scripts/adaptive-grid.sh                                   (the full grid: hours)
 #
-# Defaults run in about 15 minutes. Output: $WORK/results/<regime>/run-*.json (shoal-bench) and
-# $WORK/summary.md: per (regime, workload, clients) the best static setting (by median TPS over
+# Defaults run in about 20 minutes (the retention stage, PEAK_ROUNDS below, adds about 4).
+# Output: $WORK/results/<regime>/run-*.json (shoal-bench) and $WORK/summary.md: per (regime, workload, clients) the best static setting (by median TPS over
 # the repeats), adaptive's min/median TPS and p99, and the ratios adaptive / best static. The
 # best of several noisy medians is biased upwards, so the grid only picks the contender: a
 # confirmation stage (CONFIRM rounds, default 2) measures that static again alternating with

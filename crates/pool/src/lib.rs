@@ -84,10 +84,11 @@
 //!   that dequeues while more is queued and its group is still under the cap brings in one more
 //!   worker (MariaDB waits for a new event or the timer), so a burst fills the cap at once.
 //!   For these wake-ups (the listener's and the dequeuing worker's) a worker inside a disk
-//!   read still holds its slot: the read is short, and the worker woken for its slot ran one
-//!   statement while the reader, back before long, parked for the group was over its cap, a
-//!   wake and a park per read (`GroupCore::listener_wants_worker`). The cap is `1 + oversubscribe`, or, with `Config::adaptive` (`thread_pool_adaptive`),
-//!   the group's own value, set by its controller (below).
+//!   read still holds its slot: reads are short, and a worker woken for a reader's slot ran
+//!   one statement, after which the reader, back and over the cap, parked: a wake and a park
+//!   per read (`GroupCore::listener_wants_worker`). The cap is `1 + oversubscribe`, or, with
+//!   `Config::adaptive` (`thread_pool_adaptive`), the group's own value, set by its
+//!   controller (below).
 //! * **Timer.** Every `stall_limit` a timer thread visits each group: kick-up; *stall* (queue
 //!   non-empty and nothing dequeued since the previous tick → mark stalled, which lifts the cap
 //!   until the next dequeue, and wake or create a worker); *missing listener* (connections but

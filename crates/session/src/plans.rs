@@ -28,8 +28,9 @@
 //! only (`TableSession::prepare_parsed` reads nothing else of its session), so only table
 //! statements are shared (those with a plan). LOCK TABLES needs no exception: a hit is checked
 //! against the preparing session's locked set as a plan built there is (1100 at PREPARE for a
-//! table outside it). `sql_mode` is in the key as well, although no plan depends on it today: the day the parser honours `ANSI_QUOTES`, a session
-//! in that mode must not take another's plan of the same text. What is checked per session at
+//! table outside it). `sql_mode` is in the key as well, although no plan depends on it today:
+//! the day the parser honours `ANSI_QUOTES`, a session in that mode must not take another's
+//! plan of the same text. What is checked per session at
 //! every PREPARE, hit or not: the privileges (`check_plan`), `max_prepared_stmt_count`. A
 //! hit whose plan a DDL made stale (`TableEngine::plan_is_current`) is built again and
 //! replaces the entry; sessions that hold the old body keep it and rebind at execution, as

@@ -69,6 +69,20 @@
 //! [`READING_AGAIN`], one interval reads a quarter of its time, or the CPUs idle with work
 //! queued: the cap goes back to the floor at once, before any probe.
 //!
+//! **Judged on the pool's throughput.** A CPU-bound group's probes (the step home, and the
+//! raises the gradient tries after a revert) are judged on the throughput of the whole pool
+//! ([`Sample::pool_completed`]), not the group's. On saturated CPUs the groups compete: for
+//! the CPUs when their workers float, for the clients' attention when an event-loop client
+//! drives connections of both, and for the connections themselves when CPU affinity steers
+//! them. A group that lowers its cap then loses throughput to the others while the server
+//! loses none, and a group that raises it gains at their expense. Judged on its own
+//! throughput, at 512 cached point-select clients over two groups the step home was
+//! reverted after one interval nearly every time (a group's throughput fell 20-35 %), the
+//! gradient then kept raises to 5-7, and the caps cycled every few seconds: TPS 0.85x and
+//! p99 1.22x the static cap of 2 (docs/perf-log/2026-12-06-session-46-pooled.md). Only the
+//! pool's total says whether the server lost anything. Other probes (a group reading from
+//! disk, or with idle CPUs) keep their own throughput: there a group's gain is its own.
+//!
 //! **The read-bound floor** is the same idea the other way. With uniform reads of data 8x
 //! the cache, the workers spend over 90 % of their time in disk reads, the statics with a cap
 //! of 11 won five of six I/O-bound grid points, and a climb of +1 steps, each judged through
@@ -219,6 +233,10 @@ pub struct Sample {
     /// machine's idle + iowait share, or 1 when the server itself used little CPU (see the
     /// pool's `cpu` module); `None` where it cannot be read (the controller then holds).
     pub cpu_idle: Option<f64>,
+    /// Statements the whole pool (every adaptive group) completed over the same interval, set
+    /// by the pool's timer; 0 when unknown (the group's own count serves). A CPU-bound group's
+    /// probes are judged on it (see "Judged on the pool's throughput" in the module doc).
+    pub pool_completed: u64,
 }
 
 /// The cap a CPU-bound group comes home to, per CPU the group covers (see "The CPU-bound
@@ -285,6 +303,23 @@ impl Sample {
             0.0
         } else {
             self.completed as f64 / s
+        }
+    }
+    /// The statements a probe is judged on: the pool's (`pooled`, when known) or the group's.
+    fn judged_completed(&self, pooled: bool) -> u64 {
+        if pooled && self.pool_completed > 0 {
+            self.pool_completed.max(self.completed)
+        } else {
+            self.completed
+        }
+    }
+    /// Throughput of [`Self::judged_completed`] statements, per second.
+    fn judged_throughput(&self, pooled: bool) -> f64 {
+        let s = self.elapsed.as_secs_f64();
+        if s <= 0.0 {
+            0.0
+        } else {
+            self.judged_completed(pooled) as f64 / s
         }
     }
     /// Fraction of execution time spent inside reported waits, in 0..=1.
@@ -417,12 +452,14 @@ enum Dir {
 enum Phase {
     Steady,
     /// The cap moved by `step` in `dir` before this interval; `base` is the throughput before
-    /// and `base_queue` the mean queueing time (µs) before.
+    /// and `base_queue` the mean queueing time (µs) before. `pooled`: the probe is judged on
+    /// the pool's throughput, not the group's (a CPU-bound group's).
     Probe {
         dir: Dir,
         base: f64,
         base_queue: u64,
         step: usize,
+        pooled: bool,
     },
     /// The probe's first interval said "keep"; this second interval at the same cap must say
     /// so too (against the same `base`), or the probe is reversed. `first` is the first
@@ -433,6 +470,7 @@ enum Phase {
         base_queue: u64,
         step: usize,
         first: f64,
+        pooled: bool,
     },
 }
 
@@ -586,6 +624,15 @@ impl Controller {
         MIN_MARGIN.max(stat).max(2.0 * self.noise).min(0.5)
     }
 
+    /// The throughput a probe is judged on in interval `s` (the pool's when `pooled`, see
+    /// "Judged on the pool's throughput" in the module doc) and the noise margin for it.
+    fn judged(&self, s: &Sample, pooled: bool) -> (f64, f64) {
+        (
+            s.judged_throughput(pooled),
+            self.margin(s.judged_completed(pooled)),
+        )
+    }
+
     /// Feeds one interval's measurements; returns the new cap and the reason. The cap stays
     /// within `floor..=max_cap` (`max_cap` wins when they cross; both at least 1).
     pub fn step(&mut self, s: &Sample, floor: usize, max_cap: usize) -> Decision {
@@ -626,15 +673,16 @@ impl Controller {
             Reason::ProbeDown
         };
         let tput = s.throughput();
-        let margin = self.margin(s.completed);
         match self.phase {
             Phase::Probe {
                 dir,
                 base,
                 base_queue,
                 step,
+                pooled,
             } => {
                 self.last_tput = Some((old, tput));
+                let (tput, margin) = self.judged(s, pooled);
                 if !self.keeps(dir, (base, base_queue), s, tput, margin) {
                     let loss = lost(base, tput, margin);
                     return self.revert(dir, step, floor, max_cap, old, loss);
@@ -646,6 +694,7 @@ impl Controller {
                     base_queue,
                     step,
                     first: tput,
+                    pooled,
                 };
                 self.decide(old, Reason::Hold)
             }
@@ -655,11 +704,16 @@ impl Controller {
                 base_queue,
                 step,
                 first,
+                pooled,
             } => {
-                // Two consecutive intervals at one cap: their difference is noise.
-                self.note_noise(first, tput);
                 self.last_tput = Some((old, tput));
-                let margin = self.margin(s.completed);
+                let (tput, _) = self.judged(s, pooled);
+                // Two consecutive intervals at one cap: their difference is noise (the
+                // group's noise: the pool's pair is not the group's).
+                if !pooled {
+                    self.note_noise(first, tput);
+                }
+                let (_, margin) = self.judged(s, pooled);
                 let keep = match dir {
                     // A raise is kept when the second interval, too, beats the margin, noise
                     // allowance included: one lucky interval does not keep it.
@@ -671,7 +725,7 @@ impl Controller {
                     // Towards the CPU-bound home the full margin serves: the sinking it
                     // guards against ends at the home, a cap the CPU-bound grids chose.
                     Dir::Down => {
-                        let n = s.completed.saturating_mul(2);
+                        let n = s.judged_completed(pooled).saturating_mul(2);
                         let strict = MIN_MARGIN.max(2.0 / (n.max(1) as f64).sqrt());
                         let m = if self.cpu_bound { margin } else { strict };
                         let mean = (first + tput) / 2.0;
@@ -774,9 +828,10 @@ impl Controller {
         } else {
             Phase::Probe {
                 dir,
-                base: base.throughput(),
+                base: base.judged_throughput(self.cpu_bound),
                 base_queue: base.mean_queue_us(),
                 step,
+                pooled: self.cpu_bound,
             }
         };
         self.decide(old, reason)
@@ -890,6 +945,8 @@ mod tests {
             queued,
             delayed: completed / 2,
             cpu_idle: Some(idle),
+            // A pool of this one group.
+            pool_completed: completed,
         }
     }
 
@@ -1238,6 +1295,60 @@ mod tests {
                 "seed {seed}"
             );
         }
+    }
+
+    #[test]
+    fn competing_groups_go_home_on_the_pools_throughput() {
+        // Two groups on saturated CPUs, CPU-bound, the pool's throughput flat whatever the
+        // caps: a group's own throughput is its share of it, which follows its share of the
+        // runnable workers (or of the clients' attention). Lowering one group's cap only
+        // moves throughput to the other, so judged on its own throughput every step home
+        // looked like a loss and every raise like a gain: at 512 cached point-select clients
+        // the caps cycled 2 -> 4 -> 5 -> 7 and back every few seconds, with a p99 1.22x the
+        // static cap of 2's (docs/perf-log/2026-12-06-session-46-pooled.md). Judged on the
+        // pool's throughput both groups go home and stay.
+        let run = |pooled: bool, seed: u64| {
+            let mut c = [Controller::new(4), Controller::new(4)];
+            let mut at_home = 0;
+            for i in 0..400 {
+                let total = 12000.0 * (1.0 + 0.10 * jitter(i, seed));
+                let caps = [c[0].cap(), c[1].cap()];
+                for g in 0..2 {
+                    let share = caps[g] as f64 / (caps[0] + caps[1]) as f64;
+                    let mut s = sample(total * share, 0.02, 50);
+                    // The second group's clients arrive a little later: the groups do not
+                    // step in lockstep.
+                    if g == 1 && i < 3 {
+                        (s.queued, s.delayed) = (0, 0);
+                    }
+                    s.pool_completed = if pooled {
+                        (total * TICK.as_secs_f64()) as u64
+                    } else {
+                        0
+                    };
+                    let d = c[g].step(&s, 4, 64);
+                    assert!((2..=64).contains(&d.new), "{d:?}");
+                }
+                if i >= 200 && c[0].cap() == 2 && c[1].cap() == 2 {
+                    at_home += 1;
+                }
+            }
+            at_home
+        };
+        for seed in 0..10 {
+            let home = run(true, seed);
+            assert!(
+                home >= 180,
+                "seed {seed}: both at home {home} of 200 intervals"
+            );
+        }
+        // Judged on their own throughput (no pool count), the same groups rarely both sit at
+        // home: what this test guards against.
+        let own: usize = (0..10).map(|seed| run(false, seed)).sum();
+        assert!(
+            own < 1000,
+            "own throughput: both at home {own} of 2000 intervals"
+        );
     }
 
     #[test]

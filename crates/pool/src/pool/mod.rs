@@ -567,6 +567,7 @@ impl<H: Handler> Shared<H> {
         inner: &mut GroupInner<H::Conn>,
         now: Instant,
         cpu_idle: Option<f64>,
+        pool_completed: u64,
     ) {
         let max_cap = self.max_cap();
         let floor = (1 + self.oversubscribe.load(Ordering::Relaxed)).min(ADAPT_FLOOR);
@@ -581,6 +582,7 @@ impl<H: Handler> Shared<H> {
         sample.elapsed = elapsed;
         sample.queued = inner.core.queued();
         sample.cpu_idle = cpu_idle;
+        sample.pool_completed = pool_completed;
         *since = now;
         let cpus = if self.cpus.is_empty() {
             std::thread::available_parallelism().map_or(1, |n| n.get())

@@ -184,6 +184,21 @@ impl<H: Handler> Shared<H> {
     fn tick(self: &StdArc<Self>, events: &mut Events, cpu_idle: Option<f64>) {
         self.place_groups();
         let kickup = Duration::from_micros(self.kickup_us.load(Ordering::Relaxed));
+        // The pool's statements over the interval the adaptive groups are about to judge
+        // (their meters are taken one by one below): a CPU-bound group's probes are judged
+        // on it (see "Judged on the pool's throughput" in the `adapt` module doc).
+        let size = self.size.load(Ordering::Relaxed).min(self.groups.len());
+        let pool_completed: u64 = self.groups[..size]
+            .iter()
+            .map(|g| {
+                let inner = g.lock();
+                if inner.adapt.is_some() {
+                    inner.core.meter.completed
+                } else {
+                    0
+                }
+            })
+            .sum();
         for gid in 0..self.groups.len() {
             let group = &self.groups[gid];
             let mut inner = group.lock();
@@ -195,7 +210,7 @@ impl<H: Handler> Shared<H> {
             let (stalled, missing) = core.tick();
             let adaptive = gid < self.size.load(Ordering::Relaxed) && inner.adapt.is_some();
             if adaptive {
-                self.adapt(group, &mut inner, Instant::now(), cpu_idle);
+                self.adapt(group, &mut inner, Instant::now(), cpu_idle, pool_completed);
             }
             let core = &mut inner.core;
             if stalled {

@@ -707,13 +707,14 @@ impl Controller {
                 pooled,
             } => {
                 self.last_tput = Some((old, tput));
-                let (tput, _) = self.judged(s, pooled);
+                let tput = s.judged_throughput(pooled);
                 // Two consecutive intervals at one cap: their difference is noise (the
-                // group's noise: the pool's pair is not the group's).
+                // group's noise: the pool's pair is not the group's). Noted before the
+                // margin, which includes it.
                 if !pooled {
                     self.note_noise(first, tput);
                 }
-                let (_, margin) = self.judged(s, pooled);
+                let margin = self.margin(s.judged_completed(pooled));
                 let keep = match dir {
                     // A raise is kept when the second interval, too, beats the margin, noise
                     // allowance included: one lucky interval does not keep it.

@@ -1185,9 +1185,9 @@ fn a_linger_that_read_the_command_but_may_not_run_it_queues_the_connection() {
 }
 
 /// A long linger does not delay shutdown: the pool shuts the lingering connection's socket down
-/// for reading, which ends the wait, and closes it with `Shutdown` (the server sends 1053). Both
-/// ways of waiting: polling the socket (the crate's default) and blocking in a read that keeps
-/// the bytes (the server's).
+/// for reading, which ends the wait, and closes it with `Shutdown`. Both ways of waiting:
+/// polling the socket (the crate's default) and blocking in a read that keeps the bytes (the
+/// server's).
 #[test]
 fn shutdown_does_not_wait_for_a_linger() {
     for consume in [false, true] {

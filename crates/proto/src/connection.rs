@@ -412,6 +412,12 @@ impl<B: Backend> Connection<B> {
         rest
     }
 
+    /// Bytes the client sent that no message has consumed yet (a pipelined command, a message
+    /// still arriving).
+    pub fn has_unprocessed_input(&self) -> bool {
+        self.input.len() > self.in_pos
+    }
+
     /// The client set CLIENT_INTERACTIVE (interactive_timeout applies).
     pub fn is_interactive(&self) -> bool {
         self.login.interactive

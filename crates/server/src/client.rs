@@ -774,6 +774,37 @@ impl Client {
         self.finish();
     }
 
+    /// Closes at server shutdown, as MariaDB does: a client that sent something the server
+    /// will not answer (read into the buffer already or still in the socket: a command, a
+    /// login packet) gets ER_SERVER_SHUTDOWN (1053) as its reply; an idle client, or one whose
+    /// handshake is waiting for its login, is closed without a packet. Both handlers close
+    /// this way, after any running command has finished.
+    pub fn close_at_shutdown(&mut self) {
+        if self.conn.has_unprocessed_input() || self.socket_has_bytes() {
+            self.close_with_error(&shutdown_error());
+        } else {
+            self.conn.shutdown();
+            let _ = self.flush();
+            self.finish();
+        }
+    }
+
+    /// The socket holds bytes not read yet (a peek that never blocks; EOF and errors count as
+    /// none).
+    fn socket_has_bytes(&self) -> bool {
+        let mut b = [0u8; 1];
+        // SAFETY: a one-byte buffer we own; MSG_PEEK leaves the byte in the socket.
+        let n = unsafe {
+            libc::recv(
+                self.stream.as_raw_fd(),
+                b.as_mut_ptr().cast(),
+                1,
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        n > 0
+    }
+
     /// Closes with an error packet (e.g. 1053 at server shutdown), best effort.
     pub fn close_with_error(&mut self, e: &ErrorInfo) {
         self.conn.close_with_error(e);

@@ -392,7 +392,8 @@ fn main() {
     }
     handler.stop_cache();
     if let Some(p) = pool {
-        // Running commands finish, the rest get 1053; bounded like the per-thread grace period.
+        // Running commands finish, then every connection is closed (1053 to a client whose
+        // message goes unanswered); bounded like the per-thread grace period.
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             p.shutdown();

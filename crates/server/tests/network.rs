@@ -191,6 +191,62 @@ fn sigterm_exits_zero_and_removes_socket() {
     assert!(r.read_packet().is_none());
 }
 
+/// At shutdown both handlers close as MariaDB does: an idle connection and one still in its
+/// handshake get no packet, a running command finishes with its result, and a message the
+/// client pipelined behind it, which will not be answered, gets ER_SERVER_SHUTDOWN (1053).
+#[test]
+fn shutdown_answers_only_what_the_client_sent() {
+    use mysql::prelude::Queryable;
+    for handling in ["one-thread-per-connection", "pool-of-threads"] {
+        let mut srv = Shoal::start(
+            "shutdown-answers",
+            &[&format!("--thread-handling={handling}")],
+        );
+        let mut handshake = Raw::connect(srv.port);
+        handshake.greeting();
+        let mut idle = Raw::logged_in(srv.port, "root");
+        let mut busy = Raw::logged_in(srv.port, "root");
+        // COM_QUERY SELECT SLEEP(1) and a COM_PING behind it, in one write.
+        let mut w = Vec::new();
+        for (seq, payload) in [(0u8, &b"\x03SELECT SLEEP(1)"[..]), (0, b"\x0e")] {
+            w.extend_from_slice(&(payload.len() as u32).to_le_bytes()[..3]);
+            w.push(seq);
+            w.extend_from_slice(payload);
+        }
+        busy.s.write_all(&w).unwrap();
+        let mut c = srv.conn();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let n: u64 = c
+                .query_first(
+                    "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+                     WHERE INFO = 'SELECT SLEEP(1)'",
+                )
+                .unwrap()
+                .unwrap();
+            if n == 1 {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{handling}: never ran"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        drop(c);
+        assert_eq!(srv.stop(), Some(0), "{handling}");
+        assert!(handshake.read_packet().is_none(), "{handling}: handshake");
+        assert!(idle.read_packet().is_none(), "{handling}: idle");
+        let mut got = Vec::new();
+        while let Some((_, p)) = busy.read_packet() {
+            got.push(p);
+        }
+        assert_eq!(got.len(), 6, "{handling}: {got:?}");
+        assert_eq!(got[0], [1], "{handling}: the SLEEP's column count");
+        assert_eq!(err_code(&got[5]), 1053, "{handling}: the PING's reply");
+    }
+}
+
 #[test]
 fn stale_socket_is_replaced() {
     let dir = temp_dir("stale");

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use shoal_session::Server;
 
-use crate::client::{shutdown_error, Client, Outcome};
+use crate::client::{Client, Outcome};
 
 struct State {
     /// Connections handed over but not yet picked up by a cached thread.
@@ -165,7 +165,7 @@ fn serve_loop(mut client: Client, server: &Server, shutdown: &AtomicBool) {
         match client.serve_one_command() {
             Outcome::Continue => {
                 if shutdown.load(Ordering::Acquire) {
-                    client.close_with_error(&shutdown_error());
+                    client.close_at_shutdown();
                     return;
                 }
             }

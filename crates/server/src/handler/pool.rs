@@ -52,8 +52,9 @@
 //! * `close`: the pool removed the socket from epoll already. Dropping the [`Client`] does the
 //!   accounting (Aborted_clients for a logged-in connection that did not COM_QUIT, i.e. killed
 //!   or timed out ones; Aborted_connects for failed handshakes) and disconnects the session
-//!   (which rolls its transaction back and leaves the process list). At server shutdown the
-//!   client first gets ER_SERVER_SHUTDOWN (1053). A handler call that panicked (the pool catches
+//!   (which rolls its transaction back and leaves the process list). At server shutdown a
+//!   client that sent something the server will not answer gets ER_SERVER_SHUTDOWN (1053)
+//!   first; an idle one is just closed (`Client::close_at_shutdown`, as MariaDB does). A handler call that panicked (the pool catches
 //!   it) closes just that connection, logged as an error.
 //!
 //! # KILL
@@ -90,7 +91,7 @@ use shoal_session::vars::{to_pool_value, VarValue};
 use shoal_session::Server;
 use shoal_sql::value::Value;
 
-use crate::client::{self, shutdown_error, Client};
+use crate::client::{self, Client};
 
 /// A connection as the pool holds it.
 pub struct PoolConn {
@@ -185,7 +186,7 @@ impl Handler for ServerHandler {
 
     fn close(&self, mut conn: PoolConn, reason: CloseReason) {
         match reason {
-            CloseReason::Shutdown => conn.client.close_with_error(&shutdown_error()),
+            CloseReason::Shutdown => conn.client.close_at_shutdown(),
             CloseReason::Panicked => tracing::error!(
                 "connection {}: panicked while being served (see the panic message above); \
                  closed it, the server goes on",
@@ -683,7 +684,8 @@ impl PoolHandling {
         &self.pool
     }
 
-    /// Stops the pool: running commands finish, every connection is closed (1053).
+    /// Stops the pool: running commands finish, every connection is closed
+    /// (`Client::close_at_shutdown`).
     pub fn shutdown(&self) {
         self.pool.shutdown();
     }

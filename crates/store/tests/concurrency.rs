@@ -394,6 +394,122 @@ fn group_commit_shares_fsyncs() {
     eprintln!("group commit: {commits} commits, {fsyncs} fsyncs");
 }
 
+/// Group commit's targeted wake-ups under churn: every committer waits on its own condition
+/// variable and is woken only for its own news, so a lost wake-up would leave a committer
+/// asleep for good. A before-sync hook holds each leader a little, so that the next group's
+/// committers queue behind it and one of them must be woken to lead. Every committer must
+/// finish (a watchdog fails the test instead of hanging), every row must be there, and the
+/// groups must have been shared.
+#[test]
+fn group_commit_wakes_every_committer_under_churn() {
+    let (_d, e, t) = setup("churn");
+    e.set_before_sync_hook(Some(Arc::new(|| {
+        thread::sleep(Duration::from_micros(300));
+    })));
+    let threads = 24;
+    let per = 150;
+    let groups_before = e.status_value("Shoal_store_commit_groups").unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    for th in 0..threads {
+        let (e, t, tx) = (e.clone(), t.clone(), tx.clone());
+        thread::spawn(move || {
+            for i in 0..per {
+                let mut txn = e.begin(Isolation::RepeatableRead);
+                let id = (th * 10_000 + i + 1) as i64;
+                txn.insert(&t, row(id, id, &format!("c{id}"))).unwrap();
+                // One in four also locks a hot row: its lock is handed over between groups.
+                if i % 4 == 0 {
+                    let _ = txn.get(&t, &[Datum::Int(1)], LockMode::Exclusive);
+                }
+                txn.commit().unwrap();
+            }
+            tx.send(th).unwrap();
+        });
+    }
+    drop(tx);
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let mut done = 0;
+    while done < threads {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(_) => done += 1,
+            Err(e) => panic!("{done} of {threads} committers finished, then {e:?}: a lost wake-up"),
+        }
+    }
+    e.set_before_sync_hook(None);
+    let groups = e.status_value("Shoal_store_commit_groups").unwrap() - groups_before;
+    let commits = (threads * per) as u64;
+    assert!(groups * 2 < commits, "groups {groups} commits {commits}");
+    let mut r = e.begin(Isolation::RepeatableRead);
+    assert_eq!(
+        r.scan_pk(&t, &KeyRange::all(), LockMode::None, None)
+            .unwrap()
+            .len(),
+        threads * per
+    );
+}
+
+/// The committers queued behind a group are led by one of them when that group's leader is
+/// done, even if nobody commits afterwards: the leader wakes the first of them. A leader is
+/// held in the before-sync hook until two more committers wait behind it, then released, and
+/// its thread commits nothing more; both must finish.
+#[test]
+fn group_commit_wakes_the_next_groups_leader() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let (_d, e, t) = setup("next-leader");
+    let (in_hook_tx, in_hook) = std::sync::mpsc::channel::<()>();
+    let (go, go_rx) = std::sync::mpsc::channel::<()>();
+    let go_rx = Mutex::new(go_rx);
+    let first = AtomicBool::new(true);
+    let in_hook_tx = Mutex::new(in_hook_tx);
+    e.set_before_sync_hook(Some(Arc::new(move || {
+        if first.swap(false, Ordering::SeqCst) {
+            in_hook_tx.lock().unwrap().send(()).unwrap();
+            let _ = go_rx.lock().unwrap().recv_timeout(Duration::from_secs(60));
+        }
+    })));
+    let commit = |id: i64| {
+        let (e, t) = (e.clone(), t.clone());
+        let (tx, rx) = std::sync::mpsc::channel();
+        thread::spawn(move || {
+            let mut txn = e.begin(Isolation::RepeatableRead);
+            txn.insert(&t, row(id, id, &format!("c{id}"))).unwrap();
+            tx.send(txn.commit()).unwrap();
+        });
+        rx
+    };
+    let leader = commit(1);
+    in_hook
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the leader reaches the hook");
+    let waits = shoal_wait::count(WaitKind::GroupCommit);
+    let queued: Vec<_> = [2, 3].into_iter().map(commit).collect();
+    // Both wait behind the held leader (their GroupCommit waits; other tests' commits may
+    // count here too, which at worst lets the leader go early and the test pass trivially).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while shoal_wait::count(WaitKind::GroupCommit) < waits + 2 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(5));
+    }
+    go.send(()).unwrap();
+    leader
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the leader returns")
+        .unwrap();
+    for (i, rx) in queued.into_iter().enumerate() {
+        rx.recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("queued committer {i} was never woken"))
+            .unwrap();
+    }
+    e.set_before_sync_hook(None);
+    let mut r = e.begin(Isolation::RepeatableRead);
+    assert_eq!(
+        r.scan_pk(&t, &KeyRange::all(), LockMode::None, None)
+            .unwrap()
+            .len(),
+        3
+    );
+}
+
 /// A committing transaction releases its row locks once its batch is written, before the
 /// WAL sync: while a group is held between the two (the before-sync hook), the transaction
 /// waiting for the committed row gets it and updates it, and the first commit returns only

@@ -476,18 +476,10 @@ impl Transaction {
                     None => b.delete(k),
                 }
             }
-            let held = std::mem::take(&mut self.held);
-            let mut released = false;
-            let (inner, id) = (&self.inner, self.id);
-            let result = inner.commit_batch(b, || {
-                inner.locks.release_all(id, held.iter());
-                released = true;
-            });
-            if !released {
-                // The write failed: the locks go with the rollback below.
-                self.held = held;
-            }
-            result
+            // Its writer releases the locks once the batch is written (or failed).
+            let keys = std::mem::take(&mut self.held);
+            self.inner
+                .commit_batch(b, crate::engine::HeldLocks { txn: self.id, keys })
         };
         self.finish();
         match &result {

@@ -510,6 +510,95 @@ fn group_commit_wakes_the_next_groups_leader() {
     );
 }
 
+/// A follower's row locks are released by its group's leader once the batch is written,
+/// before the sync, without the follower running. The first group (A alone) is held in the
+/// before-sync hook while B and C queue; released, it hands over to B, which leads B and C
+/// and is held in the hook in turn. While it is held, D gets the row C updated, and neither
+/// B nor C has returned.
+#[test]
+fn a_followers_row_locks_are_released_by_its_leader() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let (_d, e, t) = setup("follower-release");
+    let mut txn = e.begin(Isolation::RepeatableRead);
+    txn.insert(&t, row(100, 1, "hot")).unwrap();
+    txn.commit().unwrap();
+    let (in_hook_tx, in_hook) = std::sync::mpsc::channel::<usize>();
+    let (go, go_rx) = std::sync::mpsc::channel::<()>();
+    let (in_hook_tx, go_rx) = (Mutex::new(in_hook_tx), Mutex::new(go_rx));
+    let calls = AtomicUsize::new(0);
+    e.set_before_sync_hook(Some(Arc::new(move || {
+        let n = calls.fetch_add(1, Ordering::SeqCst) + 1;
+        if n <= 2 {
+            in_hook_tx.lock().unwrap().send(n).unwrap();
+            let _ = go_rx.lock().unwrap().recv_timeout(Duration::from_secs(60));
+        }
+    })));
+    let spawn_commit = |f: Box<dyn FnOnce(&mut Transaction) + Send>| {
+        let e = e.clone();
+        let (done_tx, done) = std::sync::mpsc::channel();
+        thread::spawn(move || {
+            let mut txn = e.begin(Isolation::RepeatableRead);
+            f(&mut txn);
+            done_tx.send(txn.commit()).unwrap();
+        });
+        done
+    };
+    let t1 = t.clone();
+    let a = spawn_commit(Box::new(move |x| {
+        x.insert(&t1, row(1, 1, "a")).unwrap();
+    }));
+    assert_eq!(in_hook.recv_timeout(Duration::from_secs(60)), Ok(1));
+    let waits = shoal_wait::count(WaitKind::GroupCommit);
+    let t2 = t.clone();
+    let b = spawn_commit(Box::new(move |x| {
+        x.insert(&t2, row(2, 2, "b")).unwrap();
+    }));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while shoal_wait::count(WaitKind::GroupCommit) < waits + 1 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(5));
+    }
+    let t3 = t.clone();
+    let c = spawn_commit(Box::new(move |x| {
+        assert!(x.update(&t3, &key(&t3, 100), row(100, 3, "c")).unwrap());
+    }));
+    while shoal_wait::count(WaitKind::GroupCommit) < waits + 2 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(5));
+    }
+    go.send(()).unwrap();
+    a.recv_timeout(Duration::from_secs(60)).unwrap().unwrap();
+    assert_eq!(
+        in_hook.recv_timeout(Duration::from_secs(60)),
+        Ok(2),
+        "B leads the next group"
+    );
+    // C's row is free while B's group is before its sync.
+    let (e4, t4) = (e.clone(), t.clone());
+    let d = thread::spawn(move || {
+        let mut s = e4.begin(Isolation::RepeatableRead);
+        let got = s.update(&t4, &key(&t4, 100), row(100, 4, "d")).unwrap();
+        (s, got)
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !d.is_finished() {
+        assert!(
+            Instant::now() < deadline,
+            "the follower's row stayed locked until its group's sync"
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        b.try_recv().is_err() && c.try_recv().is_err(),
+        "returned before the sync"
+    );
+    let (mut s, got) = d.join().unwrap();
+    assert!(got);
+    go.send(()).unwrap();
+    b.recv_timeout(Duration::from_secs(60)).unwrap().unwrap();
+    c.recv_timeout(Duration::from_secs(60)).unwrap().unwrap();
+    e.set_before_sync_hook(None);
+    s.commit().unwrap();
+}
+
 /// A committing transaction releases its row locks once its batch is written, before the
 /// WAL sync: while a group is held between the two (the before-sync hook), the transaction
 /// waiting for the committed row gets it and updates it, and the first commit returns only

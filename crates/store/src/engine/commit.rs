@@ -13,18 +13,22 @@
 //!
 //! Every committer waits on a condition variable of its own, registered in the state under the
 //! commit mutex ([`GcState::sleepers`]), and the leader wakes exactly the committers whose news
-//! it posted: the members of its group when their batches are written and again when the sync
-//! is done, and then the first committer queued for the next group, which leads it. One shared
-//! condition variable woke every committer at every post (twice a group), including the next
-//! group's, which found nothing for them and went back to sleep: at 512 read-write clients that
-//! was about two wake-ups a commit with no news, each a context switch. No wake-up is lost: a
-//! committer checks its news and registers under the mutex, and the leader posts under it.
+//! it posted: the members of its group when the sync is done, then the first committer queued
+//! for the next group, which leads it. One shared condition variable woke every committer at
+//! every post (twice a group: written, synced), including the next group's, which found
+//! nothing for them and went back to sleep. No wake-up is lost: a committer checks its news and
+//! registers under the mutex, and the leader posts under it. With the locks released by the
+//! leader (below), a follower is woken once a commit: at 512 cached read-write clients the
+//! server's context switches fell from a median 13.0 to 12.4 a transaction over 3 paired
+//! rounds (throughput within the machine's noise; docs/perf-log, session 47).
 //!
 //! # Locks are released before the fsync
 //!
 //! A leader writes its group's batches first (each is in the WAL and visible to readers once
-//! written), posts "written" to every committer, then syncs. A committer releases its row locks
-//! when its batch is written, and returns when the sync is done. So the next transaction waiting
+//! written), releases the row locks of every committer of the group ([`HeldLocks`], handed over
+//! with the batch), then syncs; a committer returns when the sync is done. The leader releases
+//! them, not each committer once woken for it: that was one more wake-up a commit, and a hot
+//! row stayed locked until its committer got a CPU. So the next transaction waiting
 //! for a hot row runs while this group's fsync is in flight, instead of after it: InnoDB
 //! releases a committing transaction's locks before it flushes the redo log in the same way.
 //! It is safe for the same reason: a transaction that takes over a released row commits into
@@ -58,11 +62,8 @@ use std::time::Duration;
 /// The commit queue, under [`GroupCommit::state`].
 #[derive(Default)]
 struct GcState {
-    /// Batches waiting for the next leader, with their committers' tickets.
-    queue: Vec<(u64, WriteBatch)>,
-    /// Tickets whose batches a leader has written (visible, not yet synced): their committers
-    /// may release their locks.
-    written: std::collections::HashSet<u64>,
+    /// Batches waiting for the next leader, with their committers' tickets and row locks.
+    queue: Vec<(u64, WriteBatch, HeldLocks)>,
     /// Whether a leader is writing and syncing a group now.
     leader: bool,
     /// The ticket of the next committer to queue.
@@ -82,6 +83,15 @@ impl GcState {
             cv.notify_one();
         }
     }
+}
+
+/// A committing transaction's row locks, handed to whoever writes its batch, who releases them
+/// once the batch is written (or its write failed: the transaction is over either way).
+pub(crate) struct HeldLocks {
+    /// The transaction holding them.
+    pub txn: crate::lock::TxnId,
+    /// The locked keys.
+    pub keys: std::collections::HashSet<Vec<u8>>,
 }
 
 /// Group commit: the queue and the committers waiting for their news.
@@ -162,41 +172,35 @@ impl Inner {
         Stats::add(&self.stats.fsyncs, 1);
         Ok(())
     }
-    /// Writes a transaction's batch according to `innodb_flush_log_at_trx_commit`. `written`
-    /// runs once the batch is written (visible to readers), before the fsync that makes it
-    /// durable is waited for (see "Locks are released before the fsync"); it does not run when
-    /// the write fails.
-    pub(crate) fn commit_batch(&self, batch: WriteBatch, written: impl FnOnce()) -> Result<()> {
+    /// Writes a transaction's batch according to `innodb_flush_log_at_trx_commit`, and releases
+    /// its row locks once the batch is written (visible to readers), before the fsync that makes
+    /// it durable is waited for (see "Locks are released before the fsync"), or once its write
+    /// failed.
+    pub(crate) fn commit_batch(&self, batch: WriteBatch, locks: HeldLocks) -> Result<()> {
         Stats::add(&self.stats.write_commits, 1);
         if self.flush_mode.load(Ordering::Relaxed) != 1 {
             // Flush modes 0 and 2: no fsync, but the WAL write itself can block (a RocksDB
             // write stall, the kernel throttling dirty pages): reported as disk I/O so the
             // pool sees it like the synced path's `GroupCommit`/`Sync` waits.
             let _w = shoal_wait::wait(WaitKind::DiskIo);
-            self.db.write_opt(batch, &WriteOptions::default())?;
-            self.shared_snapshot
-                .forget_stale(self.db.latest_sequence_number());
-            written();
+            let r = self.db.write_opt(batch, &WriteOptions::default());
+            if r.is_ok() {
+                self.shared_snapshot
+                    .forget_stale(self.db.latest_sequence_number());
+            }
+            self.locks.release_all(locks.txn, locks.keys.iter());
+            r?;
             return Ok(());
         }
         let gc = &self.gc;
         let mut st = lock_mutex(&gc.state);
         let ticket = st.next_ticket;
         st.next_ticket += 1;
-        st.queue.push((ticket, batch));
+        st.queue.push((ticket, batch, locks));
         let mut follower_wait = None;
-        let mut written = Some(written);
         // This committer's own condition variable, made when it first has to wait.
         let mut cv: Option<std::sync::Arc<Condvar>> = None;
         loop {
-            if st.written.remove(&ticket) {
-                if let Some(w) = written.take() {
-                    drop(st);
-                    w();
-                    st = lock_mutex(&gc.state);
-                    continue;
-                }
-            }
             if let Some(r) = st.results.remove(&ticket) {
                 drop(st);
                 drop(follower_wait);
@@ -208,7 +212,7 @@ impl Inner {
                 st.leader = true;
                 let group = std::mem::take(&mut st.queue);
                 drop(st);
-                let results = self.write_group(group, ticket, &mut written);
+                let results = self.write_group(group);
                 st = lock_mutex(&gc.state);
                 st.leader = false;
                 for (t, r) in results {
@@ -216,7 +220,7 @@ impl Inner {
                     st.results.insert(t, r);
                 }
                 // The next group's first committer leads it.
-                if let Some(&(next, _)) = st.queue.first() {
+                if let Some(&(next, _, _)) = st.queue.first() {
                     st.wake(next);
                 }
                 continue;
@@ -231,41 +235,32 @@ impl Inner {
         }
     }
 
-    /// Writes `group` (the batch of ticket `leader` among them), posts "written" for every
-    /// batch written (and runs the leader's own `leader_written`), then syncs the WAL once:
-    /// the results.
+    /// Writes `group`, releases its committers' row locks, then syncs the WAL once: the
+    /// results.
     fn write_group(
         &self,
-        group: Vec<(u64, WriteBatch)>,
-        leader: u64,
-        leader_written: &mut Option<impl FnOnce()>,
+        group: Vec<(u64, WriteBatch, HeldLocks)>,
     ) -> Vec<(u64, std::result::Result<(), String>)> {
         Stats::add(&self.stats.commit_groups, 1);
         let n = group.len();
         let mut results = Vec::with_capacity(n);
         let _w = shoal_wait::wait(WaitKind::Sync);
         let mut pending_sync: Vec<u64> = Vec::with_capacity(n);
-        for (ticket, batch) in group {
+        let mut locks = Vec::with_capacity(n);
+        for (ticket, batch, held) in group {
             match self.db.write_opt(batch, &WriteOptions::default()) {
                 Ok(()) => pending_sync.push(ticket),
                 Err(e) => results.push((ticket, Err(e.to_string()))),
             }
+            locks.push(held);
         }
         if !pending_sync.is_empty() {
             self.shared_snapshot
                 .forget_stale(self.db.latest_sequence_number());
-            // Written and visible: their committers release their locks while this syncs.
-            let mut st = lock_mutex(&self.gc.state);
-            for &t in &pending_sync {
-                st.wake(t);
-                st.written.insert(t);
-            }
-            drop(st);
         }
-        if pending_sync.contains(&leader) {
-            if let Some(w) = leader_written.take() {
-                w();
-            }
+        // Written and visible (or failed): the row locks go while this group syncs.
+        for held in locks {
+            self.locks.release_all(held.txn, held.keys.iter());
         }
         let hook = self
             .gc

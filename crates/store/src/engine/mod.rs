@@ -44,6 +44,7 @@ mod rebuild;
 mod snapshot;
 mod warm;
 
+pub(crate) use commit::HeldLocks;
 pub use commit::SyncHook;
 pub use config::{EngineConfig, LEVEL0_COMPACTION_TRIGGER, MAX_OPEN_FILES};
 pub(crate) use snapshot::{Snapshot, SnapshotIter};

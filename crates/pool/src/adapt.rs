@@ -69,6 +69,15 @@
 //! [`READING_AGAIN`], one interval reads a quarter of its time, or the CPUs idle with work
 //! queued: the cap goes back to the floor at once, before any probe.
 //!
+//! **A home of 3 for a group that waits.** A CPU-bound group whose workers spend at least half
+//! their execution time in waits other than disk reads (an average like the read share's:
+//! commits waiting for the group fsync, row locks) comes home to [`WAITING_HOME`] per CPU
+//! instead. Those waits free their slots, but the statements between them decide how many
+//! commits meet at each fsync: at 512 cached read-write clients two groups of 2 batched about
+//! 5 commits an fsync where one group of 4 batched 8, and adaptive ran 0.90x that group of 4
+//! (p99 1.15x); with a home of 3, 0.99x (p99 1.07x), while point selects, which never wait,
+//! keep their home of 2 (docs/perf-log/2026-12-06-session-47-one-group-of-four.md).
+//!
 //! **Judged on the pool's throughput.** A CPU-bound group's probes (the step home, and the
 //! raises the gradient tries after a revert) are judged on the throughput of the whole pool
 //! ([`Sample::pool_completed`]), not the group's. On saturated CPUs the groups compete: for
@@ -243,6 +252,13 @@ pub struct Sample {
 /// home" in the module doc): two active workers per CPU, one runnable thread and a spare for
 /// the moment one blocks where nothing reports it.
 pub const CPU_BOUND_FLOOR: usize = 2;
+/// The home of a CPU-bound group whose workers spend at least [`WAITING_HOME_SHARE`] of their
+/// execution time in other waits (commits, row locks), per CPU: at 512 cached read-write
+/// clients a home of 2 batched 5 commits an fsync against one group of 4's 8, and 3 held the
+/// targets (docs/perf-log/2026-12-06-session-47-one-group-of-four.md).
+pub const WAITING_HOME: usize = 3;
+/// See [`WAITING_HOME`].
+pub const WAITING_HOME_SHARE: f64 = 0.5;
 /// Average share of execution time in disk reads under which a saturated group counts as
 /// CPU-bound (a cache warming up reads 2-3 %).
 pub const CPU_BOUND_READS: f64 = 0.05;
@@ -502,6 +518,9 @@ pub struct Controller {
     /// Exponential average of the disk-read share over judged intervals (`None` before the
     /// first).
     read_avg: Option<f64>,
+    /// The share of execution time in waits other than disk reads (row locks, the group
+    /// commit, sleeps), averaged like `read_avg`.
+    other_avg: f64,
     /// Binding intervals in a row on saturated CPUs with `read_avg` under
     /// [`CPU_BOUND_READS`].
     calm: u32,
@@ -530,6 +549,7 @@ impl Controller {
             last_idle: None,
             climb: false,
             read_avg: None,
+            other_avg: 0.0,
             calm: 0,
             cpu_bound: false,
             cpus_per_group: 1,
@@ -560,7 +580,12 @@ impl Controller {
     /// above it (never above `max_cap`).
     fn floor_for(&self, floor: usize, max_cap: usize) -> usize {
         if self.cpu_bound {
-            floor.min(CPU_BOUND_FLOOR * self.cpus_per_group)
+            let home = if self.other_avg >= WAITING_HOME_SHARE {
+                WAITING_HOME
+            } else {
+                CPU_BOUND_FLOOR
+            };
+            floor.min(home * self.cpus_per_group)
         } else if self.read_bound {
             floor
                 .max(READ_BOUND_FLOOR * self.cpus_per_group)
@@ -579,6 +604,7 @@ impl Controller {
             None => r,
         };
         self.read_avg = Some(avg);
+        self.other_avg = 0.7 * self.other_avg + 0.3 * s.other_wait_share();
         if self.cpu_bound {
             if avg > READING_AGAIN || s.reads_block() || (s.binding() && s.cpu_idles()) {
                 self.cpu_bound = false;
@@ -1356,14 +1382,21 @@ mod tests {
     fn reported_waits_with_saturated_cpus_do_not_raise() {
         // Commits waiting for the group fsync: a high wait share, but those waits already
         // free their slots and the CPUs are busy. No raise, whatever the wait share.
-        // It is CPU-bound work: the group goes home.
-        let mut c = Controller::new(3);
-        let caps = drive_floor(&mut c, 200, 3, 64, |_, i| {
+        // It is CPU-bound work: the group goes home, to the home of a group that waits
+        // (3), not the 2 of one that only computes.
+        let mut c = Controller::new(4);
+        let caps = drive_floor(&mut c, 200, 4, 64, |_, i| {
             let mut s = sample(7000.0 * (1.0 + 0.2 * jitter(i, 7)), 0.05, 10);
             s.wait_us = s.exec_us * 8 / 10;
             s
         });
-        assert!(caps.iter().all(|&x| x <= 3), "{caps:?}");
+        assert!(caps.iter().all(|&x| x <= 4), "{caps:?}");
+        assert_eq!(*caps.last().unwrap(), WAITING_HOME, "{caps:?}");
+        // The same load without the waits goes home to 2.
+        let mut c = Controller::new(4);
+        let caps = drive_floor(&mut c, 200, 4, 64, |_, i| {
+            sample(7000.0 * (1.0 + 0.2 * jitter(i, 7)), 0.05, 10)
+        });
         assert_eq!(*caps.last().unwrap(), CPU_BOUND_FLOOR, "{caps:?}");
     }
 

@@ -271,7 +271,8 @@
 //! their time in disk reads (the one reported wait more workers overlap), or a lowering has
 //! just cost throughput; it lowers a raised or a high static cap while the CPUs are saturated,
 //! never below the default concurrency, except for a group that counts as CPU-bound (saturated
-//! CPUs and almost no disk reads over several intervals), which goes down to a cap of 2, and
+//! CPUs and almost no disk reads over several intervals), which goes down to a cap of 2 (3 if
+//! its workers spend at least half their time in other waits, such as commits), and
 //! back up to the floor the moment it reads from the disk again; a group whose workers spend
 //! most of their time in disk reads and almost none in other waits counts as read-bound, and
 //! its floor is 8. Its module doc says why that idea and not a

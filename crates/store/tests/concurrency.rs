@@ -440,13 +440,7 @@ fn group_commit_wakes_every_committer_under_churn() {
     let groups = e.status_value("Shoal_store_commit_groups").unwrap() - groups_before;
     let commits = (threads * per) as u64;
     assert!(groups * 2 < commits, "groups {groups} commits {commits}");
-    let mut r = e.begin(Isolation::RepeatableRead);
-    assert_eq!(
-        r.scan_pk(&t, &KeyRange::all(), LockMode::None, None)
-            .unwrap()
-            .len(),
-        threads * per
-    );
+    assert_eq!(row_count(&e, &t), threads * per);
 }
 
 /// The committers queued behind a group are led by one of them when that group's leader is
@@ -486,10 +480,7 @@ fn group_commit_wakes_the_next_groups_leader() {
     let queued: Vec<_> = [2, 3].into_iter().map(commit).collect();
     // Both wait behind the held leader (their GroupCommit waits; other tests' commits may
     // count here too, which at worst lets the leader go early and the test pass trivially).
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while shoal_wait::count(WaitKind::GroupCommit) < waits + 2 && Instant::now() < deadline {
-        thread::sleep(Duration::from_millis(5));
-    }
+    await_group_commit_waits(waits, 2);
     go.send(()).unwrap();
     leader
         .recv_timeout(Duration::from_secs(60))
@@ -501,13 +492,7 @@ fn group_commit_wakes_the_next_groups_leader() {
             .unwrap();
     }
     e.set_before_sync_hook(None);
-    let mut r = e.begin(Isolation::RepeatableRead);
-    assert_eq!(
-        r.scan_pk(&t, &KeyRange::all(), LockMode::None, None)
-            .unwrap()
-            .len(),
-        3
-    );
+    assert_eq!(row_count(&e, &t), 3);
 }
 
 /// A follower's row locks are released by its group's leader once the batch is written,
@@ -553,17 +538,12 @@ fn a_followers_row_locks_are_released_by_its_leader() {
     let b = spawn_commit(Box::new(move |x| {
         x.insert(&t2, row(2, 2, "b")).unwrap();
     }));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while shoal_wait::count(WaitKind::GroupCommit) < waits + 1 && Instant::now() < deadline {
-        thread::sleep(Duration::from_millis(5));
-    }
+    await_group_commit_waits(waits, 1);
     let t3 = t.clone();
     let c = spawn_commit(Box::new(move |x| {
         assert!(x.update(&t3, &key(&t3, 100), row(100, 3, "c")).unwrap());
     }));
-    while shoal_wait::count(WaitKind::GroupCommit) < waits + 2 && Instant::now() < deadline {
-        thread::sleep(Duration::from_millis(5));
-    }
+    await_group_commit_waits(waits, 2);
     go.send(()).unwrap();
     a.recv_timeout(Duration::from_secs(60)).unwrap().unwrap();
     assert_eq!(
@@ -578,14 +558,10 @@ fn a_followers_row_locks_are_released_by_its_leader() {
         let got = s.update(&t4, &key(&t4, 100), row(100, 4, "d")).unwrap();
         (s, got)
     });
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !d.is_finished() {
-        assert!(
-            Instant::now() < deadline,
-            "the follower's row stayed locked until its group's sync"
-        );
-        thread::sleep(Duration::from_millis(10));
-    }
+    await_finished(
+        &d,
+        "the follower's row stayed locked until its group's sync",
+    );
     assert!(
         b.try_recv().is_err() && c.try_recv().is_err(),
         "returned before the sync"
@@ -641,14 +617,10 @@ fn row_locks_are_released_before_the_commit_sync() {
         .recv_timeout(Duration::from_secs(60))
         .expect("the first commit reached the sync");
     // The row lock is free while the first group has not synced: the second update finishes.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !second.is_finished() {
-        assert!(
-            Instant::now() < deadline,
-            "the waiting update did not get the row while the commit was before its sync"
-        );
-        thread::sleep(Duration::from_millis(10));
-    }
+    await_finished(
+        &second,
+        "the waiting update did not get the row while the commit was before its sync",
+    );
     assert!(
         !committer.is_finished(),
         "the first commit returned before its sync"
@@ -721,4 +693,30 @@ fn serializable_plain_reads_take_shared_locks() {
     reader.commit().unwrap();
     assert!(writer.update(&t, &key(&t, 1), row(1, 1, "a")).unwrap());
     writer.commit().unwrap();
+}
+
+/// Rows of `t` visible to a fresh transaction.
+fn row_count(e: &Engine, t: &TableDef) -> usize {
+    e.begin(Isolation::RepeatableRead)
+        .scan_pk(t, &KeyRange::all(), LockMode::None, None)
+        .unwrap()
+        .len()
+}
+
+/// Waits (30 s at most) until `n` group-commit waits were reported since the count was
+/// `since`. Other tests' commits count too, which can only end the wait early.
+fn await_group_commit_waits(since: u64, n: u64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while shoal_wait::count(WaitKind::GroupCommit) < since + n && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Waits (30 s at most) for thread `h` to finish; fails with `stuck` otherwise.
+fn await_finished<T>(h: &thread::JoinHandle<T>, stuck: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !h.is_finished() {
+        assert!(Instant::now() < deadline, "{stuck}");
+        thread::sleep(Duration::from_millis(10));
+    }
 }

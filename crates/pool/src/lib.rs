@@ -252,7 +252,7 @@
 //! 80-84k to 122-125k point selects a second and its kernel time per statement from 8.3-8.8 to
 //! 4.8-4.9 µs. How and the costs: `pool::affinity`.
 //!
-//! ## Adaptive concurrency (`adaptive`, off by default)
+//! ## Adaptive concurrency (`adaptive`, on by default)
 //!
 //! The best `oversubscribe` depends on the load: CPU-bound statements want one runnable worker
 //! per core, and more only lengthen every execution; statements that block where nothing

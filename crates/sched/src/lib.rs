@@ -191,7 +191,7 @@ impl Default for Config {
             // against 9 of 12 with 2 (both of its targets: 7 against 6), by the median of
             // paired rounds (docs/perf-log/2026-12-05-session-34-floor-four.md).
             oversubscribe: 3,
-            adaptive: false,
+            adaptive: true,
             stall_limit: Duration::from_millis(500),
             max_threads: 65536,
             idle_timeout: Duration::from_secs(60),

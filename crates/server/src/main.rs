@@ -4,7 +4,8 @@
 //! `Server::set_startup_option` (unknown option or bad value: message and exit status 1), bind
 //! the TCP listener, the Unix socket and the optional admin port ([`shoal_server::listener`]), then accept until
 //! SIGTERM/SIGINT. Each accepted socket becomes a [`shoal_server::client::Client`] and is handed to the
-//! connection handler (`one-thread-per-connection`, [`shoal_server::handler::per_thread`]); admin-port
+//! connection handler (`pool-of-threads` by default, [`shoal_server::handler::pool`], or
+//! `one-thread-per-connection`, [`shoal_server::handler::per_thread`]); admin-port
 //! connections always get their own thread and are admitted above `max_connections`.
 //!
 //! Shutdown: stop accepting, remove the Unix socket, shut idle connections down (their threads

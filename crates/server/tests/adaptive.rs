@@ -120,11 +120,15 @@ fn benchmark_rate(c: &mut mysql::Conn) -> f64 {
 fn io_like_load_raises_the_cap_and_off_restores_the_static_cap() {
     let (s, port) = server("adaptive-io", &["--thread-pool-oversubscribe=1"]);
     let mut a = admin(&s, port);
-    assert_eq!(cap(&mut a), 2, "static cap 1 + oversubscribe");
     let v: Option<i64> = a
         .query_first("SELECT @@global.thread_pool_adaptive")
         .unwrap();
-    assert_eq!(v, Some(0), "OFF by default");
+    assert_eq!(v, Some(1), "ON by default");
+    assert_eq!(cap(&mut a), 2, "ON starts from 1 + oversubscribe");
+    // OFF and ON again: the controller restarts from the static cap.
+    a.query_drop("SET GLOBAL thread_pool_adaptive = OFF")
+        .unwrap();
+    assert_eq!(cap(&mut a), 2, "static cap 1 + oversubscribe");
     a.query_drop("SET GLOBAL thread_pool_adaptive = ON")
         .unwrap();
     assert_eq!(cap(&mut a), 2, "ON starts from 1 + oversubscribe");

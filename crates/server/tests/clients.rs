@@ -270,7 +270,14 @@ fn many_concurrent_connections() {
 
 #[test]
 fn thread_cache_and_network_counters() {
-    let srv = Shoal::start("counters", &["--thread-cache-size=4"]);
+    // The thread cache is one-thread-per-connection's (the pool keeps its own workers).
+    let srv = Shoal::start(
+        "counters",
+        &[
+            "--thread-handling=one-thread-per-connection",
+            "--thread-cache-size=4",
+        ],
+    );
     let mut admin = mysql::Conn::new(srv.mysql_opts()).unwrap();
     let created0 = status(&mut admin, "Threads_created");
     let bytes0 = status(&mut admin, "Bytes_received");

@@ -331,7 +331,7 @@ fn system_variables_set_and_show() {
         .unwrap(),
         vec![vec![
             "thread_handling".to_string(),
-            "one-thread-per-connection".to_string()
+            "pool-of-threads".to_string()
         ]]
     );
     assert_eq!(one(&mut s, "SHOW VARIABLES LIKE 'tx_isolation'"), "");

@@ -290,7 +290,7 @@ fn defs() -> Vec<VarDef> {
             Enum(&["one-thread-per-connection", "pool-of-threads", "no-threads"]),
             Global,
             false,
-            s("one-thread-per-connection"),
+            s("pool-of-threads"),
         ),
         d("thread_cache_size", u(0, 16384), Global, true, V::UInt(9)),
         // The stack size of every connection thread and pool worker (see MIN_THREAD_STACK).

@@ -541,6 +541,9 @@ pub fn config(size: usize) -> Config {
         // The scenarios place connections by id (`id % size`); CPU affinity, which moves a
         // local client's connection to its CPU's group, has its own scenario.
         cpu_affinity: false,
+        // The scenarios test the static cap (`1 + oversubscribe`); the adaptive ones turn the
+        // controller on themselves.
+        adaptive: false,
         ..Config::default()
     }
 }

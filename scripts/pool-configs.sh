@@ -17,7 +17,8 @@
 #
 # Defaults: issue 19's cached regime (1 GiB buffer pool, 4 x 50,000 rows, flush at every commit,
 # O_DIRECT), oltp_read_write at 512 clients, 12 s runs after 4 s of warm-up, shoal-bench with two
-# client threads at nice -10. SERVER_EXTRA adds server options. Exits non-zero if a run fails
+# client threads at nice -10. SERVER_EXTRA adds server options, BENCH_EXTRA shoal-bench's (issue
+# 19's I/O-bound regime: BP=6M BENCH_EXTRA=--rand-type=uniform). Exits non-zero if a run fails
 # or leaves connections open.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,7 +32,7 @@ need_bins "$SHOAL" "$BENCH"
 if port_in_use "$PORT"; then echo "port $PORT is already in use: set PORT" >&2; exit 1; fi
 ulimit -n "$(ulimit -Hn)"
 rm -rf "$WORK"; mkdir -p "$WORK"
-# shellcheck disable=SC2086 # SERVER_EXTRA: several options
+# shellcheck disable=SC2086 # SERVER_EXTRA, BENCH_EXTRA: several options
 start_shoal "$PORT" "$WORK" --thread-handling=pool-of-threads --max-connections=6000 \
   --max-prepared-stmt-count=4000000 --innodb-buffer-pool-size="$BP" \
   --innodb-flush-log-at-trx-commit=1 --innodb-flush-method=O_DIRECT ${SERVER_EXTRA:-}
@@ -73,9 +74,11 @@ for r in $(seq "$ROUNDS"); do
       done
     ) >"$WORK/groups-$cfg-$r.txt" &
     sampler=$!
+    # shellcheck disable=SC2086 # BENCH_EXTRA: several options
     if ! bench_run "$WORK/results" "$WORK/run-$cfg-$r.log" "$WL" "${CONN[@]}" --threads="$N" \
         --time="$TIME" --warmup-time="$WARMUP" --quiet --server-pid="$SERVER" \
-        --connect-concurrency=128 --client-nice=-10 --client-threads=2 --label="$cfg-$r"; then
+        --connect-concurrency=128 --client-nice=-10 --client-threads=2 --label="$cfg-$r" \
+        ${BENCH_EXTRA:-}; then
       echo "run failed: $cfg round $r (see $WORK/run-$cfg-$r.log)" >&2
       failed=1
     fi

@@ -32,7 +32,7 @@ need_bins "$SHOAL" "$BENCH"
 if port_in_use "$PORT"; then echo "port $PORT is already in use: set PORT" >&2; exit 1; fi
 ulimit -n "$(ulimit -Hn)"
 rm -rf "$WORK"; mkdir -p "$WORK"
-# shellcheck disable=SC2086 # SERVER_EXTRA, BENCH_EXTRA: several options
+# shellcheck disable=SC2086 # SERVER_EXTRA: several options
 start_shoal "$PORT" "$WORK" --thread-handling=pool-of-threads --max-connections=6000 \
   --max-prepared-stmt-count=4000000 --innodb-buffer-pool-size="$BP" \
   --innodb-flush-log-at-trx-commit=1 --innodb-flush-method=O_DIRECT ${SERVER_EXTRA:-}

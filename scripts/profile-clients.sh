@@ -3,8 +3,9 @@
 # (the load generator of scripts/adaptive-grid.sh, two client threads): one server, one data
 # set, the same workload at each count in THREADS, one after the other. For each count prints
 # TPS, the server's CPU per statement (user / system µs), the load generator's, context
-# switches per statement (machine-wide), and with PERF=1 the server's component table of
-# scripts/profile-split.py (perf samples of the server alone).
+# switches per statement (machine-wide), with PERF=1 the server's component table of
+# scripts/profile-split.py (perf samples of the server alone), and with NSTAT=1 the loopback's
+# TCP segments, delayed ACKs and pure ACKs per statement (nstat, machine-wide, measured window).
 #
 #   cargo build --release -p shoal -p shoal-bench
 #   THREADS="32 2048" scripts/profile-clients.sh                   (I/O-bound point select)
@@ -20,11 +21,14 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=${WORK:-/var/tmp/shoal-profile-clients}
 WL=${WL:-oltp_point_select}; THREADS=${THREADS:-"32 2048"}; TIME=${TIME:-12}; WARMUP=${WARMUP:-4}
 TABLES=${TABLES:-4}; SIZE=${SIZE:-50000}; BP=${BP:-6M}; PORT=${PORT:-33640}
-RAND=${RAND:-uniform}; PERF=${PERF:-0}; FREQ=${FREQ:-499}
+RAND=${RAND:-uniform}; PERF=${PERF:-0}; FREQ=${FREQ:-499}; NSTAT=${NSTAT:-0}
 CLIENT_THREADS=${CLIENT_THREADS:-$(nproc)}
 EXTRA=${EXTRA:-}
 if [ "$PERF" = 1 ]; then
   command -v perf >/dev/null || { echo "perf is not installed (apt-get install -y linux-perf)" >&2; exit 1; }
+fi
+if [ "$NSTAT" = 1 ]; then
+  command -v nstat >/dev/null || { echo "nstat is not installed (apt-get install -y iproute2)" >&2; exit 1; }
 fi
 if port_in_use "$PORT"; then echo "port $PORT is already in use: set PORT" >&2; exit 1; fi
 need_bins "$SHOAL" "$BENCH"
@@ -53,15 +57,21 @@ for n in $THREADS; do
        -o "$WORK/perf-$n.data" -p "$SERVER" -- sleep "$(( TIME - 2 ))") 2>"$WORK/perf-$n.err" &
     PERF_PID=$!
   fi
+  if [ "$NSTAT" = 1 ]; then
+    # The same window: counters reset after the warm-up, read TIME - 2 seconds later.
+    (sleep "$(( WARMUP + 3 ))"; nstat -n; sleep "$(( TIME - 2 ))"; nstat -z >"$WORK/nstat-$n.txt") &
+    NSTAT_PID=$!
+  fi
   if ! bench_run "$WORK/results" "$log" "$WL" "${CONN[@]}" --threads="$n" --time="$TIME" \
       --warmup-time="$WARMUP" --quiet --server-pid="$SERVER" --connect-concurrency=128 \
       --rand-type="$RAND" --client-nice=-10 --client-threads="$CLIENT_THREADS" --label="c$n"; then
     echo "run at $n clients failed: see $log" >&2; failed=1
   fi
   [ "$PERF" = 1 ] && { wait "$PERF_PID" || true; }
+  [ "$NSTAT" = 1 ] && { wait "$NSTAT_PID" || true; }
   check_drained "$PORT" 120 || failed=1
-  python3 - "$BENCH_JSON" "$n" <<'PY'
-import json, sys
+  python3 - "$BENCH_JSON" "$n" "$WORK/nstat-$n.txt" "$TIME" <<'PY'
+import json, os, sys
 d = json.load(open(sys.argv[1]))
 if isinstance(d, dict) and "Run" in d: d = d["Run"]
 if isinstance(d, dict) and d.get("kind") == "run" and "result" in d: d = d["result"]
@@ -72,6 +82,11 @@ print(f"clients {sys.argv[2]:>5}: {s['tps']:9.0f} TPS {q:9.0f} statements/s p99 
       f"server {us(y['server_cpu_user_pct']):5.1f} user + {us(y['server_cpu_sys_pct']):5.1f} sys µs/stmt | "
       f"load generator {us(y['tool_cpu_pct']):5.1f} µs/stmt | machine busy {y['cpu_busy_pct']:5.1f} % | "
       f"ctx switches {y['ctx_switches_per_s'] / q:5.2f}/stmt")
+if os.path.exists(sys.argv[3]):
+    c = {l.split()[0]: float(l.split()[1]) for l in open(sys.argv[3]) if l.strip() and not l.startswith("#")}
+    n = q * (int(sys.argv[4]) - 2)
+    print("  per statement: " + ", ".join(f"{k} {c.get(k, 0) / n:.2f}" for k in
+          ("TcpOutSegs", "TcpExtDelayedACKs", "TcpExtTCPPureAcks", "TcpExtTCPHPAcks", "TcpExtTCPHPHits")))
 PY
   if [ "$PERF" = 1 ]; then
     perf script -i "$WORK/perf-$n.data" -F comm,tid,period,ip,sym,dso 2>/dev/null >"$WORK/script-$n.txt"

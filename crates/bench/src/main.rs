@@ -14,6 +14,19 @@ use shoal_bench::{prepare, report, tpcc};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// The load generator's allocator: jemalloc, as the server's (crates/server/src/main.rs).
+///
+/// Every statement allocates and frees its packets and rows in `mysql_async`, on the two
+/// threads that run thousands of clients. With glibc's malloc that cost grew with the client
+/// count (`malloc`, `cfree`, `_int_malloc`, `_int_free`, `unlink_chunk`: 1.8 µs a statement at
+/// 512 I/O-bound point-select clients, 2.7 µs at 2048; perf, shoal-bench's threads only), and
+/// every microsecond the load generator spends is one the server does not get on a shared
+/// machine. jemalloc's per-thread caches serve those sizes without locks or chunk coalescing
+/// (docs/PERFORMANCE.md, "shoal-bench's allocator").
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[global_allocator]
+static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[derive(Parser)]
 #[command(
     name = "shoal-bench",

@@ -5,7 +5,9 @@
 # TPS, the server's CPU per statement (user / system µs), the load generator's, context
 # switches per statement (machine-wide), with PERF=1 the server's component table of
 # scripts/profile-split.py (perf samples of the server alone), and with NSTAT=1 the loopback's
-# TCP segments, delayed ACKs and pure ACKs per statement (nstat, machine-wide, measured window).
+# TCP segments, delayed ACKs and pure ACKs per statement (nstat, machine-wide, measured window),
+# and with SYSCALLS=1 the server's system calls per statement by kind (perf's syscall
+# tracepoints on the server alone, measured window; far lighter than strace).
 #
 #   cargo build --release -p shoal -p shoal-bench
 #   THREADS="32 2048" scripts/profile-clients.sh                   (I/O-bound point select)
@@ -13,6 +15,9 @@
 #
 # The default is issue 19's I/O-bound regime: 4 x 50,000 rows, a 6 MiB buffer pool (the data
 # is 8x larger), uniform reads, O_DIRECT, pool-of-threads with its defaults plus EXTRA.
+# SERVER_CPUS / CLIENT_CPUS (taskset lists, e.g. 0 and 1): give the server and the load generator
+# CPUs of their own (a stand-in for a load generator on another machine; the server then sizes
+# its pool for the CPUs it may use).
 # Exits non-zero if a run fails or leaves connections open.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,9 +27,10 @@ WORK=${WORK:-/var/tmp/shoal-profile-clients}
 WL=${WL:-oltp_point_select}; THREADS=${THREADS:-"32 2048"}; TIME=${TIME:-12}; WARMUP=${WARMUP:-4}
 TABLES=${TABLES:-4}; SIZE=${SIZE:-50000}; BP=${BP:-6M}; PORT=${PORT:-33640}
 RAND=${RAND:-uniform}; PERF=${PERF:-0}; FREQ=${FREQ:-499}; NSTAT=${NSTAT:-0}
+SYSCALLS=${SYSCALLS:-0}
 CLIENT_THREADS=${CLIENT_THREADS:-$(nproc)}
 EXTRA=${EXTRA:-}
-if [ "$PERF" = 1 ]; then
+if [ "$PERF" = 1 ] || [ "$SYSCALLS" = 1 ]; then
   command -v perf >/dev/null || { echo "perf is not installed (apt-get install -y linux-perf)" >&2; exit 1; }
 fi
 if [ "$NSTAT" = 1 ]; then
@@ -32,6 +38,8 @@ if [ "$NSTAT" = 1 ]; then
 fi
 if port_in_use "$PORT"; then echo "port $PORT is already in use: set PORT" >&2; exit 1; fi
 need_bins "$SHOAL" "$BENCH"
+[ -n "${SERVER_CPUS:-}" ] && SERVER_WRAP=(taskset -c "$SERVER_CPUS")
+[ -n "${CLIENT_CPUS:-}" ] && BENCH_WRAP=(taskset -c "$CLIENT_CPUS")
 ulimit -n "$(ulimit -Hn)" || true
 rm -rf "$WORK"; mkdir -p "$WORK"
 start() {
@@ -57,6 +65,16 @@ for n in $THREADS; do
        -o "$WORK/perf-$n.data" -p "$SERVER" -- sleep "$(( TIME - 2 ))") 2>"$WORK/perf-$n.err" &
     PERF_PID=$!
   fi
+  if [ "$SYSCALLS" = 1 ]; then
+    ev=
+    for c in epoll_ctl epoll_wait epoll_pwait recvfrom sendto recvmsg sendmsg read write writev \
+        pread64 pwrite64 fsync fdatasync futex poll ppoll sched_yield; do
+      ev="$ev,syscalls:sys_enter_$c"
+    done
+    (sleep "$(( WARMUP + 3 ))"; exec perf stat -x, -e "${ev#,}" -p "$SERVER" -- sleep "$(( TIME - 2 ))") \
+      2>"$WORK/syscalls-$n.txt" &
+    SYSCALLS_PID=$!
+  fi
   if [ "$NSTAT" = 1 ]; then
     # The same window: counters reset after the warm-up, read TIME - 2 seconds later.
     (sleep "$(( WARMUP + 3 ))"; nstat -n; sleep "$(( TIME - 2 ))"; nstat -z >"$WORK/nstat-$n.txt") &
@@ -69,8 +87,9 @@ for n in $THREADS; do
   fi
   [ "$PERF" = 1 ] && { wait "$PERF_PID" || true; }
   [ "$NSTAT" = 1 ] && { wait "$NSTAT_PID" || true; }
+  [ "$SYSCALLS" = 1 ] && { wait "$SYSCALLS_PID" || true; }
   check_drained "$PORT" 120 || failed=1
-  python3 - "$BENCH_JSON" "$n" "$WORK/nstat-$n.txt" "$TIME" <<'PY'
+  python3 - "$BENCH_JSON" "$n" "$WORK/nstat-$n.txt" "$TIME" "$WORK/syscalls-$n.txt" <<'PY'
 import json, os, sys
 d = json.load(open(sys.argv[1]))
 if isinstance(d, dict) and "Run" in d: d = d["Run"]
@@ -87,6 +106,14 @@ if os.path.exists(sys.argv[3]):
     n = q * (int(sys.argv[4]) - 2)
     print("  per statement: " + ", ".join(f"{k} {c.get(k, 0) / n:.2f}" for k in
           ("TcpOutSegs", "TcpExtDelayedACKs", "TcpExtTCPPureAcks", "TcpExtTCPHPAcks", "TcpExtTCPHPHits")))
+if os.path.exists(sys.argv[5]):
+    n = q * (int(sys.argv[4]) - 2)
+    calls = []
+    for l in open(sys.argv[5]):
+        f = l.strip().split(",")
+        if len(f) > 2 and "sys_enter_" in f[2] and f[0].isdigit() and int(f[0]) > 0:
+            calls.append(f"{f[2].split('sys_enter_')[1]} {int(f[0]) / n:.3f}")
+    print("  server system calls per statement: " + ", ".join(calls))
 PY
   if [ "$PERF" = 1 ]; then
     perf script -i "$WORK/perf-$n.data" -F comm,tid,period,ip,sym,dso 2>/dev/null >"$WORK/script-$n.txt"

@@ -26,20 +26,8 @@ if port_in_use "$PORT"; then echo "port $PORT is already in use: set PORT" >&2; 
 need_bins "$SHOAL" "$A" "$B"
 ulimit -n "$(ulimit -Hn)" || true
 rm -rf "$WORK"; mkdir -p "$WORK"
-start() {
-  # shellcheck disable=SC2086 # EXTRA: several options
-  start_shoal "$PORT" "$WORK" --thread-handling=pool-of-threads --max-connections=6000 \
-    --max-prepared-stmt-count=4000000 --innodb-buffer-pool-size="$1" \
-    --innodb-flush-log-at-trx-commit=1 --innodb-flush-method=O_DIRECT $EXTRA
-}
-CONN=(--mysql-host=127.0.0.1 "--mysql-port=$PORT" --mysql-user=root --mysql-db=sbtest
-      "--tables=$TABLES" "--table-size=$SIZE")
-start 1G
-sql "$PORT" 'CREATE DATABASE IF NOT EXISTS sbtest'
-"$A" prepare oltp_read_write "${CONN[@]}" --threads=4 --quiet >"$WORK/prepare.log" 2>&1 \
-  || { tail -20 "$WORK/prepare.log" >&2; echo "prepare failed" >&2; exit 1; }
-stop_server
-start "$BP"
+# shellcheck disable=SC2086 # EXTRA: several options
+start_prepared "$PORT" "$WORK" "$BP" $EXTRA
 failed=0
 : >"$WORK/runs.txt"
 for r in $(seq 1 "$ROUNDS"); do
@@ -55,21 +43,18 @@ for r in $(seq 1 "$ROUNDS"); do
         echo "round $r, $n clients, binary $w failed: see $log" >&2; failed=1; continue
       fi
       check_drained "$PORT" 120 || failed=1
-      python3 - "$BENCH_JSON" "$r" "$n" "$w" <<'PY' | tee -a "$WORK/runs.txt"
-import json, sys
-d = json.load(open(sys.argv[1]))
-if isinstance(d, dict) and "Run" in d: d = d["Run"]
-if isinstance(d, dict) and d.get("kind") == "run" and "result" in d: d = d["result"]
-s, y = d["summary"], d["sys"]
-q = s["queries"] / s["secs"]
-us = lambda pct: (pct or 0) / 100 * 1e6 / q
-print(sys.argv[2], sys.argv[3], sys.argv[4], f"{q:.0f}", f"{us(y['tool_cpu_pct']):.2f}",
-      f"{us(y['server_cpu_user_pct']) + us(y['server_cpu_sys_pct']):.2f}")
-PY
+      # shellcheck disable=SC2046 # the fields, one word each
+      set -- $(bench_json "$BENCH_JSON" summary.queries summary.secs sys.tool_cpu_pct \
+        sys.server_cpu_user_pct sys.server_cpu_sys_pct)
+      # statements a second, then the generator's and the server's CPU µs a statement
+      awk -v r="$r" -v n="$n" -v w="$w" -v q="$1" -v s="$2" -v g="$3" -v u="$4" -v y="$5" \
+        'BEGIN { x = q / s; printf "%s %s %s %.0f %.2f %.2f\n", r, n, w, x, g * 1e4 / x, (u + y) * 1e4 / x }' \
+        | tee -a "$WORK/runs.txt"
     done
   done
 done
 stop_server
+
 echo "round clients binary statements/s generator-µs/stmt server-µs/stmt: $WORK/runs.txt"
 python3 - "$WORK/runs.txt" <<'PY'
 import statistics as st, sys

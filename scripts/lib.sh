@@ -30,6 +30,13 @@
 #                     --skip-grant-tables --skip-log-bin --performance-schema=OFF and the FLAGs.
 #                     Same port check and wait as start_shoal.
 #   stop_server       kills the running server (SIGTERM) and waits for it to exit.
+#   start_prepared PORT DIR BP [FLAG...]
+#                     pool-of-threads shoal (start_shoal) with the sbtest tables that
+#                     `"$BENCH" prepare oltp_read_write` writes (TABLES x SIZE rows, under a 1 GiB
+#                     buffer pool), then started again with a BP buffer pool, O_DIRECT and a
+#                     flush at every commit: issue 19's I/O-bound regime when BP is 6M. The FLAGs
+#                     go to both starts. Sets CONN to shoal-bench's connection options; exits the
+#                     script with the log's tail if the prepare fails.
 #
 # Waiting and status
 #   poll SECS CMD...  runs CMD every 0.2 s until it succeeds (returns 0) or SECS seconds have
@@ -201,6 +208,28 @@ start_mariadb() {
   _serve "$port" "$dir/log" "$mariadbd" --no-defaults --datadir="$dir/data" --socket="$dir/sock" \
     --pid-file="$dir/pid" --port="$port" --bind-address=127.0.0.1 --user=root \
     --skip-grant-tables --skip-log-bin --performance-schema=OFF "$@"
+}
+
+# _start_odirect PORT DIR BP [FLAG...]: start_prepared's server.
+_start_odirect() {
+  local port=$1 dir=$2 bp=$3
+  shift 3
+  start_shoal "$port" "$dir" --thread-handling=pool-of-threads --max-connections=6000 \
+    --max-prepared-stmt-count=4000000 --innodb-buffer-pool-size="$bp" \
+    --innodb-flush-log-at-trx-commit=1 --innodb-flush-method=O_DIRECT "$@"
+}
+
+start_prepared() {
+  local port=$1 dir=$2 bp=$3
+  shift 3
+  CONN=(--mysql-host=127.0.0.1 "--mysql-port=$port" --mysql-user=root --mysql-db=sbtest
+        "--tables=${TABLES:?}" "--table-size=${SIZE:?}")
+  _start_odirect "$port" "$dir" 1G "$@"
+  sql "$port" 'CREATE DATABASE IF NOT EXISTS sbtest'
+  "$BENCH" prepare oltp_read_write "${CONN[@]}" --threads=4 --quiet >"$dir/prepare.log" 2>&1 \
+    || { tail -20 "$dir/prepare.log" >&2; echo "prepare failed" >&2; exit 1; }
+  stop_server
+  _start_odirect "$port" "$dir" "$bp" "$@"
 }
 
 stop_server() {

@@ -7,7 +7,10 @@
 # scripts/profile-split.py (perf samples of the server alone), and with NSTAT=1 the loopback's
 # TCP segments, delayed ACKs and pure ACKs per statement (nstat, machine-wide, measured window),
 # and with SYSCALLS=1 the server's system calls per statement by kind (perf's syscall
-# tracepoints on the server alone, measured window; far lighter than strace).
+# tracepoints on the server alone, measured window; far lighter than strace). Both are divided
+# by the statements the server counted in the window (Questions). `perf stat -p` counts only the
+# threads alive when it starts, not those the pool starts during the window: the system calls
+# are lower bounds, and recvfrom (one per single-statement command) shows how much was seen.
 #
 #   cargo build --release -p shoal -p shoal-bench
 #   THREADS="32 2048" scripts/profile-clients.sh                   (I/O-bound point select)
@@ -36,49 +39,46 @@ fi
 if [ "$NSTAT" = 1 ]; then
   command -v nstat >/dev/null || { echo "nstat is not installed (apt-get install -y iproute2)" >&2; exit 1; }
 fi
+if [ "$TIME" -lt 6 ]; then echo "TIME must be at least 6 (the sampled window is TIME - 4 s)" >&2; exit 1; fi
 if port_in_use "$PORT"; then echo "port $PORT is already in use: set PORT" >&2; exit 1; fi
 need_bins "$SHOAL" "$BENCH"
 [ -n "${SERVER_CPUS:-}" ] && SERVER_WRAP=(taskset -c "$SERVER_CPUS")
 [ -n "${CLIENT_CPUS:-}" ] && BENCH_WRAP=(taskset -c "$CLIENT_CPUS")
 ulimit -n "$(ulimit -Hn)" || true
 rm -rf "$WORK"; mkdir -p "$WORK"
-start() {
-  # shellcheck disable=SC2086 # EXTRA: several options
-  start_shoal "$PORT" "$WORK" --thread-handling=pool-of-threads --max-connections=6000 \
-    --max-prepared-stmt-count=4000000 --innodb-buffer-pool-size="$1" \
-    --innodb-flush-log-at-trx-commit=1 --innodb-flush-method=O_DIRECT $EXTRA
-}
-CONN=(--mysql-host=127.0.0.1 "--mysql-port=$PORT" --mysql-user=root --mysql-db=sbtest
-      "--tables=$TABLES" "--table-size=$SIZE")
-start 1G
-sql "$PORT" 'CREATE DATABASE IF NOT EXISTS sbtest'
-"$BENCH" prepare oltp_read_write "${CONN[@]}" --threads=4 --quiet >"$WORK/prepare.log" 2>&1 \
-  || { tail -20 "$WORK/prepare.log" >&2; echo "prepare failed" >&2; exit 1; }
-stop_server
-start "$BP"
+# shellcheck disable=SC2086 # EXTRA: several options
+start_prepared "$PORT" "$WORK" "$BP" $EXTRA
 failed=0
 for n in $THREADS; do
   log="$WORK/run-$n.log"
   if [ "$PERF" = 1 ]; then
     # Sample the measured window only: start after the connections and the warm-up.
     (sleep "$(( WARMUP + 3 ))"; exec perf record -q -F "$FREQ" --call-graph dwarf,16384 \
-       -o "$WORK/perf-$n.data" -p "$SERVER" -- sleep "$(( TIME - 2 ))") 2>"$WORK/perf-$n.err" &
+       -o "$WORK/perf-$n.data" -p "$SERVER" -- sleep "$(( TIME - 4 ))") 2>"$WORK/perf-$n.err" &
     PERF_PID=$!
   fi
-  if [ "$SYSCALLS" = 1 ]; then
-    ev=
-    for c in epoll_ctl epoll_wait epoll_pwait recvfrom sendto recvmsg sendmsg read write writev \
-        pread64 pwrite64 fsync fdatasync futex poll ppoll sched_yield; do
-      ev="$ev,syscalls:sys_enter_$c"
-    done
-    (sleep "$(( WARMUP + 3 ))"; exec perf stat -x, -e "${ev#,}" -p "$SERVER" -- sleep "$(( TIME - 2 ))") \
-      2>"$WORK/syscalls-$n.txt" &
-    SYSCALLS_PID=$!
-  fi
-  if [ "$NSTAT" = 1 ]; then
-    # The same window: counters reset after the warm-up, read TIME - 2 seconds later.
-    (sleep "$(( WARMUP + 3 ))"; nstat -n; sleep "$(( TIME - 2 ))"; nstat -z >"$WORK/nstat-$n.txt") &
-    NSTAT_PID=$!
+  if [ "$NSTAT" = 1 ] || [ "$SYSCALLS" = 1 ]; then
+    # One window for both, after the warm-up and inside the measured run for any connect time
+    # up to 3 s; its statements are counted by the server (Questions), since tracing slows it
+    # during the window and the run's average rate would overstate them.
+    (
+      sleep "$(( WARMUP + 3 ))"
+      q0=$(status_var "$PORT" Questions)
+      [ "$NSTAT" = 1 ] && nstat -n
+      if [ "$SYSCALLS" = 1 ]; then
+        ev=
+        for c in epoll_ctl epoll_wait epoll_pwait recvfrom sendto recvmsg sendmsg read write \
+            writev pread64 pwrite64 fsync fdatasync futex poll ppoll sched_yield; do
+          ev="$ev,syscalls:sys_enter_$c"
+        done
+        perf stat -x, -e "${ev#,}" -p "$SERVER" -- sleep "$(( TIME - 4 ))" 2>"$WORK/syscalls-$n.txt"
+      else
+        sleep "$(( TIME - 4 ))"
+      fi
+      [ "$NSTAT" = 1 ] && nstat -z >"$WORK/nstat-$n.txt"
+      echo "$(( $(status_var "$PORT" Questions) - q0 ))" >"$WORK/window-$n.txt"
+    ) &
+    WINDOW_PID=$!
   fi
   if ! bench_run "$WORK/results" "$log" "$WL" "${CONN[@]}" --threads="$n" --time="$TIME" \
       --warmup-time="$WARMUP" --quiet --server-pid="$SERVER" --connect-concurrency=128 \
@@ -86,10 +86,9 @@ for n in $THREADS; do
     echo "run at $n clients failed: see $log" >&2; failed=1
   fi
   [ "$PERF" = 1 ] && { wait "$PERF_PID" || true; }
-  [ "$NSTAT" = 1 ] && { wait "$NSTAT_PID" || true; }
-  [ "$SYSCALLS" = 1 ] && { wait "$SYSCALLS_PID" || true; }
+  if [ "$NSTAT" = 1 ] || [ "$SYSCALLS" = 1 ]; then wait "$WINDOW_PID" || true; fi
   check_drained "$PORT" 120 || failed=1
-  python3 - "$BENCH_JSON" "$n" "$WORK/nstat-$n.txt" "$TIME" "$WORK/syscalls-$n.txt" <<'PY'
+  python3 - "$BENCH_JSON" "$n" "$WORK/nstat-$n.txt" "$WORK/window-$n.txt" "$WORK/syscalls-$n.txt" <<'PY'
 import json, os, sys
 d = json.load(open(sys.argv[1]))
 if isinstance(d, dict) and "Run" in d: d = d["Run"]
@@ -101,13 +100,13 @@ print(f"clients {sys.argv[2]:>5}: {s['tps']:9.0f} TPS {q:9.0f} statements/s p99 
       f"server {us(y['server_cpu_user_pct']):5.1f} user + {us(y['server_cpu_sys_pct']):5.1f} sys µs/stmt | "
       f"load generator {us(y['tool_cpu_pct']):5.1f} µs/stmt | machine busy {y['cpu_busy_pct']:5.1f} % | "
       f"ctx switches {y['ctx_switches_per_s'] / q:5.2f}/stmt")
-if os.path.exists(sys.argv[3]):
+# The window's statements, as the server counted them.
+n = max(int(open(sys.argv[4]).read()), 1) if os.path.exists(sys.argv[4]) else 0
+if n and os.path.exists(sys.argv[3]):
     c = {l.split()[0]: float(l.split()[1]) for l in open(sys.argv[3]) if l.strip() and not l.startswith("#")}
-    n = q * (int(sys.argv[4]) - 2)
     print("  per statement: " + ", ".join(f"{k} {c.get(k, 0) / n:.2f}" for k in
           ("TcpOutSegs", "TcpExtDelayedACKs", "TcpExtTCPPureAcks", "TcpExtTCPHPAcks", "TcpExtTCPHPHits")))
-if os.path.exists(sys.argv[5]):
-    n = q * (int(sys.argv[4]) - 2)
+if n and os.path.exists(sys.argv[5]):
     calls = []
     for l in open(sys.argv[5]):
         f = l.strip().split(",")

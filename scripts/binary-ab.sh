@@ -14,7 +14,11 @@
 #   SYSCALLS=1 BINS=... scripts/binary-ab.sh
 #   EXTRA="--innodb-buffer-pool-size=8M --innodb-flush-method=O_DIRECT" TABLES=4 SIZE=100000 \
 #     BINS=... scripts/binary-ab.sh             (I/O-bound: 96 MB of data, 12x the pool, direct reads)
-# EXTRA: more server options for both binaries; TABLES / SIZE: the data (default 2 x 10,000).
+# EXTRA: more server options for both binaries; TABLES / SIZE: the data (default 2 x 10,000);
+# BENCH_ARGS: more shoal-bench run options. Issue 19's I/O-bound regime at 2048 clients:
+#   EXTRA="--innodb-buffer-pool-size=6M --innodb-flush-method=O_DIRECT --max-connections=6000
+#     --max-prepared-stmt-count=4000000" TABLES=4 SIZE=50000 THREADS=2048 TIME=12
+#     BENCH_ARGS="--rand-type=uniform --client-nice=-10 --client-threads=2" BINS=... scripts/binary-ab.sh
 # The load comes from shoal-bench (one process), not sysbench (a thread per client): the two
 # are woken differently by the kernel, and at 64 clients that changed the pool's figures by a
 # third (docs/perf-log, session 28); use bench-vs-mariadb.sh for sysbench's.
@@ -27,6 +31,7 @@ W=${WORK:-/var/tmp/shoal-binary-ab}; P=${PORT:-33812}
 ROUNDS=${ROUNDS:-3}; THREADS=${THREADS:-8}; TIME=${TIME:-8}; WL=${WL:-oltp_point_select}
 SYSCALLS=${SYSCALLS:-0}
 EXTRA=${EXTRA:-}; TABLES=${TABLES:-2}; SIZE=${SIZE:-10000}
+read -r -a BARGS <<<"${BENCH_ARGS:-}"
 read -r -a BIN_LIST <<<"${BINS:?set BINS to two or more server binaries}"
 need_bins "$BENCH" "${BIN_LIST[@]}"
 CONN=(--mysql-host=127.0.0.1 "--mysql-port=$P" --mysql-user=root --mysql-db=sbtest
@@ -44,13 +49,13 @@ start() { # binary index
     "$BENCH" prepare "$WL" "${CONN[@]}" >/dev/null
     touch "$dir/prepared"
   fi
-  "$BENCH" run "$WL" "${CONN[@]}" --threads="$THREADS" --time=3 >"$W/warmup.log" 2>&1 \
+  "$BENCH" run "$WL" "${CONN[@]}" "${BARGS[@]}" --threads="$THREADS" --time=3 >"$W/warmup.log" 2>&1 \
     || { tail -20 "$W/warmup.log" >&2; echo "FAIL: warm-up run failed" >&2; exit 1; } # warms the cache
 }
 ticks() { awk '{print $14, $15}' "/proc/$1/stat"; }
 run() { # SECS: one measured run; sets N (transactions), ERR (failed), IGN (ignored: deadlocks and
   # lock wait timeouts, retried as sysbench does; read-write's hot rows make a few), TPS
-  bench_run "$W/results" "$W/run.log" "$WL" "${CONN[@]}" --threads="$THREADS" --time="$1" \
+  bench_run "$W/results" "$W/run.log" "$WL" "${CONN[@]}" "${BARGS[@]}" --threads="$THREADS" --time="$1" \
     || { tail -20 "$W/run.log" >&2; echo "FAIL: shoal-bench run failed: $W/run.log" >&2; exit 1; }
   read -r N e1 e2 TPS < <(bench_json "$BENCH_JSON" summary.events summary.errors \
     summary.ignored_errors summary.tps)

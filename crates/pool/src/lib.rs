@@ -120,8 +120,7 @@
 //! last read came back short or would block), a connection that is *not busy* (its command did not
 //! follow the previous one within the linger window: a loaded group, or a quiet client) is armed
 //! **edge-triggered** instead, and stays armed: after its next commands it goes back to `Idle`
-//! under its own lock with no `epoll_ctl`, only a `poll(2)` for a hang-up ([`core::Phase::settle`],
-//! `Counters::edge_idles`).
+//! under its own lock with no system call ([`core::Phase::settle`], `Counters::edge_idles`).
 //!
 //! The price of an armed socket is that it reports every arrival of input, also while the
 //! connection is queued or running, and reports it only once. The listener's claim
@@ -155,11 +154,19 @@
 //! A handler's read that comes back short proves the socket held no more *data*, not that it
 //! held nothing: `recv` stops at the peer's FIN and reports the end of file only on the next
 //! call, and a FIN that arrived with the last command shared that command's one report. (Data
-//! that arrives after the read is reported anew.) So before a connection settles idle
-//! edge-triggered, the pool asks its socket for a hang-up with one `poll(2)` for `POLLRDHUP`
-//! (much cheaper than the `epoll_ctl` re-arm it replaces) and queues it again if the peer has
-//! shut down its side (`edge_requeues`): the next run reads the end of file and closes
-//! (scenario `a_command_and_end_of_file_arriving_together_close_the_connection`).
+//! or a FIN that arrives after the read is reported anew.) The socket is registered with
+//! `EPOLLRDHUP`, so that shared report says so: epoll evaluates the socket when it hands the
+//! report out, and a FIN already received shows as `RDHUP` (a reset as `HUP | ERR`). The
+//! listener's claim remembers a hang-up in any report it collects for the connection, whatever
+//! the report does to its phase (`hup_reported`, never cleared: a FIN stays), and only a
+//! connection with one remembered is asked, before it settles idle edge-triggered, with one
+//! `poll(2)` for `POLLRDHUP`; it is queued again if the peer has shut down its side
+//! (`edge_requeues`): the next run reads the end of file and closes (scenario
+//! `a_command_and_end_of_file_arriving_together_close_the_connection`, loom model
+//! `loom_edge_hangup_behind_data_is_never_stranded`). Until session 50 every edge-triggered
+//! settle made that `poll(2)`: at 512 and 2048 clients, where every command goes through the
+//! listener, 0.83-0.90 system calls a statement
+//! (docs/perf-log/2026-12-07-session-49-the-generator.md).
 //!
 //! ## The safety net (`recovered_events`)
 //!

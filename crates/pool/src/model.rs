@@ -472,3 +472,127 @@ fn loom_edge_report_survives_a_yield() {
         assert!(!m.1, "pending left behind");
     });
 }
+
+/// Edge-triggered sockets and the peer's FIN: a client sends its last command and shuts down
+/// its side, the two arriving at any point while the worker runs the previous command or after
+/// it settled. The handler's read returns the command and stops at the FIN (`recv` reports the
+/// end of file only on the next call, to a read that finds no data). Epoll evaluates the socket
+/// when a report is collected, so a report collected after the FIN carries it (`RDHUP`); the
+/// listener remembers that in `hup` whatever the report does to the phase, and a settle to
+/// `Idle` asks the socket (the pool's one `poll(2)`) only when `hup` is set. In every
+/// interleaving the connection ends closed, or idle with a report still due: never idle with
+/// its FIN unread and nothing coming. Without the check, or with `hup` set only by a report
+/// that claims the connection, a FIN that shared a report with the command is stranded.
+#[test]
+fn loom_edge_hangup_behind_data_is_never_stranded() {
+    /// The kernel's side of one socket.
+    struct Sock {
+        /// An unread command.
+        data: bool,
+        /// The peer's FIN has arrived.
+        fin: bool,
+        /// A report is due: the socket is on the ready list, not yet collected.
+        due: bool,
+    }
+    struct Meta {
+        phase: Phase,
+        pending: bool,
+        /// A collected report carried a hang-up.
+        hup: bool,
+    }
+    /// A worker's runs of the connection, from a claim or the model's start, until it settles
+    /// idle (`false`) or reads the end of file and closes (`true`).
+    fn run(sock: &Mutex<Sock>, meta: &Mutex<Meta>) -> bool {
+        for _ in 0..4 {
+            {
+                let mut s = sock.lock().unwrap();
+                if s.data {
+                    s.data = false;
+                } else if s.fin {
+                    drop(s);
+                    meta.lock().unwrap().phase = Phase::Closed;
+                    return true;
+                }
+            }
+            let mut g = meta.lock().unwrap();
+            let m = &mut *g;
+            let mut settle = m.phase.settle(Next::Input, true, &mut m.pending);
+            if settle == Settle::Idle && m.hup && sock.lock().unwrap().fin {
+                m.phase = Phase::Queued;
+                settle = Settle::Requeue;
+            }
+            match settle {
+                Settle::Idle => return false,
+                Settle::Requeue => {
+                    // Dequeued again: a report may come in between (it finds `Queued`).
+                    drop(g);
+                    meta.lock().unwrap().phase = Phase::Running;
+                }
+                Settle::Arm => unreachable!("edge-armed"),
+            }
+        }
+        panic!("ran more often than there were inputs and reports");
+    }
+    model(|| {
+        let sock = Arc::new(Mutex::new(Sock {
+            data: false,
+            fin: false,
+            due: false,
+        }));
+        let meta = Arc::new(Mutex::new(Meta {
+            phase: Phase::Running,
+            pending: false,
+            hup: false,
+        }));
+        let sc = sock.clone();
+        let client = thread::spawn(move || {
+            {
+                let mut s = sc.lock().unwrap();
+                s.data = true;
+                s.due = true;
+            }
+            let mut s = sc.lock().unwrap();
+            s.fin = true;
+            s.due = true;
+        });
+        let (sl, ml) = (sock.clone(), meta.clone());
+        let listener = thread::spawn(move || {
+            for _ in 0..2 {
+                let (reported, fin) = {
+                    let mut s = sl.lock().unwrap();
+                    (std::mem::take(&mut s.due), s.fin)
+                };
+                if !reported {
+                    continue;
+                }
+                let claimed = {
+                    let mut g = ml.lock().unwrap();
+                    let m = &mut *g;
+                    m.hup |= fin;
+                    m.phase.report(true, &mut m.pending)
+                };
+                if claimed {
+                    // The listener executes the event itself (the queue was empty).
+                    ml.lock().unwrap().phase = Phase::Running;
+                    run(&sl, &ml);
+                }
+            }
+        });
+        let (sw, mw) = (sock.clone(), meta.clone());
+        let worker = thread::spawn(move || run(&sw, &mw));
+        client.join().unwrap();
+        listener.join().unwrap();
+        worker.join().unwrap();
+        let s = sock.lock().unwrap();
+        let m = meta.lock().unwrap();
+        assert!(
+            m.phase == Phase::Closed || (m.phase == Phase::Idle && s.due),
+            "stranded: {:?}, data {}, fin {}, due {}, hup {}",
+            m.phase,
+            s.data,
+            s.fin,
+            s.due,
+            m.hup
+        );
+    });
+}

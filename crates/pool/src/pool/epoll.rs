@@ -25,8 +25,10 @@
 //! Interest and modes are the two the pool uses: a socket armed for one event (`EPOLLONESHOT`,
 //! the MariaDB design: the event disarms it, so no two threads ever claim the same connection)
 //! or edge-triggered (`EPOLLET`, the pool's optional cheaper re-arm); readable means
-//! `IN | HUP | ERR | PRI` (a closing or failing socket is reported as readable, and its read
-//! then sees the end), writable `OUT | HUP | ERR`.
+//! `IN | RDHUP | HUP | ERR | PRI` (a closing or failing socket is reported as readable, and its
+//! read then sees the end; `RDHUP` makes a report say whether the peer had shut down its side
+//! when it was collected, which spares the edge-triggered settle its `poll(2)`, see
+//! [`Events::reports`] and the crate doc's "Edge-triggered sockets"), writable `OUT | HUP | ERR`.
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
@@ -60,7 +62,9 @@ pub(super) enum Mode {
 
 fn flags(interest: Interest, mode: Mode) -> EventFlags {
     let base = match interest {
-        Interest::Read => EventFlags::IN | EventFlags::HUP | EventFlags::ERR | EventFlags::PRI,
+        Interest::Read => {
+            EventFlags::IN | EventFlags::RDHUP | EventFlags::HUP | EventFlags::ERR | EventFlags::PRI
+        }
         Interest::Write => EventFlags::OUT | EventFlags::HUP | EventFlags::ERR,
         Interest::None => EventFlags::empty(),
     };
@@ -100,8 +104,19 @@ impl Events {
     }
 
     /// The connection ids (keys) of the last wait's events.
+    #[cfg(test)]
     pub(crate) fn keys(&self) -> impl Iterator<Item = u64> + '_ {
         self.list.iter().map(|e| e.data.u64())
+    }
+
+    /// The last wait's events: each connection id (key), and whether its report says the peer
+    /// has shut down its side or hung up, or the socket has an error (`RDHUP | HUP | ERR`,
+    /// evaluated when the wait collected the report).
+    pub(crate) fn reports(&self) -> impl Iterator<Item = (u64, bool)> + '_ {
+        let gone = EventFlags::RDHUP | EventFlags::HUP | EventFlags::ERR;
+        self.list
+            .iter()
+            .map(move |e| (e.data.u64(), { e.flags }.intersects(gone)))
     }
 }
 
@@ -323,6 +338,55 @@ mod tests {
             wake_pending(&p),
             "the notification after the drain is pending"
         );
+    }
+
+    /// A report says whether the peer had shut down its side when the report was collected:
+    /// not for data alone, yes for data and a FIN that arrived before the wait (their one
+    /// edge-triggered report), and yes for a FIN that arrives after a data report (a new edge).
+    #[test]
+    fn a_report_carries_the_peers_hang_up() {
+        let p = Poller::new().unwrap();
+        let (mut a, b) = pair();
+        unsafe { p.add(b.as_raw_fd(), 5, Interest::Read, Mode::Edge) }.unwrap();
+        let mut ev = Events::with_capacity(8);
+        a.write_all(b"x").unwrap();
+        p.wait(&mut ev, None).unwrap();
+        assert_eq!(ev.reports().collect::<Vec<_>>(), vec![(5, false)]);
+        a.shutdown(std::net::Shutdown::Write).unwrap();
+        p.wait(&mut ev, None).unwrap();
+        assert_eq!(
+            ev.reports().collect::<Vec<_>>(),
+            vec![(5, true)],
+            "the FIN after the data is a new edge, and says so"
+        );
+        let (mut c, d) = pair();
+        c.write_all(b"y").unwrap();
+        c.shutdown(std::net::Shutdown::Write).unwrap();
+        // Both are in (the FIN comes after the data) before the registration's first wait
+        // collects its one report.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let fin_in = || {
+            let mut pfd = libc::pollfd {
+                fd: d.as_raw_fd(),
+                events: libc::POLLRDHUP,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd; a zero timeout never blocks.
+            unsafe { libc::poll(&mut pfd, 1, 0) == 1 }
+        };
+        while !fin_in() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(fin_in(), "the FIN never arrived");
+        unsafe { p.add(d.as_raw_fd(), 6, Interest::Read, Mode::Edge) }.unwrap();
+        p.wait(&mut ev, None).unwrap();
+        assert_eq!(
+            ev.reports().collect::<Vec<_>>(),
+            vec![(6, true)],
+            "data and FIN together: one report, with the hang-up"
+        );
+        p.delete(b.as_fd()).unwrap();
+        p.delete(d.as_fd()).unwrap();
     }
 
     #[test]

@@ -28,8 +28,8 @@
 //!
 //! [`Shared::rearm`] runs after every command that did not close the connection. The
 //! connection's state machine ([`Phase::settle`]) says whether it is idle already (its socket
-//! is still armed edge-triggered; one `poll(2)` looks for a hang-up that the edge report may
-//! have hidden behind the data), must be queued again (a yield, or input reported while it
+//! is still armed edge-triggered; if a report since the arming said the peer hung up, one
+//! `poll(2)` looks for that hang-up behind the data), must be queued again (a yield, or input reported while it
 //! ran), or must be armed: one-shot for a busy connection (its next linger needs no disarm) or
 //! a write, edge-triggered for one that was quiet.
 
@@ -57,7 +57,7 @@ impl<H: Handler> Shared<H> {
         events: &Events,
     ) -> Vec<(Entry<H::Conn>, Prio, bool, bool)> {
         let mut out = Vec::with_capacity(events.len());
-        for key in events.keys() {
+        for (key, hup) in events.reports() {
             let Some(e) = self.lookup(key) else {
                 continue;
             };
@@ -66,6 +66,9 @@ impl<H: Handler> Shared<H> {
             if std::mem::take(&mut m.lose_report) {
                 continue;
             }
+            // Whatever the report does to the phase (claim, `pending`, nothing after a
+            // migration), a hang-up in it is remembered: it may be the only report of that FIN.
+            m.hup_reported |= hup;
             if m.registered && m.group == gid && m.phase.report(m.edge, &mut m.pending) {
                 m.writable = false;
                 let (p, must, holder) = (m.prio, m.must_run, m.holder);
@@ -175,14 +178,16 @@ impl<H: Handler> Shared<H> {
             let m = &mut *m;
             let edge_armed = m.edge && m.registered && old == target;
             let mut settle = m.phase.settle(next, edge_armed, &mut m.pending);
-            if settle == Settle::Idle && peer_hung_up(e.fd) {
+            if settle == Settle::Idle && m.hup_reported && peer_hung_up(e.fd) {
                 // The handler's last read came back short, which says nothing of an end of
                 // file behind the data: `recv` stops at the peer's FIN and reports it only on
                 // the next call, and a FIN that arrived with the data (before their one report
                 // was collected) is reported no more. (Data is different: data that arrives
                 // after a read is reported again, to a listener that finds the connection
-                // running or idle.) One `poll(2)` for a hang-up, far cheaper than the re-arm
-                // it replaces, decides: queue it again, and the next run reads the end of file.
+                // running or idle.) Such a FIN was in that report (`RDHUP`), so only a
+                // connection with a hang-up reported is asked, with one `poll(2)`: queue it
+                // again, and the next run reads the end of file. A FIN that arrives after the
+                // last report was collected is reported anew, like data.
                 m.phase = Phase::Queued;
                 settle = Settle::Requeue;
             }

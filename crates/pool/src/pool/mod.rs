@@ -143,6 +143,11 @@ struct ConnMeta {
     suspect: Option<(u64, Instant)>,
     /// [`Pool::lose_next_report`]: the next report is dropped (fault injection for tests).
     lose_report: bool,
+    /// A readiness report collected for this socket said its peer had shut down its side, hung
+    /// up or left an error ([`Events::reports`]). Never cleared: a FIN stays. Until then an
+    /// edge-triggered settle needs no `poll(2)` for a hang-up (crate doc, "Edge-triggered
+    /// sockets").
+    hup_reported: bool,
 }
 
 struct ConnEntry<C> {
@@ -818,6 +823,7 @@ impl<H: Handler> Shared<H> {
                 busy_round: 0,
                 suspect: None,
                 lose_report: false,
+                hup_reported: false,
             }),
             conn: Mutex::new(Some(conn)),
         });

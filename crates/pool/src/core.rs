@@ -261,8 +261,9 @@ pub struct Counters {
     /// `epoll_ctl` calls that armed, re-armed or disarmed a connection's socket (one-shot
     /// re-arms after a command, switches to and from edge-triggered, moves between groups).
     pub arms: u64,
-    /// Commands after which the connection went back to waiting with no `epoll_ctl` (one `poll(2)` for a hang-up): its socket
-    /// stayed armed edge-triggered (see the crate doc, "Edge-triggered sockets").
+    /// Commands after which the connection went back to waiting with no `epoll_ctl` (and no
+    /// system call unless a report said the peer hung up): its socket stayed armed
+    /// edge-triggered (see the crate doc, "Edge-triggered sockets").
     pub edge_idles: u64,
     /// Edge reports that found their connection queued or running: it was queued again after
     /// its command, for input that may already have been read with it.

@@ -29,9 +29,9 @@
 //! [`Shared::rearm`] runs after every command that did not close the connection. The
 //! connection's state machine ([`Phase::settle`]) says whether it is idle already (its socket
 //! is still armed edge-triggered; if a report since the arming said the peer hung up, one
-//! `poll(2)` looks for that hang-up behind the data), must be queued again (a yield, or input reported while it
-//! ran), or must be armed: one-shot for a busy connection (its next linger needs no disarm) or
-//! a write, edge-triggered for one that was quiet.
+//! `poll(2)` looks for that hang-up behind the data), must be queued again (a yield, or input
+//! reported while it ran), or must be armed: one-shot for a busy connection (its next linger
+//! needs no disarm) or a write, edge-triggered for one that was quiet.
 
 use super::*;
 

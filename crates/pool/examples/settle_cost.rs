@@ -1,7 +1,8 @@
 //! What a command's end costs the pool per connection, both sides in one run: the one-shot
 //! re-arm (`epoll_ctl(EPOLL_CTL_MOD)`, what MariaDB's and Percona's pools pay after every
 //! command, and what shoal pays for a busy connection) against the edge-triggered settle's
-//! hang-up check (`poll(2)` for `POLLRDHUP` on the socket, added for issue 15), over N idle
+//! hang-up check (`poll(2)` for `POLLRDHUP` on the socket, added for issue 15; since session 50
+//! made only when a readiness report said the peer hung up), over N idle
 //! loopback connections registered in one epoll, visited round robin so that each call meets
 //! cold cache lines as it does at thousands of connections. Repeats the pair and prints the
 //! min and median ns per call of each, and their ratio.

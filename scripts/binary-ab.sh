@@ -16,9 +16,10 @@
 #     BINS=... scripts/binary-ab.sh             (I/O-bound: 96 MB of data, 12x the pool, direct reads)
 # EXTRA: more server options for both binaries; TABLES / SIZE: the data (default 2 x 10,000);
 # BENCH_ARGS: more shoal-bench run options. Issue 19's I/O-bound regime at 2048 clients:
-#   EXTRA="--innodb-buffer-pool-size=6M --innodb-flush-method=O_DIRECT --max-connections=6000
-#     --max-prepared-stmt-count=4000000" TABLES=4 SIZE=50000 THREADS=2048 TIME=12
-#     BENCH_ARGS="--rand-type=uniform --client-nice=-10 --client-threads=2" BINS=... scripts/binary-ab.sh
+#   EXTRA="--innodb-buffer-pool-size=6M --innodb-flush-method=O_DIRECT --max-connections=6000 \
+#     --max-prepared-stmt-count=4000000" TABLES=4 SIZE=50000 THREADS=2048 TIME=12 \
+#     BENCH_ARGS="--rand-type=uniform --client-nice=-10 --client-threads=2" BINS=... \
+#     scripts/binary-ab.sh
 # The load comes from shoal-bench (one process), not sysbench (a thread per client): the two
 # are woken differently by the kernel, and at 64 clients that changed the pool's figures by a
 # third (docs/perf-log, session 28); use bench-vs-mariadb.sh for sysbench's.

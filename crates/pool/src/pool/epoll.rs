@@ -365,15 +365,7 @@ mod tests {
         // Both are in (the FIN comes after the data) before the registration's first wait
         // collects its one report.
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        let fin_in = || {
-            let mut pfd = libc::pollfd {
-                fd: d.as_raw_fd(),
-                events: libc::POLLRDHUP,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd; a zero timeout never blocks.
-            unsafe { libc::poll(&mut pfd, 1, 0) == 1 }
-        };
+        let fin_in = || super::super::listener::peer_hung_up(d.as_raw_fd());
         while !fin_in() && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));
         }

@@ -38,7 +38,7 @@ use super::*;
 /// Whether the peer of socket `fd` has shut down its side (a FIN received), hung up or left an
 /// error, whether or not data is still unread in front of it. A failed `poll` counts as a
 /// hang-up: the caller then queues the connection, and the handler finds out.
-fn peer_hung_up(fd: RawFd) -> bool {
+pub(super) fn peer_hung_up(fd: RawFd) -> bool {
     let mut p = libc::pollfd {
         fd,
         events: libc::POLLRDHUP,

@@ -27,6 +27,33 @@ use std::process::ExitCode;
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+/// jemalloc's settings for the load generator, read once at the first allocation:
+/// transparent huge pages for its heap and its own metadata (`thp:always,metadata_thp:always`;
+/// the kernel's default, `madvise`, leaves them on 4 KiB pages unless asked).
+///
+/// Thousands of clients keep thousands of connections' state (`mysql_async`'s connection,
+/// its packet buffers, the client's task), each touched once a round of the whole client
+/// set; at 2048 I/O-bound point-select clients a statement's state is some 90 ms cold, and
+/// with 4 KiB pages nearly every touch was a TLB miss too. The load generator's CPU a
+/// statement grew 22.5 -> 27.5 µs from 512 to 2048 clients with 4 KiB pages, 21.1 -> 23.9
+/// with huge pages (medians of 6 runs, docs/PERFORMANCE.md, "shoal-bench on huge pages"),
+/// and on a machine the server shares every microsecond the generator saves is the
+/// server's. The server's own heap did not gain from the same setting (session 44).
+/// `MALLOC_CONF` in the environment is read after these and wins (`MALLOC_CONF=thp:default`
+/// turns it off).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[no_mangle]
+#[used]
+pub static malloc_conf: JemallocConf = JemallocConf(c"thp:always,metadata_thp:always".as_ptr());
+
+/// A `const char *` for jemalloc to read.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[repr(transparent)]
+pub struct JemallocConf(*const std::ffi::c_char);
+// SAFETY: points to a string literal, immutable for the life of the process.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+unsafe impl Sync for JemallocConf {}
+
 #[derive(Parser)]
 #[command(
     name = "shoal-bench",

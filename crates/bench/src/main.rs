@@ -34,9 +34,11 @@ static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// Thousands of clients keep thousands of connections' state (`mysql_async`'s connection,
 /// its packet buffers, the client's task), each touched once a round of the whole client
 /// set; at 2048 I/O-bound point-select clients a statement's state is some 90 ms cold, and
-/// with 4 KiB pages nearly every touch was a TLB miss too. The load generator's CPU a
-/// statement grew 22.5 -> 27.5 µs from 512 to 2048 clients with 4 KiB pages, 21.1 -> 23.9
-/// with huge pages (medians of 6 runs, docs/PERFORMANCE.md, "shoal-bench on huge pages"),
+/// on 4 KiB pages spread over far more pages than a TLB holds (the likely cost: the VM this
+/// was measured on has no counters to show TLB misses, so the effect was measured instead).
+/// The load generator's CPU a statement grew 22.5 -> 27.5 µs from 512 to 2048 clients with
+/// 4 KiB pages, 21.1 -> 23.9 with huge pages (medians of 6 runs; docs/PERFORMANCE.md,
+/// "shoal-bench on huge pages"),
 /// and on a machine the server shares every microsecond the generator saves is the
 /// server's. The server's own heap did not gain from the same setting (session 44).
 /// `MALLOC_CONF` in the environment is read after these and wins (`MALLOC_CONF=thp:default`

@@ -161,6 +161,23 @@ fn io_like_load_raises_the_cap_and_off_restores_the_static_cap() {
         !reads.is_empty() && reads.iter().all(|&r| r == 0.0),
         "{reads:?}"
     );
+    // Nor does the raise come from saturated CPUs: every `probe up` was decided on an
+    // interval whose CPU_IDLE (the machine's free share, or 1 when the server itself used
+    // little) was at least IDLE_HIGH (0.2); the sleepers use almost no CPU.
+    let idles: Vec<Option<f64>> = a
+        .query_map(
+            "SELECT CPU_IDLE FROM information_schema.THREAD_POOL_ADAPTIVE_HISTORY \
+             WHERE GROUP_ID = 0 AND REASON = 'probe up'",
+            |r: Option<f64>| r,
+        )
+        .unwrap();
+    assert!(
+        !idles.is_empty()
+            && idles
+                .iter()
+                .all(|r| r.is_some_and(|x| (0.2..=1.0).contains(&x))),
+        "CPU_IDLE of the probes up: {idles:?}"
+    );
     // OFF: the static cap applies at once (the load keeps running).
     a.query_drop("SET GLOBAL thread_pool_adaptive = OFF")
         .unwrap();

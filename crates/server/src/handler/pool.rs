@@ -427,6 +427,9 @@ pub fn adaptive_history_table(st: &PoolStats) -> VirtualTable {
                 Value::Double((m.wait_share() * 1000.0).round() / 1000.0),
                 int(m.queued),
                 Value::Double((m.read_wait_share() * 1000.0).round() / 1000.0),
+                m.cpu_idle.map_or(Value::Null, |x| {
+                    Value::Double((x * 1000.0).round() / 1000.0)
+                }),
             ]);
         }
     }
@@ -446,6 +449,7 @@ pub fn adaptive_history_table(st: &PoolStats) -> VirtualTable {
             "WAIT_SHARE",
             "QUEUE_LENGTH",
             "READ_WAIT_SHARE",
+            "CPU_IDLE",
         ]
         .map(String::from)
         .to_vec(),

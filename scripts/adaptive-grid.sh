@@ -49,7 +49,8 @@ CONFIRM=${CONFIRM:-2}
 PEAK_ROUNDS=${PEAK_ROUNDS:-$CONFIRM}
 # CONTENDERS=FILE skips the grid and confirms the static settings listed in FILE (lines
 # "regime workload clients static-S-O", as a previous run's confirm-contenders.txt); issue 19's
-# twelve points are docs/perf-log/issue-19-contenders.txt (session 35's grid; four points from the issue's whole grid, session 52).
+# twelve points are docs/perf-log/issue-19-contenders.txt (session 35's grid; four points from
+# the issue's whole grid, session 52).
 CONTENDERS=${CONTENDERS:-}
 if [ -n "$CONTENDERS" ]; then
   [ -r "$CONTENDERS" ] || { echo "CONTENDERS=$CONTENDERS is not readable" >&2; exit 1; }

@@ -207,7 +207,7 @@
 //! interval, and an unlucky one made any next interval look like a gain. Read-write at 2048
 //! clients on data 8x the cache swings between 3,300 and 11,000 statements a second from one
 //! 500 ms interval to the next (row-lock convoys, compactions); its raises pay nothing (a cap
-//! of 4 is that point's best static setting), yet probes based on a slow interval were kept
+//! of 4 was that point's best static setting in a 3 x 3 grid), yet probes based on a slow interval were kept
 //! and the lowerings that followed them "cost throughput" against a fast one, so the cap spent
 //! much of the run at 5-6 (docs/perf-log/2026-12-07-session-52-the-base.md). A mean of four
 //! intervals lags a changing load by two seconds at most, and a kept raise's next probe is
@@ -611,20 +611,19 @@ impl Controller {
     }
 
     /// A probe's base: the mean throughput (the pool's when `pooled`) and mean queueing time
-    /// of the remembered intervals at the current cap, else of `s` alone.
-    fn base(&self, s: &Sample, pooled: bool) -> (f64, u64) {
-        let at: Vec<&Recent> = self.recent.iter().filter(|r| r.cap == self.cap).collect();
-        if at.is_empty() {
-            return (s.judged_throughput(pooled), s.mean_queue_us());
+    /// of the remembered intervals at `cap`, else of `s` alone.
+    fn base(&self, s: &Sample, pooled: bool, cap: usize) -> (f64, u64) {
+        let (mut n, mut tput, mut queue) = (0.0, 0.0, 0.0);
+        for r in self.recent.iter().filter(|r| r.cap == cap) {
+            n += 1.0;
+            tput += if pooled { r.pooled } else { r.tput };
+            queue += r.queue_us as f64;
         }
-        let n = at.len() as f64;
-        let tput = at
-            .iter()
-            .map(|r| if pooled { r.pooled } else { r.tput })
-            .sum::<f64>()
-            / n;
-        let queue = at.iter().map(|r| r.queue_us as f64).sum::<f64>() / n;
-        (tput, queue.round() as u64)
+        if n == 0.0 {
+            (s.judged_throughput(pooled), s.mean_queue_us())
+        } else {
+            (tput / n, (queue / n).round() as u64)
+        }
     }
 
     /// Tells the controller how many CPUs its group covers (the pool's CPUs over
@@ -928,9 +927,7 @@ impl Controller {
             Phase::Steady
         } else {
             // The intervals remembered are at `old`, the cap before this probe.
-            let cap = std::mem::replace(&mut self.cap, old);
-            let (base_tput, base_queue) = self.base(base, self.cpu_bound);
-            self.cap = cap;
+            let (base_tput, base_queue) = self.base(base, self.cpu_bound, old);
             Phase::Probe {
                 dir,
                 base: base_tput,

@@ -92,6 +92,16 @@
 //! pool's total says whether the server lost anything. Other probes (a group reading from
 //! disk, or with idle CPUs) keep their own throughput: there a group's gain is its own.
 //!
+//! **A merged group.** When the pool merges its groups (`crate::regroup`: hundreds of
+//! connections that are not read-bound), one group covers several CPUs, and its floor and home
+//! are [`MERGED_PER_CPU`] per CPU, whatever its workers wait on (never above `max_cap`). The
+//! issue's whole grid found one group on two CPUs with a cap of 6 the best static setting at
+//! 512 cached point-select clients and at 512 and 2048 I/O-bound read-write clients; the homes
+//! above, 2 or 3 per CPU for one-CPU groups, gave that group 4, and adaptive ran 0.93-0.94x
+//! of the cap of 6 (docs/perf-log/2026-12-07-session-53-groups.md). One queue over two CPUs
+//! needs the slack of a third worker per CPU to keep both busy through every hand-off. A
+//! read-bound group keeps its own floor (higher).
+//!
 //! **The read-bound floor** is the same idea the other way. With uniform reads of data 8x
 //! the cache, the workers spend over 90 % of their time in disk reads, the statics with a cap
 //! of 11 won five of six I/O-bound grid points, and a climb of +1 steps, each judged through
@@ -274,6 +284,10 @@ pub const CPU_BOUND_FLOOR: usize = 2;
 pub const WAITING_HOME: usize = 3;
 /// See [`WAITING_HOME`].
 pub const WAITING_HOME_SHARE: f64 = 0.5;
+/// The floor and home of a group that covers several CPUs, per CPU (see "A merged group" in
+/// the module doc): one group on two CPUs with a cap of 6 won at 512 cached point-select
+/// clients and at 512 and 2048 I/O-bound read-write clients, against 4 there.
+pub const MERGED_PER_CPU: usize = 3;
 /// Average share of execution time in disk reads under which a saturated group counts as
 /// CPU-bound (a cache warming up reads 2-3 %).
 pub const CPU_BOUND_READS: f64 = 0.05;
@@ -548,6 +562,8 @@ pub struct Controller {
     /// CPUs per group (at least 1; see [`Controller::set_cpus_per_group`]): the homes are per
     /// CPU a group covers.
     cpus_per_group: usize,
+    /// The pool merged its groups: see [`Controller::set_merged`].
+    merged: bool,
     /// Binding intervals in a row with `read_avg` at or above [`READ_BOUND_READS`].
     heavy: u32,
     /// The group counts as read-bound: its floor is [`READ_BOUND_FLOOR`].
@@ -587,6 +603,7 @@ impl Controller {
             calm: 0,
             cpu_bound: false,
             cpus_per_group: 1,
+            merged: false,
             heavy: 0,
             read_bound: false,
             recent: std::collections::VecDeque::with_capacity(BASE_INTERVALS),
@@ -634,6 +651,12 @@ impl Controller {
         self.cpus_per_group = n.max(1);
     }
 
+    /// Tells the controller whether the pool merged its groups (`crate::regroup`): a merged
+    /// group covering several CPUs has the floor and home [`MERGED_PER_CPU`] per CPU.
+    pub fn set_merged(&mut self, on: bool) {
+        self.merged = on;
+    }
+
     /// Whether the group counts as CPU-bound (its floor is then [`CPU_BOUND_FLOOR`]).
     pub fn cpu_bound(&self) -> bool {
         self.cpu_bound
@@ -647,6 +670,12 @@ impl Controller {
     /// The floor in force: `floor`, the CPU-bound home below it, or the read-bound floor
     /// above it (never above `max_cap`).
     fn floor_for(&self, floor: usize, max_cap: usize) -> usize {
+        if self.merged && self.cpus_per_group >= 2 && !self.read_bound {
+            // A group that covers several CPUs because the pool merged its groups
+            // (`crate::regroup`): one queue feeds them all, and 3 per CPU is its home and its
+            // floor alike.
+            return floor.max(MERGED_PER_CPU * self.cpus_per_group).min(max_cap);
+        }
         if self.cpu_bound {
             let home = if self.other_avg >= WAITING_HOME_SHARE {
                 WAITING_HOME
@@ -1365,18 +1394,46 @@ mod tests {
 
     #[test]
     fn the_homes_are_per_cpu_of_the_group() {
-        // One group on two CPUs: the CPU-bound home is 4 (the default concurrency), not 2, and
-        // the read-bound floor 16.
+        // One group on two CPUs that the pool merged: its home and floor are 3 per CPU, 6,
+        // whether it computes or waits, and the read-bound floor 16.
+        let merged = || {
+            let mut c = Controller::new(4);
+            c.set_cpus_per_group(2);
+            c.set_merged(true);
+            c
+        };
+        let mut c = merged();
+        let caps = drive_floor(&mut c, 40, 4, 64, |_, _| sample(6000.0, 0.01, 20));
+        assert!(c.cpu_bound());
+        assert!(
+            caps[1..].iter().all(|&x| x == 2 * MERGED_PER_CPU),
+            "{caps:?}"
+        );
+        let mut c = merged();
+        let caps = drive_floor(&mut c, 40, 4, 64, |_, _| {
+            let mut s = sample(6000.0, 0.01, 20);
+            s.wait_us = s.exec_us * 8 / 10;
+            s
+        });
+        assert!(
+            caps[1..].iter().all(|&x| x == 2 * MERGED_PER_CPU),
+            "{caps:?}"
+        );
+        // Never above the bound.
+        let mut c = merged();
+        let caps = drive_floor(&mut c, 40, 4, 5, |_, _| sample(6000.0, 0.01, 20));
+        assert!(caps.iter().all(|&x| x <= 5), "{caps:?}");
+        let mut c = merged();
+        let caps = drive_floor(&mut c, 40, 4, 64, |_, _| reading(4000.0, 0.05, 50, 0.8));
+        assert!(c.read_bound());
+        assert!(caps[10..].iter().all(|&x| x >= 16), "{caps:?}");
+        // One group on two CPUs that the pool was told to run (`thread_pool_size` 1, not a
+        // merge): the CPU-bound home is 2 per CPU, 4, the default concurrency.
         let mut c = Controller::new(4);
         c.set_cpus_per_group(2);
         let caps = drive_floor(&mut c, 40, 4, 64, |_, _| sample(6000.0, 0.01, 20));
         assert!(c.cpu_bound());
         assert!(caps.iter().all(|&x| x == 4), "{caps:?}");
-        let mut c = Controller::new(4);
-        c.set_cpus_per_group(2);
-        let caps = drive_floor(&mut c, 40, 4, 64, |_, _| reading(4000.0, 0.05, 50, 0.8));
-        assert!(c.read_bound());
-        assert!(caps[10..].iter().all(|&x| x >= 16), "{caps:?}");
     }
 
     #[test]

@@ -289,6 +289,14 @@
 //! and `adaptive_reverts`. Switching it on starts every group at `1 + oversubscribe`;
 //! switching it off restores the static cap at once.
 //!
+//! With `adaptive_groups` as well (on by default), the timer also chooses how many groups
+//! connections are placed in ([`regroup::Regroup`], fed with every adaptive group's interval
+//! summed): `4 x size` while the connections are few or the load is read-bound, `size / 2`
+//! while they are many and it is not, applied as a live resize (connections move at their
+//! next re-arm). `size` stays what was set (`Config::size` in [`Pool::config`]); the groups in
+//! use are [`PoolStats::size`], the changes [`PoolStats::regroups`]. The `regroup` module doc
+//! says what the whole static grid showed that caps alone could not reach.
+//!
 //! ## The lock-holder guarantee (no pool-wide deadlock)
 //!
 //! The classic failure: a session holds a row lock (or an open transaction) and is idle; every
@@ -409,6 +417,7 @@ mod loom;
 #[cfg(test)]
 mod model;
 mod pool;
+pub mod regroup;
 mod stats;
 
 pub use crate::core::{Counters, Prio};

@@ -147,6 +147,9 @@ pub struct PoolStats {
     /// `Threadpool_cpu_affinity_engaged`: CPU affinity pins the workers and steers local
     /// connections now (switched on, in effect, and the clients spread over the CPUs).
     pub affinity_engaged: bool,
+    /// `Threadpool_adaptive_regroups`: times adaptive mode changed the number of groups (see
+    /// `crate::regroup`); `size` is the number in use now.
+    pub regroups: u64,
 }
 
 impl PoolStats {

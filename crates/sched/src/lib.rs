@@ -137,6 +137,10 @@ pub struct Config {
     pub oversubscribe: usize,
     /// `thread_pool_adaptive`: each group's cap is set by its controller (see `shoal_pool::adapt`).
     pub adaptive: bool,
+    /// `thread_pool_adaptive_groups`: in adaptive mode the pool also chooses how many groups
+    /// connections are placed in, from `size / 2` (rounded up) to `4 x size` (see
+    /// `shoal_pool::regroup`); off, adaptive mode runs `size` groups.
+    pub adaptive_groups: bool,
     /// `thread_pool_stall_limit`: timer period.
     pub stall_limit: Duration,
     /// `thread_pool_max_threads`.
@@ -192,6 +196,7 @@ impl Default for Config {
             // paired rounds (docs/perf-log/2026-12-05-session-34-floor-four.md).
             oversubscribe: 3,
             adaptive: true,
+            adaptive_groups: true,
             stall_limit: Duration::from_millis(500),
             max_threads: 65536,
             idle_timeout: Duration::from_secs(60),

@@ -35,6 +35,8 @@ pub enum Knob {
     Oversubscribe,
     /// `thread_pool_adaptive`.
     Adaptive,
+    /// `thread_pool_adaptive_groups`.
+    AdaptiveGroups,
     /// `thread_pool_stall_limit`.
     StallLimit,
     /// `thread_pool_max_threads`.
@@ -177,6 +179,15 @@ pub const VARIABLES: &[Var] = &[
         dynamic: true,
         get: |c| Value::Bool(c.adaptive),
         set: |c, v| c.adaptive = v.bool(),
+    },
+    Var {
+        name: "thread_pool_adaptive_groups",
+        knob: Knob::AdaptiveGroups,
+        domain: Domain::Bool,
+        scope: Scope::Global,
+        dynamic: true,
+        get: |c| Value::Bool(c.adaptive_groups),
+        set: |c, v| c.adaptive_groups = v.bool(),
     },
     Var {
         name: "thread_pool_balance_usec",

@@ -22,8 +22,13 @@ fn server(tag: &str, extra: &[&str]) -> (Shoal, u16) {
     server_sized(tag, 1, extra)
 }
 
-/// [`server`] with `size` thread groups.
+/// [`server`] with `size` thread groups. The cap tests keep them (`thread_pool_adaptive_groups`
+/// OFF: a cap is watched in one group); the number of groups has its own test.
 fn server_sized(tag: &str, size: usize, extra: &[&str]) -> (Shoal, u16) {
+    server_with(tag, size, &["--thread-pool-adaptive-groups=OFF"], extra)
+}
+
+fn server_with(tag: &str, size: usize, base: &[&str], extra: &[&str]) -> (Shoal, u16) {
     let admin = support::free_port();
     let admin_arg = format!("--admin-port={admin}");
     let size_arg = format!("--thread-pool-size={size}");
@@ -33,6 +38,7 @@ fn server_sized(tag: &str, size: usize, extra: &[&str]) -> (Shoal, u16) {
         "--thread-pool-stall-limit=200",
         "--max-connections=500",
     ];
+    args.extend_from_slice(base);
     args.extend_from_slice(extra);
     args.push(&admin_arg);
     (Shoal::start(tag, &args), admin)
@@ -276,4 +282,44 @@ fn cpu_bound_load_brings_the_cap_down() {
         .unwrap();
     assert_eq!(cap(&mut a), 11);
     assert_eq!(s.recovered_events(), Some(0));
+}
+
+/// The number of groups (`thread_pool_adaptive_groups`, ON by default): two busy clients on a
+/// server started with one group spread it over four (`Threadpool_groups`, the rows of
+/// `THREAD_POOL_GROUPS`, `Threadpool_adaptive_regroups`), `thread_pool_size` still reads 1,
+/// and `SET GLOBAL thread_pool_adaptive_groups = OFF` puts the pool back in one group at once.
+#[test]
+fn few_busy_clients_spread_the_groups_and_off_restores_them() {
+    let (s, port) = server_with("adaptive-groups", 1, &[], &[]);
+    let mut a = admin(&s, port);
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients = load(&s, 2, "SELECT 1", &stop);
+    poll_until(90, "four groups", || {
+        let g = status(&mut a, "Threadpool_groups");
+        (g == 4, format!("Threadpool_groups = {g}"))
+    });
+    assert!(status(&mut a, "Threadpool_adaptive_regroups") >= 1);
+    let size: Option<(String, String)> = a
+        .query_first("SHOW GLOBAL VARIABLES LIKE 'thread_pool_size'")
+        .unwrap();
+    assert_eq!(size.unwrap().1, "1", "thread_pool_size stays as set");
+    poll_until(90, "the clients in the new groups", || {
+        let busy: Vec<i64> = a
+            .query(
+                "SELECT GROUP_ID FROM information_schema.THREAD_POOL_GROUPS WHERE CONNECTIONS > 0",
+            )
+            .unwrap();
+        (
+            busy.iter().any(|&g| g > 0),
+            format!("groups with connections: {busy:?}"),
+        )
+    });
+    a.query_drop("SET GLOBAL thread_pool_adaptive_groups = OFF")
+        .unwrap();
+    assert_eq!(status(&mut a, "Threadpool_groups"), 1);
+    let v: Option<(String, String)> = a
+        .query_first("SHOW GLOBAL VARIABLES LIKE 'thread_pool_adaptive_groups'")
+        .unwrap();
+    assert_eq!(v.unwrap().1, "OFF");
+    assert!(finish(&stop, clients) > 0);
 }

@@ -16,8 +16,14 @@ use std::time::{Duration, Instant};
 use mysql::prelude::Queryable;
 use support::{err_code, global_status as status, Raw, Shoal};
 
+/// A pool server with the group layout these tests set (`thread_pool_size`, connection id
+/// modulo size): adaptive mode's own choice of the number of groups is off here, and has its
+/// own tests (`tests/adaptive.rs`, and `crates/pool/tests/regroup.rs`).
 fn pool_server(tag: &str, extra: &[&str]) -> Shoal {
-    let mut args = vec!["--thread-handling=pool-of-threads"];
+    let mut args = vec![
+        "--thread-handling=pool-of-threads",
+        "--thread-pool-adaptive-groups=OFF",
+    ];
     args.extend_from_slice(extra);
     Shoal::start(tag, &args)
 }

@@ -83,25 +83,25 @@ impl<H: Handler> Pool<H> {
         true
     }
 
-    /// `SET GLOBAL thread_pool_size`: connections migrate at their next re-arm.
+    /// `SET GLOBAL thread_pool_size`: connections migrate at their next re-arm. In adaptive
+    /// mode with `adaptive_groups` this is the base the pool's choice starts from again.
     pub fn set_size(&self, size: usize) -> Result<(), PoolError> {
-        let max = self.shared.groups.len();
-        if size == 0 || size > max {
-            return Err(PoolError::InvalidConfig(format!(
-                "size {size} must be in 1..={max}"
-            )));
-        }
-        for g in &self.shared.groups[..size] {
-            g.poller()?;
-        }
-        let old = self.shared.size.swap(size, Ordering::SeqCst);
-        // Listeners of groups beyond the new size re-check whether they may exit.
-        for g in &self.shared.groups[size.min(old)..old.max(size)] {
-            if let Some(p) = g.poller.get() {
-                let _ = p.notify();
-            }
-        }
+        self.shared.resize(size)?;
+        self.shared.size_set.store(size, Ordering::SeqCst);
+        *lock(&self.shared.regroup) = Regroup::new();
         Ok(())
+    }
+    /// `SET GLOBAL thread_pool_adaptive_groups`: off, adaptive mode runs `thread_pool_size`
+    /// groups again at once.
+    pub fn set_adaptive_groups(&self, on: bool) {
+        let s = &self.shared;
+        if s.adaptive_groups.swap(on, Ordering::SeqCst) == on {
+            return;
+        }
+        *lock(&s.regroup) = Regroup::new();
+        if !on {
+            let _ = s.resize(s.size_set.load(Ordering::SeqCst));
+        }
     }
     /// `SET GLOBAL thread_pool_oversubscribe`.
     pub fn set_oversubscribe(&self, n: usize) {
@@ -193,6 +193,7 @@ impl<H: Handler> Pool<H> {
             Knob::Size => return self.set_size(config.size),
             Knob::Oversubscribe => self.set_oversubscribe(config.oversubscribe),
             Knob::Adaptive => self.set_adaptive(config.adaptive),
+            Knob::AdaptiveGroups => self.set_adaptive_groups(config.adaptive_groups),
             Knob::StallLimit => return self.set_stall_limit(config.stall_limit),
             Knob::MaxThreads => return self.set_max_threads(config.max_threads),
             Knob::IdleTimeout => self.set_idle_timeout(config.idle_timeout),
@@ -220,10 +221,11 @@ impl<H: Handler> Pool<H> {
         let s = &self.shared;
         let d = |a: &AtomicU64| Duration::from_micros(a.load(Ordering::SeqCst));
         Config {
-            size: s.size.load(Ordering::SeqCst),
+            size: s.size_set.load(Ordering::SeqCst),
             max_size: s.groups.len(),
             oversubscribe: s.oversubscribe.load(Ordering::SeqCst),
             adaptive: s.adaptive.load(Ordering::SeqCst),
+            adaptive_groups: s.adaptive_groups.load(Ordering::SeqCst),
             stall_limit: d(&s.stall_limit_us),
             max_threads: s.max_threads.load(Ordering::SeqCst),
             idle_timeout: d(&s.idle_timeout_us),

@@ -36,6 +36,7 @@ use crate::loom::thread::{self, JoinHandle};
 use crate::loom::{
     Arc, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, StdArc,
 };
+use crate::regroup::{self, Regroup};
 use crate::stats::{Adjustment, ConnState, GroupStats, Percentiles, PoolStats, QueueEntryInfo};
 use crate::{CloseReason, Config, Handler, HighPrioMode, Knob, Outcome, PoolError, PrioHint};
 use epoll::{Events, Interest, Mode, Poller};
@@ -305,7 +306,19 @@ struct Shared<H: Handler> {
     handler: H,
     groups: Vec<CachePadded<Group<H::Conn>>>,
     registry: Vec<Shard<H::Conn>>,
+    /// The groups connections are placed in now: `thread_pool_size`, or in adaptive mode with
+    /// `adaptive_groups` the number `crate::regroup` chose.
     size: AtomicUsize,
+    /// `thread_pool_size` as set (what `SHOW VARIABLES` reports, and the base of
+    /// `crate::regroup`'s choice).
+    size_set: AtomicUsize,
+    /// `thread_pool_adaptive_groups`: adaptive mode also chooses the number of groups.
+    adaptive_groups: AtomicBool,
+    /// The number-of-groups chooser, fed by the timer (reset when adaptive mode or the size
+    /// is set).
+    regroup: Mutex<Regroup>,
+    /// Times the chooser changed the number of groups (`Threadpool_adaptive_regroups`).
+    regroups: AtomicU64,
     oversubscribe: AtomicUsize,
     /// `thread_pool_adaptive`: each group's cap comes from its controller (see `crate::adapt`).
     adaptive: AtomicBool,
@@ -444,6 +457,10 @@ impl<H: Handler> Shared<H> {
                 .map(|_| Mutex::new(FxHashMap::default()))
                 .collect(),
             size: AtomicUsize::new(config.size),
+            size_set: AtomicUsize::new(config.size),
+            adaptive_groups: AtomicBool::new(config.adaptive_groups),
+            regroup: Mutex::new(Regroup::new()),
+            regroups: AtomicU64::new(0),
             oversubscribe: AtomicUsize::new(config.oversubscribe),
             adaptive: AtomicBool::new(false),
             stall_limit_us: AtomicU64::new(us(config.stall_limit)),
@@ -572,6 +589,11 @@ impl<H: Handler> Shared<H> {
         if was == on {
             return;
         }
+        *lock(&self.regroup) = Regroup::new();
+        if !on {
+            // Back to `thread_pool_size` groups (the pollers exist: it was the size before).
+            let _ = self.resize(self.size_set.load(Ordering::SeqCst));
+        }
         let start = (1 + self.oversubscribe.load(Ordering::SeqCst)).min(self.max_cap());
         let now = Instant::now();
         for g in &self.groups {
@@ -587,6 +609,53 @@ impl<H: Handler> Shared<H> {
         }
     }
 
+    /// Places connections in `size` groups from now on (each moves at its next re-arm):
+    /// creates the pollers it needs and tells the listeners of groups beyond it to look
+    /// whether they may exit.
+    fn resize(&self, size: usize) -> Result<(), PoolError> {
+        let max = self.groups.len();
+        if size == 0 || size > max {
+            return Err(PoolError::InvalidConfig(format!(
+                "size {size} must be in 1..={max}"
+            )));
+        }
+        for g in &self.groups[..size] {
+            g.poller()?;
+        }
+        let old = self.size.swap(size, Ordering::SeqCst);
+        for g in &self.groups[size.min(old)..old.max(size)] {
+            if let Some(p) = g.poller.get() {
+                let _ = p.notify();
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether adaptive mode chooses the number of groups now.
+    fn regrouping(&self) -> bool {
+        self.adaptive.load(Ordering::Relaxed) && self.adaptive_groups.load(Ordering::Relaxed)
+    }
+
+    /// The number-of-groups chooser's turn (at a timer tick, no group lock held): `o` sums
+    /// the adaptive groups' intervals just judged.
+    fn regroup(&self, mut o: regroup::Observation) {
+        if !self.regrouping() {
+            return;
+        }
+        o.cpus = if self.cpus.is_empty() {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            self.cpus.len()
+        };
+        let current = self.size.load(Ordering::SeqCst);
+        let base = self.size_set.load(Ordering::SeqCst);
+        let want = lock(&self.regroup).step(&o, current, base, self.groups.len());
+        if want != current && self.resize(want).is_ok() {
+            self.regroups.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(from = current, to = want, "adaptive pool: regrouped");
+        }
+    }
+
     /// The adaptive controller's turn for one group (at a timer tick, group lock held).
     /// `cpu_idle`: the share of the CPUs left free over the tick's interval (see [`cpu`]).
     fn adapt(
@@ -596,15 +665,13 @@ impl<H: Handler> Shared<H> {
         now: Instant,
         cpu_idle: Option<f64>,
         pool_completed: u64,
-    ) {
+    ) -> Option<regroup::Observation> {
         let max_cap = self.max_cap();
         let floor = (1 + self.oversubscribe.load(Ordering::Relaxed)).min(ADAPT_FLOOR);
-        let Some((ctl, since)) = inner.adapt.as_mut() else {
-            return;
-        };
+        let (ctl, since) = inner.adapt.as_mut()?;
         let elapsed = now.saturating_duration_since(*since);
         if elapsed < ADAPT_MIN_INTERVAL {
-            return;
+            return None;
         }
         let mut sample = std::mem::take(&mut inner.core.meter);
         sample.elapsed = elapsed;
@@ -619,10 +686,18 @@ impl<H: Handler> Shared<H> {
         };
         let size = self.size.load(Ordering::Relaxed).max(1);
         ctl.set_cpus_per_group(cpus.div_ceil(size));
+        ctl.set_merged(size < self.size_set.load(Ordering::Relaxed));
         let d = ctl.step(&sample, floor, max_cap);
         g.cap.store(d.new, Ordering::SeqCst);
+        let seen = regroup::Observation {
+            completed: sample.completed,
+            exec_us: sample.exec_us,
+            read_us: sample.read_wait_us,
+            wait_us: sample.wait_us,
+            ..Default::default()
+        };
         if d.new == d.old {
-            return;
+            return Some(seen);
         }
         let c = &mut inner.core.counters;
         if d.new > d.old {
@@ -646,6 +721,7 @@ impl<H: Handler> Shared<H> {
             reason: d.reason,
             sample,
         });
+        Some(seen)
     }
     fn stall_limit(&self) -> Duration {
         Duration::from_micros(self.stall_limit_us.load(Ordering::Relaxed))
@@ -1002,6 +1078,7 @@ impl<H: Handler> Shared<H> {
             queue_entries,
             waits,
             sampled_seconds: self.sampled_seconds.load(Ordering::Relaxed),
+            regroups: self.regroups.load(Ordering::Relaxed),
             stall_seconds: self.stall_seconds.load(Ordering::Relaxed),
             affinity_engaged: self.placement(0).is_some(),
         }

@@ -199,6 +199,8 @@ impl<H: Handler> Shared<H> {
                 }
             })
             .sum();
+        // What the adaptive groups did, summed for the number-of-groups chooser.
+        let mut seen = regroup::Observation::default();
         for gid in 0..self.groups.len() {
             let group = &self.groups[gid];
             let mut inner = group.lock();
@@ -210,8 +212,16 @@ impl<H: Handler> Shared<H> {
             let (stalled, missing) = core.tick();
             let adaptive = gid < self.size.load(Ordering::Relaxed) && inner.adapt.is_some();
             if adaptive {
-                self.adapt(group, &mut inner, Instant::now(), cpu_idle, pool_completed);
+                if let Some(o) =
+                    self.adapt(group, &mut inner, Instant::now(), cpu_idle, pool_completed)
+                {
+                    seen.completed += o.completed;
+                    seen.exec_us += o.exec_us;
+                    seen.read_us += o.read_us;
+                    seen.wait_us += o.wait_us;
+                }
             }
+            seen.connections += inner.core.connections;
             let core = &mut inner.core;
             if stalled {
                 self.wake_or_create(gid, core, Reason::Stall);
@@ -231,6 +241,7 @@ impl<H: Handler> Shared<H> {
                 self.rescue_poll(gid, events);
             }
         }
+        self.regroup(seen);
         let now = Instant::now();
         let mut idle = Vec::new();
         for e in self.all_entries() {

@@ -544,6 +544,9 @@ pub fn config(size: usize) -> Config {
         // The scenarios test the static cap (`1 + oversubscribe`); the adaptive ones turn the
         // controller on themselves.
         adaptive: false,
+        // And they place connections in `size` groups: adaptive mode's choice of the number
+        // of groups has its own scenario (`tests/regroup.rs`).
+        adaptive_groups: false,
         ..Config::default()
     }
 }

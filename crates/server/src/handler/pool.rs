@@ -338,6 +338,7 @@ pub fn status_rows(st: &PoolStats) -> Vec<(String, String)> {
         ("Threadpool_adaptive_raises", c.adaptive_raises),
         ("Threadpool_adaptive_lowers", c.adaptive_lowers),
         ("Threadpool_adaptive_reverts", c.adaptive_reverts),
+        ("Threadpool_adaptive_regroups", st.regroups),
         (
             "Threadpool_concurrency_cap",
             st.groups

@@ -291,8 +291,9 @@
 //!
 //! With `adaptive_groups` as well (on by default), the timer also chooses how many groups
 //! connections are placed in ([`regroup::Regroup`], fed with every adaptive group's interval
-//! summed): `4 x size` while the connections are few or the load is read-bound, `size / 2`
-//! while they are many and it is not, applied as a live resize (connections move at their
+//! summed): `4 x size` while the connections are few or the load is read-bound (`size` for a
+//! read-bound load at more than 512 connections a CPU), `size / 2` while they are many and it
+//! is not (a merged group's floor is then 3 per CPU it covers), applied as a live resize (connections move at their
 //! next re-arm). `size` stays what was set (`Config::size` in [`Pool::config`]); the groups in
 //! use are [`PoolStats::size`], the changes [`PoolStats::regroups`]. The `regroup` module doc
 //! says what the whole static grid showed that caps alone could not reach.

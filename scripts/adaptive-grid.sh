@@ -34,7 +34,9 @@ THREADS=${THREADS:-"32 512"}
 threads_for() { local v="THREADS_${1^^}"; echo "${!v:-$THREADS}"; }
 WORKLOADS=${WORKLOADS:-"oltp_point_select oltp_read_write"}
 REGIMES=${REGIMES:-"cached iobound"}
-# The adaptive side: groups and the oversubscribe it starts from (the server's defaults).
+# The adaptive side: groups and the oversubscribe it starts from (the server's defaults). With
+# thread_pool_adaptive_groups ON (the default) the size is the base the pool scales its number
+# of groups from (crates/pool/src/regroup.rs); each adaptive run starts from it again.
 ADAPTIVE_SIZE=${ADAPTIVE_SIZE:-$(nproc)}
 ADAPTIVE_OVERSUB=${ADAPTIVE_OVERSUB:-3}
 PORT=${PORT:-33790}

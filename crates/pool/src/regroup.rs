@@ -16,21 +16,22 @@
 //!   event it polls itself, the cap never queues anybody, and lingering keeps one thread per busy
 //!   connection: the schedule of one thread per connection, which is the best one while clients
 //!   are fewer than the pool's slots. Two groups at their CPU-bound home (2 per CPU) queue the
-//!   third busy connection of a group, and each queued command costs a hand-off.
+//!   third busy connection of a group, and (our reading) each queued command costs a hand-off.
 //! * **A read-bound load: many groups.** Uniform point selects on data 8x the buffer pool spend
 //!   over 90 % of their time in disk reads; there eight groups (each with the read-bound floor of
-//!   its CPU) ran as fast as the best static, two groups 0.91x of it, and one group 0.80x (one
+//!   its CPU) ran as fast as the best static, two groups 0.91x of it, and one group 0.78x (one
 //!   listener polls every connection).
 //! * **Many connections, not read-bound: one group for two CPUs.** At 512 and 2048 clients, CPU-
 //!   or lock-bound, a single group with a cap of 6 won three points (cached point select and
 //!   I/O-bound read-write 512 and 2048). One queue ages every connection's commands together and
 //!   shares every slot; two queues at the same total cap leave one group's commands waiting
-//!   while the other's run, and the group's homes (per CPU it covers) give the single group
-//!   the same total concurrency.
+//!   while the other's run. A merged group's floor and home are 3 per CPU it covers
+//!   (`adapt::MERGED_PER_CPU`): the winning cap of 6 on two CPUs.
 //!
 //! Adaptive mode with `thread_pool_size` fixed at 8 matched the eight-group winners (1.03-1.04x)
 //! and lost to the one-group winners (0.82x at I/O-bound read-write 512); fixed at 1 it was the
-//! other way round (1.0-1.03x against the single groups, 0.80x at I/O-bound point select 512).
+//! other way round (0.96-1.02x against the single groups, 0.78x at I/O-bound point select 512;
+//! docs/perf-log/2026-12-07-session-53-groups.md).
 //! No fixed number holds every point; the connections and the read share say which one a load
 //! is, and both are cheap and stable to measure, unlike a throughput gradient over the number
 //! of groups (a regroup moves connections, and interval noise of ±30 % hides a 5-10 % step).
@@ -60,9 +61,9 @@
 //! [`AGREE`] loaded intervals in a row agree on it, so a burst of connections or a cache
 //! warming up does not move every connection twice.
 //!
-//! The thresholds were measured on two CPUs, where `merged` is one group; the homes and floors
-//! of the controllers are per CPU a group covers, so a merged group gets the total
-//! concurrency the two groups had.
+//! The thresholds were measured on two CPUs, where `merged` is one group and `spread` eight;
+//! on more CPUs they are a guess scaled per CPU, and `thread_pool_adaptive_groups = OFF` keeps
+//! `thread_pool_size` groups.
 
 /// Connections per CPU up to which they count as few (32 clients on two CPUs).
 pub const FEW_PER_CPU: usize = 16;

@@ -8,54 +8,10 @@ mod common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{config, Client, Server};
+use common::{config, looping_clients, until, Client, Server};
 use shoal_pool::regroup::{merged, spread, MANY_PER_CPU};
-use shoal_pool::PoolStats;
-
-/// Polls the stats until `f` holds, panicking with them after `timeout`.
-fn until(srv: &Server, timeout: Duration, what: &str, f: impl Fn(&PoolStats) -> bool) -> PoolStats {
-    let end = Instant::now() + timeout;
-    loop {
-        let st = srv.stats();
-        if f(&st) {
-            return st;
-        }
-        assert!(
-            Instant::now() < end,
-            "{what}: not after {timeout:?}: size {} regroups {} connections {}",
-            st.size,
-            st.regroups,
-            st.connections
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// `n` clients sending `cmd` in a loop until `stop`.
-fn loop_clients(
-    srv: &Server,
-    n: usize,
-    cmd: &'static str,
-    stop: &Arc<AtomicBool>,
-) -> Vec<JoinHandle<u64>> {
-    (0..n)
-        .map(|_| {
-            let mut c = srv.connect();
-            let stop = stop.clone();
-            std::thread::spawn(move || {
-                let mut done = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    assert!(!c.cmd(cmd).is_empty());
-                    done += 1;
-                }
-                done
-            })
-        })
-        .collect()
-}
 
 #[test]
 fn adaptive_mode_spreads_few_connections_merges_many_and_spreads_reads() {
@@ -70,7 +26,7 @@ fn adaptive_mode_spreads_few_connections_merges_many_and_spreads_reads() {
 
     // A few busy connections: spread.
     let stop = Arc::new(AtomicBool::new(false));
-    let busy = loop_clients(&srv, 2, "echo x", &stop);
+    let busy = looping_clients(&srv, 2, "echo x", "x", &stop);
     let st = until(&srv, Duration::from_secs(60), "spread", |s| s.size == wide);
     assert!(st.regroups >= 1, "{}", st.regroups);
     assert_eq!(srv.pool.config().size, 2, "thread_pool_size stays as set");
@@ -98,7 +54,7 @@ fn adaptive_mode_spreads_few_connections_merges_many_and_spreads_reads() {
         });
 
         // Many connections reading from disk (reported reads, nothing else): spread again.
-        let reads = loop_clients(&srv, 16, "read 1", &stop);
+        let reads = looping_clients(&srv, 16, "read 1", "read", &stop);
         until(&srv, Duration::from_secs(60), "spread for reads", |s| {
             s.size == wide
         });
@@ -118,7 +74,7 @@ fn adaptive_mode_spreads_few_connections_merges_many_and_spreads_reads() {
     srv.pool.set_adaptive_groups(false);
     assert_eq!(srv.stats().size, 2);
     let stop = Arc::new(AtomicBool::new(false));
-    let busy = loop_clients(&srv, 2, "echo x", &stop);
+    let busy = looping_clients(&srv, 2, "echo x", "x", &stop);
     let before = srv.stats();
     // Two stall samples later (a second or more: ten ticks at least, where four agreeing ones
     // would regroup) nothing moved.

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use common::{config, Client, Server};
+use common::{config, looping_clients, Client, Server};
 use shoal_pool::{CloseReason, ConnState, Counters, Prio};
 use shoal_wait::WaitKind;
 
@@ -1406,31 +1406,6 @@ fn a_command_longer_than_one_read_is_read_to_the_end() {
         assert_eq!(c.cmd(&format!("echo {long}")).len(), n);
         assert_eq!(c.cmd("echo next"), "next");
     }
-}
-
-/// `n` clients that send `cmd` in a loop, each answer checked against `answer`, until `stop`;
-/// each thread returns how many commands it completed.
-fn looping_clients(
-    srv: &Server,
-    n: usize,
-    cmd: &'static str,
-    answer: &'static str,
-    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
-) -> Vec<std::thread::JoinHandle<u64>> {
-    (0..n)
-        .map(|_| {
-            let mut c = srv.connect();
-            let stop = stop.clone();
-            std::thread::spawn(move || {
-                let mut done = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    assert_eq!(c.cmd(cmd), answer);
-                    done += 1;
-                }
-                done
-            })
-        })
-        .collect()
 }
 
 /// Adaptive mode where it pays: 48 clients whose statements block for 5 ms where nothing

@@ -6,10 +6,9 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{config, Server};
-use shoal_pool::PoolStats;
+use common::{config, until, Server};
 
 fn secs(n: u64) -> Duration {
     Duration::from_secs(n)
@@ -22,19 +21,6 @@ struct OpenOnDrop<'a>(&'a Server, usize);
 impl Drop for OpenOnDrop<'_> {
     fn drop(&mut self) {
         self.0.state.open_gate(self.1);
-    }
-}
-
-/// Polls the stats until `f` holds, panicking with them after `timeout`.
-fn until(srv: &Server, timeout: Duration, what: &str, f: impl Fn(&PoolStats) -> bool) -> PoolStats {
-    let end = Instant::now() + timeout;
-    loop {
-        let s = srv.stats();
-        if f(&s) {
-            return s;
-        }
-        assert!(Instant::now() < end, "timed out waiting for {what}: {s:?}");
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

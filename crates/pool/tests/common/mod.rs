@@ -550,3 +550,46 @@ pub fn config(size: usize) -> Config {
         ..Config::default()
     }
 }
+
+/// Polls the stats until `f` holds, panicking with them after `timeout`.
+pub fn until(
+    srv: &Server,
+    timeout: Duration,
+    what: &str,
+    f: impl Fn(&PoolStats) -> bool,
+) -> PoolStats {
+    let end = Instant::now() + timeout;
+    loop {
+        let s = srv.stats();
+        if f(&s) {
+            return s;
+        }
+        assert!(Instant::now() < end, "timed out waiting for {what}: {s:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `n` clients that send `cmd` in a loop, each answer checked against `answer`, until `stop`;
+/// each thread returns how many commands it completed.
+pub fn looping_clients(
+    srv: &Server,
+    n: usize,
+    cmd: &'static str,
+    answer: &'static str,
+    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Vec<std::thread::JoinHandle<u64>> {
+    (0..n)
+        .map(|_| {
+            let mut c = srv.connect();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut done = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    assert_eq!(c.cmd(cmd), answer);
+                    done += 1;
+                }
+                done
+            })
+        })
+        .collect()
+}

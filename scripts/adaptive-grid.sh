@@ -51,8 +51,9 @@ CONFIRM=${CONFIRM:-2}
 PEAK_ROUNDS=${PEAK_ROUNDS:-$CONFIRM}
 # CONTENDERS=FILE skips the grid and confirms the static settings listed in FILE (lines
 # "regime workload clients static-S-O", as a previous run's confirm-contenders.txt); issue 19's
-# twelve points are docs/perf-log/issue-19-contenders.txt (session 35's grid; four points from
-# the issue's whole grid, session 52).
+# points are docs/perf-log/issue-19-contenders.txt: the twelve of sessions 35-53 (session 35's
+# grid; four points from the issue's whole grid, session 52) and the eight client counts session
+# 54 added. Only the points of THREADS_* are confirmed.
 CONTENDERS=${CONTENDERS:-}
 if [ -n "$CONTENDERS" ]; then
   [ -r "$CONTENDERS" ] || { echo "CONTENDERS=$CONTENDERS is not readable" >&2; exit 1; }

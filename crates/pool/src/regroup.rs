@@ -218,6 +218,11 @@ mod tests {
             .collect()
     }
 
+    /// Where a fresh chooser stands after `n` intervals of `o` from `current` groups.
+    fn settle(o: Observation, current: usize, n: usize) -> usize {
+        *run(&mut Regroup::new(), o, current, n).last().unwrap()
+    }
+
     #[test]
     fn few_connections_spread_after_the_intervals_agree() {
         let mut r = Regroup::new();
@@ -227,29 +232,20 @@ mod tests {
 
     #[test]
     fn many_cpu_bound_connections_merge_and_many_reading_ones_spread() {
-        let mut r = Regroup::new();
-        assert_eq!(*run(&mut r, loaded(512, 0.0, 0.0), 2, 4).last().unwrap(), 1);
+        assert_eq!(settle(loaded(512, 0.0, 0.0), 2, 4), 1);
         // Read-write on data 8x the cache: reads most of the time, but also waits on locks
         // and commits: not read-bound, stays merged.
-        let mut r = Regroup::new();
-        assert_eq!(*run(&mut r, loaded(512, 0.8, 0.1), 2, 8).last().unwrap(), 1);
+        assert_eq!(settle(loaded(512, 0.8, 0.1), 2, 8), 1);
         // Uniform point selects on the same data: read-bound, spread.
-        let mut r = Regroup::new();
-        assert_eq!(*run(&mut r, loaded(512, 0.9, 0.0), 1, 8).last().unwrap(), 8);
+        assert_eq!(settle(loaded(512, 0.9, 0.0), 1, 8), 8);
         // At 2048 of them, `thread_pool_size` groups.
-        let mut r = Regroup::new();
-        assert_eq!(
-            *run(&mut r, loaded(2048, 0.9, 0.0), 8, 8).last().unwrap(),
-            2
-        );
+        assert_eq!(settle(loaded(2048, 0.9, 0.0), 8, 8), 2);
     }
 
     #[test]
     fn thirty_two_clients_and_their_watchers_count_as_few() {
-        let mut r = Regroup::new();
-        assert_eq!(*run(&mut r, loaded(34, 0.0, 0.3), 2, 4).last().unwrap(), 8);
-        let mut r = Regroup::new();
-        assert_eq!(*run(&mut r, loaded(49, 0.0, 0.3), 2, 8).last().unwrap(), 2);
+        assert_eq!(settle(loaded(34, 0.0, 0.3), 2, 4), 8);
+        assert_eq!(settle(loaded(49, 0.0, 0.3), 2, 8), 2);
     }
 
     #[test]

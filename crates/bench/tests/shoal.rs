@@ -32,9 +32,12 @@ impl Shoal {
     /// ephemeral range can even reach itself). A server that exits (its port lost) is started
     /// again on another port.
     fn start(handling: &str) -> Shoal {
+        // One directory a server: tests of one handling run at the same time in this process.
+        static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let dir = std::env::temp_dir().join(format!(
-            "shoal-bench-vs-shoal-{}-{handling}",
-            std::process::id()
+            "shoal-bench-vs-shoal-{}-{handling}-{}",
+            std::process::id(),
+            STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         ));
         let t0 = Instant::now();
         let mut tries = 0;

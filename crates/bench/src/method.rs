@@ -414,10 +414,10 @@ pub async fn run_point(spec: &RunSpec) -> Result<RunResult, MethodError> {
         .await;
         // The window opens here: its counters, its CPU sample and its clock are read at the
         // same moment. The "before" snapshot is taken inside it, while the clients run on:
-        // under load its queries queue behind theirs (1-2 s at 512 read-write clients in a
-        // pool of cap 6), and a clock started after it left that time out of the window
-        // while its transactions stayed in: TPS read 6-15 % high, by an amount that differed
-        // from one server setting to the next.
+        // under load its queries queue behind theirs (1-2 s at 512 I/O-bound read-write
+        // clients in a pool of cap 6, 6-7 s at 2048), and a clock started after it left that
+        // time out of the window while its transactions stayed in: TPS read 8-55 % high, by
+        // an amount that differed from one server setting to the next.
         eng.reset_window();
         c0 = eng.counts();
         s0 = sysmon::sample(pid);
@@ -457,7 +457,8 @@ pub async fn run_point(spec: &RunSpec) -> Result<RunResult, MethodError> {
     mon.finish_line();
     mon.finish();
     let mut summary = c1.minus(&c0).summary(secs, &h, max_q);
-    // Statements as sent between the two snapshots (in-flight events included).
+    // Statements as sent from the window's start to the "after" snapshot (in-flight events
+    // included): with no warm-up, exactly those between the two snapshots.
     summary.statements_by_kind = c_stop
         .minus(&c0)
         .summary(secs, &h, max_q)

@@ -222,9 +222,8 @@ fn slow_status_proxy(server_port: u16, delay: Duration) -> u16 {
 /// it: a snapshot the server answers slowly (3 s here, longer than the 2 s window) must
 /// neither add its transactions to the window without its seconds (the window's TPS then
 /// read 2.5x the real rate), nor stretch the window, nor stop the per-interval records
-/// meanwhile. The real rate is what the
-/// intervals say: the window's TPS is a mean over the same time, so it cannot exceed their
-/// highest by more than the edge of a partial interval.
+/// meanwhile. The real rate is what the intervals say: the window's TPS is a mean over the
+/// same time, so it cannot exceed their highest by more than the edge of a partial interval.
 #[test]
 fn a_slow_status_snapshot_stays_inside_the_measured_window() {
     let s = Shoal::start("pool-of-threads");

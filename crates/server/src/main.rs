@@ -192,8 +192,14 @@ fn raise_open_files_limit(server: &Server) {
 /// on two CPUs, 80-82 with two), and freed pages returned after one second by jemalloc's
 /// background thread instead of ten seconds by whichever thread next allocates. Threads
 /// allocate from their own caches first, so two arenas are locked only to refill or flush a
-/// cache. `MALLOC_CONF` in the environment is read after these and wins (e.g.
-/// `MALLOC_CONF=narenas:16` on a large machine).
+/// cache. Allocations of 256 KiB and more (memtable arena blocks, flush and compaction
+/// buffers, buffers of packets over 256 KiB) come from jemalloc's dedicated "oversize" arena, which
+/// returns their pages as soon as they are freed (its default threshold is 8 MiB): a flushed
+/// memtable's 16 MiB otherwise stayed resident for the decay second. `tests/memory.rs` peaked
+/// at 85-93 MiB beside a CPU hog without it (98.7 once in CI, over its bound), 71-83 with it;
+/// OLTP statements allocate nothing that large, and point select and read-write TPS did not
+/// move (paired rounds, docs/PERFORMANCE.md). `MALLOC_CONF` in the environment is read after
+/// these and wins (e.g. `MALLOC_CONF=narenas:16` on a large machine).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
@@ -205,7 +211,7 @@ static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 #[no_mangle]
 #[used]
 pub static malloc_conf: JemallocConf =
-    JemallocConf(c"narenas:2,background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0".as_ptr());
+    JemallocConf(c"narenas:2,background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0,oversize_threshold:262144".as_ptr());
 
 /// A `const char *` for jemalloc to read.
 #[repr(transparent)]
